@@ -1,0 +1,3 @@
+// Package internal holds code shared by tablekit's packages that no user
+// should import.
+package internal
