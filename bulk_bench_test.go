@@ -1,0 +1,182 @@
+package tablekit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+// The bulk benchmarks write 10,000 entities in 100 partitions against
+// Azurite (or the account in AZURE_STORAGE_CONNECTION_STRING) and report
+// entities/s. Run them with -benchtime=1x and -count for benchstat:
+//
+//	go test -run '^$' -bench 'Bulk' -benchtime 1x -count 5 .
+const (
+	benchEntities   = 10_000
+	benchPartitions = 100
+)
+
+type benchRow struct {
+	PK    string `table:",pk"`
+	RK    string `table:",rk"`
+	Name  string
+	Count int32
+	Score float64
+}
+
+func benchRows() []benchRow {
+	rows := make([]benchRow, benchEntities)
+	for i := range rows {
+		rows[i] = benchRow{PK: fmt.Sprintf("p%03d", i%benchPartitions), RK: fmt.Sprintf("r%06d", i), Name: "some name", Count: int32(i), Score: float64(i) / 3}
+	}
+	return rows
+}
+
+func benchTable(b *testing.B) (*tablekit.Table[benchRow], []benchRow) {
+	acct := testenv.Account(b, nil)
+	tbl, err := tablekit.NewTable[benchRow](testenv.NewTable(b, acct), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tbl, benchRows()
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(benchEntities*b.N)/b.Elapsed().Seconds(), "entities/s")
+}
+
+// BenchmarkBulkWriter: one BulkWriter.Upsert call.
+func BenchmarkBulkWriter(b *testing.B) {
+	tbl, rows := benchTable(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := tbl.BulkWriter(nil).Upsert(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkBulkSingleUpserts: a loop of single UpsertEntity calls, the way
+// the SDK's samples write entities.
+func BenchmarkBulkSingleUpserts(b *testing.B) {
+	tbl, rows := benchTable(b)
+	ctx := context.Background()
+	client := tbl.Client()
+	for b.Loop() {
+		for _, r := range rows {
+			e := aztables.EDMEntity{
+				Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
+				Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
+			}
+			data, err := e.MarshalJSON()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := client.UpsertEntity(ctx, data, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkBulkHandTransactions: a hand-written loop of 100-action
+// SubmitTransaction calls, partition by partition, one at a time.
+func BenchmarkBulkHandTransactions(b *testing.B) {
+	tbl, rows := benchTable(b)
+	ctx := context.Background()
+	client := tbl.Client()
+	byPK := map[string][]aztables.TransactionAction{}
+	var order []string
+	for _, r := range rows {
+		e := aztables.EDMEntity{
+			Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
+			Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
+		}
+		data, err := e.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := byPK[r.PK]; !ok {
+			order = append(order, r.PK)
+		}
+		byPK[r.PK] = append(byPK[r.PK], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
+	}
+	for b.Loop() {
+		for _, pk := range order {
+			acts := byPK[pk]
+			for len(acts) > 0 {
+				n := min(100, len(acts))
+				if _, err := client.SubmitTransaction(ctx, acts[:n], nil); err != nil {
+					b.Fatal(err)
+				}
+				acts = acts[n:]
+			}
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkBulkHandTransactionsParallel: the same hand-written loop, with
+// as many transactions in flight as BulkWriter's default concurrency.
+func BenchmarkBulkHandTransactionsParallel(b *testing.B) {
+	tbl, rows := benchTable(b)
+	ctx := context.Background()
+	client := tbl.Client()
+	var batches [][]aztables.TransactionAction
+	byPK := map[string][]aztables.TransactionAction{}
+	var order []string
+	for _, r := range rows {
+		e := aztables.EDMEntity{
+			Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
+			Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
+		}
+		data, _ := e.MarshalJSON()
+		if _, ok := byPK[r.PK]; !ok {
+			order = append(order, r.PK)
+		}
+		byPK[r.PK] = append(byPK[r.PK], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
+	}
+	for _, pk := range order {
+		acts := byPK[pk]
+		for len(acts) > 0 {
+			n := min(100, len(acts))
+			batches = append(batches, acts[:n])
+			acts = acts[n:]
+		}
+	}
+	for b.Loop() {
+		work := make(chan []aztables.TransactionAction)
+		errs := make(chan error, 16)
+		done := make(chan struct{})
+		go func() {
+			for _, bt := range batches {
+				work <- bt
+			}
+			close(work)
+		}()
+		for range 16 {
+			go func() {
+				for bt := range work {
+					if _, err := client.SubmitTransaction(ctx, bt, nil); err != nil {
+						errs <- err
+					}
+				}
+				done <- struct{}{}
+			}()
+		}
+		for range 16 {
+			<-done
+		}
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}

@@ -1,0 +1,756 @@
+package tablekit
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// tokenKind is the JSON kind of a property value.
+type tokenKind uint8
+
+const (
+	tokString tokenKind = iota
+	tokNumber
+	tokTrue
+	tokFalse
+	tokNull
+	tokOther // object or array: never a valid entity property
+)
+
+// rawProp is one property of an entity as it appears in the JSON.
+type rawProp struct {
+	name    []byte
+	val     []byte // string content without quotes (escapes intact), or the literal
+	kind    tokenKind
+	escaped bool
+	edm     EdmType
+	typed   bool // edm came from an @odata.type annotation
+}
+
+// rawEntity is one decoded-but-not-converted entity object.
+type rawEntity struct {
+	pk, rk, etag, ts rawProp
+	hasPK, hasRK     bool
+	hasETag, hasTS   bool
+	props            []rawProp
+	annots           []rawProp // name = property name, val = type name
+}
+
+var rawEntityPool = sync.Pool{New: func() any { return &rawEntity{props: make([]rawProp, 0, 32)} }}
+
+func (r *rawEntity) reset() {
+	r.props = r.props[:0]
+	r.annots = r.annots[:0]
+	r.hasPK, r.hasRK, r.hasETag, r.hasTS = false, false, false, false
+}
+
+var annotationSuffix = []byte("@odata.type")
+
+func decodeError(format string, args ...any) error {
+	return &ValidationError{Detail: "malformed entity JSON: " + fmt.Sprintf(format, args...), Err: ErrInvalidInput}
+}
+
+// parse reads one flat JSON object into r.
+func (r *rawEntity) parse(data []byte) error {
+	s := scanner{b: data}
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return s.end()
+	}
+	for {
+		s.ws()
+		key, kesc, err := s.str()
+		if err != nil {
+			return err
+		}
+		if kesc {
+			key = unescapeBytes(key)
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.ws()
+		val, kind, esc, err := s.value()
+		if err != nil {
+			return err
+		}
+		p := rawProp{name: key, val: val, kind: kind, escaped: esc}
+		switch {
+		case bytes.HasSuffix(key, annotationSuffix):
+			if kind != tokString {
+				return decodeError("annotation %q is not a string", key)
+			}
+			p.name = key[:len(key)-len(annotationSuffix)]
+			r.annots = append(r.annots, p)
+		case string(key) == "PartitionKey":
+			r.pk, r.hasPK = p, true
+		case string(key) == "RowKey":
+			r.rk, r.hasRK = p, true
+		case string(key) == "Timestamp":
+			r.ts, r.hasTS = p, true
+		case string(key) == "odata.etag":
+			r.etag, r.hasETag = p, true
+		case bytes.HasPrefix(key, []byte("odata.")):
+		default:
+			r.props = append(r.props, p)
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return r.applyAnnotations(s.end())
+		default:
+			return decodeError("expected , or } at offset %d", s.i)
+		}
+	}
+}
+
+func (r *rawEntity) applyAnnotations(err error) error {
+	if err != nil {
+		return err
+	}
+	for _, a := range r.annots {
+		edm, ok := parseEdmType(a.val)
+		if !ok {
+			return decodeError("unknown type annotation %q for property %q", a.val, a.name)
+		}
+		for i := range r.props {
+			if bytes.Equal(r.props[i].name, a.name) {
+				r.props[i].edm, r.props[i].typed = edm, true
+				break
+			}
+		}
+	}
+	for i := range r.props {
+		p := &r.props[i]
+		if p.typed {
+			continue
+		}
+		switch p.kind {
+		case tokString:
+			p.edm = EdmString
+		case tokTrue, tokFalse:
+			p.edm = EdmBoolean
+		case tokNumber:
+			p.edm = EdmDouble
+			if isIntegerLiteral(p.val) {
+				if _, err := strconv.ParseInt(string(p.val), 10, 32); err == nil {
+					p.edm = EdmInt32
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func isIntegerLiteral(b []byte) bool {
+	return bytes.IndexAny(b, ".eE") < 0
+}
+
+// forEachObject calls fn with each element of the "value" array of a query
+// response body.
+func forEachObject(body []byte, fn func(obj []byte) error) error {
+	s := scanner{b: body}
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	for {
+		s.ws()
+		if s.peek() == '}' {
+			return nil
+		}
+		key, _, err := s.str()
+		if err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.ws()
+		if string(key) == "value" {
+			if err := s.expect('['); err != nil {
+				return err
+			}
+			for {
+				s.ws()
+				if s.peek() == ']' {
+					s.i++
+					break
+				}
+				start := s.i
+				if err := s.skip(); err != nil {
+					return err
+				}
+				if err := fn(s.b[start:s.i]); err != nil {
+					return err
+				}
+				s.ws()
+				if s.peek() == ',' {
+					s.i++
+				}
+			}
+		} else if _, _, _, err := s.value(); err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+		}
+	}
+}
+
+// scanner is a minimal JSON reader for flat entity objects.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) expect(c byte) error {
+	s.ws()
+	if s.peek() != c {
+		return decodeError("expected %q at offset %d", c, s.i)
+	}
+	s.i++
+	return nil
+}
+
+func (s *scanner) end() error {
+	s.ws()
+	if s.i != len(s.b) {
+		return decodeError("trailing data at offset %d", s.i)
+	}
+	return nil
+}
+
+// str reads a JSON string and returns its raw content.
+func (s *scanner) str() ([]byte, bool, error) {
+	if s.peek() != '"' {
+		return nil, false, decodeError("expected a string at offset %d", s.i)
+	}
+	s.i++
+	start := s.i
+	esc := false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			out := s.b[start:s.i]
+			s.i++
+			return out, esc, nil
+		case c == '\\':
+			esc = true
+			s.i += 2
+		case c < 0x20:
+			return nil, false, decodeError("control character in string at offset %d", s.i)
+		default:
+			s.i++
+		}
+	}
+	return nil, false, decodeError("unterminated string")
+}
+
+func (s *scanner) value() ([]byte, tokenKind, bool, error) {
+	switch c := s.peek(); {
+	case c == '"':
+		v, esc, err := s.str()
+		return v, tokString, esc, err
+	case c == 't' && bytes.HasPrefix(s.b[s.i:], []byte("true")):
+		s.i += 4
+		return nil, tokTrue, false, nil
+	case c == 'f' && bytes.HasPrefix(s.b[s.i:], []byte("false")):
+		s.i += 5
+		return nil, tokFalse, false, nil
+	case c == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")):
+		s.i += 4
+		return nil, tokNull, false, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := s.i
+		for s.i < len(s.b) {
+			c := s.b[s.i]
+			if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+				s.i++
+				continue
+			}
+			break
+		}
+		return s.b[start:s.i], tokNumber, false, nil
+	case c == '{' || c == '[':
+		start := s.i
+		err := s.skip()
+		return s.b[start:s.i], tokOther, false, err
+	}
+	return nil, 0, false, decodeError("unexpected character at offset %d", s.i)
+}
+
+// skip skips one JSON value of any kind.
+func (s *scanner) skip() error {
+	s.ws()
+	c := s.peek()
+	if c != '{' && c != '[' {
+		_, _, _, err := s.value()
+		return err
+	}
+	depth := 0
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '{', '[':
+			depth++
+			s.i++
+		case '}', ']':
+			depth--
+			s.i++
+			if depth == 0 {
+				return nil
+			}
+		case '"':
+			if _, _, err := s.str(); err != nil {
+				return err
+			}
+		default:
+			s.i++
+		}
+	}
+	return decodeError("unterminated object")
+}
+
+// unescapeBytes decodes the escapes of a JSON string's content.
+func unescapeBytes(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' || i+1 >= len(b) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch b[i] {
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			r, n := decodeU(b[i+1:])
+			if n == 0 {
+				out = append(out, "\ufffd"...)
+				continue
+			}
+			i += n
+			if utf16.IsSurrogate(r) {
+				r2, n2 := rune(-1), 0
+				if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					r2, n2 = decodeU(b[i+3:])
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError && n2 > 0 {
+					i += 2 + n2
+					r = dec
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
+func decodeU(b []byte) (rune, int) {
+	if len(b) < 4 {
+		return 0, 0
+	}
+	var r rune
+	for _, c := range b[:4] {
+		v, ok := unhex(c)
+		if !ok {
+			return 0, 0
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, 4
+}
+
+func (p *rawProp) stringValue() string {
+	if p.escaped {
+		return string(unescapeBytes(p.val))
+	}
+	return string(p.val)
+}
+
+func (p *rawProp) bytesValue() []byte {
+	if p.escaped {
+		return unescapeBytes(p.val)
+	}
+	return p.val
+}
+
+// decodeState carries one decode's context.
+type decodeState struct {
+	table string
+	crypt *cryptContext
+	pk    string
+	rk    string
+}
+
+func (d *decodeState) fail(prop string, format string, args ...any) error {
+	ent := d.pk + "/" + d.rk
+	if d.table != "" {
+		ent = d.table + ":" + ent
+	}
+	return &ValidationError{Entity: ent, Property: prop, Detail: fmt.Sprintf(format, args...), Err: ErrInvalidInput}
+}
+
+// systemInto decodes the keys, ETag and Timestamp.
+func (r *rawEntity) system(d *decodeState) (pk, rk string, etag azcore.ETag, ts time.Time, err error) {
+	if r.hasPK {
+		pk = r.pk.stringValue()
+	}
+	if r.hasRK {
+		rk = r.rk.stringValue()
+	}
+	d.pk, d.rk = pk, rk
+	if r.hasETag {
+		etag = azcore.ETag(r.etag.stringValue())
+	}
+	if r.hasTS && r.ts.kind == tokString {
+		ts, err = parseDateTime(r.ts.val)
+		if err != nil {
+			err = d.fail("Timestamp", "%v", err)
+		}
+	}
+	return
+}
+
+// decodeStruct decodes one entity object into the struct v.
+func (p *typePlan) decodeStruct(data []byte, v reflect.Value, d *decodeState) error {
+	r := rawEntityPool.Get().(*rawEntity)
+	defer func() { r.reset(); rawEntityPool.Put(r) }()
+	if err := r.parse(data); err != nil {
+		return err
+	}
+	return p.decodeRaw(r, v, d)
+}
+
+func (p *typePlan) decodeRaw(r *rawEntity, v reflect.Value, d *decodeState) error {
+	pk, rk, etag, ts, err := r.system(d)
+	if err != nil {
+		return err
+	}
+	if p.pk != nil {
+		fieldByPath(v, p.pk).SetString(pk)
+	}
+	if p.rk != nil {
+		fieldByPath(v, p.rk).SetString(rk)
+	}
+	if p.etag != nil {
+		fieldByPath(v, p.etag).SetString(string(etag))
+	}
+	if p.ts != nil {
+		fieldByPath(v, p.ts).Set(reflect.ValueOf(ts))
+	}
+	for i := range r.props {
+		rp := &r.props[i]
+		idx, ok := p.byName[string(rp.name)]
+		if !ok || rp.kind == tokNull {
+			continue
+		}
+		fp := &p.fields[idx]
+		if err := fp.decode(rp, fieldByPath(v, fp.path), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decode stores one property into the field fv.
+func (fp *fieldPlan) decode(rp *rawProp, fv reflect.Value, d *decodeState) error {
+	if fp.encrypt {
+		plain, err := d.decrypt(fp.name, rp)
+		if err != nil {
+			return err
+		}
+		rp = plain
+	} else if d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp) {
+		return d.fail(fp.name, "property holds an encrypted value but the field is not tagged encrypt")
+	}
+	if fp.ptr {
+		nv := reflect.New(fp.elemType)
+		if err := fp.decodeValue(rp, nv.Elem(), d); err != nil {
+			return err
+		}
+		fv.Set(nv)
+		return nil
+	}
+	return fp.decodeValue(rp, fv, d)
+}
+
+func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) error {
+	bad := func(want string) error {
+		return d.fail(fp.name, "stored %s value cannot be decoded into %s field %s (want %s)", rp.edm, fv.Type(), fp.goName, want)
+	}
+	switch fp.kind {
+	case kindString:
+		if rp.kind != tokString {
+			return bad("a string")
+		}
+		fv.SetString(rp.stringValue())
+	case kindGUIDString:
+		if rp.kind != tokString {
+			return bad("a GUID string")
+		}
+		g, ok := parseGUIDBytes(rp.val)
+		if !ok {
+			return bad("a GUID")
+		}
+		fv.SetString(g.String())
+	case kindBool:
+		if rp.kind != tokTrue && rp.kind != tokFalse {
+			return bad("a boolean")
+		}
+		fv.SetBool(rp.kind == tokTrue)
+	case kindInt, kindUint:
+		if rp.kind != tokNumber && !(rp.kind == tokString && rp.edm == EdmInt64) {
+			return bad("an integer")
+		}
+		if fp.kind == kindInt {
+			i, err := strconv.ParseInt(string(rp.val), 10, fp.bits)
+			if err != nil {
+				return bad(fmt.Sprintf("an integer that fits in %d bits", fp.bits))
+			}
+			fv.SetInt(i)
+		} else {
+			u, err := strconv.ParseUint(string(rp.val), 10, fp.bits)
+			if err != nil {
+				return bad(fmt.Sprintf("a non-negative integer that fits in %d bits", fp.bits))
+			}
+			fv.SetUint(u)
+		}
+	case kindFloat:
+		f, err := parseDouble(rp)
+		if err != nil {
+			return bad("a number")
+		}
+		fv.SetFloat(f)
+	case kindTime:
+		if rp.kind != tokString {
+			return bad("a date-time")
+		}
+		t, err := parseDateTime(rp.val)
+		if err != nil {
+			return bad("a date-time")
+		}
+		fv.Set(reflect.ValueOf(t))
+	case kindBytes:
+		if rp.kind != tokString {
+			return bad("base64 binary")
+		}
+		b, err := decodeBase64(rp.bytesValue())
+		if err != nil {
+			return bad("base64 binary")
+		}
+		fv.SetBytes(b)
+	case kindGUIDArray:
+		if rp.kind != tokString {
+			return bad("a GUID")
+		}
+		g, ok := parseGUIDBytes(rp.val)
+		if !ok {
+			return bad("a GUID")
+		}
+		reflect.Copy(fv, reflect.ValueOf(g))
+	case kindJSON:
+		if rp.kind != tokString {
+			return bad("a JSON string")
+		}
+		nv := reflect.New(fv.Type())
+		if err := json.Unmarshal(rp.bytesValue(), nv.Interface()); err != nil {
+			return d.fail(fp.name, "json tag: %v", err)
+		}
+		fv.Set(nv.Elem())
+	case kindText:
+		if rp.kind != tokString {
+			return bad("a string")
+		}
+		u := fv.Addr().Interface().(interface{ UnmarshalText([]byte) error })
+		if err := u.UnmarshalText(rp.bytesValue()); err != nil {
+			return d.fail(fp.name, "UnmarshalText: %v", err)
+		}
+	}
+	return nil
+}
+
+func parseDouble(rp *rawProp) (float64, error) {
+	switch rp.kind {
+	case tokNumber:
+		return strconv.ParseFloat(string(rp.val), 64)
+	case tokString:
+		switch string(rp.val) {
+		case "NaN":
+			return math.NaN(), nil
+		case "Infinity", "INF":
+			return math.Inf(1), nil
+		case "-Infinity", "-INF":
+			return math.Inf(-1), nil
+		}
+		if rp.edm == EdmDouble {
+			return strconv.ParseFloat(string(rp.val), 64)
+		}
+	}
+	return 0, fmt.Errorf("not a number")
+}
+
+// parseDateTime parses an OData date-time such as 2006-01-02T15:04:05.1234567Z.
+func parseDateTime(b []byte) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// decodeEntity decodes one entity object into a property bag.
+func decodeEntity(data []byte, e *Entity, d *decodeState) error {
+	r := rawEntityPool.Get().(*rawEntity)
+	defer func() { r.reset(); rawEntityPool.Put(r) }()
+	if err := r.parse(data); err != nil {
+		return err
+	}
+	return decodeRawEntity(r, e, d)
+}
+
+func decodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
+	var err error
+	e.PartitionKey, e.RowKey, e.ETag, e.Timestamp, err = r.system(d)
+	if err != nil {
+		return err
+	}
+	e.Properties = make(map[string]any, len(r.props))
+	for i := range r.props {
+		rp := &r.props[i]
+		if rp.kind == tokNull {
+			continue
+		}
+		name := string(rp.name)
+		if d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp) {
+			plain, err := d.decrypt(name, rp)
+			if err != nil {
+				return err
+			}
+			rp = plain
+		}
+		v, err := rp.entityValue()
+		if err != nil {
+			return d.fail(name, "%v", err)
+		}
+		e.Properties[name] = v
+	}
+	return nil
+}
+
+// entityValue converts a raw property to the Go value Entity uses for its
+// EDM type.
+func (rp *rawProp) entityValue() (any, error) {
+	wrong := func() error { return fmt.Errorf("value does not match its type %s", rp.edm) }
+	switch rp.edm {
+	case EdmString:
+		if rp.kind != tokString {
+			return nil, wrong()
+		}
+		return rp.stringValue(), nil
+	case EdmBoolean:
+		if rp.kind != tokTrue && rp.kind != tokFalse {
+			return nil, wrong()
+		}
+		return rp.kind == tokTrue, nil
+	case EdmInt32:
+		i, err := strconv.ParseInt(string(rp.val), 10, 32)
+		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
+			return nil, wrong()
+		}
+		return int32(i), nil
+	case EdmInt64:
+		i, err := strconv.ParseInt(string(rp.val), 10, 64)
+		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
+			return nil, wrong()
+		}
+		return i, nil
+	case EdmDouble:
+		f, err := parseDouble(rp)
+		if err != nil {
+			return nil, wrong()
+		}
+		return f, nil
+	case EdmDateTime:
+		if rp.kind != tokString {
+			return nil, wrong()
+		}
+		t, err := parseDateTime(rp.val)
+		if err != nil {
+			return nil, wrong()
+		}
+		return t, nil
+	case EdmGUID:
+		g, ok := parseGUIDBytes(rp.val)
+		if !ok || rp.kind != tokString {
+			return nil, wrong()
+		}
+		return g, nil
+	case EdmBinary:
+		if rp.kind != tokString {
+			return nil, wrong()
+		}
+		b, err := decodeBase64(rp.bytesValue())
+		if err != nil {
+			return nil, wrong()
+		}
+		return b, nil
+	}
+	return nil, wrong()
+}
+
+// decodeBase64 decodes standard base64; an empty value gives an empty,
+// non-nil slice so that []byte{} round-trips.
+func decodeBase64(src []byte) ([]byte, error) {
+	return base64.StdEncoding.AppendDecode(make([]byte, 0, base64.StdEncoding.DecodedLen(len(src))), src)
+}

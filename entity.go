@@ -1,0 +1,169 @@
+package tablekit
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// EdmType is one of the Entity Data Model types a table property can have.
+type EdmType uint8
+
+// The EDM types of Azure Table storage. The zero value is EdmString.
+const (
+	EdmString   EdmType = iota // Go string
+	EdmInt32                   // Go int32
+	EdmInt64                   // Go int64 (int, time.Duration, ...)
+	EdmDouble                  // Go float64
+	EdmBoolean                 // Go bool
+	EdmDateTime                // Go time.Time, UTC, 100 ns precision
+	EdmGUID                    // Go GUID (or any [16]byte type)
+	EdmBinary                  // Go []byte
+)
+
+var edmNames = [...]string{"Edm.String", "Edm.Int32", "Edm.Int64", "Edm.Double", "Edm.Boolean", "Edm.DateTime", "Edm.Guid", "Edm.Binary"}
+
+// String returns the OData name of the type, e.g. "Edm.Int64".
+func (t EdmType) String() string {
+	if int(t) < len(edmNames) {
+		return edmNames[t]
+	}
+	return fmt.Sprintf("EdmType(%d)", uint8(t))
+}
+
+// parseEdmType maps an "@odata.type" annotation to its EdmType.
+func parseEdmType(s []byte) (EdmType, bool) {
+	for i, n := range edmNames {
+		if string(s) == n {
+			return EdmType(i), true
+		}
+	}
+	return 0, false
+}
+
+// GUID is a 128-bit identifier stored as Edm.Guid. Any Go type whose
+// underlying type is [16]byte (such as github.com/google/uuid.UUID) maps to
+// Edm.Guid too.
+type GUID [16]byte
+
+// String formats g as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in lower case.
+func (g GUID) String() string {
+	return string(appendGUID(nil, g))
+}
+
+func appendGUID(dst []byte, g [16]byte) []byte {
+	var buf [36]byte
+	hex.Encode(buf[0:8], g[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], g[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], g[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], g[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:36], g[10:16])
+	return append(dst, buf[:]...)
+}
+
+// ParseGUID parses the canonical 36-character form of a GUID, optionally in
+// braces, in either case.
+func ParseGUID(s string) (GUID, error) {
+	g, ok := parseGUIDBytes([]byte(s))
+	if !ok {
+		return GUID{}, &ValidationError{Detail: fmt.Sprintf("%s is not a GUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", quoteForError(s)), Err: ErrInvalidInput}
+	}
+	return g, nil
+}
+
+func parseGUIDBytes(s []byte) (GUID, bool) {
+	var g GUID
+	if len(s) == 38 && s[0] == '{' && s[37] == '}' {
+		s = s[1:37]
+	}
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return g, false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if s[i] == '-' {
+			i++
+			continue
+		}
+		hi, ok1 := unhex(s[i])
+		lo, ok2 := unhex(s[i+1])
+		if !ok1 || !ok2 {
+			return g, false
+		}
+		g[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return g, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// Entity is a table entity as a property bag, for tables that hold several
+// kinds of entity or whose shape is not known at compile time. Use it as the
+// type parameter of [Table] (Table[Entity]).
+//
+// Property values must have one of these Go types, which fix the EDM type:
+// string (Edm.String), int32 (Edm.Int32), int64 or int (Edm.Int64), float64
+// (Edm.Double), bool (Edm.Boolean), time.Time (Edm.DateTime), GUID or any
+// [16]byte type (Edm.Guid) and []byte (Edm.Binary). A nil value is absent.
+// Decoded entities hold exactly those types, with int64 for Edm.Int64 and
+// GUID for Edm.Guid, so every value round-trips with its type.
+type Entity struct {
+	PartitionKey string
+	RowKey       string
+	// Timestamp is set by the service on every write; it is never sent.
+	Timestamp time.Time
+	// ETag is the entity's version as last read or written.
+	ETag azcore.ETag
+	// Properties holds the custom properties by name.
+	Properties map[string]any
+}
+
+// Get returns the value of a custom property and whether it is present.
+func (e *Entity) Get(name string) (any, bool) {
+	v, ok := e.Properties[name]
+	return v, ok
+}
+
+// Set sets a custom property, creating the map if needed.
+func (e *Entity) Set(name string, value any) {
+	if e.Properties == nil {
+		e.Properties = make(map[string]any)
+	}
+	e.Properties[name] = value
+}
+
+// UpdateMode says how a write treats the properties already stored.
+type UpdateMode uint8
+
+const (
+	// Replace stores exactly the properties written; properties not written
+	// are removed.
+	Replace UpdateMode = iota
+	// Merge adds or overwrites the properties written and keeps the others.
+	Merge
+)
+
+func (m UpdateMode) String() string {
+	if m == Merge {
+		return "Merge"
+	}
+	return "Replace"
+}

@@ -1,0 +1,216 @@
+package tablekit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// Sentinel errors, checked with [errors.Is]. A service failure returned by
+// tablekit matches the sentinel for its status and error code and also
+// unwraps to the SDK's *azcore.ResponseError for [errors.As].
+var (
+	// ErrNotFound: the table, entity, queue, message or blob does not exist (404).
+	ErrNotFound = errors.New("tablekit: not found")
+	// ErrAlreadyExists: the entity, table, queue or blob already exists (409).
+	ErrAlreadyExists = errors.New("tablekit: already exists")
+	// ErrPreconditionFailed: an ETag condition did not hold (412), i.e. the
+	// entity changed since it was read.
+	ErrPreconditionFailed = errors.New("tablekit: precondition failed")
+	// ErrTooLarge: a key, property, entity, transaction or message is over a
+	// storage limit; checked before sending, or reported by the service (413).
+	ErrTooLarge = errors.New("tablekit: too large")
+	// ErrInvalidKey: a PartitionKey, RowKey or resource name breaks the
+	// service's rules, or an entity has no key where one is required.
+	ErrInvalidKey = errors.New("tablekit: invalid key")
+	// ErrThrottled: the service asked the client to slow down (429, or 503
+	// ServerBusy) and the SDK's retries did not get through.
+	ErrThrottled = errors.New("tablekit: throttled")
+	// ErrInvalidInput: an argument or value tablekit cannot encode or send,
+	// such as a filter whose placeholders and arguments disagree.
+	ErrInvalidInput = errors.New("tablekit: invalid input")
+)
+
+// ValidationError reports input refused before anything was sent. It
+// matches [ErrTooLarge], [ErrInvalidKey] or [ErrInvalidInput] with
+// [errors.Is].
+type ValidationError struct {
+	// Entity names the entity, as "PartitionKey/RowKey" where known, or the
+	// table, queue or container the input was meant for.
+	Entity string
+	// Property is the property (or field) at fault, "" when it is the whole
+	// entity, transaction or message.
+	Property string
+	// Limit describes the rule that was broken, e.g. "<= 64 KiB per property".
+	Limit string
+	// Size is the measured size or count that broke a size limit, else 0.
+	Size int
+	// Detail says more, for example which character is refused and where.
+	Detail string
+	// Err is the sentinel: ErrTooLarge, ErrInvalidKey or ErrInvalidInput.
+	Err error
+}
+
+func (e *ValidationError) Error() string {
+	msg := "tablekit: invalid"
+	if e.Entity != "" {
+		msg += " entity " + quoteForError(e.Entity)
+	}
+	if e.Property != "" {
+		msg += " property " + quoteForError(e.Property)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	if e.Size > 0 {
+		msg += fmt.Sprintf(" (size %d)", e.Size)
+	}
+	if e.Limit != "" {
+		msg += "; limit: " + e.Limit
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel the error matches.
+func (e *ValidationError) Unwrap() error { return e.Err }
+
+// quoteForError quotes s for an error message, shortening very long values.
+func quoteForError(s string) string {
+	const max = 80
+	if len(s) > max {
+		return fmt.Sprintf("%q…", s[:max])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// TransactionError reports an entity group transaction the service refused.
+// Nothing in the transaction was applied.
+type TransactionError struct {
+	// Index is the 0-based index of the caller's action that failed, or -1
+	// when the service did not name one.
+	Index int
+	// Code is the service's error code, e.g. "EntityAlreadyExists".
+	Code string
+	// Err matches the sentinel for the failure (ErrAlreadyExists,
+	// ErrNotFound, ...) and unwraps to the SDK's *azcore.ResponseError.
+	Err error
+}
+
+func (e *TransactionError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("tablekit: transaction failed at action %d: %s", e.Index, e.Code)
+	}
+	return fmt.Sprintf("tablekit: transaction failed: %s", e.Code)
+}
+
+// Unwrap returns the underlying service error.
+func (e *TransactionError) Unwrap() error { return e.Err }
+
+// ServiceError is a failure reported by the storage service. It matches the
+// sentinel for its status and code with [errors.Is] and unwraps to the SDK's
+// *azcore.ResponseError for [errors.As].
+type ServiceError struct {
+	// StatusCode is the HTTP status of the failure.
+	StatusCode int
+	// Code is the service's error code, e.g. "ResourceNotFound".
+	Code string
+	// Op names the tablekit operation that failed, e.g. "Get".
+	Op       string
+	sentinel error
+	resp     *azcore.ResponseError
+}
+
+func (e *ServiceError) Error() string {
+	msg := "tablekit: " + e.Op + ": "
+	if e.Code != "" {
+		msg += e.Code
+	} else {
+		msg += http.StatusText(e.StatusCode)
+	}
+	return msg + fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+}
+
+// Unwrap returns the matching sentinel (if any) and the SDK's response error.
+func (e *ServiceError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.sentinel != nil {
+		errs = append(errs, e.sentinel)
+	}
+	if e.resp != nil {
+		errs = append(errs, e.resp)
+	}
+	return errs
+}
+
+// sentinelFor maps an HTTP status and service error code to a sentinel.
+func sentinelFor(status int, code string) error {
+	switch code {
+	case "ServerBusy", "OperationTimedOut":
+		if status == http.StatusServiceUnavailable {
+			return ErrThrottled
+		}
+	case "PropertyValueTooLarge", "EntityTooLarge", "RequestBodyTooLarge", "TooManyProperties":
+		return ErrTooLarge
+	case "InvalidKey", "OutOfRangeInput", "InvalidResourceName":
+		if code != "OutOfRangeInput" || status == http.StatusBadRequest {
+			return ErrInvalidKey
+		}
+	}
+	switch status {
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusConflict:
+		return ErrAlreadyExists
+	case http.StatusPreconditionFailed:
+		return ErrPreconditionFailed
+	case http.StatusRequestEntityTooLarge:
+		return ErrTooLarge
+	case http.StatusTooManyRequests:
+		return ErrThrottled
+	}
+	return nil
+}
+
+// WrapError turns an error from the Azure SDK into tablekit's shape: a
+// service failure becomes a *ServiceError that matches the sentinel for its
+// status and code; context errors and everything else are returned as they
+// are. op names the operation for the message. A nil err gives nil.
+func WrapError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if ctxErr := contextError(err); ctxErr != nil {
+			return ctxErr
+		}
+	}
+	var se *ServiceError
+	if errors.As(err, &se) {
+		return err
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return err
+	}
+	return &ServiceError{
+		StatusCode: re.StatusCode,
+		Code:       re.ErrorCode,
+		Op:         op,
+		sentinel:   sentinelFor(re.StatusCode, re.ErrorCode),
+		resp:       re,
+	}
+}
+
+// contextError returns the bare context error inside err, if any.
+func contextError(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	}
+	return nil
+}
