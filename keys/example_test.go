@@ -1,0 +1,197 @@
+package keys_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablekit/tablekit/keys"
+)
+
+func ExampleValidate() {
+	fmt.Println(keys.Validate("email!jonesj@contoso.com"))
+	err := keys.Validate("sales/2024")
+	fmt.Println(err)
+	var ke *keys.KeyError
+	if errors.As(err, &ke) {
+		fmt.Println(ke.Pos, string(ke.Char), errors.Is(err, keys.ErrKeyCharacter))
+	}
+	// Output:
+	// <nil>
+	// keys: reserved character '/' (U+002F) at byte 5 is not allowed in a key (refused: / \ # ? U+0000-U+001F U+007F-U+009F)
+	// 5 / true
+}
+
+func ExamplePrefixEnd() {
+	end, ok := keys.PrefixEnd("email_jones")
+	fmt.Printf("RowKey ge 'email_jones' and RowKey lt '%s' (%v)\n", end, ok)
+	end, _ = keys.PrefixEnd("v1.") // '/' is refused in keys, so the bound skips it
+	fmt.Println(end)
+	_, ok = keys.PrefixEnd("")
+	fmt.Println(ok)
+	// Output:
+	// RowKey ge 'email_jones' and RowKey lt 'email_jonet' (true)
+	// v10
+	// false
+}
+
+func ExampleCompound() {
+	k, _ := keys.Compound("empid", "000223")
+	fmt.Println(k)
+	k, _ = keys.Compound("email", "jonesj@contoso.com")
+	fmt.Println(k)
+	// Space, '!' and '"' are escaped with '"'.
+	k, _ = keys.Compound(`say "hi"!`, "")
+	fmt.Println(k)
+	_, err := keys.Compound("path", "a/b")
+	fmt.Println(err)
+	// Output:
+	// empid!000223
+	// email!jonesj@contoso.com
+	// say" ""hi"""!!
+	// keys: component 1: reserved character '/' (U+002F) at byte 1 is not allowed in a key (refused: / \ # ? U+0000-U+001F U+007F-U+009F)
+}
+
+func ExampleSplit() {
+	parts, _ := keys.Split(`say" ""hi"""!!`)
+	fmt.Printf("%q\n", parts)
+	// Output:
+	// ["say \"hi\"!" ""]
+}
+
+func ExampleAppendCompound() {
+	buf := make([]byte, 0, 64) // reused: no allocation per key
+	buf, _ = keys.AppendCompound(buf[:0], "000123", "2012")
+	fmt.Println(string(buf))
+	// Output:
+	// 000123!2012
+}
+
+func ExampleRange() {
+	// Every key of a tuple that starts with ("Sales", "000223").
+	lo, hi, _ := keys.Range("Sales", "000223")
+	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
+	// Output:
+	// RowKey ge 'Sales!000223' and RowKey lt 'Sales!000223"'
+}
+
+func ExamplePrefixRange() {
+	// Index entities ("email", address): every address starting with "jones".
+	lo, hi, _ := keys.PrefixRange([]string{"email"}, "jones")
+	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
+	// A prefix ending in the escape character.
+	lo, hi, _ = keys.PrefixRange([]string{"quote"}, `say "`)
+	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
+	// Output:
+	// RowKey ge 'email!jones' and RowKey lt 'email!jonet'
+	// RowKey ge 'quote!say" ""' and RowKey lt 'quote!say" "$'
+}
+
+func ExampleBuilder() {
+	t := time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.UTC)
+	var b keys.Builder
+	b.Reset(make([]byte, 0, 128))
+	k, err := b.Add("order").AddUint(42).AddInvertedTicks(t).Key()
+	fmt.Println(k, err)
+	// Output:
+	// order!00000000000000000042!2516877339032108765 <nil>
+}
+
+func ExampleUint() {
+	fmt.Println(keys.Uint(223))
+	fmt.Println(keys.InvertedUint(223))
+	v, _ := keys.ParseUint("00000000000000000223")
+	fmt.Println(v)
+	// Output:
+	// 00000000000000000223
+	// 18446744073709551392
+	// 223
+}
+
+func ExampleUintN() {
+	k, _ := keys.UintN(223, 6)
+	fmt.Println(k)
+	_, err := keys.UintN(1000000, 6)
+	fmt.Println(errors.Is(err, keys.ErrOutOfRange))
+	// Output:
+	// 000223
+	// true
+}
+
+func ExampleInt() {
+	for _, v := range []int64{-42, -1, 0, 42} {
+		fmt.Println(keys.Int(v), keys.InvertedInt(v))
+	}
+	// Output:
+	// -9999999999999999958 00000000000000000041
+	// -9999999999999999999 00000000000000000000
+	// 00000000000000000000 -9999999999999999999
+	// 00000000000000000042 -9999999999999999957
+}
+
+func ExampleInvertedTicks() {
+	for _, t := range []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(0, 0),
+		time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC),
+	} {
+		k, _ := keys.InvertedTicks(t)
+		back, _ := keys.ParseInvertedTicks(k)
+		fmt.Println(k, back.Format(time.RFC3339Nano))
+	}
+	// Output:
+	// 3155378975999999999 0001-01-01T00:00:00Z
+	// 2534023007999999999 1970-01-01T00:00:00Z
+	// 2516877339032108765 2024-05-01T12:34:56.7891234Z
+	// 0000000000000000000 9999-12-31T23:59:59.9999999Z
+}
+
+func ExampleTicks() {
+	k, _ := keys.Ticks(time.Unix(0, 0))
+	fmt.Println(k)
+	// Output:
+	// 0621355968000000000
+}
+
+func ExampleTime() {
+	k, _ := keys.Time(time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.FixedZone("PDT", -7*3600)))
+	fmt.Println(k)
+	// Output:
+	// 2024-05-01T19:34:56.7891234Z
+}
+
+func ExampleDescendingKey() {
+	t := time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.UTC)
+	for seq := range uint64(3) {
+		k, _ := keys.DescendingKey(t, seq)
+		fmt.Println(k)
+	}
+	// Output:
+	// 2516877339032108765_18446744073709551615
+	// 2516877339032108765_18446744073709551614
+	// 2516877339032108765_18446744073709551613
+}
+
+func ExampleGUID() {
+	g := [16]byte{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
+	fmt.Println(keys.GUID(g))
+	fmt.Println(keys.InvertedGUID(g))
+	// Output:
+	// 12345678-9abc-def0-0123-456789abcdef
+	// edcba987-6543-210f-fedc-ba9876543210
+}
+
+func ExampleShardPrefix() {
+	// Spread an append-only stream over 16 partitions: PartitionKey
+	// "<bucket>!<day>" instead of "<day>".
+	bucket, _ := keys.ShardPrefix("device-42", 16)
+	pk, _ := keys.Compound(bucket, "2024-05-01")
+	fmt.Println(pk)
+	// A query for the day fans out over all buckets.
+	all, _ := keys.ShardPrefixes(16)
+	fmt.Println(len(all), all[0], all[15])
+	// Output:
+	// 08!2024-05-01
+	// 16 00 15
+}

@@ -1,0 +1,129 @@
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// MaxKeyLen is the longest PartitionKey or RowKey, in bytes of UTF-8, that
+// Validate accepts. Azure documents a 1 KiB limit; counting UTF-8 bytes is
+// as strict as or stricter than the service for any content.
+const MaxKeyLen = 1024
+
+// Sentinel errors. Every error this package returns matches one of them with
+// errors.Is.
+var (
+	// ErrKeyTooLong: a key is longer than MaxKeyLen bytes.
+	ErrKeyTooLong = errors.New("keys: key too long")
+	// ErrKeyCharacter: a key (or a component of a compound key) holds a
+	// character Azure refuses in keys: '/', '\\', '#', '?', U+0000–U+001F,
+	// U+007F–U+009F, or a byte sequence that is not valid UTF-8.
+	ErrKeyCharacter = errors.New("keys: character not allowed in a key")
+)
+
+// KeyError describes why a key is not acceptable to Azure Table storage.
+// It matches ErrKeyTooLong or ErrKeyCharacter with errors.Is (see Err).
+type KeyError struct {
+	// Pos is the byte offset of the offending character in the checked
+	// string, or -1 when the key is too long.
+	Pos int
+	// Char is the offending character; utf8.RuneError for invalid UTF-8.
+	// Zero when the key is too long.
+	Char rune
+	// Reason is a short description: "reserved character", "control
+	// character", "invalid UTF-8" or "too long".
+	Reason string
+	// Len is the length of the checked string in bytes.
+	Len int
+	// Err is ErrKeyTooLong or ErrKeyCharacter.
+	Err error
+}
+
+// Error says what is wrong and where.
+func (e *KeyError) Error() string {
+	switch {
+	case e.Pos < 0:
+		return fmt.Sprintf("keys: key is %d bytes of UTF-8; the limit is %d", e.Len, MaxKeyLen)
+	case e.Reason == reasonUTF8:
+		return fmt.Sprintf("keys: invalid UTF-8 at byte %d of a %d-byte key", e.Pos, e.Len)
+	case e.Reason == reasonControl:
+		return fmt.Sprintf("keys: control character %U at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
+			e.Char, e.Pos)
+	default:
+		return fmt.Sprintf("keys: %s %q (%U) at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
+			e.Reason, e.Char, e.Char, e.Pos)
+	}
+}
+
+// Unwrap returns Err, so errors.Is(err, ErrKeyTooLong) and
+// errors.Is(err, ErrKeyCharacter) work.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+const (
+	reasonReserved = "reserved character"
+	reasonControl  = "control character"
+	reasonUTF8     = "invalid UTF-8"
+	reasonTooLong  = "too long"
+)
+
+// Validate reports whether key is acceptable to Azure Table storage as a
+// PartitionKey or RowKey. It returns nil or a *KeyError that names the
+// offending character and its byte offset. Refused are: '/', '\\', '#',
+// '?', the control characters U+0000–U+001F and U+007F–U+009F, invalid
+// UTF-8, and keys longer than MaxKeyLen (1024) bytes of UTF-8. The empty
+// key is valid (Azure allows empty keys).
+func Validate(key string) error {
+	if len(key) > MaxKeyLen {
+		return &KeyError{Pos: -1, Reason: reasonTooLong, Len: len(key), Err: ErrKeyTooLong}
+	}
+	return checkChars(key, len(key))
+}
+
+// checkChars checks the characters of s; n is reported as KeyError.Len.
+func checkChars(s string, n int) error {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if refusedASCII[c] {
+				return charError(i, rune(c), n)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return &KeyError{Pos: i, Char: utf8.RuneError, Reason: reasonUTF8, Len: n, Err: ErrKeyCharacter}
+		}
+		if r <= 0x9F { // U+0080–U+009F (U+007F is ASCII)
+			return charError(i, r, n)
+		}
+		i += size
+	}
+	return nil
+}
+
+func charError(pos int, r rune, n int) *KeyError {
+	reason := reasonReserved
+	if r < 0x20 || r >= 0x7F {
+		reason = reasonControl
+	}
+	return &KeyError{Pos: pos, Char: r, Reason: reason, Len: n, Err: ErrKeyCharacter}
+}
+
+// refusedASCII marks the ASCII bytes Azure refuses in keys.
+var refusedASCII = [utf8.RuneSelf]bool{
+	0x00: true, 0x01: true, 0x02: true, 0x03: true, 0x04: true, 0x05: true, 0x06: true, 0x07: true,
+	0x08: true, 0x09: true, 0x0A: true, 0x0B: true, 0x0C: true, 0x0D: true, 0x0E: true, 0x0F: true,
+	0x10: true, 0x11: true, 0x12: true, 0x13: true, 0x14: true, 0x15: true, 0x16: true, 0x17: true,
+	0x18: true, 0x19: true, 0x1A: true, 0x1B: true, 0x1C: true, 0x1D: true, 0x1E: true, 0x1F: true,
+	'/': true, '\\': true, '#': true, '?': true, 0x7F: true,
+}
+
+// refused reports whether Azure refuses the character r in a key.
+func refused(r rune) bool {
+	if r < utf8.RuneSelf {
+		return refusedASCII[r]
+	}
+	return r <= 0x9F
+}
