@@ -287,3 +287,28 @@ func TestDecodeTypeMismatchIsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeEntityAndDecode(t *testing.T) {
+	in := sampleAllTypes()
+	in.NaN = 0
+	in.Skip, in.unexp = "", 0
+	in.ETag = "W/\"x\""
+	in.Stamp = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	e, err := EncodeEntity(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.PartitionKey != in.PK || e.ETag != in.ETag || e.Properties["Int"] != int64(in.Int) || e.Properties["Other"] != "r" {
+		t.Errorf("entity: %#v", e)
+	}
+	out, err := Decode[allTypes](e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip differs:\n in  %+v\n out %+v", in, out)
+	}
+	if _, err := Decode[struct{ A string }](e); err == nil {
+		t.Error("Decode into a struct without keys must fail")
+	}
+}

@@ -6,5 +6,9 @@ import "github.com/tablekit/tablekit/examples/internal/demo"
 
 // All returns every section in the order the tour runs them.
 func All() []demo.Section {
-	return []demo.Section{}
+	return []demo.Section{
+		Basics(),
+		Queries(),
+		CompoundKey(),
+	}
 }

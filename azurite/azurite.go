@@ -1,0 +1,403 @@
+// Package azurite starts and stops a real Azurite, Microsoft's Azure Storage
+// emulator, from Go: for tablekit's own tests and examples, and for the
+// integration tests of programs built on tablekit.
+//
+// [Start] looks for an azurite executable on PATH; without one it installs
+// the pinned Azurite [Version] with npm into a per-user cache folder on first
+// use (once per cache, safe when several processes start at once). It then
+// runs Azurite with in-memory persistence on free loopback ports, waits until
+// its blob, queue and table endpoints answer, and returns a [Server] whose
+// [Server.ConnectionString] any Azure SDK client accepts. [Server.Stop]
+// kills Azurite and leaves no process behind; on Linux, Azurite is also
+// killed when the process that started it dies, so an interrupted test
+// binary leaves nothing running either.
+//
+// Only Node.js 18 or later (with npm) is needed on the machine.
+//
+// In a test:
+//
+//	func TestSomething(t *testing.T) {
+//		srv := azurite.StartForTest(t, nil) // stopped when the test ends
+//		client, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), nil)
+//		...
+//	}
+package azurite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Version is the Azurite version installed from npm when no azurite
+// executable is on PATH.
+const Version = "3.37.0"
+
+// AccountName is the storage account Azurite serves.
+const AccountName = "devstoreaccount1"
+
+// AccountKey is the well-known shared key of [AccountName]. It is public
+// and only good for the emulator.
+const AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+// CacheDirEnv is the environment variable that overrides the folder the
+// pinned Azurite is installed into (see [Options.CacheDir]).
+const CacheDirEnv = "TABLEKIT_AZURITE_DIR"
+
+// Options configures [Start]. The zero value (or a nil *Options) is the
+// usual choice.
+type Options struct {
+	// CacheDir is the folder the pinned Azurite is installed into, in a
+	// subfolder per version. "" means $TABLEKIT_AZURITE_DIR if set, else
+	// "tablekit" in the user's cache folder ([os.UserCacheDir]).
+	CacheDir string
+
+	// Executable, if set, is the Azurite to run instead of one found on
+	// PATH or installed: the azurite executable or its azurite.js entry
+	// point.
+	Executable string
+
+	// SkipPath ignores an azurite executable on PATH and always uses the
+	// pinned Version from the cache folder.
+	SkipPath bool
+
+	// StartTimeout bounds the wait, after Azurite's process has started,
+	// for its three endpoints to answer. 0 means one minute. Installation
+	// is bounded only by the context given to Start.
+	StartTimeout time.Duration
+
+	// Loose runs Azurite with --loose, which ignores unsupported headers
+	// and parameters instead of failing the request.
+	Loose bool
+
+	// Args are extra command-line arguments for Azurite, e.g. "--debug",
+	// "/tmp/azurite-debug.log".
+	Args []string
+
+	// Output, if not nil, receives a copy of everything Azurite prints.
+	Output io.Writer
+}
+
+// Server is a running Azurite. Its methods are safe for concurrent use.
+type Server struct {
+	blobPort, queuePort, tablePort int
+
+	cmd     *exec.Cmd
+	out     *tailBuffer
+	workDir string
+	done    chan struct{} // closed when the process has exited and been reaped
+	waitErr error         // set before done is closed
+
+	mu      sync.Mutex
+	stopped bool
+	stopErr error
+}
+
+const (
+	defaultStartTimeout = time.Minute
+	portAttempts        = 5
+	outputLimit         = 64 << 10
+)
+
+// errPortInUse marks a start that failed because a chosen port was taken
+// between choosing it and Azurite binding it; Start retries with new ports.
+var errPortInUse = errors.New("azurite: port already in use")
+
+// Start starts an Azurite and returns once its blob, queue and table
+// endpoints answer. ctx bounds the installation (first use only) and the
+// start; cancelling it later does not stop the server: call [Server.Stop].
+func Start(ctx context.Context, opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = defaultStartTimeout
+	}
+	prog, args, err := resolveCommand(ctx, &o, exec.LookPath)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(3)
+		if err != nil {
+			return nil, fmt.Errorf("azurite: cannot find free loopback ports: %w", err)
+		}
+		srv, err := launch(ctx, &o, prog, args, ports[0], ports[1], ports[2])
+		if err == nil {
+			return srv, nil
+		}
+		if !errors.Is(err, errPortInUse) || attempt == portAttempts {
+			return nil, err
+		}
+	}
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+// They are only likely to stay free: the caller retries on a clash.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// launch starts one Azurite process on the given ports and waits for it.
+func launch(ctx context.Context, o *Options, prog string, baseArgs []string, blobPort, queuePort, tablePort int) (*Server, error) {
+	workDir, err := os.MkdirTemp("", "tablekit-azurite-")
+	if err != nil {
+		return nil, fmt.Errorf("azurite: %w", err)
+	}
+	args := append([]string(nil), baseArgs...)
+	args = append(args,
+		"--inMemoryPersistence",
+		"--disableTelemetry",
+		"--skipApiVersionCheck",
+		"--silent",
+		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(blobPort),
+		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(queuePort),
+		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(tablePort),
+	)
+	if o.Loose {
+		args = append(args, "--loose")
+	}
+	args = append(args, o.Args...)
+
+	s := &Server{
+		blobPort:  blobPort,
+		queuePort: queuePort,
+		tablePort: tablePort,
+		out:       &tailBuffer{limit: outputLimit, copy: o.Output},
+		workDir:   workDir,
+		done:      make(chan struct{}),
+	}
+	cmd := exec.Command(prog, args...)
+	// In-memory Azurite writes nothing, but --inMemoryPersistence refuses
+	// --location, so give it an empty working folder of its own.
+	cmd.Dir = workDir
+	cmd.Stdout = s.out
+	cmd.Stderr = s.out
+	cmd.WaitDelay = 2 * time.Second
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(workDir)
+		return nil, fmt.Errorf("azurite: cannot run %s: %w", prog, err)
+	}
+	s.cmd = cmd
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.done)
+	}()
+
+	if err := s.waitReady(ctx, o.StartTimeout); err != nil {
+		s.kill()
+		<-s.done
+		os.RemoveAll(workDir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady waits until Azurite has said it listens on all three ports and
+// each answers an HTTP request.
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	probe := &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	}
+	defer probe.CloseIdleConnections()
+	for {
+		select {
+		case <-s.done:
+			out := s.out.String()
+			if strings.Contains(out, "EADDRINUSE") {
+				return fmt.Errorf("%w: %s", errPortInUse, lastLine(out))
+			}
+			return fmt.Errorf("azurite: Azurite exited before it was ready (%v); its output:\n%s", s.waitErr, out)
+		case <-ctx.Done():
+			return fmt.Errorf("azurite: waiting for Azurite to start: %w", ctx.Err())
+		case <-timer.C:
+			return fmt.Errorf("azurite: Azurite did not answer on 127.0.0.1 ports %d (blob), %d (queue), %d (table) within %v; its output:\n%s",
+				s.blobPort, s.queuePort, s.tablePort, timeout, s.out.String())
+		case <-tick.C:
+			if s.ready(ctx, probe) {
+				return nil
+			}
+		}
+	}
+}
+
+// ready reports whether this process announced all three ports and each
+// answers HTTP. Checking the announcement as well as the port makes sure
+// the answer comes from this Azurite and not another process that took a
+// port first.
+func (s *Server) ready(ctx context.Context, probe *http.Client) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	out := s.out.String()
+	for _, p := range []int{s.blobPort, s.queuePort, s.tablePort} {
+		if !announced(out, p) {
+			return false
+		}
+	}
+	for _, u := range []string{s.BlobEndpoint(), s.QueueEndpoint(), s.TableEndpoint() + "/Tables"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := probe.Do(req)
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return true
+}
+
+// announced reports whether Azurite's output has a line saying it is
+// listening on 127.0.0.1:port ("... successfully listening at http://127.0.0.1:10000").
+func announced(out string, port int) bool {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for line := range strings.Lines(out) {
+		if !strings.Contains(line, "listening") {
+			continue
+		}
+		i := strings.Index(line, addr)
+		if i < 0 {
+			continue
+		}
+		rest := line[i+len(addr):]
+		if rest == "" || rest[0] < '0' || rest[0] > '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// ConnectionString returns a connection string for this server with the
+// well-known account and explicit endpoints, e.g.
+// "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:PORT/devstoreaccount1;...".
+func (s *Server) ConnectionString() string {
+	return "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
+		";AccountKey=" + AccountKey +
+		";BlobEndpoint=" + s.BlobEndpoint() +
+		";QueueEndpoint=" + s.QueueEndpoint() +
+		";TableEndpoint=" + s.TableEndpoint() + ";"
+}
+
+// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1.
+func (s *Server) BlobEndpoint() string { return endpoint(s.blobPort) }
+
+// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1.
+func (s *Server) QueueEndpoint() string { return endpoint(s.queuePort) }
+
+// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1.
+func (s *Server) TableEndpoint() string { return endpoint(s.tablePort) }
+
+func endpoint(port int) string {
+	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
+}
+
+// Ports returns the loopback ports of the blob, queue and table services.
+func (s *Server) Ports() (blob, queue, table int) {
+	return s.blobPort, s.queuePort, s.tablePort
+}
+
+// Pid returns the process id of Azurite.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Output returns the end of what Azurite has printed (up to 64 KiB).
+func (s *Server) Output() string { return s.out.String() }
+
+// Stop kills Azurite (its whole process group), waits for it to exit and
+// removes its working folder. It returns an error if Azurite had already
+// exited on its own. Calling Stop again returns the first call's result.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return s.stopErr
+	}
+	select {
+	case <-s.done:
+		s.stopErr = fmt.Errorf("azurite: Azurite had exited before Stop (%v); its output:\n%s", s.waitErr, s.out.String())
+	default:
+	}
+	s.kill()
+	<-s.done
+	if err := os.RemoveAll(s.workDir); err != nil && s.stopErr == nil {
+		s.stopErr = fmt.Errorf("azurite: %w", err)
+	}
+	s.stopped = true
+	return s.stopErr
+}
+
+// kill sends SIGKILL to Azurite's process group (or the process, where
+// there are no process groups).
+func (s *Server) kill() {
+	killTree(s.cmd)
+}
+
+// tailBuffer keeps the last limit bytes written to it, and copies every
+// write to copy if set. It is safe for concurrent use.
+type tailBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	limit int
+	copy  io.Writer
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if over := b.buf.Len() - b.limit; over > 0 {
+		b.buf.Next(over)
+	}
+	if b.copy != nil {
+		b.copy.Write(p) // a failing copy must not stop Azurite's output
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,78 @@
+package tablekit
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// EncodeEntity converts a struct value to its property bag, exactly as a
+// Table[T] would store it (without client-side encryption), checking the
+// same keys and limits.
+func EncodeEntity[T any](v T) (Entity, error) {
+	if e, ok := any(v).(Entity); ok {
+		return e, nil
+	}
+	plan, err := structPlan[T]()
+	if err != nil {
+		return Entity{}, err
+	}
+	data, err := plan.encodeStruct(nil, reflect.ValueOf(&v).Elem(), &encodeState{})
+	if err != nil {
+		return Entity{}, err
+	}
+	var e Entity
+	if err := decodeEntity(data, &e, &decodeState{}); err != nil {
+		return Entity{}, err
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	if plan.etag != nil {
+		e.ETag = azcore.ETag(fieldByPath(rv, plan.etag).String())
+	}
+	if plan.ts != nil {
+		e.Timestamp = fieldByPath(rv, plan.ts).Interface().(time.Time)
+	}
+	return e, nil
+}
+
+// Decode converts a property bag to a struct value, as a Table[T] read
+// would: it is how a query over a table of mixed entity types (read as
+// Table[Entity]) turns each row into its own Go type.
+func Decode[T any](e Entity) (T, error) {
+	var v T
+	if out, ok := any(&v).(*Entity); ok {
+		*out = e
+		return v, nil
+	}
+	plan, err := structPlan[T]()
+	if err != nil {
+		return v, err
+	}
+	data, err := encodeEntity(nil, &e, &encodeState{})
+	if err != nil {
+		return v, err
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	if err := plan.decodeStruct(data, rv, &decodeState{}); err != nil {
+		return v, err
+	}
+	if plan.etag != nil {
+		fieldByPath(rv, plan.etag).SetString(string(e.ETag))
+	}
+	if plan.ts != nil {
+		fieldByPath(rv, plan.ts).Set(reflect.ValueOf(e.Timestamp))
+	}
+	return v, nil
+}
+
+func structPlan[T any]() (*typePlan, error) {
+	plan, err := planFor(reflect.TypeFor[T]())
+	if err != nil {
+		return nil, err
+	}
+	if plan.pk == nil || plan.rk == nil {
+		return nil, planError(plan.typ, "", "a table struct needs a string field tagged `table:\",pk\"` and one tagged `table:\",rk\"`")
+	}
+	return plan, nil
+}

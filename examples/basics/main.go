@@ -1,0 +1,10 @@
+// Command basics runs tablekit's basics example against Azurite or the account
+// in AZURE_STORAGE_CONNECTION_STRING.
+package main
+
+import (
+	"github.com/tablekit/tablekit/examples/internal/demo"
+	"github.com/tablekit/tablekit/examples/internal/sections"
+)
+
+func main() { demo.Main(sections.Basics()) }

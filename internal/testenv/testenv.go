@@ -1,0 +1,243 @@
+// Package testenv gives tablekit's tests a real storage account: the one in
+// AZURE_STORAGE_CONNECTION_STRING if set, else an Azurite shared by all the
+// tests of one test binary, started on first use (see package azurite).
+//
+// Every test package that uses it calls [Main] from TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+// and each test makes its own tables, queues and containers with unique
+// names ([NewTable], [NewQueue], [NewContainer]), which are deleted when the
+// test ends.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
+)
+
+// ConnectionStringEnv names the environment variable that points the tests
+// at a real account instead of Azurite.
+const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
+
+// startTimeout bounds installing (first use on a machine) and starting
+// Azurite.
+const startTimeout = 10 * time.Minute
+
+// opTimeout bounds the create and delete calls made for a test.
+const opTimeout = time.Minute
+
+// shared is the Azurite of this test binary.
+var shared struct {
+	once    sync.Once
+	mu      sync.Mutex
+	server  *azurite.Server
+	connStr string
+	err     error
+}
+
+// Main runs the tests of m, then stops the shared Azurite (if one was
+// started) and exits with the tests' exit code. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	shared.mu.Lock()
+	srv := shared.server
+	shared.server = nil
+	shared.mu.Unlock()
+	if srv != nil {
+		if err := srv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// ConnectionString returns AZURE_STORAGE_CONNECTION_STRING if it is set,
+// else the connection string of the test binary's Azurite, started on the
+// first call. It fails t if Azurite cannot start.
+func ConnectionString(t testing.TB) string {
+	t.Helper()
+	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
+		return cs
+	}
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		srv, err := azurite.Start(ctx, nil)
+		shared.mu.Lock()
+		defer shared.mu.Unlock()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.server = srv
+		shared.connStr = srv.ConnectionString()
+	})
+	if shared.err != nil {
+		t.Fatalf("testenv: cannot start Azurite: %v", shared.err)
+	}
+	return shared.connStr
+}
+
+// Account opens a new Account (with its own Meter) on the test account.
+// opts may add policies, retry options or a transport.
+func Account(t testing.TB, opts *tablekit.Options) *tablekit.Account {
+	t.Helper()
+	acct, err := tablekit.Open(ConnectionString(t), opts)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return acct
+}
+
+// TableName returns a valid table name unique to this call: the test's
+// name (letters and digits only) plus a random suffix.
+func TableName(t testing.TB) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("t")
+	for _, r := range t.Name() {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	name := truncate(b.String(), 63-8) + suffix(8)
+	if err := tablekit.ValidateTableName(name); err != nil {
+		t.Fatalf("testenv: made a bad table name: %v", err)
+	}
+	return name
+}
+
+// QueueName returns a valid queue name unique to this call: the test's
+// name (lowercase, other characters as single hyphens) plus a random
+// suffix.
+func QueueName(t testing.TB) string {
+	t.Helper()
+	name := dnsName(t)
+	if err := tablekit.ValidateQueueName(name); err != nil {
+		t.Fatalf("testenv: made a bad queue name: %v", err)
+	}
+	return name
+}
+
+// ContainerName returns a valid blob container name unique to this call,
+// made like [QueueName].
+func ContainerName(t testing.TB) string {
+	t.Helper()
+	name := dnsName(t)
+	if err := tablekit.ValidateContainerName(name); err != nil {
+		t.Fatalf("testenv: made a bad container name: %v", err)
+	}
+	return name
+}
+
+// dnsName makes a queue or container name from the test's name.
+func dnsName(t testing.TB) string {
+	var b strings.Builder
+	b.WriteString("t-")
+	for _, r := range strings.ToLower(t.Name()) {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else if !strings.HasSuffix(b.String(), "-") {
+			b.WriteByte('-')
+		}
+	}
+	base := strings.TrimRight(truncate(b.String(), 63-9), "-")
+	return base + "-" + suffix(8)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// suffix returns n random lowercase letters and digits.
+func suffix(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	buf := make([]byte, n)
+	rand.Read(buf)
+	for i, c := range buf {
+		buf[i] = alphabet[int(c)%len(alphabet)]
+	}
+	return string(buf)
+}
+
+// NewTable creates a table for t on acct and deletes it when t ends.
+func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
+	t.Helper()
+	name := TableName(t)
+	client := acct.Table(name)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := client.CreateTable(ctx, nil); err != nil {
+		t.Fatalf("testenv: create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if _, err := client.Delete(ctx, nil); err != nil && !errors.Is(tablekit.WrapError("DeleteTable", err), tablekit.ErrNotFound) {
+			t.Errorf("testenv: delete table %s: %v", name, err)
+		}
+	})
+	return client
+}
+
+// NewQueue creates a queue for t on acct and deletes it when t ends.
+func NewQueue(t testing.TB, acct *tablekit.Account) *azqueue.QueueClient {
+	t.Helper()
+	name := QueueName(t)
+	client := acct.Queue(name)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := client.Create(ctx, nil); err != nil {
+		t.Fatalf("testenv: create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if _, err := client.Delete(ctx, nil); err != nil && !errors.Is(tablekit.WrapError("DeleteQueue", err), tablekit.ErrNotFound) {
+			t.Errorf("testenv: delete queue %s: %v", name, err)
+		}
+	})
+	return client
+}
+
+// NewContainer creates a blob container for t on acct and deletes it when
+// t ends.
+func NewContainer(t testing.TB, acct *tablekit.Account) *container.Client {
+	t.Helper()
+	name := ContainerName(t)
+	client := acct.Container(name)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := client.Create(ctx, nil); err != nil {
+		t.Fatalf("testenv: create container %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if _, err := client.Delete(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			t.Errorf("testenv: delete container %s: %v", name, err)
+		}
+	})
+	return client
+}

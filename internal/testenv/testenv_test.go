@@ -1,0 +1,105 @@
+package testenv_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestNames(t *testing.T) {
+	long := strings.Repeat("VeryLongTestName", 10)
+	for _, name := range []string{"plain", "With Spaces & 'quotes'", "ünïcödé/ÄÖÜ", "--", "9digits", long} {
+		t.Run(name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for range 20 {
+				for kind, n := range map[string]string{
+					"table":     testenv.TableName(t),
+					"queue":     testenv.QueueName(t),
+					"container": testenv.ContainerName(t),
+				} {
+					var err error
+					switch kind {
+					case "table":
+						err = tablekit.ValidateTableName(n)
+					case "queue":
+						err = tablekit.ValidateQueueName(n)
+					default:
+						err = tablekit.ValidateContainerName(n)
+					}
+					if err != nil {
+						t.Fatalf("%s name %q: %v", kind, n, err)
+					}
+					if seen[n] {
+						t.Fatalf("%s name %q made twice", kind, n)
+					}
+					seen[n] = true
+				}
+			}
+		})
+	}
+}
+
+func TestResourcesAreRemoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acct := testenv.Account(t, nil)
+	var tableName string
+	var queueExists, containerExists func() bool
+
+	t.Run("inner", func(t *testing.T) {
+		table := testenv.NewTable(t, acct)
+		queue := testenv.NewQueue(t, acct)
+		container := testenv.NewContainer(t, acct)
+		if _, err := table.GetAccessPolicy(ctx, nil); err != nil {
+			t.Fatalf("table not created: %v", err)
+		}
+		queueExists = func() bool {
+			_, err := queue.GetProperties(ctx, nil)
+			return !errors.Is(tablekit.WrapError("GetProperties", err), tablekit.ErrNotFound)
+		}
+		containerExists = func() bool {
+			_, err := container.GetProperties(ctx, nil)
+			return !bloberror.HasCode(err, bloberror.ContainerNotFound)
+		}
+		if !queueExists() || !containerExists() {
+			t.Fatal("queue or container not created")
+		}
+		// Find the table's name through the service, as a user would.
+		pager := acct.Tables().NewListTablesPager(&aztables.ListTablesOptions{Filter: to.Ptr("TableName ge 'tTestResourcesAreRemovedinner'")})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tb := range page.Tables {
+				if strings.HasPrefix(*tb.Name, "tTestResourcesAreRemovedinner") {
+					tableName = *tb.Name
+				}
+			}
+		}
+		if tableName == "" {
+			t.Fatal("table not listed")
+		}
+	})
+
+	_, err := acct.Table(tableName).GetAccessPolicy(ctx, nil)
+	if !errors.Is(tablekit.WrapError("GetAccessPolicy", err), tablekit.ErrNotFound) {
+		t.Errorf("table %s still there after its test: %v", tableName, err)
+	}
+	if queueExists() {
+		t.Error("queue still there after its test")
+	}
+	if containerExists() {
+		t.Error("container still there after its test")
+	}
+}

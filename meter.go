@@ -1,0 +1,459 @@
+package tablekit
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+)
+
+// The services a [Meter] counts.
+const (
+	ServiceTable = "table"
+	ServiceQueue = "queue"
+	ServiceBlob  = "blob"
+)
+
+// OperationOther is the operation name of requests a [Meter] does not
+// classify more precisely.
+const OperationOther = "Other"
+
+// Meter counts the storage transactions (HTTP requests that got a response
+// from the service) of the clients it is installed in, by service and
+// operation. Storage bills per transaction, so a Meter tells what an
+// operation costs; tests use it to assert exactly that. Retries are counted:
+// each try is billed.
+//
+// Services are "table", "queue" and "blob". Operations are named after the
+// REST API: for tables "CreateTable", "DeleteTable", "QueryTables",
+// "GetEntity" (point read), "QueryEntities", "InsertEntity",
+// "UpdateEntity" (PUT: replace or insert-or-replace), "MergeEntity"
+// (MERGE/PATCH: merge or insert-or-merge), "DeleteEntity", "Transaction"
+// ($batch), else "Other"; for queues "CreateQueue", "DeleteQueue",
+// "PutMessage", "GetMessages", "PeekMessages", "UpdateMessage",
+// "DeleteMessage", "ClearMessages", "GetProperties", "SetMetadata",
+// "ListQueues", ...; for blobs "PutBlob", "PutBlock", "PutBlockList",
+// "AppendBlock", "GetBlob", "GetProperties", "SetMetadata", "DeleteBlob",
+// "ListBlobs", "CreateContainer", "DeleteContainer", ...
+//
+// Every [Account] installs a Meter (see [Account.Meter]); [Meter.Policy]
+// installs one in clients made elsewhere. The zero Meter is ready to use,
+// and a Meter is safe for concurrent use.
+type Meter struct {
+	counts sync.Map // meterKey -> *atomic.Int64
+}
+
+type meterKey struct{ service, operation string }
+
+// NewMeter returns a new Meter with all counts zero.
+func NewMeter() *Meter { return &Meter{} }
+
+func (m *Meter) add(service, operation string) {
+	k := meterKey{service, operation}
+	c, ok := m.counts.Load(k)
+	if !ok {
+		c, _ = m.counts.LoadOrStore(k, new(atomic.Int64))
+	}
+	c.(*atomic.Int64).Add(1)
+}
+
+// Snapshot returns the counts so far. Counts keep growing afterwards: use
+// [MeterSnapshot.Sub] to get what happened between two snapshots.
+func (m *Meter) Snapshot() MeterSnapshot {
+	s := MeterSnapshot{counts: map[meterKey]int64{}}
+	m.counts.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n != 0 {
+			s.counts[k.(meterKey)] = n
+		}
+		return true
+	})
+	return s
+}
+
+// Policy returns an azcore per-retry policy that counts the requests of a
+// client of service ("table", "queue" or "blob") in m. Install it as the
+// last of the client options' PerRetryPolicies. An [Account] does this
+// for its own clients.
+func (m *Meter) Policy(service string) policy.Policy {
+	return &meterPolicy{meter: m, service: service}
+}
+
+// endpointPolicy is Policy for a client of the given endpoint, whose path
+// (e.g. "/devstoreaccount1" for Azurite) prefixes every request's path.
+func (m *Meter) endpointPolicy(service, endpoint string) policy.Policy {
+	p := &meterPolicy{meter: m, service: service, baseKnown: true}
+	if u, err := url.Parse(endpoint); err == nil {
+		p.basePath = strings.TrimRight(u.EscapedPath(), "/")
+	}
+	return p
+}
+
+// meterPolicy counts each request that got a response.
+type meterPolicy struct {
+	meter     *Meter
+	service   string
+	basePath  string
+	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
+}
+
+func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	op := classify(p.service, raw.Method, p.resourcePath(raw.URL), raw.URL.Query(), raw.Header)
+	resp, err := req.Next()
+	if resp != nil {
+		p.meter.add(p.service, op)
+	}
+	return resp, err
+}
+
+// resourcePath returns the escaped request path below the account.
+func (p *meterPolicy) resourcePath(u *url.URL) string {
+	path := u.EscapedPath()
+	if p.baseKnown {
+		return strings.TrimPrefix(path, p.basePath)
+	}
+	host := u.Hostname()
+	if net.ParseIP(host) != nil || host == "localhost" {
+		// path-style URL: /account/resource...
+		rest := strings.TrimPrefix(path, "/")
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i:]
+		}
+		return "/"
+	}
+	return path
+}
+
+// classify names the operation of a request to service, given its method,
+// escaped path below the account, query and headers.
+func classify(service, method, path string, q url.Values, h http.Header) string {
+	var segs []string
+	if p := strings.Trim(path, "/"); p != "" {
+		segs = strings.Split(p, "/")
+	}
+	if m := h.Get("X-HTTP-Method"); m != "" && method == http.MethodPost {
+		method = strings.ToUpper(m)
+	}
+	switch service {
+	case ServiceTable:
+		return classifyTable(method, segs, q)
+	case ServiceQueue:
+		return classifyQueue(method, segs, q)
+	case ServiceBlob:
+		return classifyBlob(method, segs, q, h)
+	}
+	return OperationOther
+}
+
+func classifyTable(method string, segs []string, q url.Values) string {
+	if len(segs) == 0 || q.Get("comp") != "" || q.Get("restype") != "" {
+		return OperationOther // service properties and stats, table ACLs
+	}
+	res := segs[len(segs)-1]
+	if res == "$batch" {
+		if method == http.MethodPost {
+			return "Transaction"
+		}
+		return OperationOther
+	}
+	name, args, hasArgs := strings.Cut(res, "(")
+	args = strings.TrimSuffix(args, ")")
+	if name == "Tables" {
+		switch {
+		case method == http.MethodPost && args == "":
+			return "CreateTable"
+		case method == http.MethodGet:
+			return "QueryTables"
+		case method == http.MethodDelete && hasArgs && args != "":
+			return "DeleteTable"
+		}
+		return OperationOther
+	}
+	if args == "" { // the entity set: /table or /table()
+		switch method {
+		case http.MethodPost:
+			return "InsertEntity"
+		case http.MethodGet:
+			return "QueryEntities"
+		}
+		return OperationOther
+	}
+	switch method { // one entity: /table(PartitionKey='..',RowKey='..')
+	case http.MethodGet:
+		return "GetEntity"
+	case http.MethodPut:
+		return "UpdateEntity"
+	case "MERGE", http.MethodPatch:
+		return "MergeEntity"
+	case http.MethodDelete:
+		return "DeleteEntity"
+	}
+	return OperationOther
+}
+
+func classifyQueue(method string, segs []string, q url.Values) string {
+	comp := q.Get("comp")
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case len(segs) == 0:
+		switch {
+		case comp == "list":
+			return "ListQueues"
+		case comp == "properties" && read:
+			return "GetServiceProperties"
+		case comp == "properties" && method == http.MethodPut:
+			return "SetServiceProperties"
+		case comp == "stats":
+			return "GetServiceStats"
+		}
+	case len(segs) == 1:
+		switch {
+		case comp == "metadata" && read:
+			return "GetProperties"
+		case comp == "metadata" && method == http.MethodPut:
+			return "SetMetadata"
+		case comp == "acl" && read:
+			return "GetACL"
+		case comp == "acl" && method == http.MethodPut:
+			return "SetACL"
+		case comp == "" && method == http.MethodPut:
+			return "CreateQueue"
+		case comp == "" && method == http.MethodDelete:
+			return "DeleteQueue"
+		}
+	case len(segs) == 2 && segs[1] == "messages":
+		switch method {
+		case http.MethodPost:
+			return "PutMessage"
+		case http.MethodGet:
+			if strings.EqualFold(q.Get("peekonly"), "true") {
+				return "PeekMessages"
+			}
+			return "GetMessages"
+		case http.MethodDelete:
+			return "ClearMessages"
+		}
+	case len(segs) == 3 && segs[1] == "messages":
+		switch method {
+		case http.MethodPut:
+			return "UpdateMessage"
+		case http.MethodDelete:
+			return "DeleteMessage"
+		}
+	}
+	return OperationOther
+}
+
+func classifyBlob(method string, segs []string, q url.Values, h http.Header) string {
+	comp := q.Get("comp")
+	read := method == http.MethodGet || method == http.MethodHead
+	switch len(segs) {
+	case 0:
+		switch {
+		case comp == "list":
+			return "ListContainers"
+		case comp == "properties" && q.Get("restype") == "account":
+			return "GetAccountInfo"
+		case comp == "properties" && read:
+			return "GetServiceProperties"
+		case comp == "properties" && method == http.MethodPut:
+			return "SetServiceProperties"
+		case comp == "stats":
+			return "GetServiceStats"
+		case comp == "userdelegationkey":
+			return "GetUserDelegationKey"
+		case comp == "blobs":
+			return "FindBlobsByTags"
+		case comp == "batch":
+			return "BlobBatch"
+		}
+		return OperationOther
+	case 1:
+		switch {
+		case comp == "list":
+			return "ListBlobs"
+		case comp == "metadata" && method == http.MethodPut:
+			return "SetContainerMetadata"
+		case comp == "acl" && read:
+			return "GetContainerACL"
+		case comp == "acl" && method == http.MethodPut:
+			return "SetContainerACL"
+		case comp == "lease":
+			return "LeaseContainer"
+		case (comp == "" || comp == "metadata") && read:
+			return "GetContainerProperties"
+		case comp == "" && method == http.MethodPut:
+			return "CreateContainer"
+		case comp == "" && method == http.MethodDelete:
+			return "DeleteContainer"
+		}
+		return OperationOther
+	}
+	copySource := h.Get("X-Ms-Copy-Source") != ""
+	switch comp {
+	case "":
+		switch method {
+		case http.MethodPut:
+			if copySource {
+				if h.Get("X-Ms-Blob-Type") != "" {
+					return "PutBlobFromURL"
+				}
+				return "CopyBlob"
+			}
+			return "PutBlob"
+		case http.MethodGet:
+			return "GetBlob"
+		case http.MethodHead:
+			return "GetProperties"
+		case http.MethodDelete:
+			return "DeleteBlob"
+		}
+	case "block":
+		if copySource {
+			return "PutBlockFromURL"
+		}
+		return "PutBlock"
+	case "blocklist":
+		if method == http.MethodPut {
+			return "PutBlockList"
+		}
+		return "GetBlockList"
+	case "appendblock":
+		return "AppendBlock"
+	case "page":
+		return "PutPage"
+	case "pagelist":
+		return "GetPageRanges"
+	case "metadata":
+		if method == http.MethodPut {
+			return "SetMetadata"
+		}
+		return "GetMetadata"
+	case "properties":
+		if method == http.MethodPut {
+			return "SetProperties"
+		}
+	case "lease":
+		return "LeaseBlob"
+	case "snapshot":
+		return "SnapshotBlob"
+	case "tags":
+		if method == http.MethodPut {
+			return "SetTags"
+		}
+		return "GetTags"
+	case "tier":
+		return "SetTier"
+	case "undelete":
+		return "UndeleteBlob"
+	case "copy":
+		return "AbortCopy"
+	}
+	return OperationOther
+}
+
+// MeterSnapshot is the counts of a [Meter] at one moment. The zero value
+// has all counts zero.
+type MeterSnapshot struct {
+	counts map[meterKey]int64
+}
+
+// Count returns the number of requests of one operation of service, e.g.
+// Count("table", "GetEntity").
+func (s MeterSnapshot) Count(service, operation string) int64 {
+	return s.counts[meterKey{service, operation}]
+}
+
+// Service returns the number of requests to service ("table", "queue" or
+// "blob").
+func (s MeterSnapshot) Service(service string) int64 {
+	var n int64
+	for k, c := range s.counts {
+		if k.service == service {
+			n += c
+		}
+	}
+	return n
+}
+
+// Total returns the number of requests to all services.
+func (s MeterSnapshot) Total() int64 {
+	var n int64
+	for _, c := range s.counts {
+		n += c
+	}
+	return n
+}
+
+// Sub returns the requests counted in s but not yet in before, an earlier
+// snapshot of the same Meter.
+func (s MeterSnapshot) Sub(before MeterSnapshot) MeterSnapshot {
+	d := MeterSnapshot{counts: map[meterKey]int64{}}
+	for k, c := range s.counts {
+		if n := c - before.counts[k]; n != 0 {
+			d.counts[k] = n
+		}
+	}
+	for k, c := range before.counts {
+		if _, ok := s.counts[k]; !ok && c != 0 {
+			d.counts[k] = -c
+		}
+	}
+	return d
+}
+
+// String lists the counts by service and operation, sorted, e.g.
+// "3 requests (table: CreateTable=1 GetEntity=1 InsertEntity=1)".
+func (s MeterSnapshot) String() string {
+	keys := make([]meterKey, 0, len(s.counts))
+	for k := range s.counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].service != keys[j].service {
+			return serviceOrder(keys[i].service) < serviceOrder(keys[j].service) ||
+				serviceOrder(keys[i].service) == serviceOrder(keys[j].service) && keys[i].service < keys[j].service
+		}
+		return keys[i].operation < keys[j].operation
+	})
+	var b strings.Builder
+	total := s.Total()
+	if total == 1 {
+		b.WriteString("1 request")
+	} else {
+		fmt.Fprintf(&b, "%d requests", total)
+	}
+	if len(keys) == 0 {
+		return b.String()
+	}
+	b.WriteString(" (")
+	for i, k := range keys {
+		switch {
+		case i == 0:
+			b.WriteString(k.service + ":")
+		case k.service != keys[i-1].service:
+			b.WriteString("; " + k.service + ":")
+		}
+		fmt.Fprintf(&b, " %s=%d", k.operation, s.counts[k])
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func serviceOrder(s string) int {
+	switch s {
+	case ServiceTable:
+		return 0
+	case ServiceQueue:
+		return 1
+	case ServiceBlob:
+		return 2
+	}
+	return 3
+}
