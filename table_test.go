@@ -33,8 +33,8 @@ type Employee struct {
 	Photo      []byte   `table:"Photo,omitempty"`
 	Tags       []string `table:"Tags,json"`
 	Manager    *string
-	Small      int32 `table:"Small,int64"`
-	Big        int64 `table:"Big,int32"`
+	Small      int32  `table:"Small,int64"`
+	Big        int64  `table:"Big,int32"`
 	Ref        string `table:"Ref,guid"`
 	Ignored    string `table:"-"`
 }
