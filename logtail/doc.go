@@ -3,4 +3,89 @@
 // latest entries are one short range query away) and log data kept in blobs
 // the way Storage Analytics does it, instead of the log data anti-pattern of
 // one table entity per log record.
+//
+// # Log tail
+//
+// A [Log] stores entries of a struct type that embeds [Entry]:
+//
+//	type Reading struct {
+//		logtail.Entry
+//		Celsius float64 `table:"Celsius"`
+//	}
+//
+//	tbl, _ := tablekit.OpenTable[Reading](acct, "Readings", nil)
+//	log, _ := logtail.New(tbl, nil)
+//	r, _ := log.Append(ctx, "sensor-7", Reading{Celsius: 21.5})
+//	latest, _ := log.Latest(ctx, "sensor-7", 10) // newest first
+//
+// The Log owns both keys. The PartitionKey is the partition (sensor, user,
+// device, ...) the caller names. The RowKey is keys.DescendingKey(time,
+// seq): the 19 digits of the guide's .NET formula
+// string.Format("{0:D19}", DateTime.MaxValue.Ticks - DateTime.UtcNow.Ticks),
+// so later entries sort first, then '_' and a sequence number that keeps
+// entries of the same 100 ns tick distinct (a later Append through the same
+// Log sorts first). Rows a .NET program wrote with the bare formula sort
+// among them by time (before, i.e. newer than, entries of the very same
+// tick), and [Entry.Time] decodes both.
+//
+// Reads are RowKey range queries inside one partition: [Log.Latest] (the n
+// newest, exactly n even when the service returns short pages),
+// [Log.Since] and [Log.Window] (a time range), and [Log.Page] (newest
+// first, then older pages with a continuation token).
+//
+// Hot partitions: a busy log written into one partition is the prepend
+// anti-pattern of the guide, since every insert goes to the head of the
+// same partition, served by one partition server (about 2,000 entities/s).
+// [Options.Shards] spreads one logical partition over n table partitions
+// "<bucket>!<partition>" chosen by a hash of the RowKey (keys.ShardPrefix),
+// so consecutive entries land in different partitions; reads then fan out
+// over the n buckets and merge newest first. Writes scale by n; reads cost
+// n queries instead of one. Shard only logs that need it.
+//
+// # Log data in blobs
+//
+// The guide's log data anti-pattern is one table entity per log record:
+// expensive to write, and slow to read by time range. Storage Analytics
+// writes logs to blobs instead, and so does [Writer]: records of a source go
+// to blobs named
+//
+//	<source>/YYYY/MM/DD/hhmm/NNNNNN.log
+//
+// (UTC; hhmm starts the period the blob covers, see
+// [WriterOptions.Period]; NNNNNN numbers the blobs of a period), one record
+// per line in a tab-delimited text format (see [AppendRecord]) that
+// round-trips any message. The earliest and latest record times are kept
+// in the blob's metadata ([MetaFirst], [MetaLast]). A [Reader] lists an
+// hour's blobs by prefix, skips the blobs whose name or metadata rule them
+// out, and returns the records of a time window in time order, merged
+// across blobs and writers.
+//
+// Each flush stages one block with the buffered records and commits the
+// blob's block list (the old block ids plus the new one, conditional on the
+// blob's ETag), so a flush never rewrites data already written. Several
+// writers for one source never overwrite each other: a new blob is created
+// only if its name is free (If-None-Match: *), and a writer that finds the
+// name taken moves on to the next sequence number.
+//
+// Write-through or buffered: every flush is two billable requests (Put
+// Block and Put Block List) and a round trip.
+//
+//   - Buffered (the default): [Writer.WriteRecord] returns once the record
+//     is in memory; the buffer is flushed when it reaches
+//     [WriterOptions.FlushBytes], when its oldest record is
+//     [WriterOptions.FlushAge] old, on [Writer.Flush] and on [Writer.Close].
+//     Thousands of records cost two requests, and writing is as fast as
+//     memory. The price is the window of loss: records accepted but not yet
+//     flushed are lost if the process dies (not if it closes the Writer),
+//     and readers see them only after the flush. Size and age bound that
+//     window in bytes and in time.
+//   - Write-through ([WriterOptions.WriteThrough]): every record is
+//     committed before the write returns. Nothing acknowledged is ever lost
+//     and readers see records at once, but each record costs two requests
+//     and a round trip, so throughput is that of the network, not memory,
+//     and the storage bill grows with the record count.
+//
+// Choose write-through for audit-grade records written rarely, buffered
+// for everything high-volume; the package benchmark measures the
+// difference against Azurite.
 package logtail

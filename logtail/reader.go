@@ -1,0 +1,264 @@
+package logtail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit"
+)
+
+// ReaderOptions configures a [Reader]. A nil *ReaderOptions means defaults.
+type ReaderOptions struct {
+	// Concurrency is how many blobs are downloaded at once (default 8).
+	Concurrency int
+}
+
+// Reader reads the records of one source from the blobs Writers made.
+// It is safe for concurrent use.
+type Reader struct {
+	c      *container.Client
+	source string
+	conc   int
+}
+
+// NewReader returns a Reader of source's records in the container c.
+func NewReader(c *container.Client, source string, opts *ReaderOptions) (*Reader, error) {
+	if c == nil {
+		return nil, &tablekit.ValidationError{Detail: "logtail: nil container client", Err: tablekit.ErrInvalidInput}
+	}
+	if err := checkSource(source); err != nil {
+		return nil, err
+	}
+	r := &Reader{c: c, source: source, conc: 8}
+	if opts != nil && opts.Concurrency != 0 {
+		if opts.Concurrency < 0 {
+			return nil, &tablekit.ValidationError{Property: "Concurrency", Size: opts.Concurrency, Detail: "logtail: negative concurrency", Err: tablekit.ErrInvalidInput}
+		}
+		r.conc = opts.Concurrency
+	}
+	return r, nil
+}
+
+// BlobInfo describes one log blob, as listed.
+type BlobInfo struct {
+	Name string
+	// Start is the start of the blob's period (from its name).
+	Start time.Time
+	// Seq is the blob's sequence number (from its name).
+	Seq int
+	// First and Last are the earliest and latest record times, from the
+	// blob's metadata; zero when the metadata is missing.
+	First, Last time.Time
+	// Records is the number of records, from the metadata (-1 if missing).
+	Records int64
+	// Size is the blob's length in bytes.
+	Size int64
+}
+
+// Read returns the records of the source with from <= Time < to, in time
+// order (records of equal time in blob name order, then in the order they
+// were written). It works one hour at a time: it lists the blobs of that
+// hour only (prefix "<source>/YYYY/MM/DD/hh", one request per 5,000
+// blobs), skips those whose name or first/last metadata shows they hold no
+// record in the window, downloads the rest in parallel, and yields the
+// hour's records sorted. Memory is bounded by one hour's matching blobs.
+//
+// Records committed while Read runs may or may not be returned.
+func (r *Reader) Read(ctx context.Context, from, to time.Time) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		if err := checkWindow(from, to); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		for h := from.UTC().Truncate(time.Hour); h.Before(to); h = h.Add(time.Hour) {
+			blobs, err := r.hourBlobs(ctx, h, from, to)
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			recs, err := r.download(ctx, blobs, from, to)
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for _, rec := range recs {
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Blobs returns the blobs Read(ctx, from, to) would download, in name
+// order: the listing of each hour of the window minus the blobs whose name
+// or metadata rule them out.
+func (r *Reader) Blobs(ctx context.Context, from, to time.Time) ([]BlobInfo, error) {
+	if err := checkWindow(from, to); err != nil {
+		return nil, err
+	}
+	var out []BlobInfo
+	for h := from.UTC().Truncate(time.Hour); h.Before(to); h = h.Add(time.Hour) {
+		blobs, err := r.hourBlobs(ctx, h, from, to)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, blobs...)
+	}
+	return out, nil
+}
+
+func checkWindow(from, to time.Time) error {
+	if err := checkTime(from); err != nil {
+		return err
+	}
+	if err := checkTime(to); err != nil {
+		return err
+	}
+	if !from.Before(to) {
+		return &tablekit.ValidationError{Property: "to", Detail: "logtail: empty window: to must be after from", Err: tablekit.ErrInvalidInput}
+	}
+	return nil
+}
+
+// hourBlobs lists the source's blobs of the hour starting at h and keeps
+// those that may hold records in [from, to).
+func (r *Reader) hourBlobs(ctx context.Context, h, from, to time.Time) ([]BlobInfo, error) {
+	prefix := hourPrefix(r.source, h)
+	pager := r.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{
+		Prefix:  &prefix,
+		Include: container.ListBlobsInclude{Metadata: true},
+	})
+	var out []BlobInfo
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, tablekit.WrapError("ListBlobs "+prefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it.Name == nil {
+				continue
+			}
+			src, start, seq, err := ParseBlobName(*it.Name)
+			if err != nil || src != r.source {
+				continue // not a log blob of this source
+			}
+			if !start.Before(to) {
+				continue // every record of it is at or after its period start
+			}
+			bi := BlobInfo{Name: *it.Name, Start: start, Seq: seq, Records: -1}
+			if it.Properties != nil && it.Properties.ContentLength != nil {
+				bi.Size = *it.Properties.ContentLength
+			}
+			for k, v := range it.Metadata {
+				if v == nil {
+					continue
+				}
+				switch {
+				case strings.EqualFold(k, MetaFirst):
+					bi.First, _ = parseTime([]byte(*v))
+				case strings.EqualFold(k, MetaLast):
+					bi.Last, _ = parseTime([]byte(*v))
+				case strings.EqualFold(k, MetaRecords):
+					if n, err := strconv.ParseInt(*v, 10, 64); err == nil {
+						bi.Records = n
+					}
+				}
+			}
+			if bi.Records == 0 {
+				continue
+			}
+			if !bi.First.IsZero() && !bi.Last.IsZero() && (bi.Last.Before(from) || !bi.First.Before(to)) {
+				continue // the metadata says: nothing in the window
+			}
+			out = append(out, bi)
+		}
+	}
+	return out, nil
+}
+
+// download reads blobs in parallel and returns their records in
+// [from, to), sorted by time (stable: blob order, then line order).
+func (r *Reader) download(ctx context.Context, blobs []BlobInfo, from, to time.Time) ([]Record, error) {
+	if len(blobs) == 0 {
+		return nil, nil
+	}
+	per := make([][]Record, len(blobs))
+	errs := make([]error, len(blobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, r.conc)
+	var wg sync.WaitGroup
+	for i := range blobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			per[i], errs[i] = r.readBlob(ctx, blobs[i].Name, from, to)
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var first error // report the cause, not the cancellations it caused
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !isContextErr(err) {
+			return nil, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	var out []Record
+	for _, p := range per {
+		out = append(out, p...)
+	}
+	slices.SortStableFunc(out, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	return out, nil
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// readBlob downloads one blob and returns its records in [from, to).
+func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) ([]Record, error) {
+	resp, err := r.c.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, tablekit.WrapError("GetBlob "+name, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength != nil && *resp.ContentLength > 0 {
+		buf.Grow(int(*resp.ContentLength))
+	}
+	if _, err := io.Copy(&buf, resp.Body); err != nil {
+		return nil, tablekit.WrapError("GetBlob "+name, err)
+	}
+	var out []Record
+	err = parseRecords(buf.Bytes(), func(rec Record) error {
+		if !rec.Time.Before(from) && rec.Time.Before(to) {
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, &tablekit.ValidationError{Entity: name, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+	}
+	return out, nil
+}

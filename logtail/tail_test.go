@@ -1,0 +1,356 @@
+package logtail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/logtail"
+)
+
+type event struct {
+	logtail.Entry
+	N   int    `table:"N"`
+	Msg string `table:"Msg"`
+}
+
+// dotnetRowKey is the design guide's .NET log tail RowKey, computed here
+// independently of package keys:
+// string.Format("{0:D19}", DateTime.MaxValue.Ticks - t.Ticks).
+func dotnetRowKey(t time.Time) string {
+	const maxValueTicks = 3155378975999999999 // DateTime.MaxValue.Ticks
+	const epochTicks = 621355968000000000     // new DateTime(1970,1,1).Ticks
+	ticks := t.Unix()*10_000_000 + int64(t.Nanosecond()/100) + epochTicks
+	return fmt.Sprintf("%019d", maxValueTicks-ticks)
+}
+
+func TestDotnetVector(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	// DateTime(2024,1,2,3,4,5).Ticks + 1234567 = 638397614451234567
+	const want = "2516981361548765432"
+	if got := dotnetRowKey(at); got != want {
+		t.Fatalf("formula: got %s, want %s", got, want)
+	}
+	e := logtail.Entry{RowKey: want}
+	if got := e.Time(); !got.Equal(at.Truncate(100 * time.Nanosecond)) {
+		t.Fatalf("Entry.Time of a .NET key: got %v", got)
+	}
+	inv, err := keys.InvertedTicks(at)
+	if err != nil || inv != want {
+		t.Fatalf("keys.InvertedTicks = %q, %v; want %q", inv, err, want)
+	}
+}
+
+func newLog(t *testing.T, acct *tablekit.Account, opts *logtail.Options) (*logtail.Log[event], *tablekit.Table[event]) {
+	t.Helper()
+	tbl, err := tablekit.NewTable[event](testenv.NewTable(t, acct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := logtail.New(tbl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, tbl
+}
+
+func ns(es []event) []int {
+	out := make([]int, len(es))
+	for i, e := range es {
+		out[i] = e.N
+	}
+	return out
+}
+
+// checkNewestFirst checks strictly ascending RowKeys and non-increasing times.
+func checkNewestFirst(t *testing.T, es []event) {
+	t.Helper()
+	for i := 1; i < len(es); i++ {
+		if es[i-1].RowKey >= es[i].RowKey {
+			t.Fatalf("entries %d and %d out of order: %q >= %q", i-1, i, es[i-1].RowKey, es[i].RowKey)
+		}
+		if es[i-1].Time().Before(es[i].Time()) {
+			t.Fatalf("entry %d (%v) older than entry %d (%v)", i-1, es[i-1].Time(), i, es[i].Time())
+		}
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	log, tbl := newLog(t, acct, nil)
+	const pk = "device-1"
+	base := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time {
+		switch {
+		case i < 990: // groups of three entries share a tick
+			return base.Add(time.Duration(i/3) * time.Millisecond)
+		case i < 994: // distinct
+			return base.Add(time.Duration(400+i-990) * time.Millisecond)
+		default: // the six newest share a tick
+			return base.Add(500 * time.Millisecond)
+		}
+	}
+
+	// 990 entries appended concurrently, then 10 one after the other.
+	var wg sync.WaitGroup
+	errs := make(chan error, 990)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < 990; i += 8 {
+				if _, err := log.AppendAt(ctx, pk, at(i), event{N: i, Msg: fmt.Sprint("entry ", i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := 990; i < 1000; i++ {
+		e, err := log.AppendAt(ctx, pk, at(i), event{N: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.PartitionKey != pk || !e.Time().Equal(at(i)) {
+			t.Fatalf("Append returned keys %q/%q (time %v), want partition %q at %v", e.PartitionKey, e.RowKey, e.Time(), pk, at(i))
+		}
+	}
+
+	// A row a .NET program wrote with the guide's formula, between
+	// entries 992 and 993.
+	netTime := base.Add(402*time.Millisecond + 500*time.Microsecond)
+	raw, err := tablekit.NewTable[tablekit.Entity](tbl.Client(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Insert(ctx, tablekit.Entity{PartitionKey: pk, RowKey: dotnetRowKey(netTime),
+		Properties: map[string]any{"N": int64(-1), "Msg": "written by .NET"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []int{999, 998, 997, 996, 995, 994, 993, -1, 992, 991}
+	latest, err := log.Latest(ctx, pk, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ns(latest), want) {
+		t.Fatalf("Latest(10) = %v, want %v", ns(latest), want)
+	}
+	checkNewestFirst(t, latest)
+	if !latest[7].Time().Equal(netTime) {
+		t.Fatalf(".NET row time %v, want %v", latest[7].Time(), netTime)
+	}
+
+	// Page size 7: the service returns short pages, Latest still gives 10.
+	log7, err := logtail.New(tbl, &logtail.Options{PageSize: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := acct.Meter().Snapshot()
+	latest7, err := log7.Latest(ctx, pk, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := acct.Meter().Snapshot().Sub(before)
+	if !slices.Equal(ns(latest7), want) {
+		t.Fatalf("Latest(10) with page size 7 = %v, want %v", ns(latest7), want)
+	}
+	if n := cost.Count("table", "QueryEntities"); n != 2 {
+		t.Fatalf("Latest(10) with page size 7 took %d queries (%v), want 2", n, cost)
+	}
+
+	// Since: everything at or after 400 ms.
+	var since []event
+	for e, err := range log.Since(ctx, pk, base.Add(400*time.Millisecond)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		since = append(since, e)
+	}
+	if w := []int{999, 998, 997, 996, 995, 994, 993, -1, 992, 991, 990}; !slices.Equal(ns(since), w) {
+		t.Fatalf("Since = %v, want %v", ns(since), w)
+	}
+
+	// Window [100 ms, 200 ms): entries 300..599.
+	var win []event
+	for e, err := range log7.Window(ctx, pk, base.Add(100*time.Millisecond), base.Add(200*time.Millisecond)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		win = append(win, e)
+	}
+	checkNewestFirst(t, win)
+	got := ns(win)
+	slices.Sort(got)
+	for i, n := range got {
+		if n != 300+i {
+			t.Fatalf("Window returned entries %v..., want 300..599", got[:min(len(got), 10)])
+		}
+	}
+	if len(got) != 300 {
+		t.Fatalf("Window returned %d entries, want 300", len(got))
+	}
+
+	// Pages of 100, newest first, all 1,001 entries exactly once.
+	var all []event
+	tok := ""
+	pages := 0
+	for {
+		p, err := log.Page(ctx, pk, &logtail.PageOptions{Size: 100, Continuation: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		all = append(all, p.Items...)
+		if p.Continuation == "" {
+			break
+		}
+		tok = p.Continuation
+	}
+	if len(all) != 1001 || pages != 11 {
+		t.Fatalf("paging gave %d entries in %d pages, want 1001 in 11", len(all), pages)
+	}
+	checkNewestFirst(t, all)
+	if !slices.Equal(ns(all[:10]), want) {
+		t.Fatalf("first page starts %v, want %v", ns(all[:10]), want)
+	}
+
+	// A token is bound to its partition.
+	if _, err := log.Page(ctx, "device-2", &logtail.PageOptions{Continuation: tok}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("token of another partition: %v, want ErrInvalidInput", err)
+	}
+}
+
+func TestShardedLogTail(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	const shards = 4
+	log, _ := newLog(t, acct, &logtail.Options{Shards: shards, PageSize: 9})
+	const pk = "hot-device"
+	base := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
+	buckets := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < 200; i += 4 {
+				e, err := log.AppendAt(ctx, pk, base.Add(time.Duration(i)*time.Second), event{N: i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				buckets[e.PartitionKey]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if len(buckets) < 3 {
+		t.Fatalf("200 entries landed in partitions %v; want them spread over the %d buckets", buckets, shards)
+	}
+	for k := range buckets {
+		parts, err := keys.Split(k)
+		if err != nil || len(parts) != 2 || parts[1] != pk {
+			t.Fatalf("stored partition %q is not <bucket>!%s", k, pk)
+		}
+	}
+
+	before := acct.Meter().Snapshot()
+	latest, err := log.Latest(ctx, pk, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := acct.Meter().Snapshot().Sub(before)
+	want := make([]int, 15)
+	for i := range want {
+		want[i] = 199 - i
+	}
+	if !slices.Equal(ns(latest), want) {
+		t.Fatalf("sharded Latest(15) = %v, want %v", ns(latest), want)
+	}
+	if q := cost.Count("table", "QueryEntities"); q < shards {
+		t.Fatalf("sharded Latest took %d queries, want at least one per bucket (%d)", q, shards)
+	}
+
+	var win []event
+	for e, err := range log.Window(ctx, pk, base.Add(50*time.Second), base.Add(120*time.Second)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		win = append(win, e)
+	}
+	checkNewestFirst(t, win)
+	if len(win) != 70 || win[0].N != 119 || win[69].N != 50 {
+		t.Fatalf("sharded Window: %d entries from %d to %d, want 70 from 119 to 50", len(win), win[0].N, win[len(win)-1].N)
+	}
+
+	var all []event
+	tok := ""
+	for {
+		p, err := log.Page(ctx, pk, &logtail.PageOptions{Size: 30, Continuation: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, p.Items...)
+		if tok = p.Continuation; tok == "" {
+			break
+		}
+	}
+	checkNewestFirst(t, all)
+	if len(all) != 200 || all[0].N != 199 || all[199].N != 0 {
+		t.Fatalf("sharded paging: %d entries, want 200 from 199 to 0", len(all))
+	}
+}
+
+func TestLogTailInput(t *testing.T) {
+	ctx := context.Background()
+	if _, err := logtail.New[event](nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("New(nil): %v", err)
+	}
+	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // nothing is sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tablekit.NewTable[event](acct.Table("Unused"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := logtail.New(tbl, &logtail.Options{Shards: -1}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("Shards -1: %v", err)
+	}
+	if _, err := logtail.New(tbl, &logtail.Options{PageSize: 1001}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("PageSize 1001: %v", err)
+	}
+	log, err := logtail.New(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checked before anything is sent (the table does not exist).
+	if _, err := log.Append(ctx, "a/b", event{}); !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Fatalf("partition with '/': %v", err)
+	}
+	if _, err := log.AppendAt(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), event{}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("time after 9999: %v", err)
+	}
+	if _, err := log.Latest(ctx, "a", 0); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("Latest(0): %v", err)
+	}
+	if _, err := log.Page(ctx, "a", &logtail.PageOptions{Continuation: "garbage"}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("bad token: %v", err)
+	}
+}
