@@ -10,5 +10,7 @@ func All() []demo.Section {
 		Basics(),
 		Queries(),
 		CompoundKey(),
+		LogTail(),
+		BlobLog(),
 	}
 }
