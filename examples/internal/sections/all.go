@@ -12,5 +12,12 @@ func All() []demo.Section {
 		CompoundKey(),
 		LogTail(),
 		BlobLog(),
+		WideEntities(),
+		LargeEntities(),
+		DataSeries(),
+		HighVolumeDelete(),
+		ShardedStream(),
+		Heterogeneous(),
+		Denormalization(),
 	}
 }

@@ -1,0 +1,234 @@
+package patterns_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// The examples connect to the account in AZURE_STORAGE_CONNECTION_STRING
+// ("UseDevelopmentStorage=true" for a local Azurite). They are compiled,
+// not run, by go test; examples/<pattern> are the runnable versions.
+
+func exampleTable(ctx context.Context, name string) (*tablekit.Account, *tablekit.Table[tablekit.Entity]) {
+	acct, err := tablekit.Open(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(ctx); err != nil {
+		log.Fatal(err)
+	}
+	return acct, tbl
+}
+
+// MeterYear holds a reading for every day of a year: 365 properties D001..
+// D365 besides Unit, more than one entity may have.
+type MeterYear struct {
+	Meter string           `table:",pk"`
+	Year  string           `table:",rk"`
+	Unit  string           `table:"Unit"`
+	Days  map[string]int64 `table:"-" wide:"D"`
+}
+
+func ExampleWide() {
+	ctx := context.Background()
+	_, tbl := exampleTable(ctx, "Meters")
+	w, err := patterns.NewWide[MeterYear](tbl, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	y := MeterYear{Meter: "meter17", Year: "2025", Unit: "kWh", Days: map[string]int64{}}
+	for d := 1; d <= 365; d++ {
+		y.Days[fmt.Sprintf("%03d", d)] = 0
+	}
+	// Two physical entities, written in one transaction.
+	if err := w.Put(ctx, y); err != nil {
+		log.Fatal(err)
+	}
+	// Rewrites only the physical entity holding D042.
+	if err := w.Update(ctx, "meter17", "2025", func(v *MeterYear) error {
+		v.Days["042"] += 17
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	back, err := w.Get(ctx, "meter17", "2025") // one range query
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(back.Days["042"])
+}
+
+// Profile has a photo that may be larger than a table property allows.
+type Profile struct {
+	Team  string `table:",pk"`
+	User  string `table:",rk"`
+	Name  string `table:"Name"`
+	Photo []byte `table:"Photo,omitempty"`
+}
+
+func ExampleLarge() {
+	ctx := context.Background()
+	acct, tbl := exampleTable(ctx, "Profiles")
+	l, err := patterns.NewLarge[Profile](tbl, acct.Container("profile-photos"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	photo, err := os.ReadFile("ada.jpg")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The photo goes to a blob first, then the entity with its reference.
+	if err := l.Put(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
+		log.Fatal(err)
+	}
+	// A list view needs no photos: read only the entity.
+	p, err := l.Get(ctx, "eng", "ada", &patterns.LargeGetOptions{SkipBlobs: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Name)
+	// Now and then, remove blobs that crashed writers left behind.
+	res, err := l.Sweep(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Deleted)
+}
+
+func ExampleSeries() {
+	ctx := context.Background()
+	_, tbl := exampleTable(ctx, "MessageStats")
+	s, err := patterns.NewSeries(tbl, nil) // 24 slots, H00..H23
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now().UTC()
+	// Safe with any number of concurrent writers: ETags and retries.
+	if _, err := s.Add(ctx, "emp000223", now.Format("2006-01-02"), now.Hour(), 1); err != nil {
+		log.Fatal(err)
+	}
+	day, err := s.Get(ctx, "emp000223", now.Format("2006-01-02")) // one point query
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(day[now.Hour()])
+}
+
+// LoginAttempt is kept for a week.
+type LoginAttempt struct {
+	User string    `table:",pk"`
+	ID   string    `table:",rk"`
+	At   time.Time `table:"At"`
+}
+
+func ExamplePeriodTables() {
+	ctx := context.Background()
+	acct, err := tablekit.Open(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := patterns.NewPeriodTables[LoginAttempt](acct, "Logins", patterns.Daily(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	// Goes to table Logins<yyyymmdd> of today.
+	if _, err := p.Insert(ctx, now, LoginAttempt{User: "ada", ID: now.Format("150405.000"), At: now}); err != nil {
+		log.Fatal(err)
+	}
+	// Deletes the tables of days before the last 7: one request per day.
+	dropped, err := p.Retain(ctx, 7)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(dropped)
+}
+
+func ExampleStream() {
+	ctx := context.Background()
+	_, tbl := exampleTable(ctx, "Clicks")
+	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", &patterns.StreamOptions{Shards: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: now, ID: "click-1", Value: tablekit.Entity{Properties: map[string]any{"Page": "/"}}}); err != nil {
+		log.Fatal(err)
+	}
+	// Eight range queries in parallel, merged into time order.
+	for ev, err := range s.Query(ctx, now.Add(-time.Hour), now.Add(time.Minute), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ev.Time, ev.ID, ev.Value.Properties["Page"])
+	}
+}
+
+// Dept and Staff share a partition.
+type Dept struct {
+	Name  string      `table:",pk"`
+	Key   string      `table:",rk"`
+	Count int         `table:"Count"`
+	ETag  azcore.ETag `table:",etag"`
+}
+
+type Staff struct {
+	Dept string `table:",pk"`
+	ID   string `table:",rk"`
+	Name string `table:"Name"`
+}
+
+func ExampleMixed() {
+	ctx := context.Background()
+	_, tbl := exampleTable(ctx, "Company")
+	reg := patterns.NewRegistry(nil) // EntityType property
+	if err := patterns.Register[Dept](reg, "Department", 1); err != nil {
+		log.Fatal(err)
+	}
+	if err := patterns.Register[Staff](reg, "Employee", 1); err != nil {
+		log.Fatal(err)
+	}
+	m, err := patterns.NewMixed(tbl, reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for v, err := range m.Query(ctx, tablekit.PartitionEq("Sales"), nil) { // one query
+		if err != nil {
+			log.Fatal(err)
+		}
+		switch x := v.(type) {
+		case Dept:
+			fmt.Println("department with", x.Count, "employees")
+		case Staff:
+			fmt.Println("employee", x.Name)
+		case tablekit.Entity:
+			fmt.Println("unknown kind", x.Properties[reg.TypeProperty()])
+		}
+	}
+}
+
+func ExampleDenormalizer() {
+	ctx := context.Background()
+	_, tbl := exampleTable(ctx, "Company")
+	// The department keeps a copy of its manager's name.
+	d, err := patterns.NewDenormalizer[Staff](tbl, map[string]string{"Name": "ManagerName"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The manager and the copy in department entity Sales/Sales change
+	// together, in one entity group transaction.
+	if err := d.Write(ctx, Staff{Dept: "Sales", ID: "000100", Name: "Ann Jones"}, "Sales"); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,399 @@
+package patterns
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// The heterogeneous entity types pattern ("Work with heterogeneous entity
+// types"): entities of several types share a table — often a partition, so
+// that one entity group transaction can change several of them — and each
+// row says what it is, either by an EntityType property or by a prefix of
+// its RowKey (the guide shows both).
+
+// DefaultTypeProperty is the property that holds an entity's type value.
+const DefaultTypeProperty = "EntityType"
+
+// Discriminator says where a [Registry] finds an entity's kind.
+type Discriminator uint8
+
+const (
+	// ByProperty reads the kind from the type property (EntityType).
+	ByProperty Discriminator = iota
+	// ByRowKeyPrefix reads the kind from the first component of the
+	// RowKey, a compound key (kind, id...) as RowKey builds; the version
+	// still comes from the type property.
+	ByRowKeyPrefix
+)
+
+// RegistryOptions configures a [Registry]. A nil *RegistryOptions means
+// defaults.
+type RegistryOptions struct {
+	// Discriminator says where the kind is read from (default ByProperty).
+	Discriminator Discriminator
+	// TypeProperty names the property holding the type value (default
+	// DefaultTypeProperty). It is written in both modes.
+	TypeProperty string
+}
+
+// Registry maps the kinds of entity in a table to Go types. A row's type
+// value, stored in the type property, is the kind and its version,
+// "Employee.v2" (TypeValue); a value without a version ("Employee", as
+// other programs may write) counts as version 1. With ByRowKeyPrefix, the
+// kind is the RowKey's first component instead, so that a prefix query
+// reads one kind.
+//
+// Register adds types; after that a Registry is safe for concurrent use.
+type Registry struct {
+	by    Discriminator
+	prop  string
+	mu    sync.RWMutex
+	kinds map[kindVersion]*kindInfo
+	types map[reflect.Type]*kindInfo
+}
+
+type kindVersion struct {
+	kind    string
+	version int
+}
+
+type kindInfo struct {
+	kindVersion
+	typ    reflect.Type
+	decode func(tablekit.Entity) (any, error)
+	encode func(any) (tablekit.Entity, error)
+}
+
+// NewRegistry returns an empty Registry.
+func NewRegistry(opts *RegistryOptions) *Registry {
+	r := &Registry{prop: DefaultTypeProperty, kinds: map[kindVersion]*kindInfo{}, types: map[reflect.Type]*kindInfo{}}
+	if opts != nil {
+		r.by = opts.Discriminator
+		if opts.TypeProperty != "" {
+			r.prop = opts.TypeProperty
+		}
+	}
+	return r
+}
+
+// TypeProperty returns the name of the property holding type values.
+func (r *Registry) TypeProperty() string { return r.prop }
+
+// TypeValue returns the type value stored for a kind and version:
+// "Employee.v2".
+func TypeValue(kind string, version int) string { return kind + ".v" + strconv.Itoa(version) }
+
+// ParseTypeValue splits a type value into kind and version; a value
+// without a version suffix is version 1.
+func ParseTypeValue(s string) (kind string, version int, ok bool) {
+	if i := strings.LastIndex(s, ".v"); i > 0 {
+		if v, err := strconv.Atoi(s[i+2:]); err == nil && v >= 1 && s[i+2] != '+' {
+			return s[:i], v, true
+		}
+	}
+	if validKind(s) {
+		return s, 1, true
+	}
+	return "", 0, false
+}
+
+// validKind reports whether kind is a letter followed by letters, digits
+// and underscores.
+func validKind(kind string) bool {
+	for i, c := range kind {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return kind != ""
+}
+
+// Register maps kind and version (>= 1) to T, a struct as for
+// [tablekit.Table]: entities of that kind and version decode to T, and
+// values of T encode with that type value. A kind may have several
+// versions, each its own Go type; a Go type has one kind and version.
+func Register[T any](r *Registry, kind string, version int) error {
+	typ := reflect.TypeFor[T]()
+	bad := func(detail string) error {
+		return &tablekit.ValidationError{Entity: typ.String(), Property: kind, Detail: "patterns.Register: " + detail, Err: tablekit.ErrInvalidInput}
+	}
+	if !validKind(kind) {
+		return bad("a kind is a letter followed by letters, digits and _")
+	}
+	if version < 1 {
+		return bad("versions start at 1")
+	}
+	if typ == reflect.TypeFor[tablekit.Entity]() {
+		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
+	}
+	var zero T
+	if _, err := tablekit.EncodeEntity(zero); err != nil {
+		return err
+	}
+	kv := kindVersion{kind, version}
+	info := &kindInfo{
+		kindVersion: kv,
+		typ:         typ,
+		decode:      func(e tablekit.Entity) (any, error) { return tablekit.Decode[T](e) },
+		encode:      func(v any) (tablekit.Entity, error) { return tablekit.EncodeEntity(v.(T)) },
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.kinds[kv]; ok {
+		return bad(fmt.Sprintf("%s is already registered to %s", TypeValue(kind, version), old.typ))
+	}
+	if old, ok := r.types[typ]; ok {
+		return bad(fmt.Sprintf("the type is already registered as %s", TypeValue(old.kind, old.version)))
+	}
+	r.kinds[kv] = info
+	r.types[typ] = info
+	return nil
+}
+
+// RowKey returns the RowKey of an entity of kind with the given ID
+// components: the compound key (kind, ids...), as ByRowKeyPrefix expects.
+func (r *Registry) RowKey(kind string, ids ...string) (string, error) {
+	k, err := keys.Compound(append([]string{kind}, ids...)...)
+	if err != nil {
+		return "", &tablekit.ValidationError{Entity: kind, Property: "RowKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
+	}
+	return k, nil
+}
+
+// Kind returns the kind and version of an entity, and false when it has
+// none the Registry can read (registered or not).
+func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
+	tv, _ := e.Properties[r.prop].(string)
+	kind, version, ok = ParseTypeValue(tv)
+	if r.by == ByRowKeyPrefix {
+		comps, err := keys.Split(e.RowKey)
+		if err != nil || len(comps) < 2 || !validKind(comps[0]) {
+			return "", 0, false
+		}
+		if !ok || kind != comps[0] {
+			version = 1
+		}
+		return comps[0], version, true
+	}
+	return kind, version, ok
+}
+
+// Decode returns the entity as a value of the Go type registered for its
+// kind and version (the struct, not a pointer), or e itself, a
+// tablekit.Entity, when none is.
+func (r *Registry) Decode(e tablekit.Entity) (any, error) {
+	kind, version, ok := r.Kind(e)
+	if !ok {
+		return e, nil
+	}
+	r.mu.RLock()
+	info := r.kinds[kindVersion{kind, version}]
+	r.mu.RUnlock()
+	if info == nil {
+		return e, nil
+	}
+	v, err := info.decode(e)
+	if err != nil {
+		return nil, fmt.Errorf("patterns: decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), err)
+	}
+	return v, nil
+}
+
+// Encode converts a value of a registered type to its entity, with the
+// type property set. With ByRowKeyPrefix, the RowKey must start with the
+// kind (see RowKey). A tablekit.Entity passes through as it is.
+func (r *Registry) Encode(v any) (tablekit.Entity, error) {
+	if e, ok := v.(tablekit.Entity); ok {
+		return e, nil
+	}
+	typ := reflect.TypeOf(v)
+	r.mu.RLock()
+	info := r.types[typ]
+	r.mu.RUnlock()
+	if info == nil {
+		return tablekit.Entity{}, &tablekit.ValidationError{Entity: fmt.Sprint(typ), Detail: "the type is not registered (patterns.Register)", Err: tablekit.ErrInvalidInput}
+	}
+	e, err := info.encode(v)
+	if err != nil {
+		return e, err
+	}
+	if r.by == ByRowKeyPrefix {
+		comps, err := keys.Split(e.RowKey)
+		if err != nil || len(comps) < 2 || comps[0] != info.kind {
+			return e, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
+		}
+	}
+	e.Set(r.prop, TypeValue(info.kind, info.version))
+	return e, nil
+}
+
+// KindOf returns the kind and version registered for T.
+func KindOf[T any](r *Registry) (kind string, version int, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	info := r.types[reflect.TypeFor[T]()]
+	if info == nil {
+		return "", 0, false
+	}
+	return info.kind, info.version, true
+}
+
+// Mixed is a table of heterogeneous entities: reads decode every row
+// through a Registry into its own Go type (or tablekit.Entity for kinds it
+// does not know), writes take any registered value. A Mixed is safe for
+// concurrent use.
+type Mixed struct {
+	table *tablekit.Table[tablekit.Entity]
+	reg   *Registry
+}
+
+// NewMixed returns a Mixed over table, decoding with reg.
+func NewMixed(table *tablekit.Table[tablekit.Entity], reg *Registry) (*Mixed, error) {
+	if table == nil || reg == nil {
+		return nil, &tablekit.ValidationError{Detail: "patterns.NewMixed: nil table or registry", Err: tablekit.ErrInvalidInput}
+	}
+	return &Mixed{table: table, reg: reg}, nil
+}
+
+// Registry returns the Mixed's Registry.
+func (m *Mixed) Registry() *Registry { return m.reg }
+
+// Table returns the underlying table.
+func (m *Mixed) Table() *tablekit.Table[tablekit.Entity] { return m.table }
+
+// Get reads one entity and decodes it into its type.
+func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
+	e, err := m.table.Get(ctx, pk, rk, nil)
+	if err != nil {
+		return nil, err
+	}
+	return m.reg.Decode(e)
+}
+
+// Insert inserts v, a value of a registered type.
+func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
+	e, err := m.reg.Encode(v)
+	if err != nil {
+		return "", err
+	}
+	return m.table.Insert(ctx, e)
+}
+
+// Upsert inserts or updates v, a value of a registered type.
+func (m *Mixed) Upsert(ctx context.Context, v any, mode tablekit.UpdateMode) (azcore.ETag, error) {
+	e, err := m.reg.Encode(v)
+	if err != nil {
+		return "", err
+	}
+	return m.table.Upsert(ctx, e, mode)
+}
+
+// Update updates the stored entity with v's keys if its ETag is etag.
+func (m *Mixed) Update(ctx context.Context, v any, mode tablekit.UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
+	e, err := m.reg.Encode(v)
+	if err != nil {
+		return "", err
+	}
+	return m.table.Update(ctx, e, mode, etag)
+}
+
+// Delete deletes an entity if its ETag is etag (azcore.ETagAny: any).
+func (m *Mixed) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	return m.table.Delete(ctx, pk, rk, etag)
+}
+
+// Query returns the entities matching f, each decoded into its type: one
+// query for a partition of mixed kinds. Use a type switch on the values.
+func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[any, error] {
+	return func(yield func(any, error) bool) {
+		for e, err := range m.table.Query(ctx, f, opts) {
+			var v any
+			if err == nil {
+				v, err = m.reg.Decode(e)
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// KindFilter returns the filter of the entities of one kind (any version)
+// in partition pk: a RowKey prefix range with ByRowKeyPrefix, a filter on
+// the type property with ByProperty.
+func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
+	if !validKind(kind) {
+		return tablekit.Filter{}, &tablekit.ValidationError{Property: kind, Detail: "not a valid kind", Err: tablekit.ErrInvalidInput}
+	}
+	if m.reg.by == ByRowKeyPrefix {
+		lo, hi, err := keys.Range(kind)
+		if err != nil {
+			return tablekit.Filter{}, err
+		}
+		return tablekit.RowKeyRange(pk, lo, hi), nil
+	}
+	p := m.reg.prop
+	if !validKind(p) {
+		return tablekit.Filter{}, &tablekit.ValidationError{Property: p, Detail: "the type property's name is not an identifier", Err: tablekit.ErrInvalidInput}
+	}
+	return tablekit.Where("PartitionKey eq ? and ("+p+" eq ? or ("+p+" ge ? and "+p+" lt ?))", pk, kind, kind+".v", kind+".w"), nil
+}
+
+// QueryKind returns the entities of partition pk stored as T's kind and
+// version, decoded as T: with ByRowKeyPrefix one RowKey prefix range, with
+// ByProperty a filter on the type property. Rows of the kind with another
+// version are not T's and are skipped.
+func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		kind, version, ok := KindOf[T](m.reg)
+		if !ok {
+			yield(zero, &tablekit.ValidationError{Entity: reflect.TypeFor[T]().String(), Detail: "the type is not registered (patterns.Register)", Err: tablekit.ErrInvalidInput})
+			return
+		}
+		f, err := m.KindFilter(pk, kind)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		for e, err := range m.table.Query(ctx, f, opts) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
+				continue
+			}
+			t, err := tablekit.Decode[T](e)
+			if !yield(t, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Transaction runs actions on values of registered types (or
+// tablekit.Entity) as one entity group transaction: several kinds of
+// entity of one partition change atomically, e.g.
+//
+//	m.Transaction(ctx, tablekit.InsertAction[any](emp), tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]) error {
+	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
+	for i, a := range actions {
+		e, err := m.reg.Encode(a.Value)
+		if err != nil {
+			return fmt.Errorf("action %d: %w", i, err)
+		}
+		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Mode: a.Mode, Value: e, ETag: a.ETag}
+	}
+	return m.table.Transaction(ctx, conv...)
+}

@@ -1,0 +1,222 @@
+package patterns
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tablekit/tablekit"
+)
+
+// This file holds what several patterns share: the storage service's size
+// formula, value comparison and jittered back-off.
+
+// Azure's entity size formula (see "Understanding the Table service data
+// model"): 4 bytes, plus 2 bytes per UTF-16 code unit of PartitionKey and
+// RowKey, plus for each custom property 8 bytes, 2 bytes per character of
+// its name and the size of its value.
+func keysSize(pk, rk string) int { return 4 + 2*utf16Len(pk) + 2*utf16Len(rk) }
+
+// propertySize is the size of one custom property in Azure's formula.
+func propertySize(name string, v any) int { return 8 + 2*len(name) + valueSize(v) }
+
+// valueSize is the size of a property value in Azure's formula.
+func valueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return 4 + 2*utf16Len(x)
+	case []byte:
+		return 4 + len(x)
+	case bool:
+		return 1
+	case int32:
+		return 4
+	case int64, int, float64, time.Time:
+		return 8
+	}
+	return 16 // GUID and [16]byte types
+}
+
+// jsonPropertySize bounds the bytes one property adds to an entity's JSON
+// in a request body: `,"name":value` plus an `@odata.type` annotation.
+func jsonPropertySize(name string, v any) int {
+	n := 2*len(name) + 40 // name twice, quotes, colon, comma, annotation
+	switch x := v.(type) {
+	case string:
+		n += jsonStringLen(x)
+	case []byte:
+		n += (len(x)+2)/3*4 + 2
+	default:
+		n += 40 // numbers, dates and GUIDs as text
+	}
+	return n
+}
+
+// jsonEntityOverhead bounds the JSON of an entity's keys and braces.
+func jsonEntityOverhead(pk, rk string) int {
+	return 40 + jsonStringLen(pk) + jsonStringLen(rk)
+}
+
+// jsonStringLen is the length of s as a JSON string, escapes included, as
+// tablekit's codec writes it (at most; the codec never writes longer).
+func jsonStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// utf16Len is the length of s in UTF-16 code units.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
+}
+
+// transactionBudget is the request-body budget of one entity group
+// transaction, with the per-action framing tablekit accounts for.
+const (
+	transactionBudget = tablekit.MaxTransactionBytes
+	actionFraming     = 1024
+)
+
+// normalizeValue returns v in the Go type a decoded Entity holds, so that
+// a value to write compares equal to the same value read back: int becomes
+// int64 and any [16]byte type becomes tablekit.GUID. Other values are
+// returned as they are.
+func normalizeValue(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case string, []byte, bool, int32, int64, float64, time.Time, tablekit.GUID, nil:
+		return v
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
+		var g tablekit.GUID
+		reflect.Copy(reflect.ValueOf(&g).Elem(), rv)
+		return g
+	}
+	return v
+}
+
+// valuesEqual reports whether two property values (normalized) are the
+// same stored value, with the same EDM type.
+func valuesEqual(a, b any) bool {
+	a, b = normalizeValue(a), normalizeValue(b)
+	switch x := a.(type) {
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case time.Time:
+		y, ok := b.(time.Time)
+		// Edm.DateTime keeps 100 ns: compare as stored.
+		return ok && x.Truncate(100).Equal(y.Truncate(100))
+	case float64:
+		y, ok := b.(float64)
+		return ok && (x == y || math.IsNaN(x) && math.IsNaN(y))
+	}
+	return a == b
+}
+
+// backoff waits before retry number attempt (0-based): a random pause
+// between 0 and base*2^attempt, at most max ("full jitter"), so that
+// competing writers spread out instead of colliding again. It returns the
+// context's error if ctx ends first.
+func backoff(ctx context.Context, attempt int, base, max time.Duration) error {
+	d := base
+	for i := 0; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(rand.N(d) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// isConflict reports whether err says that a concurrent writer changed what
+// an optimistic write read: a stale ETag, an entity created or deleted in
+// between.
+func isConflict(err error) bool {
+	return errors.Is(err, tablekit.ErrPreconditionFailed) ||
+		errors.Is(err, tablekit.ErrAlreadyExists) ||
+		errors.Is(err, tablekit.ErrNotFound)
+}
+
+// forEach runs fn(ctx, i) for every i in 0..n-1, at most limit at once, and
+// returns the first error; the first error cancels the ctx the others get.
+func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	if n == 1 {
+		return fn(ctx, 0)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}

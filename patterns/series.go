@@ -1,0 +1,256 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// The data series pattern ("Store complete data series in a single entity
+// to minimize the number of requests you make"): one entity holds a whole
+// series, e.g. 24 hourly counts in properties H00..H23, read in one point
+// query and updated a slot at a time.
+
+// SeriesOptions configures a [Series]. A nil *SeriesOptions means
+// defaults: 24 slots named H00..H23.
+type SeriesOptions struct {
+	// Prefix starts every slot's property name (default "H").
+	Prefix string
+	// Slots is the number of slots (default 24). An entity holds at most
+	// 252 properties: a longer series needs patterns.Wide, or a blob.
+	Slots int
+	// Width is the number of digits of the slot number in property names
+	// (default: enough for Slots-1, at least 2).
+	Width int
+	// Retries is how often an update starts again after a concurrent
+	// writer changed the entity (default 100). Negative means never.
+	Retries int
+	// Backoff bounds the first pause before a retry (default 20 ms, about
+	// one read-modify-write cycle); pauses are random (jittered) and their
+	// bound doubles each retry, up to one second.
+	Backoff time.Duration
+}
+
+// Series stores data series of int64 values (counts, sums, gauges), each
+// series in one entity with one property per slot. Reads are one point
+// query; updates merge only the changed slots, conditional on the ETag
+// that was read (optimistic concurrency), and start again with a jittered
+// back-off when another writer got there first, so concurrent increments
+// are never lost. Absent slots read as 0. A Series is safe for concurrent
+// use.
+type Series struct {
+	table   *tablekit.Table[tablekit.Entity]
+	names   []string
+	index   map[string]int
+	retries int
+	backoff time.Duration
+}
+
+// NewSeries returns a Series storing its entities in table.
+func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Series, error) {
+	if table == nil {
+		return nil, &tablekit.ValidationError{Detail: "patterns.NewSeries: nil table", Err: tablekit.ErrInvalidInput}
+	}
+	o := SeriesOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = "H"
+	}
+	if o.Slots == 0 {
+		o.Slots = 24
+	}
+	if o.Retries == 0 {
+		o.Retries = 100
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 20 * time.Millisecond
+	}
+	if o.Slots < 0 {
+		return nil, &tablekit.ValidationError{Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
+	}
+	if o.Slots > tablekit.MaxCustomProperties {
+		return nil, seriesTooLong(table.Name(), o.Slots)
+	}
+	if o.Width == 0 {
+		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
+	}
+	s := &Series{table: table, index: make(map[string]int, o.Slots), retries: max(o.Retries, 0), backoff: o.Backoff}
+	for i := range o.Slots {
+		n, err := keys.UintN(uint64(i), o.Width)
+		if err != nil {
+			return nil, &tablekit.ValidationError{Property: "Width", Size: o.Width, Detail: "the slot numbers do not fit: " + err.Error(), Err: tablekit.ErrInvalidInput}
+		}
+		name := o.Prefix + n
+		s.names = append(s.names, name)
+		s.index[name] = i
+	}
+	// Check the property names now rather than at the first write.
+	probe := tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}}
+	for _, name := range s.names {
+		probe.Properties[name] = int64(0)
+	}
+	if _, err := tablekit.EncodeEntity(probe); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// seriesTooLong is the error of a series wider than one entity.
+func seriesTooLong(entity string, slots int) *tablekit.ValidationError {
+	return &tablekit.ValidationError{
+		Entity: entity,
+		Limit:  fmt.Sprintf("<= %d custom properties per entity", tablekit.MaxCustomProperties),
+		Size:   slots,
+		Detail: "a series needs one property per slot: store a longer series as a wide entity (patterns.Wide) or in a blob (patterns.Large)",
+		Err:    tablekit.ErrTooLarge,
+	}
+}
+
+// Slots returns the number of slots of every series.
+func (s *Series) Slots() int { return len(s.names) }
+
+// SlotName returns the property name of slot i (0-based), e.g. "H07".
+func (s *Series) SlotName(i int) (string, error) {
+	if i < 0 || i >= len(s.names) {
+		return "", s.badSlot(i)
+	}
+	return s.names[i], nil
+}
+
+func (s *Series) badSlot(i int) error {
+	return &tablekit.ValidationError{Entity: s.table.Name(), Limit: fmt.Sprintf("0 <= slot < %d", len(s.names)), Size: i, Detail: "slot out of range", Err: tablekit.ErrInvalidInput}
+}
+
+// Get reads a whole series in one point query. It returns an error
+// matching tablekit.ErrNotFound when the series has never been written.
+func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
+	e, err := s.table.Get(ctx, pk, rk, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.values(&e)
+}
+
+// values reads the slots of an entity.
+func (s *Series) values(e *tablekit.Entity) ([]int64, error) {
+	out := make([]int64, len(s.names))
+	for i, name := range s.names {
+		switch v := e.Properties[name].(type) {
+		case nil:
+		case int64:
+			out[i] = v
+		case int32:
+			out[i] = int64(v)
+		default:
+			return nil, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: fmt.Sprintf("a series slot holds a %T, not an integer", v), Err: tablekit.ErrInvalidInput}
+		}
+	}
+	return out, nil
+}
+
+// Add adds delta to one slot and returns the slot's new value.
+func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) (int64, error) {
+	if slot < 0 || slot >= len(s.names) {
+		return 0, s.badSlot(slot)
+	}
+	values, err := s.Update(ctx, pk, rk, func(v []int64) error {
+		v[slot] += delta
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return values[slot], nil
+}
+
+// Set sets one slot to value.
+func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) error {
+	if slot < 0 || slot >= len(s.names) {
+		return s.badSlot(slot)
+	}
+	_, err := s.Update(ctx, pk, rk, func(v []int64) error {
+		v[slot] = value
+		return nil
+	})
+	return err
+}
+
+// Update reads the series (all zeros if it does not exist yet), lets fn
+// change any of its values, and writes the changed slots with a merge
+// conditional on the ETag read (an insert for a new series). When another
+// writer changed the series in between, it waits a random, growing pause,
+// reads again and calls fn again, so fn must only change the slice. It
+// returns the values written, and fn's error as is.
+func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
+	for attempt := 0; ; attempt++ {
+		e, err := s.table.Get(ctx, pk, rk, nil)
+		exists := err == nil
+		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+			return nil, err
+		}
+		var old []int64
+		if exists {
+			if old, err = s.values(&e); err != nil {
+				return nil, err
+			}
+		} else {
+			old = make([]int64, len(s.names))
+		}
+		values := slices.Clone(old)
+		if err := fn(values); err != nil {
+			return nil, err
+		}
+		if len(values) != len(s.names) {
+			return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Detail: "the update function changed the length of the series", Err: tablekit.ErrInvalidInput}
+		}
+		w := tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{}}
+		for i, v := range values {
+			if v != old[i] {
+				w.Properties[s.names[i]] = v
+			}
+		}
+		if exists && len(w.Properties) == 0 {
+			return values, nil
+		}
+		if exists {
+			// A merge sends only the changed slots: count what the
+			// entity will hold (Azurite does not enforce the limit).
+			total := len(e.Properties)
+			for name := range w.Properties {
+				if _, ok := e.Properties[name]; !ok {
+					total++
+				}
+			}
+			if total > tablekit.MaxCustomProperties {
+				err := seriesTooLong(pk+"/"+rk, len(s.names))
+				err.Size = total
+				err.Detail = fmt.Sprintf("the entity would hold %d properties, %d of them not slots of the series; ", total, total-len(s.names)) + err.Detail
+				return nil, err
+			}
+		}
+		if exists {
+			_, err = s.table.Update(ctx, w, tablekit.Merge, e.ETag)
+		} else {
+			_, err = s.table.Insert(ctx, w)
+		}
+		if err == nil {
+			return values, nil
+		}
+		if errors.Is(err, tablekit.ErrTooLarge) {
+			return nil, fmt.Errorf("%w (%w)", err, seriesTooLong(pk+"/"+rk, len(s.names)))
+		}
+		if !isConflict(err) || attempt >= s.retries {
+			return nil, err
+		}
+		if err := backoff(ctx, attempt, s.backoff, time.Second); err != nil {
+			return nil, err
+		}
+	}
+}

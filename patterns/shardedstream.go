@@ -1,0 +1,321 @@
+package patterns
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Against the prepend/append anti-pattern ("Avoid writing all new entities
+// to the same partition"): a time-ordered stream whose every write would
+// otherwise land at the end of one partition — a hot spot that caps the
+// write rate — is spread over N partitions by a hash of each event's ID,
+// and a time-range query reads all of them in parallel and merges the
+// results back into time order.
+
+// StreamOptions configures a [Stream]. A nil *StreamOptions means defaults.
+type StreamOptions struct {
+	// Shards is the number of partitions the stream is spread over
+	// (default 8, at most keys.MaxShards). Changing it re-homes events:
+	// keep it fixed for the life of a stream.
+	Shards int
+	// Concurrency is how many shard queries run at once (default: Shards,
+	// at most 16).
+	Concurrency int
+}
+
+// Event is one entry of a [Stream]: its time, an ID unique within the
+// stream, and the value stored.
+type Event[T any] struct {
+	Time  time.Time
+	ID    string
+	Value T
+}
+
+// Stream is a time-ordered stream of events in one table, spread over
+// Shards partitions. An event's PartitionKey is the stream's name and its
+// shard bucket (keys.ShardPrefix of the ID, e.g. "clicks!3"); its RowKey is
+// its time (keys.Time) and its ID, so that each shard is in time order and
+// a time window is one range query per shard.
+//
+// T is [tablekit.Entity] or a struct as for [tablekit.Table]; the stream
+// sets its keys. A Stream is safe for concurrent use.
+type Stream[T any] struct {
+	table    *tablekit.Table[tablekit.Entity]
+	name     string
+	shards   int
+	pks      []string
+	conc     int
+	isEntity bool
+}
+
+// NewStream returns the Stream called name (a key component: no / \ # ?
+// or control characters) stored in table.
+func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, opts *StreamOptions) (*Stream[T], error) {
+	if table == nil {
+		return nil, &tablekit.ValidationError{Detail: "patterns.NewStream: nil table", Err: tablekit.ErrInvalidInput}
+	}
+	s := &Stream[T]{table: table, name: name, shards: 8}
+	if opts != nil && opts.Shards != 0 {
+		s.shards = opts.Shards
+	}
+	prefixes, err := keys.ShardPrefixes(s.shards)
+	if err != nil {
+		return nil, &tablekit.ValidationError{Property: "Shards", Size: s.shards, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+	}
+	for _, p := range prefixes {
+		pk, err := keys.Compound(name, p)
+		if err != nil {
+			return nil, &tablekit.ValidationError{Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
+		}
+		s.pks = append(s.pks, pk)
+	}
+	s.conc = min(s.shards, 16)
+	if opts != nil && opts.Concurrency > 0 {
+		s.conc = opts.Concurrency
+	}
+	if reflect.TypeFor[T]() == reflect.TypeFor[tablekit.Entity]() {
+		s.isEntity = true
+	} else {
+		var zero T
+		if _, err := tablekit.EncodeEntity(zero); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Partitions returns the stream's PartitionKeys, one per shard.
+func (s *Stream[T]) Partitions() []string { return append([]string(nil), s.pks...) }
+
+// Keys returns the PartitionKey and RowKey of the event with time at and
+// ID id.
+func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
+	shard, err := keys.Shard(id, s.shards)
+	if err != nil {
+		return "", "", err
+	}
+	var b keys.Builder
+	rk, err = b.AddTime(at).Add(id).Key()
+	if err != nil {
+		return "", "", &tablekit.ValidationError{Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
+	}
+	return s.pks[shard], rk, nil
+}
+
+// Append writes events (inserting or replacing, so appending again is
+// harmless) as entity group transactions grouped by shard, in parallel.
+// See tablekit.BulkWriter for how failures are reported.
+func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.BulkResult, error) {
+	items := make([]tablekit.Entity, len(events))
+	for i, ev := range events {
+		e, err := s.toEntity(ev.Value)
+		if err != nil {
+			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, err)
+		}
+		e.PartitionKey, e.RowKey, err = s.Keys(ev.Time, ev.ID)
+		if err != nil {
+			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, err)
+		}
+		e.ETag = ""
+		items[i] = e
+	}
+	return s.table.BulkWriter(nil).Upsert(ctx, items)
+}
+
+func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
+	if s.isEntity {
+		return any(v).(tablekit.Entity), nil
+	}
+	return tablekit.EncodeEntity(v)
+}
+
+// StreamQueryOptions configures [Stream.Query]. A nil *StreamQueryOptions
+// means defaults.
+type StreamQueryOptions struct {
+	// Limit stops the query after this many events (0: no limit).
+	Limit int
+	// PageSize is the page size of each shard's query (default 1000).
+	PageSize int
+}
+
+// Query returns the events with from <= Time < until, in time order (and
+// by ID among equal times), across all shards: it runs one range query per
+// shard, in parallel, each reading ahead one page, and merges their results.
+// A zero from or until leaves that side open.
+func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *StreamQueryOptions) iter.Seq2[Event[T], error] {
+	return func(yield func(Event[T], error) bool) {
+		var zero Event[T]
+		o := StreamQueryOptions{}
+		if opts != nil {
+			o = *opts
+		}
+		lo, hi := "", ""
+		var err error
+		if !from.IsZero() {
+			if lo, err = keys.Time(from); err != nil {
+				yield(zero, err)
+				return
+			}
+		}
+		if !until.IsZero() {
+			if hi, err = keys.Time(until); err != nil {
+				yield(zero, err)
+				return
+			}
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+
+		sem := make(chan struct{}, s.conc)
+		cursors := make([]*shardCursor, len(s.pks))
+		for i, pk := range s.pks {
+			c := &shardCursor{shard: i, pages: make(chan shardPage, 1)}
+			cursors[i] = c
+			f := tablekit.RowKeyRange(pk, lo, hi)
+			wg.Go(func() { s.readShard(ctx, f, o.PageSize, sem, c.pages) })
+		}
+		h := &cursorHeap{}
+		for _, c := range cursors {
+			ok, err := c.fill()
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if ok {
+				heap.Push(h, c)
+			}
+		}
+		n := 0
+		for h.Len() > 0 {
+			c := (*h)[0]
+			e := c.items[c.pos]
+			ev, err := s.event(e)
+			if !yield(ev, err) || err != nil {
+				return
+			}
+			n++
+			if o.Limit > 0 && n >= o.Limit {
+				return
+			}
+			c.pos++
+			ok, err := c.fill()
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if ok {
+				heap.Fix(h, 0)
+			} else {
+				heap.Pop(h)
+			}
+		}
+	}
+}
+
+// readShard pages through one shard's query and sends the pages, stopping
+// when the query ends, fails, or ctx is cancelled.
+func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize int, sem chan struct{}, out chan<- shardPage) {
+	defer close(out)
+	tok := ""
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		page, err := s.table.QueryPage(ctx, f, &tablekit.QueryOptions{PageSize: pageSize, Continuation: tok})
+		<-sem
+		select {
+		case out <- shardPage{items: page.Items, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || page.Continuation == "" {
+			return
+		}
+		tok = page.Continuation
+	}
+}
+
+// event turns a stored entity back into an Event.
+func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
+	var ev Event[T]
+	comps, err := keys.Split(e.RowKey)
+	if err == nil && len(comps) != 2 {
+		err = fmt.Errorf("want (time, id), got %d components", len(comps))
+	}
+	if err == nil {
+		ev.Time, err = keys.ParseTime(comps[0])
+	}
+	if err != nil {
+		return ev, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error(), Err: tablekit.ErrInvalidInput}
+	}
+	ev.ID = comps[1]
+	if s.isEntity {
+		ev.Value = any(e).(T)
+		return ev, nil
+	}
+	ev.Value, err = tablekit.Decode[T](e)
+	return ev, err
+}
+
+// shardPage is one page of a shard's query.
+type shardPage struct {
+	items []tablekit.Entity
+	err   error
+}
+
+// shardCursor is the merge's position in one shard.
+type shardCursor struct {
+	shard int
+	pages chan shardPage
+	items []tablekit.Entity
+	pos   int
+}
+
+// fill makes sure the cursor has a current item, receiving pages as
+// needed; it reports false when the shard is exhausted.
+func (c *shardCursor) fill() (bool, error) {
+	for c.pos >= len(c.items) {
+		p, ok := <-c.pages
+		if !ok {
+			return false, nil
+		}
+		if p.err != nil {
+			return false, p.err
+		}
+		c.items, c.pos = p.items, 0
+	}
+	return true, nil
+}
+
+// cursorHeap orders shard cursors by their current RowKey (time, then ID),
+// then by shard.
+type cursorHeap []*shardCursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	a, b := h[i].items[h[i].pos].RowKey, h[j].items[h[j].pos].RowKey
+	if a != b {
+		return a < b
+	}
+	return h[i].shard < h[j].shard
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*shardCursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

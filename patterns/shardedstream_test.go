@@ -1,0 +1,100 @@
+package patterns_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// Click is the value of a stream event.
+type Click struct {
+	PK   string `table:",pk"`
+	RK   string `table:",rk"`
+	Page string `table:"Page"`
+	N    int    `table:"N"`
+}
+
+func TestStreamShardsAndWindow(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	s, err := patterns.NewStream[Click](tbl, "clicks", &patterns.StreamOptions{Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	const total = 10000
+	events := make([]patterns.Event[Click], total)
+	for i := range events {
+		// Two events per second, so that times tie and IDs decide.
+		events[i] = patterns.Event[Click]{Time: base.Add(time.Duration(i/2) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{Page: "/p" + fmt.Sprint(i%7), N: i}}
+	}
+	res, err := s.Append(ctx, events...)
+	if err != nil || res.Succeeded != total {
+		t.Fatalf("Append: %d, %v", res.Succeeded, err)
+	}
+
+	// Eight partitions, each within 20% of an even split.
+	sum := 0
+	for _, pk := range s.Partitions() {
+		n := 0
+		for _, err := range tbl.Query(ctx, tablekit.PartitionEq(pk), &tablekit.QueryOptions{Select: []string{"N"}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n < total/8*8/10 || n > total/8*12/10 {
+			t.Errorf("partition %s holds %d events; an even split is %d", pk, n, total/8)
+		}
+		sum += n
+	}
+	if sum != total || len(s.Partitions()) != 8 {
+		t.Fatalf("%d events in %d partitions", sum, len(s.Partitions()))
+	}
+
+	// A window: exactly its events, in time order (then ID), across shards.
+	from, until := base.Add(1000*time.Second), base.Add(3000*time.Second)
+	before := acct.Meter().Snapshot()
+	want := 2000
+	n := 0
+	for ev, err := range s.Query(ctx, from, until, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id := fmt.Sprintf("evt-%05d", want); ev.ID != id || ev.Value.N != want || !ev.Time.Equal(events[want].Time) {
+			t.Fatalf("event %d: got %s (N=%d, %v), want %s", n, ev.ID, ev.Value.N, ev.Time, id)
+		}
+		want++
+		n++
+	}
+	if n != 4000 {
+		t.Fatalf("window returned %d events, want 4000", n)
+	}
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "QueryEntities") != 8 || cost.Total() != 8 {
+		t.Fatalf("window cost %v; want one query per shard", cost)
+	}
+
+	// Limit, and stopping early.
+	n = 0
+	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &patterns.StreamQueryOptions{Limit: 10, PageSize: 3}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Value.N != n {
+			t.Fatalf("event %d is N=%d", n, ev.Value.N)
+		}
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("limited query: %d", n)
+	}
+	for range s.Query(ctx, from, time.Time{}, nil) {
+		break
+	}
+}
