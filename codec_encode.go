@@ -39,6 +39,9 @@ type encodeState struct {
 	size    int // Azure's entity size formula
 	props   int
 	scratch []byte
+	// unchecked skips the storage limits, for conversions that store
+	// nothing (Decode).
+	unchecked bool
 }
 
 func (s *encodeState) fail(prop, limit string, size int, detail string, sentinel error) error {
@@ -58,20 +61,23 @@ func (s *encodeState) describe() string {
 // checkKeys validates PartitionKey and RowKey and starts the size count.
 func (s *encodeState) checkKeys(pk, rk string) error {
 	s.pk, s.rk = pk, rk
+	s.size = 4 + 2*utf16Len(pk) + 2*utf16Len(rk)
+	if s.unchecked {
+		return nil
+	}
 	if err := keys.Validate(pk); err != nil {
 		return s.fail("PartitionKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
 	}
 	if err := keys.Validate(rk); err != nil {
 		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
 	}
-	s.size = 4 + 2*utf16Len(pk) + 2*utf16Len(rk)
 	return nil
 }
 
 // addProperty accounts for one property in the entity limits.
 func (s *encodeState) addProperty(name string, valueSize int) error {
 	s.props++
-	if s.props > MaxCustomProperties {
+	if s.props > MaxCustomProperties && !s.unchecked {
 		return s.fail("", fmt.Sprintf("<= %d custom properties", MaxCustomProperties), s.props, "too many properties", ErrTooLarge)
 	}
 	s.size += 8 + 2*len(name) + valueSize
@@ -79,7 +85,7 @@ func (s *encodeState) addProperty(name string, valueSize int) error {
 }
 
 func (s *encodeState) finish() error {
-	if s.size > MaxEntityBytes {
+	if s.size > MaxEntityBytes && !s.unchecked {
 		return s.fail("", "<= 1 MiB per entity", s.size, "entity too large", ErrTooLarge)
 	}
 	return nil
@@ -233,7 +239,7 @@ func (s *encodeState) appendProperty(dst []byte, name string, edm EdmType, v any
 			return dst[:mark], s.fail(name, "valid UTF-8", 0, "string is not valid UTF-8", ErrInvalidInput)
 		}
 		n := utf16Len(str)
-		if 2*n > MaxPropertyBytes {
+		if 2*n > MaxPropertyBytes && !s.unchecked {
 			return dst[:mark], s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
 		}
 		valueSize = 4 + 2*n
@@ -243,7 +249,7 @@ func (s *encodeState) appendProperty(dst []byte, name string, edm EdmType, v any
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
 		}
-		if len(b) > MaxPropertyBytes {
+		if len(b) > MaxPropertyBytes && !s.unchecked {
 			return dst[:mark], s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
 		}
 		valueSize = 4 + len(b)

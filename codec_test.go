@@ -312,3 +312,19 @@ func TestEncodeEntityAndDecode(t *testing.T) {
 		t.Error("Decode into a struct without keys must fail")
 	}
 }
+
+func TestDecodeSkipsStorageLimits(t *testing.T) {
+	type doc struct {
+		PK   string `table:",pk"`
+		RK   string `table:",rk"`
+		Blob []byte
+	}
+	big := make([]byte, 5<<20)
+	out, err := Decode[doc](Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"Blob": big}})
+	if err != nil || len(out.Blob) != len(big) {
+		t.Fatalf("Decode of a 5 MiB property: %d bytes, %v", len(out.Blob), err)
+	}
+	if _, err := EncodeEntity(out); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("EncodeEntity still checks limits: %v", err)
+	}
+}

@@ -37,7 +37,7 @@ func EncodeEntity[T any](v T) (Entity, error) {
 }
 
 // Decode converts a property bag to a struct value, as a Table[T] read
-// would: it is how a query over a table of mixed entity types (read as
+// would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
 // Table[Entity]) turns each row into its own Go type.
 func Decode[T any](e Entity) (T, error) {
 	var v T
@@ -49,7 +49,7 @@ func Decode[T any](e Entity) (T, error) {
 	if err != nil {
 		return v, err
 	}
-	data, err := encodeEntity(nil, &e, &encodeState{})
+	data, err := encodeEntity(nil, &e, &encodeState{unchecked: true})
 	if err != nil {
 		return v, err
 	}
