@@ -239,7 +239,10 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 	}
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
-		o.PerRetryPolicies = append(slices.Clone(opts.PerRetryPolicies), a.meter.endpointPolicy(service, endpoint))
+		// redactPolicy first: it strips a SAS signature from transport
+		// errors, which print the request URL.
+		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
+		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)

@@ -274,6 +274,9 @@ func (s *scanner) str() ([]byte, bool, error) {
 			return out, esc, nil
 		case c == '\\':
 			esc = true
+			if s.i+1 >= len(s.b) {
+				return nil, false, decodeError("unterminated string")
+			}
 			s.i += 2
 		case c < 0x20:
 			return nil, false, decodeError("control character in string at offset %d", s.i)
@@ -672,7 +675,7 @@ func decodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
 			continue
 		}
 		name := string(rp.name)
-		if d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp) {
+		if d.crypt.encrypts(name) || (d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp)) {
 			plain, err := d.decrypt(name, rp)
 			if err != nil {
 				return err

@@ -328,3 +328,14 @@ func TestDecodeSkipsStorageLimits(t *testing.T) {
 		t.Errorf("EncodeEntity still checks limits: %v", err)
 	}
 }
+
+// Inputs fuzzing found panicking; they must be plain errors.
+func TestDecodeFuzzRegressions(t *testing.T) {
+	if _, err := ParseGUID("00000000-0000-0000-0000-0000-0000000"); err == nil {
+		t.Error("a GUID with a fifth hyphen parsed")
+	}
+	var e Entity
+	if err := decodeEntity([]byte(`{"a":["\`), &e, &decodeState{}); err == nil {
+		t.Error("a string ending in a backslash decoded")
+	}
+}

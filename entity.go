@@ -87,8 +87,8 @@ func parseGUIDBytes(s []byte) (GUID, bool) {
 	}
 	j := 0
 	for i := 0; i < 36; {
-		if s[i] == '-' {
-			i++
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++ // the hyphens, checked above
 			continue
 		}
 		hi, ok1 := unhex(s[i])
