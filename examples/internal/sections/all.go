@@ -19,5 +19,7 @@ func All() []demo.Section {
 		ShardedStream(),
 		Heterogeneous(),
 		Denormalization(),
+		Encryption(),
+		SAS(),
 	}
 }
