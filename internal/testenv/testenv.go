@@ -74,8 +74,19 @@ func Main(m *testing.M) {
 // first call. It fails t if Azurite cannot start.
 func ConnectionString(t testing.TB) string {
 	t.Helper()
+	cs, err := SharedConnectionString()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return cs
+}
+
+// SharedConnectionString is ConnectionString for code without a testing.TB,
+// such as Example functions: it returns AZURE_STORAGE_CONNECTION_STRING, or
+// the test binary's Azurite, started on first use and stopped by Main.
+func SharedConnectionString() (string, error) {
 	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
-		return cs
+		return cs, nil
 	}
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -91,9 +102,23 @@ func ConnectionString(t testing.TB) string {
 		shared.connStr = srv.ConnectionString()
 	})
 	if shared.err != nil {
-		t.Fatalf("testenv: cannot start Azurite: %v", shared.err)
+		return "", fmt.Errorf("cannot start Azurite: %w", shared.err)
 	}
-	return shared.connStr
+	return shared.connStr, nil
+}
+
+// ExampleAccount opens an Account on the shared test account for an
+// Example function, or panics: an Example has no other way to fail.
+func ExampleAccount() *tablekit.Account {
+	cs, err := SharedConnectionString()
+	if err != nil {
+		panic(err)
+	}
+	acct, err := tablekit.Open(cs, nil)
+	if err != nil {
+		panic(err)
+	}
+	return acct
 }
 
 // Account opens a new Account (with its own Meter) on the test account.
