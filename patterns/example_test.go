@@ -9,19 +9,18 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
 
-// The examples connect to the account in AZURE_STORAGE_CONNECTION_STRING
-// ("UseDevelopmentStorage=true" for a local Azurite). They are compiled,
-// not run, by go test; examples/<pattern> are the runnable versions.
+// The examples connect to the tests' account: Azurite, or the account in
+// AZURE_STORAGE_CONNECTION_STRING (in an application: tablekit.Open). Those
+// with an Output comment run under go test; examples/<pattern> are the
+// narrated, runnable versions.
 
 func exampleTable(ctx context.Context, name string) (*tablekit.Account, *tablekit.Table[tablekit.Entity]) {
-	acct, err := tablekit.Open(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+	acct := testenv.ExampleAccount()
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, fmt.Sprintf("%s%d", name, time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -109,6 +108,7 @@ func ExampleLarge() {
 func ExampleSeries() {
 	ctx := context.Background()
 	_, tbl := exampleTable(ctx, "MessageStats")
+	defer tbl.DeleteTable(ctx)
 	s, err := patterns.NewSeries(tbl, nil) // 24 slots, H00..H23
 	if err != nil {
 		log.Fatal(err)
@@ -122,7 +122,8 @@ func ExampleSeries() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(day[now.Hour()])
+	fmt.Println(len(day), day[now.Hour()])
+	// Output: 24 1
 }
 
 // LoginAttempt is kept for a week.
