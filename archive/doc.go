@@ -4,4 +4,78 @@
 // idempotent steps, deleting the message only when every step succeeded. It
 // ships the guide's own example, archiving an employee from a Current table
 // to an Archive table, with claim-check payloads and a poison queue.
+//
+// # Pieces
+//
+//   - [Client] sends typed messages: an envelope {"kind", "payload"} as
+//     base64 JSON (Azure Functions' default queue encoding). A payload that
+//     would make the message larger than the queue's 64 KiB limit is
+//     written to a blob and the message carries its name (claim check).
+//   - [Worker] dequeues messages and hands them to a [Handler]; [Mux] routes
+//     them by kind to typed handlers registered with [HandleFunc].
+//   - [InsertOrReplace], [DeleteIfExists], [PutBlob] and
+//     [DeleteBlobIfExists] are the idempotent steps handlers are made of.
+//   - [Mover] is the archive move, Current -> Archive (-> blob), for any
+//     entity type.
+//
+// # Guarantees of the Worker
+//
+// Delivery is at least once: a message is deleted only after its handler
+// returned nil, with the pop receipt of the worker that owns it, so a
+// crash, a lost response, a failed delete or a cancelled handler leaves the
+// message in the queue, and it is handled again once its visibility
+// timeout lapses. Handlers must therefore be idempotent. A message is never
+// deleted without a successful handler run or a written poison record.
+//
+// While a handler runs, the worker renews the message's visibility every
+// half VisibilityTimeout and keeps the newest pop receipt. If a renewal
+// finds that the message was taken by another worker (its receipt is
+// stale), the handler's context is cancelled and this worker does not
+// delete the message.
+//
+// A handler failure on attempt MaxDequeueCount, a failure marked
+// [Permanent], or a message dequeued more than MaxDequeueCount times (its
+// last worker died) moves the message to the poison queue with the last
+// error and the dequeue count ([PoisonRecord]). Each failed attempt also
+// writes its error into the message, so a worker meeting the message after
+// a crash still knows why it failed. Poisoning first confirms ownership by
+// updating the message with the current pop receipt (which also hides it
+// for a full visibility timeout), then writes the poison record, then
+// deletes the message with the new receipt. Two workers racing for one
+// message therefore never both write a record: the one whose receipt is
+// stale stops at the first step. A duplicate poison record (same
+// [PoisonRecord].MessageID) can only appear when the worker dies, or the
+// delete fails, after the record was written; readers of the poison queue
+// that need exactly once should drop records whose MessageID they have
+// seen. The work queue side is exactly once: only the owner's delete
+// succeeds.
+//
+// On shutdown (Run's context ends) the worker stops dequeuing, waits up
+// to DrainTimeout for handlers in flight, lets finished ones delete their
+// message, then cancels the rest and returns; their messages reappear
+// after their visibility timeout.
+//
+// The worker never busy-loops: an empty queue (or a failing dequeue) is
+// polled with a doubling wait up to MaxPollInterval, and it never holds
+// more messages than it has free handlers. Every storage request the
+// worker makes itself is bounded by OperationTimeout, so a connection that
+// never answers delays a message, it does not strand it.
+//
+// # Poison queue
+//
+// Poison records never expire (time-to-live -1). Read them with
+// [ParsePoison]; after fixing the cause, [Client.Requeue] sends one back to
+// the work queue, or [Client.DiscardPoisoned] deletes its claim-check blob
+// when it is given up. Deleting the poison message itself is the reader's
+// part.
+//
+// # Claim-check blobs
+//
+// A claim-check blob is deleted after its message was handled and
+// deleted. It is kept when the message is poisoned: the poison record
+// refers to it and it is the only copy of the payload (see
+// [Client.DiscardPoisoned]). A crash between the
+// message delete and the blob delete leaves an orphan blob (never a lost
+// message); a lifecycle rule on the container's "claims/" prefix can
+// remove such blobs.
 package archive

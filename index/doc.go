@@ -3,4 +3,103 @@
 // one entity group transaction, inter-partition secondary indexes kept
 // eventually consistent through a queue worker, and index entities for
 // non-unique values.
+//
+// Table storage indexes only PartitionKey and RowKey. To find an employee by
+// email, or every employee named Jones, without scanning a partition, the
+// guide stores the entity again under other keys, or stores lists of ids.
+// This package does the bookkeeping: every write keeps the extra rows in
+// step with the entity, and lookups are typed.
+//
+// # Intra-partition: [Intra]
+//
+// All index entries live in the entity's own partition, so the entity and
+// every entry change in one entity group transaction (EGT): all or nothing.
+// For an employee Sales/000223 with the indexes of the guide, the partition
+// Sales holds
+//
+//	RowKey 000223                          the employee itself
+//	RowKey empid!000223                    a copy (unique index "empid")
+//	RowKey email!jonesj@contoso.com        a copy (unique index "email")
+//	RowKey lastname!Jones!000223           a copy, possibly projected (index "lastname")
+//	RowKey surname!Jones                   an index entity listing 000223, ... (List index "surname")
+//
+// RowKeys are keys.Compound keys, so any value is safe in them and string
+// order is value order: By, Range and Prefix are one range query in index
+// order. When an indexed value changes, the old entry is deleted in the same
+// EGT. Concurrent writers are detected with the stored entity's ETag (and the
+// ETags of index entities), and the write retried or refused with an error
+// matching tablekit.ErrPreconditionFailed ([IntraOptions].MaxAttempts).
+// A unique value taken by another entity fails the EGT (*[UniqueError]).
+// A write that would exceed 100 actions or 4 MiB is refused before it is
+// sent, with an error saying why.
+//
+// # Inter-partition: [Inter]
+//
+// Entries live in other partitions or tables: copies under
+// email!Sales / jonesj@contoso.com!000223, or ids in a [ListStore]. No
+// transaction spans partitions, so the entries follow the entity eventually:
+// a write enqueues a maintenance request for the archive package's worker
+// ([archive.Worker] with the Inter as handler), whose [Inter.Sync] is
+// idempotent; [Inter.CaughtUp] tells a reader whether an entity's entries
+// reflect its current version. A direct mode (no queue) syncs inline, best
+// effort. See [Inter] for the protocol and its crash guarantees.
+//
+// # Index entities: the guide's three options
+//
+//   - Option 1, a blob per value: an [Inter] index whose List is a [BlobList].
+//   - Option 2, an index entity in the entities' partition, updated in the
+//     same EGT with ETag optimistic concurrency: an [Intra] index with List.
+//   - Option 3, an index entity in another partition or table, eventually
+//     consistent: an [Inter] index whose List is an [EntityList].
+//
+// An index entity stores the ids one per line in the string property IDs,
+// continued in IDs2, IDs3, ... (64 KiB each) up to the 1 MiB entity limit;
+// growing one further fails with an error matching tablekit.ErrTooLarge that
+// points to the blob option. Changing an entity's value moves its id from one
+// list to the other. Updates of one list are read-modify-write cycles
+// conditional on its ETag; the writers that share one Intra, EntityList or
+// BlobList take turns on a list (a lock per list), so only writers in
+// different processes (or using different values) ever retry.
+//
+// # Cost, in storage transactions
+//
+// Intra (any number of copy indexes; List indexes add one read of each index
+// entity a write changes: the new value's and, when it changes, the old's):
+//
+//	Insert, or Put of a new entity      1 (the EGT)
+//	Put of an existing entity           3 (refused insert, read, EGT)
+//	Update(prev, v), DeleteVersion      1
+//	Delete                              2 (read, EGT)
+//	Get, Find/By on a unique index      1 (point query)
+//	By, Range, Prefix                   1 per 1,000 results; List index: 1 + 1 per entity
+//	a lost race                         + the refused EGT and a re-read, per retry
+//
+// Inter (queued mode):
+//
+//	Put, Update, Delete                 3 (safety-net message, entity write, message)
+//	worker, per message                 1 dequeue share + 1 delete + Sync
+//	Sync, nothing to do                 2 (entity and sync record reads)
+//	Sync, new entity                    5 + 1 per copy + 2 per list change
+//	CaughtUp                            2
+//	By, Range, Prefix                   as Intra
+//
+// In direct mode a write costs 1 plus its Sync.
+//
+// # Limitations
+//
+//   - Every write to the indexed entities must go through the Intra or
+//     Inter; a write made directly to the table leaves the indexes stale
+//     (an Inter repairs an entity with Sync).
+//   - Entity types with client-side encrypted fields cannot be indexed.
+//   - An entity's own RowKey (Intra) or PartitionKey (Inter, when entries
+//     share its table) must not fall into an index's key range; such writes
+//     are refused with tablekit.ErrInvalidKey.
+//   - Entities read through an index carry no ETag (it would be the copy's);
+//     read the entity with Get before Update.
+//   - An Inter cannot enforce uniqueness, and its copies may briefly hold an
+//     older version; each copy records the entity version it was made from
+//     ([PrimaryETagProperty]).
+//   - An Intra index entity or EntityList entity holds at most 1 MiB of ids,
+//     and every change to it is a read-modify-write of the whole list, so
+//     values shared by very many frequently changing entities contend.
 package index

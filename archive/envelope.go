@@ -1,0 +1,118 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+)
+
+// MaxMessageSize is the queue's limit on a message's text: 64 KiB. The
+// envelope is base64-encoded, so at most 48 KiB of envelope JSON fits.
+const MaxMessageSize = 64 * 1024
+
+// envelope is the JSON inside every message the Client sends, base64
+// encoded (as Azure Functions' queue trigger expects by default):
+//
+//	{"kind":"archive.move","payload":{...}}
+//	{"kind":"archive.move","blob":"claims/9f...json"}            (claim check)
+//	{"kind":"...","payload":{...},"lastError":"...","attempt":3}  (after a failed attempt)
+//
+// A poison message is the same envelope plus a "poison" object.
+type envelope struct {
+	Kind    string          `json:"kind"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Blob    string          `json:"blob,omitempty"`
+	// LastError and Attempt are written back into the message after a
+	// failed attempt, so a worker that meets it later knows why it failed.
+	LastError string `json:"lastError,omitempty"`
+	Attempt   int64  `json:"attempt,omitempty"`
+	// Text holds a foreign (non-envelope) message's text in a poison
+	// record.
+	Text   string        `json:"text,omitempty"`
+	Poison *PoisonRecord `json:"poison,omitempty"`
+}
+
+// PoisonRecord says why a message was moved to the poison queue. It is the
+// "poison" object of a poison message; read one with [ParsePoison].
+type PoisonRecord struct {
+	// MessageID is the message's ID in the work queue. A message is
+	// poisoned at most once per delivery that owns it, and the ID lets a
+	// reader recognise the rare duplicate (see the package doc).
+	MessageID string `json:"messageId"`
+	// Queue is the name of the work queue.
+	Queue string `json:"queue"`
+	// DequeueCount is the message's dequeue count when it was poisoned.
+	DequeueCount int64 `json:"dequeueCount"`
+	// Error is the last error a handler returned (or why the worker gave
+	// up without running one).
+	Error string `json:"error"`
+	// InsertedAt is when the message entered the work queue.
+	InsertedAt time.Time `json:"insertedAt"`
+	// PoisonedAt is when the worker moved it.
+	PoisonedAt time.Time `json:"poisonedAt"`
+}
+
+// Poisoned is a message read back from a poison queue.
+type Poisoned struct {
+	// Kind, Payload and Blob are the original envelope's (Blob: the claim
+	// check blob, kept so the payload is not lost).
+	Kind    string
+	Payload json.RawMessage
+	Blob    string
+	// Text is the original text of a message that was not a tablekit
+	// envelope.
+	Text string
+	// Record says where the message came from and why it failed.
+	Record PoisonRecord
+}
+
+// ParsePoison decodes the text of a poison-queue message written by a
+// [Worker].
+func ParsePoison(text string) (Poisoned, error) {
+	var env envelope
+	data, err := base64.StdEncoding.DecodeString(text)
+	if err == nil {
+		err = json.Unmarshal(data, &env)
+	}
+	if err != nil || env.Poison == nil {
+		return Poisoned{}, invalid("poison message", "not a tablekit poison record")
+	}
+	return Poisoned{Kind: env.Kind, Payload: env.Payload, Blob: env.Blob, Text: env.Text, Record: *env.Poison}, nil
+}
+
+// encodeEnvelope returns the message text for env: base64 of its JSON.
+func encodeEnvelope(env *envelope) (string, error) {
+	data, err := json.Marshal(env)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
+}
+
+// decodeEnvelope parses a message text as a tablekit envelope. ok is false
+// for a foreign message: not base64, not a JSON object, or without "kind".
+func decodeEnvelope(text string) (*envelope, bool) {
+	data, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return nil, false
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || !bytes.Contains(data, []byte(`"kind"`)) {
+		return nil, false
+	}
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil || env.Kind == "" {
+		return nil, false
+	}
+	return &env, true
+}
+
+// foreignBody returns the body of a foreign message: base64-decoded when it
+// is valid base64, else the text itself.
+func foreignBody(text string) []byte {
+	if data, err := base64.StdEncoding.DecodeString(text); err == nil && len(text) > 0 {
+		return data
+	}
+	return []byte(text)
+}

@@ -1,0 +1,111 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablekit/tablekit"
+)
+
+// Message is one queue message as a [Handler] sees it: the queue's
+// metadata plus the decoded envelope, with a claim-checked payload already
+// fetched from its blob.
+type Message struct {
+	// ID is the queue's message ID. It is stable across redeliveries, so
+	// it identifies the message in logs and in the poison queue.
+	ID string
+	// DequeueCount is how many times the message has been dequeued,
+	// including this time (1 on the first attempt).
+	DequeueCount int64
+	// InsertedAt is when the message was put in the queue.
+	InsertedAt time.Time
+	// ExpiresAt is when the queue will drop the message if it is still
+	// there.
+	ExpiresAt time.Time
+	// Kind is the operation kind from the envelope ([Client.Enqueue]'s
+	// kind), "" for a message that is not a tablekit envelope.
+	Kind string
+	// Payload is the operation's payload: the envelope's JSON payload
+	// (fetched from the claim-check blob when the payload was too large
+	// for the queue), or, for a message that is not a tablekit envelope,
+	// the message body itself (base64-decoded when it was base64).
+	Payload []byte
+	// Blob is the name of the claim-check blob that held the payload, ""
+	// when the payload travelled in the message.
+	Blob string
+	// LastError is the error a previous attempt recorded in the message,
+	// "" on the first attempt or when none was recorded.
+	LastError string
+	// Text is the message text exactly as the queue returned it.
+	Text string
+
+	env *envelope
+}
+
+// Decode unmarshals the JSON payload into v. A payload that is not valid
+// JSON for v gives an error marked [Permanent]: retrying cannot fix it.
+func (m *Message) Decode(v any) error {
+	if err := json.Unmarshal(m.Payload, v); err != nil {
+		return Permanent(fmt.Errorf("archive: message %s (kind %q): decoding payload: %w", m.ID, m.Kind, err))
+	}
+	return nil
+}
+
+// Handler applies the change one message describes. It must be idempotent:
+// a message can be delivered more than once (after a crash, a lost
+// response, or when its visibility timeout lapses), so every step must be
+// safe to repeat, e.g. [InsertOrReplace] and [DeleteIfExists]. Returning nil
+// deletes the message; returning an error leaves it in the queue for
+// another attempt, until [WorkerOptions.MaxDequeueCount] attempts have
+// failed and it moves to the poison queue. Handle should return promptly
+// when ctx ends.
+type Handler interface {
+	Handle(ctx context.Context, m *Message) error
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(ctx context.Context, m *Message) error
+
+// Handle calls f(ctx, m).
+func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ctx, m) }
+
+type messageKey struct{}
+
+// MessageFromContext returns the message being handled, for typed handlers
+// registered with [HandleFunc] that want its ID or dequeue count. It
+// returns nil outside a handler.
+func MessageFromContext(ctx context.Context) *Message {
+	m, _ := ctx.Value(messageKey{}).(*Message)
+	return m
+}
+
+// ErrPermanent marks an error that retrying cannot fix (a malformed
+// payload, an unknown kind): the worker moves the message to the poison
+// queue at once instead of after MaxDequeueCount attempts. Check with
+// errors.Is; mark with [Permanent].
+var ErrPermanent = errors.New("archive: permanent failure")
+
+// Permanent marks err as permanent (see [ErrPermanent]); the result
+// matches both err and ErrPermanent with errors.Is. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrPermanent) {
+		return err
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string   { return e.err.Error() }
+func (e *permanentError) Unwrap() []error { return []error{e.err, ErrPermanent} }
+
+// invalid returns a validation error matching tablekit.ErrInvalidInput.
+func invalid(entity, detail string) error {
+	return &tablekit.ValidationError{Entity: entity, Detail: detail, Err: tablekit.ErrInvalidInput}
+}

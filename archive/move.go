@@ -1,0 +1,137 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit"
+)
+
+// MoveKind is the message kind [Mover.Register] uses when given "".
+const MoveKind = "archive.move"
+
+// MoveRequest is the payload of an archive-move message: the keys of the
+// entity to move.
+type MoveRequest struct {
+	PartitionKey string `json:"pk"`
+	RowKey       string `json:"rk"`
+}
+
+// Mover moves entities from a Current table to an Archive table (and
+// optionally also to a blob), the design guide's example of an eventually
+// consistent transaction. Each step is idempotent, so [Mover.Move] can be
+// repeated after a failure at any point:
+//
+//  1. read the entity from Current; if it is gone, an earlier attempt
+//     finished the move: done;
+//  2. insert-or-replace it into Archive (after Transform, if set);
+//  3. if Blobs is set, write it to a blob (replacing any earlier copy);
+//  4. delete it from Current, conditional on the ETag read in step 1 when T
+//     has an etag field (so a concurrent update is not lost: the move
+//     fails and its retry archives the newer version), else
+//     delete-if-exists. A 404 counts as done.
+//
+// A Mover is safe for concurrent use once configured.
+type Mover[T any] struct {
+	// Current and Archive are the source and destination tables.
+	Current, Archive *tablekit.Table[T]
+	// Transform, if set, turns the entity read from Current into the one
+	// stored in Archive (it may change the keys, e.g. to partition the
+	// archive by year). It must be deterministic.
+	Transform func(v T) (T, error)
+	// Blobs, if set, also receives a copy of each moved entity, as the
+	// guide's step 4 allows (e.g. for cheap long-term storage).
+	Blobs *container.Client
+	// BlobName names the blob for an entity; nil means "<pk>/<rk>.json"
+	// with Current's keys.
+	BlobName func(pk, rk string) string
+	// EncodeBlob encodes the entity for its blob; nil means json.Marshal.
+	EncodeBlob func(v T) ([]byte, error)
+}
+
+// Move moves the entity pk/rk from Current to Archive. It returns nil when
+// the entity is in Archive and not in Current (also when an earlier
+// attempt already moved it), and an error when a step failed: repeat the
+// call (the worker does, by redelivering the message).
+func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
+	if m == nil || m.Current == nil || m.Archive == nil {
+		return invalid("archive.Mover", "Current and Archive tables are required")
+	}
+	v, err := m.Current.Get(ctx, pk, rk, nil)
+	if errors.Is(err, tablekit.ErrNotFound) {
+		return nil // moved by an earlier attempt (or never there)
+	}
+	if err != nil {
+		return fmt.Errorf("archive: move %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
+	}
+	e, err := tablekit.EncodeEntity(v)
+	if err != nil {
+		return Permanent(fmt.Errorf("archive: move %s/%s: %w", pk, rk, err))
+	}
+	etag := e.ETag
+	out := v
+	if m.Transform != nil {
+		if out, err = m.Transform(v); err != nil {
+			return fmt.Errorf("archive: move %s/%s: transform: %w", pk, rk, err)
+		}
+	}
+	if err := InsertOrReplace(ctx, m.Archive, out); err != nil {
+		return fmt.Errorf("archive: move %s/%s: write to %s: %w", pk, rk, m.Archive.Name(), err)
+	}
+	if m.Blobs != nil {
+		name := pk + "/" + rk + ".json"
+		if m.BlobName != nil {
+			name = m.BlobName(pk, rk)
+		}
+		encode := func(v T) ([]byte, error) { return json.Marshal(v) }
+		if m.EncodeBlob != nil {
+			encode = m.EncodeBlob
+		}
+		data, err := encode(out)
+		if err != nil {
+			return Permanent(fmt.Errorf("archive: move %s/%s: encoding blob: %w", pk, rk, err))
+		}
+		if err := PutBlob(ctx, m.Blobs, name, data); err != nil {
+			return fmt.Errorf("archive: move %s/%s: write blob %s: %w", pk, rk, name, err)
+		}
+	}
+	if etag == "" {
+		etag = azcore.ETagAny
+	}
+	err = m.Current.Delete(ctx, pk, rk, etag)
+	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+		return fmt.Errorf("archive: move %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)
+	}
+	return nil
+}
+
+// Handle moves the entity a [MoveRequest] names; it has the shape
+// [HandleFunc] takes.
+func (m *Mover[T]) Handle(ctx context.Context, req MoveRequest) error {
+	if req.PartitionKey == "" && req.RowKey == "" {
+		return Permanent(invalid("archive.MoveRequest", "no keys"))
+	}
+	return m.Move(ctx, req.PartitionKey, req.RowKey)
+}
+
+// Register registers the Mover on mux for messages of the given kind ("":
+// [MoveKind]) carrying a [MoveRequest].
+func (m *Mover[T]) Register(mux *Mux, kind string) error {
+	if kind == "" {
+		kind = MoveKind
+	}
+	return HandleFunc(mux, kind, m.Handle)
+}
+
+// RequestMove enqueues a move of pk/rk with client, as a message of the
+// given kind ("": [MoveKind]). It returns the message ID.
+func RequestMove(ctx context.Context, client *Client, kind, pk, rk string) (string, error) {
+	if kind == "" {
+		kind = MoveKind
+	}
+	return client.Enqueue(ctx, kind, MoveRequest{PartitionKey: pk, RowKey: rk}, nil)
+}

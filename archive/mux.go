@@ -1,0 +1,104 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tablekit/tablekit"
+)
+
+// Mux is a [Handler] that routes each message by its kind to a typed
+// handler registered with [HandleFunc]. A message of an unknown kind, or
+// one that is not a tablekit envelope, fails permanently (it goes to the
+// poison queue without retries) unless a fallback is set with
+// [Mux.HandleOther]. A Mux is safe for concurrent use.
+type Mux struct {
+	mu       sync.RWMutex
+	handlers map[string]func(ctx context.Context, m *Message) error
+	other    Handler
+}
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux {
+	return &Mux{handlers: make(map[string]func(ctx context.Context, m *Message) error)}
+}
+
+// HandleFunc registers f for messages of the given kind: the payload is
+// decoded from JSON into a P and passed to f (a payload that does not
+// decode fails permanently). The *Message is available in f through
+// [MessageFromContext]. Registering an empty kind or a kind twice is an
+// error matching tablekit.ErrInvalidInput.
+func HandleFunc[P any](mux *Mux, kind string, f func(ctx context.Context, p P) error) error {
+	if mux == nil || f == nil {
+		return invalid("archive.HandleFunc", "mux and handler must not be nil")
+	}
+	return mux.register(kind, func(ctx context.Context, m *Message) error {
+		var p P
+		if err := m.Decode(&p); err != nil {
+			return err
+		}
+		return f(ctx, p)
+	})
+}
+
+// Register registers h for messages of the given kind, with the same
+// rules as [HandleFunc]; h sees the raw *Message.
+func (mux *Mux) Register(kind string, h Handler) error {
+	if h == nil {
+		return invalid("archive.Mux.Register", "handler is nil")
+	}
+	return mux.register(kind, h.Handle)
+}
+
+// HandleOther sets the handler for messages no registered kind matches
+// (including foreign messages, whose Kind is ""). nil restores the
+// default: fail permanently.
+func (mux *Mux) HandleOther(h Handler) {
+	mux.mu.Lock()
+	mux.other = h
+	mux.mu.Unlock()
+}
+
+func (mux *Mux) register(kind string, f func(ctx context.Context, m *Message) error) error {
+	if kind == "" {
+		return invalid("archive.Mux", "kind is empty")
+	}
+	mux.mu.Lock()
+	defer mux.mu.Unlock()
+	if mux.handlers == nil {
+		mux.handlers = make(map[string]func(ctx context.Context, m *Message) error)
+	}
+	if _, dup := mux.handlers[kind]; dup {
+		return invalid("archive.Mux", fmt.Sprintf("kind %q is already registered", kind))
+	}
+	mux.handlers[kind] = f
+	return nil
+}
+
+// Kinds returns the registered kinds, in no particular order.
+func (mux *Mux) Kinds() []string {
+	mux.mu.RLock()
+	defer mux.mu.RUnlock()
+	kinds := make([]string, 0, len(mux.handlers))
+	for k := range mux.handlers {
+		kinds = append(kinds, k)
+	}
+	return kinds
+}
+
+// Handle routes m to the handler registered for m.Kind; it makes Mux a
+// [Handler].
+func (mux *Mux) Handle(ctx context.Context, m *Message) error {
+	mux.mu.RLock()
+	f := mux.handlers[m.Kind]
+	other := mux.other
+	mux.mu.RUnlock()
+	switch {
+	case f != nil:
+		return f(ctx, m)
+	case other != nil:
+		return other.Handle(ctx, m)
+	}
+	return Permanent(fmt.Errorf("archive: message %s: no handler for kind %q: %w", m.ID, m.Kind, tablekit.ErrInvalidInput))
+}

@@ -1,0 +1,309 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// ID identifies one entity: its PartitionKey and RowKey. Index entities and
+// blob lists hold IDs.
+type ID struct {
+	PartitionKey string
+	RowKey       string
+}
+
+// String returns "PartitionKey/RowKey".
+func (id ID) String() string { return id.PartitionKey + "/" + id.RowKey }
+
+// Property names index copies add to the entity's own properties. An entity
+// type must not have properties with these names.
+const (
+	// PrimaryPartitionKeyProperty holds, in an inter-partition index copy,
+	// the PartitionKey of the entity it copies.
+	PrimaryPartitionKeyProperty = "PrimaryPartitionKey"
+	// PrimaryRowKeyProperty holds, in an index copy, the RowKey of the
+	// entity it copies.
+	PrimaryRowKeyProperty = "PrimaryRowKey"
+	// PrimaryETagProperty holds, in an inter-partition index copy, the ETag
+	// of the version of the entity it was copied from.
+	PrimaryETagProperty = "PrimaryETag"
+)
+
+// UniqueError reports a write refused because another entity already has
+// the value in a unique index. It matches tablekit.ErrAlreadyExists.
+type UniqueError struct {
+	// Index and Value name the index entry that is taken.
+	Index, Value string
+	// Entity is the entity that was being written.
+	Entity ID
+	// Err is the service's error (a *tablekit.TransactionError).
+	Err error
+}
+
+func (e *UniqueError) Error() string {
+	return fmt.Sprintf("index: %s: value %q of unique index %q is already taken by another entity", e.Entity, e.Value, e.Index)
+}
+
+// Unwrap returns tablekit.ErrAlreadyExists and the service error.
+func (e *UniqueError) Unwrap() []error { return []error{tablekit.ErrAlreadyExists, e.Err} }
+
+// ConflictError reports a write that kept losing to concurrent writers: the
+// entity or an index entity changed between the read and the conditional
+// write on every attempt. Nothing of the failed attempts was applied. It
+// matches tablekit.ErrPreconditionFailed.
+type ConflictError struct {
+	// Entity is the entity that was being written.
+	Entity ID
+	// Attempts is how many times the write was tried.
+	Attempts int
+	// Err is the last attempt's error.
+	Err error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("index: %s: concurrent writers changed the entity or its index entities on each of %d attempts: %v", e.Entity, e.Attempts, e.Err)
+}
+
+// Unwrap returns tablekit.ErrPreconditionFailed.
+func (e *ConflictError) Unwrap() error { return tablekit.ErrPreconditionFailed }
+
+// notFound returns an error matching tablekit.ErrNotFound.
+func notFound(op, what string) error {
+	return fmt.Errorf("%s: %s: %w", op, what, tablekit.ErrNotFound)
+}
+
+// invalid returns a validation error matching tablekit.ErrInvalidInput.
+func invalid(entity, detail string) error {
+	return &tablekit.ValidationError{Entity: entity, Detail: detail, Err: tablekit.ErrInvalidInput}
+}
+
+// keyError turns an error of package keys into a validation error matching
+// tablekit.ErrInvalidKey (or ErrTooLarge for a key that is too long).
+func keyError(entity, what string, err error) error {
+	sentinel := tablekit.ErrInvalidKey
+	return &tablekit.ValidationError{Entity: entity, Property: what, Detail: err.Error(), Limit: "a key of <= 1 KiB without / \\ # ? or control characters", Err: sentinel}
+}
+
+// compound is keys.Compound with tablekit's error shape.
+func compound(entity, what string, components ...string) (string, error) {
+	k, err := keys.Compound(components...)
+	if err != nil {
+		return "", keyError(entity, what, err)
+	}
+	return k, nil
+}
+
+// checkName checks an index name: a non-empty string usable as a key
+// component.
+func checkName(kind, name string) error {
+	if name == "" {
+		return invalid(kind, "an index needs a Name")
+	}
+	if _, err := keys.Compound(name); err != nil {
+		return keyError(kind+" "+quote(name), "Name", err)
+	}
+	return nil
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// retrier paces the attempts of an optimistic-concurrency loop: full
+// jitter exponential back-off between attempts.
+type retrier struct {
+	max   int
+	base  time.Duration
+	limit time.Duration
+	n     int
+}
+
+func newRetrier(maxAttempts int, base time.Duration) *retrier {
+	if maxAttempts <= 0 {
+		maxAttempts = defaultMaxAttempts
+	}
+	if base <= 0 {
+		base = defaultRetryDelay
+	}
+	return &retrier{max: maxAttempts, base: base, limit: 64 * base}
+}
+
+const (
+	defaultMaxAttempts = 10
+	defaultRetryDelay  = 20 * time.Millisecond
+)
+
+// next reports whether another attempt may be made, after sleeping the
+// back-off. The first call returns true at once.
+func (r *retrier) next(ctx context.Context) (bool, error) {
+	if r.n >= r.max {
+		return false, nil
+	}
+	r.n++
+	if r.n == 1 {
+		return true, nil
+	}
+	d := r.base << min(r.n-2, 10)
+	if d > r.limit {
+		d = r.limit
+	}
+	d = time.Duration(rand.Int64N(int64(d)) + 1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return true, nil
+	}
+}
+
+// isConflict reports whether err says a concurrent writer got there first:
+// a stale ETag, an entity created meanwhile, or one deleted meanwhile.
+func isConflict(err error) bool {
+	return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)
+}
+
+// utf16Len returns the number of UTF-16 code units of s.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// entitySize estimates an entity's size as Azure measures it:
+// 4 + 2*len(PartitionKey) + 2*len(RowKey) + per property 8 + 2*len(name)
+// + the value's size.
+func entitySize(e *tablekit.Entity) int {
+	n := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
+	for name, v := range e.Properties {
+		n += 8 + 2*utf16Len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return 4 + 2*utf16Len(x)
+	case []byte:
+		return 4 + len(x)
+	case bool:
+		return 1
+	case int32:
+		return 4
+	case tablekit.GUID:
+		return 16
+	}
+	return 8
+}
+
+// bodySize estimates the bytes an entity adds to a transaction's request
+// body (its OData JSON with type annotations), erring on the large side.
+func bodySize(e *tablekit.Entity) int {
+	n := 64 + jsonLen(e.PartitionKey) + jsonLen(e.RowKey)
+	for name, v := range e.Properties {
+		n += 2*len(name) + 40
+		switch x := v.(type) {
+		case string:
+			n += jsonLen(x)
+		case []byte:
+			n += (len(x)+2)/3*4 + 2
+		default:
+			n += 40
+		}
+	}
+	return n
+}
+
+// jsonLen bounds the length of s as a JSON string.
+func jsonLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b < 0x20 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
+				n += 6
+			} else {
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		n += 6 * max(utf16.RuneLen(r), 1)
+		i += size
+	}
+	return n
+}
+
+// keyLocks serialises, within one process, the read-modify-write cycles
+// that target the same list: concurrent writers of one index entity or blob
+// then take turns instead of failing each other's ETag conditions. Writers
+// in other processes are still caught by the conditions.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+// lock takes the locks of keys, in sorted order; unlock releases them.
+func (k *keyLocks) lock(ctx context.Context, keys ...string) (unlock func(), err error) {
+	if len(keys) == 0 {
+		return func() {}, nil
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var held []*keyLock
+	release := func(l *keyLock, key string) {
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	unlockAll := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			<-held[i].ch
+			release(held[i], keys[i])
+		}
+	}
+	for _, key := range keys {
+		k.mu.Lock()
+		if k.m == nil {
+			k.m = make(map[string]*keyLock)
+		}
+		l := k.m[key]
+		if l == nil {
+			l = &keyLock{ch: make(chan struct{}, 1)}
+			k.m[key] = l
+		}
+		l.refs++
+		k.mu.Unlock()
+		select {
+		case l.ch <- struct{}{}:
+			held = append(held, l)
+		case <-ctx.Done():
+			release(l, key)
+			unlockAll()
+			return nil, ctx.Err()
+		}
+	}
+	return unlockAll, nil
+}

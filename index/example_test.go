@@ -1,0 +1,132 @@
+package index_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/index"
+)
+
+// The guide's intra-partition secondary index: look employees up by id and
+// by email, each index a copy of the employee in its department's
+// partition, all written in one transaction.
+func ExampleIntra() {
+	ctx := context.Background()
+	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	employees, err := tablekit.OpenTable[Employee](acct, "Employees", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+		{Name: "empid", Key: func(e Employee) string { return e.ID }, Unique: true},
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// One entity group transaction: the employee and both copies.
+	err = ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jon", LastName: "Jones", Email: "jonesj@contoso.com"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	jon, err := ix.Find(ctx, "Sales", "email", "jonesj@contoso.com")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(jon.ID)
+	for e, err := range ix.Range(ctx, "Sales", "empid", "000100", "000200") {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.ID, e.Email)
+	}
+	// Update with the version read: one transaction that also deletes the
+	// copy under the old email.
+	prev, err := ix.Get(ctx, "Sales", "000223")
+	if err != nil {
+		log.Fatal(err)
+	}
+	next := prev
+	next.Email = "jon.jones@contoso.com"
+	if err := ix.Update(ctx, prev, next); err != nil {
+		log.Fatal(err) // errors.Is(err, tablekit.ErrPreconditionFailed): changed since read
+	}
+}
+
+// Index entities, option 2: an index entity per last name in the
+// employees' partition, updated in the same transaction as the employee.
+func ExampleIndex_list() {
+	ctx := context.Background()
+	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
+	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
+	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true},
+	}, &index.IntraOptions{MaxAttempts: 50})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"}); err != nil {
+		log.Fatal(err)
+	}
+	ids, err := ix.IDs(ctx, "Sales", "lastname", "Jones")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ids)
+}
+
+// The inter-partition secondary index and index entities in another table
+// (option 3) and in blobs (option 1), maintained by a queue worker.
+func ExampleInter() {
+	ctx := context.Background()
+	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
+	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
+	lists, _ := index.NewEntityList(acct.Table("EmployeeLists"), nil)
+	blobs, _ := index.NewBlobList(acct.Container("employee-lists"), nil)
+	queue, err := archive.OpenClient(acct, "employee-index", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: acct.Table("EmployeesByEmail")},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobs, Global: true},
+	}, &index.InterOptions{Queue: queue})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The worker, usually in another process: any number may share the queue.
+	worker, err := archive.OpenWorker(acct, "employee-index", ix, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	wctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	go worker.Run(wctx)
+
+	// 3 transactions: safety-net message, entity write, message.
+	if err := ix.Put(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones", Email: "jonesj@contoso.com"}); err != nil {
+		log.Fatal(err)
+	}
+	for {
+		ok, err := ix.CaughtUp(ctx, "Sales", "000223")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	jon, _ := ix.Find(ctx, "Sales", "email", "jonesj@contoso.com")
+	joneses, _ := ix.IDs(ctx, "Sales", "lastname", "Jones")
+	fmt.Println(jon.ID, joneses)
+}

@@ -1,0 +1,403 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit"
+)
+
+// ListKey names one id list: the list of the entities that have Value in
+// the index Index, among the entities of one partition (Partition) or of
+// the whole table (Partition "").
+type ListKey struct {
+	Index     string
+	Partition string
+	Value     string
+}
+
+func (k ListKey) String() string {
+	if k.Partition == "" {
+		return fmt.Sprintf("%s=%q", k.Index, k.Value)
+	}
+	return fmt.Sprintf("%s=%q in partition %q", k.Index, k.Value, k.Partition)
+}
+
+// ListStore keeps id lists: where an [Inter] keeps its List indexes. Every
+// method is idempotent, so a redelivered maintenance message is harmless,
+// and safe for concurrent use: updates are read-modify-write cycles made
+// conditional on the ETag read, retried when another writer got there
+// first. [EntityList] (an index entity per list, the guide's option 3) and
+// [BlobList] (a blob per list, option 1) implement it.
+type ListStore interface {
+	// Add puts id in the list; nothing happens if it is there.
+	Add(ctx context.Context, list ListKey, id ID) error
+	// Remove takes id out of the list; nothing happens if it is not
+	// there. A list left empty is deleted.
+	Remove(ctx context.Context, list ListKey, id ID) error
+	// IDs returns the ids of the list, sorted by PartitionKey and RowKey;
+	// none for a list that does not exist.
+	IDs(ctx context.Context, list ListKey) ([]ID, error)
+}
+
+// ListOptions configures an [EntityList] or a [BlobList]. A nil
+// *ListOptions means defaults.
+type ListOptions struct {
+	// MaxAttempts is how many read-modify-write cycles an update tries
+	// while other writers keep changing the list (0 means 30); then it
+	// fails with a *ConflictError (tablekit.ErrPreconditionFailed).
+	MaxAttempts int
+	// RetryDelay is the first back-off between cycles (0 means 20 ms); it
+	// doubles with jitter up to 64 times itself.
+	RetryDelay time.Duration
+}
+
+const defaultListAttempts = 30
+
+func listRetry(opts *ListOptions) (int, time.Duration, error) {
+	n, d := defaultListAttempts, defaultRetryDelay
+	if opts != nil {
+		if opts.MaxAttempts < 0 || opts.RetryDelay < 0 {
+			return 0, 0, invalid("index.ListOptions", "MaxAttempts and RetryDelay must not be negative")
+		}
+		if opts.MaxAttempts > 0 {
+			n = opts.MaxAttempts
+		}
+		if opts.RetryDelay > 0 {
+			d = opts.RetryDelay
+		}
+	}
+	return n, d, nil
+}
+
+// EntityList keeps each id list in an index entity of a table: the
+// guide's index entities pattern, option 3, when used by an [Inter]. The
+// index entity of a list has the PartitionKey keys.Compound(Index) (or
+// keys.Compound(Index, Partition) for a per-partition list) and the RowKey
+// keys.Compound(Value); its ids are in the properties IDs, IDs2, ... (see
+// [IDsProperty]). An index entity holds at most 1 MiB of ids; an Add that
+// would grow it further fails with an error matching tablekit.ErrTooLarge
+// that points to [BlobList].
+type EntityList struct {
+	table       *tablekit.Table[tablekit.Entity]
+	maxAttempts int
+	retryDelay  time.Duration
+	locks       keyLocks
+}
+
+// NewEntityList returns an EntityList storing index entities in table.
+func NewEntityList(table *aztables.Client, opts *ListOptions) (*EntityList, error) {
+	if table == nil {
+		return nil, invalid("index.NewEntityList", "table is nil")
+	}
+	n, d, err := listRetry(opts)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tablekit.NewTable[tablekit.Entity](table, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &EntityList{table: t, maxAttempts: n, retryDelay: d}, nil
+}
+
+// Keys returns the PartitionKey and RowKey of list's index entity.
+func (l *EntityList) Keys(list ListKey) (pk, rk string, err error) {
+	what := "index entity " + list.String()
+	if list.Partition == "" {
+		pk, err = compound(what, "PartitionKey", list.Index)
+	} else {
+		pk, err = compound(what, "PartitionKey", list.Index, list.Partition)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	rk, err = compound(what, "RowKey", list.Value)
+	return pk, rk, err
+}
+
+// Add puts id in the list's index entity, creating it if needed. Cost: 2
+// transactions (read, conditional write) per attempt; 1 when id is there.
+func (l *EntityList) Add(ctx context.Context, list ListKey, id ID) error {
+	return l.update(ctx, list, id, true)
+}
+
+// Remove takes id out of the list's index entity, deleting it when it
+// becomes empty. Cost: as Add.
+func (l *EntityList) Remove(ctx context.Context, list ListKey, id ID) error {
+	return l.update(ctx, list, id, false)
+}
+
+func (l *EntityList) update(ctx context.Context, list ListKey, id ID, adding bool) error {
+	pk, rk, err := l.Keys(list)
+	if err != nil {
+		return err
+	}
+	r := newRetrier(l.maxAttempts, l.retryDelay)
+	var lastErr error
+	for {
+		ok, err := r.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &ConflictError{Entity: ID{pk, rk}, Attempts: r.n, Err: lastErr}
+		}
+		err = l.attempt(ctx, list, pk, rk, id, adding)
+		if err == nil || !isConflict(err) {
+			return err
+		}
+		lastErr = err
+	}
+}
+
+// attempt makes one read-modify-write cycle, holding the process's lock of
+// the list.
+func (l *EntityList) attempt(ctx context.Context, list ListKey, pk, rk string, id ID, adding bool) error {
+	unlock, err := l.locks.lock(ctx, pk+"\x00"+rk)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := l.table.Get(ctx, pk, rk, nil)
+	exists := err == nil
+	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+		return err
+	}
+	var ids []string
+	if exists {
+		ids = readIDs(&cur)
+	}
+	var changed bool
+	if adding {
+		ids, changed = addID(ids, joinID(id))
+	} else {
+		ids, changed = removeID(ids, joinID(id))
+	}
+	if !changed {
+		return nil
+	}
+	what := "index entity " + list.String()
+	e := tablekit.Entity{PartitionKey: pk, RowKey: rk}
+	switch {
+	case !exists:
+		if err = setIDs(&e, ids, what); err != nil {
+			return err
+		}
+		_, err = l.table.Insert(ctx, e)
+	case len(ids) == 0:
+		err = l.table.Delete(ctx, pk, rk, cur.ETag)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return nil
+		}
+	default:
+		if err = setIDs(&e, ids, what); err != nil {
+			return err
+		}
+		_, err = l.table.Update(ctx, e, tablekit.Replace, cur.ETag)
+	}
+	return err
+}
+
+// IDs returns the ids the list's index entity holds. Cost: 1 transaction.
+func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
+	pk, rk, err := l.Keys(list)
+	if err != nil {
+		return nil, err
+	}
+	e, err := l.table.Get(ctx, pk, rk, nil)
+	if errors.Is(err, tablekit.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toIDs(readIDs(&e)), nil
+}
+
+func toIDs(lines []string) []ID {
+	out := make([]ID, len(lines))
+	for i, s := range lines {
+		out[i] = splitID(s)
+	}
+	return out
+}
+
+// BlobList keeps each id list in a block blob: the guide's index entities
+// pattern, option 1. The blob of a list is named
+// "<Index>/<Value>" (or "<Index>/<Partition>/<Value>" for a per-partition
+// list), each part path-escaped, and holds the ids as text, one
+// "PartitionKey<TAB>RowKey" per line, sorted. A blob has no practical size
+// limit, so a BlobList suits values shared by very many entities; every
+// update rewrites the whole blob, conditional on its ETag. The container is
+// created on first write if it does not exist.
+type BlobList struct {
+	container   *container.Client
+	maxAttempts int
+	retryDelay  time.Duration
+	locks       keyLocks
+}
+
+// NewBlobList returns a BlobList storing its blobs in c.
+func NewBlobList(c *container.Client, opts *ListOptions) (*BlobList, error) {
+	if c == nil {
+		return nil, invalid("index.NewBlobList", "container is nil")
+	}
+	n, d, err := listRetry(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &BlobList{container: c, maxAttempts: n, retryDelay: d}, nil
+}
+
+// BlobName returns the name of list's blob.
+func (l *BlobList) BlobName(list ListKey) string {
+	parts := []string{url.PathEscape(list.Index)}
+	if list.Partition != "" {
+		parts = append(parts, url.PathEscape(list.Partition))
+	}
+	return strings.Join(append(parts, url.PathEscape(list.Value)), "/")
+}
+
+// Add puts id in the list's blob, creating it if needed. Cost: 2
+// transactions (read, conditional upload) per attempt; 1 when id is there.
+func (l *BlobList) Add(ctx context.Context, list ListKey, id ID) error {
+	return l.update(ctx, list, id, true)
+}
+
+// Remove takes id out of the list's blob, deleting it when it becomes
+// empty. Cost: as Add.
+func (l *BlobList) Remove(ctx context.Context, list ListKey, id ID) error {
+	return l.update(ctx, list, id, false)
+}
+
+// read returns the list's lines and the blob's ETag ("" when absent).
+func (l *BlobList) read(ctx context.Context, name string) ([]string, azcore.ETag, error) {
+	resp, err := l.container.NewBlobClient(name).DownloadStream(ctx, nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", tablekit.WrapError("GetBlob", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, "", tablekit.WrapError("GetBlob", err)
+	}
+	var etag azcore.ETag
+	if resp.ETag != nil {
+		etag = *resp.ETag
+	}
+	var lines []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines), etag, nil
+}
+
+func (l *BlobList) update(ctx context.Context, list ListKey, id ID, adding bool) error {
+	name := l.BlobName(list)
+	r := newRetrier(l.maxAttempts, l.retryDelay)
+	var lastErr error
+	for {
+		ok, err := r.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &ConflictError{Entity: ID{RowKey: name}, Attempts: r.n, Err: lastErr}
+		}
+		retry, err := l.attempt(ctx, name, id, adding)
+		if !retry {
+			return err
+		}
+		lastErr = err
+	}
+}
+
+// attempt makes one read-modify-write cycle, holding the process's lock of
+// the blob; retry says whether another writer got in the way (or the
+// container had to be created).
+func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool) (retry bool, err error) {
+	unlock, err := l.locks.lock(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	lines, etag, err := l.read(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	var changed bool
+	if adding {
+		lines, changed = addID(lines, joinID(id))
+	} else {
+		lines, changed = removeID(lines, joinID(id))
+	}
+	if !changed {
+		return false, nil
+	}
+	bb := l.container.NewBlockBlobClient(name)
+	cond := &blob.ModifiedAccessConditions{}
+	if etag == "" {
+		cond.IfNoneMatch = new(azcore.ETagAny)
+	} else {
+		cond.IfMatch = &etag
+	}
+	if len(lines) == 0 {
+		_, err = bb.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond}})
+		if bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return false, nil
+		}
+	} else {
+		var buf bytes.Buffer
+		for _, line := range lines {
+			buf.WriteString(line)
+			buf.WriteByte('\n')
+		}
+		opts := &blockblob.UploadBufferOptions{
+			HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: new("text/plain; charset=utf-8")},
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
+		}
+		_, err = bb.UploadBuffer(ctx, buf.Bytes(), opts)
+		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			if _, cerr := l.container.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
+				return false, tablekit.WrapError("CreateContainer", cerr)
+			}
+			return true, tablekit.WrapError("PutBlob", err)
+		}
+	}
+	if err == nil {
+		return false, nil
+	}
+	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
+		return true, tablekit.WrapError("PutBlob", err)
+	}
+	return false, tablekit.WrapError("PutBlob", err)
+}
+
+// IDs returns the ids in the list's blob. Cost: 1 transaction.
+func (l *BlobList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
+	lines, _, err := l.read(ctx, l.BlobName(list))
+	if err != nil {
+		return nil, err
+	}
+	return toIDs(lines), nil
+}
