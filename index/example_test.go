@@ -9,6 +9,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/index"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // The guide's intra-partition secondary index: look employees up by id and
@@ -16,14 +17,15 @@ import (
 // partition, all written in one transaction.
 func ExampleIntra() {
 	ctx := context.Background()
-	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil)
+	acct := testenv.ExampleAccount() // in an application: tablekit.Open(connectionString, nil)
+	employees, err := tablekit.OpenTable[Employee](acct, fmt.Sprintf("Employees%d", time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	employees, err := tablekit.OpenTable[Employee](acct, "Employees", nil)
-	if err != nil {
+	if err := employees.CreateIfNotExists(ctx); err != nil {
 		log.Fatal(err)
 	}
+	defer employees.DeleteTable(ctx)
 	ix, err := index.NewIntra(employees, []index.Index[Employee]{
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Unique: true},
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
@@ -58,6 +60,11 @@ func ExampleIntra() {
 	if err := ix.Update(ctx, prev, next); err != nil {
 		log.Fatal(err) // errors.Is(err, tablekit.ErrPreconditionFailed): changed since read
 	}
+	_, err = ix.Find(ctx, "Sales", "email", "jonesj@contoso.com")
+	fmt.Println("old email found:", err == nil)
+	// Output:
+	// 000223
+	// old email found: false
 }
 
 // Index entities, option 2: an index entity per last name in the
