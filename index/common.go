@@ -181,33 +181,6 @@ func utf16Len(s string) int {
 	return n
 }
 
-// entitySize estimates an entity's size as Azure measures it:
-// 4 + 2*len(PartitionKey) + 2*len(RowKey) + per property 8 + 2*len(name)
-// + the value's size.
-func entitySize(e *tablekit.Entity) int {
-	n := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
-	for name, v := range e.Properties {
-		n += 8 + 2*utf16Len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return 4 + 2*utf16Len(x)
-	case []byte:
-		return 4 + len(x)
-	case bool:
-		return 1
-	case int32:
-		return 4
-	case tablekit.GUID:
-		return 16
-	}
-	return 8
-}
-
 // bodySize estimates the bytes an entity adds to a transaction's request
 // body (its OData JSON with type annotations), erring on the large side.
 func bodySize(e *tablekit.Entity) int {

@@ -103,7 +103,7 @@ func setIDs(e *tablekit.Entity, ids []string, what string) error {
 		flush()
 	}
 	e.Properties = props
-	size := entitySize(e)
+	size := tablekit.EntitySize(*e)
 	if size > tablekit.MaxEntityBytes || len(props) > tablekit.MaxCustomProperties {
 		return &tablekit.ValidationError{
 			Entity:   what,

@@ -17,31 +17,16 @@ import (
 // This file holds what several patterns share: the storage service's size
 // formula, value comparison and jittered back-off.
 
-// Azure's entity size formula (see "Understanding the Table service data
-// model"): 4 bytes, plus 2 bytes per UTF-16 code unit of PartitionKey and
-// RowKey, plus for each custom property 8 bytes, 2 bytes per character of
-// its name and the size of its value.
-func keysSize(pk, rk string) int { return 4 + 2*utf16Len(pk) + 2*utf16Len(rk) }
+// Azure's entity size formula (tablekit.EntitySize).
+func keysSize(pk, rk string) int {
+	return tablekit.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
+}
 
 // propertySize is the size of one custom property in Azure's formula.
-func propertySize(name string, v any) int { return 8 + 2*len(name) + valueSize(v) }
+func propertySize(name string, v any) int { return tablekit.PropertySize(name, v) }
 
 // valueSize is the size of a property value in Azure's formula.
-func valueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return 4 + 2*utf16Len(x)
-	case []byte:
-		return 4 + len(x)
-	case bool:
-		return 1
-	case int32:
-		return 4
-	case int64, int, float64, time.Time:
-		return 8
-	}
-	return 16 // GUID and [16]byte types
-}
+func valueSize(v any) int { return tablekit.PropertySize("", v) - 8 }
 
 // jsonPropertySize bounds the bytes one property adds to an entity's JSON
 // in a request body: `,"name":value` plus an `@odata.type` annotation.
