@@ -339,3 +339,19 @@ func TestDecodeFuzzRegressions(t *testing.T) {
 		t.Error("a string ending in a backslash decoded")
 	}
 }
+
+// EntitySize is the size the encoder checks against the 1 MiB limit.
+func TestEntitySizeMatchesEncoder(t *testing.T) {
+	g, _ := ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+	e := Entity{PartitionKey: "pk😀", RowKey: "r", Properties: map[string]any{
+		"S": "héllo😀", "B": []byte{1, 2, 3}, "T": true, "I": int32(1), "L": int64(2), "D": 1.5,
+		"W": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), "G": g,
+	}}
+	s := encodeState{}
+	if _, err := encodeEntity(nil, &e, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := EntitySize(e); got != s.size {
+		t.Errorf("EntitySize = %d, encoder counted %d", got, s.size)
+	}
+}
