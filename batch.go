@@ -37,6 +37,7 @@ const (
 	ActionDelete                   // delete an existing entity, ETag-conditional
 )
 
+// String returns the kind's name, e.g. "Insert".
 func (k ActionKind) String() string {
 	switch k {
 	case ActionInsert:

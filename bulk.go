@@ -67,6 +67,7 @@ type BulkError struct {
 	First  error
 }
 
+// Error says how many items failed and why the first did.
 func (e *BulkError) Error() string {
 	return "tablekit: bulk write: " + strconv.Itoa(e.Failed) + " of " + strconv.Itoa(e.Total) + " items failed; first: " + e.First.Error()
 }

@@ -161,6 +161,7 @@ const (
 	Merge
 )
 
+// String returns "Merge" or "Replace".
 func (m UpdateMode) String() string {
 	if m == Merge {
 		return "Merge"

@@ -54,6 +54,7 @@ type ValidationError struct {
 	Err error
 }
 
+// Error names the entity, property, problem and limit.
 func (e *ValidationError) Error() string {
 	msg := "tablekit: invalid"
 	if e.Entity != "" {
@@ -99,6 +100,7 @@ type TransactionError struct {
 	Err error
 }
 
+// Error names the failing action and the service's error code.
 func (e *TransactionError) Error() string {
 	if e.Index >= 0 {
 		return fmt.Sprintf("tablekit: transaction failed at action %d: %s", e.Index, e.Code)
@@ -123,6 +125,7 @@ type ServiceError struct {
 	resp     *azcore.ResponseError
 }
 
+// Error names the operation, the service's error code and the HTTP status.
 func (e *ServiceError) Error() string {
 	msg := "tablekit: " + e.Op + ": "
 	if e.Code != "" {

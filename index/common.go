@@ -50,6 +50,7 @@ type UniqueError struct {
 	Err error
 }
 
+// Error names the index and the value already taken.
 func (e *UniqueError) Error() string {
 	return fmt.Sprintf("index: %s: value %q of unique index %q is already taken by another entity", e.Entity, e.Value, e.Index)
 }
@@ -70,6 +71,7 @@ type ConflictError struct {
 	Err error
 }
 
+// Error says the write kept losing to concurrent writers.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("index: %s: concurrent writers changed the entity or its index entities on each of %d attempts: %v", e.Entity, e.Attempts, e.Err)
 }

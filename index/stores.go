@@ -29,6 +29,7 @@ type ListKey struct {
 	Value     string
 }
 
+// String formats the key for messages.
 func (k ListKey) String() string {
 	if k.Partition == "" {
 		return fmt.Sprintf("%s=%q", k.Index, k.Value)
