@@ -101,7 +101,7 @@ func (t *Table[T]) encodeAction(a *Action[T]) (encodedAction, error) {
 	switch a.Kind {
 	case ActionDelete:
 		ea.pk, ea.rk = t.keysOf(&a.Value)
-		if err := t.checkKeys("Delete", ea.pk, ea.rk); err != nil {
+		if err := t.checkKeys(ea.pk, ea.rk); err != nil {
 			return ea, err
 		}
 		// A delete sends no body: the keys only build the request URL, in

@@ -61,6 +61,43 @@ func BenchmarkBulkWriter(b *testing.B) {
 	reportRate(b)
 }
 
+// sdkEntity encodes a row the way aztables users do: an EDMEntity and its
+// MarshalJSON.
+func sdkEntity(b *testing.B, r benchRow) []byte {
+	e := aztables.EDMEntity{
+		Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
+		Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
+	}
+	data, err := e.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// handBatches groups rows by partition, in input order, into upsert
+// transactions of at most 100 actions: the hand-written way.
+func handBatches(b *testing.B, rows []benchRow) [][]aztables.TransactionAction {
+	byPK := map[string][]aztables.TransactionAction{}
+	var order []string
+	for _, r := range rows {
+		if _, ok := byPK[r.PK]; !ok {
+			order = append(order, r.PK)
+		}
+		byPK[r.PK] = append(byPK[r.PK], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: sdkEntity(b, r)})
+	}
+	var batches [][]aztables.TransactionAction
+	for _, pk := range order {
+		acts := byPK[pk]
+		for len(acts) > 0 {
+			n := min(100, len(acts))
+			batches = append(batches, acts[:n])
+			acts = acts[n:]
+		}
+	}
+	return batches
+}
+
 // BenchmarkBulkSingleUpserts: a loop of single UpsertEntity calls, the way
 // the SDK's samples write entities.
 func BenchmarkBulkSingleUpserts(b *testing.B) {
@@ -69,15 +106,7 @@ func BenchmarkBulkSingleUpserts(b *testing.B) {
 	client := tbl.Client()
 	for b.Loop() {
 		for _, r := range rows {
-			e := aztables.EDMEntity{
-				Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
-				Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
-			}
-			data, err := e.MarshalJSON()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := client.UpsertEntity(ctx, data, nil); err != nil {
+			if _, err := client.UpsertEntity(ctx, sdkEntity(b, r), nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -91,31 +120,11 @@ func BenchmarkBulkHandTransactions(b *testing.B) {
 	tbl, rows := benchTable(b)
 	ctx := context.Background()
 	client := tbl.Client()
-	byPK := map[string][]aztables.TransactionAction{}
-	var order []string
-	for _, r := range rows {
-		e := aztables.EDMEntity{
-			Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
-			Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
-		}
-		data, err := e.MarshalJSON()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, ok := byPK[r.PK]; !ok {
-			order = append(order, r.PK)
-		}
-		byPK[r.PK] = append(byPK[r.PK], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
-	}
+	batches := handBatches(b, rows)
 	for b.Loop() {
-		for _, pk := range order {
-			acts := byPK[pk]
-			for len(acts) > 0 {
-				n := min(100, len(acts))
-				if _, err := client.SubmitTransaction(ctx, acts[:n], nil); err != nil {
-					b.Fatal(err)
-				}
-				acts = acts[n:]
+		for _, bt := range batches {
+			if _, err := client.SubmitTransaction(ctx, bt, nil); err != nil {
+				b.Fatal(err)
 			}
 		}
 	}
@@ -128,28 +137,7 @@ func BenchmarkBulkHandTransactionsParallel(b *testing.B) {
 	tbl, rows := benchTable(b)
 	ctx := context.Background()
 	client := tbl.Client()
-	var batches [][]aztables.TransactionAction
-	byPK := map[string][]aztables.TransactionAction{}
-	var order []string
-	for _, r := range rows {
-		e := aztables.EDMEntity{
-			Entity:     aztables.Entity{PartitionKey: r.PK, RowKey: r.RK},
-			Properties: map[string]any{"Name": r.Name, "Count": r.Count, "Score": r.Score},
-		}
-		data, _ := e.MarshalJSON()
-		if _, ok := byPK[r.PK]; !ok {
-			order = append(order, r.PK)
-		}
-		byPK[r.PK] = append(byPK[r.PK], aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
-	}
-	for _, pk := range order {
-		acts := byPK[pk]
-		for len(acts) > 0 {
-			n := min(100, len(acts))
-			batches = append(batches, acts[:n])
-			acts = acts[n:]
-		}
-	}
+	batches := handBatches(b, rows)
 	for b.Loop() {
 		work := make(chan []aztables.TransactionAction)
 		errs := make(chan error, 16)

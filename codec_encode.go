@@ -1,6 +1,7 @@
 package tablekit
 
 import (
+	"encoding"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -191,17 +192,11 @@ func (fp *fieldPlan) encode(dst []byte, fv reflect.Value, s *encodeState) ([]byt
 		reflect.Copy(reflect.ValueOf(&g).Elem(), fv)
 		return s.appendValue(dst, fp, g)
 	case kindText:
-		var m any
-		if fv.CanAddr() {
-			m = fv.Addr().Interface()
-		} else {
-			m = fv.Interface()
+		tm, ok := fv.Interface().(encoding.TextMarshaler)
+		if !ok && fv.CanAddr() {
+			tm, ok = fv.Addr().Interface().(encoding.TextMarshaler)
 		}
-		tm, ok := m.(interface{ MarshalText() ([]byte, error) })
 		if !ok {
-			tm, _ = fv.Interface().(interface{ MarshalText() ([]byte, error) })
-		}
-		if tm == nil {
 			return dst, s.fail(fp.name, "", 0, "value does not implement encoding.TextMarshaler", ErrInvalidInput)
 		}
 		b, err := tm.MarshalText()

@@ -169,12 +169,9 @@ func (t *Table[T]) etagOf(v *T) azcore.ETag {
 	return azcore.ETag(fieldByPath(reflect.ValueOf(v).Elem(), t.plan.etag).String())
 }
 
-func (t *Table[T]) checkKeys(op, pk, rk string) error {
+func (t *Table[T]) checkKeys(pk, rk string) error {
 	s := encodeState{table: t.name}
-	if err := s.checkKeys(pk, rk); err != nil {
-		return err
-	}
-	return nil
+	return s.checkKeys(pk, rk)
 }
 
 // checkAddressable refuses operations the SDK cannot address by key.
@@ -200,7 +197,7 @@ type GetOptions struct {
 // entity does not exist.
 func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	var zero T
-	if err := t.checkKeys("Get", pk, rk); err != nil {
+	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
 	}
 	if (opts != nil && len(opts.Select) > 0) || pk == "" || rk == "" {
@@ -320,7 +317,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	if etag == "" {
 		return &ValidationError{Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
 	}
-	if err := t.checkKeys("Delete", pk, rk); err != nil {
+	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
 	if err := t.checkAddressable("Delete", pk, rk); err != nil {
