@@ -38,6 +38,9 @@ var (
 // matches [ErrTooLarge], [ErrInvalidKey] or [ErrInvalidInput] with
 // [errors.Is].
 type ValidationError struct {
+	// Op names the operation that refused the input, e.g. "Insert" or
+	// "archive.NewWorker"; "" when the entity says enough.
+	Op string
 	// Entity names the entity, as "PartitionKey/RowKey" where known, or the
 	// table, queue or container the input was meant for.
 	Entity string
@@ -56,8 +59,15 @@ type ValidationError struct {
 
 // Error names the entity, property, problem and limit.
 func (e *ValidationError) Error() string {
-	msg := "tablekit: invalid"
-	if e.Entity != "" {
+	msg := "tablekit: "
+	if e.Op != "" {
+		msg += e.Op + ": "
+	}
+	msg += "invalid"
+	switch {
+	case e.Entity == "" && e.Property == "":
+		msg += " input"
+	case e.Entity != "":
 		msg += " entity " + quoteForError(e.Entity)
 	}
 	if e.Property != "" {

@@ -185,6 +185,7 @@ func filterCountPlaceholders(expr string) int {
 // filterWhereError returns a Filter carrying a *ValidationError about expr.
 func filterWhereError(expr, detail string) Filter {
 	return Filter{err: &ValidationError{
+		Op:     "Where",
 		Detail: "filter " + quoteForError(expr) + ": " + detail,
 		Limit:  filterContract,
 		Err:    ErrInvalidInput,
@@ -193,7 +194,7 @@ func filterWhereError(expr, detail string) Filter {
 
 // filterError returns a Filter carrying a *ValidationError with detail.
 func filterError(detail string) Filter {
-	return Filter{err: &ValidationError{Detail: detail, Err: ErrInvalidInput}}
+	return Filter{err: &ValidationError{Op: "Filter", Detail: detail, Err: ErrInvalidInput}}
 }
 
 // filterAppendLiteral writes v as a typed OData literal. deref allows one pointer

@@ -40,7 +40,7 @@ func ExampleWhere_error() {
 	fmt.Println(f.Err())
 	// Output:
 	// true
-	// tablekit: invalid: filter "PartitionKey eq ? and RowKey eq ?": 2 placeholders, 1 arguments; limit: one supported argument per '?' placeholder outside quoted literals
+	// tablekit: Where: invalid input: filter "PartitionKey eq ? and RowKey eq ?": 2 placeholders, 1 arguments; limit: one supported argument per '?' placeholder outside quoted literals
 }
 
 func ExampleAnd() {
