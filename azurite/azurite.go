@@ -86,6 +86,11 @@ type Options struct {
 
 	// Output, if not nil, receives a copy of everything Azurite prints.
 	Output io.Writer
+
+	// Front, if not nil, puts a strict front (see [NewFront]) before the
+	// started Azurite: the Server's endpoints and connection string are
+	// then the front's, and [Server.Direct] gives Azurite's own.
+	Front *FrontOptions
 }
 
 // Server is a running Azurite. Its methods are safe for concurrent use.
@@ -97,6 +102,8 @@ type Server struct {
 	workDir string
 	done    chan struct{} // closed when the process has exited and been reaped
 	waitErr error         // set before done is closed
+
+	front *Front // nil without Options.Front
 
 	mu      sync.Mutex
 	stopped bool
@@ -135,6 +142,13 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		srv, err := launch(ctx, &o, prog, args, ports[0], ports[1], ports[2])
 		if err == nil {
+			if o.Front != nil {
+				srv.front, err = NewFront(ctx, srv.Direct(), o.Front)
+				if err != nil {
+					srv.Stop()
+					return nil, err
+				}
+			}
 			return srv, nil
 		}
 		if !errors.Is(err, errPortInUse) || attempt == portAttempts {
@@ -269,7 +283,7 @@ func (s *Server) ready(ctx context.Context, probe *http.Client) bool {
 			return false
 		}
 	}
-	for _, u := range []string{s.BlobEndpoint(), s.QueueEndpoint(), s.TableEndpoint() + "/Tables"} {
+	for _, u := range []string{endpoint(s.blobPort), endpoint(s.queuePort), endpoint(s.tablePort) + "/Tables"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return false
@@ -310,31 +324,49 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// ConnectionString returns a connection string for this server with the
-// well-known account and explicit endpoints, e.g.
+// ConnectionString returns a connection string for this server (its
+// front, if it has one) with the well-known account and explicit
+// endpoints, e.g.
 // "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:PORT/devstoreaccount1;...".
 func (s *Server) ConnectionString() string {
-	return "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
-		";AccountKey=" + AccountKey +
-		";BlobEndpoint=" + s.BlobEndpoint() +
-		";QueueEndpoint=" + s.QueueEndpoint() +
-		";TableEndpoint=" + s.TableEndpoint() + ";"
+	return s.Endpoints().ConnectionString(AccountName, AccountKey)
 }
 
-// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) BlobEndpoint() string { return endpoint(s.blobPort) }
+// Endpoints returns the service URLs clients should use: the front's if
+// the server has one, else Azurite's own ([Server.Direct]).
+func (s *Server) Endpoints() Endpoints {
+	if s.front != nil {
+		return s.front.Endpoints()
+	}
+	return s.Direct()
+}
 
-// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) QueueEndpoint() string { return endpoint(s.queuePort) }
+// Direct returns Azurite's own service URLs, which bypass the front.
+func (s *Server) Direct() Endpoints {
+	return Endpoints{Blob: endpoint(s.blobPort), Queue: endpoint(s.queuePort), Table: endpoint(s.tablePort)}
+}
 
-// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) TableEndpoint() string { return endpoint(s.tablePort) }
+// Front returns the server's front, or nil if it was started without one.
+func (s *Server) Front() *Front { return s.front }
+
+// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) BlobEndpoint() string { return s.Endpoints().Blob }
+
+// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) QueueEndpoint() string { return s.Endpoints().Queue }
+
+// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) TableEndpoint() string { return s.Endpoints().Table }
 
 func endpoint(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
 }
 
-// Ports returns the loopback ports of the blob, queue and table services.
+// Ports returns the loopback ports of Azurite's blob, queue and table
+// services (not the front's).
 func (s *Server) Ports() (blob, queue, table int) {
 	return s.blobPort, s.queuePort, s.tablePort
 }
@@ -353,6 +385,9 @@ func (s *Server) Stop() error {
 	defer s.mu.Unlock()
 	if s.stopped {
 		return s.stopErr
+	}
+	if s.front != nil {
+		s.stopErr = s.front.Close()
 	}
 	select {
 	case <-s.done:
