@@ -21,6 +21,52 @@
 //		client, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), nil)
 //		...
 //	}
+//
+// # The strict front
+//
+// Azurite enforces little of what Azure enforces. A [Front] is a reverse
+// proxy in Go before Azurite ([Options.Front]) or before any storage
+// endpoint ([NewFront]) that answers as Azure does where Azurite is
+// lenient, with Azure's status codes, x-ms-error-code headers and bodies
+// (OData JSON for tables, XML for queues and blobs). Each behaviour is
+// turned on or off in [FrontOptions]; the zero value is strict (limits
+// and SAS ranges) and neither throttles, delays nor reorders:
+//
+//   - Entity limits (insert, update, merge, upsert, and every action of a
+//     batch): keys without / \ # ? or control characters (400
+//     OutOfRangeInput) and at most 1 KiB of UTF-16 (400
+//     PropertyValueTooLarge); at most 252 custom properties (400
+//     TooManyProperties); property names that are C# identifiers (400
+//     PropertyNameInvalid) of at most 255 characters (400
+//     PropertyNameTooLong), each once (400 DuplicatePropertiesSpecified);
+//     strings of at most 32K UTF-16 units and binaries of at most 64 KiB
+//     (400 PropertyValueTooLarge); DateTimes from 1601 (400
+//     OutOfRangeInput); at most 1 MiB in the data model's size formula
+//     (400 EntityTooLarge).
+//   - Batches ($batch): at most 4 MiB (413 RequestBodyTooLarge); else a
+//     failed changeset (202 Accepted, the failing action's error inside,
+//     its index first: "99:" for more than 100 actions (InvalidInput),
+//     "i:" for CommandsInBatchActOnDifferentPartitions, InvalidDuplicateRow
+//     and the entity limits above, no index for PropertyValueTooLarge and
+//     EntityTooLarge, as Azure sends them).
+//   - Table SAS PartitionKey/RowKey ranges (spk, srk, epk, erk): a point
+//     read, write or insert outside the range gets 403
+//     AuthorizationFailure, a batch fails at its first action outside it,
+//     and a query is narrowed to the range. Azurite still checks the
+//     signature and permissions.
+//   - Scalability targets ([ThrottleOptions]) as token buckets: entities
+//     per second per table partition and requests per second per account
+//     (Azure: 2,000 and 20,000), scaled down so that a laptop reaches them;
+//     beyond them, 503 ServerBusy with Azure's message.
+//   - Latency before every request, like a WAN round trip, so that
+//     concurrency gains show locally.
+//   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
+//     order that is not key order (the same for the same seed) and Cosmos
+//     DB's limits where they differ.
+//
+// [Front.Stats] counts what the front did. [ParseFrontSpec] reads the
+// options from a short text such as "strict,throttle=0.05"; tablekit's
+// tests read it from TABLEKIT_FRONT.
 package azurite
 
 import (
@@ -377,8 +423,8 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Output returns the end of what Azurite has printed (up to 64 KiB).
 func (s *Server) Output() string { return s.out.String() }
 
-// Stop kills Azurite (its whole process group), waits for it to exit and
-// removes its working folder. It returns an error if Azurite had already
+// Stop closes the server's front (if any), kills Azurite (its whole
+// process group), waits for it to exit and removes its working folder. It returns an error if Azurite had already
 // exited on its own. Calling Stop again returns the first call's result.
 func (s *Server) Stop() error {
 	s.mu.Lock()
