@@ -140,9 +140,10 @@ type frontService struct {
 const maxTableBody = 8 << 20
 
 // NewFront starts a front before the services of target, on free loopback
-// ports, and returns once it listens. Its [Front.Endpoints] have the same
-// paths as target's. Call [Front.Close] to stop it. A nil opts means a
-// strict front (see [FrontOptions]).
+// ports, and returns once it listens. It serves plain HTTP (whatever the
+// target's scheme), and its [Front.Endpoints] have the same paths as
+// target's. Call [Front.Close] to stop it. A nil opts means a strict front
+// (see [FrontOptions]).
 func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front, error) {
 	var o FrontOptions
 	if opts != nil {

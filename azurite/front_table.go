@@ -162,7 +162,10 @@ func readBody(r *http.Request, limit int64) (body []byte, over bool, err error) 
 func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 	f := s.front
 	q := r.URL.Query()
-	op := classifyTable(r.Method, r.Header.Get("X-HTTP-Method"), r.URL.EscapedPath(), q)
+	op := tableOp{}
+	if rest := strings.TrimPrefix(r.URL.EscapedPath(), s.prefix); rest != "" && rest != "/" {
+		op = classifyTable(r.Method, r.Header.Get("X-HTTP-Method"), rest, q)
+	}
 	limits := entityLimits{cosmos: f.cosmos != nil}
 	checkLimits := !f.opts.NoLimits
 	sas := parseSASRange(q)
@@ -174,6 +177,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 	case opBatch:
 		body, over, err := readBody(r, maxTableBody)
 		if err != nil {
+			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 			return
 		}
 		bodyLimit := maxBatchBytes
@@ -225,6 +229,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 	case opInsert, opWrite:
 		body, over, err := readBody(r, maxTableBody)
 		if err != nil {
+			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 			return
 		}
 		if over {
