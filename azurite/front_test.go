@@ -60,7 +60,7 @@ func (env *frontEnv) newFront(t *testing.T, opts *azurite.FrontOptions) *azurite
 
 // tableClients creates a table through connStr (retries off, so that
 // every answer is seen) and returns its client.
-func tableClient(t *testing.T, connStr, name string) *aztables.Client {
+func tableClient(t testing.TB, connStr, name string) *aztables.Client {
 	t.Helper()
 	svc := serviceClient(t, connStr)
 	if _, err := svc.CreateTable(ctxFor(t), name, nil); err != nil {
@@ -72,7 +72,7 @@ func tableClient(t *testing.T, connStr, name string) *aztables.Client {
 	return svc.NewClient(name)
 }
 
-func serviceClient(t *testing.T, connStr string) *aztables.ServiceClient {
+func serviceClient(t testing.TB, connStr string) *aztables.ServiceClient {
 	t.Helper()
 	opts := &aztables.ClientOptions{}
 	opts.Retry.MaxRetries = -1
