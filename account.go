@@ -246,8 +246,11 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)
-	// Table reads take the response body as the service sent it (rawbody.go).
-	table.PerCallPolicies = append(slices.Clone(table.PerCallPolicies), rawBodyPolicy{})
+	// tablekit's own transaction encoding and lost-answer detection
+	// (wire.go). The attempt policy goes first among the per-retry
+	// policies, so it sees what the caller's fault-injecting policies return.
+	table.PerCallPolicies = slices.Clone(table.PerCallPolicies)
+	InstallPolicies(&table)
 	return mk(table,
 		forService(ServiceQueue, a.endpoints.Queue),
 		forService(ServiceBlob, a.endpoints.Blob))

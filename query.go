@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"iter"
+	"net/http"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
@@ -161,6 +164,21 @@ func (q *query) token() string {
 // fetch reads one service page (top: entities asked for, 0 for default)
 // and appends its entities to items.
 func (t *Table[T]) fetch(ctx context.Context, q *query, top int, items []T) ([]T, error) {
+	err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
+		var v T
+		if err := t.decode(obj, &v); err != nil {
+			return err
+		}
+		items = append(items, v)
+		return nil
+	})
+	return items, err
+}
+
+// fetchRaw reads one service page and calls fn with each entity's JSON as
+// the service sent it (the SDK's decoded entities have lost the type of
+// whole-number doubles). obj is only valid during the call.
+func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
 	o := &aztables.ListEntitiesOptions{NextPartitionKey: q.nextPK, NextRowKey: q.nextRK}
 	if q.filter != "" {
 		o.Filter = &q.filter
@@ -171,31 +189,29 @@ func (t *Table[T]) fetch(ctx context.Context, q *query, top int, items []T) ([]T
 	if top > 0 {
 		o.Top = to.Ptr(int32(top))
 	}
-	rctx, rb := withRawBody(ctx)
-	resp, err := t.client.NewListEntitiesPager(o).NextPage(rctx)
+	var raw *http.Response
+	resp, err := t.client.NewListEntitiesPager(o).NextPage(policy.WithCaptureResponse(ctx, &raw))
 	if err != nil {
-		return items, WrapError("Query", err)
+		return t.wrap("Query", "", "", err)
 	}
 	q.nextPK, q.nextRK = resp.NextPartitionKey, resp.NextRowKey
-	if rb.ok {
-		err = forEachObject(rb.data, func(obj []byte) error {
-			var v T
-			if err := t.decode(obj, &v); err != nil {
-				return err
-			}
-			items = append(items, v)
-			return nil
-		})
-		return items, err
+	if raw != nil {
+		if body, err := runtime.Payload(raw); err == nil {
+			return forEachObject(body, fn)
+		}
 	}
 	for _, obj := range resp.Entities {
-		var v T
-		if err := t.decode(obj, &v); err != nil {
-			return items, err
+		if err := fn(obj); err != nil {
+			return err
 		}
-		items = append(items, v)
 	}
-	return items, nil
+	return nil
+}
+
+// pointFilter is the filter text of PointQuery(pk, rk).
+func pointFilter(pk, rk string) string {
+	text, _ := PointQuery(pk, rk).Build()
+	return text
 }
 
 // Query returns the entities that match f (the zero Filter matches all),

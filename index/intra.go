@@ -585,7 +585,7 @@ func (ix *Intra[T]) attempt(ctx context.Context, id ID, old *version, im *image,
 	if len(acts) == 0 {
 		return nil
 	}
-	if err := ix.table.Transaction(ctx, acts...); err != nil {
+	if _, err := ix.table.Transaction(ctx, acts...); err != nil {
 		return &planned{info: info, err: err}
 	}
 	return nil

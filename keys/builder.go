@@ -35,7 +35,7 @@ func (b *Builder) Err() error { return b.err }
 
 // Bytes returns the buffer given to Reset with the key appended, or the
 // first error. With no components it gives ErrInvalidArgument; over
-// MaxKeyLen bytes, a *KeyError matching ErrKeyTooLong.
+// MaxKeyLen (see KeySize), a *KeyError matching ErrKeyTooLong.
 func (b *Builder) Bytes() ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
@@ -43,7 +43,7 @@ func (b *Builder) Bytes() ([]byte, error) {
 	if b.n == 0 {
 		return nil, errNoComponents
 	}
-	if n := len(b.buf) - b.start; n > MaxKeyLen {
+	if n := KeySize(b.buf[b.start:]); n > MaxKeyLen {
 		return nil, &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
 	}
 	return b.buf, nil

@@ -45,7 +45,7 @@ const (
 // tuple sorting before its extensions. At least one component is needed
 // (the tuple ("") is the empty key). The result passes Validate; a
 // component holding a character Azure refuses gives a *ComponentError
-// (ErrKeyCharacter), a result over MaxKeyLen bytes a *KeyError
+// (ErrKeyCharacter), a result over MaxKeyLen (see KeySize) a *KeyError
 // (ErrKeyTooLong). See Separator for the format.
 func Compound(components ...string) (string, error) {
 	var buf [128]byte
@@ -72,7 +72,7 @@ func AppendCompound(dst []byte, components ...string) ([]byte, error) {
 			return dst[:start], err
 		}
 	}
-	if n := len(dst) - start; n > MaxKeyLen {
+	if n := KeySize(dst[start:]); n > MaxKeyLen {
 		return dst[:start], &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
 	}
 	return dst, nil
@@ -193,7 +193,7 @@ func unescape(s string, escapes int) string {
 //	RowKey ge 'lo' and RowKey lt 'hi'
 //
 // hi is lo followed by '"' (the character after the separator), so it may be
-// one byte longer than MaxKeyLen when lo is at the limit. With no
+// one character longer than MaxKeyLen when lo is at the limit. With no
 // components, lo and hi are "" and there is no upper bound: every key
 // matches. Errors are those of Compound.
 func Range(components ...string) (lo, hi string, err error) {
@@ -244,7 +244,7 @@ func appendPrefixLo(dst []byte, components []string, prefix string) ([]byte, err
 	if dst, err = appendComponent(dst, prefix, len(components)); err != nil {
 		return dst[:start], err
 	}
-	if n := len(dst) - start; n > MaxKeyLen {
+	if n := KeySize(dst[start:]); n > MaxKeyLen {
 		return dst[:start], &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
 	}
 	return dst, nil

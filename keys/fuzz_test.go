@@ -92,15 +92,15 @@ func encodeOrReject(t *testing.T, tu []string) (string, bool) {
 				}
 			}
 		case errors.Is(err, keys.ErrKeyTooLong):
-			n := len(tu) - 1
+			n := 2 * (len(tu) - 1) // separators, in UTF-16 bytes
 			for _, c := range tu {
-				n += len(c) + strings.Count(c, " ") + strings.Count(c, "!") + strings.Count(c, `"`)
+				n += keys.KeySize(c) + 2*(strings.Count(c, " ")+strings.Count(c, "!")+strings.Count(c, `"`))
 				if !validContent(c) {
 					t.Fatalf("Compound(%q) = %v, but a component is invalid", tu, err)
 				}
 			}
 			if n <= keys.MaxKeyLen {
-				t.Fatalf("Compound(%q) = %v, but the encoding is %d bytes", tu, err, n)
+				t.Fatalf("Compound(%q) = %v, but the encoding is %d bytes in UTF-16", tu, err, n)
 			}
 		default:
 			t.Fatalf("Compound(%q) = unexpected error %v", tu, err)
@@ -236,7 +236,7 @@ func FuzzPrefixRange(f *testing.F) {
 		raw := sanitize(sk)
 		if keys.Validate(raw) == nil && keys.Validate(partial) == nil {
 			end, ok := keys.PrefixEnd(partial)
-			if ok && (keys.Validate(end) != nil && len(end) <= keys.MaxKeyLen || !utf8.ValidString(end)) {
+			if ok && (keys.Validate(end) != nil && keys.KeySize(end) <= keys.MaxKeyLen || !utf8.ValidString(end)) {
 				t.Fatalf("PrefixEnd(%q) = %q: not a valid key", partial, end)
 			}
 			want := strings.HasPrefix(raw, partial)

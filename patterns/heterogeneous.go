@@ -395,5 +395,6 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 		}
 		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Mode: a.Mode, Value: e, ETag: a.ETag}
 	}
-	return m.table.Transaction(ctx, conv...)
+	_, err := m.table.Transaction(ctx, conv...)
+	return err
 }

@@ -459,7 +459,8 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) error {
 	if err != nil {
 		return err
 	}
-	return w.table.Transaction(ctx, actions...)
+	_, err = w.table.Transaction(ctx, actions...)
+	return err
 }
 
 // Put stores v as the whole logical entity, inserting or replacing it:
@@ -545,7 +546,7 @@ func (w *Wide[T]) write(ctx context.Context, pk, rk string, want func(parts []*w
 		if len(actions) == 0 {
 			return nil
 		}
-		err = w.table.Transaction(ctx, actions...)
+		_, err = w.table.Transaction(ctx, actions...)
 		if err == nil || !isConflict(err) || attempt >= w.retries {
 			return err
 		}
@@ -571,7 +572,7 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			}
 			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk, ETag: p.etag}))
 		}
-		err = w.table.Transaction(ctx, actions...)
+		_, err = w.table.Transaction(ctx, actions...)
 		if err == nil || !isConflict(err) || attempt >= w.retries {
 			return err == nil, err
 		}
