@@ -95,8 +95,10 @@ type encodedAction struct {
 	size   int         // bytes the action adds to a transaction body, at most
 }
 
-// encodeAction validates and encodes one action.
-func (t *Table[T]) encodeAction(a *Action[T]) (encodedAction, error) {
+// encodeAction validates and encodes one action. The entity's JSON is
+// appended to *arena, which many actions share to save allocations; the
+// action's body is a slice of it that later appends do not touch.
+func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, error) {
 	ea := encodedAction{kind: a.Kind, mode: a.Mode}
 	var err error
 	switch a.Kind {
@@ -116,10 +118,14 @@ func (t *Table[T]) encodeAction(a *Action[T]) (encodedAction, error) {
 		if a.Mode > Merge {
 			return ea, &ValidationError{Op: "Transaction", Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
 		}
-		ea.body, ea.pk, ea.rk, err = t.encode(nil, &a.Value)
+		start := len(*arena)
+		var out []byte
+		out, ea.pk, ea.rk, err = t.encode(*arena, &a.Value)
 		if err != nil {
 			return ea, err
 		}
+		ea.body = out[start:len(out):len(out)]
+		*arena = out
 		if a.Kind == ActionUpdate {
 			if a.ETag == "" {
 				return ea, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
@@ -216,8 +222,9 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 	enc := make([]encodedAction, len(actions))
 	seen := make(map[string]int, len(actions))
 	total := 0
+	arena := make([]byte, 0, 512*len(actions))
 	for i := range actions {
-		ea, err := t.encodeAction(&actions[i])
+		ea, err := t.encodeAction(&actions[i], &arena)
 		if err != nil {
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
@@ -273,6 +280,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ET
 		}
 	}
 	_, sdkErr := t.client.SubmitTransaction(ctx, actions, nil)
+	var err error
 	if wc != nil && !wc.swapped {
 		if sdkErr == nil {
 			sdkErr = errors.New("the placeholder was sent")
@@ -282,8 +290,10 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ET
 	if resp == nil {
 		return nil, t.wrapWrite("Transaction", "", "", sdkErr, att)
 	}
-	payload, err := runtime.Payload(resp)
-	if err != nil {
+	var payload []byte
+	if wc != nil && wc.answered {
+		payload = wc.answer
+	} else if payload, err = runtime.Payload(resp); err != nil {
 		return nil, t.wrapWrite("Transaction", "", "", err, att)
 	}
 	if resp.StatusCode != http.StatusAccepted {

@@ -167,8 +167,9 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (BulkRes
 	}
 	builds := map[string]*partBuild{}
 	var order []string
+	arena := make([]byte, 0, 512*min(len(actions), 4096))
 	for i := range actions {
-		ea, err := w.t.encodeAction(&actions[i])
+		ea, err := w.t.encodeAction(&actions[i], &arena)
 		if err != nil {
 			failed = append(failed, BulkFailure{Index: i, Err: err})
 			continue
