@@ -26,6 +26,12 @@ type BulkOptions struct {
 	// still unsent then fail with an error matching [ErrSkipped]; they
 	// changed nothing and can be written again. 101 resolves any chunk.
 	MaxChunkRequests int
+	// Governor paces the transactions to stay within the partitions' and
+	// the account's scalability targets, slowing down when the service
+	// throttles and speeding up again after (see [Governor]). nil means a
+	// Governor of the writer's own with Azure's targets; share one between
+	// writers to one account so that they share its budget.
+	Governor *Governor
 }
 
 // ErrSkipped is the error of a bulk write item that was never sent because
@@ -106,6 +112,9 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 		o.MaxChunkRequests = 4
 	}
 	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
+	if o.Governor == nil {
+		o.Governor = NewGovernor(nil)
+	}
 	return &BulkWriter[T]{t: t, opts: o}
 }
 
@@ -360,8 +369,14 @@ func (s *bulkRun[T]) failAll(chunk []bulkItem, err error) {
 
 // runChunk applies one chunk and returns how many requests it sent.
 func (s *bulkRun[T]) runChunk(chunk []bulkItem) int {
-	ctx, _ := withAttempts(s.ctx)
 	chunk = slices.Clone(chunk)
+	gov, pk := s.w.opts.Governor, chunk[0].enc.pk
+	newAttempts := func() context.Context {
+		ctx, att := withAttempts(s.ctx)
+		att.onThrottle = func(err error) { gov.Throttled(pk, len(chunk), err) }
+		return ctx
+	}
+	ctx := newAttempts()
 	requests, throttled, refusals := 0, 0, 0
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
@@ -374,7 +389,12 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) int {
 			enc = append(enc, chunk[i].enc)
 		}
 		requests++
+		if err := gov.Wait(s.ctx, pk, len(enc)); err != nil {
+			s.failChunk(chunk, err)
+			return requests - 1
+		}
 		etags, err := s.w.t.submit(ctx, enc)
+		gov.Done(pk, len(enc), err)
 		if err == nil {
 			for i, it := range chunk {
 				s.res.ETags[it.index] = etags[i]
@@ -403,7 +423,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) int {
 			chunk = append(chunk[:te.Index], chunk[te.Index+1:]...)
 			// The refused transaction changed nothing: what follows is a
 			// new request with nothing left open.
-			ctx, _ = withAttempts(s.ctx)
+			ctx = newAttempts()
 		default:
 			s.failChunk(chunk, err)
 			return requests

@@ -140,6 +140,9 @@ type attempts struct {
 	// whether the service applied it: a transport error after the request
 	// may have been written, or a 408, 500, 502 or 504 answer.
 	maybeApplied atomic.Bool
+	// onThrottle, when set, is called with the error of every try the
+	// service throttled (503, 429, 500 OperationTimedOut), retried or not.
+	onThrottle func(err error)
 }
 
 // withAttempts returns ctx with an attempts record for the calls made with
@@ -173,7 +176,21 @@ func (attemptPolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusGatewayTimeout:
 		a.maybeApplied.Store(true)
 	}
+	if a.onThrottle != nil && err == nil && throttledResponse(resp) {
+		a.onThrottle(WrapError("", runtime.NewResponseError(resp)))
+	}
 	return resp, err
+}
+
+// throttledResponse reports whether the service answered "too busy".
+func throttledResponse(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		return true
+	case http.StatusInternalServerError:
+		return resp.Header.Get("x-ms-error-code") == "OperationTimedOut"
+	}
+	return false
 }
 
 // notSent reports whether a transport error certainly happened before the
