@@ -59,6 +59,11 @@ type Options struct {
 	// EndpointSuffix is the DNS suffix [OpenWithCredential] derives
 	// endpoints with; "" means "core.windows.net" (Azure public cloud).
 	EndpointSuffix string
+
+	// HotPartition configures the warning logged when a partition is
+	// written near its scalability target (see [Meter.HotPartitions]);
+	// the zero value warns through slog.Default() at 80% of the target.
+	HotPartition HotPartitionWarning
 }
 
 // Endpoints are the service URLs of an [Account], without a trailing slash,
@@ -242,7 +247,8 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		// redactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
-		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
+		hot := opts.HotPartition
+		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint, &hot))
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)

@@ -256,6 +256,7 @@ var placeholder = []aztables.TransactionAction{{
 // submit sends an encoded transaction and returns the actions' ETags.
 func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ETag, error) {
 	ctx, att := withAttempts(ctx)
+	ctx = withWriteHint(ctx, t.wireName, enc[0].pk, len(enc))
 	var resp *http.Response
 	ctx = policy.WithCaptureResponse(ctx, &resp)
 	actions := placeholder

@@ -47,6 +47,7 @@ const OperationOther = "Other"
 // and a Meter is safe for concurrent use.
 type Meter struct {
 	counts sync.Map // meterKey -> *atomic.Int64
+	hot    hotTracker
 }
 
 type meterKey struct{ service, operation string }
@@ -86,8 +87,8 @@ func (m *Meter) Policy(service string) policy.Policy {
 
 // endpointPolicy is Policy for a client of the given endpoint, whose path
 // (e.g. "/devstoreaccount1" for Azurite) prefixes every request's path.
-func (m *Meter) endpointPolicy(service, endpoint string) policy.Policy {
-	p := &meterPolicy{meter: m, service: service, baseKnown: true}
+func (m *Meter) endpointPolicy(service, endpoint string, hot *HotPartitionWarning) policy.Policy {
+	p := &meterPolicy{meter: m, service: service, baseKnown: true, hot: hot}
 	if u, err := url.Parse(endpoint); err == nil {
 		p.basePath = strings.TrimRight(u.EscapedPath(), "/")
 	}
@@ -100,6 +101,7 @@ type meterPolicy struct {
 	service   string
 	basePath  string
 	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
+	hot       *HotPartitionWarning // nil: track partition rates, never warn
 }
 
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -108,6 +110,10 @@ func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
 	if resp != nil {
 		p.meter.add(p.service, op)
+		switch op {
+		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
+			p.noteWrite(raw, op, resp)
+		}
 	}
 	return resp, err
 }

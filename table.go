@@ -347,6 +347,7 @@ func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction
 		return etags[0], nil
 	}
 	ctx, att := withAttempts(ctx)
+	ctx = withWriteHint(ctx, t.wireName, a.pk, 1)
 	var etag azcore.ETag
 	var err error
 	switch a.kind {
