@@ -155,7 +155,7 @@ func (p *meterPolicy) noteWrite(req *http.Request, op string, resp *http.Respons
 }
 
 // keysFromPath reads the table and PartitionKey of an entity URL path
-// such as "/Orders(PartitionKey='a''b',RowKey='1')".
+// such as "/Orders(PartitionKey='a”b',RowKey='1')".
 func keysFromPath(path string) (table, pk string, ok bool) {
 	path, err := url.PathUnescape(path)
 	if err != nil {

@@ -100,7 +100,7 @@ type meterPolicy struct {
 	meter     *Meter
 	service   string
 	basePath  string
-	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
+	baseKnown bool                 // else guess: IP hosts (Azurite) put the account in the path
 	hot       *HotPartitionWarning // nil: track partition rates, never warn
 }
 
