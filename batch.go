@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -204,11 +205,16 @@ func (ea *encodedAction) sdkAction() aztables.TransactionAction {
 // otherwise the error matches [ErrOutcomeUnknown] rather than the conflict,
 // since the transaction may have been applied and then changed by another
 // writer.
-func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) ([]azcore.ETag, error) {
+func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
 		return nil, err
 	}
+	ctx, end := StartSpan(ctx, t.tracer, "Table.Transaction",
+		tracing.Attribute{Key: attrTable, Value: t.name},
+		tracing.Attribute{Key: attrPartition, Value: enc[0].pk},
+		tracing.Attribute{Key: attrActions, Value: len(enc)})
+	defer func() { end(err) }()
 	return t.submit(ctx, enc)
 }
 

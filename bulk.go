@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -164,8 +165,12 @@ type bulkPartition struct {
 // Write applies any number of actions. It returns a *BulkError when some
 // items failed (see the result for which), or the context's error when ctx
 // ended; items not attempted by then are reported failed with it.
-func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (BulkResult, error) {
-	res := BulkResult{ETags: make([]azcore.ETag, len(actions))}
+func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res BulkResult, err error) {
+	ctx, end := StartSpan(ctx, w.t.tracer, "BulkWriter.Write",
+		tracing.Attribute{Key: attrTable, Value: w.t.name},
+		tracing.Attribute{Key: attrActions, Value: len(actions)})
+	defer func() { end(err) }()
+	res = BulkResult{ETags: make([]azcore.ETag, len(actions))}
 	var failed []BulkFailure
 
 	// Encode and validate everything first, then place each action in the
@@ -368,16 +373,21 @@ func (s *bulkRun[T]) failAll(chunk []bulkItem, err error) {
 }
 
 // runChunk applies one chunk and returns how many requests it sent.
-func (s *bulkRun[T]) runChunk(chunk []bulkItem) int {
+func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	chunk = slices.Clone(chunk)
+	sctx, end := StartSpan(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
+		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
+		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
+		tracing.Attribute{Key: attrActions, Value: len(chunk)})
+	defer func() { end(nil) }()
 	gov, pk := s.w.opts.Governor, chunk[0].enc.pk
 	newAttempts := func() context.Context {
-		ctx, att := withAttempts(s.ctx)
+		ctx, att := withAttempts(sctx)
 		att.onThrottle = func(err error) { gov.Throttled(pk, len(chunk), err) }
 		return ctx
 	}
 	ctx := newAttempts()
-	requests, throttled, refusals := 0, 0, 0
+	throttled, refusals := 0, 0
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -19,6 +20,10 @@ type TableOptions struct {
 	// set it when building a Table from an *aztables.Client with NewTable,
 	// because the SDK client does not expose its name.
 	Name string
+
+	// TracingProvider traces the table's operations (see StartSpan); OpenTable
+	// takes the Account's. The zero value traces nothing.
+	TracingProvider tracing.Provider
 
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
@@ -40,6 +45,7 @@ type Table[T any] struct {
 	plan     *typePlan // nil when T is Entity
 	isEntity bool
 	crypt    *cryptContext
+	tracer   tracing.Tracer
 }
 
 // NewTable returns a Table over client for values of T. It fails, naming the
@@ -58,7 +64,7 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 	if opts == nil {
 		opts = &TableOptions{}
 	}
-	t := &Table[T]{client: client, name: opts.Name}
+	t := &Table[T]{client: client, name: opts.Name, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
 	t.wireName, t.wire = probeWire(client)
 	if t.name == "" {
 		t.name = t.wireName
@@ -100,6 +106,9 @@ func OpenTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		o = *opts
 	}
 	o.Name = name
+	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
+		o.TracingProvider = acct.tracing
+	}
 	return NewTable[T](acct.Table(name), &o)
 }
 
