@@ -30,6 +30,10 @@ type QueryOptions struct {
 	// Continuation resumes a query where an earlier Page left off. It must
 	// come from a query with the same filter and Select.
 	Continuation string
+	// AllowTableScan runs the query even if it is a table scan that the
+	// table's TableOptions.TableScans would log or refuse: for queries
+	// meant to read the whole table.
+	AllowTableScan bool
 }
 
 // Page is one page of query results.
@@ -205,6 +209,9 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 	return func(yield func(T, error) bool) {
 		var zero T
 		q, err := t.prepare(f, opts)
+		if err == nil {
+			err = t.checkScan(ctx, "Query", q.filter, opts)
+		}
 		if err != nil {
 			yield(zero, err)
 			return
@@ -250,6 +257,9 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 // also in another process.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (Page[T], error) {
 	q, err := t.prepare(f, opts)
+	if err == nil {
+		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
+	}
 	if err != nil {
 		return Page[T]{}, err
 	}

@@ -3,6 +3,7 @@ package tablekit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -22,6 +23,14 @@ type TableOptions struct {
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
 	Encryption *Encryption
+
+	// TableScans chooses what a query whose filter is a table scan does
+	// (see [Filter.Explain]): logged (the default), allowed, or refused
+	// before anything is sent.
+	TableScans TableScanPolicy
+	// Logger receives the table's log records (table scans); nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -37,6 +46,8 @@ type Table[T any] struct {
 	plan     *typePlan // nil when T is Entity
 	isEntity bool
 	crypt    *cryptContext
+	scans    TableScanPolicy
+	logger   *slog.Logger
 }
 
 // NewTable returns a Table over client for values of T. It fails, naming the
@@ -49,7 +60,10 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 	if opts == nil {
 		opts = &TableOptions{}
 	}
-	t := &Table[T]{client: client, name: opts.Name}
+	if err := opts.TableScans.validate(opts.Name); err != nil {
+		return nil, err
+	}
+	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
 		t.isEntity = true
