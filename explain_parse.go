@@ -30,9 +30,9 @@ const (
 // explainToken is one token: its kind, its position, the operator of a
 // comparison, the name of a property or the value of a string literal.
 type explainToken struct {
-	kind explainTok
-	pos  int
-	text string
+	kind     explainTok
+	pos, end int
+	text     string
 }
 
 // keyCond is what a filter requires of one key: equality with a value,
@@ -234,11 +234,7 @@ func (p *explainParser) describe(t explainToken) string {
 	if t.kind == xtEOF {
 		return "end of filter"
 	}
-	end := min(t.pos+20, len(p.src))
-	for end < len(p.src) && !utf8.RuneStart(p.src[end]) {
-		end++
-	}
-	return fmt.Sprintf("%q", p.src[t.pos:end])
+	return quoteForError(p.src[t.pos:t.end])
 }
 
 // parseOr parses and-expressions joined by or.
@@ -407,6 +403,12 @@ func (p *explainParser) next() {
 	if p.err != nil {
 		return
 	}
+	p.scan()
+	p.tok.end = p.pos
+}
+
+// scan reads the next token into p.tok, all but its end.
+func (p *explainParser) scan() {
 	s := p.src
 	for p.pos < len(s) {
 		r, size := utf8.DecodeRuneInString(s[p.pos:])
