@@ -16,7 +16,7 @@ func (t *Table[T]) Exists(ctx context.Context, pk, rk string) (bool, error) {
 		return false, err
 	}
 	found := false
-	err := t.scan(ctx, PointQuery(pk, rk), &QueryOptions{PageSize: 1}, "RowKey", func([]byte) (bool, error) {
+	err := t.scan(ctx, "Exists", PointQuery(pk, rk), &QueryOptions{PageSize: 1}, "RowKey", func([]byte) (bool, error) {
 		found = true
 		return false, nil
 	})
@@ -28,7 +28,7 @@ func (t *Table[T]) Exists(ctx context.Context, pk, rk string) (bool, error) {
 // partition; see the Meter for what it cost).
 func (t *Table[T]) Count(ctx context.Context, f Filter) (int, error) {
 	n := 0
-	err := t.scan(ctx, f, nil, "RowKey", func([]byte) (bool, error) {
+	err := t.scan(ctx, "Count", f, nil, "RowKey", func([]byte) (bool, error) {
 		n++
 		return true, nil
 	})
@@ -77,7 +77,7 @@ func QueryAs[P, T any](ctx context.Context, t *Table[T], f Filter, opts *QueryOp
 			yield(zero, err)
 			return
 		}
-		err = t.scan(ctx, f, opts, sel, func(obj []byte) (bool, error) {
+		err = t.scan(ctx, "QueryAs", f, opts, sel, func(obj []byte) (bool, error) {
 			var v P
 			d := decodeState{table: t.name, crypt: t.crypt}
 			if err := plan.decodeStruct(obj, reflect.ValueOf(&v).Elem(), &d); err != nil {

@@ -38,6 +38,10 @@ type QueryOptions struct {
 	// the loop, even one the caller broke out of, Cursor.Token resumes the
 	// query right after the last entity it yielded.
 	Cursor *Cursor
+	// AllowTableScan runs the query even if it is a table scan that the
+	// table's TableOptions.TableScans would log or refuse: for queries
+	// meant to read the whole table.
+	AllowTableScan bool
 }
 
 // Cursor records the progress of an iteration of [Table.Query], so that a
@@ -295,7 +299,7 @@ func pointFilter(pk, rk string) string {
 func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		err := t.scan(ctx, f, opts, "", func(obj []byte) (bool, error) {
+		err := t.scan(ctx, "Query", f, opts, "", func(obj []byte) (bool, error) {
 			var v T
 			if err := t.decode(obj, &v); err != nil {
 				return false, err
@@ -308,10 +312,12 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 	}
 }
 
-// scan runs a query and calls each with every entity's JSON, until each
-// returns false or an error, or the results (or opts.Limit) run out. sel,
-// when not "", replaces opts.Select as the $select text (without keys).
-func (t *Table[T]) scan(ctx context.Context, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) error {
+// scan runs a query for operation op and calls each with every entity's
+// JSON, until each returns false or an error, or the results (or
+// opts.Limit) run out. sel, when not "", replaces opts.Select as the
+// $select text (without keys). A table scan is logged or refused as the
+// table's TableScans policy says.
+func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) error {
 	if opts == nil {
 		opts = &QueryOptions{}
 	}
@@ -322,6 +328,9 @@ func (t *Table[T]) scan(ctx context.Context, f Filter, opts *QueryOptions, sel s
 	}
 	q, err := t.prepare(f, opts)
 	if err != nil {
+		return err
+	}
+	if err := t.checkScan(ctx, op, q.filter, opts); err != nil {
 		return err
 	}
 	cur := opts.Cursor
@@ -399,6 +408,9 @@ func skipThrough(objs [][]byte, keys [2]string) (rest [][]byte, passed bool) {
 // also in another process.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (Page[T], error) {
 	q, err := t.prepare(f, opts)
+	if err == nil {
+		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
+	}
 	if err != nil {
 		return Page[T]{}, err
 	}

@@ -3,6 +3,7 @@ package tablekit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strings"
@@ -28,6 +29,14 @@ type TableOptions struct {
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
 	Encryption *Encryption
+
+	// TableScans chooses what a query whose filter is a table scan does
+	// (see [Filter.Explain]): logged (the default), allowed, or refused
+	// before anything is sent.
+	TableScans TableScanPolicy
+	// Logger receives the table's log records (table scans); nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -46,6 +55,8 @@ type Table[T any] struct {
 	isEntity bool
 	crypt    *cryptContext
 	tracer   tracing.Tracer
+	scans    TableScanPolicy
+	logger   *slog.Logger
 }
 
 // NewTable returns a Table over client for values of T. It fails, naming the
@@ -64,7 +75,10 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 	if opts == nil {
 		opts = &TableOptions{}
 	}
-	t := &Table[T]{client: client, name: opts.Name, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
+	if err := opts.TableScans.validate(opts.Name); err != nil {
+		return nil, err
+	}
+	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
 	t.wireName, t.wire = probeWire(client)
 	if t.name == "" {
 		t.name = t.wireName
