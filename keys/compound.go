@@ -1,7 +1,5 @@
 package keys
 
-import "unicode/utf8"
-
 // Compound encodes a tuple of components as one key whose string order is
 // the tuple order: component by component, each compared as strings, a
 // tuple sorting before its extensions. Any valid UTF-8 component can be
@@ -60,10 +58,10 @@ func AppendComponent(dst []byte, component string) ([]byte, error) {
 func Split(key string) ([]string, error) {
 	n := 1
 	for i := 0; i < len(key); i++ {
-		switch c := key[i]; {
-		case c == Separator:
+		switch byteClass[key[i]] {
+		case classSeparator:
 			n++
-		case c < utf8.RuneSelf && leads[c] != 0:
+		case classLead:
 			i++
 		}
 	}
@@ -81,20 +79,18 @@ func AppendSplit(dst []string, key string) ([]string, error) {
 	escaped := false
 	for i := 0; i <= len(key); i++ {
 		if i < len(key) {
-			switch c := key[i]; {
-			case c >= utf8.RuneSelf:
+			switch byteClass[key[i]] {
+			case classPlain:
 				continue
-			case leads[c] != 0:
+			case classLead:
 				if _, ok := unescapeAt(key, i); !ok {
-					return dst[:start], malformed("compound key", key, "escape lead "+quote(string(c))+" not followed by its code (see keys.Separator)")
+					return dst[:start], malformed("compound key", key, "escape lead "+quote(key[i:i+1])+" not followed by its code (see keys.Separator)")
 				}
 				escaped = true
 				i++
 				continue
-			case c == ' ':
+			case classSpace:
 				return dst[:start], malformed("compound key", key, "unescaped space")
-			case c != Separator:
-				continue
 			}
 		}
 		comp := key[compStart:i]
@@ -107,3 +103,24 @@ func AppendSplit(dst []string, key string) ([]string, error) {
 	}
 	return dst, nil
 }
+
+// Byte classes for decoding: every byte of a valid key is plain (written
+// as is, or part of a multi-byte character), a lead, the separator, or an
+// unescaped space (which Compound never writes).
+const (
+	classPlain = iota
+	classLead
+	classSeparator
+	classSpace
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c, l := range leads {
+		if l != 0 {
+			t[c] = classLead
+		}
+	}
+	t[Separator] = classSeparator
+	t[' '] = classSpace
+	return t
+}()

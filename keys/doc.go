@@ -51,7 +51,8 @@
 //     nothing of components or escapes: for keys written by hand.
 //
 // For RowKeys "a", "a!b", "ab" (the compound keys of ("a"), ("a", "b") and
-// ("ab")) and "a_b" (a hand-made key, or the 1-tuple ("a_b")):
+// ("ab")) and "a_b" (a hand-made key, or the 1-tuple ("a_b")), with {"a"}
+// short for []string{"a"}:
 //
 //	call                             "a"   "a!b"  "ab"  "a_b"  RowKey ge   lt
 //	TupleRange("a")                  yes   yes    no    no     "a"         `a"`
@@ -78,15 +79,15 @@
 //
 //	<bucket>!<key>     ShardedKey(3, 16, "clicks") == "03!clicks"
 //
-// with the bucket zero-padded to ShardWidth(n) digits (Shard chooses it,
-// ShardedKeys lists the n keys of a logical key, ParseShardedKey takes one
-// apart). Why first: Azure stores a table in ranges of PartitionKeys, each
+// with the bucket zero-padded to ShardWidth(n) digits and the logical key
+// as it is (Shard chooses the bucket, ShardedKeys lists the n keys of a
+// logical key, ParseShardedKey takes one apart). Why first: Azure stores a table in ranges of PartitionKeys, each
 // served by one server, and splits and moves ranges by load. With the
 // bucket last ("clicks!03") the n partitions of one logical key are
 // neighbours in key order, one range that must be split before the load
 // spreads; with it first they lie in n distant places, between the other
-// keys of their bucket, as Azure's own advice for names puts a hash prefix
-// "as early as possible". When the logical keys themselves grow with time
+// keys of their bucket, as Azure's performance advice for blob names (which
+// are range-partitioned the same way) puts a hash "as early as possible". When the logical keys themselves grow with time
 // (one per day, say), bucket last puts all n hot partitions at the one end
 // of the key space, bucket first gives n separate ends. What bucket first
 // keeps: a range or prefix of logical keys inside a bucket is one

@@ -27,9 +27,8 @@ import "unicode/utf8"
 // is written as is, so ordinary components stay readable: ("empid",
 // "000223") is "empid!000223" and ("email", "jonesj@contoso.com") is
 // "email!jonesj@contoso..com". What it costs: space, '!', '"', '.', '>',
-// '[', '~' and each character Azure refuses in keys take two characters
-// instead of one (or none), and the length limit (MaxKeyLen) applies to
-// the encoded key. Any valid UTF-8 component can be encoded; invalid UTF-8
+// '[', '~' and each character Azure refuses in keys take two characters,
+// and the length limit (MaxKeyLen) applies to the encoded key. Any valid UTF-8 component can be encoded; invalid UTF-8
 // is refused (keys are text). The result passes Validate: it holds none of
 // the characters Azure refuses.
 //
@@ -37,18 +36,21 @@ import "unicode/utf8"
 // and compare either bytes (Go's order, which for UTF-8 is code point
 // order) or UTF-16 code units (the service's order).
 //
-//  1. e is increasing: if c < c' then e(c) < e(c'), and neither is a prefix
-//     of the other. The first unit of e(c) never decreases as c grows — it
-//     is '"' for U+0000–U+0023, c itself for '$'–'-', '.' for '.' and '/',
-//     c for '0'–'=', '>' for '>' and '?', c for '@'–'Z', '[' for '[' and
-//     '\', c for ']'–'}', '~' for '~'–U+009F, and c itself (code units of
-//     0xA0 and above, all above ASCII) from U+00A0 on — and characters that
-//     share a lead have codes in their own order ("0"–"9" < "A"–"V" < "_" <
+//  1. e is increasing, in either order: if c < c' then e(c) < e(c'), and
+//     neither is a prefix of the other. Below U+00A0, the first unit of e(c)
+//     never decreases as c grows — it is '"' for U+0000–U+0023, c itself
+//     for '$'–'-', '.' for '.' and '/', c for '0'–'=', '>' for '>' and '?',
+//     c for '@'–'Z', '[' for '[' and '\', c for ']'–'}', and '~' for
+//     '~'–U+009F — and characters that share a lead have codes in their own
+//     order ("0"–"9" < "A"–"V" < "_" <
 //     "e" < "q" < "|", and "." < "|", ">" < "|", "[" < "|", "0"–"9" <
-//     "A"–"X"). No escape is a prefix of another (same lead, different
-//     code), and a lead never stands alone, so no one-character encoding is
-//     a prefix of an escape. Escapes are ASCII, so all of this holds in
-//     bytes and in code units alike.
+//     "A"–"X"). From U+00A0 on, e(c) is c: it compares as c does, and
+//     above every encoding of a character below U+00A0, which is ASCII
+//     (bytes and code units of 0xA0 and above against ASCII ones). No escape
+//     is a prefix of another (same lead, different code), and a lead never
+//     stands alone, so no one-character encoding is a prefix of an escape.
+//     Escapes are ASCII, so all of this holds in bytes and in code units
+//     alike.
 //  2. So a component's encoding preserves string order: where two
 //     components first differ, by characters c < c', their encodings first
 //     differ inside e(c) and e(c'), in the same direction; a component that
