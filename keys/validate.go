@@ -32,9 +32,10 @@ func KeySize[S ~string | ~[]byte](key S) int {
 var (
 	// ErrKeyTooLong: a key is larger than MaxKeyLen (see KeySize).
 	ErrKeyTooLong = errors.New("keys: key too long")
-	// ErrKeyCharacter: a key (or a component of a compound key) holds a
-	// character Azure refuses in keys: '/', '\\', '#', '?', U+0000–U+001F,
-	// U+007F–U+009F, or a byte sequence that is not valid UTF-8.
+	// ErrKeyCharacter: a key holds a character Azure refuses in keys: '/',
+	// '\\', '#', '?', U+0000–U+001F, U+007F–U+009F, or a byte sequence that
+	// is not valid UTF-8. A component of a compound key may hold any of
+	// these characters (they are escaped), but not invalid UTF-8.
 	ErrKeyCharacter = errors.New("keys: character not allowed in a key")
 )
 

@@ -335,7 +335,7 @@ func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Property: kind, Detail: "not a valid kind", Err: tablekit.ErrInvalidInput}
 	}
 	if m.reg.by == ByRowKeyPrefix {
-		lo, hi, err := keys.Range(kind)
+		lo, hi, err := keys.TupleRange(kind)
 		if err != nil {
 			return tablekit.Filter{}, err
 		}
