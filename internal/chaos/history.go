@@ -62,6 +62,12 @@ func OutcomeOf(err error) Outcome {
 	if err == nil {
 		return OK
 	}
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		return Unknown // tablekit could not tell whether the write was applied
+	}
+	if errors.Is(err, tablekit.ErrSkipped) {
+		return Failed // a bulk item never sent
+	}
 	var u interface{ OutcomeUnknown() bool }
 	if errors.As(err, &u) && u.OutcomeUnknown() {
 		return Unknown

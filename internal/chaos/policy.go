@@ -130,7 +130,7 @@ func (p *faultPolicy) locate(u *url.URL) (service, path string) {
 // Normalising a request into its identity (see the package doc).
 var (
 	// aztables names a transaction's multipart parts with random UUIDs.
-	boundaryRE = regexp.MustCompile(`(batch|changeset)_[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	boundaryRE = regexp.MustCompile(`(batch|changeset)_(?:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32})`)
 )
 
 // identity returns the identity of a try: its method, its path below the
