@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,9 +36,15 @@ func retryConflict(code string) bool {
 // verifyConcurrency bounds the reads of one verification.
 const verifyConcurrency = 8
 
-// verify reads the entities of acts and reports whether each holds the
-// effect of its action, and if so their ETags ("" for deletes).
+// verify reads the entities of acts and reports whether they show that the
+// write was applied: each holds the effect of its action, and at least one
+// action is not a delete (an absent entity does not tell a delete that was
+// applied from one that found nothing; an atomic transaction's other
+// effects do). If so it returns their ETags ("" for deletes).
 func (t *Table[T]) verify(ctx context.Context, acts []encodedAction) ([]azcore.ETag, bool) {
+	if !slices.ContainsFunc(acts, func(a encodedAction) bool { return a.kind != ActionDelete }) {
+		return nil, false
+	}
 	ctx = context.WithValue(ctx, wireKey{}, (*wireCall)(nil)) // plain reads
 	etags := make([]azcore.ETag, len(acts))
 	ok := make([]bool, len(acts))

@@ -309,7 +309,9 @@ func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
 // any version). It fails with ErrPreconditionFailed on a stale ETag and
-// ErrNotFound when there is no such entity.
+// ErrNotFound when there is no such entity. When an answer was lost and
+// the SDK's retry found nothing, the entity is gone but tablekit cannot
+// tell whether this call deleted it: the error matches ErrOutcomeUnknown.
 func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	if etag == "" {
 		return &ValidationError{Op: "Delete", Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
@@ -325,10 +327,19 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 // DeleteIfExists deletes the entity whatever its version and reports
 // whether it existed. A missing entity is not an error, which makes it the
 // idempotent delete step of the eventually consistent patterns.
-func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	err := t.Delete(ctx, pk, rk, azcore.ETagAny)
-	if errors.Is(err, ErrNotFound) {
+//
+// When an answer was lost and the entity is gone, tablekit cannot tell
+// whether this call deleted it: it reports existed false and no error,
+// since the entity is absent either way.
+func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	err = t.Delete(ctx, pk, rk, azcore.ETagAny)
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return false, nil
+	case errors.Is(err, ErrOutcomeUnknown):
+		if found, rerr := t.Exists(ctx, pk, rk); rerr == nil && !found {
+			return false, nil
+		}
 	}
 	return err == nil, err
 }

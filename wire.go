@@ -177,7 +177,7 @@ func (attemptPolicy) Do(req *policy.Request) (*http.Response, error) {
 		a.maybeApplied.Store(true)
 	}
 	if a.onThrottle != nil && err == nil && throttledResponse(resp) {
-		a.onThrottle(WrapError("", runtime.NewResponseError(resp)))
+		a.onThrottle(WrapError(req.Raw().Method+" request", runtime.NewResponseError(resp)))
 	}
 	return resp, err
 }

@@ -367,12 +367,22 @@ func TestLostAnswer(t *testing.T) {
 		if err != nil || etag != getETag(t, tbl, "s", "1") {
 			t.Fatalf("update: %v", err)
 		}
+		// A lost delete: the entity is gone, but nothing tells whether this
+		// call deleted it or found it gone, so the outcome is unknown.
 		drop.arm(1, isMethod(http.MethodDelete), nil)
-		if err := tbl.Delete(ctx, "s", "1", etag); err != nil {
-			t.Fatalf("delete: %v", err)
+		if err := tbl.Delete(ctx, "s", "1", etag); !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrNotFound) {
+			t.Fatalf("delete: %v, want only ErrOutcomeUnknown", err)
 		}
 		if _, err := tbl.Get(ctx, "s", "1", nil); !errors.Is(err, tablekit.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
+		}
+		// DeleteIfExists, whose point is that the entity is gone, says so.
+		if _, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		drop.arm(1, isMethod(http.MethodDelete), nil)
+		if existed, err := tbl.DeleteIfExists(ctx, "s", "1"); err != nil || existed {
+			t.Fatalf("DeleteIfExists after a lost answer: %v, %v; want false, nil", existed, err)
 		}
 	})
 	t.Run("no answer at all", func(t *testing.T) {
