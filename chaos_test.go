@@ -2,6 +2,7 @@ package tablekit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -134,6 +135,13 @@ func TestChaosCore(t *testing.T) {
 			}
 			stored[e.PK+"/"+e.RK] = entState{present: true, a: e.A, b: e.B}
 		}
+		unknown := map[string]int{}
+		for _, op := range h.Ops() {
+			if op.Outcome == chaos.Unknown && op.Name != "BulkWrite" {
+				unknown[unknownReason(op.Err)]++
+			}
+		}
+		t.Logf("unknown outcomes by reason: %v", unknown)
 		var v chaos.Violations
 		checkCoreHistory(h, stored, &v)
 		v.Report(t)
@@ -344,4 +352,23 @@ func stateKey(s map[string]entState) string {
 		fmt.Fprintf(&b, "%s=%v;", k, s[k])
 	}
 	return b.String()
+}
+
+// unknownReason sorts the error of an op with an unknown outcome.
+func unknownReason(err error) string {
+	var re *tablekit.RequestError
+	var te *tablekit.TransactionError
+	switch {
+	case errors.As(err, &te) && te.Index >= 0:
+		return "conflict after a lost answer: " + te.Code
+	case errors.As(err, &re):
+		return "no answer"
+	case errors.Is(err, tablekit.ErrOutcomeUnknown):
+		var se *tablekit.ServiceError
+		if errors.As(err, &se) {
+			return "unsettled: " + se.Code
+		}
+		return "unsettled"
+	}
+	return fmt.Sprintf("%T", err)
 }
