@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -59,6 +60,16 @@ type Options struct {
 	// EndpointSuffix is the DNS suffix [OpenWithCredential] derives
 	// endpoints with; "" means "core.windows.net" (Azure public cloud).
 	EndpointSuffix string
+
+	// TracingProvider, when set (for example azotel.NewTracingProvider),
+	// traces the Account's clients' requests and tablekit's own operations
+	// (see StartSpan). The zero value traces nothing.
+	TracingProvider tracing.Provider
+
+	// HotPartition configures the warning logged when a partition is
+	// written near its scalability target (see [Meter.HotPartitions]);
+	// the zero value warns through slog.Default() at 80% of the target.
+	HotPartition HotPartitionWarning
 }
 
 // Endpoints are the service URLs of an [Account], without a trailing slash,
@@ -79,6 +90,7 @@ type Account struct {
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
+	tracing   tracing.Provider
 	// tableCred is the shared key the Account was opened with (nil for a
 	// SAS or token credential); kept for signing SAS tokens.
 	tableCred *aztables.SharedKeyCredential
@@ -222,6 +234,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 // each service: the same retry options, transport and caller policies, and
 // a Meter policy of the service's own as the last per-retry policy.
 func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientOptions) error) error {
+	a.tracing = opts.TracingProvider
 	a.meter = opts.Meter
 	if a.meter == nil {
 		a.meter = NewMeter()
@@ -235,6 +248,7 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		Transport:       transport,
 		Logging:         opts.Logging,
 		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablekit"},
+		TracingProvider: opts.TracingProvider,
 		PerCallPolicies: slices.Clone(opts.PerCallPolicies),
 	}
 	forService := func(service, endpoint string) azcore.ClientOptions {
@@ -242,12 +256,16 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		// redactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
-		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
+		hot := opts.HotPartition
+		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint, &hot))
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)
-	// Table reads take the response body as the service sent it (rawbody.go).
-	table.PerCallPolicies = append(slices.Clone(table.PerCallPolicies), rawBodyPolicy{})
+	// tablekit's own transaction encoding and lost-answer detection
+	// (wire.go). The attempt policy goes first among the per-retry
+	// policies, so it sees what the caller's fault-injecting policies return.
+	table.PerCallPolicies = slices.Clone(table.PerCallPolicies)
+	InstallPolicies(&table)
 	return mk(table,
 		forService(ServiceQueue, a.endpoints.Queue),
 		forService(ServiceBlob, a.endpoints.Blob))

@@ -11,7 +11,10 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -21,9 +24,6 @@ const (
 	MaxTransactionActions = 100
 	// MaxTransactionBytes is the largest transaction request body (4 MiB).
 	MaxTransactionBytes = 4 * 1024 * 1024
-	// transactionActionOverhead bounds the multipart framing, request line
-	// and headers each action adds to the body.
-	transactionActionOverhead = 1024
 )
 
 // ActionKind is what one transaction action does.
@@ -86,159 +86,253 @@ func UpdateAction[T any](v T, mode UpdateMode, etag azcore.ETag) Action[T] {
 // either way the entity must exist.
 func DeleteAction[T any](v T) Action[T] { return Action[T]{Kind: ActionDelete, Value: v} }
 
-// encodedAction is an action ready for SubmitTransaction.
+// encodedAction is an action validated and encoded, ready to send.
 type encodedAction struct {
-	sdk    aztables.TransactionAction
+	kind   ActionKind
+	mode   UpdateMode
 	pk, rk string
-	size   int
+	etag   azcore.ETag // If-Match; "" for none
+	body   []byte      // the entity's OData JSON; nil for a delete
+	size   int         // bytes the action adds to a transaction body, at most
 }
 
-// encodeAction validates and encodes one action.
-func (t *Table[T]) encodeAction(a *Action[T]) (encodedAction, error) {
-	var ea encodedAction
+// encodeAction validates and encodes one action. The entity's JSON is
+// appended to *arena, which many actions share to save allocations; the
+// action's body is a slice of it that later appends do not touch.
+func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, error) {
+	ea := encodedAction{kind: a.Kind, mode: a.Mode}
 	var err error
-	var data []byte
 	switch a.Kind {
 	case ActionDelete:
 		ea.pk, ea.rk = t.keysOf(&a.Value)
 		if err := t.checkKeys(ea.pk, ea.rk); err != nil {
 			return ea, err
 		}
-		// A delete sends no body: the keys only build the request URL, in
-		// which the SDK does not double single quotes itself.
-		data = appendKeys(nil, strings.ReplaceAll(ea.pk, "'", "''"), strings.ReplaceAll(ea.rk, "'", "''"))
-		data = append(data, '}')
-		etag := a.ETag
-		if etag == "" {
-			etag = t.etagOf(&a.Value)
+		ea.etag = a.ETag
+		if ea.etag == "" {
+			ea.etag = t.etagOf(&a.Value)
 		}
-		if etag == "" {
-			etag = azcore.ETagAny
+		if ea.etag == "" {
+			ea.etag = azcore.ETagAny
 		}
-		ea.sdk = aztables.TransactionAction{ActionType: aztables.TransactionTypeDelete, Entity: data, IfMatch: &etag}
 	case ActionInsert, ActionUpsert, ActionUpdate:
-		data, ea.pk, ea.rk, err = t.encode(nil, &a.Value)
+		if a.Mode > Merge {
+			return ea, &ValidationError{Op: "Transaction", Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
+		}
+		start := len(*arena)
+		var out []byte
+		out, ea.pk, ea.rk, err = t.encode(*arena, &a.Value)
 		if err != nil {
 			return ea, err
 		}
-		ea.sdk.Entity = data
-		switch {
-		case a.Kind == ActionInsert:
-			ea.sdk.ActionType = aztables.TransactionTypeAdd
-		case a.Kind == ActionUpsert && a.Mode == Merge:
-			ea.sdk.ActionType = aztables.TransactionTypeInsertMerge
-		case a.Kind == ActionUpsert:
-			ea.sdk.ActionType = aztables.TransactionTypeInsertReplace
-		case a.Mode == Merge:
-			ea.sdk.ActionType = aztables.TransactionTypeUpdateMerge
-		default:
-			ea.sdk.ActionType = aztables.TransactionTypeUpdateReplace
-		}
+		ea.body = out[start:len(out):len(out)]
+		*arena = out
 		if a.Kind == ActionUpdate {
-			etag := a.ETag
-			if etag == "" {
-				return ea, &ValidationError{Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
+			if a.ETag == "" {
+				return ea, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
 			}
-			ea.sdk.IfMatch = &etag
-		}
-		if a.Kind != ActionInsert && (strings.ContainsRune(ea.pk, '\'') || strings.ContainsRune(ea.rk, '\'')) {
-			return ea, &ValidationError{Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "the Azure SDK for Go cannot address a key containing ' in a transaction's update or upsert; use Table.Update or Table.Upsert for this entity", Err: ErrInvalidKey}
+			ea.etag = a.ETag
 		}
 	default:
-		return ea, &ValidationError{Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
+		return ea, &ValidationError{Op: "Transaction", Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
 	}
-	if a.Kind != ActionInsert {
-		if err := t.checkAddressable(a.Kind.String(), ea.pk, ea.rk); err != nil {
+	if !t.wire {
+		if err := t.checkSDKTransaction(&ea); err != nil {
 			return ea, err
 		}
 	}
-	ea.size = len(data) + transactionActionOverhead
+	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + keyLiteralLen(ea.pk) + keyLiteralLen(ea.rk) + len(ea.etag)
 	return ea, nil
+}
+
+// checkSDKTransaction refuses what the SDK's SubmitTransaction cannot send,
+// for tables whose client lacks tablekit's policies.
+func (t *Table[T]) checkSDKTransaction(ea *encodedAction) error {
+	if ea.kind != ActionInsert {
+		if err := t.checkAddressable(ea.kind.String(), ea.pk, ea.rk); err != nil {
+			return err
+		}
+	}
+	if (ea.kind == ActionUpsert || ea.kind == ActionUpdate) && (strings.ContainsRune(ea.pk, '\'') || strings.ContainsRune(ea.rk, '\'')) {
+		return &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "the Azure SDK's SubmitTransaction cannot address a key containing ' in an update or upsert; open the table through a tablekit.Account, or add tablekit.InstallPolicies to the client's options", Err: ErrInvalidKey}
+	}
+	return nil
+}
+
+// sdkAction converts an encoded action for the SDK's SubmitTransaction.
+func (ea *encodedAction) sdkAction() aztables.TransactionAction {
+	var a aztables.TransactionAction
+	switch {
+	case ea.kind == ActionDelete:
+		// A delete has no body: the keys only build the request URL, in
+		// which the SDK does not double single quotes itself.
+		data := appendKeys(nil, strings.ReplaceAll(ea.pk, "'", "''"), strings.ReplaceAll(ea.rk, "'", "''"))
+		a.Entity = append(data, '}')
+		a.ActionType = aztables.TransactionTypeDelete
+	case ea.kind == ActionInsert:
+		a.ActionType = aztables.TransactionTypeAdd
+	case ea.kind == ActionUpsert && ea.mode == Merge:
+		a.ActionType = aztables.TransactionTypeInsertMerge
+	case ea.kind == ActionUpsert:
+		a.ActionType = aztables.TransactionTypeInsertReplace
+	case ea.mode == Merge:
+		a.ActionType = aztables.TransactionTypeUpdateMerge
+	default:
+		a.ActionType = aztables.TransactionTypeUpdateReplace
+	}
+	if ea.body != nil {
+		a.Entity = ea.body
+	}
+	if ea.etag != "" {
+		etag := ea.etag
+		a.IfMatch = &etag
+	}
+	return a
 }
 
 // Transaction runs the actions as one entity group transaction: all of them
 // apply, or none does. Before sending it checks that there are 1–100
 // actions, all with one PartitionKey, each entity at most once, at most
 // 4 MiB in all, and valid keys and properties; else it returns a
-// *ValidationError. A transaction the service refuses returns a
-// *TransactionError naming the index of the failing action.
-func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) error {
+// *ValidationError. On success it returns each action's new ETag, in the
+// order of the actions ("" for a delete).
+//
+// A transaction the service refuses returns a *TransactionError naming the
+// index of the failing action; nothing was applied. When an answer was lost
+// and the SDK's retry met the state the first try had left (an insert that
+// now exists, an ETag that has moved on), tablekit reads the entities once:
+// if they hold exactly what the transaction wrote, it reports success;
+// otherwise the error matches [ErrOutcomeUnknown] rather than the conflict,
+// since the transaction may have been applied and then changed by another
+// writer.
+func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ctx, end := StartSpan(ctx, t.tracer, "Table.Transaction",
+		tracing.Attribute{Key: attrTable, Value: t.name},
+		tracing.Attribute{Key: attrPartition, Value: enc[0].pk},
+		tracing.Attribute{Key: attrActions, Value: len(enc)})
+	defer func() { end(err) }()
 	return t.submit(ctx, enc)
 }
 
 func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, error) {
 	if len(actions) == 0 {
-		return nil, &ValidationError{Entity: t.name, Detail: "a transaction needs at least one action", Err: ErrInvalidInput}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Detail: "a transaction needs at least one action", Err: ErrInvalidInput}
 	}
 	if len(actions) > MaxTransactionActions {
-		return nil, &ValidationError{Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Detail: "too many actions", Err: ErrTooLarge}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Detail: "too many actions", Err: ErrTooLarge}
 	}
 	enc := make([]encodedAction, len(actions))
 	seen := make(map[string]int, len(actions))
 	total := 0
+	arena := make([]byte, 0, 512*len(actions))
 	for i := range actions {
-		ea, err := t.encodeAction(&actions[i])
+		ea, err := t.encodeAction(&actions[i], &arena)
 		if err != nil {
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
 		if i > 0 && ea.pk != enc[0].pk {
-			return nil, &ValidationError{Entity: describeKeys(t.name, ea.pk, ea.rk), Property: "PartitionKey", Limit: "one PartitionKey per transaction", Detail: fmt.Sprintf("action %d has PartitionKey %s but action 0 has %s", i, quoteForError(ea.pk), quoteForError(enc[0].pk)), Err: ErrInvalidInput}
+			return nil, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Property: "PartitionKey", Limit: "one PartitionKey per transaction", Detail: fmt.Sprintf("action %d has PartitionKey %s but action 0 has %s", i, quoteForError(ea.pk), quoteForError(enc[0].pk)), Err: ErrInvalidInput}
 		}
 		if j, dup := seen[ea.rk]; dup {
-			return nil, &ValidationError{Entity: describeKeys(t.name, ea.pk, ea.rk), Limit: "each entity once per transaction", Detail: fmt.Sprintf("actions %d and %d address the same entity", j, i), Err: ErrInvalidInput}
+			return nil, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Limit: "each entity once per transaction", Detail: fmt.Sprintf("actions %d and %d address the same entity", j, i), Err: ErrInvalidInput}
 		}
 		seen[ea.rk] = i
 		total += ea.size
 		enc[i] = ea
 	}
 	if total > MaxTransactionBytes {
-		return nil, &ValidationError{Entity: t.name, Limit: "<= 4 MiB per transaction", Size: total, Detail: "transaction too large", Err: ErrTooLarge}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 4 MiB per transaction", Size: total, Detail: "transaction too large", Err: ErrTooLarge}
 	}
 	return enc, nil
 }
 
-func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) error {
-	sdk := make([]aztables.TransactionAction, len(enc))
-	for i := range enc {
-		sdk[i] = enc[i].sdk
-	}
-	_, err := t.client.SubmitTransaction(ctx, sdk, nil)
-	if err == nil {
-		return nil
-	}
-	return transactionError(err)
-}
+// placeholder is the action SubmitTransaction is given when the wire policy
+// sends tablekit's own body. Should it ever be sent, it changes nothing: a
+// delete of a reserved key on a condition no ETag meets.
+var placeholder = []aztables.TransactionAction{{
+	ActionType: aztables.TransactionTypeDelete,
+	Entity:     []byte(`{"PartitionKey":"tablekit-placeholder","RowKey":"tablekit-placeholder"}`),
+	IfMatch:    to.Ptr(azcore.ETag(`W/"tablekit-placeholder"`)),
+}}
 
-// transactionError turns a failed SubmitTransaction into a
-// *TransactionError, reading the failing action's index and code from the
-// response body.
-func transactionError(err error) error {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return WrapError("Transaction", err)
+// submit sends an encoded transaction and returns the actions' ETags.
+func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ETag, error) {
+	ctx, att := withAttempts(ctx)
+	ctx = withWriteHint(ctx, t.wireName, enc[0].pk, len(enc))
+	var resp *http.Response
+	ctx = policy.WithCaptureResponse(ctx, &resp)
+	actions := placeholder
+	var wc *wireCall
+	if t.wire {
+		batch, changeset := boundaries()
+		wc = &wireCall{
+			contentType: "multipart/mixed; boundary=" + batch,
+			body: func(base string) []byte {
+				size := 256
+				for i := range enc {
+					size += enc[i].size
+				}
+				return appendBatchBody(make([]byte, 0, size), base, t.wireName, batch, changeset, enc)
+			},
+		}
+		ctx = context.WithValue(ctx, wireKey{}, wc)
+	} else {
+		actions = make([]aztables.TransactionAction, len(enc))
+		for i := range enc {
+			actions[i] = enc[i].sdkAction()
+		}
 	}
-	if re.StatusCode != http.StatusAccepted || re.RawResponse == nil {
-		// The batch itself was refused (e.g. 413 RequestBodyTooLarge).
-		se := WrapError("Transaction", err)
-		return &TransactionError{Index: -1, Code: re.ErrorCode, Err: se}
+	_, sdkErr := t.client.SubmitTransaction(ctx, actions, nil)
+	var err error
+	if wc != nil && !wc.swapped {
+		if sdkErr == nil {
+			sdkErr = errors.New("the placeholder was sent")
+		}
+		return nil, fmt.Errorf("tablekit: Transaction: the table client lost tablekit's wire policy (%v): %w", sdkErr, ErrInvalidInput)
 	}
-	payload, _ := runtime.Payload(re.RawResponse)
-	status, code, index := parseBatchError(payload)
-	return &TransactionError{
-		Index: index,
-		Code:  code,
-		Err: &ServiceError{
-			StatusCode: status,
-			Code:       code,
-			Op:         "Transaction",
-			sentinel:   sentinelFor(status, code),
-			resp:       re,
-		},
+	if resp == nil {
+		return nil, t.wrapWrite("Transaction", "", "", sdkErr, att)
 	}
+	var payload []byte
+	if wc != nil && wc.answered {
+		payload = wc.answer
+	} else if payload, err = runtime.Payload(resp); err != nil {
+		return nil, t.wrapWrite("Transaction", "", "", err, att)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		// The batch itself was refused (e.g. 413 RequestBodyTooLarge,
+		// 403, 503 ServerBusy) or never answered (500, 504).
+		if sdkErr == nil {
+			sdkErr = runtime.NewResponseError(resp)
+		}
+		se := t.wrapWrite("Transaction", "", "", sdkErr, att)
+		code := resp.Header.Get("x-ms-error-code")
+		return nil, &TransactionError{Index: -1, Code: code, Err: se}
+	}
+	out, ok := parseBatchResponse(payload, len(enc))
+	if !ok {
+		return nil, fmt.Errorf("tablekit: Transaction: cannot read the service's answer (%d bytes, %d actions sent)", len(payload), len(enc))
+	}
+	if !out.failed {
+		return out.etags, nil
+	}
+	re, _ := sdkErr.(*azcore.ResponseError)
+	if re == nil {
+		re = &azcore.ResponseError{StatusCode: resp.StatusCode, RawResponse: resp}
+	}
+	terr := &TransactionError{
+		Index: out.index,
+		Code:  out.code,
+		Err:   &ServiceError{StatusCode: out.status, Code: out.code, Op: "Transaction", Table: t.name, sentinel: sentinelFor(out.status, out.code), resp: re},
+	}
+	if att.maybeApplied.Load() && retryConflict(out.code) {
+		return t.verifyTransaction(ctx, enc, terr)
+	}
+	return nil, terr
 }
 
 // parseBatchError reads the inner status, error code and action index from

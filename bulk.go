@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -14,27 +16,45 @@ type BulkOptions struct {
 	// Concurrency is how many transactions are in flight at once
 	// (default 16).
 	Concurrency int
-	// ThrottleRetries is how often a transaction the service throttled is
-	// tried again, after the SDK's own retries, with growing pauses
-	// (default 5).
-	ThrottleRetries int
-	// ThrottleBackoff is the first pause after throttling (default 1 s);
-	// each further pause doubles.
-	ThrottleBackoff time.Duration
+	// Retry says how a transaction the service throttled (after the SDK's
+	// own retries) is tried again; the zero value means
+	// [DefaultThrottleRetry], [NoRetries] fails throttled items at once.
+	Retry RetryPolicy
+	// MaxChunkRequests bounds the requests one chunk (a transaction of up
+	// to 100 actions) may take when the service refuses its actions one at
+	// a time: after each refusal the refused action fails alone and the
+	// rest go again, up to this many requests in all (default 4). Actions
+	// still unsent then fail with an error matching [ErrSkipped]; they
+	// changed nothing and can be written again. 101 resolves any chunk.
+	MaxChunkRequests int
+	// Governor paces the transactions to stay within the partitions' and
+	// the account's scalability targets, slowing down when the service
+	// throttles and speeding up again after (see [Governor]). nil means a
+	// Governor of the writer's own with Azure's targets; share one between
+	// writers to one account so that they share its budget.
+	Governor *Governor
 }
+
+// ErrSkipped is the error of a bulk write item that was never sent because
+// the service refused too many other actions of its transaction (see
+// [BulkOptions].MaxChunkRequests). The item changed nothing.
+var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its transaction were refused")
 
 // BulkWriter writes any number of actions, for any partitions, as entity
 // group transactions: it groups the actions by PartitionKey, chunks each
 // group into transactions of at most 100 actions and 4 MiB, and runs them in
 // parallel. It is safe for concurrent use.
 //
-// Within one call, when several actions address the same entity only the
-// last one is sent (a transaction may name each entity once); the earlier
-// ones are reported as succeeded, since the last one decides the entity's
-// final state. Each chunk is atomic, the call as a whole is not: a failure
-// is reported per item in [BulkResult], and items in other chunks still
-// succeed. When the service refuses one action of a chunk, the chunk is sent
-// again without it, so only the bad item fails.
+// Actions that address the same entity take effect in the order given: a
+// transaction names each entity once, so the second action on an entity
+// goes in a later transaction than the first (a later "wave" of its
+// partition), and so on. Each chunk is atomic, the call as a whole is not:
+// every item's outcome is reported in [BulkResult], and items in other
+// chunks still succeed. When the service refuses one action of a chunk,
+// that action fails alone and the rest are sent again (see
+// [BulkOptions].MaxChunkRequests); when it refuses the whole chunk (the
+// table is missing, authorisation fails, throttling outlasts the retries)
+// every action of the chunk fails once, with that error.
 type BulkWriter[T any] struct {
 	t    *Table[T]
 	opts BulkOptions
@@ -42,10 +62,15 @@ type BulkWriter[T any] struct {
 
 // BulkResult reports the outcome of a bulk write.
 type BulkResult struct {
-	// Succeeded counts the items written (or superseded, see BulkWriter).
+	// Succeeded counts the items applied.
 	Succeeded int
-	// Failed lists the items that were not written, in input order.
+	// Failed lists the items that were not applied, in input order. An
+	// item whose error matches [ErrOutcomeUnknown] or is a context error
+	// may have been applied.
 	Failed []BulkFailure
+	// ETags holds the new ETag of each applied item, by input position
+	// ("" for deletes and failed items).
+	ETags []azcore.ETag
 	// Requests counts the transactions sent.
 	Requests int
 }
@@ -84,11 +109,12 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
-	if o.ThrottleRetries <= 0 {
-		o.ThrottleRetries = 5
+	if o.MaxChunkRequests <= 0 {
+		o.MaxChunkRequests = 4
 	}
-	if o.ThrottleBackoff <= 0 {
-		o.ThrottleBackoff = time.Second
+	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
+	if o.Governor == nil {
+		o.Governor = NewGovernor(nil)
 	}
 	return &BulkWriter[T]{t: t, opts: o}
 }
@@ -128,99 +154,70 @@ type bulkItem struct {
 	enc   encodedAction
 }
 
+// bulkPartition is the work of one PartitionKey: its waves, in order; each
+// wave names every entity at most once and is cut into chunks.
+type bulkPartition struct {
+	waves   [][][]bulkItem
+	wave    int // the wave running now
+	pending int // chunks of that wave not finished
+}
+
 // Write applies any number of actions. It returns a *BulkError when some
 // items failed (see the result for which), or the context's error when ctx
 // ended; items not attempted by then are reported failed with it.
-func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (BulkResult, error) {
-	var res BulkResult
-	var mu sync.Mutex
-	fail := func(i int, err error) {
-		mu.Lock()
-		res.Failed = append(res.Failed, BulkFailure{Index: i, Err: err})
-		mu.Unlock()
-	}
+func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res BulkResult, err error) {
+	ctx, end := StartSpan(ctx, w.t.tracer, "BulkWriter.Write",
+		tracing.Attribute{Key: attrTable, Value: w.t.name},
+		tracing.Attribute{Key: attrActions, Value: len(actions)})
+	defer func() { end(err) }()
+	res = BulkResult{ETags: make([]azcore.ETag, len(actions))}
+	var failed []BulkFailure
 
-	// Encode and validate everything first; group by partition, keeping
-	// the last action per entity.
-	type group struct {
-		items []bulkItem
-		byRK  map[string]int
+	// Encode and validate everything first, then place each action in the
+	// first wave of its partition that does not name its entity yet.
+	type partBuild struct {
+		waves [][]bulkItem
+		count map[string]int // actions per RowKey so far
 	}
-	groups := map[string]*group{}
+	builds := map[string]*partBuild{}
 	var order []string
-	superseded := 0
+	arena := make([]byte, 0, 512*min(len(actions), 4096))
 	for i := range actions {
-		ea, err := w.t.encodeAction(&actions[i])
+		ea, err := w.t.encodeAction(&actions[i], &arena)
 		if err != nil {
-			res.Failed = append(res.Failed, BulkFailure{Index: i, Err: err})
+			failed = append(failed, BulkFailure{Index: i, Err: err})
 			continue
 		}
-		g := groups[ea.pk]
-		if g == nil {
-			g = &group{byRK: map[string]int{}}
-			groups[ea.pk] = g
+		b := builds[ea.pk]
+		if b == nil {
+			b = &partBuild{count: map[string]int{}}
+			builds[ea.pk] = b
 			order = append(order, ea.pk)
 		}
-		if j, dup := g.byRK[ea.rk]; dup {
-			g.items[j] = bulkItem{index: i, enc: ea}
-			superseded++
-			continue
+		wave := b.count[ea.rk]
+		b.count[ea.rk] = wave + 1
+		if wave == len(b.waves) {
+			b.waves = append(b.waves, nil)
 		}
-		g.byRK[ea.rk] = len(g.items)
-		g.items = append(g.items, bulkItem{index: i, enc: ea})
+		b.waves[wave] = append(b.waves[wave], bulkItem{index: i, enc: ea})
 	}
-
-	// Chunk each partition's items into transactions.
-	var chunks [][]bulkItem
+	parts := make([]*bulkPartition, 0, len(order))
 	for _, pk := range order {
-		items := groups[pk].items
-		start, size := 0, 0
-		for i, it := range items {
-			if i-start == MaxTransactionActions || size+it.enc.size > MaxTransactionBytes {
-				chunks = append(chunks, items[start:i])
-				start, size = i, 0
-			}
-			size += it.enc.size
+		p := &bulkPartition{}
+		for _, items := range builds[pk].waves {
+			p.waves = append(p.waves, chunkItems(items))
 		}
-		if start < len(items) {
-			chunks = append(chunks, items[start:])
-		}
+		parts = append(parts, p)
 	}
 
-	succeeded := superseded
-	work := make(chan []bulkItem)
-	var wg sync.WaitGroup
-	for range min(w.opts.Concurrency, len(chunks)) {
-		wg.Go(func() {
-			for chunk := range work {
-				ok, requests := w.runChunk(ctx, chunk, fail)
-				mu.Lock()
-				succeeded += ok
-				res.Requests += requests
-				mu.Unlock()
-			}
-		})
-	}
-	sent := 0
-feed:
-	for _, c := range chunks {
-		select {
-		case work <- c:
-			sent++
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	for _, c := range chunks[sent:] {
-		for _, it := range c {
-			fail(it.index, ctx.Err())
-		}
-	}
-	res.Succeeded = succeeded
+	s := &bulkRun[T]{w: w, ctx: ctx, res: &res}
+	s.failed = failed
+	s.run(parts)
+
+	res.Failed = s.failed
 	slices.SortFunc(res.Failed, func(a, b BulkFailure) int { return a.Index - b.Index })
-	if ctx.Err() != nil && sent < len(chunks) {
+	res.Succeeded = len(actions) - len(res.Failed)
+	if ctx.Err() != nil && s.skipped {
 		return res, ctx.Err()
 	}
 	if len(res.Failed) > 0 {
@@ -229,47 +226,246 @@ feed:
 	return res, nil
 }
 
-// runChunk submits one chunk, dropping refused actions and retrying the
-// rest, and retrying throttled chunks with backoff. It returns how many
-// items succeeded and how many requests it sent.
-func (w *BulkWriter[T]) runChunk(ctx context.Context, chunk []bulkItem, fail func(int, error)) (int, int) {
-	chunk = append([]bulkItem(nil), chunk...)
-	requests := 0
-	throttled := 0
-	backoff := w.opts.ThrottleBackoff
-	for len(chunk) > 0 {
-		enc := make([]encodedAction, len(chunk))
-		for i := range chunk {
-			enc[i] = chunk[i].enc
+// chunkItems cuts one wave of a partition into transactions of at most 100
+// actions and 4 MiB.
+func chunkItems(items []bulkItem) [][]bulkItem {
+	var chunks [][]bulkItem
+	start, size := 0, 0
+	for i, it := range items {
+		if i-start == MaxTransactionActions || size+it.enc.size > MaxTransactionBytes {
+			chunks = append(chunks, items[start:i])
+			start, size = i, 0
 		}
-		requests++
-		err := w.t.submit(ctx, enc)
-		if err == nil {
-			return len(chunk), requests
-		}
-		var te *TransactionError
-		switch {
-		case ctx.Err() != nil:
-			for _, it := range chunk {
-				fail(it.index, ctx.Err())
-			}
-			return 0, requests
-		case errors.As(err, &te) && te.Index >= 0 && te.Index < len(chunk):
-			fail(chunk[te.Index].index, err)
-			chunk = append(chunk[:te.Index], chunk[te.Index+1:]...)
-		case errors.Is(err, ErrThrottled) && throttled < w.opts.ThrottleRetries:
-			throttled++
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-			}
-			backoff *= 2
-		default:
-			for _, it := range chunk {
-				fail(it.index, err)
-			}
-			return 0, requests
+		size += it.enc.size
+	}
+	if start < len(items) {
+		chunks = append(chunks, items[start:])
+	}
+	return chunks
+}
+
+// bulkRun is one Write call in progress.
+type bulkRun[T any] struct {
+	w   *BulkWriter[T]
+	ctx context.Context
+	res *BulkResult
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ready   []bulkTask
+	active  int // tasks being run
+	waiting int // partitions with waves left to start
+	failed  []BulkFailure
+	skipped bool // some items were never attempted because ctx ended
+}
+
+// bulkTask is one chunk of one partition's current wave.
+type bulkTask struct {
+	part  *bulkPartition
+	chunk []bulkItem
+}
+
+// run runs every partition's waves in order, and the chunks of a wave in
+// parallel, with at most Concurrency chunks in flight.
+func (s *bulkRun[T]) run(parts []*bulkPartition) {
+	s.cond = sync.NewCond(&s.mu)
+	for _, p := range parts {
+		s.startWave(p)
+	}
+	s.waiting = len(parts)
+	chunks := 0
+	for _, p := range parts {
+		for _, w := range p.waves {
+			chunks += len(w)
 		}
 	}
-	return 0, requests
+	var wg sync.WaitGroup
+	for range min(s.w.opts.Concurrency, chunks) {
+		wg.Go(s.worker)
+	}
+	// Wake the workers when ctx ends, so that they stop waiting.
+	stop := context.AfterFunc(s.ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	wg.Wait()
+	stop()
+	// Whatever was never started failed with the context's error.
+	for _, p := range parts {
+		for wi := p.wave; wi < len(p.waves); wi++ {
+			if wi == p.wave && p.pending > 0 {
+				continue // handled below through s.ready
+			}
+			for _, c := range p.waves[wi] {
+				s.failAll(c, s.ctx.Err())
+			}
+		}
+	}
+	for _, t := range s.ready {
+		s.failAll(t.chunk, s.ctx.Err())
+	}
+	if len(s.ready) > 0 {
+		s.skipped = true
+	}
+}
+
+// startWave queues the chunks of p's current wave. The caller holds mu (or
+// is the only goroutine).
+func (s *bulkRun[T]) startWave(p *bulkPartition) {
+	if p.wave >= len(p.waves) {
+		return
+	}
+	chunks := p.waves[p.wave]
+	p.pending = len(chunks)
+	for _, c := range chunks {
+		s.ready = append(s.ready, bulkTask{part: p, chunk: c})
+	}
+}
+
+func (s *bulkRun[T]) worker() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for len(s.ready) == 0 && s.waiting > 0 && s.ctx.Err() == nil {
+			s.cond.Wait()
+		}
+		if len(s.ready) == 0 || s.ctx.Err() != nil {
+			if s.ctx.Err() != nil && (len(s.ready) > 0 || s.waiting > 0) {
+				s.skipped = true
+			}
+			return
+		}
+		task := s.ready[0]
+		s.ready = s.ready[1:]
+		s.active++
+		s.mu.Unlock()
+		requests := s.runChunk(task.chunk)
+		s.mu.Lock()
+		s.active--
+		s.res.Requests += requests
+		p := task.part
+		p.pending--
+		if p.pending == 0 {
+			p.wave++
+			if p.wave < len(p.waves) && s.ctx.Err() == nil {
+				s.startWave(p)
+			} else if p.wave >= len(p.waves) {
+				s.waiting--
+			}
+			s.cond.Broadcast()
+		}
+	}
+}
+
+// fail records one item's failure.
+func (s *bulkRun[T]) fail(index int, err error) {
+	s.mu.Lock()
+	s.failed = append(s.failed, BulkFailure{Index: index, Err: err})
+	s.mu.Unlock()
+}
+
+// failAll records the failure of every item of chunk. The caller holds mu.
+func (s *bulkRun[T]) failAll(chunk []bulkItem, err error) {
+	for _, it := range chunk {
+		s.failed = append(s.failed, BulkFailure{Index: it.index, Err: err})
+	}
+}
+
+// runChunk applies one chunk and returns how many requests it sent.
+func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
+	chunk = slices.Clone(chunk)
+	sctx, end := StartSpan(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
+		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
+		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
+		tracing.Attribute{Key: attrActions, Value: len(chunk)})
+	defer func() { end(nil) }()
+	gov, pk := s.w.opts.Governor, chunk[0].enc.pk
+	newAttempts := func() context.Context {
+		ctx, att := withAttempts(sctx)
+		att.onThrottle = func(err error) { gov.Throttled(pk, len(chunk), err) }
+		return ctx
+	}
+	ctx := newAttempts()
+	throttled, refusals := 0, 0
+	enc := make([]encodedAction, 0, len(chunk))
+	for len(chunk) > 0 {
+		if refusals == s.w.opts.MaxChunkRequests {
+			s.failChunk(chunk, ErrSkipped)
+			return requests
+		}
+		enc = enc[:0]
+		for i := range chunk {
+			enc = append(enc, chunk[i].enc)
+		}
+		requests++
+		if err := gov.Wait(s.ctx, pk, len(enc)); err != nil {
+			s.failChunk(chunk, err)
+			return requests - 1
+		}
+		etags, err := s.w.t.submit(ctx, enc)
+		gov.Done(pk, len(enc), err)
+		if err == nil {
+			for i, it := range chunk {
+				s.res.ETags[it.index] = etags[i]
+			}
+			return requests
+		}
+		var te *TransactionError
+		refused := errors.As(err, &te) && te.Index >= 0
+		switch {
+		case s.ctx.Err() != nil:
+			s.failChunk(chunk, s.ctx.Err())
+			return requests
+		case errors.Is(err, ErrThrottled) || (isAmbiguous(err) && !refused):
+			// Not applied (throttled), or perhaps applied (no answer):
+			// send the same transaction again with the same attempts
+			// record, so that a conflict its earlier try caused is
+			// recognised as such.
+			throttled++
+			if throttled >= s.w.opts.Retry.MaxAttempts || !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+				s.failChunk(chunk, err)
+				return requests
+			}
+		case refused && actionRefused(te, len(chunk)):
+			refusals++
+			s.fail(chunk[te.Index].index, err)
+			chunk = append(chunk[:te.Index], chunk[te.Index+1:]...)
+			// The refused transaction changed nothing: what follows is a
+			// new request with nothing left open.
+			ctx = newAttempts()
+		default:
+			s.failChunk(chunk, err)
+			return requests
+		}
+	}
+	return requests
+}
+
+func (s *bulkRun[T]) failChunk(chunk []bulkItem, err error) {
+	s.mu.Lock()
+	s.failAll(chunk, err)
+	s.mu.Unlock()
+}
+
+// actionRefused reports whether a failed transaction names one action
+// whose own fault it is (an existing entity, a stale ETag, a bad value), so
+// that the others may go without it; failures of the whole request (a
+// missing table, authorisation, limits of the request) are not.
+func actionRefused(te *TransactionError, n int) bool {
+	if te.Index < 0 || te.Index >= n || errors.Is(te, ErrOutcomeUnknown) {
+		return false
+	}
+	switch te.Code {
+	case "TableNotFound", "AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch",
+		"InsufficientAccountPermissions", "ServerBusy", "OperationTimedOut", "InternalError", "RequestBodyTooLarge":
+		return false
+	}
+	return true
+}
+
+// isAmbiguous reports whether err leaves open whether the write was
+// applied, without a context error behind it.
+func isAmbiguous(err error) bool {
+	return errors.Is(err, ErrOutcomeUnknown) && contextError(err) == nil
 }

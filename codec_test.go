@@ -202,7 +202,7 @@ func TestCodecLimits(t *testing.T) {
 		{"binary over 64 KiB", doc{PK: "p", RK: "r", B: make([]byte, 64*1024+1)}, ErrTooLarge, "B"},
 		{"slash in key", doc{PK: "a/b", RK: "r"}, ErrInvalidKey, "PartitionKey"},
 		{"control char in key", doc{PK: "p", RK: "r\x01"}, ErrInvalidKey, "RowKey"},
-		{"key over 1 KiB", doc{PK: strings.Repeat("k", 1025), RK: "r"}, ErrInvalidKey, "PartitionKey"},
+		{"key over 1 KiB", doc{PK: strings.Repeat("k", 513), RK: "r"}, ErrInvalidKey, "PartitionKey"},
 		{"invalid UTF-8", doc{PK: "p", RK: "r", S: "\xff"}, ErrInvalidInput, "S"},
 	}
 	for _, c := range cases {

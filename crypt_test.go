@@ -368,7 +368,7 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 	e := func(rk string, props map[string]any) tablekit.Entity {
 		return tablekit.Entity{PartitionKey: "p", RowKey: rk, Properties: props}
 	}
-	if err := tbl.Transaction(ctx,
+	if _, err := tbl.Transaction(ctx,
 		tablekit.InsertAction(e("1", map[string]any{"A": "a1", "B": "b1"})),
 		tablekit.InsertAction(e("2", map[string]any{"A": "a2", "B": "b2"})),
 	); err != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
@@ -32,6 +35,12 @@ var (
 	// ErrInvalidInput: an argument or value tablekit cannot encode or send,
 	// such as a filter whose placeholders and arguments disagree.
 	ErrInvalidInput = errors.New("tablekit: invalid input")
+	// ErrOutcomeUnknown: a write may or may not have been applied. Its
+	// answer was lost (a broken connection, a timeout, a 500 after the
+	// request was sent) and neither the SDK's retries nor a check of the
+	// stored state could tell. Read the entity to find out before writing
+	// again anything that must not be applied twice.
+	ErrOutcomeUnknown = errors.New("tablekit: outcome unknown")
 )
 
 // ValidationError reports input refused before anything was sent. It
@@ -112,10 +121,19 @@ type TransactionError struct {
 
 // Error names the failing action and the service's error code.
 func (e *TransactionError) Error() string {
+	msg := "tablekit: transaction failed"
 	if e.Index >= 0 {
-		return fmt.Sprintf("tablekit: transaction failed at action %d: %s", e.Index, e.Code)
+		msg += fmt.Sprintf(" at action %d", e.Index)
 	}
-	return fmt.Sprintf("tablekit: transaction failed: %s", e.Code)
+	if e.Code != "" {
+		msg += ": " + e.Code
+	} else if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if errors.Is(e.Err, ErrOutcomeUnknown) {
+		msg += "; outcome unknown: an earlier try's answer was lost, so the transaction may have been applied"
+	}
+	return msg
 }
 
 // Unwrap returns the underlying service error.
@@ -130,20 +148,39 @@ type ServiceError struct {
 	// Code is the service's error code, e.g. "ResourceNotFound".
 	Code string
 	// Op names the tablekit operation that failed, e.g. "Get".
-	Op       string
-	sentinel error
-	resp     *azcore.ResponseError
+	Op string
+	// Table, PartitionKey and RowKey name what the operation addressed,
+	// where known (a queue or container name goes in Table).
+	Table, PartitionKey, RowKey string
+	sentinel                    error
+	resp                        *azcore.ResponseError
 }
 
-// Error names the operation, the service's error code and the HTTP status.
+// Error names the operation, what it addressed, the service's error code
+// and the HTTP status.
 func (e *ServiceError) Error() string {
-	msg := "tablekit: " + e.Op + ": "
+	msg := "tablekit: " + e.Op
+	if e.Table != "" || e.PartitionKey != "" || e.RowKey != "" {
+		msg += " " + e.target()
+	}
+	msg += ": "
 	if e.Code != "" {
 		msg += e.Code
 	} else {
 		msg += http.StatusText(e.StatusCode)
 	}
-	return msg + fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	if e.sentinel == ErrOutcomeUnknown {
+		msg += "; the write may have been applied: an earlier try's answer was lost"
+	}
+	return msg
+}
+
+func (e *ServiceError) target() string {
+	if e.PartitionKey == "" && e.RowKey == "" {
+		return quoteForError(e.Table)
+	}
+	return quoteForError(describeKeys(e.Table, e.PartitionKey, e.RowKey))
 }
 
 // Unwrap returns the matching sentinel (if any) and the SDK's response error.
@@ -156,6 +193,36 @@ func (e *ServiceError) Unwrap() []error {
 		errs = append(errs, e.resp)
 	}
 	return errs
+}
+
+// RequestError is a request that got no answer from the service: the
+// connection could not be made, broke, or timed out. It unwraps to the
+// transport's error (often a *url.Error). For a write that may have
+// reached the service it also matches [ErrOutcomeUnknown].
+type RequestError struct {
+	// Op names the tablekit operation that failed, e.g. "Insert".
+	Op string
+	// Err is the transport's error.
+	Err     error
+	unknown bool
+}
+
+// Error names the operation and the transport's error.
+func (e *RequestError) Error() string {
+	msg := "tablekit: " + e.Op + ": no answer from the service: " + e.Err.Error()
+	if e.unknown {
+		msg += "; the write may have been applied"
+	}
+	return msg
+}
+
+// Unwrap returns the transport's error, and ErrOutcomeUnknown for a write
+// that may have been applied.
+func (e *RequestError) Unwrap() []error {
+	if e.unknown {
+		return []error{e.Err, ErrOutcomeUnknown}
+	}
+	return []error{e.Err}
 }
 
 // sentinelFor maps an HTTP status and service error code to a sentinel.
@@ -189,9 +256,15 @@ func sentinelFor(status int, code string) error {
 
 // WrapError turns an error from the Azure SDK into tablekit's shape: a
 // service failure becomes a *ServiceError that matches the sentinel for its
-// status and code; context errors and everything else are returned as they
-// are. op names the operation for the message. A nil err gives nil.
+// status and code, a transport failure a *RequestError; context errors are
+// returned bare, and errors already in tablekit's shape as they are. op
+// names the operation for the message. A nil err gives nil.
 func WrapError(op string, err error) error {
+	return wrapError(op, "", "", "", err)
+}
+
+// wrapError is WrapError with what the operation addressed.
+func wrapError(op, table, pk, rk string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -200,21 +273,58 @@ func WrapError(op string, err error) error {
 			return ctxErr
 		}
 	}
-	var se *ServiceError
-	if errors.As(err, &se) {
+	var (
+		se  *ServiceError
+		ve  *ValidationError
+		te  *TransactionError
+		rqe *RequestError
+	)
+	if errors.As(err, &se) || errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &rqe) {
 		return err
 	}
 	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return err
+	if errors.As(err, &re) {
+		return &ServiceError{
+			StatusCode:   re.StatusCode,
+			Code:         re.ErrorCode,
+			Op:           op,
+			Table:        table,
+			PartitionKey: pk,
+			RowKey:       rk,
+			sentinel:     sentinelFor(re.StatusCode, re.ErrorCode),
+			resp:         re,
+		}
 	}
-	return &ServiceError{
-		StatusCode: re.StatusCode,
-		Code:       re.ErrorCode,
-		Op:         op,
-		sentinel:   sentinelFor(re.StatusCode, re.ErrorCode),
-		resp:       re,
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &RequestError{Op: op, Err: err}
 	}
+	return err
+}
+
+// wrapWriteError is wrapError for a write: when an earlier try may have
+// been applied and the final failure does not settle it (a transport
+// error, or a 408, 500, 502 or 504 answer), the error matches
+// ErrOutcomeUnknown.
+func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
+	werr := wrapError(op, table, pk, rk, err)
+	if att == nil {
+		return werr
+	}
+	var rqe *RequestError
+	if errors.As(werr, &rqe) && !notSent(err) {
+		rqe.unknown = true
+		return werr
+	}
+	var se *ServiceError
+	if errors.As(werr, &se) && att.maybeApplied.Load() && se.sentinel == nil {
+		switch se.StatusCode {
+		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+			se.sentinel = ErrOutcomeUnknown
+		}
+	}
+	return werr
 }
 
 // contextError returns the bare context error inside err, if any.

@@ -66,7 +66,7 @@ func Example() {
 		fmt.Println("in range:", e.ID)
 	}
 
-	err = emp.Transaction(ctx,
+	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "Sales", ID: "000300"}),
 		tablekit.InsertAction(Employee{Department: "Sales", ID: "000100"}), // exists
 	)

@@ -550,10 +550,14 @@ func RowKeyRange(pk, lo, hi string) Filter {
 }
 
 // RowKeyPrefix returns the filter of a prefix query inside one partition:
-// PartitionKey eq pk and the RowKeys starting with prefix, as
-// RowKey ge prefix and RowKey lt [keys.PrefixEnd](prefix); the upper bound
-// is left out when no string follows every key with that prefix (and the
-// lower bound when prefix is "").
+// PartitionKey eq pk and the RowKeys starting with prefix, as raw strings,
+// as RowKey ge prefix and RowKey lt [keys.PrefixEnd](prefix); the upper
+// bound is left out when no string follows every key with that prefix (and
+// the lower bound when prefix is ""). It knows nothing of compound keys:
+// RowKeyPrefix(pk, "a") also takes in "ab" and "a_b". For the keys of a
+// tuple and its extensions use [keys.TupleRange], for a component by prefix
+// [keys.ComponentPrefixRange], with [RowKeyRange]; the keys package doc
+// (Ranges) has a table of the three.
 func RowKeyPrefix(pk, prefix string) Filter {
 	end, ok := keys.PrefixEnd(prefix)
 	if !ok {

@@ -11,18 +11,19 @@ import (
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/tablekit/tablekit/internal/storageop"
 )
 
 // The services a [Meter] counts.
 const (
-	ServiceTable = "table"
-	ServiceQueue = "queue"
-	ServiceBlob  = "blob"
+	ServiceTable = storageop.Table
+	ServiceQueue = storageop.Queue
+	ServiceBlob  = storageop.Blob
 )
 
 // OperationOther is the operation name of requests a [Meter] does not
 // classify more precisely.
-const OperationOther = "Other"
+const OperationOther = storageop.Other
 
 // Meter counts the storage transactions (HTTP requests that got a response
 // from the service) of the clients it is installed in, by service and
@@ -47,6 +48,7 @@ const OperationOther = "Other"
 // and a Meter is safe for concurrent use.
 type Meter struct {
 	counts sync.Map // meterKey -> *atomic.Int64
+	hot    hotTracker
 }
 
 type meterKey struct{ service, operation string }
@@ -86,8 +88,8 @@ func (m *Meter) Policy(service string) policy.Policy {
 
 // endpointPolicy is Policy for a client of the given endpoint, whose path
 // (e.g. "/devstoreaccount1" for Azurite) prefixes every request's path.
-func (m *Meter) endpointPolicy(service, endpoint string) policy.Policy {
-	p := &meterPolicy{meter: m, service: service, baseKnown: true}
+func (m *Meter) endpointPolicy(service, endpoint string, hot *HotPartitionWarning) policy.Policy {
+	p := &meterPolicy{meter: m, service: service, baseKnown: true, hot: hot}
 	if u, err := url.Parse(endpoint); err == nil {
 		p.basePath = strings.TrimRight(u.EscapedPath(), "/")
 	}
@@ -99,7 +101,8 @@ type meterPolicy struct {
 	meter     *Meter
 	service   string
 	basePath  string
-	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
+	baseKnown bool                 // else guess: IP hosts (Azurite) put the account in the path
+	hot       *HotPartitionWarning // nil: track partition rates, never warn
 }
 
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -108,6 +111,10 @@ func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 	resp, err := req.Next()
 	if resp != nil {
 		p.meter.add(p.service, op)
+		switch op {
+		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
+			p.noteWrite(raw, op, resp)
+		}
 	}
 	return resp, err
 }
@@ -133,229 +140,7 @@ func (p *meterPolicy) resourcePath(u *url.URL) string {
 // classify names the operation of a request to service, given its method,
 // escaped path below the account, query and headers.
 func classify(service, method, path string, q url.Values, h http.Header) string {
-	var segs []string
-	if p := strings.Trim(path, "/"); p != "" {
-		segs = strings.Split(p, "/")
-	}
-	if m := h.Get("X-HTTP-Method"); m != "" && method == http.MethodPost {
-		method = strings.ToUpper(m)
-	}
-	switch service {
-	case ServiceTable:
-		return classifyTable(method, segs, q)
-	case ServiceQueue:
-		return classifyQueue(method, segs, q)
-	case ServiceBlob:
-		return classifyBlob(method, segs, q, h)
-	}
-	return OperationOther
-}
-
-func classifyTable(method string, segs []string, q url.Values) string {
-	if len(segs) == 0 || q.Get("comp") != "" || q.Get("restype") != "" {
-		return OperationOther // service properties and stats, table ACLs
-	}
-	res := segs[len(segs)-1]
-	if res == "$batch" {
-		if method == http.MethodPost {
-			return "Transaction"
-		}
-		return OperationOther
-	}
-	name, args, hasArgs := strings.Cut(res, "(")
-	args = strings.TrimSuffix(args, ")")
-	if name == "Tables" {
-		switch {
-		case method == http.MethodPost && args == "":
-			return "CreateTable"
-		case method == http.MethodGet:
-			return "QueryTables"
-		case method == http.MethodDelete && hasArgs && args != "":
-			return "DeleteTable"
-		}
-		return OperationOther
-	}
-	if args == "" { // the entity set: /table or /table()
-		switch method {
-		case http.MethodPost:
-			return "InsertEntity"
-		case http.MethodGet:
-			return "QueryEntities"
-		}
-		return OperationOther
-	}
-	switch method { // one entity: /table(PartitionKey='..',RowKey='..')
-	case http.MethodGet:
-		return "GetEntity"
-	case http.MethodPut:
-		return "UpdateEntity"
-	case "MERGE", http.MethodPatch:
-		return "MergeEntity"
-	case http.MethodDelete:
-		return "DeleteEntity"
-	}
-	return OperationOther
-}
-
-func classifyQueue(method string, segs []string, q url.Values) string {
-	comp := q.Get("comp")
-	read := method == http.MethodGet || method == http.MethodHead
-	switch {
-	case len(segs) == 0:
-		switch {
-		case comp == "list":
-			return "ListQueues"
-		case comp == "properties" && read:
-			return "GetServiceProperties"
-		case comp == "properties" && method == http.MethodPut:
-			return "SetServiceProperties"
-		case comp == "stats":
-			return "GetServiceStats"
-		}
-	case len(segs) == 1:
-		switch {
-		case comp == "metadata" && read:
-			return "GetProperties"
-		case comp == "metadata" && method == http.MethodPut:
-			return "SetMetadata"
-		case comp == "acl" && read:
-			return "GetACL"
-		case comp == "acl" && method == http.MethodPut:
-			return "SetACL"
-		case comp == "" && method == http.MethodPut:
-			return "CreateQueue"
-		case comp == "" && method == http.MethodDelete:
-			return "DeleteQueue"
-		}
-	case len(segs) == 2 && segs[1] == "messages":
-		switch method {
-		case http.MethodPost:
-			return "PutMessage"
-		case http.MethodGet:
-			if strings.EqualFold(q.Get("peekonly"), "true") {
-				return "PeekMessages"
-			}
-			return "GetMessages"
-		case http.MethodDelete:
-			return "ClearMessages"
-		}
-	case len(segs) == 3 && segs[1] == "messages":
-		switch method {
-		case http.MethodPut:
-			return "UpdateMessage"
-		case http.MethodDelete:
-			return "DeleteMessage"
-		}
-	}
-	return OperationOther
-}
-
-func classifyBlob(method string, segs []string, q url.Values, h http.Header) string {
-	comp := q.Get("comp")
-	read := method == http.MethodGet || method == http.MethodHead
-	switch len(segs) {
-	case 0:
-		switch {
-		case comp == "list":
-			return "ListContainers"
-		case comp == "properties" && q.Get("restype") == "account":
-			return "GetAccountInfo"
-		case comp == "properties" && read:
-			return "GetServiceProperties"
-		case comp == "properties" && method == http.MethodPut:
-			return "SetServiceProperties"
-		case comp == "stats":
-			return "GetServiceStats"
-		case comp == "userdelegationkey":
-			return "GetUserDelegationKey"
-		case comp == "blobs":
-			return "FindBlobsByTags"
-		case comp == "batch":
-			return "BlobBatch"
-		}
-		return OperationOther
-	case 1:
-		switch {
-		case comp == "list":
-			return "ListBlobs"
-		case comp == "metadata" && method == http.MethodPut:
-			return "SetContainerMetadata"
-		case comp == "acl" && read:
-			return "GetContainerACL"
-		case comp == "acl" && method == http.MethodPut:
-			return "SetContainerACL"
-		case comp == "lease":
-			return "LeaseContainer"
-		case (comp == "" || comp == "metadata") && read:
-			return "GetContainerProperties"
-		case comp == "" && method == http.MethodPut:
-			return "CreateContainer"
-		case comp == "" && method == http.MethodDelete:
-			return "DeleteContainer"
-		}
-		return OperationOther
-	}
-	copySource := h.Get("X-Ms-Copy-Source") != ""
-	switch comp {
-	case "":
-		switch method {
-		case http.MethodPut:
-			if copySource {
-				if h.Get("X-Ms-Blob-Type") != "" {
-					return "PutBlobFromURL"
-				}
-				return "CopyBlob"
-			}
-			return "PutBlob"
-		case http.MethodGet:
-			return "GetBlob"
-		case http.MethodHead:
-			return "GetProperties"
-		case http.MethodDelete:
-			return "DeleteBlob"
-		}
-	case "block":
-		if copySource {
-			return "PutBlockFromURL"
-		}
-		return "PutBlock"
-	case "blocklist":
-		if method == http.MethodPut {
-			return "PutBlockList"
-		}
-		return "GetBlockList"
-	case "appendblock":
-		return "AppendBlock"
-	case "page":
-		return "PutPage"
-	case "pagelist":
-		return "GetPageRanges"
-	case "metadata":
-		if method == http.MethodPut {
-			return "SetMetadata"
-		}
-		return "GetMetadata"
-	case "properties":
-		if method == http.MethodPut {
-			return "SetProperties"
-		}
-	case "lease":
-		return "LeaseBlob"
-	case "snapshot":
-		return "SnapshotBlob"
-	case "tags":
-		if method == http.MethodPut {
-			return "SetTags"
-		}
-		return "GetTags"
-	case "tier":
-		return "SetTier"
-	case "undelete":
-		return "UndeleteBlob"
-	case "copy":
-		return "AbortCopy"
-	}
-	return OperationOther
+	return storageop.Classify(service, method, path, q, h)
 }
 
 // MeterSnapshot is the counts of a [Meter] at one moment. The zero value

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"iter"
+	"net/http"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
@@ -27,9 +30,51 @@ type QueryOptions struct {
 	// Select lists the properties to read (projection); nil reads all.
 	// PartitionKey and RowKey are always read.
 	Select []string
-	// Continuation resumes a query where an earlier Page left off. It must
-	// come from a query with the same filter and Select.
+	// Continuation resumes a query where an earlier Page, or an iteration
+	// recorded in a Cursor, left off. It must come from a query with the
+	// same filter and Select.
 	Continuation string
+	// Cursor, when not nil, records how far Query (or QueryAs) got: after
+	// the loop, even one the caller broke out of, Cursor.Token resumes the
+	// query right after the last entity it yielded.
+	Cursor *Cursor
+	// AllowTableScan runs the query even if it is a table scan that the
+	// table's TableOptions.TableScans would log or refuse: for queries
+	// meant to read the whole table.
+	AllowTableScan bool
+}
+
+// Cursor records the progress of an iteration of [Table.Query], so that a
+// caller who breaks out of the loop can resume it later, in this process
+// or another: pass Token() as QueryOptions.Continuation. The zero Cursor
+// is ready to use; a Cursor is not safe for concurrent use.
+type Cursor struct {
+	hash           uint64
+	pagePK, pageRK *string // the continuation that fetched the current page
+	lastPK, lastRK string  // keys of the last entity yielded
+	yielded        bool    // an entity of the current page was yielded
+	done           bool    // the query is complete
+}
+
+// Token returns a continuation token that resumes the query right after
+// the last entity yielded, or "" when the query is complete (or has not
+// started: then resume with the original options).
+func (c *Cursor) Token() string {
+	if c == nil || c.done || (c.hash == 0 && !c.yielded) {
+		return ""
+	}
+	var t continuation
+	if c.pagePK != nil {
+		t.PK = *c.pagePK
+	}
+	if c.pageRK != nil {
+		t.RK = *c.pageRK
+	}
+	if c.yielded {
+		t.AfterPK, t.AfterRK, t.After = c.lastPK, c.lastRK, true
+	}
+	t.Query = c.hash
+	return encodeToken(t)
 }
 
 // Page is one page of query results.
@@ -45,6 +90,11 @@ type continuation struct {
 	PK    string `json:"pk"`
 	RK    string `json:"rk"`
 	Query uint64 `json:"q"` // hash of the filter and select it belongs to
+	// After, when set, says the page at PK/RK was read up to the entity
+	// AfterPK/AfterRK, inclusive (a Cursor's token).
+	After   bool   `json:"a,omitempty"`
+	AfterPK string `json:"apk,omitempty"`
+	AfterRK string `json:"ark,omitempty"`
 }
 
 const tokenPrefix = "tk1."
@@ -91,6 +141,9 @@ type query struct {
 	pageSize    int
 	nextPK      *string
 	nextRK      *string
+	// skipTo, when set, skips the first page's entities up to and including
+	// these keys (resuming from a Cursor's token).
+	skipTo *[2]string
 }
 
 func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
@@ -133,7 +186,12 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		if err != nil {
 			return nil, err
 		}
-		q.nextPK, q.nextRK = &c.PK, &c.RK
+		if c.PK != "" || c.RK != "" {
+			q.nextPK, q.nextRK = &c.PK, &c.RK
+		}
+		if c.After {
+			q.skipTo = &[2]string{c.AfterPK, c.AfterRK}
+		}
 	}
 	return q, nil
 }
@@ -161,6 +219,22 @@ func (q *query) token() string {
 // fetch reads one service page (top: entities asked for, 0 for default)
 // and appends its entities to items.
 func (t *Table[T]) fetch(ctx context.Context, q *query, top int, items []T) ([]T, error) {
+	err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
+		var v T
+		if err := t.decode(obj, &v); err != nil {
+			return err
+		}
+		items = append(items, v)
+		return nil
+	})
+	return items, err
+}
+
+// fetchRaw reads one service page and calls fn with each entity's JSON as
+// the service sent it (the SDK's decoded entities have lost the type of
+// whole-number doubles); obj aliases the response body. On the first page
+// of a query resumed from a Cursor's token, it skips what was yielded.
+func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
 	o := &aztables.ListEntitiesOptions{NextPartitionKey: q.nextPK, NextRowKey: q.nextRK}
 	if q.filter != "" {
 		o.Filter = &q.filter
@@ -171,77 +245,161 @@ func (t *Table[T]) fetch(ctx context.Context, q *query, top int, items []T) ([]T
 	if top > 0 {
 		o.Top = to.Ptr(int32(top))
 	}
-	rctx, rb := withRawBody(ctx)
-	resp, err := t.client.NewListEntitiesPager(o).NextPage(rctx)
+	var raw *http.Response
+	resp, err := t.client.NewListEntitiesPager(o).NextPage(policy.WithCaptureResponse(ctx, &raw))
 	if err != nil {
-		return items, WrapError("Query", err)
+		return t.wrap("Query", "", "", err)
 	}
 	q.nextPK, q.nextRK = resp.NextPartitionKey, resp.NextRowKey
-	if rb.ok {
-		err = forEachObject(rb.data, func(obj []byte) error {
-			var v T
-			if err := t.decode(obj, &v); err != nil {
+	if q.skipTo != nil {
+		var objs [][]byte
+		if err := t.eachObject(raw, resp.Entities, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+			return err
+		}
+		rest, passed := skipThrough(objs, *q.skipTo)
+		if passed {
+			q.skipTo = nil
+		}
+		for _, obj := range rest {
+			if err := fn(obj); err != nil {
 				return err
 			}
-			items = append(items, v)
-			return nil
-		})
-		return items, err
-	}
-	for _, obj := range resp.Entities {
-		var v T
-		if err := t.decode(obj, &v); err != nil {
-			return items, err
 		}
-		items = append(items, v)
+		return nil
 	}
-	return items, nil
+	return t.eachObject(raw, resp.Entities, fn)
+}
+
+// eachObject calls fn with each entity of a page: from the raw response
+// body when there is one, else from the SDK's re-encoded entities.
+func (t *Table[T]) eachObject(raw *http.Response, entities [][]byte, fn func(obj []byte) error) error {
+	if raw != nil {
+		if body, err := runtime.Payload(raw); err == nil {
+			return forEachObject(body, fn)
+		}
+	}
+	for _, obj := range entities {
+		if err := fn(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pointFilter is the filter text of PointQuery(pk, rk).
+func pointFilter(pk, rk string) string {
+	text, _ := PointQuery(pk, rk).Build()
+	return text
 }
 
 // Query returns the entities that match f (the zero Filter matches all),
 // reading page after page, including past pages the service returns empty.
-// Iteration stops at the first error, which is yielded with a zero T.
+// Iteration stops at the first error, which is yielded with a zero T. To
+// resume a loop broken off early, set QueryOptions.Cursor.
 func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		q, err := t.prepare(f, opts)
+		err := t.scan(ctx, "Query", f, opts, "", func(obj []byte) (bool, error) {
+			var v T
+			if err := t.decode(obj, &v); err != nil {
+				return false, err
+			}
+			return yield(v, nil), nil
+		})
 		if err != nil {
 			yield(zero, err)
-			return
-		}
-		limit := 0
-		if opts != nil {
-			limit = opts.Limit
-		}
-		seen := 0
-		var items []T
-		for {
-			top := q.pageSize
-			if limit > 0 {
-				rest := limit - seen
-				if top == 0 || rest < top {
-					top = min(rest, MaxPageSize)
-				}
-			}
-			items, err = t.fetch(ctx, q, top, items[:0])
-			if err != nil {
-				yield(zero, err)
-				return
-			}
-			for _, v := range items {
-				if !yield(v, nil) {
-					return
-				}
-				seen++
-				if limit > 0 && seen >= limit {
-					return
-				}
-			}
-			if !q.more() {
-				return
-			}
 		}
 	}
+}
+
+// scan runs a query for operation op and calls each with every entity's
+// JSON, until each returns false or an error, or the results (or
+// opts.Limit) run out. sel, when not "", replaces opts.Select as the
+// $select text (without keys). A table scan is logged or refused as the
+// table's TableScans policy says.
+func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) error {
+	if opts == nil {
+		opts = &QueryOptions{}
+	}
+	if sel != "" {
+		o := *opts
+		o.Select = strings.Split(sel, ",")
+		opts = &o
+	}
+	q, err := t.prepare(f, opts)
+	if err != nil {
+		return err
+	}
+	if err := t.checkScan(ctx, op, q.filter, opts); err != nil {
+		return err
+	}
+	cur := opts.Cursor
+	if cur != nil {
+		*cur = Cursor{hash: q.hash, pagePK: q.nextPK, pageRK: q.nextRK}
+	}
+	limit, seen := opts.Limit, 0
+	var objs [][]byte
+	for {
+		top := q.pageSize
+		if limit > 0 {
+			rest := limit - seen
+			if top == 0 || rest < top {
+				top = min(rest, MaxPageSize)
+			}
+		}
+		pagePK, pageRK := q.nextPK, q.nextRK
+		objs = objs[:0]
+		err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
+			objs = append(objs, obj)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			cur.pagePK, cur.pageRK, cur.yielded = pagePK, pageRK, false
+		}
+		for _, obj := range objs {
+			if cur != nil {
+				cur.lastPK, cur.lastRK, _ = objectKeys(obj)
+				cur.yielded = true
+			}
+			more, err := each(obj)
+			if err != nil || !more {
+				return err
+			}
+			seen++
+			if limit > 0 && seen >= limit {
+				return nil
+			}
+		}
+		if !q.more() {
+			if cur != nil {
+				cur.done = true
+			}
+			return nil
+		}
+	}
+}
+
+// skipThrough drops the entities of a page up to and including the one
+// with keys: when it is there, exactly those before it; when it was
+// deleted meanwhile, those whose keys sort at or before it (in the
+// service's UTF-16 order). passed reports whether the page reached that
+// point; if not, the next page must be skipped through too.
+func skipThrough(objs [][]byte, keys [2]string) (rest [][]byte, passed bool) {
+	for i, obj := range objs {
+		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
+			return objs[i+1:], true
+		}
+	}
+	for i, obj := range objs {
+		pk, rk, err := objectKeys(obj)
+		if err == nil && compareKeys(pk, rk, keys[0], keys[1]) > 0 {
+			return objs[i:], true
+		}
+	}
+	return nil, false
 }
 
 // QueryPage returns the next page of entities that match f, starting at
@@ -250,6 +408,9 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 // also in another process.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (Page[T], error) {
 	q, err := t.prepare(f, opts)
+	if err == nil {
+		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
+	}
 	if err != nil {
 		return Page[T]{}, err
 	}

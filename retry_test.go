@@ -46,6 +46,7 @@ func TestRetryPolicyAttempts(t *testing.T) {
 
 	// A cancelled context stops the loop during the back-off.
 	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	n := 0
 	for range (tablekit.RetryPolicy{MaxAttempts: 5, BaseDelay: time.Hour}).Attempts(cctx) {
 		n++

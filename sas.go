@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -210,21 +209,6 @@ func (v *tableSASValues) signWithCredential(cred *aztables.SharedKeyCredential) 
 		return "", errors.New("cannot sign the SAS")
 	}
 	return q.Get("sig"), nil
-}
-
-// compareUTF16 compares a and b in UTF-16 code unit order, the service's
-// key order.
-func compareUTF16(a, b string) int {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			if ua[i] < ub[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return len(ua) - len(ub)
 }
 
 // TableSASURL returns the URL of table with a service SAS that allows perms

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/tablekit/tablekit"
@@ -314,5 +316,35 @@ func TestAztablesRangeSASIsBroken(t *testing.T) {
 	}
 	if _, err := tbl.Top(ctx, tablekit.PartitionEq("a"), 1, nil); statusOf(err) != http.StatusForbidden {
 		t.Fatalf("aztables range token: want 403, got %v", err)
+	}
+}
+
+// TestSASTransportFailureInTablekitShape: a request through a SAS client
+// that gets no answer comes back as a *RequestError naming the operation,
+// which still unwraps to the transport's *url.Error.
+func TestSASTransportFailureInTablekitShape(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	tbl, err := tablekit.OpenTableSAS[tablekit.Entity]("http://"+addr+"/devstoreaccount1/Orders?sv=2019-02-02&tn=orders&sp=r&se=2099-01-01&sig=c2lnbmF0dXJl", &tablekit.SASClientOptions{
+		Client: &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tbl.Get(context.Background(), "p", "r", nil)
+	var re *tablekit.RequestError
+	var ue *url.Error
+	if !errors.As(err, &re) || re.Op != "Get" || !errors.As(err, &ue) {
+		t.Fatalf("got %T %v, want a *RequestError for Get wrapping a *url.Error", err, err)
+	}
+	if strings.Contains(err.Error(), "c2lnbmF0dXJl") {
+		t.Errorf("the error shows the SAS signature: %v", err)
+	}
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		t.Errorf("a read's failure claims an unknown write outcome: %v", err)
 	}
 }

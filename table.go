@@ -3,12 +3,15 @@ package tablekit
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -19,9 +22,21 @@ type TableOptions struct {
 	// because the SDK client does not expose its name.
 	Name string
 
+	// TracingProvider traces the table's operations (see StartSpan); OpenTable
+	// takes the Account's. The zero value traces nothing.
+	TracingProvider tracing.Provider
+
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
 	Encryption *Encryption
+
+	// TableScans chooses what a query whose filter is a table scan does
+	// (see [Filter.Explain]): logged (the default), allowed, or refused
+	// before anything is sent.
+	TableScans TableScanPolicy
+	// Logger receives the table's log records (table scans); nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -33,15 +48,26 @@ type TableOptions struct {
 // sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...).
 type Table[T any] struct {
 	client   *aztables.Client
+	wire     bool   // client has tablekit's policies (wire.go)
+	wireName string // the table's name, as the client addresses it
 	name     string
 	plan     *typePlan // nil when T is Entity
 	isEntity bool
 	crypt    *cryptContext
+	tracer   tracing.Tracer
+	scans    TableScanPolicy
+	logger   *slog.Logger
 }
 
 // NewTable returns a Table over client for values of T. It fails, naming the
 // field, when T is not a struct with `table:",pk"` and `table:",rk"` string
 // fields (or Entity), or has a field of an unsupported type.
+//
+// A client made by an [Account] (or with [InstallPolicies] in its options)
+// gets tablekit's own transaction encoding: any valid key in any action,
+// entities with an empty key addressed, and lost answers told from
+// conflicts. Other clients go through the SDK's SubmitTransaction and its
+// limits (see InstallPolicies). Reads are exact with any client.
 func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], error) {
 	if client == nil {
 		return nil, &ValidationError{Detail: "nil *aztables.Client", Err: ErrInvalidInput}
@@ -49,7 +75,14 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 	if opts == nil {
 		opts = &TableOptions{}
 	}
-	t := &Table[T]{client: client, name: opts.Name}
+	if err := opts.TableScans.validate(opts.Name); err != nil {
+		return nil, err
+	}
+	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
+	t.wireName, t.wire = probeWire(client)
+	if t.name == "" {
+		t.name = t.wireName
+	}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
 		t.isEntity = true
@@ -87,13 +120,18 @@ func OpenTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		o = *opts
 	}
 	o.Name = name
+	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
+		o.TracingProvider = acct.tracing
+	}
 	return NewTable[T](acct.Table(name), &o)
 }
 
 // Client returns the SDK client the table uses.
 func (t *Table[T]) Client() *aztables.Client { return t.client }
 
-// Name returns the table's name as given in TableOptions, or "".
+// Name returns the table's name: as given in TableOptions, else as the
+// client addresses it when the client comes from an Account (or has
+// InstallPolicies), else "".
 func (t *Table[T]) Name() string { return t.name }
 
 // CreateIfNotExists creates the table unless it exists.
@@ -179,7 +217,7 @@ func (t *Table[T]) checkAddressable(op, pk, rk string) error {
 	if pk == "" || rk == "" {
 		return &ValidationError{
 			Entity: t.name + ":" + pk + "/" + rk,
-			Detail: op + " needs a non-empty PartitionKey and RowKey: the Azure SDK for Go cannot address an entity with an empty key (Insert and queries can)",
+			Detail: op + " needs a non-empty PartitionKey and RowKey: the Azure SDK for Go cannot address an entity with an empty key (Insert and queries can); open the table through a tablekit.Account, or add tablekit.InstallPolicies to the client's options",
 			Err:    ErrInvalidKey,
 		}
 	}
@@ -212,24 +250,22 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T,
 			return zero, err
 		}
 		if len(page.Items) == 0 {
-			return zero, &ServiceError{StatusCode: 404, Code: "ResourceNotFound", Op: "Get", sentinel: ErrNotFound}
+			return zero, t.notFound("Get", pk, rk)
 		}
 		return page.Items[0], nil
 	}
-	rctx, rb := withRawBody(ctx)
-	resp, err := t.client.GetEntity(rctx, pk, rk, nil)
+	data, etag, found, err := t.readRaw(ctx, pk, rk)
 	if err != nil {
-		return zero, WrapError("Get", err)
+		return zero, err
 	}
-	data := resp.Value
-	if rb.ok {
-		data = rb.data
+	if !found {
+		return zero, t.notFound("Get", pk, rk)
 	}
 	var v T
 	if err := t.decode(data, &v); err != nil {
 		return zero, err
 	}
-	t.setETag(&v, resp.ETag)
+	t.setETag(&v, etag)
 	return v, nil
 }
 
@@ -249,39 +285,14 @@ func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
 func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	buf := getBuf()
-	defer putBuf(buf)
-	data, _, _, err := t.encode(*buf, &v)
-	*buf = data
-	if err != nil {
-		return "", err
-	}
-	resp, err := t.client.AddEntity(ctx, data, &aztables.AddEntityOptions{Format: to.Ptr(aztables.MetadataFormatNone)})
-	if err != nil {
-		return "", WrapError("Insert", err)
-	}
-	return resp.ETag, nil
+	return t.write(ctx, "Insert", &Action[T]{Kind: ActionInsert, Value: v})
 }
 
 // Upsert inserts v, or updates the stored entity with v's keys: Replace
 // stores exactly v's properties, Merge keeps properties v does not have.
 // It returns the new ETag.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode UpdateMode) (azcore.ETag, error) {
-	buf := getBuf()
-	defer putBuf(buf)
-	data, pk, rk, err := t.encode(*buf, &v)
-	*buf = data
-	if err != nil {
-		return "", err
-	}
-	if err := t.checkAddressable("Upsert", pk, rk); err != nil {
-		return "", err
-	}
-	resp, err := t.client.UpsertEntity(ctx, data, &aztables.UpsertEntityOptions{UpdateMode: sdkMode(mode)})
-	if err != nil {
-		return "", WrapError("Upsert", err)
-	}
-	return resp.ETag, nil
+	return t.write(ctx, "Upsert", &Action[T]{Kind: ActionUpsert, Mode: mode, Value: v})
 }
 
 // Update updates the stored entity with v's keys if its ETag still equals
@@ -291,51 +302,128 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode UpdateMode) (azcore.ETa
 // ETag.
 func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
 	if etag == "" {
-		return "", &ValidationError{Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
+		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	buf := getBuf()
-	defer putBuf(buf)
-	data, pk, rk, err := t.encode(*buf, &v)
-	*buf = data
-	if err != nil {
-		return "", err
-	}
-	if err := t.checkAddressable("Update", pk, rk); err != nil {
-		return "", err
-	}
-	resp, err := t.client.UpdateEntity(ctx, data, &aztables.UpdateEntityOptions{UpdateMode: sdkMode(mode), IfMatch: &etag})
-	if err != nil {
-		return "", WrapError("Update", err)
-	}
-	return resp.ETag, nil
+	return t.write(ctx, "Update", &Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
 // any version). It fails with ErrPreconditionFailed on a stale ETag and
-// ErrNotFound when there is no such entity.
+// ErrNotFound when there is no such entity. When an answer was lost and
+// the SDK's retry found nothing, the entity is gone but tablekit cannot
+// tell whether this call deleted it: the error matches ErrOutcomeUnknown.
 func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	if etag == "" {
-		return &ValidationError{Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
+		return &ValidationError{Op: "Delete", Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
 	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	if err := t.checkAddressable("Delete", pk, rk); err != nil {
-		return err
-	}
-	_, err := t.client.DeleteEntity(ctx, pk, rk, &aztables.DeleteEntityOptions{IfMatch: &etag})
-	return WrapError("Delete", err)
+	a := encodedAction{kind: ActionDelete, pk: pk, rk: rk, etag: etag}
+	_, err := t.writeEncoded(ctx, "Delete", &a)
+	return err
 }
 
 // DeleteIfExists deletes the entity whatever its version and reports
 // whether it existed. A missing entity is not an error, which makes it the
 // idempotent delete step of the eventually consistent patterns.
-func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	err := t.Delete(ctx, pk, rk, azcore.ETagAny)
-	if errors.Is(err, ErrNotFound) {
+//
+// When an answer was lost and the entity is gone, tablekit cannot tell
+// whether this call deleted it: it reports existed false and no error,
+// since the entity is absent either way.
+func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	err = t.Delete(ctx, pk, rk, azcore.ETagAny)
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return false, nil
+	case errors.Is(err, ErrOutcomeUnknown):
+		if found, rerr := t.Exists(ctx, pk, rk); rerr == nil && !found {
+			return false, nil
+		}
 	}
 	return err == nil, err
+}
+
+// write encodes a single-entity write and sends it.
+func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (azcore.ETag, error) {
+	buf := getBuf()
+	defer putBuf(buf)
+	data, pk, rk, err := t.encode(*buf, &a.Value)
+	*buf = data
+	if err != nil {
+		return "", err
+	}
+	ea := encodedAction{kind: a.Kind, mode: a.Mode, pk: pk, rk: rk, etag: a.ETag, body: data}
+	return t.writeEncoded(ctx, op, &ea)
+}
+
+// writeEncoded sends one encoded write, settling a lost answer (outcome.go).
+// Keys the SDK cannot address (empty ones) go as a one-action transaction
+// when the client has tablekit's policies.
+func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction) (azcore.ETag, error) {
+	if a.kind != ActionInsert && (a.pk == "" || a.rk == "") {
+		if !t.wire {
+			return "", t.checkAddressable(op, a.pk, a.rk)
+		}
+		a.size = len(a.body) + batchPartFixed + batchBaseURLMax + len(t.name) + len(a.etag)
+		etags, err := t.submit(ctx, []encodedAction{*a})
+		var te *TransactionError
+		if errors.As(err, &te) {
+			// One action: report the service error as a single write would.
+			err = te.Err
+			if se, ok := err.(*ServiceError); ok {
+				se.Op, se.PartitionKey, se.RowKey = op, a.pk, a.rk
+			}
+		}
+		if err != nil {
+			return "", err
+		}
+		return etags[0], nil
+	}
+	ctx, att := withAttempts(ctx)
+	ctx = withWriteHint(ctx, t.wireName, a.pk, 1)
+	var etag azcore.ETag
+	var err error
+	switch a.kind {
+	case ActionInsert:
+		var r aztables.AddEntityResponse
+		r, err = t.client.AddEntity(ctx, a.body, &aztables.AddEntityOptions{Format: to.Ptr(aztables.MetadataFormatNone)})
+		etag = r.ETag
+	case ActionUpsert:
+		var r aztables.UpsertEntityResponse
+		r, err = t.client.UpsertEntity(ctx, a.body, &aztables.UpsertEntityOptions{UpdateMode: sdkMode(a.mode)})
+		etag = r.ETag
+	case ActionUpdate:
+		var r aztables.UpdateEntityResponse
+		r, err = t.client.UpdateEntity(ctx, a.body, &aztables.UpdateEntityOptions{UpdateMode: sdkMode(a.mode), IfMatch: &a.etag})
+		etag = r.ETag
+	case ActionDelete:
+		_, err = t.client.DeleteEntity(ctx, a.pk, a.rk, &aztables.DeleteEntityOptions{IfMatch: &a.etag})
+	}
+	if err != nil {
+		return t.settleWrite(ctx, op, a, err, att)
+	}
+	return etag, nil
+}
+
+// wrap is wrapError for an operation on this table.
+func (t *Table[T]) wrap(op, pk, rk string, err error) error {
+	return wrapError(op, t.name, pk, rk, err)
+}
+
+// wrapWrite is wrapWriteError for a write to this table.
+func (t *Table[T]) wrapWrite(op, pk, rk string, err error, att *attempts) error {
+	return wrapWriteError(op, t.name, pk, rk, err, att)
+}
+
+// notFound is the error of a read that found no entity, shaped like the
+// service's 404 (it unwraps to an *azcore.ResponseError too).
+func (t *Table[T]) notFound(op, pk, rk string) error {
+	return &ServiceError{
+		StatusCode: http.StatusNotFound, Code: "ResourceNotFound", Op: op,
+		Table: t.name, PartitionKey: pk, RowKey: rk, sentinel: ErrNotFound,
+		resp: &azcore.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: "ResourceNotFound"},
+	}
 }
 
 func sdkMode(m UpdateMode) aztables.UpdateMode {

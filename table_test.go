@@ -331,16 +331,16 @@ func TestTransactionRefusedBeforeSending(t *testing.T) {
 	for _, id := range seq("", 101) {
 		tooMany = append(tooMany, tablekit.InsertAction(Employee{Department: "D", ID: id}))
 	}
-	err := emp.Transaction(ctx, tooMany...)
+	_, err := emp.Transaction(ctx, tooMany...)
 	if !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "100") {
 		t.Errorf("101 actions: %v", err)
 	}
-	err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.InsertAction(Employee{Department: "B", ID: "1"}))
+	_, err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.InsertAction(Employee{Department: "B", ID: "1"}))
 	var ve *tablekit.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "PartitionKey") {
 		t.Errorf("mixed partitions: %v", err)
 	}
-	err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.DeleteAction(Employee{Department: "A", ID: "1"}))
+	_, err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.DeleteAction(Employee{Department: "A", ID: "1"}))
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "same entity") {
 		t.Errorf("same entity twice: %v", err)
 	}
@@ -349,7 +349,7 @@ func TestTransactionRefusedBeforeSending(t *testing.T) {
 	for _, id := range seq("", 70) {
 		huge = append(huge, tablekit.InsertAction(Employee{Department: "D", ID: id, Photo: big}))
 	}
-	if err := emp.Transaction(ctx, huge...); !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "4 MiB") {
+	if _, err := emp.Transaction(ctx, huge...); !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "4 MiB") {
 		t.Errorf("over 4 MiB: %v", err)
 	}
 	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
@@ -368,7 +368,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 	for _, id := range ids {
 		actions = append(actions, tablekit.InsertAction(Employee{Department: "D", ID: id, Email: "batch"}))
 	}
-	err := emp.Transaction(ctx, actions...)
+	_, err := emp.Transaction(ctx, actions...)
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) {
 		t.Fatalf("want a *TransactionError, got %v", err)
@@ -394,7 +394,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 	// A mixed transaction of every action kind succeeds atomically.
 	cur, _ := emp.Get(ctx, "D", ids[57], nil)
 	cur.Email = "updated"
-	err = emp.Transaction(ctx,
+	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
 		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
 		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
@@ -403,7 +403,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 	if !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("deleting a missing entity in a transaction: %v", err)
 	}
-	err = emp.Transaction(ctx,
+	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
 		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
 		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
@@ -418,7 +418,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 	if _, err := emp.Insert(ctx, Employee{Department: "D", ID: "o'k"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := emp.Transaction(ctx, tablekit.DeleteAction(Employee{Department: "D", ID: "o'k"})); err != nil {
+	if _, err := emp.Transaction(ctx, tablekit.DeleteAction(Employee{Department: "D", ID: "o'k"})); err != nil {
 		t.Errorf("delete of a key with ' in a transaction: %v", err)
 	}
 }
@@ -514,7 +514,10 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 	}{
 		{"key with #", func() error { _, err := emp.Insert(ctx, Employee{Department: "a#b", ID: "1"}); return err }, tablekit.ErrInvalidKey},
 		{"get with ?", func() error { _, err := emp.Get(ctx, "D", "a?b", nil); return err }, tablekit.ErrInvalidKey},
-		{"upsert empty keys", func() error { _, err := emp.Upsert(ctx, Employee{}, tablekit.Merge); return err }, tablekit.ErrInvalidKey},
+		{"update with an unknown mode", func() error {
+			_, err := emp.Transaction(ctx, tablekit.UpdateAction(Employee{Department: "D", ID: "1"}, tablekit.UpdateMode(7), azcore.ETagAny))
+			return err
+		}, tablekit.ErrInvalidInput},
 		{"delete without etag", func() error { return emp.Delete(ctx, "D", "1", "") }, tablekit.ErrInvalidInput},
 		{"bad filter", func() error { _, err := emp.QueryPage(ctx, tablekit.Where("A eq ?"), nil); return err }, tablekit.ErrInvalidInput},
 		{"page size", func() error {

@@ -783,7 +783,7 @@ func (ix *Inter[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T
 			}
 		}
 	}
-	lo, hi, err := keys.Range(value)
+	lo, hi, err := keys.TupleRange(value)
 	if err != nil {
 		return errSeq[T](keyError("index "+index, "value", err))
 	}
@@ -829,7 +829,7 @@ func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.S
 	if err != nil {
 		return errSeq[T](err)
 	}
-	lo, hi, err := keys.PrefixRange(nil, prefix)
+	lo, hi, err := keys.ComponentPrefixRange(nil, prefix)
 	if err != nil {
 		return errSeq[T](keyError("index "+index, "prefix", err))
 	}

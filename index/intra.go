@@ -585,7 +585,7 @@ func (ix *Intra[T]) attempt(ctx context.Context, id ID, old *version, im *image,
 	if len(acts) == 0 {
 		return nil
 	}
-	if err := ix.table.Transaction(ctx, acts...); err != nil {
+	if _, err := ix.table.Transaction(ctx, acts...); err != nil {
 		return &planned{info: info, err: err}
 	}
 	return nil
@@ -768,7 +768,7 @@ func (ix *Intra[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T
 			yield(decodeCopy[T](e))
 		}
 	}
-	lo, hi, err := keys.Range(idx.Name, value)
+	lo, hi, err := keys.TupleRange(idx.Name, value)
 	if err != nil {
 		return errSeq[T](keyError(ix.name, "index "+index, err))
 	}
@@ -791,7 +791,7 @@ func (ix *Intra[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Se
 	}
 	var hk string
 	if hi == "" {
-		_, hk, err = keys.Range(name)
+		_, hk, err = keys.TupleRange(name)
 		if err != nil {
 			return errSeq[T](keyError(ix.name, "index "+index, err))
 		}
@@ -812,12 +812,12 @@ func (ix *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.S
 		return errSeq[T](err)
 	}
 	name := ix.indexes[i].Name
-	lo, hi, err := keys.PrefixRange([]string{name}, prefix)
+	lo, hi, err := keys.ComponentPrefixRange([]string{name}, prefix)
 	if err != nil {
 		return errSeq[T](keyError(ix.name, "index "+index, err))
 	}
 	if hi == "" {
-		if _, hi, err = keys.Range(name); err != nil {
+		if _, hi, err = keys.TupleRange(name); err != nil {
 			return errSeq[T](keyError(ix.name, "index "+index, err))
 		}
 	}

@@ -63,10 +63,12 @@ func TestAzuriteOrder(t *testing.T) {
 	}
 
 	t.Run("Compound", func(t *testing.T) {
-		// Tricky content: the separator, the escape character, spaces, empty
-		// components, a quote (doubled in OData literals), and Unicode on both
-		// sides of the UTF-16 / code point divergence.
-		atoms := []string{"", " ", "!", `"`, "'", "a", "a ", "a!", `a"`, `a""`, "a!b", `a"b`, "a'b", "a0", "ab", "é", "\ue000", "\uffff", "\U0001F600", "日本"}
+		// Tricky content: the separator, every escape lead and its group,
+		// characters Azure refuses in keys, control characters, spaces,
+		// empty components, a quote (doubled in OData literals), and
+		// Unicode on both sides of the UTF-16 / code point divergence.
+		atoms := []string{"", " ", "!", `"`, "'", "a", "a ", "a!", `a"`, `a""`, "a!b", `a"b`, "a'b", "a0", "ab", "é", "\ue000", "\uffff", "\U0001F600", "日本",
+			"\x00", "\x1f", "#", "$", ".", "/", "a/b", "a.b", ">", "?", "[", "\\", "]", "|", "~", "\x7f", "\u0085", "\u00a0", "\U0001F600/"}
 		var tuples [][]string
 		for _, x := range atoms {
 			tuples = append(tuples, []string{x})
@@ -102,14 +104,14 @@ func TestAzuriteOrder(t *testing.T) {
 			}
 			return out
 		}
-		for _, prefix := range [][]string{{"a"}, {`"`}, {`a"`}, {"!"}, {""}, {"a", `"`}, {"'"}, {"\U0001F600"}} {
-			lo, hi, err := keys.Range(prefix...)
+		for _, prefix := range [][]string{{"a"}, {`"`}, {`a"`}, {"!"}, {""}, {"a", `"`}, {"'"}, {"\U0001F600"}, {"/"}, {"."}, {"~"}, {"\x00"}} {
+			lo, hi, err := keys.TupleRange(prefix...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := extending(prefix, nil)
 			if len(want) < 2 {
-				t.Fatalf("Range(%q): only %d keys to find", prefix, len(want))
+				t.Fatalf("TupleRange(%q): only %d keys to find", prefix, len(want))
 			}
 			expectRows(t, "PartitionKey eq "+lit(pk)+" and RowKey ge "+lit(lo)+" and RowKey lt "+lit(hi), want)
 		}
@@ -119,14 +121,15 @@ func TestAzuriteOrder(t *testing.T) {
 		}{
 			{nil, "a"}, {nil, `a"`}, {nil, "a!"}, {nil, `"`}, {nil, ""}, {[]string{"a"}, ""},
 			{[]string{"a"}, `"`}, {[]string{`a"`}, "!"}, {nil, "\uffff"}, {nil, "a'"},
+			{nil, "a/"}, {nil, "a."}, {nil, "/"}, {nil, "."}, {nil, "\U0001F600"}, {[]string{"~"}, ""}, {nil, "\x00"},
 		} {
-			lo, hi, err := keys.PrefixRange(c.prefix, c.partial)
+			lo, hi, err := keys.ComponentPrefixRange(c.prefix, c.partial)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := extending(c.prefix, &c.partial)
 			if len(want) < 1 {
-				t.Fatalf("PrefixRange(%q, %q): no keys to find", c.prefix, c.partial)
+				t.Fatalf("ComponentPrefixRange(%q, %q): no keys to find", c.prefix, c.partial)
 			}
 			filter := "PartitionKey eq " + lit(pk) + " and RowKey ge " + lit(lo)
 			if hi != "" {
@@ -246,7 +249,7 @@ func TestAzuriteOrder(t *testing.T) {
 			}
 		}
 		expectOrder(t, "builder", rks)
-		lo, hi, _ := keys.Range("acme", keys.Int(0))
+		lo, hi, _ := keys.TupleRange("acme", keys.Int(0))
 		var want []string
 		for _, k := range rks {
 			if strings.HasPrefix(k, "acme!"+keys.Int(0)+"!") {
@@ -261,14 +264,19 @@ func TestAzuriteOrder(t *testing.T) {
 		ids := make([]string, 40)
 		for i := range ids {
 			ids[i] = keys.Uint(uint64(i))
-			bucket, err := keys.ShardPrefix(ids[i], n)
+			bucket, err := keys.Shard(ids[i], n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pk, _ := keys.Compound(bucket, day)
+			pk, err := keys.ShardedKey(bucket, n, day)
+			if err != nil {
+				t.Fatal(err)
+			}
 			put(t, pk, []string{ids[i]})
+			other, _ := keys.ShardedKey(bucket, n, "2024-05-02") // another day in the same bucket
+			put(t, other, []string{ids[i]})
 		}
-		prefixes, err := keys.ShardPrefixes(n)
+		pks, err := keys.ShardedKeys(n, day)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,12 +284,11 @@ func TestAzuriteOrder(t *testing.T) {
 		// every id once, each in the bucket its hash names.
 		var all []string
 		used := 0
-		for _, p := range prefixes {
-			pk, _ := keys.Compound(p, day)
+		for b, pk := range pks {
 			got := queryKeys(ctx, t, client, "PartitionKey eq "+lit(pk), "RowKey")
 			for _, id := range got {
-				if want, _ := keys.ShardPrefix(id, n); want != p {
-					t.Errorf("id %s in bucket %s, hash says %s", id, p, want)
+				if want, _ := keys.Shard(id, n); want != b {
+					t.Errorf("id %s in bucket %d, hash says %d", id, b, want)
 				}
 			}
 			if len(got) > 0 {
@@ -296,13 +303,21 @@ func TestAzuriteOrder(t *testing.T) {
 		if used < n/2 {
 			t.Errorf("only %d of %d buckets used", used, n)
 		}
-		// One bucket by PartitionKey range.
-		lo, hi, _ := keys.Range(prefixes[3])
+		// A range of logical keys inside one bucket is one PartitionKey range:
+		// bucket 3, May 2024.
+		lo, _ := keys.ShardedKey(3, n, "2024-05")
+		hi, _ := keys.ShardedKey(3, n, "2024-06")
 		got := queryKeys(ctx, t, client, "PartitionKey ge "+lit(lo)+" and PartitionKey lt "+lit(hi), "PartitionKey")
+		days := map[string]int{}
 		for _, pk := range got {
-			if parts, err := keys.Split(pk); err != nil || parts[0] != prefixes[3] {
-				t.Errorf("bucket %s range returned %q", prefixes[3], pk)
+			b, day, err := keys.ParseShardedKey(pk, n)
+			if err != nil || b != 3 {
+				t.Errorf("bucket 3 range returned %q (%d, %v)", pk, b, err)
 			}
+			days[day]++
+		}
+		if len(days) != 2 {
+			t.Errorf("bucket 3 range found days %v, want both", days)
 		}
 	})
 }

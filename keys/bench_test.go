@@ -46,6 +46,23 @@ func BenchmarkSplit3(b *testing.B) {
 	}
 }
 
+// Components holding escaped characters: a path, an email, a hashtag.
+func BenchmarkAppendCompound3Escaped(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkBytes, sinkErr = keys.AppendCompound(buf[:0], "docs/readme.md", "jonesj@contoso.com", "#golang")
+	}
+}
+
+func BenchmarkSplit3Escaped(b *testing.B) {
+	b.ReportAllocs()
+	dst := make([]string, 0, 3)
+	for b.Loop() {
+		dst, sinkErr = keys.AppendSplit(dst[:0], `docs.|readme..md!jonesj@contoso..com!"|golang`)
+	}
+}
+
 func BenchmarkAppendInvertedTicks(b *testing.B) {
 	buf := make([]byte, 0, 32)
 	t := time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.UTC)
@@ -92,5 +109,13 @@ func BenchmarkAppendShardPrefix(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sinkBytes, sinkErr = keys.AppendShardPrefix(buf[:0], "device-000123", 16)
+	}
+}
+
+func BenchmarkAppendShardedKey(b *testing.B) {
+	buf := make([]byte, 0, 32)
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkBytes, sinkErr = keys.AppendShardedKey(buf[:0], 7, 16, "device-000123")
 	}
 }

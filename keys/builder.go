@@ -1,12 +1,18 @@
 package keys
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Builder builds a compound key (see Compound) from string and typed
-// components without allocating once its buffer is large enough. Typed
-// components (numbers, times, GUIDs) are fixed-width and need no escaping,
-// so a key mixing them keeps tuple order: a typed component compares like
-// the value it encodes.
+// components without allocating once its buffer is large enough. Each
+// typed component is written as Add would write its string form (AddUint(v)
+// is Add(Uint(v)), AddTime(t) is Add(Time(t)), ...), so Split returns the
+// string forms and a key mixing typed and string components keeps tuple
+// order: a typed component compares like the value it encodes. Only Time
+// holds a character that is escaped (its '.', written ".."); the other
+// typed encodings are written as they are.
 //
 // The zero Builder is ready to use. The first error stops the building:
 // later Add calls do nothing and Bytes/Key return it.
@@ -35,7 +41,7 @@ func (b *Builder) Err() error { return b.err }
 
 // Bytes returns the buffer given to Reset with the key appended, or the
 // first error. With no components it gives ErrInvalidArgument; over
-// MaxKeyLen bytes, a *KeyError matching ErrKeyTooLong.
+// MaxKeyLen (see KeySize), a *KeyError matching ErrKeyTooLong.
 func (b *Builder) Bytes() ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
@@ -43,7 +49,7 @@ func (b *Builder) Bytes() ([]byte, error) {
 	if b.n == 0 {
 		return nil, errNoComponents
 	}
-	if n := len(b.buf) - b.start; n > MaxKeyLen {
+	if n := KeySize(b.buf[b.start:]); n > MaxKeyLen {
 		return nil, &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
 	}
 	return b.buf, nil
@@ -121,13 +127,19 @@ func (b *Builder) AddInvertedInt(v int64) *Builder {
 	return b
 }
 
-// AddTime adds Time(t).
+// AddTime adds Time(t), its '.' escaped as Add does: "..".
 func (b *Builder) AddTime(t time.Time) *Builder {
 	if b.sep() {
-		b.buf, b.err = AppendTime(b.buf, t)
+		p := len(b.buf)
+		if b.buf, b.err = AppendTime(b.buf, t); b.err == nil {
+			b.buf = slices.Insert(b.buf, p+timeDot, '.')
+		}
 	}
 	return b
 }
+
+// timeDot is the offset of the '.' in Time.
+const timeDot = len("2006-01-02T15:04:05")
 
 // AddTicks adds Ticks(t).
 func (b *Builder) AddTicks(t time.Time) *Builder {

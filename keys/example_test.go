@@ -40,23 +40,30 @@ func ExampleCompound() {
 	fmt.Println(k)
 	k, _ = keys.Compound("email", "jonesj@contoso.com")
 	fmt.Println(k)
-	// Space, '!' and '"' are escaped with '"'.
+	// Paths, URLs and hashtags: characters Azure refuses are escaped.
+	k, _ = keys.Compound("docs/readme.md", "#golang", "what?")
+	fmt.Println(k)
+	// Space, '!' and '"' are escaped too, so order holds.
 	k, _ = keys.Compound(`say "hi"!`, "")
 	fmt.Println(k)
-	_, err := keys.Compound("path", "a/b")
+	_, err := keys.Compound("bytes", "\xff")
 	fmt.Println(err)
 	// Output:
 	// empid!000223
-	// email!jonesj@contoso.com
-	// say" ""hi"""!!
-	// keys: component 1: reserved character '/' (U+002F) at byte 1 is not allowed in a key (refused: / \ # ? U+0000-U+001F U+007F-U+009F)
+	// email!jonesj@contoso..com
+	// docs.|readme..md!"|golang!what>|
+	// say"_"qhi"q"e!
+	// keys: component 1: invalid UTF-8 at byte 0 of a 1-byte key
 }
 
 func ExampleSplit() {
-	parts, _ := keys.Split(`say" ""hi"""!!`)
+	parts, _ := keys.Split(`say"_"qhi"q"e!`)
+	fmt.Printf("%q\n", parts)
+	parts, _ = keys.Split("docs.|readme..md!\"|golang")
 	fmt.Printf("%q\n", parts)
 	// Output:
 	// ["say \"hi\"!" ""]
+	// ["docs/readme.md" "#golang"]
 }
 
 func ExampleAppendCompound() {
@@ -67,24 +74,57 @@ func ExampleAppendCompound() {
 	// 000123!2012
 }
 
-func ExampleRange() {
+func ExampleTupleRange() {
 	// Every key of a tuple that starts with ("Sales", "000223").
-	lo, hi, _ := keys.Range("Sales", "000223")
+	lo, hi, _ := keys.TupleRange("Sales", "000223")
 	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
 	// Output:
 	// RowKey ge 'Sales!000223' and RowKey lt 'Sales!000223"'
 }
 
-func ExamplePrefixRange() {
+func ExampleComponentPrefixRange() {
 	// Index entities ("email", address): every address starting with "jones".
-	lo, hi, _ := keys.PrefixRange([]string{"email"}, "jones")
+	lo, hi, _ := keys.ComponentPrefixRange([]string{"email"}, "jones")
 	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
-	// A prefix ending in the escape character.
-	lo, hi, _ = keys.PrefixRange([]string{"quote"}, `say "`)
+	// Files ("path", name): every name under "docs/".
+	lo, hi, _ = keys.ComponentPrefixRange([]string{"path"}, "docs/")
 	fmt.Printf("RowKey ge '%s' and RowKey lt '%s'\n", lo, hi)
 	// Output:
 	// RowKey ge 'email!jones' and RowKey lt 'email!jonet'
-	// RowKey ge 'quote!say" ""' and RowKey lt 'quote!say" "$'
+	// RowKey ge 'path!docs.|' and RowKey lt 'path!docs.}'
+}
+
+// The table of the package doc (Ranges): which of four RowKeys each range
+// takes in. tablekit.RowKeyPrefix(pk, p) is the range [p, PrefixEnd(p)).
+func Example_ranges() {
+	rowKeys := []string{"a", "a!b", "ab", "a_b"}
+	show := func(name, lo, hi string) {
+		fmt.Printf("%-33s", name)
+		for _, k := range rowKeys {
+			in := k >= lo && (hi == "" || k < hi)
+			fmt.Printf(" %-5s", map[bool]string{true: "yes", false: "no"}[in])
+		}
+		fmt.Printf(" %q %q\n", lo, hi)
+	}
+	lo, hi, _ := keys.TupleRange("a")
+	show(`TupleRange("a")`, lo, hi)
+	lo, hi, _ = keys.TupleRange("a", "b")
+	show(`TupleRange("a", "b")`, lo, hi)
+	lo, hi, _ = keys.ComponentPrefixRange(nil, "a")
+	show(`ComponentPrefixRange(nil, "a")`, lo, hi)
+	lo, hi, _ = keys.ComponentPrefixRange([]string{"a"}, "")
+	show(`ComponentPrefixRange({"a"}, "")`, lo, hi)
+	lo, hi, _ = keys.ComponentPrefixRange([]string{"a"}, "b")
+	show(`ComponentPrefixRange({"a"}, "b")`, lo, hi)
+	end, _ := keys.PrefixEnd("a")
+	show(`tablekit.RowKeyPrefix(pk, "a")`, "a", end)
+	// Output:
+	// TupleRange("a")                   yes   yes   no    no    "a" "a\""
+	// TupleRange("a", "b")              no    yes   no    no    "a!b" "a!b\""
+	// ComponentPrefixRange(nil, "a")    yes   yes   yes   yes   "a" "b"
+	// ComponentPrefixRange({"a"}, "")   no    yes   no    no    "a!" "a\""
+	// ComponentPrefixRange({"a"}, "b")  no    yes   no    no    "a!b" "a!c"
+	// tablekit.RowKeyPrefix(pk, "a")    yes   yes   yes   yes   "a" "b"
 }
 
 func ExampleBuilder() {
@@ -93,8 +133,12 @@ func ExampleBuilder() {
 	b.Reset(make([]byte, 0, 128))
 	k, err := b.Add("order").AddUint(42).AddInvertedTicks(t).Key()
 	fmt.Println(k, err)
+	b.Reset(nil)
+	k, err = b.Add("page").AddTime(t).Key() // Time's '.' is escaped: ".."
+	fmt.Println(k, err)
 	// Output:
 	// order!00000000000000000042!2516877339032108765 <nil>
+	// page!2024-05-01T12:34:56..7891234Z <nil>
 }
 
 func ExampleUint() {
@@ -182,16 +226,19 @@ func ExampleGUID() {
 	// edcba987-6543-210f-fedc-ba9876543210
 }
 
-func ExampleShardPrefix() {
-	// Spread an append-only stream over 16 partitions: PartitionKey
-	// "<bucket>!<day>" instead of "<day>".
-	bucket, _ := keys.ShardPrefix("device-42", 16)
-	pk, _ := keys.Compound(bucket, "2024-05-01")
+func ExampleShardedKey() {
+	// Spread an append-only stream over 16 partitions: the PartitionKey of
+	// an event is "<bucket>!clicks", the bucket chosen by the event's ID.
+	bucket, _ := keys.Shard("event-42", 16)
+	pk, _ := keys.ShardedKey(bucket, 16, "clicks")
 	fmt.Println(pk)
-	// A query for the day fans out over all buckets.
-	all, _ := keys.ShardPrefixes(16)
+	b, name, _ := keys.ParseShardedKey(pk, 16)
+	fmt.Println(b, name)
+	// A query over the whole stream fans out over all buckets.
+	all, _ := keys.ShardedKeys(16, "clicks")
 	fmt.Println(len(all), all[0], all[15])
 	// Output:
-	// 08!2024-05-01
-	// 16 00 15
+	// 12!clicks
+	// 12 clicks
+	// 16 00!clicks 15!clicks
 }

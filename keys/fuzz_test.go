@@ -14,12 +14,24 @@ import (
 )
 
 // Fuzz inputs encode a tuple as one string with components separated by
-// U+0000 (a character Azure refuses, so no valid component is lost).
-func tuple(s string) []string { return strings.Split(s, "\x00") }
+// the byte 0xFF, which never occurs in valid UTF-8, so no valid component
+// is lost; every other byte, U+0000 included, is component content.
+func tuple(s string) []string { return strings.Split(s, "\xff") }
 
-// sanitize maps what Azure refuses to characters the encoding must escape
-// (space, '!', '"') or leave alone ('$'), so that fuzzed tuples stay
-// interesting once the rejection has been checked.
+// valid turns the invalid UTF-8 of a fuzzed component into '/', so that the
+// order targets compare encodable tuples rich in escaped characters.
+func valid(c string) string { return strings.ToValidUTF8(c, "/") }
+
+func validAll(t []string) []string {
+	out := make([]string, len(t))
+	for i, c := range t {
+		out[i] = valid(c)
+	}
+	return out
+}
+
+// sanitize maps what Azure refuses in a raw key to characters that are
+// allowed, for the checks of PrefixEnd on raw keys.
 func sanitize(c string) string {
 	c = strings.ToValidUTF8(c, `"`)
 	return strings.Map(func(r rune) rune {
@@ -27,24 +39,16 @@ func sanitize(c string) string {
 		case r < 0x20:
 			return rune(" !\"$"[r%4])
 		case r == '/':
-			return '!'
+			return '.'
 		case r == '\\':
-			return '"'
+			return '['
 		case r == '#', r == '?':
 			return ' '
 		case r >= 0x7f && r <= 0x9f:
-			return '$'
+			return '~'
 		}
 		return r
 	}, c)
-}
-
-func sanitizeAll(t []string) []string {
-	out := make([]string, len(t))
-	for i, c := range t {
-		out[i] = sanitize(c)
-	}
-	return out
 }
 
 func sign(n int) int {
@@ -74,8 +78,66 @@ func tupleCompare(a, b []string, cmp func(a, b string) int) int {
 	return len(a) - len(b)
 }
 
-// encodeOrReject checks that Compound either encodes the tuple into a valid
-// key that decodes back, or rejects it for a reason that is really there.
+// refEscape is the escape table of the format (see keys.Separator),
+// written out independently of the implementation.
+func refEscape(r rune) string {
+	switch {
+	case r <= 0x09:
+		return `"` + string('0'+r)
+	case r <= 0x1F:
+		return `"` + string('A'+r-0x0A)
+	case r >= 0x80 && r <= 0x87:
+		return "~" + string('2'+r-0x80)
+	case r >= 0x88 && r <= 0x9F:
+		return "~" + string('A'+r-0x88)
+	}
+	switch r {
+	case ' ':
+		return `"_`
+	case '!':
+		return `"e`
+	case '"':
+		return `"q`
+	case '#':
+		return `"|`
+	case '.':
+		return ".."
+	case '/':
+		return ".|"
+	case '>':
+		return ">>"
+	case '?':
+		return ">|"
+	case '[':
+		return "[["
+	case '\\':
+		return "[|"
+	case '~':
+		return "~0"
+	case 0x7F:
+		return "~1"
+	}
+	return string(r)
+}
+
+// refCompound is Compound by the table, without the checks.
+func refCompound(tu []string) string {
+	var b strings.Builder
+	for i, c := range tu {
+		if i > 0 {
+			b.WriteByte('!')
+		}
+		for _, r := range c {
+			b.WriteString(refEscape(r))
+		}
+	}
+	return b.String()
+}
+
+// encodeOrReject checks that Compound either encodes the tuple into the
+// valid key the format table gives, which decodes back, or rejects it for
+// a reason that is really there: invalid UTF-8, or a key over 1 KiB of
+// UTF-16.
 func encodeOrReject(t *testing.T, tu []string) (string, bool) {
 	t.Helper()
 	k, err := keys.Compound(tu...)
@@ -83,29 +145,30 @@ func encodeOrReject(t *testing.T, tu []string) (string, bool) {
 		var ce *keys.ComponentError
 		switch {
 		case errors.As(err, &ce):
-			if ce.Index < 0 || ce.Index >= len(tu) || validContent(tu[ce.Index]) {
-				t.Fatalf("Compound(%q) = %v, but component %d is fine", tu, err, ce.Index)
+			if ce.Index < 0 || ce.Index >= len(tu) || utf8.ValidString(tu[ce.Index]) || !errors.Is(err, keys.ErrKeyCharacter) {
+				t.Fatalf("Compound(%q) = %v, but component %d is valid UTF-8", tu, err, ce.Index)
 			}
 			for i := 0; i < ce.Index; i++ {
-				if !validContent(tu[i]) {
+				if !utf8.ValidString(tu[i]) {
 					t.Fatalf("Compound(%q) = %v, but component %d was bad first", tu, err, i)
 				}
 			}
 		case errors.Is(err, keys.ErrKeyTooLong):
-			n := len(tu) - 1
 			for _, c := range tu {
-				n += len(c) + strings.Count(c, " ") + strings.Count(c, "!") + strings.Count(c, `"`)
-				if !validContent(c) {
+				if !utf8.ValidString(c) {
 					t.Fatalf("Compound(%q) = %v, but a component is invalid", tu, err)
 				}
 			}
-			if n <= keys.MaxKeyLen {
-				t.Fatalf("Compound(%q) = %v, but the encoding is %d bytes", tu, err, n)
+			if n := 2 * len(utf16.Encode([]rune(refCompound(tu)))); n <= keys.MaxKeyLen {
+				t.Fatalf("Compound(%q) = %v, but the encoding is %d bytes in UTF-16", tu, err, n)
 			}
 		default:
 			t.Fatalf("Compound(%q) = unexpected error %v", tu, err)
 		}
 		return "", false
+	}
+	if want := refCompound(tu); k != want {
+		t.Fatalf("Compound(%q) = %q, want %q by the format table", tu, k, want)
 	}
 	if err := keys.Validate(k); err != nil {
 		t.Fatalf("Compound(%q) = %q: %v", tu, k, err)
@@ -117,25 +180,26 @@ func encodeOrReject(t *testing.T, tu []string) (string, bool) {
 	return k, true
 }
 
-// validContent: the component holds no character Azure refuses (its
-// length does not matter).
-func validContent(c string) bool {
-	return utf8.ValidString(c) && !strings.ContainsFunc(c, func(r rune) bool {
-		return r <= 0x1f || (r >= 0x7f && r <= 0x9f) || strings.ContainsRune(`/\#?`, r)
-	})
+// compoundSeeds hold what the format must escape or leave alone: Azure's
+// refused characters, every lead, control characters of both blocks, and
+// characters on both sides of the UTF-16 / code point divergence.
+var compoundSeeds = []string{
+	"", "empid\xff000223", "a!b\xff\"\xff ", "\xff", "x/y", "a\\b", "#tag", "what?", "https://contoso.com/a?b=c#d",
+	"\x00", "\x00\xff\x00\x00", "tab\tnl\n\x1f", "\x7f\u0080\u0085\u009f\u00a0", "..\xff./", ">?\xff>>", "[\\\xff[[", "~\x7f\xff~~0",
+	"|", ".|", "\"|", "日本\xff\U0001F600", "\U0001F600/\uffff", "\ue000\xff\U0010FFFF", `"""`, "a\xfe", strings.Repeat("!", 600), strings.Repeat("/", 300),
 }
 
-// FuzzCompoundRoundTrip: any tuple is encoded (and decodes back exactly) or
-// rejected for a real reason; any string Split accepts re-encodes to
-// itself; nothing panics.
+// FuzzCompoundRoundTrip: any tuple is encoded as the format table says
+// (and decodes back exactly) or rejected for a real reason; any string
+// Split accepts re-encodes to itself; nothing panics.
 func FuzzCompoundRoundTrip(f *testing.F) {
-	for _, s := range []string{"", "empid\x00000223", "a!b\x00\"\x00 ", "\x00", "x/y", "日本\x00\U0001F600", `"""`, "a\xff", strings.Repeat("!", 600)} {
+	for _, s := range compoundSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		tu := tuple(s)
 		encodeOrReject(t, tu)
-		encodeOrReject(t, sanitizeAll(tu))
+		encodeOrReject(t, validAll(tu))
 		// s as a key: Split accepts exactly the encodings.
 		if parts, err := keys.Split(s); err == nil {
 			k, err := keys.Compound(parts...)
@@ -153,16 +217,21 @@ func FuzzCompoundRoundTrip(f *testing.F) {
 }
 
 // FuzzCompoundOrder: sign(compare(enc(a), enc(b))) == sign(compare(a, b)),
-// both in Go's byte order and in UTF-16 order (Azure's).
+// both in Go's byte order and in UTF-16 order (Azure's), for tuples whose
+// components hold any character.
 func FuzzCompoundOrder(f *testing.F) {
 	for _, p := range [][2]string{
-		{"a\x00z", "a0\x00"}, {"a", "a\x00"}, {"", "\x00"}, {"a b", "a!b"}, {"a\x00!", "a!"},
-		{`"`, "!"}, {"\uffff", "\U00010000"}, {"\ue000", "\U0010ffff"}, {"x\x00", "x\x00\x00"},
+		{"a\xffz", "a0\xff"}, {"a", "a\xff"}, {"", "\xff"}, {"a b", "a!b"}, {"a\xff!", "a!"},
+		{`"`, "!"}, {"\uffff", "\U00010000"}, {"\ue000", "\U0010ffff"}, {"x\xff", "x\xff\xff"},
+		{"a/", "a."}, {"a/", "a0"}, {"a.", "a.\xff"}, {"a\\", "a["}, {"a\\", "a]"}, {"a?", "a>"}, {"a?", "a@"},
+		{"a#", `a"`}, {"a#", "a$"}, {"\x00", "\x1f"}, {"\x1f", " "}, {"a~", "a\x7f"}, {"\u009f", "\u00a0"},
+		{"\x00", ""}, {"\x00\xff", "\xff\x00"}, {"|", "~"}, {"a.|", "a/"}, {"\U0001F600/", "\U0001F600."},
+		{"\U0001F600", "\uffff/"}, {"dir/a", "dir\xffa"},
 	} {
 		f.Add(p[0], p[1])
 	}
 	f.Fuzz(func(t *testing.T, sa, sb string) {
-		a, b := sanitizeAll(tuple(sa)), sanitizeAll(tuple(sb))
+		a, b := validAll(tuple(sa)), validAll(tuple(sb))
 		ka, oka := encodeOrReject(t, a)
 		kb, okb := encodeOrReject(t, b)
 		if !oka || !okb {
@@ -177,25 +246,27 @@ func FuzzCompoundOrder(f *testing.F) {
 	})
 }
 
-// FuzzPrefixRange: Range and PrefixRange select exactly the keys of the
-// tuples that extend the prefix, and PrefixEnd bounds exactly the keys that
-// start with a prefix. The order caveat for supplementary-plane characters
-// (see PrefixEnd) decides which orders are checked.
-func FuzzPrefixRange(f *testing.F) {
+// FuzzRanges: TupleRange and ComponentPrefixRange select exactly the keys
+// of the tuples that extend the prefix, and PrefixEnd bounds exactly the
+// keys that start with a prefix. The order caveat for supplementary-plane
+// characters (see PrefixEnd) decides which orders are checked.
+func FuzzRanges(f *testing.F) {
 	for _, s := range [][3]string{
-		{"a", "", "a\x00b"}, {"email", "jones", "email\x00jonesj@contoso.com"}, {"a", `x"`, `a` + "\x00" + `x""`},
-		{"a", `x"`, "a\x00x\"!"}, {"a\x00b\"", "", "a\x00b\"\x00c"}, {"", "\uffff", "\uffff\uffff"},
-		{"a", "x\uffff", "a\x00x\U00010000"}, {"a", "\ud7ff", "a\x00\ud7ff\U00010000"}, {"", "", ""},
+		{"a", "", "a\xffb"}, {"email", "jones", "email\xffjonesj@contoso.com"}, {"a", `x"`, `a` + "\xff" + `x""`},
+		{"a", `x"`, "a\xffx\"!"}, {"a\xffb\"", "", "a\xffb\"\xffc"}, {"", "\uffff", "\uffff\uffff"},
+		{"a", "x\uffff", "a\xffx\U00010000"}, {"a", "\ud7ff", "a\xff\ud7ff\U00010000"}, {"", "", ""},
+		{"path", "docs/", "path\xffdocs/readme.md"}, {"path", "docs.", "path\xffdocs/x"}, {"a/", "", "a/\xff\x00"},
+		{"", "a.", "a.|x"}, {"", "~", "~\x7f"}, {"#", "?", "#\xff?\\"}, {"\x00", "\x1f", "\x00\xff\x1f\x00"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, sp, partial, sk string) {
-		prefix := sanitizeAll(tuple(sp))
+		prefix := validAll(tuple(sp))
 		if sp == "" {
 			prefix = nil // also cover the empty tuple prefix
 		}
-		partial = sanitize(partial)
-		k := sanitizeAll(tuple(sk))
+		partial = valid(partial)
+		k := validAll(tuple(sk))
 		key, ok := encodeOrReject(t, k)
 		if !ok {
 			return
@@ -206,44 +277,44 @@ func FuzzPrefixRange(f *testing.F) {
 		}
 		orders := []order{{"byte", strings.Compare}, {"UTF-16", utf16Compare}}
 
-		// Range: the tuple and its extensions, for any content.
-		if lo, hi, err := keys.Range(prefix...); err == nil {
+		// TupleRange: the tuple and its extensions, for any content.
+		if lo, hi, err := keys.TupleRange(prefix...); err == nil {
 			want := len(k) >= len(prefix) && slices.Equal(k[:len(prefix)], prefix)
 			for _, o := range orders {
 				in := o.cmp(key, lo) >= 0 && (len(prefix) == 0 || o.cmp(key, hi) < 0)
 				if in != want {
-					t.Fatalf("%s order: key %q (%q) in Range(%q) = [%q, %q): %v, want %v", o.name, key, k, prefix, lo, hi, in, want)
+					t.Fatalf("%s order: key %q (%q) in TupleRange(%q) = [%q, %q): %v, want %v", o.name, key, k, prefix, lo, hi, in, want)
 				}
 			}
 		} else if !errors.Is(err, keys.ErrKeyTooLong) {
-			t.Fatalf("Range(%q): %v", prefix, err)
+			t.Fatalf("TupleRange(%q): %v", prefix, err)
 		}
 
-		// PrefixRange: one more component that starts with partial.
-		if lo, hi, err := keys.PrefixRange(prefix, partial); err == nil {
+		// ComponentPrefixRange: one more component that starts with partial.
+		if lo, hi, err := keys.ComponentPrefixRange(prefix, partial); err == nil {
 			want := len(k) > len(prefix) && slices.Equal(k[:len(prefix)], prefix) && strings.HasPrefix(k[len(prefix)], partial)
 			for _, o := range caveatOrders(lo, orders) {
 				in := o.cmp(key, lo) >= 0 && (hi == "" || o.cmp(key, hi) < 0)
 				if in != want {
-					t.Fatalf("%s order: key %q (%q) in PrefixRange(%q, %q) = [%q, %q): %v, want %v", o.name, key, k, prefix, partial, lo, hi, in, want)
+					t.Fatalf("%s order: key %q (%q) in ComponentPrefixRange(%q, %q) = [%q, %q): %v, want %v", o.name, key, k, prefix, partial, lo, hi, in, want)
 				}
 			}
 		} else if !errors.Is(err, keys.ErrKeyTooLong) {
-			t.Fatalf("PrefixRange(%q, %q): %v", prefix, partial, err)
+			t.Fatalf("ComponentPrefixRange(%q, %q): %v", prefix, partial, err)
 		}
 
-		// PrefixEnd on raw strings: partial as a prefix of sanitize(sk).
-		raw := sanitize(sk)
-		if keys.Validate(raw) == nil && keys.Validate(partial) == nil {
-			end, ok := keys.PrefixEnd(partial)
-			if ok && (keys.Validate(end) != nil && len(end) <= keys.MaxKeyLen || !utf8.ValidString(end)) {
-				t.Fatalf("PrefixEnd(%q) = %q: not a valid key", partial, end)
+		// PrefixEnd on raw strings: sanitize(partial) as a prefix of sanitize(sk).
+		raw, rawPrefix := sanitize(sk), sanitize(partial)
+		if keys.Validate(raw) == nil && keys.Validate(rawPrefix) == nil {
+			end, ok := keys.PrefixEnd(rawPrefix)
+			if ok && (keys.Validate(end) != nil && keys.KeySize(end) <= keys.MaxKeyLen || !utf8.ValidString(end)) {
+				t.Fatalf("PrefixEnd(%q) = %q: not a valid key", rawPrefix, end)
 			}
-			want := strings.HasPrefix(raw, partial)
-			for _, o := range caveatOrders(partial, orders) {
-				in := o.cmp(raw, partial) >= 0 && (!ok || o.cmp(raw, end) < 0)
+			want := strings.HasPrefix(raw, rawPrefix)
+			for _, o := range caveatOrders(rawPrefix, orders) {
+				in := o.cmp(raw, rawPrefix) >= 0 && (!ok || o.cmp(raw, end) < 0)
 				if in != want {
-					t.Fatalf("%s order: %q in [%q, %q) = %v, want %v", o.name, raw, partial, end, in, want)
+					t.Fatalf("%s order: %q in [%q, %q) = %v, want %v", o.name, raw, rawPrefix, end, in, want)
 				}
 			}
 		}
@@ -262,6 +333,56 @@ func caveatOrders[O any](lo string, orders []O) []O {
 		out = append(out, orders[1])
 	}
 	return out
+}
+
+// FuzzShardedKey: ShardedKey and ParseShardedKey are inverses, a sharded
+// key is valid, and within one bucket sharded keys keep the order of their
+// keys.
+func FuzzShardedKey(f *testing.F) {
+	f.Add("clicks", "clicks2", uint16(3), uint16(16))
+	f.Add("", "a!b", uint16(0), uint16(1))
+	f.Add("a/b", "\x00", uint16(9999), uint16(10000))
+	f.Add(strings.Repeat("x", 509), "y", uint16(5), uint16(10))
+	f.Fuzz(func(t *testing.T, a, b string, bucket, n uint16) {
+		ka, err := keys.ShardedKey(int(bucket), int(n), a)
+		switch {
+		case n < 1 || n > keys.MaxShards || bucket >= n:
+			if !errors.Is(err, keys.ErrInvalidArgument) {
+				t.Fatalf("ShardedKey(%d, %d, %q) = %q, %v", bucket, n, a, ka, err)
+			}
+			return
+		case keys.Validate(a) != nil:
+			if !errors.Is(err, keys.ErrKeyCharacter) && !errors.Is(err, keys.ErrKeyTooLong) {
+				t.Fatalf("ShardedKey(%d, %d, %q) = %q, %v", bucket, n, a, ka, err)
+			}
+			return
+		case err != nil:
+			if !errors.Is(err, keys.ErrKeyTooLong) || keys.KeySize(a)+2*(keys.ShardWidth(int(n))+1) <= keys.MaxKeyLen {
+				t.Fatalf("ShardedKey(%d, %d, %q) = %v", bucket, n, a, err)
+			}
+			return
+		}
+		if keys.Validate(ka) != nil || len(ka) != keys.ShardWidth(int(n))+1+len(a) {
+			t.Fatalf("ShardedKey(%d, %d, %q) = %q", bucket, n, a, ka)
+		}
+		gb, ga, err := keys.ParseShardedKey(ka, int(n))
+		if err != nil || gb != int(bucket) || ga != a {
+			t.Fatalf("ParseShardedKey(%q) = %d, %q, %v", ka, gb, ga, err)
+		}
+		if kb, err := keys.ShardedKey(int(bucket), int(n), b); err == nil {
+			if sign(strings.Compare(ka, kb)) != sign(strings.Compare(a, b)) || sign(utf16Compare(ka, kb)) != sign(utf16Compare(a, b)) {
+				t.Fatalf("order of %q, %q differs from %q, %q", ka, kb, a, b)
+			}
+		}
+		// Any string ParseShardedKey accepts re-encodes to itself.
+		if gb, ga, err := keys.ParseShardedKey(b, int(n)); err == nil {
+			if k, err := keys.ShardedKey(gb, int(n), ga); err != nil || k != b {
+				t.Fatalf("ShardedKey(ParseShardedKey(%q)) = %q, %v", b, k, err)
+			}
+		} else if !errors.Is(err, keys.ErrMalformed) && !errors.Is(err, keys.ErrKeyCharacter) && !errors.Is(err, keys.ErrKeyTooLong) {
+			t.Fatalf("ParseShardedKey(%q): %v", b, err)
+		}
+	})
 }
 
 // FuzzIntOrder: the number encoders round-trip and preserve (or, inverted,

@@ -32,6 +32,10 @@ import "unicode/utf8"
 //
 // If prefix is not valid UTF-8, each invalid byte is treated as U+FFFD, as
 // encoding/json does when the prefix is sent, and end is valid UTF-8.
+//
+// PrefixEnd works on raw strings and knows nothing of compound keys: on
+// compound keys, [ComponentPrefixRange] encodes the prefix and then calls
+// it, and [TupleRange] needs no PrefixEnd (see the package doc, Ranges).
 func PrefixEnd(prefix string) (end string, ok bool) {
 	i, next, ok := prefixEnd(prefix)
 	if !ok {

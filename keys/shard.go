@@ -2,9 +2,11 @@ package keys
 
 // Shard buckets against the prepend/append anti-pattern: keys that grow
 // (or shrink) monotonically, such as timestamps, send every insert to the
-// same partition range. Prefixing the PartitionKey with a bucket computed
-// from a stable hash of some identifier spreads the writes over n partitions;
-// a query over all of them fans out to the n prefixes ShardPrefixes lists.
+// same partition range. Storing a logical partition under ShardedKey, the
+// bucket first ("<bucket>!<key>", see the package doc, Sharded keys), with
+// the bucket computed by Shard from a stable hash of some identifier,
+// spreads the writes over n partitions; a query over all of them fans out
+// to the n keys ShardedKeys lists.
 //
 // The hash is 32-bit FNV-1a of the UTF-8 bytes of the key (offset basis
 // 2166136261, prime 16777619), and the bucket is that hash modulo n. It will
@@ -25,7 +27,8 @@ func Shard(key string, n int) (int, error) {
 }
 
 // ShardPrefix returns the fixed-width bucket prefix of key among n buckets:
-// the decimal bucket number zero-padded to ShardWidth(n) digits, e.g. "07".
+// the decimal bucket number zero-padded to ShardWidth(n) digits, e.g. "07",
+// the first part of a ShardedKey.
 func ShardPrefix(key string, n int) (string, error) {
 	var b [4]byte
 	out, err := AppendShardPrefix(b[:0], key, n)
@@ -45,8 +48,8 @@ func AppendShardPrefix(dst []byte, key string, n int) ([]byte, error) {
 	return appendDigits(dst, uint64(b), shardWidth(n)), nil
 }
 
-// ShardPrefixes lists the n bucket prefixes in order, for a query that fans
-// out over every bucket: ShardPrefixes(3) is ["0", "1", "2"].
+// ShardPrefixes lists the n bucket prefixes in order: ShardPrefixes(3) is
+// ["0", "1", "2"]. ShardedKeys gives the whole keys of a fan-out query.
 func ShardPrefixes(n int) ([]string, error) {
 	if err := checkShards(n); err != nil {
 		return nil, err

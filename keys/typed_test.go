@@ -372,6 +372,13 @@ func TestShard(t *testing.T) {
 	}
 }
 
+func mustKey(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
 func TestBuilder(t *testing.T) {
 	tm := date(2024, 5, 1, 12, 34, 56, 7891234)
 	g := [16]byte{15: 1}
@@ -384,8 +391,8 @@ func TestBuilder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "order!00000000000000000042!007!18446744073709551614!-9999999999999999999!-9999999999999999998!" +
-		"2024-05-01T12:34:56.7891234Z!0638501636967891234!2516877339032108765!2516877339032108765_18446744073709551613!" +
-		"00000000-0000-0000-0000-000000000001!ffffffff-ffff-ffff-ffff-fffffffffffe!a\" b"
+		"2024-05-01T12:34:56..7891234Z!0638501636967891234!2516877339032108765!2516877339032108765_18446744073709551613!" +
+		"00000000-0000-0000-0000-000000000001!ffffffff-ffff-ffff-ffff-fffffffffffe!a\"_b"
 	if k != want {
 		t.Errorf("Builder key\n got %q\nwant %q", k, want)
 	}
@@ -395,6 +402,21 @@ func TestBuilder(t *testing.T) {
 	parts, err := keys.Split(k)
 	if err != nil || len(parts) != 13 || parts[12] != "a b" {
 		t.Errorf("Split = %q, %v", parts, err)
+	}
+	// Each typed component is written as Add writes its string form.
+	strs := []string{"order", keys.Uint(42), "007", keys.InvertedUint(1), keys.Int(-1), keys.InvertedInt(1),
+		mustKey(keys.Time(tm)), mustKey(keys.Ticks(tm)), mustKey(keys.InvertedTicks(tm)), mustKey(keys.DescendingKey(tm, 2)),
+		keys.GUID(g), keys.InvertedGUID(g), "a b"}
+	if c, err := keys.Compound(strs...); err != nil || c != k {
+		t.Errorf("Compound of the string forms = %q, %v; want the Builder's %q", c, err, k)
+	}
+	if !slices.Equal(parts, strs) {
+		t.Errorf("Split = %q, want %q", parts, strs)
+	}
+	// A time appended to a buffer with no room left moves the buffer.
+	b.Reset(make([]byte, 0, 1))
+	if k, err := b.AddTime(tm).Key(); err != nil || k != "2024-05-01T12:34:56..7891234Z" {
+		t.Errorf("AddTime = %q, %v", k, err)
 	}
 
 	// Appends after what the buffer holds.
@@ -409,7 +431,7 @@ func TestBuilder(t *testing.T) {
 
 	// Errors stick.
 	b.Reset(nil)
-	b.Add("ok").Add("bad/").AddUint(1)
+	b.Add("ok").Add("bad\xff").AddUint(1)
 	if _, err := b.Key(); !errors.Is(err, keys.ErrKeyCharacter) || b.Err() == nil {
 		t.Errorf("Key after bad component = %v", err)
 	}

@@ -6,19 +6,36 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyLen is the longest PartitionKey or RowKey, in bytes of UTF-8, that
-// Validate accepts. Azure documents a 1 KiB limit; counting UTF-8 bytes is
-// as strict as or stricter than the service for any content.
+// MaxKeyLen is the size limit of a PartitionKey or RowKey: 1 KiB, measured
+// as the service stores keys, in UTF-16 (see [KeySize]). That is 512
+// characters of the Basic Multilingual Plane, ASCII included, or 256
+// characters outside it; Azure and Azurite refuse a 513-character ASCII key.
 const MaxKeyLen = 1024
+
+// KeySize returns the size of key as the service measures it against
+// MaxKeyLen: two bytes per UTF-16 code unit.
+func KeySize[S ~string | ~[]byte](key S) int {
+	n := 0
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c < 0x80 || c >= 0xC0 && c < 0xF0:
+			n += 2 // ASCII, or the lead byte of a 2- or 3-byte sequence
+		case c >= 0xF0:
+			n += 4 // a 4-byte sequence: a surrogate pair
+		}
+	}
+	return n
+}
 
 // Sentinel errors. Every error this package returns matches one of them with
 // errors.Is.
 var (
-	// ErrKeyTooLong: a key is longer than MaxKeyLen bytes.
+	// ErrKeyTooLong: a key is larger than MaxKeyLen (see KeySize).
 	ErrKeyTooLong = errors.New("keys: key too long")
-	// ErrKeyCharacter: a key (or a component of a compound key) holds a
-	// character Azure refuses in keys: '/', '\\', '#', '?', U+0000–U+001F,
-	// U+007F–U+009F, or a byte sequence that is not valid UTF-8.
+	// ErrKeyCharacter: a key holds a character Azure refuses in keys: '/',
+	// '\\', '#', '?', U+0000–U+001F, U+007F–U+009F, or a byte sequence that
+	// is not valid UTF-8. A component of a compound key may hold any of
+	// these characters (they are escaped), but not invalid UTF-8.
 	ErrKeyCharacter = errors.New("keys: character not allowed in a key")
 )
 
@@ -34,7 +51,8 @@ type KeyError struct {
 	// Reason is a short description: "reserved character", "control
 	// character", "invalid UTF-8" or "too long".
 	Reason string
-	// Len is the length of the checked string in bytes.
+	// Len is the length of the checked string in bytes of UTF-8, or, when
+	// it is too long, its KeySize.
 	Len int
 	// Err is ErrKeyTooLong or ErrKeyCharacter.
 	Err error
@@ -44,7 +62,7 @@ type KeyError struct {
 func (e *KeyError) Error() string {
 	switch {
 	case e.Pos < 0:
-		return fmt.Sprintf("keys: key is %d bytes of UTF-8; the limit is %d", e.Len, MaxKeyLen)
+		return fmt.Sprintf("keys: key is %d bytes in UTF-16; the limit is %d (512 UTF-16 code units)", e.Len, MaxKeyLen)
 	case e.Reason == reasonUTF8:
 		return fmt.Sprintf("keys: invalid UTF-8 at byte %d of a %d-byte key", e.Pos, e.Len)
 	case e.Reason == reasonControl:
@@ -71,11 +89,13 @@ const (
 // PartitionKey or RowKey. It returns nil or a *KeyError that names the
 // offending character and its byte offset. Refused are: '/', '\\', '#',
 // '?', the control characters U+0000–U+001F and U+007F–U+009F, invalid
-// UTF-8, and keys longer than MaxKeyLen (1024) bytes of UTF-8. The empty
-// key is valid (Azure allows empty keys).
+// UTF-8, and keys larger than MaxKeyLen (1 KiB in UTF-16, see KeySize). The
+// empty key is valid (Azure allows empty keys).
 func Validate(key string) error {
-	if len(key) > MaxKeyLen {
-		return &KeyError{Pos: -1, Reason: reasonTooLong, Len: len(key), Err: ErrKeyTooLong}
+	if len(key) > MaxKeyLen/2 {
+		if n := KeySize(key); n > MaxKeyLen {
+			return &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
+		}
 	}
 	return checkChars(key, len(key))
 }

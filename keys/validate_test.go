@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/keys"
@@ -22,9 +23,12 @@ func TestValidate(t *testing.T) {
 		{key: "email_jonesj@contoso.com"},
 		{key: "with space and 'quote' and \"dq\" !$%&*+,-.:;<=>@[]^_`{|}~"},
 		{key: "Ünïcödé ✓ 日本 \U0001F600 \u00a0 \uffff"},
-		{key: strings.Repeat("a", 1024)},
-		{key: strings.Repeat("é", 512)}, // 1024 bytes
-		{key: strings.Repeat("a", 1025), err: keys.ErrKeyTooLong, pos: -1, reason: "too long"},
+		{key: strings.Repeat("a", 512)},
+		{key: strings.Repeat("é", 512)}, // 512 UTF-16 code units
+		{key: strings.Repeat("😀", 256)}, // 256 surrogate pairs
+		{key: strings.Repeat("a", 513), err: keys.ErrKeyTooLong, pos: -1, reason: "too long"},
+		{key: strings.Repeat("é", 513), err: keys.ErrKeyTooLong, pos: -1, reason: "too long"},
+		{key: strings.Repeat("😀", 256) + "a", err: keys.ErrKeyTooLong, pos: -1, reason: "too long"},
 		{key: strings.Repeat("é", 513), err: keys.ErrKeyTooLong, pos: -1, reason: "too long"},
 		{key: "a/b", err: keys.ErrKeyCharacter, pos: 1, char: '/', reason: "reserved character"},
 		{key: `a\b`, err: keys.ErrKeyCharacter, pos: 1, char: '\\', reason: "reserved character"},
@@ -56,8 +60,12 @@ func TestValidate(t *testing.T) {
 		if !errors.As(err, &ke) {
 			t.Fatalf("Validate(%.40q) = %T, want *KeyError", tc.key, err)
 		}
-		if ke.Pos != tc.pos || ke.Char != tc.char || ke.Reason != tc.reason || ke.Len != len(tc.key) {
-			t.Errorf("Validate(%.40q) = %+v, want pos %d char %U reason %q len %d", tc.key, *ke, tc.pos, tc.char, tc.reason, len(tc.key))
+		wantLen := len(tc.key)
+		if tc.err == keys.ErrKeyTooLong {
+			wantLen = keys.KeySize(tc.key)
+		}
+		if ke.Pos != tc.pos || ke.Char != tc.char || ke.Reason != tc.reason || ke.Len != wantLen {
+			t.Errorf("Validate(%.40q) = %+v, want pos %d char %U reason %q len %d", tc.key, *ke, tc.pos, tc.char, tc.reason, wantLen)
 		}
 		other := keys.ErrKeyTooLong
 		if tc.err == keys.ErrKeyTooLong {
@@ -78,7 +86,7 @@ func TestValidateMessages(t *testing.T) {
 		"a/b":                    `keys: reserved character '/' (U+002F) at byte 1 is not allowed in a key`,
 		"a\x01":                  `keys: control character U+0001 at byte 1 is not allowed in a key`,
 		"ab\xff":                 `keys: invalid UTF-8 at byte 2 of a 3-byte key`,
-		strings.Repeat("x", 2e3): `keys: key is 2000 bytes of UTF-8; the limit is 1024`,
+		strings.Repeat("x", 2e3): `keys: key is 4000 bytes in UTF-16; the limit is 1024 (512 UTF-16 code units)`,
 	} {
 		if got := keys.Validate(key).Error(); !strings.HasPrefix(got, want) {
 			t.Errorf("Validate(%.20q) = %q, want prefix %q", key, got, want)
@@ -88,7 +96,7 @@ func TestValidateMessages(t *testing.T) {
 
 // slowValid is an independent statement of the rules Validate enforces.
 func slowValid(key string) bool {
-	if len(key) > 1024 || !utf8.ValidString(key) {
+	if !utf8.ValidString(key) || 2*len(utf16.Encode([]rune(key))) > 1024 {
 		return false
 	}
 	for _, r := range key {

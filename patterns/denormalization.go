@@ -119,7 +119,8 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 			c := tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: rk, Properties: copied}
 			actions = append(actions, tablekit.UpdateAction(c, tablekit.Merge, azcore.ETagAny))
 		}
-		return d.table.Transaction(ctx, actions...)
+		_, err := d.table.Transaction(ctx, actions...)
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		copies, err := d.readCopies(ctx, e.PartitionKey, copyRowKeys)
@@ -134,7 +135,7 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 			}
 			actions = append(actions, tablekit.UpdateAction(c, tablekit.Replace, c.ETag))
 		}
-		err = d.table.Transaction(ctx, actions...)
+		_, err = d.table.Transaction(ctx, actions...)
 		if err == nil || !isConflict(err) || attempt >= d.retries || failedAction(err) == 0 {
 			return err
 		}

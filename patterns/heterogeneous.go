@@ -335,7 +335,7 @@ func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Property: kind, Detail: "not a valid kind", Err: tablekit.ErrInvalidInput}
 	}
 	if m.reg.by == ByRowKeyPrefix {
-		lo, hi, err := keys.Range(kind)
+		lo, hi, err := keys.TupleRange(kind)
 		if err != nil {
 			return tablekit.Filter{}, err
 		}
@@ -395,5 +395,6 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 		}
 		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Mode: a.Mode, Value: e, ETag: a.ETag}
 	}
-	return m.table.Transaction(ctx, conv...)
+	_, err := m.table.Transaction(ctx, conv...)
+	return err
 }

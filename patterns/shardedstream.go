@@ -160,13 +160,13 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 		lo, hi := "", ""
 		var err error
 		if !from.IsZero() {
-			if lo, err = keys.Time(from); err != nil {
+			if lo, err = (&keys.Builder{}).AddTime(from).Key(); err != nil { // RowKeys are compound keys: Time's '.' is escaped
 				yield(zero, err)
 				return
 			}
 		}
 		if !until.IsZero() {
-			if hi, err = keys.Time(until); err != nil {
+			if hi, err = (&keys.Builder{}).AddTime(until).Key(); err != nil {
 				yield(zero, err)
 				return
 			}

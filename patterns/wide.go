@@ -32,7 +32,7 @@ const widePartWidth = 3
 // WidePartKey returns the RowKey of part number part (0-based) of the
 // logical entity with RowKey rk: the compound key (rk, part in 3 digits),
 // e.g. "meter17!000". The parts of one logical entity are exactly the
-// RowKeys in keys.Range(rk).
+// RowKeys in keys.TupleRange(rk).
 func WidePartKey(rk string, part int) (string, error) {
 	if part < 0 || part >= MaxWideParts {
 		return "", &tablekit.ValidationError{Entity: rk, Limit: fmt.Sprintf("0 <= part < %d", MaxWideParts), Size: part, Detail: "part number out of range", Err: tablekit.ErrInvalidInput}
@@ -381,7 +381,7 @@ type widePart struct {
 // read returns the parts of a logical entity, in part order: one range
 // query.
 func (w *Wide[T]) read(ctx context.Context, pk, rk string) ([]*widePart, error) {
-	lo, hi, err := keys.Range(rk)
+	lo, hi, err := keys.TupleRange(rk)
 	if err != nil {
 		return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Property: "RowKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
@@ -459,7 +459,8 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) error {
 	if err != nil {
 		return err
 	}
-	return w.table.Transaction(ctx, actions...)
+	_, err = w.table.Transaction(ctx, actions...)
+	return err
 }
 
 // Put stores v as the whole logical entity, inserting or replacing it:
@@ -545,7 +546,7 @@ func (w *Wide[T]) write(ctx context.Context, pk, rk string, want func(parts []*w
 		if len(actions) == 0 {
 			return nil
 		}
-		err = w.table.Transaction(ctx, actions...)
+		_, err = w.table.Transaction(ctx, actions...)
 		if err == nil || !isConflict(err) || attempt >= w.retries {
 			return err
 		}
@@ -571,7 +572,7 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			}
 			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk, ETag: p.etag}))
 		}
-		err = w.table.Transaction(ctx, actions...)
+		_, err = w.table.Transaction(ctx, actions...)
 		if err == nil || !isConflict(err) || attempt >= w.retries {
 			return err == nil, err
 		}

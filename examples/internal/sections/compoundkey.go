@@ -50,7 +50,7 @@ func runCompoundKey(ctx context.Context, env *demo.Env) error {
 	}
 	env.Say("stored 15 reviews with RowKeys such as %q (zero-padded id, then year)", rows[0].Key)
 
-	lo, hi, err := keys.Range("000223")
+	lo, hi, err := keys.TupleRange("000223")
 	if err != nil {
 		return err
 	}

@@ -110,17 +110,18 @@ func runBasics(ctx context.Context, env *demo.Env) error {
 
 	// An entity group transaction: all or nothing, in one partition.
 	n, err = cost(env, func() error {
-		return emp.Transaction(ctx,
+		_, err := emp.Transaction(ctx,
 			tablekit.InsertAction(Employee{Department: "Sales", ID: "000224", FirstName: "Grace", LastName: "Hopper"}),
 			tablekit.InsertAction(Employee{Department: "Sales", ID: "000225", FirstName: "Alan", LastName: "Turing"}),
 			tablekit.DeleteAction(Employee{Department: "Sales", ID: "000223"}),
 		)
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	env.Say("transaction of 2 inserts and a delete: %d transaction", n)
-	err = emp.Transaction(ctx,
+	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "Sales", ID: "000226"}),
 		tablekit.InsertAction(Employee{Department: "Sales", ID: "000224"}),
 	)

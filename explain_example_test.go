@@ -1,0 +1,103 @@
+package tablekit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+// Explain sorts filters into the design guide's query classes before
+// anything is sent.
+func ExampleFilter_Explain() {
+	for _, f := range []tablekit.Filter{
+		tablekit.PointQuery("Sales", "2"),
+		tablekit.RowKeyPrefix("Sales", "S"),
+		tablekit.Where("PartitionKey eq ? and LastName eq ?", "Sales", "Smith"),
+		tablekit.Where("PartitionKey eq ? and (RowKey eq ? or RowKey eq ?)", "Sales", "121", "322"),
+		tablekit.Where("LastName eq ?", "Jones"),
+	} {
+		fmt.Println(f.Explain())
+	}
+	// Output:
+	// point query: PartitionKey "Sales", RowKey "2"
+	// range query: PartitionKey "Sales", RowKey prefix "S"
+	// partition scan: PartitionKey "Sales"; filters LastName; no usable RowKey condition: the whole partition is read
+	// partition scan: PartitionKey "Sales"; or over RowKeys (a partition scan; run one point query per RowKey)
+	// table scan: filters LastName; filters only on properties, which have no index
+}
+
+// A Plan's fields say what the service can use; its reasons are constants.
+func ExamplePlan() {
+	p := tablekit.Or(tablekit.PointQuery("Sales", "1"), tablekit.PointQuery("HR", "7")).Explain()
+	fmt.Println(p.Class, p.IsTableScan(), p.HasReason(tablekit.ReasonOrPartitionKeys))
+	r := tablekit.RowKeyRange("Sales", "000100", "000200").Explain()
+	fmt.Println(r.Class, r.PartitionKey, r.RowKeys.Lower.Key, r.RowKeys.Upper.Key)
+	// Output:
+	// table scan true true
+	// range query Sales 000100 000200
+}
+
+// A table that refuses table scans returns an error before anything is
+// sent; one that logs them (the default) warns through its logger.
+func ExampleRefuseTableScans() {
+	type Employee struct {
+		Department string `table:",pk"`
+		ID         string `table:",rk"`
+		LastName   string
+	}
+	ctx := context.Background()
+	acct := testenv.ExampleAccount()
+	name := fmt.Sprintf("ExampleScans%d", time.Now().UnixNano()%1e9)
+	strict, err := tablekit.OpenTable[Employee](acct, name, &tablekit.TableOptions{TableScans: tablekit.RefuseTableScans})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := strict.CreateIfNotExists(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer strict.DeleteTable(ctx)
+	if _, err := strict.Insert(ctx, Employee{"Sales", "1", "Jones"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	before := acct.Meter().Snapshot()
+	_, err = strict.Top(ctx, tablekit.Where("LastName eq ?", "Jones"), 10, nil)
+	fmt.Println(errors.Is(err, tablekit.ErrTableScan), "- requests sent:", acct.Meter().Snapshot().Sub(before).Total())
+	fmt.Println(strings.ReplaceAll(err.Error(), name, "Employees"))
+
+	// The same query on a table that logs table scans (a text handler
+	// without the time and with a fixed table name, for a stable output).
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.TimeKey:
+				return slog.Attr{}
+			case "table":
+				return slog.String("table", "Employees")
+			}
+			return a
+		},
+	}))
+	logged, err := tablekit.OpenTable[Employee](acct, name, &tablekit.TableOptions{Logger: logger})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	found, err := logged.Top(ctx, tablekit.Where("LastName eq ?", "Jones"), 10, nil)
+	fmt.Println(len(found), err)
+	// Output:
+	// true - requests sent: 0
+	// tablekit: Query: invalid entity "Employees": filter "LastName eq 'Jones'": table scan: filters LastName; filters only on properties, which have no index; limit: TableOptions.TableScans is RefuseTableScans
+	// level=WARN msg="tablekit: table scan" table=Employees op=Query filter="LastName eq 'Jones'" class="table scan" reason="filters only on properties, which have no index"
+	// 1 <nil>
+}

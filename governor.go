@@ -1,0 +1,256 @@
+package tablekit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+)
+
+// Azure Table storage's published scalability targets (1 KiB entities).
+const (
+	// PartitionTarget is the entities per second one partition serves.
+	PartitionTarget = 2_000
+	// AccountTarget is the transactions (requests) per second one storage
+	// account serves.
+	AccountTarget = 20_000
+)
+
+// GovernorOptions configures a [Governor]. A nil *GovernorOptions means
+// defaults.
+type GovernorOptions struct {
+	// PartitionRate is the most entities per second the Governor lets
+	// through to one partition (default PartitionTarget). It is a ceiling:
+	// the Governor starts there and backs off when the service throttles.
+	PartitionRate float64
+	// AccountRate is the most requests per second the Governor lets
+	// through to the account (default AccountTarget).
+	AccountRate float64
+	// Logger receives a warning when a partition is throttled, and when
+	// it is back at full rate (nil: slog.Default()).
+	Logger *slog.Logger
+	// Clock tells the time (nil: time.Now).
+	Clock Clock
+}
+
+// Governor paces writes so that they stay within what the service
+// serves: the scalability targets of a partition and of an account. Each
+// partition and the account have a rate, as in a token bucket; a write
+// waits for its turn ([Governor.Wait]) and reports how it went
+// ([Governor.Done]). When the service throttles (503 ServerBusy, 500
+// OperationTimedOut, 429), the rate that was exceeded is cut (by 15%, at
+// most once per cool-down); every write that gets through raises it again
+// by a little, back up to its ceiling: additive increase, multiplicative
+// decrease, so that a writer settles just under what the service allows
+// rather than oscillating between half and all of it.
+//
+// One Governor can serve many writers: BulkWriters, workers and transfer
+// jobs of one process that write to one account share it and so share the
+// account's budget. A Governor is safe for concurrent use.
+type Governor struct {
+	opts   GovernorOptions
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	account *pacer
+	parts   map[string]*pacer
+}
+
+// NewGovernor returns a Governor with the given ceilings.
+func NewGovernor(opts *GovernorOptions) *Governor {
+	o := GovernorOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.PartitionRate <= 0 {
+		o.PartitionRate = PartitionTarget
+	}
+	if o.AccountRate <= 0 {
+		o.AccountRate = AccountTarget
+	}
+	g := &Governor{opts: o, logger: o.Logger, parts: map[string]*pacer{}}
+	if g.logger == nil {
+		g.logger = slog.Default()
+	}
+	g.account = newPacer(o.AccountRate)
+	return g
+}
+
+// pacer is the rate of one partition or of the account: a virtual clock
+// that hands out send times spaced by cost/rate, and the AIMD state.
+type pacer struct {
+	ceiling   float64   // the most units per second
+	rate      float64   // the current units per second
+	next      time.Time // when the next unit may go
+	cutAt     time.Time // when the rate was last cut
+	throttled bool      // cut since it was last at its ceiling
+	inflight  int
+}
+
+func newPacer(ceiling float64) *pacer { return &pacer{ceiling: ceiling, rate: ceiling} }
+
+// burst is how far ahead of the clock a pacer's schedule may have fallen
+// behind: idle time is credited up to this, no more.
+const governorBurst = 100 * time.Millisecond
+
+// reserve books cost units and returns when they may go.
+func (p *pacer) reserve(now time.Time, cost float64) time.Time {
+	if earliest := now.Add(-governorBurst); p.next.Before(earliest) {
+		p.next = earliest
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(cost / p.rate * float64(time.Second)))
+	p.inflight++
+	return at
+}
+
+// governorCooldown is the least time between two cuts of one rate: the
+// writes in flight when the service throttled report it too.
+const governorCooldown = 250 * time.Millisecond
+
+// cut lowers the rate after the service throttled, unless it was cut
+// within the cool-down; it reports whether it did.
+func (p *pacer) cut(now time.Time, cost float64) bool {
+	if now.Sub(p.cutAt) < governorCooldown {
+		return false
+	}
+	p.cutAt = now
+	p.rate = max(p.rate*0.85, p.ceiling/1000)
+	p.throttled = true
+	// What was booked at the old rate is spread out at the new one.
+	p.next = now.Add(time.Duration(float64(max(p.inflight, 1)) * cost / p.rate * float64(time.Second)))
+	return true
+}
+
+// grow raises the rate after cost units got through, and reports whether
+// it is back at its ceiling after a cut.
+func (p *pacer) grow(cost float64) bool {
+	if p.rate < p.ceiling {
+		// Additive increase: about 2% of the ceiling per second of
+		// writes at the current rate.
+		p.rate = min(p.ceiling, p.rate+0.02*p.ceiling*cost/p.rate)
+	}
+	if p.throttled && p.rate >= p.ceiling {
+		p.throttled = false
+		return true
+	}
+	return false
+}
+
+// Wait blocks until a request writing entities entities to partition pk
+// may be sent, or ctx ends (then it returns ctx's error). Every Wait that
+// returns nil must be followed by a [Governor.Done].
+func (g *Governor) Wait(ctx context.Context, pk string, entities int) error {
+	now := g.opts.Clock.Now()
+	g.mu.Lock()
+	p := g.parts[pk]
+	if p == nil {
+		p = newPacer(g.opts.PartitionRate)
+		g.parts[pk] = p
+	}
+	at := p.reserve(now, float64(entities))
+	if a := g.account.reserve(now, 1); a.After(at) {
+		at = a
+	}
+	g.mu.Unlock()
+	if d := at.Sub(now); d > 0 && !Sleep(ctx, d) {
+		g.Done(pk, entities, ctx.Err())
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Throttled tells the Governor that a try of a request to partition pk was
+// throttled (err), as soon as it happens, also when the SDK is about to
+// retry it: the rates it exceeded are cut at once.
+func (g *Governor) Throttled(pk string, entities int, err error) {
+	now := g.opts.Clock.Now()
+	g.mu.Lock()
+	var cut bool
+	var rate float64
+	if p := g.parts[pk]; p != nil {
+		cut, rate = p.cut(now, float64(entities)), p.rate
+	}
+	if accountBusy(err) {
+		g.account.cut(now, 1)
+	}
+	g.mu.Unlock()
+	if cut {
+		g.logger.Warn("tablekit: partition throttled; slowing down", "partition", pk, "entities_per_second", int(rate), "error", err)
+	}
+}
+
+// Done reports the outcome of a request Wait let through: err is its
+// error, or nil. A throttling error slows the partition down (see
+// Throttled); a request that got through lets the rates grow back.
+func (g *Governor) Done(pk string, entities int, err error) {
+	if IsThrottled(err) {
+		g.Throttled(pk, entities, err)
+	}
+	now := g.opts.Clock.Now()
+	g.mu.Lock()
+	p := g.parts[pk]
+	recovered := false
+	var rate float64
+	if p != nil {
+		p.inflight--
+		if err == nil {
+			recovered = p.grow(float64(entities))
+		}
+		rate = p.rate
+		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute {
+			delete(g.parts, pk) // idle at full rate: forget it
+		}
+	}
+	g.account.inflight--
+	if err == nil {
+		g.account.grow(1)
+	}
+	g.mu.Unlock()
+	if recovered {
+		g.logger.Info("tablekit: partition back at full rate", "partition", pk, "entities_per_second", int(rate))
+	}
+}
+
+// Rate returns the entities per second the Governor now lets through to
+// partition pk.
+func (g *Governor) Rate(pk string) float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.parts[pk]; p != nil {
+		return p.rate
+	}
+	return g.opts.PartitionRate
+}
+
+// IsThrottled reports whether err says the service was too busy for the
+// request: 503 ServerBusy, 429, or 500 OperationTimedOut (which Azure
+// answers when a partition is over its target).
+func IsThrottled(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrThrottled) {
+		return true
+	}
+	var se *ServiceError
+	return errors.As(err, &se) && se.Code == "OperationTimedOut"
+}
+
+// accountBusy reports whether a throttling error names the account rather
+// than a partition: Azure's ServerBusy messages say "... is over the
+// account limit" for the account's targets and "The server is busy" for a
+// partition's.
+func accountBusy(err error) bool {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil {
+		return false
+	}
+	body, _ := runtime.Payload(re.RawResponse)
+	return bytes.Contains(body, []byte("account limit"))
+}

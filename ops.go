@@ -1,0 +1,169 @@
+package tablekit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// Exists reports whether the entity with these keys exists. It costs one
+// transaction and reads only the keys.
+func (t *Table[T]) Exists(ctx context.Context, pk, rk string) (bool, error) {
+	if err := t.checkKeys(pk, rk); err != nil {
+		return false, err
+	}
+	found := false
+	err := t.scan(ctx, "Exists", PointQuery(pk, rk), &QueryOptions{PageSize: 1}, "RowKey", func([]byte) (bool, error) {
+		found = true
+		return false, nil
+	})
+	return found, err
+}
+
+// Count returns how many entities match f, reading only their keys: one
+// transaction per 1,000 entities (a table scan when f does not name a
+// partition; see the Meter for what it cost).
+func (t *Table[T]) Count(ctx context.Context, f Filter) (int, error) {
+	n := 0
+	err := t.scan(ctx, "Count", f, nil, "RowKey", func([]byte) (bool, error) {
+		n++
+		return true, nil
+	})
+	return n, err
+}
+
+// DefaultCollectLimit is the most values [Collect] gathers when given no
+// limit.
+const DefaultCollectLimit = 10_000
+
+// Collect gathers the values of seq (a [Table.Query] or [QueryAs]) into a
+// slice, stopping at the first error. It holds at most limit values (0
+// means DefaultCollectLimit): when seq has more, it returns the first limit
+// values and an error matching [ErrTooLarge], so that an unexpectedly large
+// result is an error, not an exhausted heap. Use QueryOptions.Limit to ask
+// for at most n values on purpose.
+func Collect[V any](seq iter.Seq2[V, error], limit int) ([]V, error) {
+	if limit < 0 {
+		return nil, &ValidationError{Op: "Collect", Detail: fmt.Sprintf("negative limit %d", limit), Err: ErrInvalidInput}
+	}
+	if limit == 0 {
+		limit = DefaultCollectLimit
+	}
+	var out []V
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		if len(out) == limit {
+			return out, &ValidationError{Op: "Collect", Limit: fmt.Sprintf("<= %d values", limit), Detail: "the query has more results than the limit", Err: ErrTooLarge}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// QueryAs is [Table.Query] with a projection: it reads only the properties
+// of P (a struct with `table` tags, whose fields name the properties to
+// read; keys, etag and timestamp fields are filled too) and decodes each
+// entity into a P. Encrypted properties decrypt as they do for T.
+func QueryAs[P, T any](ctx context.Context, t *Table[T], f Filter, opts *QueryOptions) iter.Seq2[P, error] {
+	return func(yield func(P, error) bool) {
+		var zero P
+		plan, sel, err := projectionOf[P]()
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		err = t.scan(ctx, "QueryAs", f, opts, sel, func(obj []byte) (bool, error) {
+			var v P
+			d := decodeState{table: t.name, crypt: t.crypt}
+			if err := plan.decodeStruct(obj, reflect.ValueOf(&v).Elem(), &d); err != nil {
+				return false, err
+			}
+			if plan.etag != nil {
+				var e Entity
+				if err := decodeEntity(obj, &e, &decodeState{table: t.name}); err == nil {
+					fieldByPath(reflect.ValueOf(&v).Elem(), plan.etag).SetString(string(e.ETag))
+				}
+			}
+			return yield(v, nil), nil
+		})
+		if err != nil {
+			yield(zero, err)
+		}
+	}
+}
+
+// projectionOf returns the plan of P and the $select text of its
+// properties.
+func projectionOf[P any]() (*typePlan, string, error) {
+	typ := reflect.TypeFor[P]()
+	if typ.Kind() != reflect.Struct || typ == entityType {
+		return nil, "", &ValidationError{Op: "QueryAs", Entity: typ.String(), Detail: "the projection type must be a struct with table tags", Err: ErrInvalidInput}
+	}
+	plan, err := planFor(typ)
+	if err != nil {
+		return nil, "", err
+	}
+	names := make([]string, 0, len(plan.fields)+1)
+	for i := range plan.fields {
+		names = append(names, plan.fields[i].name)
+	}
+	if plan.ts != nil {
+		names = append(names, "Timestamp")
+	}
+	if len(names) == 0 {
+		names = append(names, "RowKey")
+	}
+	return plan, strings.Join(names, ","), nil
+}
+
+// objectKeys reads the PartitionKey and RowKey of an entity's JSON.
+func objectKeys(obj []byte) (pk, rk string, err error) {
+	r := rawEntityPool.Get().(*rawEntity)
+	defer func() { r.reset(); rawEntityPool.Put(r) }()
+	if err := r.parse(obj); err != nil {
+		return "", "", err
+	}
+	pk, rk, _, _, err = r.system(&decodeState{})
+	return pk, rk, err
+}
+
+// compareKeys compares two entities' keys in the service's order:
+// PartitionKey, then RowKey, each by UTF-16 code units.
+func compareKeys(pk1, rk1, pk2, rk2 string) int {
+	if c := compareUTF16(pk1, pk2); c != 0 {
+		return c
+	}
+	return compareUTF16(rk1, rk2)
+}
+
+// compareUTF16 compares a and b by UTF-16 code units, as Azure and Azurite
+// order keys; it differs from Go's byte order only between supplementary
+// characters and U+E000–U+FFFF.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			if (ra >= 0x10000) == (rb >= 0x10000) {
+				return int(ra - rb)
+			}
+			return utf16Unit(ra) - utf16Unit(rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// utf16Unit returns the first UTF-16 code unit of r: its lead surrogate
+// for a supplementary character.
+func utf16Unit(r rune) int {
+	if r >= 0x10000 {
+		return 0xD800 + int((r-0x10000)>>10)
+	}
+	return int(r)
+}

@@ -1,0 +1,3 @@
+module samples
+
+go 1.26.0

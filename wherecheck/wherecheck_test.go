@@ -1,0 +1,26 @@
+package wherecheck_test
+
+import (
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/tablekit/tablekit/wherecheck"
+)
+
+// TestAnalyzer runs the analyzer on the samples in testdata, whose
+// "// want" comments are the diagnostics expected on their lines:
+//
+//	count  a sample program whose placeholders and arguments disagree,
+//	       and other breaches of Where's contract
+//	props  property names against the table type's struct tags, and
+//	       encrypted properties
+//	scans  table scans, meant and unmeant, and text Explain cannot parse
+//
+// The samples form a module in a workspace (testdata/go.work) with this
+// repository, so they import the real tablekit, offline (analysistest
+// loads them with GOPROXY=off). One Run loads all three, so tablekit and
+// its dependencies are type-checked once.
+func TestAnalyzer(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), wherecheck.Analyzer, "./count", "./props", "./scans")
+}

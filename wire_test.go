@@ -1,0 +1,410 @@
+package tablekit_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+// wireKeys are RowKeys that need escaping in a request URL, and the longest
+// keys the service takes (1 KiB in UTF-16).
+var wireKeys = []string{
+	"o'k", "''", "100%", "%27", "a b", "a+b", "ümlaut ✓ 😀", "!$&()*+,;=@[]{}~`^|\"<>.-_",
+	"", strings.Repeat("k", 512), strings.Repeat("😀", 256),
+}
+
+const wirePK = "p'k 100% ✓"
+
+type wireItem struct {
+	PK  string `table:",pk"`
+	RK  string `table:",rk"`
+	N   int    `table:"N,omitempty"`
+	Tag string `table:"Tag,omitempty"`
+}
+
+// TestTransactionAnyKeyEveryAction sends every action kind on keys holding
+// quotes, percent signs, spaces, non-ASCII, nothing, and 1 KiB, and checks
+// the stored entities and the ETags each action returned.
+func TestTransactionAnyKeyEveryAction(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inserts []tablekit.Action[wireItem]
+	for i, rk := range wireKeys {
+		inserts = append(inserts, tablekit.InsertAction(wireItem{PK: wirePK, RK: rk, N: i, Tag: "v1"}))
+	}
+	etags, err := tbl.Transaction(ctx, inserts...)
+	if err != nil {
+		t.Fatalf("insert transaction: %v", err)
+	}
+	checkETags(t, tbl, wirePK, wireKeys, etags)
+
+	// Every other action kind, conditional on the ETags just returned.
+	var acts []tablekit.Action[wireItem]
+	for i, rk := range wireKeys {
+		v := wireItem{PK: wirePK, RK: rk, N: 100 + i}
+		switch i % 5 {
+		case 0:
+			acts = append(acts, tablekit.UpsertAction(v, tablekit.Merge))
+		case 1:
+			acts = append(acts, tablekit.UpsertAction(v, tablekit.Replace))
+		case 2:
+			acts = append(acts, tablekit.UpdateAction(v, tablekit.Merge, etags[i]))
+		case 3:
+			acts = append(acts, tablekit.UpdateAction(v, tablekit.Replace, etags[i]))
+		case 4:
+			acts = append(acts, tablekit.Action[wireItem]{Kind: tablekit.ActionDelete, Value: v, ETag: etags[i]})
+		}
+	}
+	etags2, err := tbl.Transaction(ctx, acts...)
+	if err != nil {
+		t.Fatalf("mixed transaction: %v", err)
+	}
+	for i, rk := range wireKeys {
+		got, err := tbl.Get(ctx, wirePK, rk, nil)
+		switch i % 5 {
+		case 4:
+			if !errors.Is(err, tablekit.ErrNotFound) || etags2[i] != "" {
+				t.Errorf("key %q: deleted entity: %v, ETag %q", rk, err, etags2[i])
+			}
+			continue
+		case 0, 2: // merge keeps Tag
+			if err != nil || got.N != 100+i || got.Tag != "v1" {
+				t.Errorf("key %q: merged entity %+v, %v", rk, got, err)
+			}
+		default: // replace drops Tag
+			if err != nil || got.N != 100+i || got.Tag != "" {
+				t.Errorf("key %q: replaced entity %+v, %v", rk, got, err)
+			}
+		}
+		if err == nil {
+			if etag := getETag(t, tbl, wirePK, rk); etag != etags2[i] {
+				t.Errorf("key %q: transaction returned ETag %q, stored %q", rk, etags2[i], etag)
+			}
+		}
+	}
+
+	// A stale ETag fails the transaction at its index, changing nothing.
+	_, err = tbl.Transaction(ctx,
+		tablekit.UpsertAction(wireItem{PK: wirePK, RK: "fresh"}, tablekit.Replace),
+		tablekit.UpdateAction(wireItem{PK: wirePK, RK: wireKeys[2]}, tablekit.Merge, etags[2]))
+	var te *tablekit.TransactionError
+	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		t.Errorf("stale ETag: %v", err)
+	}
+	if _, err := tbl.Get(ctx, wirePK, "fresh", nil); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("a failed transaction applied an action: %v", err)
+	}
+
+	// An empty PartitionKey, in every single-entity write too.
+	if _, err := tbl.Transaction(ctx, tablekit.InsertAction(wireItem{RK: "o'k"}), tablekit.InsertAction(wireItem{})); err != nil {
+		t.Fatalf("empty PartitionKey: %v", err)
+	}
+	etag, err := tbl.Upsert(ctx, wireItem{N: 7}, tablekit.Merge)
+	if err != nil {
+		t.Fatalf("upsert of empty keys: %v", err)
+	}
+	if _, err := tbl.Update(ctx, wireItem{N: 8}, tablekit.Replace, etag); err != nil {
+		t.Fatalf("update of empty keys: %v", err)
+	}
+	if got, err := tbl.Get(ctx, "", "", nil); err != nil || got.N != 8 {
+		t.Fatalf("get of empty keys: %+v, %v", got, err)
+	}
+	if err := tbl.Delete(ctx, "", "", azcore.ETagAny); err != nil {
+		t.Fatalf("delete of empty keys: %v", err)
+	}
+	if err := tbl.Delete(ctx, "", "", azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatalf("second delete of empty keys: %v", err)
+	}
+}
+
+func getETag(t *testing.T, tbl *tablekit.Table[wireItem], pk, rk string) azcore.ETag {
+	t.Helper()
+	ent, err := tablekit.NewTable[tablekit.Entity](tbl.Client(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := ent.Get(context.Background(), pk, rk, nil)
+	if err != nil {
+		t.Fatalf("get %q/%q: %v", pk, rk, err)
+	}
+	return e.ETag
+}
+
+func checkETags(t *testing.T, tbl *tablekit.Table[wireItem], pk string, rks []string, etags []azcore.ETag) {
+	t.Helper()
+	if len(etags) != len(rks) {
+		t.Fatalf("%d ETags for %d actions", len(etags), len(rks))
+	}
+	for i, rk := range rks {
+		if etag := getETag(t, tbl, pk, rk); etag != etags[i] || etag == "" {
+			t.Errorf("key %q: transaction returned ETag %q, stored %q", rk, etags[i], etag)
+		}
+	}
+}
+
+// TestTableOverPlainClient: a Table over an aztables client made without
+// tablekit reads exact types, returns ETags from transactions, and refuses
+// (before sending) what the SDK's SubmitTransaction cannot address; with
+// InstallPolicies it gets the whole wire.
+func TestTableOverPlainClient(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	name := tableNameOf(t, acct)
+	cs := testenv.ConnectionString(t)
+	svc, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := tablekit.NewTable[tablekit.Entity](svc.NewClient(name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Name() != "" {
+		t.Errorf("a plain client's table knows its name %q", plain.Name())
+	}
+	// A whole-number Double written by tablekit reads back as float64.
+	writer, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Insert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "d", Properties: map[string]any{"D": 1.0, "Z": 0.0}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := plain.Get(ctx, "p", "d", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := got.Properties["D"].(float64); !ok || d != 1 {
+		t.Errorf("Get through a plain client: D = %#v, want float64 1", got.Properties["D"])
+	}
+	for e, err := range plain.Query(ctx, tablekit.PartitionEq("p"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if z, ok := e.Properties["Z"].(float64); !ok || z != 0 {
+			t.Errorf("Query through a plain client: Z = %#v, want float64 0", e.Properties["Z"])
+		}
+	}
+
+	// Transactions go through the SDK, with ETags.
+	etags, err := plain.Transaction(ctx,
+		tablekit.InsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "a"}),
+		tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "b"}, tablekit.Merge))
+	if err != nil || len(etags) != 2 || etags[0] == "" || etags[1] == "" {
+		t.Fatalf("plain transaction: %v, %q", err, etags)
+	}
+	_, err = plain.Transaction(ctx, tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "o'k"}, tablekit.Merge))
+	if !errors.Is(err, tablekit.ErrInvalidKey) || !strings.Contains(err.Error(), "InstallPolicies") {
+		t.Errorf("plain client, upsert of ' key: %v", err)
+	}
+
+	// The same client with tablekit's policies has the whole wire.
+	opts := &aztables.ClientOptions{}
+	tablekit.InstallPolicies(&opts.ClientOptions)
+	svc2, err := aztables.NewServiceClientFromConnectionString(cs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := tablekit.NewTable[tablekit.Entity](svc2.NewClient(name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Name() != name {
+		t.Errorf("Name() = %q, want %q", full.Name(), name)
+	}
+	if _, err := full.Transaction(ctx, tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "o'k", Properties: map[string]any{"X": "y"}}, tablekit.Merge)); err != nil {
+		t.Fatalf("upsert of ' key with InstallPolicies: %v", err)
+	}
+	if e, err := writer.Get(ctx, "p", "o'k", nil); err != nil || e.Properties["X"] != "y" {
+		t.Errorf("upserted ' key: %+v, %v", e, err)
+	}
+}
+
+// tableNameOf makes a table on acct and returns its name.
+func tableNameOf(t *testing.T, acct *tablekit.Account) string {
+	t.Helper()
+	name := testenv.TableName(t)
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.DeleteTable(context.Background()) })
+	return name
+}
+
+// answerDropper is a per-retry policy that lets chosen requests reach the
+// service and then loses their answers, as a broken connection would.
+type answerDropper struct {
+	mu    sync.Mutex
+	match func(*http.Request) bool
+	drops int          // answers still to lose
+	after func() error // run after the service applied a dropped request
+	seen  atomic.Int32 // requests that matched
+}
+
+func (d *answerDropper) arm(n int, match func(*http.Request) bool, after func() error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drops, d.match, d.after = n, match, after
+	d.seen.Store(0)
+}
+
+func (d *answerDropper) Do(req *policy.Request) (*http.Response, error) {
+	d.mu.Lock()
+	drop := d.match != nil && d.match(req.Raw()) && d.drops != 0
+	if drop {
+		d.drops--
+	}
+	after := d.after
+	if d.match != nil && d.match(req.Raw()) {
+		d.seen.Add(1)
+	}
+	d.mu.Unlock()
+	resp, err := req.Next()
+	if !drop || err != nil {
+		return resp, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if after != nil {
+		if err := after(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+}
+
+func isBatch(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/$batch") }
+
+func isMethod(m string) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.Method == m && !isBatch(r) }
+}
+
+// TestLostAnswer: when the answer to an applied write is lost and the SDK's
+// retry then conflicts with the write's own effect, tablekit reports
+// success (with the ETags) after checking the stored entities; when the
+// stored state does not show the write, it says the outcome is unknown.
+func TestLostAnswer(t *testing.T) {
+	ctx := context.Background()
+	drop := &answerDropper{}
+	acct := testenv.Account(t, &tablekit.Options{
+		PerRetryPolicies: []policy.Policy{drop},
+		Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+	})
+	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("transaction insert", func(t *testing.T) {
+		drop.arm(1, isBatch, nil)
+		etags, err := tbl.Transaction(ctx,
+			tablekit.InsertAction(wireItem{PK: "t", RK: "a", N: 1}),
+			tablekit.InsertAction(wireItem{PK: "t", RK: "o'k", N: 2}))
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		if drop.seen.Load() != 2 {
+			t.Errorf("%d batch requests, want 2 (the lost one and the retry)", drop.seen.Load())
+		}
+		checkETags(t, tbl, "t", []string{"a", "o'k"}, etags)
+	})
+	t.Run("transaction update and delete", func(t *testing.T) {
+		a, b := getETag(t, tbl, "t", "a"), getETag(t, tbl, "t", "o'k")
+		drop.arm(1, isBatch, nil)
+		etags, err := tbl.Transaction(ctx,
+			tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 10}, tablekit.Merge, a),
+			tablekit.Action[wireItem]{Kind: tablekit.ActionDelete, Value: wireItem{PK: "t", RK: "o'k"}, ETag: b})
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		if got, _ := tbl.Get(ctx, "t", "a", nil); got.N != 10 || etags[0] != getETag(t, tbl, "t", "a") || etags[1] != "" {
+			t.Errorf("after the update: %+v, ETags %q", got, etags)
+		}
+	})
+	t.Run("changed by another writer", func(t *testing.T) {
+		etag := getETag(t, tbl, "t", "a")
+		other := func() error {
+			_, err := tbl.Upsert(context.Background(), wireItem{PK: "t", RK: "a", N: 99}, tablekit.Replace)
+			return err
+		}
+		drop.arm(1, isBatch, other)
+		_, err := tbl.Transaction(ctx, tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag))
+		var te *tablekit.TransactionError
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrPreconditionFailed) || !errors.As(err, &te) || te.Index != 0 {
+			t.Fatalf("got %v, want a TransactionError matching ErrOutcomeUnknown only", err)
+		}
+	})
+	t.Run("single writes", func(t *testing.T) {
+		drop.arm(1, isMethod(http.MethodPost), nil)
+		etag, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "1", N: 1})
+		if err != nil || etag != getETag(t, tbl, "s", "1") {
+			t.Fatalf("insert: %v (ETag %q)", err, etag)
+		}
+		drop.arm(1, isMethod(http.MethodPut), nil)
+		etag, err = tbl.Update(ctx, wireItem{PK: "s", RK: "1", N: 2}, tablekit.Replace, etag)
+		if err != nil || etag != getETag(t, tbl, "s", "1") {
+			t.Fatalf("update: %v", err)
+		}
+		// A lost delete: the entity is gone, but nothing tells whether this
+		// call deleted it or found it gone, so the outcome is unknown.
+		drop.arm(1, isMethod(http.MethodDelete), nil)
+		if err := tbl.Delete(ctx, "s", "1", etag); !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrNotFound) {
+			t.Fatalf("delete: %v, want only ErrOutcomeUnknown", err)
+		}
+		if _, err := tbl.Get(ctx, "s", "1", nil); !errors.Is(err, tablekit.ErrNotFound) {
+			t.Fatalf("after delete: %v", err)
+		}
+		// DeleteIfExists, whose point is that the entity is gone, says so.
+		if _, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		drop.arm(1, isMethod(http.MethodDelete), nil)
+		if existed, err := tbl.DeleteIfExists(ctx, "s", "1"); err != nil || existed {
+			t.Fatalf("DeleteIfExists after a lost answer: %v, %v; want false, nil", existed, err)
+		}
+	})
+	t.Run("no answer at all", func(t *testing.T) {
+		drop.arm(-1, isMethod(http.MethodPut), nil)
+		_, err := tbl.Upsert(ctx, wireItem{PK: "s", RK: "2"}, tablekit.Replace)
+		var op *net.OpError
+		var re *tablekit.RequestError
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.As(err, &op) || !errors.As(err, &re) || re.Op != "Upsert" {
+			t.Fatalf("got %v, want a RequestError matching ErrOutcomeUnknown", err)
+		}
+		if n := drop.seen.Load(); n != 4 {
+			t.Errorf("%d tries, want 4", n)
+		}
+		drop.arm(0, nil, nil)
+	})
+	t.Run("a real conflict stays a conflict", func(t *testing.T) {
+		_, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "2"})
+		if !errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			t.Fatalf("got %v", err)
+		}
+		if !strings.Contains(err.Error(), `:s/2"`) {
+			t.Errorf("error does not name the entity: %v", err)
+		}
+	})
+}
