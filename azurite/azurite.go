@@ -21,6 +21,52 @@
 //		client, err := aztables.NewServiceClientFromConnectionString(srv.ConnectionString(), nil)
 //		...
 //	}
+//
+// # The strict front
+//
+// Azurite enforces little of what Azure enforces. A [Front] is a reverse
+// proxy in Go before Azurite ([Options.Front]) or before any storage
+// endpoint ([NewFront]) that answers as Azure does where Azurite is
+// lenient, with Azure's status codes, x-ms-error-code headers and bodies
+// (OData JSON for tables, XML for queues and blobs). Each behaviour is
+// turned on or off in [FrontOptions]; the zero value is strict (limits
+// and SAS ranges) and neither throttles, delays nor reorders:
+//
+//   - Entity limits (insert, update, merge, upsert, and every action of a
+//     batch): keys without / \ # ? or control characters (400
+//     OutOfRangeInput) and at most 1 KiB of UTF-16 (400
+//     PropertyValueTooLarge); at most 252 custom properties (400
+//     TooManyProperties); property names that are C# identifiers (400
+//     PropertyNameInvalid) of at most 255 characters (400
+//     PropertyNameTooLong), each once (400 DuplicatePropertiesSpecified);
+//     strings of at most 32K UTF-16 units and binaries of at most 64 KiB
+//     (400 PropertyValueTooLarge); DateTimes from 1601 (400
+//     OutOfRangeInput); at most 1 MiB in the data model's size formula
+//     (400 EntityTooLarge).
+//   - Batches ($batch): at most 4 MiB (413 RequestBodyTooLarge); else a
+//     failed changeset (202 Accepted, the failing action's error inside,
+//     its index first: "99:" for more than 100 actions (InvalidInput),
+//     "i:" for CommandsInBatchActOnDifferentPartitions, InvalidDuplicateRow
+//     and the entity limits above, no index for PropertyValueTooLarge and
+//     EntityTooLarge, as Azure sends them).
+//   - Table SAS PartitionKey/RowKey ranges (spk, srk, epk, erk): a point
+//     read, write or insert outside the range gets 403
+//     AuthorizationFailure, a batch fails at its first action outside it,
+//     and a query is narrowed to the range. Azurite still checks the
+//     signature and permissions.
+//   - Scalability targets ([ThrottleOptions]) as token buckets: entities
+//     per second per table partition and requests per second per account
+//     (Azure: 2,000 and 20,000), scaled down so that a laptop reaches them;
+//     beyond them, 503 ServerBusy with Azure's message.
+//   - Latency before every request, like a WAN round trip, so that
+//     concurrency gains show locally.
+//   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
+//     order that is not key order (the same for the same seed) and Cosmos
+//     DB's limits where they differ.
+//
+// [Front.Stats] counts what the front did. [ParseFrontSpec] reads the
+// options from a short text such as "strict,throttle=0.05"; tablekit's
+// tests read it from TABLEKIT_FRONT.
 package azurite
 
 import (
@@ -86,6 +132,11 @@ type Options struct {
 
 	// Output, if not nil, receives a copy of everything Azurite prints.
 	Output io.Writer
+
+	// Front, if not nil, puts a strict front (see [NewFront]) before the
+	// started Azurite: the Server's endpoints and connection string are
+	// then the front's, and [Server.Direct] gives Azurite's own.
+	Front *FrontOptions
 }
 
 // Server is a running Azurite. Its methods are safe for concurrent use.
@@ -97,6 +148,8 @@ type Server struct {
 	workDir string
 	done    chan struct{} // closed when the process has exited and been reaped
 	waitErr error         // set before done is closed
+
+	front *Front // nil without Options.Front
 
 	mu      sync.Mutex
 	stopped bool
@@ -135,6 +188,13 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		srv, err := launch(ctx, &o, prog, args, ports[0], ports[1], ports[2])
 		if err == nil {
+			if o.Front != nil {
+				srv.front, err = NewFront(ctx, srv.Direct(), o.Front)
+				if err != nil {
+					srv.Stop()
+					return nil, err
+				}
+			}
 			return srv, nil
 		}
 		if !errors.Is(err, errPortInUse) || attempt == portAttempts {
@@ -269,7 +329,7 @@ func (s *Server) ready(ctx context.Context, probe *http.Client) bool {
 			return false
 		}
 	}
-	for _, u := range []string{s.BlobEndpoint(), s.QueueEndpoint(), s.TableEndpoint() + "/Tables"} {
+	for _, u := range []string{endpoint(s.blobPort), endpoint(s.queuePort), endpoint(s.tablePort) + "/Tables"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return false
@@ -310,31 +370,49 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// ConnectionString returns a connection string for this server with the
-// well-known account and explicit endpoints, e.g.
+// ConnectionString returns a connection string for this server (its
+// front, if it has one) with the well-known account and explicit
+// endpoints, e.g.
 // "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:PORT/devstoreaccount1;...".
 func (s *Server) ConnectionString() string {
-	return "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
-		";AccountKey=" + AccountKey +
-		";BlobEndpoint=" + s.BlobEndpoint() +
-		";QueueEndpoint=" + s.QueueEndpoint() +
-		";TableEndpoint=" + s.TableEndpoint() + ";"
+	return s.Endpoints().ConnectionString(AccountName, AccountKey)
 }
 
-// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) BlobEndpoint() string { return endpoint(s.blobPort) }
+// Endpoints returns the service URLs clients should use: the front's if
+// the server has one, else Azurite's own ([Server.Direct]).
+func (s *Server) Endpoints() Endpoints {
+	if s.front != nil {
+		return s.front.Endpoints()
+	}
+	return s.Direct()
+}
 
-// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) QueueEndpoint() string { return endpoint(s.queuePort) }
+// Direct returns Azurite's own service URLs, which bypass the front.
+func (s *Server) Direct() Endpoints {
+	return Endpoints{Blob: endpoint(s.blobPort), Queue: endpoint(s.queuePort), Table: endpoint(s.tablePort)}
+}
 
-// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1.
-func (s *Server) TableEndpoint() string { return endpoint(s.tablePort) }
+// Front returns the server's front, or nil if it was started without one.
+func (s *Server) Front() *Front { return s.front }
+
+// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) BlobEndpoint() string { return s.Endpoints().Blob }
+
+// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) QueueEndpoint() string { return s.Endpoints().Queue }
+
+// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1
+// (the front's, if the server has one).
+func (s *Server) TableEndpoint() string { return s.Endpoints().Table }
 
 func endpoint(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
 }
 
-// Ports returns the loopback ports of the blob, queue and table services.
+// Ports returns the loopback ports of Azurite's blob, queue and table
+// services (not the front's).
 func (s *Server) Ports() (blob, queue, table int) {
 	return s.blobPort, s.queuePort, s.tablePort
 }
@@ -345,14 +423,17 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // Output returns the end of what Azurite has printed (up to 64 KiB).
 func (s *Server) Output() string { return s.out.String() }
 
-// Stop kills Azurite (its whole process group), waits for it to exit and
-// removes its working folder. It returns an error if Azurite had already
+// Stop closes the server's front (if any), kills Azurite (its whole
+// process group), waits for it to exit and removes its working folder. It returns an error if Azurite had already
 // exited on its own. Calling Stop again returns the first call's result.
 func (s *Server) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		return s.stopErr
+	}
+	if s.front != nil {
+		s.stopErr = s.front.Close()
 	}
 	select {
 	case <-s.done:

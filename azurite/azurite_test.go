@@ -17,7 +17,7 @@ import (
 	"github.com/tablekit/tablekit/azurite"
 )
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

@@ -9,6 +9,11 @@
 // and each test makes its own tables, queues and containers with unique
 // names ([NewTable], [NewQueue], [NewContainer]), which are deleted when the
 // test ends.
+//
+// With TABLEKIT_FRONT set (see [FrontEnv]), the Azurite is started behind
+// package azurite's strict front, so the same tests meet Azure's limits:
+//
+//	TABLEKIT_FRONT=strict go test ./ ./patterns
 package testenv
 
 import (
@@ -33,6 +38,16 @@ import (
 // ConnectionStringEnv names the environment variable that points the tests
 // at a real account instead of Azurite.
 const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
+
+// FrontEnv names the environment variable that puts package azurite's
+// front before the tests' Azurite. Its value is a front spec
+// ([azurite.ParseFrontSpec]): "strict" turns on Azure's entity and batch
+// limits and SAS PartitionKey/RowKey ranges, and neither throttles,
+// delays nor reorders, so functional tests stay deterministic; add
+// "throttle=0.05", "latency=20ms" or "cosmos" for more. Unset, empty or
+// "off": no front. It is ignored when AZURE_STORAGE_CONNECTION_STRING is
+// set (a real account enforces Azure's rules itself).
+const FrontEnv = "TABLEKIT_FRONT"
 
 // startTimeout bounds installing (first use on a machine) and starting
 // Azurite.
@@ -59,6 +74,11 @@ func Main(m *testing.M) {
 	shared.server = nil
 	shared.mu.Unlock()
 	if srv != nil {
+		if f := srv.Front(); f != nil {
+			s := f.Stats()
+			fmt.Fprintf(os.Stderr, "testenv: %s=%s: %d requests, %d refused for Azure's limits, %d outside a SAS range, %d throttled\n",
+				FrontEnv, os.Getenv(FrontEnv), s.Requests, s.LimitRejected, s.SASRejected, s.Throttled)
+		}
 		if err := srv.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "testenv:", err)
 			if code == 0 {
@@ -89,9 +109,14 @@ func SharedConnectionString() (string, error) {
 		return cs, nil
 	}
 	shared.once.Do(func() {
+		front, err := FrontOptions()
+		if err != nil {
+			shared.err = err
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		srv, err := azurite.Start(ctx, nil)
+		srv, err := azurite.Start(ctx, &azurite.Options{Front: front})
 		shared.mu.Lock()
 		defer shared.mu.Unlock()
 		if err != nil {
@@ -105,6 +130,31 @@ func SharedConnectionString() (string, error) {
 		return "", fmt.Errorf("cannot start Azurite: %w", shared.err)
 	}
 	return shared.connStr, nil
+}
+
+// FrontOptions returns the front the tests' Azurite runs behind, parsed
+// from TABLEKIT_FRONT: nil when there is none, or when the tests run
+// against the account in AZURE_STORAGE_CONNECTION_STRING.
+func FrontOptions() (*azurite.FrontOptions, error) {
+	if os.Getenv(ConnectionStringEnv) != "" {
+		return nil, nil
+	}
+	o, err := azurite.ParseFrontSpec(os.Getenv(FrontEnv))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FrontEnv, err)
+	}
+	return o, nil
+}
+
+// EnforcesSASRanges reports whether the test account refuses a table SAS's
+// requests outside its PartitionKey/RowKey range, as Azure does: a real
+// account does; Azurite does only behind a front that enforces them.
+func EnforcesSASRanges() bool {
+	if os.Getenv(ConnectionStringEnv) != "" {
+		return true
+	}
+	o, err := FrontOptions()
+	return err == nil && o != nil && !o.NoSASRanges
 }
 
 // ExampleAccount opens an Account on the shared test account for an

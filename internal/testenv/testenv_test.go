@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,45 @@ func TestResourcesAreRemoved(t *testing.T) {
 	}
 	if containerExists() {
 		t.Error("container still there after its test")
+	}
+}
+
+func TestFrontOptions(t *testing.T) {
+	if os.Getenv(testenv.ConnectionStringEnv) != "" {
+		t.Setenv(testenv.ConnectionStringEnv, "")
+	}
+	for _, tc := range []struct {
+		spec      string
+		front     bool
+		enforces  bool
+		wantError bool
+	}{
+		{spec: "", front: false, enforces: false},
+		{spec: "off", front: false, enforces: false},
+		{spec: "strict", front: true, enforces: true},
+		{spec: "limits", front: true, enforces: false},
+		{spec: "strict,cosmos", front: true, enforces: true},
+		{spec: "nonsense", wantError: true},
+	} {
+		t.Setenv(testenv.FrontEnv, tc.spec)
+		o, err := testenv.FrontOptions()
+		if (err != nil) != tc.wantError {
+			t.Fatalf("%q: error %v", tc.spec, err)
+		}
+		if tc.wantError {
+			if !strings.Contains(err.Error(), testenv.FrontEnv) {
+				t.Errorf("%q: the error does not name the variable: %v", tc.spec, err)
+			}
+			continue
+		}
+		if (o != nil) != tc.front || testenv.EnforcesSASRanges() != tc.enforces {
+			t.Errorf("%q: options %+v, enforces SAS ranges %v", tc.spec, o, testenv.EnforcesSASRanges())
+		}
+	}
+	// A real account enforces everything itself: no front before it.
+	t.Setenv(testenv.FrontEnv, "strict")
+	t.Setenv(testenv.ConnectionStringEnv, "UseDevelopmentStorage=true")
+	if o, err := testenv.FrontOptions(); o != nil || err != nil || !testenv.EnforcesSASRanges() {
+		t.Errorf("with a real account: %+v, %v, %v", o, err, testenv.EnforcesSASRanges())
 	}
 }

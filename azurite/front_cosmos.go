@@ -1,0 +1,297 @@
+package azurite
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// CosmosOptions makes a [Front]'s table endpoint behave like Azure Cosmos
+// DB for Table where that differs from Table storage:
+//   - query results come in an order that is not key order ("Query results
+//     returned by the API for Table aren't sorted in partition key/row key
+//     order"), the same for the same Seed, across every page of a query;
+//   - its limits: a RowKey of at most 255 bytes, a batch of at most 2 MB,
+//     an entity of at most 2 MB of JSON (instead of 1 MiB in the size
+//     formula), no 64 KiB property limit, and the reserved property names
+//     Id, rid, etag and ResourceId refused. The other limits stay Table
+//     storage's (a stricter front is safe for tests).
+//
+// Each query is run to its end against the target and paged by the front
+// (pages of $top entities, 1,000 by default, with the front's own
+// continuation tokens): fine for tests, not for large tables.
+type CosmosOptions struct {
+	// Seed picks the order results come in.
+	Seed uint64
+
+	// SortWithinPartition keeps each partition's entities in RowKey order
+	// and shuffles only the partitions. By default every entity is placed
+	// independently: the documentation promises no order at all.
+	SortWithinPartition bool
+}
+
+// cosmosMode is the front's Cosmos DB state.
+type cosmosMode struct {
+	seed       uint64
+	sortWithin bool
+}
+
+// cosmosTokenPrefix marks the front's continuation tokens.
+const cosmosTokenPrefix = "cosmos."
+
+// orderKey is an entity's place in the Cosmos order.
+type orderKey struct {
+	hash   uint64
+	pk, rk string
+}
+
+func (c *cosmosMode) key(pk, rk string) orderKey {
+	h := fnv.New64a()
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], c.seed)
+	h.Write(seed[:])
+	h.Write([]byte(pk))
+	if !c.sortWithin {
+		h.Write([]byte{0})
+		h.Write([]byte(rk))
+	}
+	return orderKey{mix64(h.Sum64()), pk, rk}
+}
+
+// mix64 is SplitMix64's finalizer: FNV-1a alone leaves keys that differ
+// in their last byte close together.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func compareOrder(a, b orderKey) int {
+	switch {
+	case a.hash < b.hash:
+		return -1
+	case a.hash > b.hash:
+		return 1
+	}
+	if c := compareKeys(a.pk, b.pk); c != 0 {
+		return c
+	}
+	return compareKeys(a.rk, b.rk)
+}
+
+// cosmosEntity is one query result with its place.
+type cosmosEntity struct {
+	raw json.RawMessage
+	key orderKey
+}
+
+// serveCosmosQuery answers a query in Cosmos order: it reads every result
+// from the target, orders them and returns the page the request's
+// continuation points to.
+func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) {
+	c := s.front.cosmos
+	q := r.URL.Query()
+	pageSize := 1000
+	if top := q.Get("$top"); top != "" {
+		n, err := strconv.Atoi(top)
+		if err != nil || n <= 0 {
+			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+			return
+		}
+		pageSize = n
+	}
+	var after *orderKey
+	if npk, nrk := q.Get("NextPartitionKey"), q.Get("NextRowKey"); npk != "" || nrk != "" {
+		pk, ok1 := decodeToken(npk)
+		rk, ok2 := decodeToken(nrk)
+		if !ok1 || !ok2 {
+			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+			return
+		}
+		k := c.key(pk, rk)
+		after = &k
+	}
+	// Make sure the keys come back to order by, and drop them after if
+	// the caller did not select them.
+	var dropped []string
+	if sel := q.Get("$select"); sel != "" {
+		fields := strings.Split(sel, ",")
+		for _, k := range []string{"PartitionKey", "RowKey"} {
+			if !slices.ContainsFunc(fields, func(f string) bool { return strings.TrimSpace(f) == k }) {
+				fields = append(fields, k)
+				dropped = append(dropped, k)
+			}
+		}
+		q.Set("$select", strings.Join(fields, ","))
+	}
+	q.Del("$top")
+	q.Del("NextPartitionKey")
+	q.Del("NextRowKey")
+
+	s.front.forwarded.Add(1)
+	var (
+		all    []cosmosEntity
+		top    map[string]json.RawMessage
+		header http.Header
+	)
+	next := url.Values{}
+	for {
+		page := url.Values{}
+		for k, v := range q {
+			page[k] = v
+		}
+		for k, v := range next {
+			page[k] = v
+		}
+		resp, err := s.fetch(r, page)
+		if err != nil {
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not reach the target: "+err.Error())
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's answer: "+err.Error())
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			copyHeader(w.Header(), resp.Header)
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(resp.StatusCode)
+			w.Write(body)
+			return
+		}
+		var doc map[string]json.RawMessage
+		var values []json.RawMessage
+		if err := json.Unmarshal(body, &doc); err == nil {
+			err = json.Unmarshal(doc["value"], &values)
+		}
+		if top == nil {
+			top, header = doc, resp.Header
+		}
+		for _, v := range values {
+			var k struct{ PartitionKey, RowKey string }
+			json.Unmarshal(v, &k)
+			all = append(all, cosmosEntity{raw: v, key: c.key(k.PartitionKey, k.RowKey)})
+		}
+		npk := resp.Header.Get("x-ms-continuation-NextPartitionKey")
+		nrk := resp.Header.Get("x-ms-continuation-NextRowKey")
+		if npk == "" && nrk == "" {
+			break
+		}
+		next = url.Values{"NextPartitionKey": {npk}}
+		if nrk != "" {
+			next.Set("NextRowKey", nrk)
+		}
+	}
+	slices.SortFunc(all, func(a, b cosmosEntity) int { return compareOrder(a.key, b.key) })
+	start := 0
+	if after != nil {
+		start, _ = slices.BinarySearchFunc(all, *after, func(e cosmosEntity, k orderKey) int {
+			if compareOrder(e.key, k) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	end := min(start+pageSize, len(all))
+	out := make([]json.RawMessage, 0, end-start)
+	for _, e := range all[start:end] {
+		out = append(out, dropFields(e.raw, dropped))
+	}
+	if top == nil {
+		top = map[string]json.RawMessage{}
+	}
+	top["value"] = marshalJSON(out)
+	body := marshalJSON(top)
+
+	copyHeader(w.Header(), header)
+	h := w.Header()
+	h.Del("x-ms-continuation-NextPartitionKey")
+	h.Del("x-ms-continuation-NextRowKey")
+	if end < len(all) {
+		last := all[end-1].key
+		h.Set("x-ms-continuation-NextPartitionKey", cosmosTokenPrefix+base64.RawURLEncoding.EncodeToString([]byte(last.pk)))
+		h.Set("x-ms-continuation-NextRowKey", cosmosTokenPrefix+base64.RawURLEncoding.EncodeToString([]byte(last.rk)))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// decodeToken decodes one of the front's continuation tokens.
+func decodeToken(t string) (string, bool) {
+	rest, ok := strings.CutPrefix(t, cosmosTokenPrefix)
+	if !ok {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	return string(b), err == nil
+}
+
+// fetch sends r again to the target with the query q (the table
+// service's Shared Key signature covers the path, not the query).
+func (s *frontService) fetch(r *http.Request, q url.Values) (*http.Response, error) {
+	u := *s.target
+	u.Path, u.RawPath = r.URL.Path, r.URL.RawPath
+	u.RawQuery = q.Encode()
+	out, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Accept-Encoding", "Connection", "Content-Length", "Keep-Alive", "Te", "Upgrade", "Proxy-Connection":
+			continue
+		}
+		out.Header[k] = v
+	}
+	return s.client.Do(out)
+}
+
+// copyHeader copies the end-to-end headers of a response.
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Connection", "Keep-Alive", "Transfer-Encoding", "Content-Encoding":
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+// dropFields removes the named properties from an entity's JSON.
+func dropFields(raw json.RawMessage, names []string) json.RawMessage {
+	if len(names) == 0 {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	for _, n := range names {
+		delete(m, n)
+	}
+	return marshalJSON(m)
+}
+
+// marshalJSON encodes v without escaping <, > and & (values here come
+// from the service's own JSON, which never fails to encode).
+func marshalJSON(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}

@@ -1,0 +1,84 @@
+package azurite
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseFrontSpec turns a short text, as kept in an environment variable,
+// into FrontOptions. It is a comma-separated list of:
+//
+//	strict          Azure's entity and batch limits and SAS ranges (= limits,sas)
+//	limits          Azure's entity and batch limits
+//	sas             SAS PartitionKey/RowKey ranges
+//	throttle        Azure's scalability targets (2,000 entities/s per partition, 20,000 requests/s)
+//	throttle=0.05   the targets scaled (here 100 entities/s and 1,000 requests/s)
+//	latency=20ms    a delay before every request
+//	cosmos          Cosmos DB for Table mode (seed 0); cosmos=7 with seed 7
+//
+// What the list does not name is off. "" and "off" return nil (no front).
+func ParseFrontSpec(spec string) (*FrontOptions, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" || spec == "off" {
+		return nil, nil
+	}
+	o := &FrontOptions{NoLimits: true, NoSASRanges: true}
+	for _, item := range strings.Split(spec, ",") {
+		name, arg, hasArg := strings.Cut(strings.TrimSpace(item), "=")
+		bad := func(err error) error {
+			return fmt.Errorf("azurite: front spec %q: %q: %w", spec, item, err)
+		}
+		noArg := func() error {
+			if hasArg {
+				return bad(fmt.Errorf("takes no value"))
+			}
+			return nil
+		}
+		switch name {
+		case "strict":
+			if err := noArg(); err != nil {
+				return nil, err
+			}
+			o.NoLimits, o.NoSASRanges = false, false
+		case "limits":
+			if err := noArg(); err != nil {
+				return nil, err
+			}
+			o.NoLimits = false
+		case "sas":
+			if err := noArg(); err != nil {
+				return nil, err
+			}
+			o.NoSASRanges = false
+		case "throttle":
+			o.Throttle = &ThrottleOptions{}
+			if hasArg {
+				scale, err := strconv.ParseFloat(arg, 64)
+				if err != nil || scale <= 0 {
+					return nil, bad(fmt.Errorf("the scale must be a positive number"))
+				}
+				o.Throttle.Scale = scale
+			}
+		case "latency":
+			d, err := time.ParseDuration(arg)
+			if err != nil || d < 0 {
+				return nil, bad(fmt.Errorf("want a duration such as 20ms"))
+			}
+			o.Latency = d
+		case "cosmos":
+			o.Cosmos = &CosmosOptions{}
+			if hasArg {
+				seed, err := strconv.ParseUint(arg, 10, 64)
+				if err != nil {
+					return nil, bad(fmt.Errorf("the seed must be a whole number"))
+				}
+				o.Cosmos.Seed = seed
+			}
+		default:
+			return nil, bad(fmt.Errorf("unknown; want strict, limits, sas, throttle[=scale], latency=DURATION or cosmos[=seed]"))
+		}
+	}
+	return o, nil
+}
