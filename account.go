@@ -265,7 +265,8 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 	// (wire.go). The attempt policy goes first among the per-retry
 	// policies, so it sees what the caller's fault-injecting policies return.
 	table.PerCallPolicies = slices.Clone(table.PerCallPolicies)
-	InstallPolicies(&table)
+	retry := opts.Retry
+	installPolicies(&table, &retry)
 	return mk(table,
 		forService(ServiceQueue, a.endpoints.Queue),
 		forService(ServiceBlob, a.endpoints.Blob))

@@ -158,8 +158,10 @@ type bulkItem struct {
 // wave names every entity at most once and is cut into chunks.
 type bulkPartition struct {
 	waves   [][][]bulkItem
-	wave    int // the wave running now
-	pending int // chunks of that wave not finished
+	wave    int          // the wave running now
+	started int          // the wave whose chunks were queued (-1: none)
+	ready   [][]bulkItem // chunks of that wave not taken by a worker yet
+	pending int          // chunks of that wave not finished
 }
 
 // Write applies any number of actions. It returns a *BulkError when some
@@ -203,7 +205,7 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 	}
 	parts := make([]*bulkPartition, 0, len(order))
 	for _, pk := range order {
-		p := &bulkPartition{}
+		p := &bulkPartition{started: -1}
 		for _, items := range builds[pk].waves {
 			p.waves = append(p.waves, chunkItems(items))
 		}
@@ -252,21 +254,17 @@ type bulkRun[T any] struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	ready   []bulkTask
-	active  int // tasks being run
-	waiting int // partitions with waves left to start
+	queue   []*bulkPartition // partitions with chunks ready, in turn
+	ready   int              // chunks ready in all
+	waiting int              // partitions with waves left to start
 	failed  []BulkFailure
 	skipped bool // some items were never attempted because ctx ended
 }
 
-// bulkTask is one chunk of one partition's current wave.
-type bulkTask struct {
-	part  *bulkPartition
-	chunk []bulkItem
-}
-
 // run runs every partition's waves in order, and the chunks of a wave in
-// parallel, with at most Concurrency chunks in flight.
+// parallel, with at most Concurrency chunks in flight. Workers take chunks
+// from the partitions in turn, so that one partition's pace (its Governor
+// rate) does not hold up the others.
 func (s *bulkRun[T]) run(parts []*bulkPartition) {
 	s.cond = sync.NewCond(&s.mu)
 	for _, p := range parts {
@@ -294,19 +292,15 @@ func (s *bulkRun[T]) run(parts []*bulkPartition) {
 	// Whatever was never started failed with the context's error.
 	for _, p := range parts {
 		for wi := p.wave; wi < len(p.waves); wi++ {
-			if wi == p.wave && p.pending > 0 {
-				continue // handled below through s.ready
+			chunks := p.waves[wi]
+			if wi == p.started {
+				chunks = p.ready
 			}
-			for _, c := range p.waves[wi] {
+			for _, c := range chunks {
 				s.failAll(c, s.ctx.Err())
+				s.skipped = true
 			}
 		}
-	}
-	for _, t := range s.ready {
-		s.failAll(t.chunk, s.ctx.Err())
-	}
-	if len(s.ready) > 0 {
-		s.skipped = true
 	}
 }
 
@@ -316,35 +310,38 @@ func (s *bulkRun[T]) startWave(p *bulkPartition) {
 	if p.wave >= len(p.waves) {
 		return
 	}
-	chunks := p.waves[p.wave]
-	p.pending = len(chunks)
-	for _, c := range chunks {
-		s.ready = append(s.ready, bulkTask{part: p, chunk: c})
-	}
+	p.started = p.wave
+	p.ready = slices.Clone(p.waves[p.wave])
+	p.pending = len(p.ready)
+	s.ready += len(p.ready)
+	s.queue = append(s.queue, p)
 }
 
 func (s *bulkRun[T]) worker() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		for len(s.ready) == 0 && s.waiting > 0 && s.ctx.Err() == nil {
+		for s.ready == 0 && s.waiting > 0 && s.ctx.Err() == nil {
 			s.cond.Wait()
 		}
-		if len(s.ready) == 0 || s.ctx.Err() != nil {
-			if s.ctx.Err() != nil && (len(s.ready) > 0 || s.waiting > 0) {
+		if s.ready == 0 || s.ctx.Err() != nil {
+			if s.ctx.Err() != nil && (s.ready > 0 || s.waiting > 0) {
 				s.skipped = true
 			}
 			return
 		}
-		task := s.ready[0]
-		s.ready = s.ready[1:]
-		s.active++
+		p := s.queue[0]
+		s.queue = s.queue[1:]
+		chunk := p.ready[0]
+		p.ready = p.ready[1:]
+		s.ready--
+		if len(p.ready) > 0 {
+			s.queue = append(s.queue, p) // the partition's turn comes again
+		}
 		s.mu.Unlock()
-		requests := s.runChunk(task.chunk)
+		requests := s.runChunk(chunk)
 		s.mu.Lock()
-		s.active--
 		s.res.Requests += requests
-		p := task.part
 		p.pending--
 		if p.pending == 0 {
 			p.wave++
@@ -382,7 +379,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	defer func() { end(nil) }()
 	gov, pk := s.w.opts.Governor, chunk[0].enc.pk
 	newAttempts := func() context.Context {
-		ctx, att := withAttempts(sctx)
+		ctx, att := withAttempts(withGoverned(sctx))
 		att.onThrottle = func(err error) { gov.Throttled(pk, len(chunk), err) }
 		return ctx
 	}
@@ -417,14 +414,19 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		case s.ctx.Err() != nil:
 			s.failChunk(chunk, s.ctx.Err())
 			return requests
-		case errors.Is(err, ErrThrottled) || (isAmbiguous(err) && !refused):
+		case IsThrottled(err) || (isAmbiguous(err) && !refused):
 			// Not applied (throttled), or perhaps applied (no answer):
 			// send the same transaction again with the same attempts
 			// record, so that a conflict its earlier try caused is
-			// recognised as such.
+			// recognised as such. A throttled chunk waits for its turn
+			// at the Governor's lowered rate; the others back off.
 			throttled++
-			if throttled >= s.w.opts.Retry.MaxAttempts || !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+			if throttled >= s.w.opts.Retry.MaxAttempts {
 				s.failChunk(chunk, err)
+				return requests
+			}
+			if !IsThrottled(err) && !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+				s.failChunk(chunk, s.ctx.Err())
 				return requests
 			}
 		case refused && actionRefused(te, len(chunk)):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -44,8 +45,43 @@ import (
 // and a lost answer followed by a conflicting retry is reported as the
 // conflict.
 func InstallPolicies(o *azcore.ClientOptions) {
-	o.PerCallPolicies = append(o.PerCallPolicies, wirePolicy{})
+	installPolicies(o, nil)
+}
+
+// installPolicies is InstallPolicies; retry, when known, is the client's
+// retry configuration, which governed calls adjust (see governedKey).
+func installPolicies(o *azcore.ClientOptions, retry *policy.RetryOptions) {
+	o.PerCallPolicies = append(o.PerCallPolicies, &wirePolicy{retry: retry})
 	o.PerRetryPolicies = append([]policy.Policy{attemptPolicy{}}, o.PerRetryPolicies...)
+}
+
+// governedKey marks a request whose throttling a Governor handles: the
+// SDK need not retry it on 503 or 429 after a pause of its own, which
+// would hold the caller's worker for seconds while the Governor already
+// knows to slow down (it learns of every throttled try, see attemptPolicy).
+type governedKey struct{}
+
+func withGoverned(ctx context.Context) context.Context {
+	return context.WithValue(ctx, governedKey{}, true)
+}
+
+// defaultRetryStatusCodes are azcore's: the statuses it retries when
+// RetryOptions.StatusCodes is nil.
+var defaultRetryStatusCodes = []int{
+	http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+}
+
+// governedRetry returns retry without the throttling statuses.
+func governedRetry(retry policy.RetryOptions) policy.RetryOptions {
+	codes := retry.StatusCodes
+	if codes == nil {
+		codes = defaultRetryStatusCodes
+	}
+	retry.StatusCodes = slices.DeleteFunc(slices.Clone(codes), func(c int) bool {
+		return c == http.StatusTooManyRequests || c == http.StatusServiceUnavailable
+	})
+	return retry
 }
 
 type wireKey struct{}
@@ -76,11 +112,16 @@ const batchAcknowledged = "--batchresponse_tk\r\nContent-Type: multipart/mixed; 
 	"--changesetresponse_tk\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
 	"HTTP/1.1 204 No Content\r\n\r\n\r\n--changesetresponse_tk--\r\n--batchresponse_tk--\r\n"
 
-// wirePolicy is the per-call policy that swaps transaction bodies and
-// answers probes.
-type wirePolicy struct{}
+// wirePolicy is the per-call policy that swaps transaction bodies, answers
+// probes, and leaves the throttling of governed calls to their Governor.
+type wirePolicy struct {
+	retry *policy.RetryOptions // the client's, when known
+}
 
-func (wirePolicy) Do(req *policy.Request) (*http.Response, error) {
+func (p *wirePolicy) Do(req *policy.Request) (*http.Response, error) {
+	if p.retry != nil && req.Raw().Context().Value(governedKey{}) != nil {
+		req = req.WithContext(policy.WithRetryOptions(req.Raw().Context(), governedRetry(*p.retry)))
+	}
 	wc, _ := req.Raw().Context().Value(wireKey{}).(*wireCall)
 	if wc == nil {
 		return req.Next()
