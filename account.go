@@ -61,6 +61,12 @@ type Options struct {
 	// endpoints with; "" means "core.windows.net" (Azure public cloud).
 	EndpointSuffix string
 
+	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
+	// whose query results are not in key order (see Account.Cosmos). Open
+	// recognises Cosmos DB endpoints by their host; set it for a proxy or
+	// emulator it does not recognise.
+	Cosmos bool
+
 	// TracingProvider, when set (for example azotel.NewTracingProvider),
 	// traces the Account's clients' requests and tablekit's own operations
 	// (see StartSpan). The zero value traces nothing.
@@ -91,6 +97,7 @@ type Account struct {
 	blobs     *azblob.Client
 	meter     *Meter
 	tracing   tracing.Provider
+	cosmos    bool
 	// tableCred is the shared key the Account was opened with (nil for a
 	// SAS or token credential); kept for signing SAS tokens.
 	tableCred *aztables.SharedKeyCredential
@@ -235,6 +242,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 // a Meter policy of the service's own as the last per-retry policy.
 func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientOptions) error) error {
 	a.tracing = opts.TracingProvider
+	a.cosmos = opts.Cosmos || isCosmosEndpoint(a.endpoints.Table)
 	a.meter = opts.Meter
 	if a.meter == nil {
 		a.meter = NewMeter()

@@ -244,8 +244,12 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 		total += ea.size
 		enc[i] = ea
 	}
-	if total > MaxTransactionBytes {
-		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 4 MiB per transaction", Size: total, Detail: "transaction too large", Err: ErrTooLarge}
+	if total > t.maxTransactionBytes() {
+		limit := "<= 4 MiB per transaction"
+		if t.cosmos {
+			limit = "<= 2 MB per transaction on Azure Cosmos DB for Table"
+		}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Detail: "transaction too large", Err: ErrTooLarge}
 	}
 	return enc, nil
 }

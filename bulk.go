@@ -207,7 +207,7 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 	for _, pk := range order {
 		p := &bulkPartition{started: -1}
 		for _, items := range builds[pk].waves {
-			p.waves = append(p.waves, chunkItems(items))
+			p.waves = append(p.waves, chunkItems(items, w.t.maxTransactionBytes()))
 		}
 		parts = append(parts, p)
 	}
@@ -229,12 +229,12 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 }
 
 // chunkItems cuts one wave of a partition into transactions of at most 100
-// actions and 4 MiB.
-func chunkItems(items []bulkItem) [][]bulkItem {
+// actions and limit bytes.
+func chunkItems(items []bulkItem, limit int) [][]bulkItem {
 	var chunks [][]bulkItem
 	start, size := 0, 0
 	for i, it := range items {
-		if i-start == MaxTransactionActions || size+it.enc.size > MaxTransactionBytes {
+		if i-start == MaxTransactionActions || size+it.enc.size > limit {
 			chunks = append(chunks, items[start:i])
 			start, size = i, 0
 		}

@@ -43,6 +43,9 @@ type encodeState struct {
 	// unchecked skips the storage limits, for conversions that store
 	// nothing (Decode).
 	unchecked bool
+	// cosmos adds the limits of Azure Cosmos DB for Table where they are
+	// stricter (a RowKey of at most 255 bytes).
+	cosmos bool
 }
 
 func (s *encodeState) fail(prop, limit string, size int, detail string, sentinel error) error {
@@ -71,6 +74,9 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 	}
 	if err := keys.Validate(rk); err != nil {
 		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
+	}
+	if s.cosmos && len(rk) > MaxCosmosRowKeyBytes {
+		return s.fail("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "RowKey too long", ErrInvalidKey)
 	}
 	return nil
 }

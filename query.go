@@ -52,6 +52,7 @@ type Cursor struct {
 	hash           uint64
 	pagePK, pageRK *string // the continuation that fetched the current page
 	lastPK, lastRK string  // keys of the last entity yielded
+	pos            int     // entities of the current page yielded
 	yielded        bool    // an entity of the current page was yielded
 	done           bool    // the query is complete
 }
@@ -71,7 +72,7 @@ func (c *Cursor) Token() string {
 		t.RK = *c.pageRK
 	}
 	if c.yielded {
-		t.AfterPK, t.AfterRK, t.After = c.lastPK, c.lastRK, true
+		t.AfterPK, t.AfterRK, t.After, t.AfterN = c.lastPK, c.lastRK, true, c.pos
 	}
 	t.Query = c.hash
 	return encodeToken(t)
@@ -95,6 +96,7 @@ type continuation struct {
 	After   bool   `json:"a,omitempty"`
 	AfterPK string `json:"apk,omitempty"`
 	AfterRK string `json:"ark,omitempty"`
+	AfterN  int    `json:"an,omitempty"` // its position in the page, from 1
 }
 
 const tokenPrefix = "tk1."
@@ -142,8 +144,10 @@ type query struct {
 	nextPK      *string
 	nextRK      *string
 	// skipTo, when set, skips the first page's entities up to and including
-	// these keys (resuming from a Cursor's token).
-	skipTo *[2]string
+	// these keys, the skipN-th of the page (resuming from a Cursor's token).
+	skipTo  *[2]string
+	skipN   int
+	skipped int // entities the last fetch skipped
 }
 
 func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
@@ -190,7 +194,7 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 			q.nextPK, q.nextRK = &c.PK, &c.RK
 		}
 		if c.After {
-			q.skipTo = &[2]string{c.AfterPK, c.AfterRK}
+			q.skipTo, q.skipN = &[2]string{c.AfterPK, c.AfterRK}, c.AfterN
 		}
 	}
 	return q, nil
@@ -256,7 +260,8 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 		if err := t.eachObject(raw, resp.Entities, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 			return err
 		}
-		rest, passed := skipThrough(objs, *q.skipTo)
+		rest, passed := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
+		q.skipped = len(objs) - len(rest)
 		if passed {
 			q.skipTo = nil
 		}
@@ -357,12 +362,16 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 			return err
 		}
 		if cur != nil {
-			cur.pagePK, cur.pageRK, cur.yielded = pagePK, pageRK, false
+			// Positions count from the page's start, skipped entities
+			// (of a resumed query) included.
+			cur.pagePK, cur.pageRK, cur.yielded, cur.pos = pagePK, pageRK, false, q.skipped
 		}
+		q.skipped = 0
 		for _, obj := range objs {
 			if cur != nil {
 				cur.lastPK, cur.lastRK, _ = objectKeys(obj)
 				cur.yielded = true
+				cur.pos++
 			}
 			more, err := each(obj)
 			if err != nil || !more {
@@ -383,15 +392,20 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 }
 
 // skipThrough drops the entities of a page up to and including the one
-// with keys: when it is there, exactly those before it; when it was
-// deleted meanwhile, those whose keys sort at or before it (in the
-// service's UTF-16 order). passed reports whether the page reached that
-// point; if not, the next page must be skipped through too.
-func skipThrough(objs [][]byte, keys [2]string) (rest [][]byte, passed bool) {
+// with keys, the n-th of the page when it was read: when it is there,
+// exactly those before it; when it was deleted meanwhile, those whose keys
+// sort at or before it (in the service's UTF-16 order), or, when results
+// are not in key order (unordered), the first n-1. passed reports whether
+// the page reached that point; if not, the next page must be skipped
+// through too.
+func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool) {
 	for i, obj := range objs {
 		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
 			return objs[i+1:], true
 		}
+	}
+	if unordered {
+		return objs[min(max(n-1, 0), len(objs)):], true
 	}
 	for i, obj := range objs {
 		pk, rk, err := objectKeys(obj)
@@ -427,8 +441,13 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 }
 
 // Top returns the first n entities that match f, in key order, reading
-// further pages when the service returns short ones.
+// further pages when the service returns short ones. On Azure Cosmos DB
+// for Table, whose results are not in key order, it refuses with an error
+// matching ErrUnsupported: the first n by key would need every result.
 func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) ([]T, error) {
+	if t.cosmos {
+		return nil, t.unorderedError("Top", "use Query with Collect and sort the results, or a point query")
+	}
 	if n <= 0 {
 		return nil, &ValidationError{Property: "n", Detail: "Top needs n > 0", Err: ErrInvalidInput}
 	}

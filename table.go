@@ -22,6 +22,11 @@ type TableOptions struct {
 	// because the SDK client does not expose its name.
 	Name string
 
+	// Cosmos says that the table is on Azure Cosmos DB for Table, whose
+	// query results are not in key order; OpenTable takes it from the
+	// Account (see Account.Cosmos).
+	Cosmos bool
+
 	// TracingProvider traces the table's operations (see StartSpan); OpenTable
 	// takes the Account's. The zero value traces nothing.
 	TracingProvider tracing.Provider
@@ -55,6 +60,7 @@ type Table[T any] struct {
 	isEntity bool
 	crypt    *cryptContext
 	tracer   tracing.Tracer
+	cosmos   bool
 	scans    TableScanPolicy
 	logger   *slog.Logger
 }
@@ -79,6 +85,7 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 		return nil, err
 	}
 	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
+	t.cosmos = opts.Cosmos
 	t.wireName, t.wire = probeWire(client)
 	if t.name == "" {
 		t.name = t.wireName
@@ -120,6 +127,7 @@ func OpenTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		o = *opts
 	}
 	o.Name = name
+	o.Cosmos = o.Cosmos || acct.cosmos
 	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
 		o.TracingProvider = acct.tracing
 	}
@@ -167,7 +175,7 @@ func putBuf(b *[]byte) {
 
 // encode appends the OData JSON of v to dst and returns its keys.
 func (t *Table[T]) encode(dst []byte, v *T) ([]byte, string, string, error) {
-	s := encodeState{table: t.name, crypt: t.crypt}
+	s := encodeState{table: t.name, crypt: t.crypt, cosmos: t.cosmos}
 	var err error
 	if t.isEntity {
 		dst, err = encodeEntity(dst, any(v).(*Entity), &s)
@@ -208,7 +216,7 @@ func (t *Table[T]) etagOf(v *T) azcore.ETag {
 }
 
 func (t *Table[T]) checkKeys(pk, rk string) error {
-	s := encodeState{table: t.name}
+	s := encodeState{table: t.name, cosmos: t.cosmos}
 	return s.checkKeys(pk, rk)
 }
 

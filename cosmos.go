@@ -1,0 +1,71 @@
+package tablekit
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// Azure Cosmos DB for Table speaks the Table service's protocol, so tablekit
+// works with it, but it does not return query results in PartitionKey and
+// RowKey order. tablekit knows a Table is on Cosmos DB when its Account's
+// table endpoint is a Cosmos DB one (*.table.cosmos.azure.com,
+// *.table.cosmosdb.azure.com, or the emulator on port 8902), or when
+// Options.Cosmos or TableOptions.Cosmos says so (for a proxy or another
+// emulator). APIs whose meaning is key order then either sort within the
+// bounded result they read or refuse with an error matching ErrUnsupported
+// that says why; each says which in its documentation.
+
+// Limits of Azure Cosmos DB for Table that are stricter than Table
+// storage's, which tablekit enforces on tables it knows are on Cosmos DB.
+const (
+	// MaxCosmosRowKeyBytes is the longest RowKey, in bytes.
+	MaxCosmosRowKeyBytes = 255
+	// MaxCosmosTransactionBytes is the largest transaction (2 MB).
+	MaxCosmosTransactionBytes = 2 * 1000 * 1000
+)
+
+// maxTransactionBytes is the transaction size limit of t's service.
+func (t *Table[T]) maxTransactionBytes() int {
+	if t.cosmos {
+		return MaxCosmosTransactionBytes
+	}
+	return MaxTransactionBytes
+}
+
+// ErrUnsupported is matched by the error of an operation the service
+// cannot do as asked, such as one that relies on results in key order on
+// Azure Cosmos DB for Table.
+var ErrUnsupported = errors.New("tablekit: not supported by this service")
+
+// isCosmosEndpoint reports whether a table endpoint is Cosmos DB's.
+func isCosmosEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	return strings.HasSuffix(host, ".table.cosmos.azure.com") ||
+		strings.HasSuffix(host, ".table.cosmosdb.azure.com") ||
+		strings.HasSuffix(host, ".table.cosmos.azure.cn") ||
+		(isLoopbackHost(host) && u.Port() == "8902")
+}
+
+// Cosmos reports whether the Account's tables are on Azure Cosmos DB for
+// Table, whose query results are not in key order.
+func (a *Account) Cosmos() bool { return a.cosmos }
+
+// Cosmos reports whether the table is on Azure Cosmos DB for Table (see
+// TableOptions.Cosmos), whose query results are not in key order.
+func (t *Table[T]) Cosmos() bool { return t.cosmos }
+
+// unorderedError is the error of op on a table whose results are not in
+// key order.
+func (t *Table[T]) unorderedError(op, instead string) error {
+	return &ValidationError{
+		Op:     op,
+		Entity: t.name,
+		Detail: op + " relies on results in PartitionKey and RowKey order, which Azure Cosmos DB for Table does not keep; " + instead,
+		Err:    ErrUnsupported,
+	}
+}

@@ -1,0 +1,120 @@
+package tablekit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
+)
+
+// cosmosTable opens a table behind package azurite's front in Cosmos DB
+// mode: query results in no key order, Cosmos DB's limits.
+func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
+	t.Helper()
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 7}}})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tablekit.OpenTable[wireItem](acct, "cosmos", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !acct.Cosmos() || !tbl.Cosmos() {
+		t.Fatal("Options.Cosmos did not reach the table")
+	}
+	return acct, tbl
+}
+
+func TestCosmosOrderDependentAPIs(t *testing.T) {
+	ctx := context.Background()
+	acct, tbl := cosmosTable(t)
+	var want []string
+	for p := range 5 {
+		for i := range 60 {
+			want = append(want, fmt.Sprintf("p%d/%05d", p, i))
+		}
+		fillPartition(t, tbl, fmt.Sprintf("p%d", p), 60)
+	}
+
+	// Query: every entity once, in the service's order (not key order).
+	var got []string
+	for e, err := range tbl.Query(ctx, tablekit.Filter{}, &tablekit.QueryOptions{AllowTableScan: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.PK+"/"+e.RK)
+	}
+	if slices.IsSorted(got) {
+		t.Fatal("the front's Cosmos mode returned results in key order; the test proves nothing")
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Fatalf("Query returned %d entities, want the %d written", len(got), len(want))
+	}
+
+	// Top needs key order: refused before anything is sent.
+	before := acct.Meter().Snapshot()
+	if _, err := tbl.Top(ctx, tablekit.PartitionEq("p1"), 3, nil); !errors.Is(err, tablekit.ErrUnsupported) || !strings.Contains(err.Error(), "Cosmos") {
+		t.Errorf("Top on Cosmos DB: %v", err)
+	}
+	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
+		t.Errorf("the refused Top sent %d requests", n)
+	}
+
+	// A Cursor resumes a broken-off loop exactly once per entity, in pages
+	// that are not in key order.
+	for _, stop := range []int{1, 37, 100, 299} {
+		var cur tablekit.Cursor
+		var seen []string
+		opts := &tablekit.QueryOptions{PageSize: 50, Cursor: &cur, AllowTableScan: true}
+		for e, err := range tbl.Query(ctx, tablekit.Filter{}, opts) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = append(seen, e.PK+"/"+e.RK)
+			if len(seen) == stop {
+				break
+			}
+		}
+		for e, err := range tbl.Query(ctx, tablekit.Filter{}, &tablekit.QueryOptions{PageSize: 50, Continuation: cur.Token(), AllowTableScan: true}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = append(seen, e.PK+"/"+e.RK)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(seen)), want) {
+			t.Errorf("stop %d: %d entities after resuming, want each of the %d once", stop, len(seen), len(want))
+		}
+	}
+
+	// Cosmos DB's own limits: a RowKey of at most 255 bytes.
+	if _, err := tbl.Insert(ctx, wireItem{PK: "p", RK: strings.Repeat("k", 256)}); !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Errorf("a 256-byte RowKey on Cosmos DB: %v", err)
+	}
+}
+
+func TestCosmosEndpointsRecognised(t *testing.T) {
+	for cs, want := range map[string]bool{
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos.azure.com:443/;": true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmosdb.azure.com/;":   true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=http://localhost:8902/;":                   true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net":                         false,
+		"UseDevelopmentStorage=true": false,
+	} {
+		acct, err := tablekit.Open(cs, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", cs, err)
+		}
+		if acct.Cosmos() != want {
+			t.Errorf("%s: Cosmos() = %v, want %v", cs, acct.Cosmos(), want)
+		}
+	}
+}
