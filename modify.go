@@ -1,0 +1,101 @@
+package tablekit
+
+import (
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// ModifyOptions configures [Table.Modify]. A nil *ModifyOptions means
+// defaults.
+type ModifyOptions struct {
+	// Mode is how the changed entity is written: Replace (the default)
+	// stores exactly what fn left, Merge only its non-empty properties.
+	Mode UpdateMode
+	// Retry says how often Modify reads and tries again when another
+	// writer changed the entity in between; the zero value means
+	// [DefaultConflictRetry].
+	Retry RetryPolicy
+}
+
+// Modify changes the entity with keys pk and rk by a function, the
+// read-modify-write of optimistic concurrency: it reads the entity (a zero
+// value with the keys set when there is none), calls fn with it, and
+// stores what fn left conditionally on the version it read (an Update with
+// the ETag read, or an Insert when there was no entity). When another
+// writer changed the entity in between, it reads again and calls fn again,
+// as opts.Retry says; after the last try it returns the conflict (matching
+// ErrPreconditionFailed or ErrAlreadyExists). fn may run several times: it
+// must only change v. An error from fn stops Modify and is returned as it
+// is; nothing is written. Modify returns the value stored, with its new
+// ETag when T has an etag field.
+//
+// A write whose outcome is unknown (ErrOutcomeUnknown) is not tried again,
+// since it may have been applied.
+func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error, opts *ModifyOptions) (T, error) {
+	var zero T
+	o := ModifyOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.Retry.Validate("Modify"); err != nil {
+		return zero, err
+	}
+	if err := t.checkKeys(pk, rk); err != nil {
+		return zero, err
+	}
+	var err error
+	for range o.Retry.WithDefaults(DefaultConflictRetry).Attempts(ctx) {
+		// One read gives the value and the ETag it is conditional on.
+		body, etag, found, rerr := t.readRaw(ctx, pk, rk)
+		if rerr != nil {
+			return zero, rerr
+		}
+		v := t.withKeys(pk, rk)
+		if found {
+			if err := t.decode(body, &v); err != nil {
+				return zero, err
+			}
+			t.setETag(&v, etag)
+		}
+		if err := fn(&v); err != nil {
+			return zero, err
+		}
+		if gotPK, gotRK := t.keysOf(&v); gotPK != pk || gotRK != rk {
+			return zero, &ValidationError{Op: "Modify", Entity: describeKeys(t.name, pk, rk), Detail: "fn changed the entity's keys", Err: ErrInvalidInput}
+		}
+		var newETag azcore.ETag
+		if etag == "" {
+			newETag, err = t.Insert(ctx, v)
+		} else {
+			newETag, err = t.Update(ctx, v, o.Mode, etag)
+		}
+		if err == nil {
+			t.setETag(&v, newETag)
+			return v, nil
+		}
+		if !errors.Is(err, ErrPreconditionFailed) && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrNotFound) {
+			return zero, err
+		}
+	}
+	if ctx.Err() != nil {
+		return zero, ctx.Err()
+	}
+	return zero, err
+}
+
+// withKeys returns a zero T with its keys set.
+func (t *Table[T]) withKeys(pk, rk string) T {
+	var v T
+	if t.isEntity {
+		e := any(&v).(*Entity)
+		e.PartitionKey, e.RowKey = pk, rk
+		return v
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	fieldByPath(rv, t.plan.pk).SetString(pk)
+	fieldByPath(rv, t.plan.rk).SetString(rk)
+	return v
+}
