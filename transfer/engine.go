@@ -24,7 +24,8 @@ type ScanOptions struct {
 	// [Boundaries[i-1], Boundaries[i]). No probes are sent.
 	Boundaries []string
 	// MaxProbes bounds the keys-only probe queries that sample the key
-	// space when Boundaries is nil (default 512). A negative value turns
+	// space when Boundaries is nil (default 16 × Concurrency: the sampler
+	// aims at 4 ranges per concurrent reader). A negative value turns
 	// sampling off: the scope is read as one range. A scope of one
 	// partition, or Concurrency 1, is never sampled.
 	MaxProbes int
@@ -49,7 +50,7 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 		s.Concurrency = 16
 	}
 	if s.MaxProbes == 0 {
-		s.MaxProbes = 512
+		s.MaxProbes = 16 * s.Concurrency
 	}
 	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
 		return s, validation(op, "ScanOptions.PageSize must be 0–1000")

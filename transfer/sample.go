@@ -70,13 +70,18 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	}
 	known := []string{first}
 	for round := 0; round < maxRounds && len(known) < target; round++ {
-		points := s.points(known)
-		left := s.budget - int(s.probes.Load())
-		if len(points) == 0 || left <= 0 {
+		// At most twice the keys still wanted per round, shared out over
+		// the gaps.
+		allowed := min(s.budget-int(s.probes.Load()), 2*target)
+		if allowed <= 0 {
 			break
 		}
-		if len(points) > left {
-			points = points[:left]
+		points := s.points(known, max(2, min(perGap, allowed/len(known))))
+		if len(points) == 0 {
+			break
+		}
+		if len(points) > allowed {
+			points = spread(points, allowed)
 		}
 		found, err := s.probeAll(ctx, points)
 		if err != nil {
@@ -122,53 +127,68 @@ func (s *sampler) probeAll(ctx context.Context, points []string) ([]string, erro
 	return found, first
 }
 
-// points returns the probe points of the next round.
-func (s *sampler) points(known []string) []string {
+// points returns the probe points of the next round, at most each per gap:
+// first those that split a gap at the position where its keys differ,
+// then deeper ones.
+func (s *sampler) points(known []string, each int) []string {
 	var out []string
-	add := func(gap []string) {
-		var fresh []string
-		for _, p := range gap {
-			if !s.visited[p] && utf8.ValidString(p) {
-				fresh = append(fresh, p)
-			}
-		}
-		out = append(out, spread(fresh, perGap)...)
+	add := func(first, then []string) {
+		first, then = s.fresh(first), s.fresh(then)
+		pick := spread(first, each)
+		out = append(out, pick...)
+		out = append(out, spread(then, each-len(pick))...)
 	}
 	for i := 0; i+1 < len(known); i++ {
 		add(s.gapPoints(known, known[i], known[i+1]))
 	}
+	// After the last key: the point just past each of its prefixes, the
+	// shortest first, then the characters after its first one.
 	last := []rune(known[len(known)-1])
-	var tail []string
+	var tail, wide []string
 	for i := 0; i < len(last) && i < maxProbeDepth; i++ {
 		tail = append(tail, string(last[:i])+string(next(last[i])))
 	}
 	tail = append(tail, string(last)+" ")
-	add(tail)
+	for _, c := range alphabet(known, 0) {
+		if len(last) > 0 && c > next(last[0]) {
+			wide = append(wide, string(c))
+		}
+	}
+	add(tail[:min(len(tail), max(1, each/2))], append(wide, tail[min(len(tail), max(1, each/2)):]...))
 	return out
 }
 
-// gapPoints returns points strictly between k1 and k2.
-func (s *sampler) gapPoints(known []string, k1, k2 string) []string {
+// fresh drops points already probed or not valid UTF-8.
+func (s *sampler) fresh(points []string) []string {
+	var out []string
+	for _, p := range points {
+		if !s.visited[p] && utf8.ValidString(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// gapPoints returns points strictly between k1 and k2: at the position
+// where they differ, and one position deeper below k1.
+func (s *sampler) gapPoints(known []string, k1, k2 string) (at, below []string) {
 	r1, r2 := []rune(k1), []rune(k2)
 	m := 0
 	for m < len(r1) && m < len(r2) && r1[m] == r2[m] {
 		m++
 	}
 	if m >= len(r2) || m > maxProbeDepth {
-		return nil
+		return nil, nil
 	}
-	var pts []string
-	// Position m: characters between r1[m] and r2[m].
 	lo := rune(-1)
 	if m < len(r1) {
 		lo = r1[m]
 	}
 	for _, c := range alphabet(known, m) {
 		if c > lo && c < r2[m] {
-			pts = append(pts, string(r1[:m])+string(c))
+			at = append(at, string(r1[:m])+string(c))
 		}
 	}
-	// Position m+1, below k1's branch: keys k1[:m+1] + c.
 	if m < len(r1) {
 		lo := rune(-1)
 		if m+1 < len(r1) {
@@ -176,11 +196,11 @@ func (s *sampler) gapPoints(known []string, k1, k2 string) []string {
 		}
 		for _, c := range alphabet(known, m+1) {
 			if c > lo {
-				pts = append(pts, string(r1[:m+1])+string(c))
+				below = append(below, string(r1[:m+1])+string(c))
 			}
 		}
 	}
-	return pts
+	return at, below
 }
 
 // Character classes of probe alphabets.
