@@ -21,13 +21,17 @@ type ScanOptions struct {
 	Concurrency int
 	// Boundaries, when set, splits the scope at these PartitionKeys (in any
 	// order; keys outside the scope are ignored): range i is
-	// [Boundaries[i-1], Boundaries[i]). No probes are sent.
+	// [Boundaries[i-1], Boundaries[i]). No probes are sent and ranges are
+	// not split further.
 	Boundaries []string
 	// MaxProbes bounds the keys-only probe queries that sample the key
-	// space when Boundaries is nil (default 16 × Concurrency: the sampler
-	// aims at 4 ranges per concurrent reader). A negative value turns
-	// sampling off: the scope is read as one range. A scope of one
-	// partition, or Concurrency 1, is never sampled.
+	// space before reading when Boundaries is nil (default 4 ×
+	// Concurrency: the sampler aims at 2 ranges per concurrent reader).
+	// Later, a reader with no range left to start splits a running range
+	// in two at a key found with up to 4 more probes (see the package
+	// documentation). A negative value turns both off: the scope is read
+	// as one range. A scope of one partition, or Concurrency 1, is never
+	// split.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).
@@ -50,7 +54,7 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 		s.Concurrency = 16
 	}
 	if s.MaxProbes == 0 {
-		s.MaxProbes = 16 * s.Concurrency
+		s.MaxProbes = 4 * s.Concurrency
 	}
 	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
 		return s, validation(op, "ScanOptions.PageSize must be 0–1000")
@@ -71,8 +75,35 @@ type rangeState struct {
 	// Token resumes the range's query; "" before the first page.
 	Token string `json:"token,omitempty"`
 	Done  bool   `json:"done,omitempty"`
+	// Cap, when set, ends the range before To: the rest was split off
+	// into a range of its own while this one ran. The filter (and so the
+	// token) keeps To; entities at or after Cap are left to the other
+	// range.
+	Cap string `json:"cap,omitempty"`
 	// Read counts the entities read in this range (over all runs).
 	Read int64 `json:"read,omitempty"`
+
+	// Pos is the last PartitionKey received in this range (saved with
+	// it): a split of the range falls after it.
+	Pos string `json:"pos,omitempty"`
+
+	// Run-time state, under job.mu.
+	running   bool
+	splitting bool
+	stuck     *string // Pos at which a split found nothing to split off
+}
+
+// isStuck reports whether a split found nothing to split off at the
+// range's current position.
+func (r *rangeState) isStuck() bool { return r.stuck != nil && *r.stuck == r.Pos }
+
+// end returns the exclusive end of what r still covers ("": the table's
+// end).
+func (r *rangeState) end() string {
+	if r.Cap != "" {
+		return r.Cap
+	}
+	return r.To
 }
 
 // counts are the totals of a job, over all its runs.
@@ -122,6 +153,7 @@ type job struct {
 
 	started time.Time
 	total   int64 // expected entities, -1 unknown
+	splits  bool  // idle readers split running ranges
 
 	mu    sync.Mutex
 	state jobState
@@ -165,6 +197,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
 	}
+	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil
 	if j.meter != nil {
 		j.meterStart = j.meter.Snapshot()
 	}
@@ -230,7 +263,10 @@ func (j *job) plan(ctx context.Context) error {
 	case j.scan.Concurrency > 1 && j.scan.MaxProbes > 0:
 		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes}
 		var err error
-		bounds, err = s.sample(ctx, 4*j.scan.Concurrency)
+		bounds, err = s.sample(ctx, 2*j.scan.Concurrency)
+		if len(bounds) > 0 {
+			bounds = bounds[1:] // the first key starts the first range anyway
+		}
 		j.probe = s.probes.Load()
 		j.requests.Add(j.probe)
 		j.state.Probes += j.probe
@@ -296,14 +332,30 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 			}
 		})
 	}
-	for range min(j.scan.Concurrency, len(pending)) {
+	for range j.scan.Concurrency {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(pending) {
+				var r *rangeState
+				if i := int(next.Add(1)) - 1; i < len(pending) {
+					r = pending[i]
+				} else if j.splits {
+					// Nothing left to start: split the rest of a running
+					// range, so that no reader idles while another has a
+					// long way to go.
+					for r == nil && j.busy() && (stop == nil || !stop()) && tablekit.Sleep(ctx, 50*time.Millisecond) {
+						var err error
+						if r, err = j.steal(ctx); err != nil {
+							if ctx.Err() == nil {
+								fail(err)
+							}
+							return
+						}
+					}
+				}
+				if r == nil || (stop != nil && stop()) {
 					return
 				}
-				if err := j.runRange(ctx, pending[i], stop, fn); err != nil {
+				if err := j.runRange(ctx, r, stop, fn); err != nil {
 					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
 						fail(err)
 					}
@@ -341,7 +393,16 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
 	j.mu.Lock()
 	token := r.Token
+	r.running = true
+	if r.Pos == "" {
+		r.Pos = r.From
+	}
 	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		r.running = false
+		j.mu.Unlock()
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -353,6 +414,7 @@ func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn 
 		if err != nil {
 			return err
 		}
+		j.clip(r, &page)
 		if err := fn(ctx, r, token, page); err != nil {
 			return err
 		}
@@ -360,6 +422,99 @@ func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn 
 			return nil
 		}
 		token = page.Continuation
+	}
+}
+
+// clip drops from page what lies at or after r's Cap (split off to
+// another range) and ends the range there; it records the last key
+// received, below which no split may fall.
+func (j *job) clip(r *rangeState, page *tablekit.Page[tablekit.Entity]) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r.Cap != "" {
+		for i := range page.Items {
+			if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
+				page.Items, page.Continuation = page.Items[:i], ""
+				break
+			}
+		}
+	}
+	if n := len(page.Items); n > 0 {
+		r.Pos = page.Items[n-1].PartitionKey
+	}
+}
+
+// busy reports whether a range is still running that a split might take
+// work from.
+func (j *job) busy() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.state.Ranges {
+		if !r.Done && !r.isStuck() {
+			return true
+		}
+	}
+	return false
+}
+
+// steal splits the rest of a running range in two and returns the second
+// half as a new range, or nil when no running range can be split. It
+// probes the rest of the range for PartitionKeys after the range's
+// position and splits at the middle one found.
+func (j *job) steal(ctx context.Context) (*rangeState, error) {
+	for {
+		j.mu.Lock()
+		var victim *rangeState
+		for _, r := range j.state.Ranges {
+			if r.running && !r.splitting && !r.Done && !r.isStuck() && (victim == nil || r.Read > victim.Read) {
+				victim = r
+			}
+		}
+		if victim == nil {
+			j.mu.Unlock()
+			return nil, nil
+		}
+		victim.splitting = true
+		pos, end := victim.Pos, victim.end()
+		j.mu.Unlock()
+
+		// The smallest key after pos: keys hold no control characters.
+		after := pos + " "
+		var keys []string
+		var err error
+		if end == "" || compareKeys(after, end) < 0 {
+			s := &sampler{t: j.t, scope: Range{From: after, To: end}, concurrency: 4, budget: 4}
+			keys, err = s.sample(ctx, 3)
+			j.mu.Lock()
+			j.state.Probes += s.probes.Load()
+			j.probe += s.probes.Load()
+			j.mu.Unlock()
+			j.requests.Add(s.probes.Load())
+		}
+		j.mu.Lock()
+		victim.splitting = false
+		if err != nil {
+			j.mu.Unlock()
+			return nil, err
+		}
+		// The middle key the victim has not reached.
+		var k string
+		for i := len(keys) / 2; i < len(keys); i++ {
+			if compareKeys(keys[i], victim.Pos) > 0 {
+				k = keys[i]
+				break
+			}
+		}
+		if k == "" || victim.Done || (victim.end() != "" && compareKeys(k, victim.end()) >= 0) {
+			victim.stuck = &pos // nothing to split off here; try another
+			j.mu.Unlock()
+			continue
+		}
+		r := &rangeState{Range: Range{From: k, To: victim.end()}}
+		victim.Cap = k
+		j.state.Ranges = append(j.state.Ranges, r)
+		j.mu.Unlock()
+		return r, nil
 	}
 }
 

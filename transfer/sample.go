@@ -60,8 +60,8 @@ func (s *sampler) probe(ctx context.Context, x string) (string, bool, error) {
 	return page.Items[0].PartitionKey, true, nil
 }
 
-// sample returns up to about target sorted keys that start non-empty
-// ranges inside scope, the first key excluded.
+// sample returns up to about target sorted keys found in scope, the first
+// key of the scope first (none when the scope is empty).
 func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	s.visited = map[string]bool{}
 	first, ok, err := s.probe(ctx, s.scope.From)
@@ -95,7 +95,7 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 			break
 		}
 	}
-	return known[1:], nil
+	return known, nil
 }
 
 // probeAll runs probes at points in parallel and returns the keys found.
@@ -141,21 +141,45 @@ func (s *sampler) points(known []string, each int) []string {
 	for i := 0; i+1 < len(known); i++ {
 		add(s.gapPoints(known, known[i], known[i+1]))
 	}
-	// After the last key: the point just past each of its prefixes, the
-	// shortest first, then the characters after its first one.
+	// After the last key: with two or more keys known, the characters
+	// after the last key's at the position where known keys start to
+	// differ (a histogram of the rest); then the point just past each
+	// prefix of the last key, the shortest first.
 	last := []rune(known[len(known)-1])
 	var tail, wide []string
 	for i := 0; i < len(last) && i < maxProbeDepth; i++ {
 		tail = append(tail, string(last[:i])+string(next(last[i])))
 	}
 	tail = append(tail, string(last)+" ")
-	for _, c := range alphabet(known, 0) {
-		if len(last) > 0 && c > next(last[0]) {
-			wide = append(wide, string(c))
+	if len(known) > 1 {
+		d := commonPrefix([]rune(known[0]), last)
+		if d < len(last) {
+			for _, c := range alphabet(known, d) {
+				if c > last[d] {
+					wide = append(wide, string(last[:d])+string(c))
+				}
+			}
 		}
+		add(wide, tail)
+	} else {
+		for _, c := range alphabet(known, 0) {
+			if len(last) > 0 && c > next(last[0]) {
+				wide = append(wide, string(c))
+			}
+		}
+		half := min(len(tail), max(1, each/2))
+		add(tail[:half], append(wide, tail[half:]...))
 	}
-	add(tail[:min(len(tail), max(1, each/2))], append(wide, tail[min(len(tail), max(1, each/2)):]...))
 	return out
+}
+
+// commonPrefix returns the length of the common prefix of a and b.
+func commonPrefix(a, b []rune) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // fresh drops points already probed or not valid UTF-8.

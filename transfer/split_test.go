@@ -74,7 +74,7 @@ func TestSplitCoversEverything(t *testing.T) {
 			}
 			seed(t, tbl, es)
 			want := keyed(es)
-			seen, res := exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: 4}}})
+			seen, res := exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: 4, MaxProbes: 64}}})
 			for k := range want {
 				if seen[k] != 1 {
 					t.Errorf("%q/%q exported %d times", k[0], k[1], seen[k])
@@ -99,6 +99,39 @@ func TestSplitCoversEverything(t *testing.T) {
 				t.Errorf("bounded export: %d keys (want %d), %d probes, %d ranges", len(seen), countIn(want, pk(10), pk(20)), res.Probes, res.Ranges)
 			}
 		})
+	}
+}
+
+// TestSplitWhileRunning: readers with nothing left to start split running
+// ranges; every entity is still read exactly once, also by a purge and a
+// count.
+func TestSplitWhileRunning(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	es := seedMany(t, tbl, 40, 2000)
+	// One initial range (the sampler may probe once), small pages: the
+	// other readers must split it to have work.
+	scan := transfer.ScanOptions{Concurrency: 6, MaxProbes: 1, PageSize: 20}
+	seen, res := exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: scan}})
+	for _, e := range es {
+		if n := seen[[2]string{e.PartitionKey, e.RowKey}]; n != 1 {
+			t.Errorf("%s/%s exported %d times", e.PartitionKey, e.RowKey, n)
+		}
+	}
+	if len(seen) != len(es) || res.Ranges < 3 {
+		t.Errorf("%d keys in %d ranges (%d probes); want %d keys in at least 3 ranges", len(seen), res.Ranges, res.Probes, len(es))
+	}
+	t.Logf("export: %d ranges, %d probes", res.Ranges, res.Probes)
+	c, err := transfer.Count(ctxFor(t), tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scan: scan}})
+	if err != nil || c.Entities != 2000 || c.Partitions != 40 || c.DeleteTransactions != 40 {
+		t.Errorf("count %+v, %v", c, err)
+	}
+	p, err := transfer.Purge(ctxFor(t), tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scan: scan, Meter: acct.Meter()}})
+	if err != nil || !p.Complete || p.Deleted != 2000 || p.DeleteTransactions != 40 {
+		t.Errorf("purge %+v, %v", p, err)
+	}
+	if left := readAll(t, tbl); len(left) != 0 {
+		t.Errorf("%d entities left", len(left))
 	}
 }
 

@@ -155,7 +155,7 @@ type scanFlags struct {
 func (f *scanFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once")
 	fs.IntVar(&f.pageSize, "page-size", 1000, "entities per listing request (1-1000)")
-	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space (default 16 x concurrency; -1: none)")
+	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space (default 4 x concurrency; -1: none)")
 	fs.Func("boundary", "split the ranges at this PartitionKey (repeat the flag; no sampling then)", func(s string) error {
 		f.boundaries = append(f.boundaries, s)
 		return nil
