@@ -373,35 +373,45 @@ func BenchmarkImportBulkWriter(b *testing.B) {
 }
 
 // BenchmarkPurge: 50,000 entities in 10 partitions, purged; the Meter
-// must count exactly the listing pages and ceil(n/100) transactions per
-// partition (500), or the benchmark fails. Loading is not timed.
+// must count exactly the listing requests (pages and key probes) and
+// ceil(n/100) transactions per partition (500), or the benchmark fails.
+// Loading is not timed. split=none reads the table as one range (no
+// probes): the least listing possible, 50 pages of 1,000.
 func BenchmarkPurge(b *testing.B) {
 	const n, parts = 50_000, 10
-	acct := testenv.Account(b, nil)
-	t := newTable(b, acct)
-	es := benchEntities(n, parts)
-	var res transfer.PurgeResult
-	for b.Loop() {
-		b.StopTimer()
-		if _, err := t.BulkWriter(nil).Upsert(context.Background(), es); err != nil {
-			b.Fatal(err)
-		}
-		before := acct.Meter().Snapshot()
-		b.StartTimer()
-		var err error
-		res, err = transfer.Purge(context.Background(), t, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter()}})
-		b.StopTimer()
-		d := acct.Meter().Snapshot().Sub(before)
-		if err != nil || !res.Complete || res.Deleted != n {
-			b.Fatalf("purge: %+v, %v", res, err)
-		}
-		if tx := d.Count(tablekit.ServiceTable, "Transaction"); tx != n/100 || d.Service(tablekit.ServiceTable) != res.Pages+tx {
-			b.Fatalf("Meter: %v; want %d transactions + %d listing pages", d, n/100, res.Pages)
-		}
-		b.StartTimer()
+	for _, split := range []string{"sampled", "none"} {
+		b.Run("split="+split, func(b *testing.B) {
+			acct := testenv.Account(b, nil)
+			t := newTable(b, acct)
+			es := benchEntities(n, parts)
+			opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter()}}
+			if split == "none" {
+				opts.Scan.MaxProbes = -1
+			}
+			var res transfer.PurgeResult
+			for b.Loop() {
+				b.StopTimer()
+				if _, err := t.BulkWriter(nil).Upsert(context.Background(), es); err != nil {
+					b.Fatal(err)
+				}
+				before := acct.Meter().Snapshot()
+				b.StartTimer()
+				var err error
+				res, err = transfer.Purge(context.Background(), t, &opts)
+				b.StopTimer()
+				d := acct.Meter().Snapshot().Sub(before)
+				if err != nil || !res.Complete || res.Deleted != n {
+					b.Fatalf("purge: %+v, %v", res, err)
+				}
+				if tx := d.Count(tablekit.ServiceTable, "Transaction"); tx != n/100 || d.Service(tablekit.ServiceTable) != res.Pages+tx {
+					b.Fatalf("Meter: %v; want %d transactions + %d listing pages", d, n/100, res.Pages)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+			b.ReportMetric(float64(res.DeleteTransactions), "delete-tx")
+			b.ReportMetric(float64(res.Pages), "listing-requests")
+			b.ReportMetric(float64(res.Probes), "probes")
+		})
 	}
-	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-	b.ReportMetric(float64(res.DeleteTransactions), "delete-tx")
-	b.ReportMetric(float64(res.Pages), "listing-pages")
-	b.ReportMetric(float64(res.Probes), "probes")
 }
