@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/transfer"
+)
+
+func runExport(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "export", "--table T [scope] [--out FILE] [--resume]")
+	var (
+		src  tableFlags
+		sc   scopeFlags
+		scan scanFlags
+		cp   checkpointFlags
+		pf   progressFlags
+		out  string
+	)
+	src.register(fs, "", "source")
+	sc.register(fs)
+	scan.register(fs)
+	cp.register(fs, "OUT.checkpoint when --out is a file")
+	pf.register(fs)
+	fs.StringVar(&out, "out", "-", "the export file; - for stdout")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	scope, err := sc.scope(time.Now())
+	if err != nil {
+		return err
+	}
+	t, err := src.open(e, "")
+	if err != nil {
+		return err
+	}
+	deflt := ""
+	if out != "-" {
+		deflt = out + ".checkpoint"
+	} else if cp.resume {
+		return usagef("--resume needs --out FILE: stdout cannot be resumed")
+	}
+	checkpoint, err := cp.open(ctx, t, "export", deflt)
+	if err != nil {
+		return err
+	}
+	disp, err := newDisplay(e, &pf, "export")
+	if err != nil {
+		return err
+	}
+	var w io.Writer = e.stdout
+	var f *os.File
+	if out != "-" {
+		if f, err = openExportFile(ctx, out, checkpoint, cp.resume); err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	res, err := transfer.Export(ctx, t.table, syncWriter{bw, f}, &transfer.ExportOptions{JobOptions: transfer.JobOptions{
+		Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
+		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+	}})
+	if ferr := bw.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	fmt.Fprintf(e.stderr, "export: %d entities, %d bytes, %d ranges, %d transactions, %s\n", res.Entities, res.Bytes, res.Ranges, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	return finish(ctx, err, res.Complete)
+}
+
+// syncWriter flushes its buffer and syncs the file under it when the
+// export takes a checkpoint.
+type syncWriter struct {
+	*bufio.Writer
+	f *os.File
+}
+
+func (w syncWriter) Sync() error {
+	if err := w.Writer.Flush(); err != nil {
+		return err
+	}
+	if w.f != nil {
+		return w.f.Sync()
+	}
+	return nil
+}
+
+// openExportFile creates the output, or opens it truncated to the size
+// the checkpoint recorded when resuming.
+func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, resume bool) (*os.File, error) {
+	if !resume {
+		return os.Create(path)
+	}
+	off, ok, err := transfer.ExportResumeOffset(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return os.Create(path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() < off {
+		f.Close()
+		return nil, fmt.Errorf("resume: %s is shorter than the %d bytes its checkpoint recorded", path, off)
+	}
+	if err := f.Truncate(off); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// finish maps a library result to the command's error.
+func finish(ctx context.Context, err error, complete bool) error {
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("interrupted: %w", errIncomplete)
+	case errors.Is(err, transfer.ErrFailures):
+		return fmt.Errorf("%w: %v", errFailures, err)
+	case err != nil:
+		return err
+	case !complete:
+		return errIncomplete
+	}
+	return nil
+}
+
+func runImport(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "import", "--table T [--in FILE] [--mode insert|merge|replace] [--create]")
+	var (
+		dst            tableFlags
+		pf             progressFlags
+		in, mode       string
+		create         bool
+		batch, maxFail int
+		concurrency    int
+	)
+	dst.register(fs, "", "destination")
+	pf.register(fs)
+	fs.StringVar(&in, "in", "-", "the export file; - for stdin")
+	fs.StringVar(&mode, "mode", "insert", "insert (existing entities fail), merge or replace")
+	fs.BoolVar(&create, "create", false, "create the table if it does not exist")
+	fs.IntVar(&batch, "batch", 20000, "entities per bulk write")
+	fs.IntVar(&maxFail, "max-failures", 0, "stop after this many failed entities (0: never)")
+	fs.IntVar(&concurrency, "concurrency", 16, "transactions in flight")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	m, err := transfer.ParseMode(mode)
+	if err != nil {
+		return usagef("--mode: %v", err)
+	}
+	t, err := dst.open(e, "")
+	if err != nil {
+		return err
+	}
+	if create {
+		if err := t.table.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+	}
+	disp, err := newDisplay(e, &pf, "import")
+	if err != nil {
+		return err
+	}
+	r := e.stdin
+	var size int64
+	if in != "-" {
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		r = f
+	}
+	res, err := transfer.Import(ctx, t.table, r, &transfer.ImportOptions{
+		Mode: m, BatchSize: batch, MaxFailures: maxFail, TotalBytes: size, Bulk: &tablekit.BulkOptions{Concurrency: concurrency},
+		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+	})
+	for i, f := range res.Failures {
+		if i == 20 {
+			fmt.Fprintf(e.stderr, "import: ... and %d more failures\n", res.Failed-20)
+			break
+		}
+		fmt.Fprintf(e.stderr, "import: %v\n", f)
+	}
+	fmt.Fprintf(e.stderr, "import: %d read, %d written, %d failed, %d transactions, %s\n", res.Read, res.Written, res.Failed, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	return finish(ctx, err, true)
+}
+
+func runCopy(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "copy", "--table T --to-table U [--to-connection-string CS | --to-sas-url URL] [scope] [--mode ...]")
+	var (
+		src, dst tableFlags
+		sc       scopeFlags
+		scan     scanFlags
+		cp       checkpointFlags
+		pf       progressFlags
+		mode     string
+		create   bool
+	)
+	src.register(fs, "", "source")
+	dst.register(fs, "to-", "destination")
+	sc.register(fs)
+	scan.register(fs)
+	cp.register(fs, "tablekit-copy-TABLE-TOTABLE.checkpoint")
+	pf.register(fs)
+	fs.StringVar(&mode, "mode", "replace", "insert (existing entities fail), merge or replace")
+	fs.BoolVar(&create, "create", false, "create the destination table if it does not exist")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	m, err := transfer.ParseMode(mode)
+	if err != nil {
+		return usagef("--mode: %v", err)
+	}
+	scope, err := sc.scope(time.Now())
+	if err != nil {
+		return err
+	}
+	s, err := src.open(e, "")
+	if err != nil {
+		return err
+	}
+	d, err := dst.open(e, src.connection)
+	if err != nil {
+		return err
+	}
+	if create {
+		if err := d.table.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+	}
+	checkpoint, err := cp.open(ctx, s, "copy", fmt.Sprintf("tablekit-copy-%s-%s.checkpoint", s.table.Name(), d.table.Name()))
+	if err != nil {
+		return err
+	}
+	disp, err := newDisplay(e, &pf, "copy")
+	if err != nil {
+		return err
+	}
+	res, err := transfer.Copy(ctx, s.table, d.table, &transfer.CopyOptions{
+		JobOptions: transfer.JobOptions{
+			Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
+			Meter: s.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+		},
+		Mode: m, DestMeter: d.meter,
+	})
+	for i, f := range res.Failures {
+		if i == 20 {
+			fmt.Fprintf(e.stderr, "copy: ... and %d more failures\n", res.Failed-20)
+			break
+		}
+		fmt.Fprintf(e.stderr, "copy: %v\n", f)
+	}
+	fmt.Fprintf(e.stderr, "copy: %d read, %d written, %d failed, %d ranges, %d transactions, %s\n", res.Read, res.Written, res.Failed, res.Ranges, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	return finish(ctx, err, res.Complete)
+}
+
+func runPurge(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "purge", "--table T (--partition PK | --from A --to B | --older-than 720h | --filter EXPR | --all) [--budget 10m] [--dry-run] [--resume]")
+	var (
+		src          tableFlags
+		sc           scopeFlags
+		scan         scanFlags
+		cp           checkpointFlags
+		pf           progressFlags
+		all, dry     bool
+		anyETag      bool
+		budget       time.Duration
+		transactions int
+	)
+	src.register(fs, "", "")
+	sc.register(fs)
+	scan.register(fs)
+	cp.register(fs, "tablekit-purge-TABLE.checkpoint")
+	pf.register(fs)
+	fs.BoolVar(&all, "all", false, "purge the whole table (required when no scope is given)")
+	fs.BoolVar(&dry, "dry-run", false, "delete nothing: count the entities and show the cost in transactions")
+	fs.BoolVar(&anyETag, "any-etag", false, "delete entities even if they changed since they were listed")
+	fs.DurationVar(&budget, "budget", 0, "stop after this long (resume later with --resume); 0: no limit")
+	fs.IntVar(&transactions, "transactions", 16, "delete transactions in flight")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if sc.empty() && !all {
+		return usagef("give a scope (--partition, --from/--to, --older-than, --filter) or --all to purge the whole table")
+	}
+	if !sc.empty() && all {
+		return usagef("--all excludes a scope")
+	}
+	scope, err := sc.scope(time.Now())
+	if err != nil {
+		return err
+	}
+	t, err := src.open(e, "")
+	if err != nil {
+		return err
+	}
+	disp, err := newDisplay(e, &pf, map[bool]string{true: "count", false: "purge"}[dry])
+	if err != nil {
+		return err
+	}
+	if dry {
+		res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
+			Scope: scope, Scan: scan.options(), Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+		}})
+		if err != nil {
+			return finish(ctx, err, false)
+		}
+		fmt.Fprintf(e.stdout, "entities: %d\npartitions: %d\nlisting transactions: %d\ndelete transactions: %d\npurge cost: %d transactions (listing + deletes)\ncount cost: %d transactions\n",
+			res.Entities, res.Partitions, res.Pages, res.DeleteTransactions, res.Pages+res.DeleteTransactions, res.Transactions)
+		return nil
+	}
+	checkpoint, err := cp.open(ctx, t, "purge", fmt.Sprintf("tablekit-purge-%s.checkpoint", t.table.Name()))
+	if err != nil {
+		return err
+	}
+	res, err := transfer.Purge(ctx, t.table, &transfer.PurgeOptions{
+		JobOptions: transfer.JobOptions{
+			Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
+			Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+		},
+		Budget: budget, AnyETag: anyETag, Transactions: transactions,
+	})
+	for i, k := range res.ChangedKeys {
+		if i == 20 {
+			fmt.Fprintf(e.stderr, "purge: ... and %d more left alone\n", res.Changed-20)
+			break
+		}
+		fmt.Fprintf(e.stderr, "purge: left alone %q/%q: written after it was listed\n", k.PartitionKey, k.RowKey)
+	}
+	state := "complete"
+	if !res.Complete {
+		state = "incomplete"
+	}
+	fmt.Fprintf(e.stdout, "purge %s: %d listed, %d deleted, %d changed since listed (left alone), %d already gone; %d ranges (%d done); %d listing and %d delete transactions, %d in all; %s\n",
+		state, res.Listed, res.Deleted, res.Changed, res.Gone, res.Ranges, res.RangesDone, res.Pages, res.DeleteTransactions, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	return finish(ctx, err, res.Complete)
+}
+
+func runCount(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "count", "--table T [scope]")
+	var (
+		src  tableFlags
+		sc   scopeFlags
+		scan scanFlags
+		pf   progressFlags
+	)
+	src.register(fs, "", "")
+	sc.register(fs)
+	scan.register(fs)
+	pf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	scope, err := sc.scope(time.Now())
+	if err != nil {
+		return err
+	}
+	t, err := src.open(e, "")
+	if err != nil {
+		return err
+	}
+	disp, err := newDisplay(e, &pf, "count")
+	if err != nil {
+		return err
+	}
+	res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
+		Scope: scope, Scan: scan.options(), Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+	}})
+	if err != nil {
+		return finish(ctx, err, false)
+	}
+	fmt.Fprintf(e.stdout, "entities: %d\npartitions: %d\nranges: %d\ncost: %d transactions (%d listing requests, %d of them key probes)\n",
+		res.Entities, res.Partitions, res.Ranges, res.Transactions, res.Pages, res.Probes)
+	return nil
+}

@@ -1,0 +1,144 @@
+// Command tablekit exports, imports, copies, purges and counts the
+// entities of Azure Table storage tables (and Azurite's), in parallel and
+// resumably, over the library package github.com/tablekit/tablekit/transfer.
+//
+// Install:
+//
+//	go install github.com/tablekit/tablekit/cmd/tablekit@latest
+//
+// Usage:
+//
+//	tablekit export --table T [scope] [--out FILE] [--resume]
+//	tablekit import --table T [--in FILE] [--mode insert|merge|replace] [--create]
+//	tablekit copy   --table T --to-table U [--to-connection-string CS | --to-sas-url URL] [scope] [--mode ...] [--resume]
+//	tablekit purge  --table T (scope | --all) [--budget 10m] [--dry-run] [--resume]
+//	tablekit count  --table T [scope]
+//
+// The account is AZURE_STORAGE_CONNECTION_STRING, --connection-string, or a
+// table SAS URL (--sas-url, which also names the table). A scope is
+// --partition PK, or --from PK and/or --to PK, with optional --filter EXPR
+// (OData) and --older-than (a duration such as 720h, or an RFC 3339 time).
+// Run "tablekit help COMMAND" for every flag.
+//
+// Progress goes to stderr: a progress bar on a terminal, plain lines every
+// few seconds otherwise. Exit codes: 0 done; 1 failed; 2 bad usage; 3
+// stopped before the end (budget spent or interrupted: run again with
+// --resume); 4 done, but some entities failed (listed on stderr).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK         = 0
+	exitFailed     = 1
+	exitUsage      = 2
+	exitIncomplete = 3
+	exitFailures   = 4
+)
+
+// errIncomplete marks a run that stopped before the end and can resume.
+var errIncomplete = errors.New("stopped before the end: run again with --resume to go on")
+
+// errFailures marks a run that finished with some entities failed.
+var errFailures = errors.New("some entities failed")
+
+// usageError is a command line the program cannot run.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// command is one subcommand.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, env *env, args []string) error
+}
+
+var commands = []command{
+	{"export", "write a table (or part of it) to a file, one JSON line per entity", runExport},
+	{"import", "write the entities of an export file into a table", runImport},
+	{"copy", "copy entities from one table to another, also across accounts", runCopy},
+	{"purge", "delete every entity in a scope, resumably (--dry-run: count and cost only)", runPurge},
+	{"count", "count the entities in a scope (keys-only listing) and show the cost", runCount},
+}
+
+// env is what a command runs with: the process's streams and environment.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	stderrTerminal bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stderrTerminal: isTerminal(os.Stderr)}
+	os.Exit(run(ctx, e, os.Args[1:]))
+}
+
+// run runs the command line args and returns the exit code.
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
+		usage(e.stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	name := args[0]
+	if name == "help" {
+		name, args = args[1], []string{args[1], "-h"}
+	}
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		var ue *usageError
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.As(err, &ue):
+			fmt.Fprintf(e.stderr, "tablekit %s: %v\nRun 'tablekit help %s' for usage.\n", name, err, name)
+			return exitUsage
+		case errors.Is(err, errIncomplete):
+			fmt.Fprintf(e.stderr, "tablekit %s: %v\n", name, err)
+			return exitIncomplete
+		case errors.Is(err, errFailures):
+			fmt.Fprintf(e.stderr, "tablekit %s: %v\n", name, err)
+			return exitFailures
+		}
+		fmt.Fprintf(e.stderr, "tablekit %s: %v\n", name, err)
+		return exitFailed
+	}
+	fmt.Fprintf(e.stderr, "tablekit: unknown command %q\n\n", name)
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: tablekit COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The account comes from AZURE_STORAGE_CONNECTION_STRING, --connection-string or --sas-url.")
+	fmt.Fprintln(w, "Run 'tablekit help COMMAND' for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 done, 1 failed, 2 usage, 3 stopped before the end (--resume), 4 some entities failed.")
+}

@@ -1,0 +1,334 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// build compiles the command into a temporary folder of t.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tablekit")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cli runs the built command with the test account in the environment.
+type cli struct {
+	t   *testing.T
+	bin string
+	cs  string
+	dir string
+}
+
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, bin: build(t), cs: testenv.ConnectionString(t), dir: t.TempDir()}
+}
+
+func (c *cli) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+c.cs)
+	return cmd
+}
+
+// run runs args and returns stdout, stderr and the exit code.
+func (c *cli) run(args ...string) (string, string, int) {
+	c.t.Helper()
+	cmd := c.cmd(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// mustRun runs args and fails the test unless the exit code is want.
+func (c *cli) mustRun(want int, args ...string) (string, string) {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != want {
+		c.t.Fatalf("tablekit %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out, errOut
+}
+
+func newTable(t *testing.T, acct *tablekit.Account) *tablekit.Table[tablekit.Entity] {
+	t.Helper()
+	tbl, err := tablekit.NewTable[tablekit.Entity](testenv.NewTable(t, acct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func seed(t *testing.T, tbl *tablekit.Table[tablekit.Entity], es []tablekit.Entity) {
+	t.Helper()
+	if _, err := tbl.BulkWriter(nil).Upsert(context.Background(), es); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func entities(parts, n int, prefix string) []tablekit.Entity {
+	es := make([]tablekit.Entity, n)
+	for i := range es {
+		es[i] = tablekit.Entity{PartitionKey: fmt.Sprintf("%s%03d", prefix, i%parts), RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{
+			"I": int64(i), "D": float64(i%3) / 2, "When": time.Unix(int64(i), 1234500).UTC(), "G": tablekit.GUID{byte(i)}, "B": []byte{byte(i)}, "S": "s'\"", "I32": int32(i), "T": i%2 == 0,
+		}}
+	}
+	return es
+}
+
+// dump reads every entity of tbl as comparable text, with types.
+func dump(t *testing.T, tbl *tablekit.Table[tablekit.Entity]) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for e, err := range tbl.Query(context.Background(), tablekit.Filter{}, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, _ := json.Marshal(typed(e.Properties))
+		out[e.PartitionKey+"/"+e.RowKey] = string(props)
+	}
+	return out
+}
+
+func typed(m map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = fmt.Sprintf("%T:%v", v, v)
+	}
+	return out
+}
+
+func sameDump(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Errorf("%d entities, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %s, want %s", k, got[k], w)
+		}
+	}
+}
+
+// TestCLIExportImport: export to a file, import into a fresh table: the
+// same entities, with their types.
+func TestCLIExportImport(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	src, dst := newTable(t, acct), newTable(t, acct)
+	seed(t, src, entities(9, 900, "p"))
+	file := filepath.Join(c.dir, "out.jsonl")
+	_, errOut := c.mustRun(0, "export", "--table", src.Name(), "--out", file, "--concurrency", "4")
+	if !strings.Contains(errOut, "export: 900 entities") || !strings.Contains(errOut, "(end)") {
+		t.Errorf("export stderr:\n%s", errOut)
+	}
+	if _, err := os.Stat(file + ".checkpoint"); err != nil {
+		t.Errorf("no checkpoint next to the export: %v", err)
+	}
+	// stdout export equals the file's entities.
+	out, _ := c.mustRun(0, "export", "--table", src.Name(), "--concurrency", "1", "--progress", "none")
+	if n := strings.Count(out, "\n"); n != 902 {
+		t.Errorf("stdout export has %d lines, want 902", n)
+	}
+	_, errOut = c.mustRun(0, "import", "--table", dst.Name(), "--in", file, "--mode", "replace")
+	if !strings.Contains(errOut, "900 written, 0 failed") {
+		t.Errorf("import stderr:\n%s", errOut)
+	}
+	sameDump(t, dump(t, src), dump(t, dst))
+
+	// Insert into a table that has them: every entity fails, exit 4.
+	_, errOut = c.mustRun(4, "import", "--table", dst.Name(), "--in", file, "--max-failures", "10")
+	if !strings.Contains(errOut, "EntityAlreadyExists") {
+		t.Errorf("failing import stderr:\n%s", errOut)
+	}
+	// Import from stdin into a new table.
+	fresh := testenv.TableName(t)
+	cmd := c.cmd("import", "--table", fresh, "--create")
+	f, _ := os.Open(file)
+	defer f.Close()
+	cmd.Stdin = f
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("import from stdin: %v\n%s", err, out)
+	}
+	nt, _ := tablekit.OpenTable[tablekit.Entity](acct, fresh, nil)
+	defer nt.DeleteTable(context.Background())
+	sameDump(t, dump(t, src), dump(t, nt))
+}
+
+// TestCLICopy copies a key range between tables, and from a table SAS URL.
+func TestCLICopy(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	src, dst := newTable(t, acct), newTable(t, acct)
+	seed(t, src, entities(6, 600, "p"))
+	_, errOut := c.mustRun(0, "copy", "--table", src.Name(), "--to-table", dst.Name(), "--from", "p001", "--to", "p003")
+	if !strings.Contains(errOut, "200 read, 200 written, 0 failed") {
+		t.Errorf("copy stderr:\n%s", errOut)
+	}
+	want := dump(t, src)
+	for k := range want {
+		if !strings.HasPrefix(k, "p001/") && !strings.HasPrefix(k, "p002/") {
+			delete(want, k)
+		}
+	}
+	sameDump(t, want, dump(t, dst))
+
+	sas, err := acct.TableSASURL(src.Name(), tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := newTable(t, acct)
+	c.mustRun(0, "copy", "--sas-url", sas, "--to-connection-string", c.cs, "--to-table", all.Name(), "--progress", "lines")
+	sameDump(t, dump(t, src), dump(t, all))
+}
+
+// TestCLICount counts a scope and shows the cost; also from a SAS URL.
+func TestCLICount(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seed(t, tbl, entities(5, 550, "p"))
+	out, _ := c.mustRun(0, "count", "--table", tbl.Name())
+	if !strings.Contains(out, "entities: 550\npartitions: 5\n") || !strings.Contains(out, "cost: ") {
+		t.Errorf("count:\n%s", out)
+	}
+	out, _ = c.mustRun(0, "count", "--table", tbl.Name(), "--partition", "p002", "--filter", "I32 lt 100")
+	if !strings.Contains(out, "entities: 20\npartitions: 1\n") {
+		t.Errorf("count of a partition:\n%s", out)
+	}
+	sas, err := acct.TableSASURL(tbl.Name(), tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = c.mustRun(0, "count", "--sas-url", sas, "--older-than", "1h")
+	if !strings.Contains(out, "entities: 0\n") {
+		t.Errorf("count of entities older than 1h:\n%s", out)
+	}
+	// Bad usage is exit 2, with a message.
+	_, errOut := c.mustRun(2, "count")
+	if !strings.Contains(errOut, "--table is required") {
+		t.Errorf("usage error:\n%s", errOut)
+	}
+	c.mustRun(2, "count", "--table", tbl.Name(), "--older-than", "yesterday")
+	c.mustRun(2, "frobnicate")
+}
+
+// TestCLIPurgeDryRun shows the count and cost and deletes nothing; a purge
+// without a scope is refused.
+func TestCLIPurgeDryRun(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seed(t, tbl, entities(3, 450, "p"))
+	out, _ := c.mustRun(0, "purge", "--table", tbl.Name(), "--from", "p001", "--dry-run")
+	if !strings.Contains(out, "entities: 300\npartitions: 2\n") || !strings.Contains(out, "delete transactions: 4\n") {
+		t.Errorf("dry run:\n%s", out)
+	}
+	if n := len(dump(t, tbl)); n != 450 {
+		t.Errorf("dry run left %d entities, want 450", n)
+	}
+	_, errOut := c.mustRun(2, "purge", "--table", tbl.Name())
+	if !strings.Contains(errOut, "--all") {
+		t.Errorf("unscoped purge:\n%s", errOut)
+	}
+	out, _ = c.mustRun(0, "purge", "--table", tbl.Name(), "--partition", "p000", "--no-checkpoint")
+	if !strings.Contains(out, "purge complete: 150 listed, 150 deleted") {
+		t.Errorf("purge:\n%s", out)
+	}
+	if n := len(dump(t, tbl)); n != 300 {
+		t.Errorf("%d entities left, want 300", n)
+	}
+}
+
+// TestCLIPurgeKilledResumes: a purge killed with SIGKILL halfway resumes
+// with --resume and finishes: nothing left in the scope, nothing outside
+// it deleted.
+func TestCLIPurgeKilledResumes(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seed(t, tbl, entities(8, 16000, "p"))
+	outside := append(entities(2, 200, "a"), entities(2, 200, "q")...)
+	seed(t, tbl, outside)
+	keep := dump(t, tbl)
+	for k := range keep {
+		if strings.HasPrefix(k, "p") {
+			delete(keep, k)
+		}
+	}
+	cp := filepath.Join(c.dir, "purge.checkpoint")
+	args := []string{"purge", "--table", tbl.Name(), "--from", "p", "--to", "q", "--checkpoint", cp,
+		"--checkpoint-every", "50ms", "--transactions", "1", "--concurrency", "2", "--page-size", "200"}
+	cmd := c.cmd(args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once a checkpoint records some deletes.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(cp); err == nil {
+			var s struct {
+				Counts struct{ Written int64 }
+			}
+			if json.Unmarshal(b, &s) == nil && s.Counts.Written >= 2000 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no checkpoint with progress within 2 minutes; stderr:\n%s", errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("purge was not killed (it finished first: %v); make it slower\n%s", err, errOut.String())
+	}
+	left := dump(t, tbl)
+	inScope := 0
+	for k := range left {
+		if strings.HasPrefix(k, "p") {
+			inScope++
+		}
+	}
+	if inScope == 0 || inScope == 16000 {
+		t.Fatalf("after the kill %d of 16000 entities in scope are left, want some", inScope)
+	}
+	t.Logf("killed with %d of 16000 entities left", inScope)
+
+	out, errText := c.mustRun(0, append(args, "--resume", "--transactions", "16")...)
+	if !strings.Contains(out, "purge complete") {
+		t.Errorf("resumed purge:\nstdout:\n%s\nstderr:\n%s", out, errText)
+	}
+	sameDump(t, keep, dump(t, tbl))
+}

@@ -1,0 +1,194 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+)
+
+// Checkpoint stores the state of an export, copy or purge so that a later
+// call (in this process or another) can resume it. The state is an opaque
+// JSON document of at most a few hundred KiB. [FileCheckpoint] keeps it in
+// a local file, [TableCheckpoint] in an entity of a table.
+type Checkpoint interface {
+	// Load returns the saved state, or nil and no error when nothing was
+	// saved.
+	Load(ctx context.Context) ([]byte, error)
+	// Save stores state in place of the saved one, atomically: after a
+	// crash Load returns either the old or the new state, whole.
+	Save(ctx context.Context, state []byte) error
+}
+
+// ErrCheckpointConflict is returned when a checkpoint was changed by
+// another process since this one loaded or saved it: two runs of the same
+// job at once. The run stops rather than undo the other's progress.
+var ErrCheckpointConflict = errors.New("transfer: the checkpoint was changed by another run of the same job")
+
+// FileCheckpoint keeps a checkpoint in a local file, replaced atomically
+// (written to a temporary file in the same folder, synced, renamed).
+type FileCheckpoint struct {
+	path string
+}
+
+// NewFileCheckpoint returns a checkpoint kept in the file at path. The
+// file is created on the first save.
+func NewFileCheckpoint(path string) *FileCheckpoint { return &FileCheckpoint{path: path} }
+
+// Path returns the checkpoint file's path.
+func (c *FileCheckpoint) Path() string { return c.path }
+
+// Load reads the file; a missing file is no state.
+func (c *FileCheckpoint) Load(context.Context) ([]byte, error) {
+	b, err := os.ReadFile(c.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transfer: read checkpoint: %w", err)
+	}
+	return b, nil
+}
+
+// Save replaces the file atomically.
+func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
+	dir := filepath.Dir(c.path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(c.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("transfer: save checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(state)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("transfer: save checkpoint: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // make the rename durable; not every file system can
+		d.Close()
+	}
+	return nil
+}
+
+// TableCheckpoint keeps a checkpoint in one entity of a table, so that a
+// job run from a serverless function or another machine can resume where
+// the last run stopped. The entity has PartitionKey "tablekit-checkpoint"
+// and the job's name as RowKey; the state is stored in Binary properties
+// of up to 64 KiB each (State0, State1, ...), up to 960 KiB in all.
+//
+// Saves are conditional on the entity's ETag once it has been loaded or
+// saved: a second run of the same job at once makes one of them fail with
+// [ErrCheckpointConflict] instead of both going on.
+type TableCheckpoint struct {
+	t   *tablekit.Table[tablekit.Entity]
+	job string
+
+	mu   sync.Mutex
+	etag azcore.ETag
+}
+
+// CheckpointPartition is the PartitionKey of the entities of
+// [TableCheckpoint].
+const CheckpointPartition = "tablekit-checkpoint"
+
+const maxCheckpointParts = 15
+
+// NewTableCheckpoint returns a checkpoint kept in table t (which must
+// exist) under the name job, a valid RowKey.
+func NewTableCheckpoint(t *tablekit.Table[tablekit.Entity], job string) (*TableCheckpoint, error) {
+	if t == nil {
+		return nil, validation("transfer.NewTableCheckpoint", "nil table")
+	}
+	if err := validKey(job); err != nil {
+		return nil, &tablekit.ValidationError{Op: "transfer.NewTableCheckpoint", Property: "job", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
+	}
+	return &TableCheckpoint{t: t, job: job}, nil
+}
+
+// validKey checks a key the way the service does.
+func validKey(k string) error {
+	if k == "" {
+		return errors.New("the job name is empty")
+	}
+	for _, r := range k {
+		if r == '/' || r == '\\' || r == '#' || r == '?' || r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return fmt.Errorf("the job name %q has a character keys may not have (/ \\ # ? or a control character)", k)
+		}
+	}
+	return nil
+}
+
+// Load reads the checkpoint entity; a missing entity is no state.
+func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
+	e, err := c.t.Get(ctx, CheckpointPartition, c.job, nil)
+	if errors.Is(err, tablekit.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, _ := e.Properties["Parts"].(int32)
+	var out []byte
+	for i := range int(n) {
+		part, ok := e.Properties[fmt.Sprintf("State%d", i)].([]byte)
+		if !ok {
+			return nil, fmt.Errorf("transfer: checkpoint %q: part %d of %d is missing: %w", c.job, i, n, ErrCorruptCheckpoint)
+		}
+		out = append(out, part...)
+	}
+	c.mu.Lock()
+	c.etag = e.ETag
+	c.mu.Unlock()
+	return out, nil
+}
+
+// Save writes the state into the checkpoint entity.
+func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
+	const part = tablekit.MaxPropertyBytes
+	parts := (len(state) + part - 1) / part
+	if parts > maxCheckpointParts {
+		return fmt.Errorf("transfer: checkpoint %q: the state is %d bytes, more than a table entity holds (%d): %w", c.job, len(state), maxCheckpointParts*part, tablekit.ErrTooLarge)
+	}
+	e := tablekit.Entity{PartitionKey: CheckpointPartition, RowKey: c.job}
+	e.Set("Parts", int32(parts))
+	e.Set("Saved", time.Now().UTC())
+	for i := range parts {
+		e.Set(fmt.Sprintf("State%d", i), state[i*part:min(len(state), (i+1)*part)])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var etag azcore.ETag
+	var err error
+	if c.etag == "" {
+		etag, err = c.t.Upsert(ctx, e, tablekit.Replace)
+	} else {
+		etag, err = c.t.Update(ctx, e, tablekit.Replace, c.etag)
+		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound) {
+			return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	c.etag = etag
+	return nil
+}
+
+// ErrCorruptCheckpoint is returned when a saved checkpoint cannot be read
+// or belongs to another operation, table or scope.
+var ErrCorruptCheckpoint = errors.New("transfer: the checkpoint cannot be used")

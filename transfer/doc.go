@@ -1,0 +1,118 @@
+// Package transfer moves whole tables, or parts of them: [Export] to a
+// line-oriented file, [Import] from it, [Copy] from table to table (also
+// across accounts), [Purge] (delete a scope) and [Count]. Each reads its
+// scope as PartitionKey ranges in parallel, reports progress through a
+// callback, and (export, copy, purge) saves a [Checkpoint] so that a call
+// stopped by a crash, a cancelled context or a time budget resumes where it
+// left off. The tablekit command (cmd/tablekit) is a thin shell over it.
+//
+// # Format
+//
+// An export is UTF-8 text, one JSON object per line (JSON Lines), each line
+// ended by "\n":
+//
+//	{"tablekit":"export","version":1,"table":"Orders","filter":"PartitionKey ge 'a'","created":"2024-05-01T10:00:00Z"}
+//	{"PartitionKey":"a","RowKey":"1","Timestamp":"2024-04-30T08:00:00.1234567Z","Properties":{"Qty":["Edm.Int32",3],"Total":["Edm.Double","19.9"]}}
+//	{"tablekit":"end","entities":1}
+//
+// The first line is the header: "tablekit":"export", the format "version"
+// (1; a reader refuses other versions), and for information the table's
+// name, the filter text of the exported scope and the time the export
+// started. The last line is the trailer: "tablekit":"end" and the number
+// of entity lines. A stream without its trailer is incomplete (an export
+// that was cut short, or is being resumed): [Reader.Next] returns
+// [ErrTruncated] at its end.
+//
+// Every other line is one entity: "PartitionKey" and "RowKey" (JSON
+// strings: any Unicode, quotes and control characters escaped as JSON
+// escapes them, U+2028 and U+2029 escaped too), "Timestamp" (the service's,
+// for information: import ignores it, the service sets its own) and
+// "Properties", an object whose members are written in name order, each a
+// two-element array [type, value]:
+//
+//	"Edm.String"    a JSON string
+//	"Edm.Int32"     a JSON integer
+//	"Edm.Int64"     a JSON string of the decimal integer ("-9223372036854775808"),
+//	                so that readers with float64 numbers keep every digit
+//	"Edm.Double"    a JSON string: the shortest decimal that reads back as the
+//	                same float64 ("1", "0.1", "1e+300", "5e-324"), or "NaN",
+//	                "Infinity", "-Infinity", "-0"; a whole number stays a double
+//	"Edm.Boolean"   true or false
+//	"Edm.DateTime"  a JSON string, UTC, always 7 fractional digits (100 ns):
+//	                "2024-02-29T23:59:59.1234567Z"
+//	"Edm.Guid"      a JSON string, lower case: "01234567-89ab-cdef-fedc-ba9876543210"
+//	"Edm.Binary"    a JSON string, standard base64 with padding ("" is empty)
+//
+// A property that is absent (null) is not written. Readers ignore members
+// of a line they do not know, so that later versions can add some; they
+// refuse unknown types. Lines are at most [MaxLineBytes]. The format is
+// exact: every value read back has the Go type, and so the EDM type, it was
+// exported with ([tablekit.Entity]'s: string, int32, int64, float64, bool,
+// time.Time, tablekit.GUID, []byte).
+//
+// # Order of lines
+//
+// Lines of one range are in key order (PartitionKey, then RowKey). Ranges
+// are read in parallel and each page (up to 1,000 entities) of a range is
+// written at once, so pages of different ranges interleave. With
+// ScanOptions.Concurrency 1 ranges run one after the other and the whole
+// export is in key order. Import does not need any order; an entity that
+// appears twice is written in line order.
+//
+// # Splitting
+//
+// The key distribution of a table is not known in advance, and the service
+// has no way to ask for it. A scope is therefore split in three ways:
+//
+//   - With ScanOptions.Boundaries the caller says where: the ranges are
+//     [From, b1), [b1, b2), ..., [bn, To). Nothing else is sent.
+//   - Otherwise it is sampled before reading: keys-only $top=1 queries
+//     ("probes", each one storage transaction) find the first key at or
+//     after points chosen in the key space; the points follow the
+//     character classes (digits, letters, other) seen in the keys found so
+//     far, first where known keys differ, so that padded numbers, dates,
+//     hex and GUIDs, and keys with a common prefix are cut after a few
+//     rounds of parallel probes. The sampler aims at 2 ranges per
+//     concurrent reader and sends at most ScanOptions.MaxProbes probes
+//     (default 4 per reader).
+//   - While reading, a reader with no range left to start splits a running
+//     range: it probes for keys after the last PartitionKey that range
+//     received (up to 4 probes) and takes the second half for itself; the
+//     running range stops at the split key (saved as its Cap, so a resumed
+//     run keeps the split). Uneven partitions and an unlucky sample are
+//     evened out this way, at the cost of a few probes and at most one page
+//     read twice per split.
+//
+// Ranges never share a PartitionKey (they are PartitionKey ranges), and they
+// always cover the whole scope, so a key inserted after sampling is read by
+// exactly one range. A single partition is one range; splitting inside a
+// partition is not done. Keys compare as the service compares them, by
+// UTF-16 code units.
+//
+// # Resuming
+//
+// A job's state (its ranges, each range's continuation token, counts, and
+// for an export the size of the output) is a small JSON document saved in a
+// [Checkpoint] every JobOptions.CheckpointEvery and when the call returns:
+// [NewFileCheckpoint] keeps it in a local file replaced atomically,
+// [NewTableCheckpoint] in an entity of a table (for a job run from Azure
+// Functions or any machine). A call with Resume goes on from it; the scope
+// and table must be the same. An export writes the output before the
+// checkpoint that counts it, so output after the last checkpoint is cut off
+// on resume ([ExportResumeOffset]). A copy writes a page before its range
+// moves past it; a resumed copy may write a page again (use an upsert mode
+// for copies that may be resumed). A purge deletes before it moves on, and
+// listing again what is already deleted finds nothing.
+//
+// # Purge
+//
+// Purge lists keys only and deletes what it listed in entity group
+// transactions of up to 100 entities of one partition, each delete
+// conditional on the ETag the entity was listed with: an entity written
+// after it was listed is left alone and reported (PurgeResult.Changed,
+// ChangedKeys) unless AnyETag is set; one deleted meanwhile by someone else
+// is counted (Gone). A partition of n entities takes ceil(n/100)
+// transactions: a page's last partial transaction waits for the next page
+// of its range. The cost of a purge is about what [Count] reports as Pages
+// + DeleteTransactions: count first to see it (tablekit purge --dry-run).
+package transfer

@@ -1,0 +1,607 @@
+package transfer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tablekit/tablekit"
+)
+
+// ScanOptions says how an operation reads its scope: in how many
+// PartitionKey ranges at once, and how the scope is split into ranges. The
+// zero value means the defaults.
+type ScanOptions struct {
+	// Concurrency is how many ranges are read at once (default 16). 1
+	// reads the ranges one after the other, in key order.
+	Concurrency int
+	// Boundaries, when set, splits the scope at these PartitionKeys (in any
+	// order; keys outside the scope are ignored): range i is
+	// [Boundaries[i-1], Boundaries[i]). No probes are sent and ranges are
+	// not split further.
+	Boundaries []string
+	// MaxProbes bounds the keys-only probe queries that sample the key
+	// space before reading when Boundaries is nil (default 4 ×
+	// Concurrency: the sampler aims at 2 ranges per concurrent reader).
+	// Later, a reader with no range left to start splits a running range
+	// in two at a key found with up to 4 more probes (see the package
+	// documentation). A negative value turns both off: the scope is read
+	// as one range. A scope of one partition, or Concurrency 1, is never
+	// split.
+	MaxProbes int
+	// PageSize is the most entities read per request (1–1000; default
+	// 1000).
+	PageSize int
+	// Retry says how a page read that the service throttled, or that got
+	// no answer, is tried again; the zero value means
+	// tablekit.DefaultThrottleRetry.
+	Retry tablekit.RetryPolicy
+}
+
+func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
+	s := ScanOptions{}
+	if o != nil {
+		s = *o
+	}
+	if s.Concurrency < 0 {
+		return s, validation(op, "ScanOptions.Concurrency must not be negative")
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = 16
+	}
+	if s.MaxProbes == 0 {
+		s.MaxProbes = 4 * s.Concurrency
+	}
+	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
+		return s, validation(op, "ScanOptions.PageSize must be 0–1000")
+	}
+	if err := s.Retry.Validate(op); err != nil {
+		return s, err
+	}
+	s.Retry = s.Retry.WithDefaults(tablekit.DefaultThrottleRetry)
+	return s, nil
+}
+
+// keysOnly is the projection of key listings: $select=PartitionKey,RowKey.
+var keysOnly = []string{"PartitionKey", "RowKey"}
+
+// rangeState is the progress of one range, as saved in a checkpoint.
+type rangeState struct {
+	Range
+	// Token resumes the range's query; "" before the first page.
+	Token string `json:"token,omitempty"`
+	Done  bool   `json:"done,omitempty"`
+	// Cap, when set, ends the range before To: the rest was split off
+	// into a range of its own while this one ran. The filter (and so the
+	// token) keeps To; entities at or after Cap are left to the other
+	// range.
+	Cap string `json:"cap,omitempty"`
+	// Read counts the entities read in this range (over all runs).
+	Read int64 `json:"read,omitempty"`
+
+	// Pos is the last PartitionKey received in this range (saved with
+	// it): a split of the range falls after it.
+	Pos string `json:"pos,omitempty"`
+
+	// Run-time state, under job.mu.
+	running   bool
+	splitting bool
+	stuck     *string // Pos at which a split found nothing to split off
+}
+
+// isStuck reports whether a split found nothing to split off at the
+// range's current position.
+func (r *rangeState) isStuck() bool { return r.stuck != nil && *r.stuck == r.Pos }
+
+// end returns the exclusive end of what r still covers ("": the table's
+// end).
+func (r *rangeState) end() string {
+	if r.Cap != "" {
+		return r.Cap
+	}
+	return r.To
+}
+
+// counts are the totals of a job, over all its runs.
+type counts struct {
+	Read    int64 `json:"read"`
+	Written int64 `json:"written"`
+	Failed  int64 `json:"failed,omitempty"`
+	Skipped int64 `json:"skipped,omitempty"`
+	Changed int64 `json:"changed,omitempty"` // purge: among Skipped, those written after listing
+}
+
+// jobState is what a checkpoint holds.
+type jobState struct {
+	Version  int           `json:"version"`
+	Op       string        `json:"op"`
+	Table    string        `json:"table"`
+	Scope    string        `json:"scope"`
+	Started  time.Time     `json:"started"`
+	Ranges   []*rangeState `json:"ranges"`
+	Offset   int64         `json:"offset,omitempty"`
+	Counts   counts        `json:"counts"`
+	Complete bool          `json:"complete,omitempty"`
+	Trailer  bool          `json:"trailer,omitempty"` // export: the trailer is written
+	Probes   int64         `json:"probes,omitempty"`
+}
+
+const stateVersion = 1
+
+// job is the machinery shared by export, copy, purge and count: ranges
+// read in parallel, progress, checkpoints.
+type job struct {
+	op    string
+	t     *tablekit.Table[tablekit.Entity]
+	scope Scope
+	scan  ScanOptions
+	sel   []string
+
+	meter      *tablekit.Meter
+	meterStart tablekit.MeterSnapshot
+	requests   atomic.Int64 // own count when there is no Meter
+
+	cp      Checkpoint
+	cpEvery time.Duration
+	// beforeSave runs under mu before a checkpoint is taken (export flushes
+	// its output).
+	beforeSave func() error
+
+	started time.Time
+	total   int64 // expected entities, -1 unknown
+	splits  bool  // idle readers split running ranges
+
+	mu    sync.Mutex
+	state jobState
+	base  counts // counts at the start of this run (resumed totals)
+	probe int64  // probes sent in this run
+}
+
+// jobConfig is what the public options of an operation give a job.
+type jobConfig struct {
+	op         string
+	t          *tablekit.Table[tablekit.Entity]
+	scope      Scope
+	scan       *ScanOptions
+	sel        []string
+	meter      *tablekit.Meter
+	checkpoint Checkpoint
+	every      time.Duration
+	resume     bool
+}
+
+// newJob validates the configuration and plans the ranges: from the
+// checkpoint when resuming, else by splitting the scope.
+func newJob(ctx context.Context, c jobConfig) (*job, error) {
+	if c.t == nil {
+		return nil, validation(c.op, "nil table")
+	}
+	if err := c.scope.validate(c.op); err != nil {
+		return nil, err
+	}
+	scan, err := c.scan.withDefaults(c.op)
+	if err != nil {
+		return nil, err
+	}
+	if c.resume && c.checkpoint == nil {
+		return nil, validation(c.op, "Resume needs a Checkpoint")
+	}
+	j := &job{
+		op: c.op, t: c.t, scope: c.scope, scan: scan, sel: c.sel,
+		meter: c.meter, cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
+	}
+	if j.cpEvery <= 0 {
+		j.cpEvery = 5 * time.Second
+	}
+	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil
+	if j.meter != nil {
+		j.meterStart = j.meter.Snapshot()
+	}
+	j.state = jobState{Version: stateVersion, Op: c.op, Table: c.t.Name(), Scope: c.scope.describe(), Started: j.started.UTC()}
+	if c.resume {
+		ok, err := j.load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return j, nil
+		}
+	}
+	if err := j.plan(ctx); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// load reads the checkpoint and checks that it belongs to this job.
+func (j *job) load(ctx context.Context) (bool, error) {
+	data, err := j.cp.Load(ctx)
+	if err != nil || data == nil {
+		return false, err
+	}
+	var s jobState
+	if err := json.Unmarshal(data, &s); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
+	}
+	switch {
+	case s.Version != stateVersion:
+		return false, fmt.Errorf("%w: state version %d, want %d", ErrCorruptCheckpoint, s.Version, stateVersion)
+	case s.Op != j.op:
+		return false, fmt.Errorf("%w: it is the checkpoint of a %s, not a %s", ErrCorruptCheckpoint, s.Op, j.op)
+	case s.Table != j.state.Table:
+		return false, fmt.Errorf("%w: it is for table %q, not %q", ErrCorruptCheckpoint, s.Table, j.state.Table)
+	case s.Scope != j.state.Scope:
+		return false, fmt.Errorf("%w: it is for scope %q, not %q", ErrCorruptCheckpoint, s.Scope, j.state.Scope)
+	case len(s.Ranges) == 0:
+		return false, fmt.Errorf("%w: it has no ranges", ErrCorruptCheckpoint)
+	}
+	for _, r := range s.Ranges {
+		if r == nil {
+			return false, fmt.Errorf("%w: a range is null", ErrCorruptCheckpoint)
+		}
+	}
+	j.state = s
+	j.base = s.Counts
+	return true, nil
+}
+
+// plan splits the scope into ranges.
+func (j *job) plan(ctx context.Context) error {
+	whole := Range{From: j.scope.From, To: j.scope.To}
+	var bounds []string
+	switch {
+	case j.scope.Partition != nil:
+	case j.scan.Boundaries != nil:
+		var err error
+		if bounds, err = checkBoundaries(j.op, whole, j.scan.Boundaries); err != nil {
+			return err
+		}
+	case j.scan.Concurrency > 1 && j.scan.MaxProbes > 0:
+		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes}
+		var err error
+		bounds, err = s.sample(ctx, 2*j.scan.Concurrency)
+		if len(bounds) > 0 {
+			bounds = bounds[1:] // the first key starts the first range anyway
+		}
+		j.probe = s.probes.Load()
+		j.requests.Add(j.probe)
+		j.state.Probes += j.probe
+		if err != nil {
+			return err
+		}
+	}
+	for _, r := range splitRange(whole, bounds) {
+		j.state.Ranges = append(j.state.Ranges, &rangeState{Range: r})
+	}
+	return nil
+}
+
+// filterOf returns the filter of range r.
+func (j *job) filterOf(r *rangeState) tablekit.Filter {
+	if j.scope.Partition != nil {
+		return j.scope.filter()
+	}
+	return tablekit.And(r.Filter(), j.scope.Filter)
+}
+
+// pageFunc handles one page of range r, read from the continuation token
+// start. It records its progress with commit before it returns nil.
+type pageFunc func(ctx context.Context, r *rangeState, start string, page tablekit.Page[tablekit.Entity]) error
+
+// run reads every range not done yet, Concurrency at a time, and calls fn
+// for each page. It stops early, leaving the rest for a resumed run, when
+// ctx ends or stop returns true; it stops at the first error fn or a read
+// returns. Checkpoints are saved every cpEvery and at the end.
+func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var pending []*rangeState
+	for _, r := range j.state.Ranges {
+		if !r.Done {
+			pending = append(pending, r)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel(err) })
+	}
+	// Checkpoints now and then.
+	cpDone := make(chan struct{})
+	var cpWG sync.WaitGroup
+	if j.cp != nil {
+		cpWG.Go(func() {
+			t := time.NewTicker(j.cpEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-cpDone:
+					return
+				case <-t.C:
+					if err := j.save(context.WithoutCancel(ctx)); err != nil {
+						fail(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	for range j.scan.Concurrency {
+		wg.Go(func() {
+			for {
+				var r *rangeState
+				if i := int(next.Add(1)) - 1; i < len(pending) {
+					r = pending[i]
+				} else if j.splits {
+					// Nothing left to start: split the rest of a running
+					// range, so that no reader idles while another has a
+					// long way to go.
+					for r == nil && j.busy() && (stop == nil || !stop()) && tablekit.Sleep(ctx, 50*time.Millisecond) {
+						var err error
+						if r, err = j.steal(ctx); err != nil {
+							if ctx.Err() == nil {
+								fail(err)
+							}
+							return
+						}
+					}
+				}
+				if r == nil || (stop != nil && stop()) {
+					return
+				}
+				if err := j.runRange(ctx, r, stop, fn); err != nil {
+					if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+						fail(err)
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(cpDone)
+	cpWG.Wait()
+	j.mu.Lock()
+	j.state.Complete = true
+	for _, r := range j.state.Ranges {
+		if !r.Done {
+			j.state.Complete = false
+		}
+	}
+	j.mu.Unlock()
+	if j.cp != nil {
+		if err := j.save(context.WithoutCancel(ctx)); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := context.Cause(ctx); err != nil && !j.state.Complete {
+		return err
+	}
+	return nil
+}
+
+// runRange reads range r page by page.
+func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
+	j.mu.Lock()
+	token := r.Token
+	r.running = true
+	if r.Pos == "" {
+		r.Pos = r.From
+	}
+	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		r.running = false
+		j.mu.Unlock()
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if stop != nil && stop() {
+			return nil
+		}
+		page, err := j.readPage(ctx, r, token)
+		if err != nil {
+			return err
+		}
+		j.clip(r, &page)
+		if err := fn(ctx, r, token, page); err != nil {
+			return err
+		}
+		if page.Continuation == "" {
+			return nil
+		}
+		token = page.Continuation
+	}
+}
+
+// clip drops from page what lies at or after r's Cap (split off to
+// another range) and ends the range there; it records the last key
+// received, below which no split may fall.
+func (j *job) clip(r *rangeState, page *tablekit.Page[tablekit.Entity]) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if r.Cap != "" {
+		for i := range page.Items {
+			if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
+				page.Items, page.Continuation = page.Items[:i], ""
+				break
+			}
+		}
+	}
+	if n := len(page.Items); n > 0 {
+		r.Pos = page.Items[n-1].PartitionKey
+	}
+}
+
+// busy reports whether a range is still running that a split might take
+// work from.
+func (j *job) busy() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.state.Ranges {
+		if !r.Done && !r.isStuck() {
+			return true
+		}
+	}
+	return false
+}
+
+// steal splits the rest of a running range in two and returns the second
+// half as a new range, or nil when no running range can be split. It
+// probes the rest of the range for PartitionKeys after the range's
+// position and splits at the middle one found.
+func (j *job) steal(ctx context.Context) (*rangeState, error) {
+	for {
+		j.mu.Lock()
+		var victim *rangeState
+		for _, r := range j.state.Ranges {
+			if r.running && !r.splitting && !r.Done && !r.isStuck() && (victim == nil || r.Read > victim.Read) {
+				victim = r
+			}
+		}
+		if victim == nil {
+			j.mu.Unlock()
+			return nil, nil
+		}
+		victim.splitting = true
+		pos, end := victim.Pos, victim.end()
+		j.mu.Unlock()
+
+		// The smallest key after pos: keys hold no control characters.
+		after := pos + " "
+		var keys []string
+		var err error
+		if end == "" || compareKeys(after, end) < 0 {
+			s := &sampler{t: j.t, scope: Range{From: after, To: end}, concurrency: 4, budget: 4}
+			keys, err = s.sample(ctx, 3)
+			j.mu.Lock()
+			j.state.Probes += s.probes.Load()
+			j.probe += s.probes.Load()
+			j.mu.Unlock()
+			j.requests.Add(s.probes.Load())
+		}
+		j.mu.Lock()
+		victim.splitting = false
+		if err != nil {
+			j.mu.Unlock()
+			return nil, err
+		}
+		// The middle key the victim has not reached.
+		var k string
+		for i := len(keys) / 2; i < len(keys); i++ {
+			if compareKeys(keys[i], victim.Pos) > 0 {
+				k = keys[i]
+				break
+			}
+		}
+		if k == "" || victim.Done || (victim.end() != "" && compareKeys(k, victim.end()) >= 0) {
+			victim.stuck = &pos // nothing to split off here; try another
+			j.mu.Unlock()
+			continue
+		}
+		r := &rangeState{Range: Range{From: k, To: victim.end()}}
+		victim.Cap = k
+		j.state.Ranges = append(j.state.Ranges, r)
+		j.mu.Unlock()
+		return r, nil
+	}
+}
+
+// readPage reads the page of r at token, trying again as Retry says when
+// the service throttles or does not answer.
+func (j *job) readPage(ctx context.Context, r *rangeState, token string) (tablekit.Page[tablekit.Entity], error) {
+	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token}
+	var page tablekit.Page[tablekit.Entity]
+	var err error
+	for range j.scan.Retry.Attempts(ctx) {
+		j.requests.Add(1)
+		page, err = j.t.QueryPage(ctx, j.filterOf(r), opts)
+		var rq *tablekit.RequestError
+		if err == nil || !(errors.Is(err, tablekit.ErrThrottled) || errors.As(err, &rq)) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return page, err
+}
+
+// commit records, under mu, that range r resumes at token (or is done),
+// that read more entities were read, and runs update (which may change
+// counts).
+func (j *job) commit(r *rangeState, token string, done bool, read int64, update func(*jobState)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r.Token = token
+	r.Read += read
+	j.state.Counts.Read += read
+	r.Done = done
+	if update != nil {
+		update(&j.state)
+	}
+}
+
+// save writes a checkpoint of the state as it is now.
+func (j *job) save(ctx context.Context) error {
+	j.mu.Lock()
+	if j.beforeSave != nil {
+		if err := j.beforeSave(); err != nil {
+			j.mu.Unlock()
+			return err
+		}
+	}
+	data, err := json.Marshal(&j.state)
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return j.cp.Save(ctx, data)
+}
+
+// transactions returns the storage transactions of this run so far.
+func (j *job) transactions() int64 {
+	if j.meter != nil {
+		return j.meter.Snapshot().Sub(j.meterStart).Service(tablekit.ServiceTable)
+	}
+	return j.requests.Load()
+}
+
+// progress builds a report; rateOf picks the count the rate is of.
+func (j *job) progress(rateOfWritten bool) Progress {
+	j.mu.Lock()
+	c := j.state.Counts
+	p := Progress{Op: j.op, Read: c.Read, Written: c.Written, Failed: c.Failed, Skipped: c.Skipped, Bytes: j.state.Offset, Ranges: len(j.state.Ranges)}
+	for _, r := range j.state.Ranges {
+		if r.Done {
+			p.RangesDone++
+		}
+	}
+	j.mu.Unlock()
+	p.Transactions = j.transactions()
+	p.Elapsed = time.Since(j.started)
+	count, done := c.Read-j.base.Read, c.Read
+	if rateOfWritten {
+		count, done = c.Written+c.Failed+c.Skipped-j.base.Written-j.base.Failed-j.base.Skipped, c.Written+c.Failed+c.Skipped
+	}
+	p.rate(count, done, j.total)
+	return p
+}
+
+// complete reports whether every range is done.
+func (j *job) complete() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.state.Complete
+}

@@ -1,0 +1,202 @@
+package transfer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tablekit/tablekit"
+)
+
+// JobOptions are the options every operation that reads a table has.
+type JobOptions struct {
+	// Scope selects the entities (the zero Scope: the whole table).
+	Scope Scope
+	// Scan says how the scope is split and read in parallel.
+	Scan ScanOptions
+	// Checkpoint, when set, is where the job's state is saved every
+	// CheckpointEvery (default 5 s) and when the call returns, so that a
+	// call with Resume can go on from there. Count does not use it.
+	Checkpoint Checkpoint
+	// CheckpointEvery is the time between checkpoints (default 5 s).
+	CheckpointEvery time.Duration
+	// Resume continues the job saved in Checkpoint (which must belong to
+	// the same operation, table and scope). With nothing saved yet, the
+	// job starts from the beginning. Without Resume a job starts from the
+	// beginning and overwrites the checkpoint.
+	Resume bool
+	// Meter, when set, is the Meter of the table's Account; Progress and
+	// the results then count the storage transactions it saw.
+	Meter *tablekit.Meter
+	// OnProgress, when set, is called every ProgressEvery (default 1 s)
+	// and once at the end (with Done set), never concurrently.
+	OnProgress func(Progress)
+	// ProgressEvery is the time between progress reports.
+	ProgressEvery time.Duration
+}
+
+func (o *JobOptions) config(op string, t *tablekit.Table[tablekit.Entity], sel []string) jobConfig {
+	return jobConfig{
+		op: op, t: t, scope: o.Scope, scan: &o.Scan, sel: sel, meter: o.Meter,
+		checkpoint: o.Checkpoint, every: o.CheckpointEvery, resume: o.Resume,
+	}
+}
+
+// ExportOptions configures [Export]. A nil *ExportOptions means defaults.
+type ExportOptions struct {
+	JobOptions
+	// Clock stamps the header's creation time; nil means time.Now.
+	Clock tablekit.Clock
+}
+
+// ExportResult reports an export.
+type ExportResult struct {
+	// Entities is the number of entity lines written, over all runs.
+	Entities int64
+	// Bytes is the size of the export so far, over all runs.
+	Bytes int64
+	// Ranges is the number of PartitionKey ranges the scope was read in.
+	Ranges int
+	// Probes is the number of key-sampling requests sent to plan them.
+	Probes int64
+	// Transactions is the storage transactions of this run (see
+	// [Progress].Transactions).
+	Transactions int64
+	// Complete is true when the export is whole: every range read and the
+	// trailer written.
+	Complete bool
+	// Elapsed is the time this run took.
+	Elapsed time.Duration
+}
+
+// Export writes the entities of t in opts.Scope to w in the export format
+// (see the package documentation): a header line, one line per entity, and
+// a trailer line once everything is written. Ranges are read in parallel;
+// each page of a range is written with one call to w, so lines of one range
+// are in key order and pages of different ranges interleave.
+//
+// With a Checkpoint, the state (each range's continuation token and the
+// number of bytes written) is saved every CheckpointEvery; before each
+// save, w is flushed if it has a Flush() error method and synced if it has
+// a Sync() error method (an *os.File). To resume, position w at
+// [ExportResumeOffset] (truncate the file there: later bytes are
+// duplicates) and call Export with Resume.
+//
+// When ctx ends, Export stops, saves its checkpoint and returns the
+// context's error with Complete false.
+func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer, opts *ExportOptions) (ExportResult, error) {
+	const op = "transfer.Export"
+	if opts == nil {
+		opts = &ExportOptions{}
+	}
+	if w == nil {
+		return ExportResult{}, validation(op, "nil io.Writer")
+	}
+	j, err := newJob(ctx, opts.config("export", t, nil))
+	if err != nil {
+		return ExportResult{}, err
+	}
+	if j.state.Offset == 0 {
+		h := appendHeader(nil, Header{Version: FormatVersion, Table: t.Name(), Filter: j.state.Scope, Created: opts.Clock.Now()})
+		if _, err := w.Write(h); err != nil {
+			return ExportResult{}, fmt.Errorf("transfer: export: write header: %w", err)
+		}
+		j.state.Offset = int64(len(h))
+	}
+	j.beforeSave = func() error { return flushWriter(w) }
+	rep := startReporter(ctx, opts.OnProgress, opts.ProgressEvery, func() Progress { return j.progress(false) })
+	bufs := sync.Pool{New: func() any { return new([]byte) }}
+	err = j.run(ctx, nil, func(ctx context.Context, r *rangeState, _ string, page tablekit.Page[tablekit.Entity]) error {
+		bp := bufs.Get().(*[]byte)
+		defer bufs.Put(bp)
+		buf := (*bp)[:0]
+		for i := range page.Items {
+			var err error
+			if buf, err = AppendEntity(buf, &page.Items[i]); err != nil {
+				return err
+			}
+		}
+		*bp = buf
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if _, err := w.Write(buf); err != nil {
+			return fmt.Errorf("transfer: export: write: %w", err)
+		}
+		j.state.Offset += int64(len(buf))
+		n := int64(len(page.Items))
+		r.Token, r.Done, r.Read = page.Continuation, page.Continuation == "", r.Read+n
+		j.state.Counts.Read += n
+		j.state.Counts.Written += n
+		return nil
+	})
+	if err == nil && j.complete() {
+		err = j.finishExport(ctx, w)
+	}
+	rep.finish()
+	j.mu.Lock()
+	res := ExportResult{
+		Entities: j.state.Counts.Written, Bytes: j.state.Offset, Ranges: len(j.state.Ranges),
+		Probes: j.state.Probes, Complete: j.state.Complete && j.state.Trailer, Elapsed: time.Since(j.started),
+	}
+	j.mu.Unlock()
+	res.Transactions = j.transactions()
+	return res, err
+}
+
+// finishExport writes the trailer (once) and saves the final checkpoint.
+func (j *job) finishExport(ctx context.Context, w io.Writer) error {
+	j.mu.Lock()
+	if j.state.Trailer {
+		j.mu.Unlock()
+		return nil
+	}
+	tr := appendTrailer(nil, Trailer{Entities: j.state.Counts.Written})
+	if _, err := w.Write(tr); err != nil {
+		j.mu.Unlock()
+		return fmt.Errorf("transfer: export: write trailer: %w", err)
+	}
+	j.state.Offset += int64(len(tr))
+	j.state.Trailer = true
+	j.mu.Unlock()
+	if j.cp != nil {
+		return j.save(context.WithoutCancel(ctx))
+	}
+	return flushWriter(w)
+}
+
+// flushWriter flushes and syncs w when it can.
+func flushWriter(w io.Writer) error {
+	if f, ok := w.(interface{ Flush() error }); ok {
+		if err := f.Flush(); err != nil {
+			return fmt.Errorf("transfer: export: flush: %w", err)
+		}
+	}
+	if s, ok := w.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			return fmt.Errorf("transfer: export: sync: %w", err)
+		}
+	}
+	return nil
+}
+
+// ExportResumeOffset returns the size the output of the export saved in cp
+// had at its last checkpoint, and whether cp holds an export. Truncate the
+// output to that size (bytes after it may be partial or duplicated) and
+// call Export with Resume to go on.
+func ExportResumeOffset(ctx context.Context, cp Checkpoint) (int64, bool, error) {
+	data, err := cp.Load(ctx)
+	if err != nil || data == nil {
+		return 0, false, err
+	}
+	var s jobState
+	if err := json.Unmarshal(data, &s); err != nil {
+		return 0, false, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
+	}
+	if s.Op != "export" {
+		return 0, false, fmt.Errorf("%w: it is the checkpoint of a %s, not an export", ErrCorruptCheckpoint, s.Op)
+	}
+	return s.Offset, true, nil
+}

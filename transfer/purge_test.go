@@ -1,0 +1,268 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/transfer"
+)
+
+// policyFunc adapts a function to an azcore policy.
+type policyFunc func(*policy.Request) (*http.Response, error)
+
+func (f policyFunc) Do(r *policy.Request) (*http.Response, error) { return f(r) }
+
+func isQuery(r *policy.Request) bool {
+	return r.Raw().Method == http.MethodGet && r.Raw().URL.Query().Has("$filter") || r.Raw().Method == http.MethodGet && r.Raw().URL.Query().Has("$top")
+}
+
+func isBatch(r *policy.Request) bool {
+	return r.Raw().Method == http.MethodPost && filepath.Base(r.Raw().URL.Path) == "$batch"
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// TestPurgePartition: a partition is purged with ceil(n/100) transactions
+// and nothing outside it is touched.
+func TestPurgePartition(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	var es []tablekit.Entity
+	for i := range 750 {
+		es = append(es, tablekit.Entity{PartitionKey: "gone", RowKey: fmt.Sprintf("%05d", i), Properties: map[string]any{"V": int32(i)}})
+	}
+	for i := range 120 {
+		es = append(es, tablekit.Entity{PartitionKey: "gone0", RowKey: fmt.Sprintf("%05d", i)}, tablekit.Entity{PartitionKey: "gond", RowKey: fmt.Sprintf("%05d", i)})
+	}
+	seed(t, tbl, es)
+	pk := "gone"
+
+	before := acct.Meter().Snapshot()
+	res, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{
+		Scope: transfer.Scope{Partition: &pk}, Meter: acct.Meter(), Scan: transfer.ScanOptions{PageSize: 333},
+	}})
+	if err != nil || !res.Complete {
+		t.Fatalf("purge: %+v, %v", res, err)
+	}
+	d := acct.Meter().Snapshot().Sub(before)
+	if res.Deleted != 750 || res.Listed != 750 || res.Changed != 0 || res.Gone != 0 {
+		t.Errorf("result %+v", res)
+	}
+	// 750 entities: 8 transactions, although pages of 333 split the
+	// partition off the hundreds.
+	if n := d.Count(tablekit.ServiceTable, "Transaction"); n != 8 || res.DeleteTransactions != 8 {
+		t.Errorf("%d transactions (result %d), want 8", n, res.DeleteTransactions)
+	}
+	if res.Pages != d.Count(tablekit.ServiceTable, "QueryEntities") || res.Transactions != d.Service(tablekit.ServiceTable) {
+		t.Errorf("result counts %+v, Meter %v", res, d)
+	}
+	left := readAll(t, tbl)
+	if len(left) != 240 {
+		t.Errorf("%d entities left, want the 240 of other partitions", len(left))
+	}
+	for k := range left {
+		if k[0] == pk {
+			t.Errorf("entity %q/%q was not purged", k[0], k[1])
+		}
+	}
+}
+
+// TestPurgeOlderThan: a Timestamp filter across partitions deletes only
+// what is older; a key range limits it further.
+func TestPurgeOlderThan(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	old := seedMany(t, tbl, 6, 600)
+	time.Sleep(1100 * time.Millisecond) // Azurite compares DateTimes to the millisecond
+	cutoff := time.Now().UTC()
+	time.Sleep(1100 * time.Millisecond)
+	var fresh []tablekit.Entity
+	for i := range 50 {
+		fresh = append(fresh, tablekit.Entity{PartitionKey: fmt.Sprintf("p%03d", i%6), RowKey: fmt.Sprintf("new%03d", i)})
+	}
+	seed(t, tbl, fresh)
+
+	res, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{
+		Scope: transfer.Scope{Filter: tablekit.Where("Timestamp lt ?", cutoff), From: "p001", To: "p004"},
+		Scan:  transfer.ScanOptions{Concurrency: 4},
+	}})
+	if err != nil || !res.Complete {
+		t.Fatalf("purge: %+v, %v", res, err)
+	}
+	if res.Deleted != 300 {
+		t.Errorf("deleted %d, want 300 (3 partitions of 100)", res.Deleted)
+	}
+	left := readAll(t, tbl)
+	for _, e := range old {
+		_, ok := left[[2]string{e.PartitionKey, e.RowKey}]
+		in := e.PartitionKey >= "p001" && e.PartitionKey < "p004"
+		if ok == in {
+			t.Errorf("entity %s/%s: left=%v, in scope=%v", e.PartitionKey, e.RowKey, ok, in)
+		}
+	}
+	for _, e := range fresh {
+		if _, ok := left[[2]string{e.PartitionKey, e.RowKey}]; !ok {
+			t.Errorf("newer entity %s/%s was deleted", e.PartitionKey, e.RowKey)
+		}
+	}
+}
+
+// TestPurgeResumes: a purge stopped by its budget, then by a cancelled
+// context, resumes from its checkpoint and finishes; nothing outside the
+// scope is deleted.
+func TestPurgeResumes(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 4, 2000)
+	keep := []tablekit.Entity{{PartitionKey: "a-before", RowKey: "1"}, {PartitionKey: "z-after", RowKey: "1"}}
+	seed(t, tbl, keep)
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.json"))
+	opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{
+		Scope: transfer.Scope{From: "p", To: "q"}, Checkpoint: cp, Meter: acct.Meter(),
+		Scan: transfer.ScanOptions{PageSize: 150, Concurrency: 2},
+	}}
+
+	// 1: a budget too short for the whole job.
+	o := opts
+	o.Budget = time.Nanosecond
+	res, err := transfer.Purge(ctx, tbl, &o)
+	if err != nil || res.Complete {
+		t.Fatalf("budgeted purge: %+v, %v; want incomplete", res, err)
+	}
+
+	// 2: resumed, and cancelled after a few delete transactions.
+	cctx, cancel := context.WithCancel(ctx)
+	var batches atomic.Int32
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isBatch(r) && batches.Add(1) == 5 {
+			cancel()
+		}
+		return r.Next()
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl2, err := tablekit.OpenTable[tablekit.Entity](stopper, tbl.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = opts
+	o.Resume = true
+	res, err = transfer.Purge(cctx, tbl2, &o)
+	if !errors.Is(err, context.Canceled) || res.Complete {
+		t.Fatalf("cancelled purge: %+v, %v; want context.Canceled, incomplete", res, err)
+	}
+	if res.Deleted == 0 || res.Deleted >= 2000 {
+		t.Fatalf("cancelled purge deleted %d, want some", res.Deleted)
+	}
+
+	// 3: resumed to the end.
+	o = opts
+	o.Resume = true
+	res, err = transfer.Purge(ctx, tbl, &o)
+	if err != nil || !res.Complete {
+		t.Fatalf("resumed purge: %+v, %v", res, err)
+	}
+	if res.RangesDone != res.Ranges {
+		t.Errorf("%d of %d ranges done", res.RangesDone, res.Ranges)
+	}
+	left := readAll(t, tbl)
+	if len(left) != len(keep) {
+		t.Errorf("%d entities left, want the %d outside the scope", len(left), len(keep))
+	}
+	for _, e := range keep {
+		if _, ok := left[[2]string{e.PartitionKey, e.RowKey}]; !ok {
+			t.Errorf("entity %s/%s outside the scope was deleted", e.PartitionKey, e.RowKey)
+		}
+	}
+	// A purge of a finished job has nothing to do.
+	res, err = transfer.Purge(ctx, tbl, &o)
+	if err != nil || !res.Complete || res.DeleteTransactions != 0 || res.Pages != 0 {
+		t.Errorf("purge of a finished job: %+v, %v", res, err)
+	}
+}
+
+// TestPurgeLeavesChangedEntities: an entity written after it was listed is
+// not deleted and is reported; one deleted meanwhile is counted as gone.
+func TestPurgeLeavesChangedEntities(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	var es []tablekit.Entity
+	for i := range 250 {
+		es = append(es, tablekit.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i), Properties: map[string]any{"V": int32(0)}})
+	}
+	seed(t, tbl, es)
+	// Before the first delete transaction, another writer updates one
+	// listed entity and deletes another.
+	var once sync.Once
+	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isBatch(r) {
+			once.Do(func() {
+				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+					t.Error(err)
+				}
+				if err := tbl.Delete(r.Raw().Context(), "p", "0007", "*"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return r.Next()
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl2, err := tablekit.OpenTable[tablekit.Entity](interloper, tbl.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := "p"
+	res, err := transfer.Purge(ctx, tbl2, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{Partition: &pk}}})
+	if err != nil || !res.Complete {
+		t.Fatalf("purge: %+v, %v", res, err)
+	}
+	if res.Deleted != 248 || res.Changed != 1 || res.Gone != 1 || len(res.ChangedKeys) != 1 || res.ChangedKeys[0].RowKey != "0042" {
+		t.Errorf("result %+v", res)
+	}
+	left := readAll(t, tbl)
+	if e, ok := left[[2]string{"p", "0042"}]; len(left) != 1 || !ok || e.Properties["V"] != int32(1) {
+		t.Errorf("left %v, want only the updated 0042", left)
+	}
+}
+
+// TestCount counts entities and partitions and what a purge would cost.
+func TestCount(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 7, 1234)
+	res, err := transfer.Count(ctx, tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter(), Scan: transfer.ScanOptions{Concurrency: 4, PageSize: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1234 over 7 partitions: 177 in the first 2, 176 in the other 5.
+	if res.Entities != 1234 || res.Partitions != 7 || res.DeleteTransactions != 14 {
+		t.Errorf("count %+v", res)
+	}
+	if res.Pages < 13 || res.Transactions != res.Pages {
+		t.Errorf("count cost %+v: want at least 13 pages, all of the cost", res)
+	}
+	pk := "p003"
+	res, err = transfer.Count(ctx, tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{Partition: &pk}}})
+	if err != nil || res.Entities != 176 || res.Partitions != 1 || res.DeleteTransactions != 2 || res.Probes != 0 {
+		t.Errorf("count of one partition %+v, %v", res, err)
+	}
+}

@@ -1,0 +1,152 @@
+package transfer
+
+import (
+	"fmt"
+	"slices"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tablekit/tablekit"
+)
+
+// Range is a PartitionKey range [From, To): From inclusive ("" means from
+// the start of the table), To exclusive ("" means to the end). Keys compare
+// as the service compares them, by UTF-16 code units.
+type Range struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// Filter returns the Range as a filter ("PartitionKey ge From and
+// PartitionKey lt To", without the bounds that are "").
+func (r Range) Filter() tablekit.Filter { return tablekit.PartitionRange(r.From, r.To) }
+
+// contains reports whether pk is in r.
+func (r Range) contains(pk string) bool {
+	return (r.From == "" || compareKeys(pk, r.From) >= 0) && (r.To == "" || compareKeys(pk, r.To) < 0)
+}
+
+// String shows the range as [From, To).
+func (r Range) String() string {
+	to := "end"
+	if r.To != "" {
+		to = fmt.Sprintf("%q", r.To)
+	}
+	return fmt.Sprintf("[%q, %s)", r.From, to)
+}
+
+// Scope says which entities an operation reads: those in Partition (when
+// set) or in the PartitionKey range [From, To), that match Filter.
+type Scope struct {
+	// Filter is an extra OData filter (the zero Filter matches all), for
+	// example tablekit.Where("Timestamp lt ?", cutoff).
+	Filter tablekit.Filter
+	// Partition, when not nil, limits the operation to that one
+	// PartitionKey; From and To must then be "".
+	Partition *string
+	// From and To bound the PartitionKey range [From, To) ("" for no
+	// bound).
+	From, To string
+}
+
+// validate checks the scope before anything is sent.
+func (s *Scope) validate(op string) error {
+	if err := s.Filter.Err(); err != nil {
+		return err
+	}
+	for _, k := range []string{s.From, s.To} {
+		if !utf8.ValidString(k) {
+			return validation(op, "Scope.From and Scope.To must be valid UTF-8")
+		}
+	}
+	if s.Partition != nil {
+		if s.From != "" || s.To != "" {
+			return validation(op, "Scope.Partition cannot be combined with Scope.From or Scope.To")
+		}
+		if !utf8.ValidString(*s.Partition) {
+			return validation(op, "Scope.Partition must be valid UTF-8")
+		}
+	}
+	if s.From != "" && s.To != "" && compareKeys(s.From, s.To) >= 0 {
+		return validation(op, fmt.Sprintf("Scope.From %q must sort before Scope.To %q", s.From, s.To))
+	}
+	return nil
+}
+
+// filter returns the filter of the whole scope.
+func (s *Scope) filter() tablekit.Filter {
+	if s.Partition != nil {
+		return tablekit.And(tablekit.PartitionEq(*s.Partition), s.Filter)
+	}
+	return tablekit.And(Range{From: s.From, To: s.To}.Filter(), s.Filter)
+}
+
+// describe returns the scope as one filter text, for headers and
+// checkpoints.
+func (s *Scope) describe() string {
+	text, _ := s.filter().Build()
+	return text
+}
+
+// splitRange cuts r at boundaries (sorted, distinct, inside r).
+func splitRange(r Range, boundaries []string) []Range {
+	out := make([]Range, 0, len(boundaries)+1)
+	from := r.From
+	for _, b := range boundaries {
+		out = append(out, Range{From: from, To: b})
+		from = b
+	}
+	return append(out, Range{From: from, To: r.To})
+}
+
+// checkBoundaries sorts caller-given boundaries in key order, drops those
+// outside r and duplicates.
+func checkBoundaries(op string, r Range, bs []string) ([]string, error) {
+	out := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if !utf8.ValidString(b) || b == "" {
+			return nil, validation(op, fmt.Sprintf("boundary %q must be a non-empty, valid UTF-8 PartitionKey", b))
+		}
+		if b == r.From || !r.contains(b) {
+			continue
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, compareKeys)
+	return slices.Compact(out), nil
+}
+
+// compareKeys compares keys as the service does: by UTF-16 code units.
+func compareKeys(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); {
+		if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+			if a[i] != b[i] {
+				return int(a[i]) - int(b[i])
+			}
+			i++
+			continue
+		}
+		ra, na := utf8.DecodeRuneInString(a[i:])
+		rb, nb := utf8.DecodeRuneInString(b[i:])
+		if ra != rb {
+			return compareUTF16Rune(ra, rb)
+		}
+		i += max(na, nb)
+		if na != nb { // cannot happen for equal runes of valid UTF-8
+			return na - nb
+		}
+	}
+	return len(a) - len(b)
+}
+
+// compareUTF16Rune compares two different runes by their first UTF-16
+// code unit (then the second).
+func compareUTF16Rune(a, b rune) int {
+	ua := utf16.AppendRune(nil, a)
+	ub := utf16.AppendRune(nil, b)
+	return slices.Compare(ua, ub)
+}
+
+func validation(op, detail string) error {
+	return &tablekit.ValidationError{Op: op, Detail: detail, Err: tablekit.ErrInvalidInput}
+}

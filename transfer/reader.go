@@ -1,0 +1,173 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tablekit/tablekit"
+)
+
+// MaxLineBytes is the longest line a [Reader] accepts (an entity of 1 MiB
+// with every byte escaped fits).
+const MaxLineBytes = 8 << 20
+
+// ErrTruncated is returned by [Reader.Next] when the stream ends without the
+// trailer line: the export was cut short (or is still being written). Every
+// entity line before the end was returned.
+var ErrTruncated = errors.New("transfer: export ends without its trailer line: it is incomplete")
+
+// ErrCorrupt is returned for a stream that is not an export of this format:
+// no header, an unsupported version, data after the trailer, or a trailer
+// whose count disagrees with the lines read.
+var ErrCorrupt = errors.New("transfer: not a valid tablekit export")
+
+// LineError is an entity line that could not be read. The [Reader] can go
+// on with the next line.
+type LineError struct {
+	// Line is the 1-based line number in the stream.
+	Line int
+	// PartitionKey and RowKey are the entity's keys, when the line got that
+	// far; else "".
+	PartitionKey, RowKey string
+	// Err says what is wrong.
+	Err error
+}
+
+// Error names the line and the problem.
+func (e *LineError) Error() string {
+	if e.PartitionKey != "" || e.RowKey != "" {
+		return fmt.Sprintf("line %d (%q/%q): %v", e.Line, e.PartitionKey, e.RowKey, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Reader reads an export line by line. It is not safe for concurrent use.
+type Reader struct {
+	br      *bufio.Reader
+	buf     []byte
+	line    int
+	header  Header
+	trailer *Trailer
+	count   int64
+	bytes   int64
+}
+
+// NewReader reads and checks the header line of an export from r and
+// returns a Reader positioned at the first entity line. An error matches
+// [ErrCorrupt] when r does not start with a header of a supported version.
+func NewReader(r io.Reader) (*Reader, error) {
+	rd := &Reader{br: bufio.NewReaderSize(r, 256<<10)}
+	line, err := rd.readLine()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%w: the stream is empty", ErrCorrupt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kind, l, err := parseLine(line)
+	if err != nil || kind != lineHeader {
+		return nil, fmt.Errorf("%w: line 1 is not a header line ({\"tablekit\":\"export\",\"version\":%d,...})", ErrCorrupt, FormatVersion)
+	}
+	if rd.header, err = l.header(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return rd, nil
+}
+
+// Header returns the export's header.
+func (r *Reader) Header() Header { return r.header }
+
+// Line returns the number of the line read last (1 is the header).
+func (r *Reader) Line() int { return r.line }
+
+// Bytes returns the number of bytes read so far.
+func (r *Reader) Bytes() int64 { return r.bytes }
+
+// Trailer returns the trailer once [Reader.Next] has returned io.EOF, else
+// nil.
+func (r *Reader) Trailer() *Trailer { return r.trailer }
+
+// Next returns the next entity. At the end of a complete export it returns
+// io.EOF; at the end of a stream without a trailer, [ErrTruncated]. A line
+// that is not a valid entity gives a *[LineError] and Next can be called
+// again for the following line. Other errors (from the underlying reader,
+// or matching [ErrCorrupt]) are final.
+func (r *Reader) Next() (tablekit.Entity, error) {
+	for {
+		line, err := r.readLine()
+		if err == io.EOF {
+			if r.trailer == nil {
+				return tablekit.Entity{}, ErrTruncated
+			}
+			return tablekit.Entity{}, io.EOF
+		}
+		if err != nil {
+			return tablekit.Entity{}, err
+		}
+		if r.trailer != nil {
+			return tablekit.Entity{}, fmt.Errorf("%w: line %d follows the trailer", ErrCorrupt, r.line)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		kind, l, err := parseLine(line)
+		if err != nil {
+			r.count++ // the trailer counts every line between header and trailer
+			return tablekit.Entity{}, &LineError{Line: r.line, Err: err}
+		}
+		switch kind {
+		case lineHeader:
+			return tablekit.Entity{}, fmt.Errorf("%w: line %d is a second header", ErrCorrupt, r.line)
+		case lineTrailer:
+			r.trailer = &Trailer{Entities: *l.Entities}
+			if r.trailer.Entities != r.count {
+				return tablekit.Entity{}, fmt.Errorf("%w: the trailer counts %d entities but %d entity lines were read", ErrCorrupt, r.trailer.Entities, r.count)
+			}
+			continue
+		}
+		r.count++
+		e, err := l.entity()
+		if err != nil {
+			return tablekit.Entity{}, &LineError{Line: r.line, PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: err}
+		}
+		return e, nil
+	}
+}
+
+// readLine returns the next line without its newline; the slice is valid
+// until the next call.
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		r.buf = append(r.buf, chunk...)
+		r.bytes += int64(len(chunk))
+		if len(r.buf) > MaxLineBytes {
+			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrCorrupt, r.line+1, MaxLineBytes)
+		}
+		switch err {
+		case nil:
+			r.line++
+			return bytes.TrimSuffix(bytes.TrimSuffix(r.buf, []byte("\n")), []byte("\r")), nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if len(r.buf) == 0 {
+				return nil, io.EOF
+			}
+			// A last line without its newline is incomplete: a cut-off
+			// write. Report the stream as truncated rather than read half
+			// a line.
+			r.line++
+			return nil, ErrTruncated
+		default:
+			return nil, err
+		}
+	}
+}
