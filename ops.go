@@ -6,7 +6,8 @@ import (
 	"iter"
 	"reflect"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Exists reports whether the entity with these keys exists. It costs one
@@ -135,35 +136,8 @@ func objectKeys(obj []byte) (pk, rk string, err error) {
 // compareKeys compares two entities' keys in the service's order:
 // PartitionKey, then RowKey, each by UTF-16 code units.
 func compareKeys(pk1, rk1, pk2, rk2 string) int {
-	if c := compareUTF16(pk1, pk2); c != 0 {
+	if c := keys.Compare(pk1, pk2); c != 0 {
 		return c
 	}
-	return compareUTF16(rk1, rk2)
-}
-
-// compareUTF16 compares a and b by UTF-16 code units, as Azure and Azurite
-// order keys; it differs from Go's byte order only between supplementary
-// characters and U+E000–U+FFFF.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			if (ra >= 0x10000) == (rb >= 0x10000) {
-				return int(ra - rb)
-			}
-			return utf16Unit(ra) - utf16Unit(rb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Unit returns the first UTF-16 code unit of r: its lead surrogate
-// for a supplementary character.
-func utf16Unit(r rune) int {
-	if r >= 0x10000 {
-		return 0xD800 + int((r-0x10000)>>10)
-	}
-	return int(r)
+	return keys.Compare(rk1, rk2)
 }

@@ -138,6 +138,11 @@ func (t *Table[T]) readRaw(ctx context.Context, pk, rk string) (body []byte, eta
 	}
 	var resp *http.Response
 	rctx := policy.WithCaptureResponse(ctx, &resp)
+	var rc *readCall
+	if t.wire {
+		rc = &readCall{empty: "{}"}
+		rctx = context.WithValue(rctx, readKey{}, rc)
+	}
 	r, err := t.client.GetEntity(rctx, pk, rk, nil)
 	if err != nil {
 		err = t.wrap("Get", pk, rk, err)
@@ -147,6 +152,9 @@ func (t *Table[T]) readRaw(ctx context.Context, pk, rk string) (body []byte, eta
 		return nil, "", false, err
 	}
 	body = r.Value
+	if rc != nil && rc.ok {
+		return rc.body, r.ETag, true, nil
+	}
 	if resp != nil {
 		if raw, perr := runtime.Payload(resp); perr == nil {
 			body = raw

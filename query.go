@@ -250,29 +250,42 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 		o.Top = to.Ptr(int32(top))
 	}
 	var raw *http.Response
-	resp, err := t.client.NewListEntitiesPager(o).NextPage(policy.WithCaptureResponse(ctx, &raw))
+	ctx = policy.WithCaptureResponse(ctx, &raw)
+	var rc *readCall
+	if t.wire {
+		rc = &readCall{empty: `{"value":[]}`}
+		ctx = context.WithValue(ctx, readKey{}, rc)
+	}
+	resp, err := t.client.NewListEntitiesPager(o).NextPage(ctx)
 	if err != nil {
 		return t.wrap("Query", "", "", err)
 	}
 	q.nextPK, q.nextRK = resp.NextPartitionKey, resp.NextRowKey
-	if q.skipTo != nil {
-		var objs [][]byte
-		if err := t.eachObject(raw, resp.Entities, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+	// each calls fn with every entity of the page as the service sent it.
+	each := func(fn func(obj []byte) error) error {
+		if rc != nil && rc.ok {
+			return forEachObject(rc.body, fn)
+		}
+		return t.eachObject(raw, resp.Entities, fn)
+	}
+	if q.skipTo == nil {
+		return each(fn)
+	}
+	var objs [][]byte
+	if err := each(func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+		return err
+	}
+	rest, passed := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
+	q.skipped = len(objs) - len(rest)
+	if passed {
+		q.skipTo = nil
+	}
+	for _, obj := range rest {
+		if err := fn(obj); err != nil {
 			return err
 		}
-		rest, passed := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
-		q.skipped = len(objs) - len(rest)
-		if passed {
-			q.skipTo = nil
-		}
-		for _, obj := range rest {
-			if err := fn(obj); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	return t.eachObject(raw, resp.Entities, fn)
+	return nil
 }
 
 // eachObject calls fn with each entity of a page: from the raw response

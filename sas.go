@@ -276,8 +276,8 @@ func (a *Account) tableSASValues(table string, perms TablePermissions, expiry ti
 		return nil, sasError(table, "EndRowKey needs EndPartitionKey: a row key bound applies within the end partition")
 	}
 	if opts.StartPartitionKey != "" && opts.EndPartitionKey != "" {
-		c := compareUTF16(opts.StartPartitionKey, opts.EndPartitionKey)
-		if c > 0 || (c == 0 && opts.StartRowKey != "" && opts.EndRowKey != "" && compareUTF16(opts.StartRowKey, opts.EndRowKey) > 0) {
+		c := keys.Compare(opts.StartPartitionKey, opts.EndPartitionKey)
+		if c > 0 || (c == 0 && opts.StartRowKey != "" && opts.EndRowKey != "" && keys.Compare(opts.StartRowKey, opts.EndRowKey) > 0) {
 			return nil, sasError(table, "the range is empty: its start is after its end")
 		}
 	}

@@ -521,7 +521,8 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 // readPage reads the page of r at token, trying again as Retry says when
 // the service throttles or does not answer.
 func (j *job) readPage(ctx context.Context, r *rangeState, token string) (tablekit.Page[tablekit.Entity], error) {
-	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token}
+	// Export, copy, purge and count read ranges of the table on purpose.
+	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token, AllowTableScan: true}
 	var page tablekit.Page[tablekit.Entity]
 	var err error
 	for range j.scan.Retry.Attempts(ctx) {

@@ -3,10 +3,10 @@ package transfer
 import (
 	"fmt"
 	"slices"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Range is a PartitionKey range [From, To): From inclusive ("" means from
@@ -117,35 +117,7 @@ func checkBoundaries(op string, r Range, bs []string) ([]string, error) {
 }
 
 // compareKeys compares keys as the service does: by UTF-16 code units.
-func compareKeys(a, b string) int {
-	for i := 0; i < len(a) && i < len(b); {
-		if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
-			if a[i] != b[i] {
-				return int(a[i]) - int(b[i])
-			}
-			i++
-			continue
-		}
-		ra, na := utf8.DecodeRuneInString(a[i:])
-		rb, nb := utf8.DecodeRuneInString(b[i:])
-		if ra != rb {
-			return compareUTF16Rune(ra, rb)
-		}
-		i += max(na, nb)
-		if na != nb { // cannot happen for equal runes of valid UTF-8
-			return na - nb
-		}
-	}
-	return len(a) - len(b)
-}
-
-// compareUTF16Rune compares two different runes by their first UTF-16
-// code unit (then the second).
-func compareUTF16Rune(a, b rune) int {
-	ua := utf16.AppendRune(nil, a)
-	ub := utf16.AppendRune(nil, b)
-	return slices.Compare(ua, ub)
-}
+var compareKeys = keys.Compare
 
 func validation(op, detail string) error {
 	return &tablekit.ValidationError{Op: op, Detail: detail, Err: tablekit.ErrInvalidInput}

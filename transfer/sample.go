@@ -53,7 +53,7 @@ func (s *sampler) probe(ctx context.Context, x string) (string, bool, error) {
 		x = s.scope.From
 	}
 	s.probes.Add(1)
-	page, err := s.t.QueryPage(ctx, Range{From: x, To: s.scope.To}.Filter(), &tablekit.QueryOptions{PageSize: 1, Select: keysOnly})
+	page, err := s.t.QueryPage(ctx, Range{From: x, To: s.scope.To}.Filter(), &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true})
 	if err != nil || len(page.Items) == 0 {
 		return "", false, err
 	}
