@@ -13,8 +13,9 @@
 //     tagged `wide:"Prefix"`.
 //   - Large entities ([Large]): string and binary properties too large for
 //     a table stored in blobs, the entity keeping references; reads restore
-//     them (concurrently), writes never leave a reference to a missing blob,
-//     and [Large.Sweep] removes blobs a crash left unreferenced.
+//     them (concurrently) and never report a present entity as missing,
+//     writes never leave a reference to a missing blob, and [Large.Sweep]
+//     removes blobs a crash left unreferenced once a grace period passed.
 //   - Data series ([Series]): a whole series (e.g. 24 hourly counts,
 //     H00..H23) in one entity, read with one point query, updated a slot at
 //     a time with ETag-conditional merges and jittered retries.
