@@ -197,12 +197,12 @@ type Writer struct {
 	done     uint64        // records ever committed or dropped, in order
 	closed   bool
 	stats    WriterStats
+	id       [8]byte // random identity: prefix of every block id
+	blockSeq uint64  // block ids given so far
 
 	// Owned by the flushing goroutine (flushing set, lock not held).
-	id       [8]byte // random identity: prefix of every block id
-	blockSeq uint64
-	blob     *blobState
-	seqHint  map[time.Time]int // next sequence number to try, per period
+	blob    *blobState
+	seqHint map[time.Time]int // next sequence number to try, per period
 
 	// the FlushInterval goroutine; set by NewWriter, nil without one
 	bgStop   chan struct{}
