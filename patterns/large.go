@@ -440,11 +440,16 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 	return nil, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: l.refProp, Detail: "not a blob reference written by patterns.Large", Err: tablekit.ErrInvalidInput}
 }
 
-// Put stores v, inserting or replacing its entity: it writes the blobs of
-// its large properties first (concurrently), then the entity, then deletes
-// the blobs of the version it replaced. If the entity write fails, the new
-// blobs are deleted when the failure is certain (the service refused the
-// write) and left for Sweep otherwise (the write may have happened).
+// Put stores v, inserting or replacing its entity: it reads the
+// references of the entity it replaces, writes the blobs of v's large
+// properties (concurrently), then the entity, conditional on the version
+// whose references it read, then deletes the blobs of that version. When
+// another writer changed the entity in between, Put reads its references
+// again and writes again (LargeOptions.Retry; the blobs stay), so the
+// blobs it deletes are exactly those of the version it replaced and
+// concurrent Puts leave no blob behind. If the entity write fails, the
+// new blobs are deleted when the failure is certain (the service refused
+// the write) and left for Sweep otherwise (the write may have happened).
 // Deleting the replaced blobs is best effort too: any left behind are
 // unreferenced, and Sweep removes them.
 //
@@ -460,7 +465,7 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 		return err
 	}
 	e.ETag = ""
-	oldRefs, _, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+	oldRefs, etag, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return err
 	}
@@ -472,18 +477,24 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
 		return l.upload(ctx, blobs[i])
 	})
-	if err == nil && len(blobs) > 0 {
+	if err != nil {
+		if refused(err) {
+			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
+		}
+		return err
+	}
+	wctx := ctx
+	if len(blobs) > 0 {
 		left := l.grace/2 - l.clock.Now().Sub(start)
 		if left <= 0 {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 			return fmt.Errorf("patterns: Put %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
 		}
-		wctx, cancel := context.WithTimeout(ctx, left)
-		_, err = l.table.Upsert(wctx, e, tablekit.Replace)
-		cancel()
-	} else if err == nil {
-		_, err = l.table.Upsert(ctx, e, tablekit.Replace)
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, left)
+		defer cancel()
 	}
+	oldRefs, err = l.writeEntity(wctx, e, blobs, oldRefs, etag)
 	if err != nil {
 		if refused(err) {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
@@ -492,6 +503,55 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 	}
 	l.deleteBlobs(ctx, refNames(oldRefs))
 	return nil
+}
+
+// writeEntity writes e conditional on the version whose references
+// (oldRefs, etag; etag "" when there was none) were read, reading them
+// again after a conflict, and returns the references of the version it
+// replaced.
+func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (map[string]BlobRef, error) {
+	var err error
+	for range l.retry.Attempts(ctx) {
+		if etag == "" {
+			_, err = l.table.Insert(ctx, e)
+		} else {
+			_, err = l.table.Update(ctx, e, tablekit.Replace, etag)
+		}
+		if err == nil || !isConflict(err) {
+			return oldRefs, err
+		}
+		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+		switch {
+		case errors.Is(rerr, tablekit.ErrNotFound):
+			refs, tag = nil, ""
+		case rerr != nil:
+			return nil, rerr
+		}
+		if len(blobs) > 0 && ownRefs(refs, blobs) {
+			// This very write, applied in a try whose answer was lost
+			// (the SDK's retry then conflicted with it): done. Which
+			// version it replaced is unknown; Sweep removes its blobs.
+			return nil, nil
+		}
+		oldRefs, etag = refs, tag
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	return nil, err
+}
+
+// ownRefs reports whether refs are exactly the references of blobs.
+func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
+	if len(refs) != len(blobs) {
+		return false
+	}
+	for _, s := range blobs {
+		if refs[s.name] != s.ref {
+			return false
+		}
+	}
+	return true
 }
 
 // refused reports whether err certainly means that nothing was written:

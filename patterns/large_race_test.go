@@ -3,6 +3,7 @@ package patterns_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -273,5 +274,141 @@ func TestLargeUploadAnswerLost(t *testing.T) {
 	got, err := l.Get(ctx, "f", "d", nil)
 	if err != nil || !bytes.Equal(got.Scan, v.Scan) {
 		t.Fatalf("Get: %v", err)
+	}
+}
+
+// TestLargeConcurrentUse: writers, readers and sweeps on separate Accounts
+// (as separate processes) on three entities. No read reports an entity
+// missing or fails, every stored reference resolves, concurrent Puts leave
+// no unreferenced blob, and a final sweep past the grace period leaves
+// exactly the referenced blobs.
+func TestLargeConcurrentUse(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const writers, puts, readers = 4, 12, 2
+	keys := []string{"a", "b", "c"}
+	acct := testenv.Account(t, nil)
+	tbl := namedTable(t, acct)
+	cont := testenv.NewContainer(t, acct)
+	open := func(opts *patterns.LargeOptions) *patterns.Large[Doc] {
+		a := testenv.Account(t, nil)
+		l, err := patterns.NewLarge[Doc](openEntityTable(t, a, tbl.Name()), a.Container(containerName(cont.URL())), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first := open(nil)
+	for _, k := range keys {
+		if err := first.Put(ctx, doc(k, "init", 50000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stop atomic.Bool
+	errs := make(chan error, writers+readers+1)
+	done := make(chan struct{}, writers)
+	for g := range writers {
+		l := open(nil)
+		go func() {
+			for i := range puts {
+				title := fmt.Sprintf("w%d-%d", g, i)
+				if err := l.Put(ctx, doc(keys[(g+i)%len(keys)], title, 50000+i)); err != nil {
+					errs <- fmt.Errorf("Put %s: %w", title, err)
+					return
+				}
+			}
+			done <- struct{}{}
+		}()
+	}
+	var reads atomic.Int64
+	for g := range readers {
+		l := open(nil)
+		go func() {
+			for i := 0; !stop.Load(); i++ {
+				if g == 0 {
+					d, err := l.Get(ctx, "f", keys[i%len(keys)], nil)
+					if err != nil {
+						errs <- fmt.Errorf("Get: %w", err)
+						return
+					}
+					if len(d.Scan) < 50000 || !bytes.HasPrefix(d.Scan, []byte(d.Title)) {
+						errs <- fmt.Errorf("Get %s: %q with %d bytes that are not its own", keys[i%len(keys)], d.Title, len(d.Scan))
+						return
+					}
+				} else {
+					n := 0
+					for _, err := range l.Query(ctx, tablekit.PartitionEq("f"), nil) {
+						if err != nil {
+							errs <- fmt.Errorf("Query: %w", err)
+							return
+						}
+						n++
+					}
+					if n != len(keys) {
+						errs <- fmt.Errorf("Query returned %d entities, want %d", n, len(keys))
+						return
+					}
+				}
+				reads.Add(1)
+			}
+			errs <- nil
+		}()
+	}
+	go func() { // sweeps with the default grace: they must remove nothing live
+		l := open(nil)
+		for !stop.Load() {
+			if _, err := l.Sweep(ctx, nil); err != nil {
+				errs <- fmt.Errorf("Sweep: %w", err)
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range writers {
+		select {
+		case <-done:
+		case err := <-errs:
+			stop.Store(true)
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	for range readers + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d reads during %d puts", reads.Load(), writers*puts)
+
+	later := time.Now().Add(patterns.DefaultLargeGrace + time.Minute)
+	res, err := open(&patterns.LargeOptions{Clock: func() time.Time { return later }}).Sweep(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("final sweep: %d blobs, %d referenced, %d orphans deleted", res.Blobs, res.Referenced, res.Deleted)
+	if res.Deleted != 0 {
+		t.Errorf("concurrent Puts left %d unreferenced blobs (each Put deletes the blobs of the version it replaced)", res.Deleted)
+	}
+	live := map[string]bool{}
+	for _, k := range keys {
+		refs, err := first.Refs(ctx, "f", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
+			live[r.Blob] = true
+		}
+		if _, err := first.Get(ctx, "f", k, nil); err != nil {
+			t.Fatalf("Get %s after the run: %v", k, err)
+		}
+	}
+	blobs := listBlobs(t, ctx, cont)
+	if len(blobs) != len(live) {
+		t.Fatalf("after the final sweep %d blobs remain, %d referenced: %v", len(blobs), len(live), blobs)
+	}
+	for _, b := range blobs {
+		if !live[b] {
+			t.Fatalf("blob %s is left and not referenced", b)
+		}
 	}
 }
