@@ -227,3 +227,103 @@ func TestBlobWriterFlushTimeout(t *testing.T) {
 	}
 	equalRecords(t, "after Close", readAll(t, ctx, r, want[0].Time, clock.Now()), want)
 }
+
+// faultBlockList answers every fourth Put Block List 500 after the service
+// applied it (a lost answer, which the SDK retries) and hangs every other
+// fourth one until its context ends (a flush timeout).
+type faultBlockList struct {
+	n          atomic.Int64
+	lost, hung atomic.Int64
+}
+
+func (f *faultBlockList) Do(req *policy.Request) (*http.Response, error) {
+	r := req.Raw()
+	if r.Method != http.MethodPut || r.URL.Query().Get("comp") != "blocklist" {
+		return req.Next()
+	}
+	switch f.n.Add(1) % 4 {
+	case 1:
+		resp, err := req.Next()
+		if err != nil {
+			return resp, err
+		}
+		resp.Body.Close()
+		f.lost.Add(1)
+		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Operation Timed Out",
+			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
+	case 3:
+		f.hung.Add(1)
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	}
+	return req.Next()
+}
+
+// TestBlobWriterConcurrentFaults: eight goroutines share one Writer while
+// commits lose their answers or hang past FlushTimeout. Every record a
+// Write accepted is stored exactly once, and each goroutine's records are
+// stored in the order it wrote them.
+func TestBlobWriterConcurrentFaults(t *testing.T) {
+	ctx := context.Background()
+	const writers, records = 8, 100
+	f := &faultBlockList{}
+	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{f}, Retry: policy.RetryOptions{RetryDelay: 5 * time.Millisecond}})
+	c := testenv.NewContainer(t, acct)
+	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
+	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushBytes: 2000, FlushTimeout: 200 * time.Millisecond, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make([][]int, writers)
+	done := make(chan struct{})
+	for g := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range records {
+				if err := w.Write(ctx, fmt.Sprintf("%d-%d", g, i)); err == nil {
+					accepted[g] = append(accepted[g], i)
+				}
+			}
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	var cerr error
+	for range 10 {
+		if cerr = w.Close(ctx); cerr == nil {
+			break
+		}
+	}
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	stored := make([][]int, writers)
+	for _, b := range listAll(t, ctx, c) { // one period: blobs in sequence order
+		if b.parseErr != nil {
+			t.Fatalf("blob %s: %v", b.name, b.parseErr)
+		}
+		for _, rec := range b.records {
+			var g, i int
+			if _, err := fmt.Sscanf(rec.Message, "%d-%d", &g, &i); err != nil {
+				t.Fatalf("record %q", rec.Message)
+			}
+			stored[g] = append(stored[g], i)
+		}
+	}
+	total := 0
+	for g := range writers {
+		if fmt.Sprint(stored[g]) != fmt.Sprint(accepted[g]) {
+			t.Errorf("writer %d: stored %v, accepted %v", g, stored[g], accepted[g])
+		}
+		total += len(accepted[g])
+	}
+	s := w.Stats()
+	t.Logf("%d records accepted, %d written in %d flushes; %d failed flushes; %d lost answers, %d hung commits injected", total, s.Written, s.Flushes, s.FailedFlushes, f.lost.Load(), f.hung.Load())
+	if s.Written != int64(total) || s.Buffered != 0 {
+		t.Errorf("stats %+v, want %d written", s, total)
+	}
+	if f.lost.Load() == 0 || f.hung.Load() == 0 {
+		t.Errorf("faults injected: %d lost, %d hung; want both", f.lost.Load(), f.hung.Load())
+	}
+}
