@@ -494,9 +494,9 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 		wctx, cancel = context.WithTimeout(ctx, left)
 		defer cancel()
 	}
-	oldRefs, err = l.writeEntity(wctx, e, blobs, oldRefs, etag)
+	oldRefs, unreferenced, err := l.writeEntity(wctx, e, blobs, oldRefs, etag)
 	if err != nil {
-		if refused(err) {
+		if unreferenced {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 		}
 		return err
@@ -508,37 +508,41 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 // writeEntity writes e conditional on the version whose references
 // (oldRefs, etag; etag "" when there was none) were read, reading them
 // again after a conflict, and returns the references of the version it
-// replaced.
-func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (map[string]BlobRef, error) {
-	var err error
+// replaced. On error, unreferenced tells whether no entity can reference
+// the new blobs (the service refused every write, or a later read showed
+// another version), so that they may be deleted.
+func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (replaced map[string]BlobRef, unreferenced bool, err error) {
 	for range l.retry.Attempts(ctx) {
 		if etag == "" {
 			_, err = l.table.Insert(ctx, e)
 		} else {
 			_, err = l.table.Update(ctx, e, tablekit.Replace, etag)
 		}
-		if err == nil || !isConflict(err) {
-			return oldRefs, err
+		if err == nil {
+			return oldRefs, false, nil
+		}
+		if !isConflict(err) {
+			return nil, refused(err), err
 		}
 		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 		switch {
 		case errors.Is(rerr, tablekit.ErrNotFound):
 			refs, tag = nil, ""
 		case rerr != nil:
-			return nil, rerr
+			return nil, false, rerr // the conflict may have been our own write
 		}
 		if len(blobs) > 0 && ownRefs(refs, blobs) {
 			// This very write, applied in a try whose answer was lost
 			// (the SDK's retry then conflicted with it): done. Which
 			// version it replaced is unknown; Sweep removes its blobs.
-			return nil, nil
+			return nil, false, nil
 		}
 		oldRefs, etag = refs, tag
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		return nil, cerr
+		return nil, false, cerr
 	}
-	return nil, err
+	return nil, true, err // every write conflicted and none is stored
 }
 
 // ownRefs reports whether refs are exactly the references of blobs.
