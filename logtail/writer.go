@@ -408,9 +408,9 @@ func (w *Writer) dueLocked() bool {
 	if w.o.FlushAge <= 0 {
 		return false
 	}
-	oldest := w.cur
+	oldest := &w.cur
 	if w.head != nil {
-		oldest = *w.head
+		oldest = w.head
 	}
 	return oldest.n > 0 && w.o.Clock.Now().Sub(oldest.since) >= w.o.FlushAge
 }
