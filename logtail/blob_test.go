@@ -518,7 +518,7 @@ func TestBlobWriterInput(t *testing.T) {
 	c := acct.Container("unused")
 	for _, o := range []logtail.WriterOptions{
 		{FlushBytes: -1}, {FlushBytes: logtail.MaxFlushBytes + 1}, {Period: 7 * time.Minute},
-		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, {MaxBlocks: 50001}, {FlushInterval: -1},
+		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, {MaxBlocks: 50001}, {FlushInterval: -1}, {FlushTimeout: -1},
 	} {
 		if _, err := logtail.NewWriter(c, "app", &o); !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("options %+v: %v, want ErrInvalidInput", o, err)

@@ -67,6 +67,13 @@
 // only if its name is free (If-None-Match: *), and a writer that finds the
 // name taken moves on to the next sequence number.
 //
+// A flush never holds up the Writer: it runs outside its lock, bounded by
+// [WriterOptions.FlushTimeout], while Stats answers and Write keeps
+// buffering (a Write that has to wait for it waits only as long as its
+// context allows). A failed or timed-out flush keeps its block, and the
+// next flush writes it first, under the same block id: records reach
+// storage once each, in the order they were accepted.
+//
 // Write-through or buffered: every flush is two billable requests (Put
 // Block and Put Block List) and a round trip.
 //

@@ -84,8 +84,8 @@ type Options struct {
 	// until they have what they need, whatever the service returns per
 	// page.
 	PageSize int
-	// Now is the clock Append uses (default time.Now).
-	Now func() time.Time
+	// Clock is the clock Append uses (nil means time.Now).
+	Clock tablekit.Clock
 }
 
 // Log is a log tail over a Table: entries of one partition, read newest
@@ -95,7 +95,7 @@ type Log[T HasEntry] struct {
 	shards   int
 	buckets  []string // shard prefixes, nil when not sharded
 	pageSize int
-	now      func() time.Time
+	now      tablekit.Clock
 	keyPath  []int // index path of the embedded Entry in T
 	writerID uint32
 	counter  atomic.Uint32
@@ -121,10 +121,7 @@ func New[T HasEntry](table *tablekit.Table[T], opts *Options) (*Log[T], error) {
 	if !ok {
 		return nil, &tablekit.ValidationError{Entity: reflect.TypeFor[T]().String(), Detail: "logtail: the entry type must be a struct that embeds logtail.Entry by value", Err: tablekit.ErrInvalidInput}
 	}
-	l := &Log[T]{table: table, shards: max(o.Shards, 1), pageSize: o.PageSize, now: o.Now, keyPath: path}
-	if l.now == nil {
-		l.now = time.Now
-	}
+	l := &Log[T]{table: table, shards: max(o.Shards, 1), pageSize: o.PageSize, now: o.Clock, keyPath: path}
 	if l.shards > 1 {
 		b, err := keys.ShardPrefixes(l.shards)
 		if err != nil {
@@ -249,7 +246,7 @@ func quote(s string) string {
 // Append stores v as the newest entry of partition pk, timed now by the
 // Log's clock. See AppendAt.
 func (l *Log[T]) Append(ctx context.Context, pk string, v T) (T, error) {
-	return l.AppendAt(ctx, pk, l.now(), v)
+	return l.AppendAt(ctx, pk, l.now.Now(), v)
 }
 
 // AppendAt stores v as an entry of partition pk at time at, and returns it

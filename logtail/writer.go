@@ -1,22 +1,14 @@
 package logtail
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 )
@@ -38,6 +30,8 @@ const (
 	DefaultFlushBytes = 1 << 20
 	// DefaultFlushAge is the default WriterOptions.FlushAge.
 	DefaultFlushAge = time.Minute
+	// DefaultFlushTimeout is the default WriterOptions.FlushTimeout.
+	DefaultFlushTimeout = time.Minute
 	// DefaultPeriod is the default WriterOptions.Period.
 	DefaultPeriod = time.Hour
 	// DefaultMaxBlocks is the default WriterOptions.MaxBlocks.
@@ -62,6 +56,8 @@ var ErrClosed = errors.New("logtail: writer closed")
 type WriterOptions struct {
 	// FlushBytes flushes the buffer before it would grow past this many
 	// bytes of encoded records (default 1 MiB, at most MaxFlushBytes).
+	// While a flush is under way, new records collect in a second buffer
+	// of the same bound, so a Writer holds at most twice FlushBytes.
 	FlushBytes int
 	// FlushAge flushes the buffer once its oldest record was accepted
 	// this long ago by Clock (default 1 minute; negative: never by age).
@@ -73,6 +69,12 @@ type WriterOptions struct {
 	// still reach storage within about FlushAge+FlushInterval. Close stops
 	// it. Zero (the default) starts no goroutine.
 	FlushInterval time.Duration
+	// FlushTimeout bounds one flush (its Put Block and Put Block List
+	// requests, with the SDK's retries), whatever context it runs under
+	// (default DefaultFlushTimeout, one minute). A flush that times out
+	// fails like any other: its records stay buffered, in order, and the
+	// next flush writes them.
+	FlushTimeout time.Duration
 	// WriteThrough writes every record to storage before Write returns
 	// (two requests per record) instead of buffering. See the package
 	// documentation for the trade-off.
@@ -89,9 +91,9 @@ type WriterOptions struct {
 	// MaxBlobBytes starts the next blob once a blob holds this many bytes
 	// (default 128 MiB).
 	MaxBlobBytes int64
-	// Clock gives record times for Write and the age of the buffer
-	// (default time.Now). Tests inject a simulated clock.
-	Clock func() time.Time
+	// Clock gives record times for Write and the age of the buffer (nil
+	// means time.Now). Tests inject a simulated clock.
+	Clock tablekit.Clock
 }
 
 // WriterStats counts what a [Writer] did.
@@ -123,6 +125,7 @@ const (
 // blobState is the blob a Writer appends to.
 type blobState struct {
 	name        string
+	period      time.Time
 	seq         int
 	ids         []string
 	etag        azcore.ETag
@@ -131,29 +134,75 @@ type blobState struct {
 	first, last time.Time
 }
 
+// batch is a run of encoded records of one period, in the order they were
+// accepted: what one flush writes as one block.
+type batch struct {
+	data        []byte
+	n           int       // records
+	since       time.Time // Clock time the oldest record was accepted
+	first, last time.Time // earliest and latest record time
+	period      time.Time
+	reason      int    // why it was sealed
+	id          string // its block id, kept when a flush is tried again
+}
+
+// add appends an encoded record of time t, accepted at now.
+func (b *batch) add(line []byte, t, period, now time.Time) {
+	b.data = append(b.data, line...)
+	b.note(t, period, now)
+}
+
+// note counts a record of time t, accepted at now, whose encoding was
+// appended to b.data.
+func (b *batch) note(t, period, now time.Time) {
+	if b.n == 0 {
+		b.since, b.first, b.last, b.period = now, t, t, period
+	} else {
+		if t.Before(b.first) {
+			b.first = t
+		}
+		if t.After(b.last) {
+			b.last = t
+		}
+	}
+	b.n++
+}
+
 // Writer writes the log records of one source to blobs named
 // "<source>/YYYY/MM/DD/hhmm/NNNNNN.log". It is safe for concurrent use;
 // any number of Writers, in any number of processes, may write the same
 // source: each creates its own blobs (create-only, taking the next free
 // sequence number when a name is taken) and only ever appends to them.
+//
+// A flush runs without holding the Writer's lock, one at a time, bounded
+// by FlushTimeout: while it waits for storage, Stats answers and Write
+// keeps accepting records into a second buffer; a Write that must wait
+// (for buffer space, or for its own record in write-through mode) waits
+// only as long as its context allows. A failed flush keeps its block
+// (records and block id) and the next flush tries it again before any
+// later record, so records reach storage in the order they were accepted,
+// and a flush whose answer was lost is not written twice.
 type Writer struct {
 	c      *container.Client
 	source string
 	o      WriterOptions
 
 	mu       sync.Mutex
-	id       [8]byte // random identity: prefix of every block id
-	blockSeq uint64
-	buf      []byte
-	nbuf     int       // records in buf
-	since    time.Time // Clock time the oldest buffered record was accepted
-	first    time.Time // earliest record time in buf
-	last     time.Time // latest record time in buf
-	period   time.Time // period of buf and blob; zero before the first record
-	blob     *blobState
-	seqHint  map[time.Time]int // next sequence number to try, per period
+	cur      batch         // accepts new records
+	head     *batch        // sealed: being flushed, or to be tried again
+	spare    []byte        // the buffer of the last block written, for reuse
+	flushing bool          // a goroutine is flushing head now
+	idle     chan struct{} // closed when that flush ends
+	accepted uint64        // records ever accepted
+	done     uint64        // records ever committed or dropped, in order
 	closed   bool
 	stats    WriterStats
+	id       [8]byte // random identity: prefix of every block id
+	blockSeq uint64  // block ids given so far
+
+	// Owned by the flushing goroutine (flushing set, lock not held).
+	blob    *blobState
+	seqHint map[time.Time]int // next sequence number to try, per period
 
 	// the FlushInterval goroutine; set by NewWriter, nil without one
 	bgStop   chan struct{}
@@ -168,7 +217,7 @@ type Writer struct {
 // digits.
 func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer, error) {
 	if c == nil {
-		return nil, &tablekit.ValidationError{Detail: "logtail: nil container client", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: "logtail.NewWriter", Detail: "logtail: nil container client", Err: tablekit.ErrInvalidInput}
 	}
 	if err := checkSource(source); err != nil {
 		return nil, err
@@ -178,7 +227,7 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 		o = *opts
 	}
 	bad := func(prop, limit string, size int, detail string) error {
-		return &tablekit.ValidationError{Property: prop, Limit: limit, Size: size, Detail: "logtail: " + detail, Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: "logtail.NewWriter", Property: prop, Limit: limit, Size: size, Detail: "logtail: " + detail, Err: tablekit.ErrInvalidInput}
 	}
 	switch {
 	case o.FlushBytes == 0:
@@ -191,6 +240,12 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 	}
 	if o.FlushInterval < 0 {
 		return nil, bad("FlushInterval", ">= 0", int(o.FlushInterval), "negative flush interval")
+	}
+	switch {
+	case o.FlushTimeout == 0:
+		o.FlushTimeout = DefaultFlushTimeout
+	case o.FlushTimeout < 0:
+		return nil, bad("FlushTimeout", "> 0", int(o.FlushTimeout), "negative flush timeout")
 	}
 	if o.Period == 0 {
 		o.Period = DefaultPeriod
@@ -211,9 +266,6 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 		o.MaxBlobBytes = DefaultMaxBlobBytes
 	case o.MaxBlobBytes < 0:
 		return nil, bad("MaxBlobBytes", "> 0", int(o.MaxBlobBytes), "negative blob size")
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
 	}
 	w := &Writer{c: c, source: source, o: o, seqHint: map[time.Time]int{}}
 	rand.Read(w.id[:])
@@ -239,10 +291,8 @@ func (w *Writer) background(ctx context.Context) {
 			return
 		case <-t.C:
 			w.mu.Lock()
-			if w.dueLocked() {
-				if w.flushLocked(ctx, reasonBackground) == nil {
-					w.stats.BackgroundFlush++
-				}
+			if flushed, err := w.flushDueLocked(ctx, reasonBackground); flushed && err == nil {
+				w.stats.BackgroundFlush++
 			}
 			w.mu.Unlock()
 		}
@@ -252,106 +302,217 @@ func (w *Writer) background(ctx context.Context) {
 // Write writes a record of msg timed now by the Writer's Clock. See
 // WriteRecord.
 func (w *Writer) Write(ctx context.Context, msg string) error {
-	return w.WriteRecord(ctx, Record{Time: w.o.Clock(), Message: msg})
+	return w.WriteRecord(ctx, Record{Time: w.o.Clock.Now(), Message: msg})
 }
 
 // WriteRecord accepts r (a zero r.Time means now, by the Clock). It returns
 // nil once the record is accepted: buffered, to be written by a later
-// flush, or, in write-through mode, committed to storage. When a flush is
-// due first (the buffer is full or old, or r belongs to another period
-// than the buffered records) and fails, WriteRecord returns that error and
-// does not accept r; the buffered records stay buffered.
+// flush, or, in write-through mode, committed to storage.
+//
+// When the buffer has no room for r, or r belongs to another period than
+// the buffered records, or they are FlushAge old, the buffer is flushed
+// first; if another flush is under way, WriteRecord waits for it, as long
+// as ctx allows. When that flush fails, or ctx ends first, WriteRecord
+// returns the error and does not accept r; the buffered records stay
+// buffered. In write-through mode a failed write is not accepted either
+// (though, if the failure was a lost answer, it may have been stored).
 func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 	if r.Time.IsZero() {
-		r.Time = w.o.Clock()
+		r.Time = w.o.Clock.Now()
 	}
 	r.Time = r.Time.UTC()
+	p := r.Time.Truncate(w.o.Period)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
+	if w.o.WriteThrough {
+		line, err := w.encode(nil, r)
+		if err != nil {
+			return err
+		}
+		return w.writeThroughLocked(ctx, line, r.Time, p)
 	}
-	n0 := len(w.buf)
-	line, err := AppendRecord(w.buf, r) // encode in place, then decide
-	if err != nil {
-		return err
-	}
-	size := len(line) - n0
-	w.buf = line[:n0]
-	if size > MaxRecordBytes {
-		return &tablekit.ValidationError{Property: "Message", Limit: "4 MiB encoded", Size: size, Detail: "logtail: record too large", Err: tablekit.ErrTooLarge}
-	}
-	p := r.Time.Truncate(w.o.Period)
-	if n0 > 0 {
+	for {
+		if w.closed {
+			return ErrClosed
+		}
+		n0 := len(w.cur.data)
+		line, err := w.encode(w.cur.data, r) // in place, then decide
+		if err != nil {
+			return err
+		}
+		w.cur.data = line[:n0]
 		reason := -1
 		switch {
-		case !p.Equal(w.period):
+		case w.cur.n > 0 && !p.Equal(w.cur.period):
 			reason = reasonPeriod
-		case n0+size > w.o.FlushBytes:
+		case w.cur.n > 0 && len(line) > w.o.FlushBytes:
 			reason = reasonSize
-		case w.dueLocked():
-			reason = reasonAge
+		case !w.flushing && w.dueLocked():
+			reason = reasonAge // a flush under way will be followed by another
 		}
-		if reason >= 0 {
-			if err := w.flushLocked(ctx, reason); err != nil {
-				return err
-			}
-			// re-encode: the flush emptied the buffer
-			line, _ = AppendRecord(w.buf[:0], r)
+		if reason < 0 {
+			w.cur.data = line
+			w.cur.note(r.Time, p, w.o.Clock.Now())
+			w.accepted++
+			w.stats.Accepted++
+			return nil
 		}
-	}
-	if !p.Equal(w.period) {
-		if w.blob != nil {
-			w.seqHint[w.period] = w.blob.seq + 1
-		}
-		w.period, w.blob = p, nil
-	}
-	w.buf = line
-	if w.nbuf == 0 {
-		w.since, w.first, w.last = w.o.Clock(), r.Time, r.Time
-	} else {
-		if r.Time.Before(w.first) {
-			w.first = r.Time
-		}
-		if r.Time.After(w.last) {
-			w.last = r.Time
+		if err := w.flushStepLocked(ctx, reason); err != nil {
+			return err
 		}
 	}
-	w.nbuf++
+}
+
+// encode appends r's encoding to dst, refusing a record over
+// MaxRecordBytes; on error dst is returned unchanged.
+func (w *Writer) encode(dst []byte, r Record) ([]byte, error) {
+	n0 := len(dst)
+	line, err := AppendRecord(dst, r)
+	if err != nil {
+		return dst, err
+	}
+	if size := len(line) - n0; size > MaxRecordBytes {
+		return dst, &tablekit.ValidationError{Op: "logtail.Writer.WriteRecord", Property: "Message", Limit: "4 MiB encoded", Size: size, Detail: "logtail: record too large", Err: tablekit.ErrTooLarge}
+	}
+	return line, nil
+}
+
+// writeThroughLocked writes one record as a block of its own, after every
+// earlier one.
+func (w *Writer) writeThroughLocked(ctx context.Context, line []byte, t, p time.Time) error {
+	for w.closed || w.flushing || w.head != nil || w.cur.n > 0 {
+		if w.closed {
+			return ErrClosed
+		}
+		if err := w.flushStepLocked(ctx, reasonExplicit); err != nil {
+			return err
+		}
+	}
+	w.cur.add(line, t, p, w.o.Clock.Now())
+	w.accepted++
 	w.stats.Accepted++
-	if w.o.WriteThrough {
-		if err := w.flushLocked(ctx, reasonWriteThrough); err != nil {
-			// not accepted: drop it again (the buffer held only it)
-			w.buf, w.nbuf = w.buf[:0], 0
+	if err := w.flushStepLocked(ctx, reasonWriteThrough); err != nil {
+		// not accepted: drop it again (the block held only it)
+		if w.head != nil && !w.flushing {
+			w.head = nil
+			w.done++
 			w.stats.Accepted--
+		}
+		return err
+	}
+	return nil
+}
+
+// dueLocked reports whether the oldest buffered record is FlushAge old.
+func (w *Writer) dueLocked() bool {
+	if w.o.FlushAge <= 0 {
+		return false
+	}
+	oldest := &w.cur
+	if w.head != nil {
+		oldest = w.head
+	}
+	return oldest.n > 0 && w.o.Clock.Now().Sub(oldest.since) >= w.o.FlushAge
+}
+
+// flushStepLocked makes one step towards an empty buffer: when another
+// goroutine is flushing, it waits for that flush to end (or ctx);
+// otherwise it flushes the sealed block, sealing the open one first when
+// there is none. It is called, and returns, with w.mu held, and releases
+// it while it waits or writes.
+func (w *Writer) flushStepLocked(ctx context.Context, reason int) error {
+	if w.flushing {
+		idle := w.idle
+		w.mu.Unlock()
+		defer w.mu.Lock()
+		select {
+		case <-idle:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if w.head == nil {
+		if w.cur.n == 0 {
+			return nil
+		}
+		b := w.cur
+		b.reason = reason
+		b.id = w.newBlockID()
+		w.head, w.cur = &b, batch{data: w.spare}
+		w.spare = nil
+	}
+	b := w.head
+	w.flushing, w.idle = true, make(chan struct{})
+	w.mu.Unlock()
+	fctx, cancel := context.WithTimeout(ctx, w.o.FlushTimeout)
+	res, err := w.commit(fctx, b)
+	if err != nil && ctx.Err() == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("logtail: flush timed out after %v (FlushTimeout): %w", w.o.FlushTimeout, err)
+	}
+	cancel()
+	w.mu.Lock()
+	w.flushing = false
+	close(w.idle)
+	w.stats.Blobs += res.blobs
+	w.stats.NameConflicts += res.nameConflicts
+	if err != nil {
+		w.stats.FailedFlushes++
+		w.stats.LastFlushError = err
+		return err
+	}
+	w.head = nil
+	w.spare = b.data[:0]
+	w.done += uint64(b.n)
+	w.stats.Flushes++
+	switch b.reason {
+	case reasonSize:
+		w.stats.SizeFlushes++
+	case reasonAge, reasonBackground:
+		w.stats.AgeFlushes++
+	}
+	w.stats.Written += int64(b.n)
+	return nil
+}
+
+// flushAllLocked flushes until every record accepted before the call is
+// written.
+func (w *Writer) flushAllLocked(ctx context.Context, reason int) error {
+	target := w.accepted
+	for w.done < target {
+		if err := w.flushStepLocked(ctx, reason); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// dueLocked reports whether the buffer is older than FlushAge.
-func (w *Writer) dueLocked() bool {
-	return w.nbuf > 0 && w.o.FlushAge > 0 && w.o.Clock().Sub(w.since) >= w.o.FlushAge
+// flushDueLocked flushes everything buffered if the oldest record is
+// FlushAge old and no flush is under way, and reports whether it did.
+func (w *Writer) flushDueLocked(ctx context.Context, reason int) (bool, error) {
+	if w.flushing || !w.dueLocked() {
+		return false, nil
+	}
+	return true, w.flushAllLocked(ctx, reason)
 }
 
 // FlushDue flushes the buffer if its oldest record is FlushAge old (by the
-// Clock). Call it from a timer of your own, or set FlushInterval.
+// Clock) and no flush is under way. Call it from a timer of your own, or
+// set FlushInterval.
 func (w *Writer) FlushDue(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.dueLocked() {
-		return nil
-	}
-	return w.flushLocked(ctx, reasonAge)
+	_, err := w.flushDueLocked(ctx, reasonAge)
+	return err
 }
 
-// Flush writes every buffered record to storage. On error the records
-// stay buffered and a later Flush, Write or Close tries again.
+// Flush writes every record accepted before the call to storage, waiting
+// for a flush under way first. On error the records stay buffered and a
+// later Flush, Write or Close tries again.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.flushLocked(ctx, reasonExplicit)
+	return w.flushAllLocked(ctx, reasonExplicit)
 }
 
 // Close stops the FlushInterval goroutine, flushes, and makes later writes
@@ -371,212 +532,19 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	return w.flushLocked(ctx, reasonExplicit)
+	return w.flushAllLocked(ctx, reasonExplicit)
 }
 
-// Stats returns the Writer's counts so far.
+// Stats returns the Writer's counts so far. It does not wait for a flush
+// under way.
 func (w *Writer) Stats() WriterStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.stats
-	s.Buffered, s.BufferedBytes = w.nbuf, len(w.buf)
+	s.Buffered, s.BufferedBytes = w.cur.n, len(w.cur.data)
+	if w.head != nil {
+		s.Buffered += w.head.n
+		s.BufferedBytes += len(w.head.data)
+	}
 	return s
-}
-
-// newBlockID returns a block id unique to this writer: its random identity
-// and a counter, 16 bytes in base64. Two writers staging blocks on the
-// same name (before one of them wins the create) never overwrite each
-// other's blocks, and all ids have the length the service requires.
-func (w *Writer) newBlockID() string {
-	var b [16]byte
-	copy(b[:8], w.id[:])
-	w.blockSeq++
-	binary.BigEndian.PutUint64(b[8:], w.blockSeq)
-	return base64.StdEncoding.EncodeToString(b[:])
-}
-
-// flushLocked writes the buffer as one block of the current blob, or of a
-// new blob when there is none, and commits the blob's block list.
-func (w *Writer) flushLocked(ctx context.Context, reason int) error {
-	if w.nbuf == 0 {
-		return nil
-	}
-	err := w.commitLocked(ctx)
-	if err != nil {
-		w.stats.FailedFlushes++
-		w.stats.LastFlushError = err
-		return err
-	}
-	w.stats.Flushes++
-	switch reason {
-	case reasonSize:
-		w.stats.SizeFlushes++
-	case reasonAge, reasonBackground:
-		w.stats.AgeFlushes++
-	}
-	w.stats.Written += int64(w.nbuf)
-	w.buf, w.nbuf = w.buf[:0], 0
-	if b := w.blob; len(b.ids) >= w.o.MaxBlocks || b.size >= w.o.MaxBlobBytes {
-		w.seqHint[w.period] = b.seq + 1
-		w.blob = nil
-	}
-	if len(w.seqHint) > 64 {
-		for k := range w.seqHint {
-			if !k.Equal(w.period) {
-				delete(w.seqHint, k)
-			}
-		}
-	}
-	return nil
-}
-
-func (w *Writer) metadata(b *blobState) map[string]*string {
-	return map[string]*string{
-		MetaFirst:   to.Ptr(formatTime(b.first)),
-		MetaLast:    to.Ptr(formatTime(b.last)),
-		MetaRecords: to.Ptr(strconv.FormatInt(b.records, 10)),
-	}
-}
-
-var textHeaders = &blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain; charset=utf-8")}
-
-func (w *Writer) commitLocked(ctx context.Context) error {
-	id := w.newBlockID()
-	data := w.buf
-	if w.blob == nil {
-		return w.createLocked(ctx, id, data)
-	}
-	b := w.blob
-	next := *b
-	next.ids = append(b.ids[:len(b.ids):len(b.ids)], id)
-	next.size += int64(len(data))
-	next.records += int64(w.nbuf)
-	if w.first.Before(next.first) {
-		next.first = w.first
-	}
-	if w.last.After(next.last) {
-		next.last = w.last
-	}
-	bb := w.c.NewBlockBlobClient(b.name)
-	if _, err := bb.StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(data)), nil); err != nil {
-		return tablekit.WrapError("PutBlock "+b.name, err)
-	}
-	resp, err := bb.CommitBlockList(ctx, next.ids, &blockblob.CommitBlockListOptions{
-		Metadata:         w.metadata(&next),
-		HTTPHeaders:      textHeaders,
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &b.etag}},
-	})
-	if err != nil {
-		err = tablekit.WrapError("PutBlockList "+b.name, err)
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
-			return err
-		}
-		// Our own commit, retried by the SDK after the service had applied
-		// it? Then the committed list is exactly ours.
-		etag, ok := w.confirm(ctx, bb, next.ids)
-		if !ok {
-			// Someone else changed or deleted the blob: leave it alone
-			// and write these records to a new blob on the next try.
-			w.seqHint[w.period] = b.seq + 1
-			w.blob = nil
-			return err
-		}
-		next.etag = etag
-	} else {
-		next.etag = *resp.ETag
-	}
-	w.blob = &next
-	return nil
-}
-
-// createLocked writes data as the first block of a new blob of the current
-// period: create-only (If-None-Match: *), so it never overwrites a blob of
-// another writer; when the name is taken it moves past the highest
-// sequence number in use.
-func (w *Writer) createLocked(ctx context.Context, id string, data []byte) error {
-	seq := w.seqHint[w.period]
-	listed := false
-	for {
-		if seq > MaxSeq {
-			return &tablekit.ValidationError{Property: "seq", Limit: "999999", Size: seq, Detail: "logtail: no free blob sequence number left in period " + w.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
-		}
-		name := blobName(w.source, w.period, seq)
-		b := &blobState{name: name, seq: seq, ids: []string{id}, size: int64(len(data)), records: int64(w.nbuf), first: w.first, last: w.last}
-		bb := w.c.NewBlockBlobClient(name)
-		if _, err := bb.StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(data)), nil); err != nil {
-			return tablekit.WrapError("PutBlock "+name, err)
-		}
-		resp, err := bb.CommitBlockList(ctx, b.ids, &blockblob.CommitBlockListOptions{
-			Metadata:         w.metadata(b),
-			HTTPHeaders:      textHeaders,
-			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}},
-		})
-		if err == nil {
-			b.etag = *resp.ETag
-			w.blob = b
-			w.stats.Blobs++
-			return nil
-		}
-		err = tablekit.WrapError("PutBlockList "+name, err)
-		if !errors.Is(err, tablekit.ErrAlreadyExists) && !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return err
-		}
-		if etag, ok := w.confirm(ctx, bb, b.ids); ok { // our own retried create
-			b.etag = etag
-			w.blob = b
-			w.stats.Blobs++
-			return nil
-		}
-		w.stats.NameConflicts++
-		if !listed {
-			listed = true
-			top, lerr := w.highestSeq(ctx, w.period)
-			if lerr != nil {
-				return lerr
-			}
-			seq = max(seq, top) + 1
-		} else {
-			seq++
-		}
-		w.seqHint[w.period] = seq
-	}
-}
-
-// confirm reports whether the blob's committed block list is exactly ids,
-// and its ETag.
-func (w *Writer) confirm(ctx context.Context, bb *blockblob.Client, ids []string) (azcore.ETag, bool) {
-	resp, err := bb.GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil)
-	if err != nil || resp.ETag == nil || len(resp.BlockList.CommittedBlocks) != len(ids) {
-		return "", false
-	}
-	for i, blk := range resp.BlockList.CommittedBlocks {
-		if blk == nil || blk.Name == nil || *blk.Name != ids[i] {
-			return "", false
-		}
-	}
-	return *resp.ETag, true
-}
-
-// highestSeq returns the highest sequence number of the source's blobs of
-// the period starting at p, or -1 when there are none.
-func (w *Writer) highestSeq(ctx context.Context, p time.Time) (int, error) {
-	prefix := blobName(w.source, p, 0)
-	prefix = prefix[:len(prefix)-len("000000.log")]
-	top := -1
-	pager := w.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return 0, tablekit.WrapError("ListBlobs "+prefix, err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			if it.Name == nil {
-				continue
-			}
-			if _, _, seq, err := ParseBlobName(*it.Name); err == nil && seq > top {
-				top = seq
-			}
-		}
-	}
-	return top, nil
 }

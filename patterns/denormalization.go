@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -26,9 +25,10 @@ type DenormalizeOptions struct {
 	// Registry, when set, encodes sources through it (setting their type
 	// property), for a table of heterogeneous entities (see Mixed).
 	Registry *Registry
-	// Retries is how often Write starts again when a copy changed between
-	// reading and writing it (default 5); see Write.
-	Retries int
+	// Retry says how often, and with what back-off, Write starts again
+	// when a copy changed between reading and writing it (see Write). The
+	// zero value means tablekit.DefaultConflictRetry.
+	Retry tablekit.RetryPolicy
 }
 
 // Denormalizer writes source entities of type S together with copies of
@@ -43,7 +43,7 @@ type Denormalizer[S any] struct {
 	mapping map[string]string
 	sources []string // sorted source property names
 	encode  func(S) (tablekit.Entity, error)
-	retries int
+	retry   tablekit.RetryPolicy
 }
 
 // NewDenormalizer returns a Denormalizer writing to table with mapping
@@ -52,7 +52,7 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 	if table == nil || len(mapping) == 0 {
 		return nil, &tablekit.ValidationError{Detail: "patterns.NewDenormalizer: nil table or empty mapping", Err: tablekit.ErrInvalidInput}
 	}
-	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retries: 5}
+	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retry: tablekit.DefaultConflictRetry}
 	d.sources = slices.Sorted(maps.Keys(mapping))
 	seen := map[string]string{}
 	for _, src := range d.sources {
@@ -71,9 +71,10 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 			reg := opts.Registry
 			d.encode = func(v S) (tablekit.Entity, error) { return reg.Encode(v) }
 		}
-		if opts.Retries != 0 {
-			d.retries = max(opts.Retries, 0)
+		if err := opts.Retry.Validate("patterns.NewDenormalizer"); err != nil {
+			return nil, err
 		}
+		d.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
 	}
 	var zero S
 	if _, err := tablekit.EncodeEntity(zero); err != nil {
@@ -122,7 +123,8 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 		_, err := d.table.Transaction(ctx, actions...)
 		return err
 	}
-	for attempt := 0; ; attempt++ {
+	var last error
+	for range d.retry.Attempts(ctx) {
 		copies, err := d.readCopies(ctx, e.PartitionKey, copyRowKeys)
 		if err != nil {
 			return err
@@ -135,14 +137,15 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 			}
 			actions = append(actions, tablekit.UpdateAction(c, tablekit.Replace, c.ETag))
 		}
-		_, err = d.table.Transaction(ctx, actions...)
-		if err == nil || !isConflict(err) || attempt >= d.retries || failedAction(err) == 0 {
-			return err
-		}
-		if err := backoff(ctx, attempt, 10*time.Millisecond, time.Second); err != nil {
-			return err
+		_, last = d.table.Transaction(ctx, actions...)
+		if last == nil || !isConflict(last) || failedAction(last) == 0 {
+			return last
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return last
 }
 
 // failedAction returns the index of the action a transaction failed on,

@@ -5,13 +5,17 @@
 //   - Wide entities ([Wide]): a logical entity with more than 252
 //     properties (or more than 1 MiB) split over up to 100 physical
 //     entities of one partition, written in one entity group transaction
-//     and read with one range query; a change rewrites only the physical
-//     entities whose properties changed. Works for [tablekit.Entity] and
-//     for structs with a map field tagged `wide:"Prefix"`.
+//     and read with one range query; a change rewrites only part 0 and the
+//     physical entities whose properties changed. Every write is
+//     conditional on the version it read and every read is checked to be
+//     one version, so a logical entity is always one writer's complete
+//     write. Works for [tablekit.Entity] and for structs with a map field
+//     tagged `wide:"Prefix"`.
 //   - Large entities ([Large]): string and binary properties too large for
 //     a table stored in blobs, the entity keeping references; reads restore
-//     them (concurrently), writes never leave a reference to a missing blob,
-//     and [Large.Sweep] removes blobs a crash left unreferenced.
+//     them (concurrently) and never report a present entity as missing,
+//     writes never leave a reference to a missing blob, and [Large.Sweep]
+//     removes blobs a crash left unreferenced once a grace period passed.
 //   - Data series ([Series]): a whole series (e.g. 24 hourly counts,
 //     H00..H23) in one entity, read with one point query, updated a slot at
 //     a time with ETag-conditional merges and jittered retries.

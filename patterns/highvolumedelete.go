@@ -125,9 +125,8 @@ func (p fixedPeriod) Parse(stamp string) (time.Time, error) {
 // PeriodOptions configures [PeriodTables]. A nil *PeriodOptions means
 // defaults.
 type PeriodOptions struct {
-	// Now is the clock that decides the current period (default
-	// time.Now).
-	Now func() time.Time
+	// Clock decides the current period (nil means time.Now).
+	Clock tablekit.Clock
 	// Table configures every period's Table (e.g. encryption).
 	Table *tablekit.TableOptions
 }
@@ -151,7 +150,7 @@ type PeriodTables[T any] struct {
 	acct    *tablekit.Account
 	prefix  string
 	period  Period
-	now     func() time.Time
+	now     tablekit.Clock
 	topts   *tablekit.TableOptions
 	width   int
 	mu      sync.Mutex
@@ -174,11 +173,9 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	if acct == nil || period == nil {
 		return nil, &tablekit.ValidationError{Detail: "patterns.NewPeriodTables: nil account or period", Err: tablekit.ErrInvalidInput}
 	}
-	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period, now: time.Now, created: map[string]*tablekit.Table[T]{}}
+	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period, created: map[string]*tablekit.Table[T]{}}
 	if opts != nil {
-		if opts.Now != nil {
-			p.now = opts.Now
-		}
+		p.now = opts.Clock
 		p.topts = opts.Table
 	}
 	sample := period.Stamp(period.Start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
@@ -232,9 +229,9 @@ func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Tab
 	return tbl, nil
 }
 
-// Current returns the table of the current period (see PeriodOptions.Now).
+// Current returns the table of the current period (see PeriodOptions.Clock).
 func (p *PeriodTables[T]) Current(ctx context.Context) (*tablekit.Table[T], error) {
-	return p.Table(ctx, p.now())
+	return p.Table(ctx, p.now.Now())
 }
 
 // Insert inserts v into the table of the period holding at.
@@ -370,13 +367,13 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]s
 }
 
 // Retain keeps the tables of the newest n periods, counting the current
-// one (see PeriodOptions.Now), and deletes the tables of older periods:
+// one (see PeriodOptions.Clock), and deletes the tables of older periods:
 // Retain(ctx, 3) with Daily keeps today, yesterday and the day before.
 // It returns the names of the deleted tables.
 func (p *PeriodTables[T]) Retain(ctx context.Context, n int) ([]string, error) {
 	if n < 1 {
 		return nil, &tablekit.ValidationError{Property: "n", Size: n, Detail: "Retain keeps at least the current period", Err: tablekit.ErrInvalidInput}
 	}
-	cutoff := p.period.Add(p.period.Start(p.now()), -(n - 1))
+	cutoff := p.period.Add(p.period.Start(p.now.Now()), -(n - 1))
 	return p.DropBefore(ctx, cutoff)
 }

@@ -27,7 +27,7 @@ func TestPeriodTablesRetention(t *testing.T) {
 	today := time.Date(2025, 3, 14, 10, 30, 0, 0, time.UTC)
 	// A prefix unique to this run, short enough for the date stamp.
 	prefix := "hvd" + strings.ToLower(testenv.TableName(t)[len(testenv.TableName(t))-8:])
-	p, err := patterns.NewPeriodTables[Login](acct, prefix, patterns.Daily(), &patterns.PeriodOptions{Now: func() time.Time { return today }})
+	p, err := patterns.NewPeriodTables[Login](acct, prefix, patterns.Daily(), &patterns.PeriodOptions{Clock: func() time.Time { return today }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -51,7 +52,34 @@ type LargeOptions struct {
 	RefProperty string
 	// Concurrency is how many blobs are read or written at once (default 8).
 	Concurrency int
+	// Grace is how long a blob may exist without an entity referencing it
+	// before Sweep removes it (default DefaultLargeGrace, one hour). Put
+	// relies on it: it writes its entity within Grace/2, by Clock, of
+	// starting to write the entity's blobs, or gives up (see Put). Every
+	// Large writing a table, and every Sweep of it, must use the same
+	// Grace (or Sweep a longer one), and the clocks of the machines
+	// running them and the service's must not drift apart by Grace/2.
+	Grace time.Duration
+	// Clock tells the time for Put's deadline and Sweep's ages (nil means
+	// time.Now).
+	Clock tablekit.Clock
+	// Retry says how often Delete starts again when the entity changed
+	// between reading its references and deleting it, and how often a
+	// read re-reads an entity whose blob a concurrent Put or Delete just
+	// removed. The zero value means tablekit.DefaultConflictRetry.
+	Retry tablekit.RetryPolicy
 }
+
+// DefaultLargeGrace is the default LargeOptions.Grace.
+const DefaultLargeGrace = time.Hour
+
+// ErrMissingBlob matches the error of a read that found an entity
+// referencing a blob that does not exist: the entity did not change while
+// it was read, so no concurrent write explains it. It does not match
+// tablekit.ErrNotFound, which a read returns only when the entity does not
+// exist. Large never stores such a reference; a blob deleted by hand, or
+// by a Sweep with a shorter grace than the writers', can leave one.
+var ErrMissingBlob = errors.New("patterns: a referenced blob is missing")
 
 // BlobRef is the reference an entity keeps to one property stored in a blob.
 type BlobRef struct {
@@ -73,7 +101,15 @@ type BlobRef struct {
 // not exist. Put writes the new blobs (under new, unique names) first, then
 // the entity, and only then deletes the blobs of the version it replaced;
 // Delete deletes the entity first, then its blobs. A crash in between can
-// only leave blobs no entity references, which Sweep removes.
+// only leave blobs no entity references, which Sweep removes once they are
+// older than the grace period (LargeOptions.Grace); Put writes its entity
+// within half of it or not at all, so Sweep never removes a blob an entity
+// references or is about to reference.
+//
+// Reads never report a present entity as missing: a Get or Query that
+// finds a blob gone (a concurrent Put replaced the entity, or Delete
+// removed it) reads the entity again and restores the version it finds,
+// and reports tablekit.ErrNotFound only when the entity is gone.
 //
 // T is [tablekit.Entity] or a struct as for [tablekit.Table]. The string
 // and []byte fields of a struct can move to blobs (fields with the json or
@@ -86,6 +122,9 @@ type Large[T any] struct {
 	prefix    string
 	refProp   string
 	conc      int
+	grace     time.Duration
+	clock     tablekit.Clock
+	retry     tablekit.RetryPolicy
 	isEntity  bool
 	fields    map[string]largeField // property name -> struct field
 }
@@ -107,7 +146,7 @@ func NewLarge[T any](table *tablekit.Table[tablekit.Entity], container *containe
 	if table == nil || container == nil {
 		return nil, &tablekit.ValidationError{Detail: "patterns.NewLarge: nil table or container", Err: tablekit.ErrInvalidInput}
 	}
-	l := &Large[T]{table: table, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8}
+	l := &Large[T]{table: table, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
 	l.prefix = "large/"
 	if table.Name() != "" {
 		l.prefix = table.Name() + "/"
@@ -128,6 +167,17 @@ func NewLarge[T any](table *tablekit.Table[tablekit.Entity], container *containe
 		if opts.Concurrency > 0 {
 			l.conc = opts.Concurrency
 		}
+		if opts.Grace < 0 {
+			return nil, &tablekit.ValidationError{Op: "patterns.NewLarge", Property: "Grace", Detail: "negative grace period", Err: tablekit.ErrInvalidInput}
+		}
+		if opts.Grace > 0 {
+			l.grace = opts.Grace
+		}
+		if err := opts.Retry.Validate("patterns.NewLarge"); err != nil {
+			return nil, err
+		}
+		l.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
+		l.clock = opts.Clock
 	}
 	if !validKind(l.refProp) {
 		return nil, &tablekit.ValidationError{Property: l.refProp, Detail: "RefProperty must be a property name: letters, digits and _", Err: tablekit.ErrInvalidInput}
@@ -390,20 +440,32 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 	return nil, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: l.refProp, Detail: "not a blob reference written by patterns.Large", Err: tablekit.ErrInvalidInput}
 }
 
-// Put stores v, inserting or replacing its entity: it writes the blobs of
-// its large properties first (concurrently), then the entity, then deletes
-// the blobs of the version it replaced. If the entity write fails, the new
-// blobs are deleted when the failure is certain (the service refused the
-// write) and left for Sweep otherwise (the write may have happened).
+// Put stores v, inserting or replacing its entity: it reads the
+// references of the entity it replaces, writes the blobs of v's large
+// properties (concurrently), then the entity, conditional on the version
+// whose references it read, then deletes the blobs of that version. When
+// another writer changed the entity in between, Put reads its references
+// again and writes again (LargeOptions.Retry; the blobs stay), so the
+// blobs it deletes are exactly those of the version it replaced and
+// concurrent Puts leave no blob behind. If the entity write fails, the
+// new blobs are deleted when the failure is certain (the service refused
+// the write) and left for Sweep otherwise (the write may have happened).
 // Deleting the replaced blobs is best effort too: any left behind are
 // unreferenced, and Sweep removes them.
+//
+// Put sends its entity write within half the grace period
+// (LargeOptions.Grace, by the Clock) of starting to write the blobs, and
+// bounds it by that deadline, so that Sweep cannot have removed a blob the
+// entity references. When the blobs took longer, Put writes no entity,
+// deletes its new blobs and fails with an error matching
+// context.DeadlineExceeded.
 func (l *Large[T]) Put(ctx context.Context, v T) error {
 	e, err := l.toEntity(v)
 	if err != nil {
 		return err
 	}
 	e.ETag = ""
-	oldRefs, _, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+	oldRefs, etag, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return err
 	}
@@ -411,20 +473,89 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 	if err != nil {
 		return err
 	}
+	start := l.clock.Now()
 	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
 		return l.upload(ctx, blobs[i])
 	})
-	if err == nil {
-		_, err = l.table.Upsert(ctx, e, tablekit.Replace)
-	}
 	if err != nil {
 		if refused(err) {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 		}
 		return err
 	}
+	wctx := ctx
+	if len(blobs) > 0 {
+		left := l.grace/2 - l.clock.Now().Sub(start)
+		if left <= 0 {
+			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
+			return fmt.Errorf("patterns: Put %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, left)
+		defer cancel()
+	}
+	oldRefs, unreferenced, err := l.writeEntity(wctx, e, blobs, oldRefs, etag)
+	if err != nil {
+		if unreferenced {
+			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
+		}
+		return err
+	}
 	l.deleteBlobs(ctx, refNames(oldRefs))
 	return nil
+}
+
+// writeEntity writes e conditional on the version whose references
+// (oldRefs, etag; etag "" when there was none) were read, reading them
+// again after a conflict, and returns the references of the version it
+// replaced. On error, unreferenced tells whether no entity can reference
+// the new blobs (the service refused every write, or a later read showed
+// another version), so that they may be deleted.
+func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (replaced map[string]BlobRef, unreferenced bool, err error) {
+	for range l.retry.Attempts(ctx) {
+		if etag == "" {
+			_, err = l.table.Insert(ctx, e)
+		} else {
+			_, err = l.table.Update(ctx, e, tablekit.Replace, etag)
+		}
+		if err == nil {
+			return oldRefs, false, nil
+		}
+		if !isConflict(err) {
+			return nil, refused(err), err
+		}
+		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+		switch {
+		case errors.Is(rerr, tablekit.ErrNotFound):
+			refs, tag = nil, ""
+		case rerr != nil:
+			return nil, false, rerr // the conflict may have been our own write
+		}
+		if len(blobs) > 0 && ownRefs(refs, blobs) {
+			// This very write, applied in a try whose answer was lost
+			// (the SDK's retry then conflicted with it): done. Which
+			// version it replaced is unknown; Sweep removes its blobs.
+			return nil, false, nil
+		}
+		oldRefs, etag = refs, tag
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, false, cerr
+	}
+	return nil, true, err // every write conflicted and none is stored
+}
+
+// ownRefs reports whether refs are exactly the references of blobs.
+func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
+	if len(refs) != len(blobs) {
+		return false
+	}
+	for _, s := range blobs {
+		if refs[s.name] != s.ref {
+			return false
+		}
+	}
+	return true
 }
 
 // refused reports whether err certainly means that nothing was written:
@@ -470,8 +601,14 @@ func (l *Large[T]) upload(ctx context.Context, s *spilled) error {
 			IfNoneMatch: to.Ptr(azcore.ETagAny),
 		}},
 	})
+	err = tablekit.WrapError("PutBlob", err)
+	if errors.Is(err, tablekit.ErrAlreadyExists) {
+		// The name is new and random: only this upload can have created
+		// it, in a try whose answer was lost before the SDK retried.
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("patterns: write blob %s for property %s: %w", s.ref.Blob, s.name, tablekit.WrapError("PutBlob", err))
+		return fmt.Errorf("patterns: write blob %s for property %s: %w", s.ref.Blob, s.name, err)
 	}
 	return nil
 }
@@ -523,22 +660,28 @@ type LargeGetOptions struct {
 
 // Get reads an entity and restores its properties from their blobs,
 // reading the blobs concurrently. It returns an error matching
-// tablekit.ErrNotFound when the entity does not exist, and one naming the
-// property when a referenced blob is missing.
+// tablekit.ErrNotFound when the entity does not exist. When a blob is
+// missing because a concurrent Put or Delete replaced or removed the
+// entity meanwhile, Get reads the entity again (see LargeOptions.Retry);
+// a blob missing from an entity that did not change is an error matching
+// ErrMissingBlob.
 func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions) (T, error) {
 	var zero T
 	e, err := l.table.Get(ctx, pk, rk, nil)
 	if err != nil {
 		return zero, err
 	}
-	if err := l.restore(ctx, &e, opts != nil && opts.SkipBlobs); err != nil {
+	e, err = l.load(ctx, e, opts != nil && opts.SkipBlobs)
+	if err != nil {
 		return zero, err
 	}
 	return l.fromEntity(e)
 }
 
 // Query returns the entities matching f, each with its blob properties
-// restored (unless opts.SkipBlobs).
+// restored (unless opts.SkipBlobs). An entity whose blob a concurrent Put
+// replaced is read again and returned as it is now; one a concurrent
+// Delete removed is left out.
 func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetOptions) iter.Seq2[T, error] {
 	var qo *tablekit.QueryOptions
 	skip := false
@@ -549,7 +692,10 @@ func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetO
 		var zero T
 		for e, err := range l.table.Query(ctx, f, qo) {
 			if err == nil {
-				err = l.restore(ctx, &e, skip)
+				e, err = l.load(ctx, e, skip)
+				if errors.Is(err, errEntityGone) {
+					continue
+				}
 			}
 			if err != nil {
 				yield(zero, err)
@@ -563,27 +709,83 @@ func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetO
 	}
 }
 
-// restore replaces e's reference property by the values of its blobs.
-func (l *Large[T]) restore(ctx context.Context, e *tablekit.Entity, skip bool) error {
-	refs, err := l.refs(e)
-	if err != nil {
-		return err
-	}
-	delete(e.Properties, l.refProp)
-	if skip || len(refs) == 0 {
-		return nil
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range refs {
-			if !yield(k) {
-				return
-			}
+// errEntityGone marks the error of load when the entity was deleted while
+// it was read.
+var errEntityGone = errors.New("the entity was deleted while it was read")
+
+// goneError is the error of an entity deleted while it was read: it
+// matches tablekit.ErrNotFound and errEntityGone.
+type goneError struct{ err error }
+
+func (g *goneError) Error() string   { return g.err.Error() }
+func (g *goneError) Unwrap() []error { return []error{g.err, errEntityGone} }
+
+// load restores e's blob properties. When a blob is missing it reads the
+// entity again: a changed entity is restored again, a deleted one is a
+// goneError, and an unchanged one references a missing blob
+// (ErrMissingBlob).
+func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, skip bool) (tablekit.Entity, error) {
+	var last error
+	for range l.retry.Attempts(ctx) {
+		out, err := l.restore(ctx, e, skip)
+		var missing *missingBlobError
+		if !errors.As(err, &missing) {
+			return out, err
 		}
-	})
+		last = err
+		fresh, err := l.table.Get(ctx, e.PartitionKey, e.RowKey, nil)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return out, &goneError{err}
+		}
+		if err != nil {
+			return out, err
+		}
+		if fresh.ETag == e.ETag {
+			return out, fmt.Errorf("patterns: property %s of %s/%s references blob %s: %w (%v)", missing.property, e.PartitionKey, e.RowKey, missing.blob, ErrMissingBlob, missing.err)
+		}
+		e = fresh
+	}
+	if err := ctx.Err(); err != nil {
+		return e, err
+	}
+	return e, fmt.Errorf("patterns: %s/%s changed during each of %d reads (last: %v): %w", e.PartitionKey, e.RowKey, l.retry.MaxAttempts, last, tablekit.ErrPreconditionFailed)
+}
+
+// missingBlobError is restore's error for a blob that does not exist.
+type missingBlobError struct {
+	property, blob string
+	err            error
+}
+
+func (m *missingBlobError) Error() string {
+	return fmt.Sprintf("blob %s of property %s: %v", m.blob, m.property, m.err)
+}
+
+// restore returns e with its reference property replaced by the values of
+// its blobs (or just removed, when skip).
+func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (tablekit.Entity, error) {
+	refs, err := l.refs(&e)
+	if err != nil {
+		return e, err
+	}
+	props := make(map[string]any, len(e.Properties)+len(refs))
+	for name, val := range e.Properties {
+		if name != l.refProp {
+			props[name] = val
+		}
+	}
+	e.Properties = props
+	if skip || len(refs) == 0 {
+		return e, nil
+	}
+	names := slices.Sorted(maps.Keys(refs))
 	values := make([][]byte, len(names))
 	err = forEach(ctx, len(names), l.conc, func(ctx context.Context, i int) error {
 		ref := refs[names[i]]
 		data, err := l.download(ctx, ref)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return &missingBlobError{property: names[i], blob: ref.Blob, err: err}
+		}
 		if err != nil {
 			return fmt.Errorf("patterns: read property %s of %s/%s from blob %s: %w", names[i], e.PartitionKey, e.RowKey, ref.Blob, err)
 		}
@@ -591,16 +793,16 @@ func (l *Large[T]) restore(ctx context.Context, e *tablekit.Entity, skip bool) e
 		return nil
 	})
 	if err != nil {
-		return err
+		return e, err
 	}
 	for i, name := range names {
 		if refs[name].Binary {
-			e.Properties[name] = values[i]
+			props[name] = values[i]
 		} else {
-			e.Properties[name] = string(values[i])
+			props[name] = string(values[i])
 		}
 	}
-	return nil
+	return e, nil
 }
 
 // download reads one blob and checks its length.
@@ -625,7 +827,8 @@ func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
 // entity existed. The entity delete is conditional on the version whose
 // references were read, so a concurrent Put's blobs are found too.
 func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
-	for attempt := 0; ; attempt++ {
+	var last error
+	for range l.retry.Attempts(ctx) {
 		refs, etag, err := l.readRefs(ctx, pk, rk)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return false, nil
@@ -642,23 +845,27 @@ func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			}
 			return true, nil
 		}
-		if !isConflict(err) || attempt >= 5 {
+		if !isConflict(err) {
 			return false, err
 		}
-		if err := backoff(ctx, attempt, 10*time.Millisecond, time.Second); err != nil {
-			return false, err
-		}
+		last = err
 	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return false, last
 }
 
 // SweepOptions configures [Large.Sweep]. A nil *SweepOptions means
 // defaults.
 type SweepOptions struct {
 	// MinAge protects recent blobs: a blob modified less than MinAge
-	// before the sweep started is kept even if no entity references it
-	// yet, because a Put may be between writing it and writing its entity.
-	// 0 means one hour; negative means no protection, which is safe only
-	// when no Put runs during the sweep.
+	// before the sweep is kept even if no entity references it yet,
+	// because a Put may be between writing it and writing its entity.
+	// 0 means the Large's grace period (LargeOptions.Grace, one hour by
+	// default). A shorter MinAge than the Grace of the Larges writing the
+	// table, or a negative one (no protection), is safe only when no Put
+	// runs during the sweep.
 	MinAge time.Duration
 	// DryRun finds the unreferenced blobs but deletes nothing.
 	DryRun bool
@@ -678,13 +885,21 @@ type SweepResult struct {
 
 // Sweep finds the blobs under the Large's prefix that no entity of the
 // table references (left by a crash or a failed best-effort delete) and
-// deletes those older than opts.MinAge. It lists the blobs first and reads
-// every entity's references after (a projection of one property), so a
-// blob written during the sweep is either not listed or protected by
-// MinAge.
+// deletes those older than the grace period (see SweepOptions.MinAge). It
+// lists the blobs first and reads every entity's references after (a
+// projection of one property), so a blob written during the sweep is
+// either not listed or protected by its age, and a blob an entity
+// references when the sweep reads it is kept. Put writes an entity within
+// half the grace period of writing its blobs, so no entity can come to
+// reference a blob after Sweep found it unreferenced and old.
+//
+// A blob's age is measured from its last modification (the service's
+// clock) to now by the Large's Clock; without a Clock, to the earlier of
+// this machine's time and the service's (the Date of the listing), so
+// that a fast local clock does not age blobs early.
 func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, error) {
 	var res SweepResult
-	minAge := time.Hour
+	minAge := l.grace
 	dry := false
 	if opts != nil {
 		if opts.MinAge != 0 {
@@ -699,8 +914,8 @@ func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, 
 		if err != nil {
 			return res, tablekit.WrapError("ListBlobs", err)
 		}
-		now := time.Now()
-		if page.Date != nil {
+		now := l.clock.Now()
+		if l.clock == nil && page.Date != nil && page.Date.Before(now) {
 			now = *page.Date // the service's clock, as LastModified
 		}
 		for _, b := range page.Segment.BlobItems {

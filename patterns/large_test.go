@@ -76,8 +76,8 @@ func TestLargeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cost := acct.Meter().Snapshot().Sub(before)
-	if cost.Count("blob", "PutBlob") != 2 || cost.Count("table", "UpdateEntity") != 1 {
-		t.Fatalf("Put cost %v; want 2 blobs and one entity write", cost)
+	if cost.Count("blob", "PutBlob") != 2 || cost.Count("table", "InsertEntity") != 1 || cost.Service("table") != 2 {
+		t.Fatalf("Put cost %v; want 2 blobs, a read of the references and one insert", cost)
 	}
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 2 {
 		t.Fatalf("blobs %v", blobs)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 )
 
 // This file holds what several patterns share: the storage service's size
-// formula, value comparison and jittered back-off.
+// formula, value comparison and conflict detection.
 
 // Azure's entity size formula (tablekit.EntitySize).
 func keysSize(pk, rk string) int {
@@ -133,31 +132,6 @@ func valuesEqual(a, b any) bool {
 		return ok && (x == y || math.IsNaN(x) && math.IsNaN(y))
 	}
 	return a == b
-}
-
-// backoff waits before retry number attempt (0-based): a random pause
-// between 0 and base*2^attempt, at most max ("full jitter"), so that
-// competing writers spread out instead of colliding again. It returns the
-// context's error if ctx ends first.
-func backoff(ctx context.Context, attempt int, base, max time.Duration) error {
-	d := base
-	for i := 0; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(rand.N(d) + 1)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // isConflict reports whether err says that a concurrent writer changed what

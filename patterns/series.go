@@ -27,14 +27,17 @@ type SeriesOptions struct {
 	// Width is the number of digits of the slot number in property names
 	// (default: enough for Slots-1, at least 2).
 	Width int
-	// Retries is how often an update starts again after a concurrent
-	// writer changed the entity (default 100). Negative means never.
-	Retries int
-	// Backoff bounds the first pause before a retry (default 20 ms, about
-	// one read-modify-write cycle); pauses are random (jittered) and their
-	// bound doubles each retry, up to one second.
-	Backoff time.Duration
+	// Retry says how often, and with what back-off, an update starts
+	// again after a concurrent writer changed the entity. Each zero field
+	// takes its value from DefaultSeriesRetry (100 tries, a first pause of
+	// up to 20 ms, about one read-modify-write cycle, doubling up to one
+	// second, jittered): a series is typically incremented by many writers
+	// at once.
+	Retry tablekit.RetryPolicy
 }
+
+// DefaultSeriesRetry is the default SeriesOptions.Retry.
+var DefaultSeriesRetry = tablekit.RetryPolicy{MaxAttempts: 100, BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
 
 // Series stores data series of int64 values (counts, sums, gauges), each
 // series in one entity with one property per slot. Reads are one point
@@ -44,11 +47,10 @@ type SeriesOptions struct {
 // are never lost. Absent slots read as 0. A Series is safe for concurrent
 // use.
 type Series struct {
-	table   *tablekit.Table[tablekit.Entity]
-	names   []string
-	index   map[string]int
-	retries int
-	backoff time.Duration
+	table *tablekit.Table[tablekit.Entity]
+	names []string
+	index map[string]int
+	retry tablekit.RetryPolicy
 }
 
 // NewSeries returns a Series storing its entities in table.
@@ -66,11 +68,8 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 	if o.Slots == 0 {
 		o.Slots = 24
 	}
-	if o.Retries == 0 {
-		o.Retries = 100
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 20 * time.Millisecond
+	if err := o.Retry.Validate("patterns.NewSeries"); err != nil {
+		return nil, err
 	}
 	if o.Slots < 0 {
 		return nil, &tablekit.ValidationError{Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
@@ -81,7 +80,7 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 	if o.Width == 0 {
 		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
 	}
-	s := &Series{table: table, index: make(map[string]int, o.Slots), retries: max(o.Retries, 0), backoff: o.Backoff}
+	s := &Series{table: table, index: make(map[string]int, o.Slots), retry: o.Retry.WithDefaults(DefaultSeriesRetry)}
 	for i := range o.Slots {
 		n, err := keys.UintN(uint64(i), o.Width)
 		if err != nil {
@@ -186,10 +185,11 @@ func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) 
 // change any of its values, and writes the changed slots with a merge
 // conditional on the ETag read (an insert for a new series). When another
 // writer changed the series in between, it waits a random, growing pause,
-// reads again and calls fn again, so fn must only change the slice. It
-// returns the values written, and fn's error as is.
+// reads again and calls fn again (see SeriesOptions.Retry), so fn must only
+// change the slice. It returns the values written, and fn's error as is.
 func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
-	for attempt := 0; ; attempt++ {
+	var last error
+	for range s.retry.Attempts(ctx) {
 		e, err := s.table.Get(ctx, pk, rk, nil)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
@@ -246,11 +246,13 @@ func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int
 		if errors.Is(err, tablekit.ErrTooLarge) {
 			return nil, fmt.Errorf("%w (%w)", err, seriesTooLong(pk+"/"+rk, len(s.names)))
 		}
-		if !isConflict(err) || attempt >= s.retries {
+		if !isConflict(err) {
 			return nil, err
 		}
-		if err := backoff(ctx, attempt, s.backoff, time.Second); err != nil {
-			return nil, err
-		}
+		last = err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, last
 }

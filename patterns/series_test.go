@@ -19,7 +19,7 @@ func TestSeriesConcurrentIncrements(t *testing.T) {
 	tbl := entityTable(t, acct)
 	// A longer first back-off than the default: under the race detector a
 	// read-modify-write cycle takes longer, and 16 writers collide more.
-	s, err := patterns.NewSeries(tbl, &patterns.SeriesOptions{Backoff: 50 * time.Millisecond})
+	s, err := patterns.NewSeries(tbl, &patterns.SeriesOptions{Retry: tablekit.RetryPolicy{BaseDelay: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,12 @@
 package patterns
 
 import (
-	"context"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -48,23 +44,46 @@ func WidePartKey(rk string, part int) (string, error) {
 	return k, nil
 }
 
+// MaxWidePartProperties is the most properties of the logical entity one
+// physical entity holds: the service's 252 custom properties less the two
+// Wide keeps for its own bookkeeping ([WideStampProperty] and
+// [WideManifestProperty]).
+const MaxWidePartProperties = tablekit.MaxCustomProperties - 2
+
+// The properties a Wide keeps in the physical entities for its consistency
+// protocol (see [Wide]); a logical entity cannot have properties of these
+// names.
+const (
+	// WideStampProperty holds, in every part, the id of the write that
+	// last wrote the part; in part 0 it is the version of the logical
+	// entity.
+	WideStampProperty = "_wide"
+	// WideManifestProperty holds, in part 0, every other part of the
+	// logical entity with its stamp.
+	WideManifestProperty = "_wideParts"
+)
+
 // WideOptions configures a [Wide]. A nil *WideOptions means defaults.
 type WideOptions struct {
-	// PropertiesPerPart is the most custom properties one physical entity
-	// holds: 1 to 252 (default 252). A smaller value leaves room to add
-	// properties to a part later without moving others.
+	// PropertiesPerPart is the most properties of the logical entity one
+	// physical entity holds: 1 to MaxWidePartProperties (250, the
+	// default). A smaller value leaves room to add properties to a part
+	// later without moving others.
 	PropertiesPerPart int
-	// Retries is how often a write starts again, re-reading the logical
-	// entity, when a concurrent writer changed it between the read and the
-	// write (default 5). Negative means never.
-	Retries int
+	// Retry says how often, and with what back-off, a write starts again
+	// (re-reading the logical entity) when a concurrent writer changed it
+	// between the read and the write, and how often a read is repeated
+	// when it came back straddling a concurrent write. The zero value
+	// means tablekit.DefaultConflictRetry.
+	Retry tablekit.RetryPolicy
 }
 
 // Wide stores logical entities of any width — more than 252 properties,
 // or more than 1 MiB — each as up to 100 physical entities ("parts") in one
 // partition. Every write of a logical entity is one entity group
 // transaction, so readers never see half of a change, and a write sends
-// only the parts whose properties changed. A read is one range query.
+// only the parts whose properties changed, plus part 0. A read is one
+// range query.
 //
 // T is [tablekit.Entity], or a struct as for [tablekit.Table] that may have
 // one map field tagged `wide:"Prefix"` (and `table:"-"`), whose entries are
@@ -82,16 +101,47 @@ type WideOptions struct {
 // can hold: a string, bool, int, int8–int64, float64, time.Time, []byte or
 // [16]byte kind. No other property name of T may start with the prefix.
 //
-// Physical entities carry ETags: Put, Update, Merge and Delete are
-// optimistic and start again when another writer got there first.
-// The logical entity itself has no ETag. Keys containing ' can be
-// inserted and deleted but not updated in a transaction (a limitation of
-// the Azure SDK for Go, reported as tablekit.ErrInvalidKey). A Wide is safe
-// for concurrent use.
+// # Consistency
+//
+// A logical entity, as stored and as read, is always exactly one writer's
+// complete write: never parts of two writes, even when concurrent writers
+// (in any number of processes) change different parts. The protocol:
+//
+//   - Every write (Insert, Put, Merge, Update, Delete) is one entity group
+//     transaction that includes part 0: inserted for a new entity, else
+//     written conditional on the ETag part 0 had when the writer read the
+//     entity. Two writes based on the same version therefore cannot both
+//     succeed, whichever parts they change, add or delete: the second one's
+//     condition fails, and it reads the entity again and starts over (see
+//     WideOptions.Retry). Changed parts carry their own ETag conditions too.
+//   - Each write has a random id. Every part it writes carries the id
+//     ([WideStampProperty]); part 0 carries it as the entity's version and
+//     lists every other part with the id that part carries
+//     ([WideManifestProperty]).
+//   - Every read (Get, Parts, and the read that starts each write) checks
+//     the parts it got against part 0's list. A range query that returned
+//     the parts of two versions (it came back in several pages while a
+//     write happened) fails the check and is repeated, so a reader never
+//     returns, and a writer never builds on, a mix.
+//
+// Cost, in storage transactions: a read is one range query; a write is one
+// range query and one entity group transaction, as without the protocol,
+// and each conflict with a concurrent writer costs one more of each. The
+// transaction carries one more (small) action when part 0's properties do
+// not change: a merge of its version and list. The bookkeeping takes two
+// of the 252 properties of each part (a 16-character id, and in part 0 a
+// list of about 20 characters per part). A logical entity written before
+// this protocol (without the bookkeeping) is read as it is, and its first
+// write adds the bookkeeping to every part.
+//
+// The logical entity itself has no ETag. Keys containing ' can be inserted
+// and deleted but not updated in a transaction (a limitation of the Azure
+// SDK for Go, reported as tablekit.ErrInvalidKey). A Wide is safe for
+// concurrent use.
 type Wide[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	perPart  int
-	retries  int
+	retry    tablekit.RetryPolicy
 	isEntity bool
 	field    *wideField
 }
@@ -110,17 +160,18 @@ func NewWide[T any](table *tablekit.Table[tablekit.Entity], opts *WideOptions) (
 	if table == nil {
 		return nil, &tablekit.ValidationError{Detail: "patterns.NewWide: nil table", Err: tablekit.ErrInvalidInput}
 	}
-	w := &Wide[T]{table: table, perPart: tablekit.MaxCustomProperties, retries: 5}
+	w := &Wide[T]{table: table, perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
 	if opts != nil {
-		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > tablekit.MaxCustomProperties {
-			return nil, &tablekit.ValidationError{Property: "PropertiesPerPart", Limit: "1–252", Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
+		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > MaxWidePartProperties {
+			return nil, &tablekit.ValidationError{Op: "patterns.NewWide", Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.PropertiesPerPart > 0 {
 			w.perPart = opts.PropertiesPerPart
 		}
-		if opts.Retries != 0 {
-			w.retries = max(opts.Retries, 0)
+		if err := opts.Retry.Validate("patterns.NewWide"); err != nil {
+			return nil, err
 		}
+		w.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == reflect.TypeFor[tablekit.Entity]() {
@@ -368,380 +419,6 @@ func fromStored(t reflect.Type, val any) (reflect.Value, error) {
 		out.SetFloat(x)
 	}
 	return out, nil
-}
-
-// widePart is one physical entity as read.
-type widePart struct {
-	index int
-	etag  azcore.ETag
-	ts    time.Time
-	props map[string]any
-}
-
-// read returns the parts of a logical entity, in part order: one range
-// query.
-func (w *Wide[T]) read(ctx context.Context, pk, rk string) ([]*widePart, error) {
-	lo, hi, err := keys.TupleRange(rk)
-	if err != nil {
-		return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Property: "RowKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
-	}
-	var parts []*widePart
-	for e, err := range w.table.Query(ctx, tablekit.RowKeyRange(pk, lo, hi), nil) {
-		if err != nil {
-			return nil, err
-		}
-		comps, err := keys.Split(e.RowKey)
-		var idx uint64
-		if err == nil && len(comps) == 2 && comps[0] == rk {
-			idx, err = keys.ParseUintN(comps[1], widePartWidth)
-		}
-		if err != nil || len(comps) != 2 || comps[0] != rk || idx >= MaxWideParts {
-			return nil, &tablekit.ValidationError{Entity: pk + "/" + e.RowKey, Detail: fmt.Sprintf("not a part of the wide entity %q (want RowKey %q plus a part number)", rk, lo), Err: tablekit.ErrInvalidInput}
-		}
-		if e.Properties == nil {
-			e.Properties = make(map[string]any)
-		}
-		parts = append(parts, &widePart{index: int(idx), etag: e.ETag, ts: e.Timestamp, props: e.Properties})
-	}
-	slices.SortFunc(parts, func(a, b *widePart) int { return a.index - b.index })
-	return parts, nil
-}
-
-// assemble joins parts into one property map and the latest Timestamp.
-func assemble(parts []*widePart) (map[string]any, time.Time) {
-	props := make(map[string]any)
-	var ts time.Time
-	for _, p := range parts {
-		maps.Copy(props, p.props)
-		if p.ts.After(ts) {
-			ts = p.ts
-		}
-	}
-	return props, ts
-}
-
-// Get reads the logical entity with one range query and reassembles it. It
-// returns an error matching tablekit.ErrNotFound when there is none.
-func (w *Wide[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	var zero T
-	parts, err := w.read(ctx, pk, rk)
-	if err != nil {
-		return zero, err
-	}
-	if len(parts) == 0 {
-		return zero, notFound("wide entity", pk, rk)
-	}
-	props, ts := assemble(parts)
-	return w.decode(pk, rk, ts, props)
-}
-
-// notFound is the error of a missing logical entity.
-func notFound(what, pk, rk string) error {
-	return fmt.Errorf("patterns: %s %s/%s: %w", what, pk, rk, tablekit.ErrNotFound)
-}
-
-// Parts returns the number of physical entities the logical entity spans
-// now (0 when it does not exist): one range query.
-func (w *Wide[T]) Parts(ctx context.Context, pk, rk string) (int, error) {
-	parts, err := w.read(ctx, pk, rk)
-	return len(parts), err
-}
-
-// Insert writes a new logical entity in one entity group transaction, and
-// nothing else: it fails with an error matching tablekit.ErrAlreadyExists
-// when the logical entity exists.
-func (w *Wide[T]) Insert(ctx context.Context, v T) error {
-	pk, rk, want, err := w.encode(v)
-	if err != nil {
-		return err
-	}
-	actions, err := w.plan(pk, rk, nil, want)
-	if err != nil {
-		return err
-	}
-	_, err = w.table.Transaction(ctx, actions...)
-	return err
-}
-
-// Put stores v as the whole logical entity, inserting or replacing it:
-// properties v does not have are removed. It reads the current parts (one
-// query) and then writes, in one transaction, only the parts whose
-// properties change; properties that stay keep their place.
-func (w *Wide[T]) Put(ctx context.Context, v T) error {
-	pk, rk, want, err := w.encode(v)
-	if err != nil {
-		return err
-	}
-	return w.write(ctx, pk, rk, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
-		return want, nil
-	})
-}
-
-// Merge changes some properties of the logical entity, creating it if it
-// does not exist: a nil value removes the property. Only the physical
-// entities holding changed properties are written (none when nothing
-// changes). For a wide map entry, name the property with PropertyName.
-func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]any) error {
-	return w.write(ctx, pk, rk, func(_ []*widePart, current map[string]any) (map[string]any, error) {
-		want := maps.Clone(current)
-		for name, val := range changes {
-			if val == nil {
-				delete(want, name)
-			} else {
-				want[name] = normalizeValue(val)
-			}
-		}
-		return want, nil
-	})
-}
-
-// Update reads the logical entity, lets fn change it, and writes the
-// parts whose properties changed, in one transaction. When another writer
-// changed the entity in between, it reads again and calls fn again, so fn
-// must only change *v. fn must not change the keys. Update fails with an
-// error matching tablekit.ErrNotFound when the entity does not exist, and
-// returns fn's error as is.
-func (w *Wide[T]) Update(ctx context.Context, pk, rk string, fn func(v *T) error) error {
-	return w.write(ctx, pk, rk, func(parts []*widePart, current map[string]any) (map[string]any, error) {
-		if len(parts) == 0 {
-			return nil, notFound("wide entity", pk, rk)
-		}
-		_, ts := assemble(parts)
-		v, err := w.decode(pk, rk, ts, current)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(&v); err != nil {
-			return nil, err
-		}
-		npk, nrk, want, err := w.encode(v)
-		if err != nil {
-			return nil, err
-		}
-		if npk != pk || nrk != rk {
-			return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Detail: "Update's function changed the keys", Err: tablekit.ErrInvalidKey}
-		}
-		return want, nil
-	})
-}
-
-// write runs the read-plan-write loop: read the parts, compute the wanted
-// properties, write the difference in one transaction, start again on a
-// conflict.
-func (w *Wide[T]) write(ctx context.Context, pk, rk string, want func(parts []*widePart, current map[string]any) (map[string]any, error)) error {
-	for attempt := 0; ; attempt++ {
-		parts, err := w.read(ctx, pk, rk)
-		if err != nil {
-			return err
-		}
-		current, _ := assemble(parts)
-		props, err := want(parts, current)
-		if err != nil {
-			return err
-		}
-		actions, err := w.plan(pk, rk, parts, props)
-		if err != nil {
-			return err
-		}
-		if len(actions) == 0 {
-			return nil
-		}
-		_, err = w.table.Transaction(ctx, actions...)
-		if err == nil || !isConflict(err) || attempt >= w.retries {
-			return err
-		}
-		if err := backoff(ctx, attempt, 10*time.Millisecond, time.Second); err != nil {
-			return err
-		}
-	}
-}
-
-// Delete deletes every part of the logical entity in one transaction and
-// reports whether it existed.
-func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		parts, err := w.read(ctx, pk, rk)
-		if err != nil || len(parts) == 0 {
-			return false, err
-		}
-		actions := make([]tablekit.Action[tablekit.Entity], 0, len(parts))
-		for _, p := range parts {
-			prk, err := WidePartKey(rk, p.index)
-			if err != nil {
-				return false, err
-			}
-			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk, ETag: p.etag}))
-		}
-		_, err = w.table.Transaction(ctx, actions...)
-		if err == nil || !isConflict(err) || attempt >= w.retries {
-			return err == nil, err
-		}
-		if err := backoff(ctx, attempt, 10*time.Millisecond, time.Second); err != nil {
-			return false, err
-		}
-	}
-}
-
-// wideSlot is one physical entity while a write is planned.
-type wideSlot struct {
-	index   int
-	old     *widePart // nil for a new part
-	props   map[string]any
-	size    int             // Azure size of props
-	removed bool            // a stored property leaves the part: rewrite it whole
-	changed map[string]bool // properties to send in a merge
-}
-
-func (s *wideSlot) dirty() bool { return s.old == nil || s.removed || len(s.changed) > 0 }
-
-// plan computes the transaction that turns the stored parts old into a
-// logical entity with exactly the properties want. Properties stay in the
-// part that holds them unless it overflows; new and displaced properties go
-// first to parts that are written anyway, then to other parts with room,
-// then to new parts. Untouched parts are not written, except that a write
-// placing properties also checks the first part's ETag (an empty merge).
-func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]tablekit.Action[tablekit.Entity], error) {
-	desc := pk + "/" + rk
-	rk0, err := WidePartKey(rk, 0)
-	if err != nil {
-		return nil, err
-	}
-	capBytes := tablekit.MaxEntityBytes - keysSize(pk, rk0)
-	fits := func(s *wideSlot, name string, val any) bool {
-		return len(s.props) < w.perPart && s.size+propertySize(name, val) <= capBytes
-	}
-
-	placed := make(map[string]bool, len(want))
-	var slots []*wideSlot
-	used := make(map[int]bool)
-	for _, p := range old {
-		s := &wideSlot{index: p.index, old: p, props: make(map[string]any, len(p.props)), changed: map[string]bool{}}
-		used[p.index] = true
-		for name, val := range p.props {
-			nv, ok := want[name]
-			if !ok || placed[name] {
-				s.removed = true
-				continue
-			}
-			placed[name] = true
-			s.props[name] = nv
-			s.size += propertySize(name, nv)
-			if !valuesEqual(val, nv) {
-				s.changed[name] = true
-			}
-		}
-		// A grown value may overflow its part: move changed properties
-		// (largest first) elsewhere until it fits.
-		for len(s.props) > w.perPart || s.size > capBytes {
-			victim, best := "", -1
-			for name, val := range s.props {
-				sz := propertySize(name, val)
-				if s.changed[name] {
-					sz += capBytes // prefer changed properties
-				}
-				if sz > best || sz == best && name < victim {
-					victim, best = name, sz
-				}
-			}
-			s.size -= propertySize(victim, s.props[victim])
-			delete(s.props, victim)
-			delete(s.changed, victim)
-			delete(placed, victim)
-			s.removed = true
-		}
-		slots = append(slots, s)
-	}
-
-	var homeless []string
-	for name := range want {
-		if !placed[name] {
-			homeless = append(homeless, name)
-		}
-	}
-	slices.Sort(homeless)
-	next := 0
-	for _, name := range homeless {
-		val := want[name]
-		if propertySize(name, val) > capBytes {
-			return nil, &tablekit.ValidationError{Entity: desc, Property: name, Limit: "<= 1 MiB per physical entity", Size: propertySize(name, val), Detail: "a single property larger than an entity cannot be split; store it in a blob (patterns.Large)", Err: tablekit.ErrTooLarge}
-		}
-		var target *wideSlot
-		for pass := 0; pass < 2 && target == nil; pass++ {
-			for _, s := range slots {
-				if (pass == 0) == s.dirty() && fits(s, name, val) {
-					target = s
-					break
-				}
-			}
-		}
-		if target == nil {
-			for next < MaxWideParts && used[next] {
-				next++
-			}
-			if next >= MaxWideParts {
-				return nil, w.tooWide(desc, len(want), "more than 100 physical entities")
-			}
-			target = &wideSlot{index: next, props: map[string]any{}, changed: map[string]bool{}}
-			used[next] = true
-			slots = append(slots, target)
-		}
-		target.props[name] = val
-		target.size += propertySize(name, val)
-		target.changed[name] = true
-	}
-	if !used[0] {
-		slots = append(slots, &wideSlot{index: 0, props: map[string]any{}, changed: map[string]bool{}})
-	}
-	slices.SortFunc(slots, func(a, b *wideSlot) int { return a.index - b.index })
-
-	// The whole logical entity must fit in one transaction, so that any
-	// later change of it can be written atomically.
-	total := 0
-	for _, s := range slots {
-		if len(s.props) == 0 && s.index != 0 {
-			continue
-		}
-		total += actionFraming + jsonEntityOverhead(pk, rk0)
-		for name, val := range s.props {
-			total += jsonPropertySize(name, val)
-		}
-	}
-	if total > transactionBudget {
-		return nil, w.tooWide(desc, len(want), fmt.Sprintf("about %d bytes of requests, over the 4 MiB of one transaction", total))
-	}
-
-	var actions []tablekit.Action[tablekit.Entity]
-	for _, s := range slots {
-		prk, err := WidePartKey(rk, s.index)
-		if err != nil {
-			return nil, err
-		}
-		e := tablekit.Entity{PartitionKey: pk, RowKey: prk}
-		switch {
-		case s.old == nil:
-			e.Properties = s.props
-			actions = append(actions, tablekit.InsertAction(e))
-		case len(s.props) == 0 && s.index != 0:
-			e.ETag = s.old.etag
-			actions = append(actions, tablekit.DeleteAction(e))
-		case s.removed:
-			e.Properties = s.props
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Replace, s.old.etag))
-		case len(s.changed) > 0:
-			e.Properties = make(map[string]any, len(s.changed))
-			for name := range s.changed {
-				e.Properties[name] = s.props[name]
-			}
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Merge, s.old.etag))
-		case s.index == 0 && len(homeless) > 0:
-			// Placing a property is decided on what was read: an empty
-			// merge conditional on the first part's ETag makes writers
-			// that place properties conflict, so that two of them
-			// cannot put the same new property in two parts.
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Merge, s.old.etag))
-		}
-	}
-	return actions, nil
 }
 
 // tooWide is the error of a logical entity one transaction cannot hold.

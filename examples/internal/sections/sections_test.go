@@ -114,7 +114,7 @@ var narration = []struct {
 	{sections.WideEntities(), []string{
 		`"emp000223!002"`,
 		`Get reassembled 600 properties: 1 request (table: QueryEntities=1)`,
-		`rewrites only the one holding it: 2 requests (table: QueryEntities=1 Transaction=1)`,
+		`rewrites the one holding it and part 0, which holds the version every write is conditional on: 2 requests (table: QueryEntities=1 Transaction=1)`,
 		`D001..D365: 2 physical entities`,
 		`nothing is sent`,
 	}},

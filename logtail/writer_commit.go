@@ -1,0 +1,223 @@
+package logtail
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit"
+)
+
+// This file writes a Writer's blocks to storage. Only the goroutine that
+// is flushing (Writer.flushing set) runs it, without the Writer's lock; it
+// owns the blob state (blob, seqHint, blockSeq).
+
+// commitResult counts what a commit did, for the Writer's stats.
+type commitResult struct {
+	blobs, nameConflicts int64
+}
+
+// commit writes b as one block of the current blob of b's period, or of a
+// new blob when there is none, and commits the blob's block list. A batch
+// tried again keeps its block id, so that a commit the service applied
+// but whose answer was lost is recognised (see confirm) instead of written
+// twice.
+func (w *Writer) commit(ctx context.Context, b *batch) (commitResult, error) {
+	var res commitResult
+	if w.blob != nil && !w.blob.period.Equal(b.period) {
+		w.seqHint[w.blob.period] = w.blob.seq + 1
+		w.blob = nil
+	}
+	if w.blob == nil {
+		if err := w.create(ctx, b, &res); err != nil {
+			return res, err
+		}
+	} else if err := w.appendBlock(ctx, b); err != nil {
+		return res, err
+	}
+	if bs := w.blob; len(bs.ids) >= w.o.MaxBlocks || bs.size >= w.o.MaxBlobBytes {
+		w.seqHint[bs.period] = bs.seq + 1
+		w.blob = nil
+	}
+	if len(w.seqHint) > 64 {
+		for k := range w.seqHint {
+			if !k.Equal(b.period) {
+				delete(w.seqHint, k)
+			}
+		}
+	}
+	return res, nil
+}
+
+// newBlockID returns a block id unique to this writer: its random identity
+// and a counter, 16 bytes in base64. Two writers staging blocks on the
+// same name (before one of them wins the create) never overwrite each
+// other's blocks, and all ids have the length the service requires.
+func (w *Writer) newBlockID() string {
+	var b [16]byte
+	copy(b[:8], w.id[:])
+	w.blockSeq++
+	binary.BigEndian.PutUint64(b[8:], w.blockSeq)
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+func (w *Writer) metadata(b *blobState) map[string]*string {
+	return map[string]*string{
+		MetaFirst:   to.Ptr(formatTime(b.first)),
+		MetaLast:    to.Ptr(formatTime(b.last)),
+		MetaRecords: to.Ptr(strconv.FormatInt(b.records, 10)),
+	}
+}
+
+var textHeaders = &blob.HTTPHeaders{BlobContentType: to.Ptr("text/plain; charset=utf-8")}
+
+// appendBlock stages b as a block of the current blob and commits the
+// blob's block list with it, conditional on the blob's ETag.
+func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
+	cur := w.blob
+	next := *cur
+	next.ids = append(cur.ids[:len(cur.ids):len(cur.ids)], b.id)
+	next.size += int64(len(b.data))
+	next.records += int64(b.n)
+	if b.first.Before(next.first) {
+		next.first = b.first
+	}
+	if b.last.After(next.last) {
+		next.last = b.last
+	}
+	bb := w.c.NewBlockBlobClient(cur.name)
+	if _, err := bb.StageBlock(ctx, b.id, streaming.NopCloser(bytes.NewReader(b.data)), nil); err != nil {
+		return tablekit.WrapError("PutBlock "+cur.name, err)
+	}
+	resp, err := bb.CommitBlockList(ctx, next.ids, &blockblob.CommitBlockListOptions{
+		Metadata:         w.metadata(&next),
+		HTTPHeaders:      textHeaders,
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &cur.etag}},
+	})
+	if err != nil {
+		err = tablekit.WrapError("PutBlockList "+cur.name, err)
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
+			return err
+		}
+		// This very commit, applied by the service in an earlier try
+		// (retried by the SDK, or a flush whose answer was lost)? Then
+		// the committed list is exactly ours.
+		etag, ok := w.confirm(ctx, bb, next.ids)
+		if !ok {
+			// Someone else changed or deleted the blob: leave it alone
+			// and write these records to a new blob on the next try.
+			// (The ETag changed, so no earlier try of this commit can
+			// still succeed.)
+			w.seqHint[cur.period] = cur.seq + 1
+			w.blob = nil
+			return err
+		}
+		next.etag = etag
+	} else {
+		next.etag = *resp.ETag
+	}
+	w.blob = &next
+	return nil
+}
+
+// create writes b as the first block of a new blob of its period:
+// create-only (If-None-Match: *), so it never overwrites a blob of another
+// writer; when the name is taken by another writer it moves past the
+// highest sequence number in use.
+func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error {
+	seq := w.seqHint[b.period]
+	listed := false
+	for {
+		if seq > MaxSeq {
+			return &tablekit.ValidationError{Op: "logtail.Writer", Property: "seq", Limit: "999999", Size: seq, Detail: "logtail: no free blob sequence number left in period " + b.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
+		}
+		name := blobName(w.source, b.period, seq)
+		bs := &blobState{name: name, period: b.period, seq: seq, ids: []string{b.id}, size: int64(len(b.data)), records: int64(b.n), first: b.first, last: b.last}
+		bb := w.c.NewBlockBlobClient(name)
+		if _, err := bb.StageBlock(ctx, b.id, streaming.NopCloser(bytes.NewReader(b.data)), nil); err != nil {
+			return tablekit.WrapError("PutBlock "+name, err)
+		}
+		resp, err := bb.CommitBlockList(ctx, bs.ids, &blockblob.CommitBlockListOptions{
+			Metadata:         w.metadata(bs),
+			HTTPHeaders:      textHeaders,
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}},
+		})
+		if err == nil {
+			bs.etag = *resp.ETag
+			w.blob = bs
+			res.blobs++
+			return nil
+		}
+		err = tablekit.WrapError("PutBlockList "+name, err)
+		if !errors.Is(err, tablekit.ErrAlreadyExists) && !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return err
+		}
+		if etag, ok := w.confirm(ctx, bb, bs.ids); ok { // our own earlier try
+			bs.etag = etag
+			w.blob = bs
+			res.blobs++
+			return nil
+		}
+		res.nameConflicts++
+		if !listed {
+			listed = true
+			top, lerr := w.highestSeq(ctx, b.period)
+			if lerr != nil {
+				return lerr
+			}
+			seq = max(seq, top) + 1
+		} else {
+			seq++
+		}
+		w.seqHint[b.period] = seq
+	}
+}
+
+// confirm reports whether the blob's committed block list is exactly ids,
+// and its ETag.
+func (w *Writer) confirm(ctx context.Context, bb *blockblob.Client, ids []string) (azcore.ETag, bool) {
+	resp, err := bb.GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil)
+	if err != nil || resp.ETag == nil || len(resp.BlockList.CommittedBlocks) != len(ids) {
+		return "", false
+	}
+	for i, blk := range resp.BlockList.CommittedBlocks {
+		if blk == nil || blk.Name == nil || *blk.Name != ids[i] {
+			return "", false
+		}
+	}
+	return *resp.ETag, true
+}
+
+// highestSeq returns the highest sequence number of the source's blobs of
+// the period starting at p, or -1 when there are none.
+func (w *Writer) highestSeq(ctx context.Context, p time.Time) (int, error) {
+	prefix := blobName(w.source, p, 0)
+	prefix = prefix[:len(prefix)-len("000000.log")]
+	top := -1
+	pager := w.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return 0, tablekit.WrapError("ListBlobs "+prefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it.Name == nil {
+				continue
+			}
+			if _, _, seq, err := ParseBlobName(*it.Name); err == nil && seq > top {
+				top = seq
+			}
+		}
+	}
+	return top, nil
+}
