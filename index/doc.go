@@ -28,7 +28,7 @@
 // order. When an indexed value changes, the old entry is deleted in the same
 // EGT. Concurrent writers are detected with the stored entity's ETag (and the
 // ETags of index entities), and the write retried or refused with an error
-// matching tablekit.ErrPreconditionFailed ([IntraOptions].MaxAttempts).
+// matching tablekit.ErrPreconditionFailed ([IntraOptions].Retry).
 // A unique value taken by another entity fails the EGT (*[UniqueError]).
 // A write that would exceed 100 actions or 4 MiB is refused before it is
 // sent, with an error saying why.

@@ -72,11 +72,13 @@ type InterOptions struct {
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
 	State *aztables.Client
-	// MaxAttempts is how many passes a sync makes while concurrent syncs
-	// of the same entity keep changing its sync record (0 means 10).
-	MaxAttempts int
-	// RetryDelay is the first back-off between passes (0 means 20 ms).
-	RetryDelay time.Duration
+	// Retry says how many passes a sync makes, and how long it waits
+	// between them, while concurrent syncs of the same entity keep
+	// changing its sync record or the entity changes under it; then it
+	// fails with a *ConflictError. Its zero fields take the package's
+	// defaults, as [IntraOptions].Retry. The list stores of List indexes
+	// have their own ([ListOptions]).
+	Retry tablekit.RetryPolicy
 }
 
 // Defaults of InterOptions.
@@ -145,17 +147,16 @@ type SyncRequest struct {
 //
 // An Inter is safe for concurrent use.
 type Inter[T any] struct {
-	table       *tablekit.Table[T]
-	raw         *tablekit.Table[tablekit.Entity]
-	state       *tablekit.Table[tablekit.Entity]
-	indexes     []interIndex[T]
-	byName      map[string]int
-	queue       *archive.Client
-	kind        string
-	delay       time.Duration
-	maxAttempts int
-	retryDelay  time.Duration
-	reserved    []string // PartitionKey prefixes entities must not have
+	table    *tablekit.Table[T]
+	raw      *tablekit.Table[tablekit.Entity]
+	state    *tablekit.Table[tablekit.Entity]
+	indexes  []interIndex[T]
+	byName   map[string]int
+	queue    *archive.Client
+	kind     string
+	delay    time.Duration
+	retry    tablekit.RetryPolicy
+	reserved []string // PartitionKey prefixes entities must not have
 }
 
 type interIndex[T any] struct {
@@ -176,10 +177,14 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if opts != nil {
 		o = *opts
 	}
-	if o.Delay < 0 || o.MaxAttempts < 0 || o.RetryDelay < 0 {
-		return nil, invalid("index.NewInter", "Delay, MaxAttempts and RetryDelay must not be negative")
+	if o.Delay < 0 {
+		return nil, &tablekit.ValidationError{Op: "index.NewInter", Property: "Delay", Detail: "Delay must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	ix := &Inter[T]{table: table, byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay}
+	ix := &Inter[T]{table: table, byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay}
+	var err error
+	if ix.retry, err = retryPolicy("index.NewInter", o.Retry); err != nil {
+		return nil, err
+	}
 	if ix.kind == "" {
 		ix.kind = DefaultKind
 	}
@@ -189,7 +194,6 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if ix.delay == 0 {
 		ix.delay = DefaultDelay
 	}
-	var err error
 	if ix.raw, err = tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name()}); err != nil {
 		return nil, err
 	}
@@ -563,91 +567,82 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) error {
 		return err
 	}
 	var own []entry // entries this call created
-	r := newRetrier(ix.maxAttempts, ix.retryDelay)
-	var lastErr error
-	for {
-		ok, err := r.next(ctx)
+	return retry(ctx, ix.retry, id, func() (bool, error) {
+		return ix.syncPass(ctx, id, spk, &own)
+	})
+}
+
+// syncPass makes one pass of Sync; retry says a concurrent writer got in
+// the way and another pass is needed. own accumulates the entries this
+// Sync created.
+func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
+	pk, rk := id.PartitionKey, id.RowKey
+	cur, err := ix.readCurrent(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	rec, err := ix.readRecord(ctx, spk, rk)
+	if err != nil {
+		return false, err
+	}
+	if len(*own) == 0 && ((cur == nil && rec == nil) || (cur != nil && rec != nil && rec.synced == string(cur.etag))) {
+		return false, nil
+	}
+	var desired, recorded []entry
+	var synced string
+	var recETag azcore.ETag
+	if cur != nil {
+		desired = cur.entries
+	}
+	if rec != nil {
+		recorded, synced, recETag = rec.entries, rec.synced, rec.etag
+	}
+	all := union(recorded, desired, *own)
+	if !subset(all, recorded) {
+		// Record the entries about to be created before creating them.
+		recETag, err = ix.writeRecord(ctx, spk, rk, synced, all, recETag)
 		if err != nil {
-			return err
+			return isConflict(err), err
 		}
-		if !ok {
-			return &ConflictError{Entity: id, Attempts: r.n, Err: lastErr}
+	}
+	for _, e := range desired {
+		if err := ix.putEntry(ctx, id, e, cur); err != nil {
+			return false, err
 		}
-		cur, err := ix.readCurrent(ctx, id)
-		if err != nil {
-			return err
+		if !slices.Contains(*own, e) {
+			*own = append(*own, e)
 		}
-		rec, err := ix.readRecord(ctx, spk, rk)
-		if err != nil {
-			return err
-		}
-		if len(own) == 0 && ((cur == nil && rec == nil) || (cur != nil && rec != nil && rec.synced == string(cur.etag))) {
-			return nil
-		}
-		var desired, recorded []entry
-		var synced string
-		var recETag azcore.ETag
-		if cur != nil {
-			desired = cur.entries
-		}
-		if rec != nil {
-			recorded, synced, recETag = rec.entries, rec.synced, rec.etag
-		}
-		all := union(recorded, desired, own)
-		if !subset(all, recorded) {
-			// Record the entries about to be created before creating them.
-			recETag, err = ix.writeRecord(ctx, spk, rk, synced, all, recETag)
-			if isConflict(err) {
-				lastErr = err
-				continue
-			}
-			if err != nil {
-				return err
-			}
-		}
-		for _, e := range desired {
-			if err := ix.putEntry(ctx, id, e, cur); err != nil {
-				return err
-			}
-			if !slices.Contains(own, e) {
-				own = append(own, e)
-			}
-		}
-		for _, e := range all {
-			if slices.Contains(desired, e) {
-				continue
-			}
-			if err := ix.removeEntry(ctx, id, e); err != nil {
-				return err
-			}
-		}
-		switch {
-		case cur != nil:
-			_, err = ix.writeRecord(ctx, spk, rk, string(cur.etag), desired, recETag)
-		case recETag != "":
-			err = ix.state.Delete(ctx, spk, rk, recETag)
-		}
-		if isConflict(err) {
-			lastErr = err
+	}
+	for _, e := range all {
+		if slices.Contains(desired, e) {
 			continue
 		}
-		if err != nil {
-			return err
+		if err := ix.removeEntry(ctx, id, e); err != nil {
+			return false, err
 		}
-		// A sync that read an older version must not have the last word.
-		now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
-		switch {
-		case errors.Is(err, tablekit.ErrNotFound):
-			if cur == nil {
-				return nil
-			}
-		case err != nil:
-			return err
-		case cur != nil && now.ETag == cur.etag:
-			return nil
-		}
-		lastErr = fmt.Errorf("index: %s changed during the sync", id)
 	}
+	switch {
+	case cur != nil:
+		_, err = ix.writeRecord(ctx, spk, rk, string(cur.etag), desired, recETag)
+	case recETag != "":
+		err = ix.state.Delete(ctx, spk, rk, recETag)
+	}
+	if err != nil {
+		return isConflict(err), err
+	}
+	// A sync that read an older version must not have the last word.
+	now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	switch {
+	case errors.Is(err, tablekit.ErrNotFound):
+		if cur == nil {
+			return false, nil
+		}
+	case err != nil:
+		return false, err
+	case cur != nil && now.ETag == cur.etag:
+		return false, nil
+	}
+	return true, fmt.Errorf("index: %s changed during the sync", id)
 }
 
 // putEntry creates or refreshes one index entry of the entity.

@@ -77,7 +77,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 // fault-injecting policies).
 func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Employee] {
 	t.Helper()
-	lists := &index.ListOptions{MaxAttempts: 500}
+	var lists *index.ListOptions // the defaults
 	entityList, err := index.NewEntityList(acct.Table(r.lists), lists)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 	if r.lastNameOnly {
 		indexes = indexes[2:3]
 	}
-	opts := &index.InterOptions{Delay: time.Second, MaxAttempts: 50}
+	opts := &index.InterOptions{Delay: time.Second}
 	if r.queued {
 		if opts.Queue, err = archive.NewClient(acct.Queue(r.queue), nil, nil); err != nil {
 			t.Fatal(err)
