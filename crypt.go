@@ -11,6 +11,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -161,6 +163,17 @@ func newCryptContext(enc *Encryption, plan *typePlan) (*cryptContext, error) {
 		}
 	}
 	return c, nil
+}
+
+// EncryptedProperties returns the names of the properties t encrypts on
+// the client (see [Encryption]), sorted; none when t has no encryption.
+// Code that copies entities between tables checks with it that the
+// destination encrypts at least what the source does.
+func (t *Table[T]) EncryptedProperties() []string {
+	if t.crypt == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(t.crypt.properties))
 }
 
 // encrypts reports whether the named property is encrypted.

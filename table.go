@@ -204,6 +204,11 @@ func (t *Table[T]) keysOf(v *T) (string, string) {
 	return fieldByPath(rv, t.plan.pk).String(), fieldByPath(rv, t.plan.rk).String()
 }
 
+// ETagOf returns the ETag v carries: its field tagged `table:",etag"`
+// (the ETag field of an [Entity]), or "" when T has none. Code that is
+// generic over T uses it to make a write conditional on the version it read.
+func (t *Table[T]) ETagOf(v T) azcore.ETag { return t.etagOf(&v) }
+
 // etagOf returns v's ETag, or "" when T has no etag field.
 func (t *Table[T]) etagOf(v *T) azcore.ETag {
 	if t.isEntity {

@@ -276,6 +276,7 @@ const (
 	failBefore faultMode = iota // fail without sending
 	failAfter                   // send, then report a failure
 	hangAfter                   // send, then block until the request's context ends
+	serverBusy                  // answer 503 ServerBusy without sending, as Azure does when throttling
 )
 
 type fault struct {
@@ -321,6 +322,12 @@ func (p *faultPolicy) Do(req *policy.Request) (*http.Response, error) {
 		return req.Next()
 	}
 	switch hit.mode {
+	case serverBusy:
+		const body = "\ufeff<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>ServerBusy</Code><Message>The server is busy.\nRequestId:00000000-0000-0000-0000-000000000000\nTime:2025-01-01T00:00:00.0000000Z</Message></Error>"
+		h := http.Header{}
+		h.Set("Content-Type", "application/xml")
+		h.Set("x-ms-error-code", "ServerBusy")
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 The server is busy.", Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
 	case failBefore:
 		return nil, fmt.Errorf("%w: %s", errInjected, hit.name)
 	case failAfter:

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -35,6 +37,16 @@ type MoveRequest struct {
 //     fails and its retry archives the newer version), else
 //     delete-if-exists. A 404 counts as done.
 //
+// Entities with client-side encrypted properties (see
+// [tablekit.Encryption]) move like any other: step 1 decrypts them with
+// Current's encryption and step 2 encrypts them once, for their keys in
+// Archive, with Archive's. Both tables therefore need an Encryption whose
+// key resolver has the keys (usually the same one), and Archive must
+// encrypt every property Current does; a Mover that would store a
+// decrypted value in plaintext (an Archive that does not encrypt it, or a
+// blob copy with the default JSON encoding) refuses to move anything, with
+// a permanent error matching tablekit.ErrInvalidInput.
+//
 // A Mover is safe for concurrent use once configured.
 type Mover[T any] struct {
 	// Current and Archive are the source and destination tables.
@@ -49,8 +61,33 @@ type Mover[T any] struct {
 	// BlobName names the blob for an entity; nil means "<pk>/<rk>.json"
 	// with Current's keys.
 	BlobName func(pk, rk string) string
-	// EncodeBlob encodes the entity for its blob; nil means json.Marshal.
+	// EncodeBlob encodes the entity for its blob; nil means json.Marshal,
+	// which is refused when Current encrypts properties (the blob would
+	// hold their plaintext): then set EncodeBlob, e.g. to encrypt the blob
+	// or to leave the secrets out.
 	EncodeBlob func(v T) ([]byte, error)
+}
+
+// check refuses a Mover that is not configured to move safely.
+func (m *Mover[T]) check() error {
+	const op = "archive.Mover"
+	if m == nil || m.Current == nil || m.Archive == nil {
+		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive tables are required", Err: tablekit.ErrInvalidInput}
+	}
+	secret := m.Current.EncryptedProperties()
+	if len(secret) == 0 {
+		return nil
+	}
+	kept := m.Archive.EncryptedProperties()
+	for _, p := range secret {
+		if !slices.Contains(kept, p) {
+			return &tablekit.ValidationError{Op: op, Property: p, Detail: fmt.Sprintf("Current (%s) encrypts %s but Archive (%s) does not: the move would store it in plaintext; give Archive the same Encryption", m.Current.Name(), p, m.Archive.Name()), Err: tablekit.ErrInvalidInput}
+		}
+	}
+	if m.Blobs != nil && m.EncodeBlob == nil {
+		return &tablekit.ValidationError{Op: op, Property: "EncodeBlob", Detail: fmt.Sprintf("Current (%s) encrypts %s: the default JSON blob copy would hold the plaintext; set EncodeBlob", m.Current.Name(), strings.Join(secret, ", ")), Err: tablekit.ErrInvalidInput}
+	}
+	return nil
 }
 
 // Move moves the entity pk/rk from Current to Archive. It returns nil when
@@ -58,8 +95,8 @@ type Mover[T any] struct {
 // attempt already moved it), and an error when a step failed: repeat the
 // call (the worker does, by redelivering the message).
 func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
-	if m == nil || m.Current == nil || m.Archive == nil {
-		return invalid("archive.Mover", "Current and Archive tables are required")
+	if err := m.check(); err != nil {
+		return Permanent(err)
 	}
 	v, err := m.Current.Get(ctx, pk, rk, nil)
 	if errors.Is(err, tablekit.ErrNotFound) {
@@ -68,11 +105,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
 	if err != nil {
 		return fmt.Errorf("archive: move %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
 	}
-	e, err := tablekit.EncodeEntity(v)
-	if err != nil {
-		return Permanent(fmt.Errorf("archive: move %s/%s: %w", pk, rk, err))
-	}
-	etag := e.ETag
+	etag := m.Current.ETagOf(v)
 	out := v
 	if m.Transform != nil {
 		if out, err = m.Transform(v); err != nil {

@@ -274,28 +274,38 @@ func (w *Worker) Stats() Stats {
 // ErrRunning is returned by Run when the Worker is already running.
 var ErrRunning = errors.New("archive: worker is already running")
 
-// Run checks that the queue exists (an error matching tablekit.ErrNotFound
-// if not), then takes messages from it and handles them until ctx ends.
-// Then it stops dequeuing, waits up to DrainTimeout for the handlers in
-// flight (they keep a live context meanwhile, and those that finish delete
-// their message), cancels the rest, and returns nil. A cancelled handler
-// may still be returning when Run returns; its message is not deleted.
-// Transient service errors are logged and retried with back-off; they do
-// not end Run. A Worker runs once at a time (else [ErrRunning]); it may be
-// run again after Run returned.
+// Run checks that the queue exists, then takes messages from it and
+// handles them until ctx ends. Then it stops dequeuing, waits up to
+// DrainTimeout for the handlers in flight (they keep a live context
+// meanwhile, and those that finish delete their message), cancels the
+// rest, and returns nil. A cancelled handler may still be returning when
+// Run returns; its message is not deleted. A Worker runs once at a time
+// (else [ErrRunning]); it may be run again after Run returned.
+//
+// Only two things end Run: ctx (then Run returns nil, also while it is
+// still checking the queue) and a permanent configuration error found by
+// the first check, returned at once as a *tablekit.ServiceError. Permanent
+// means the service refused the request itself with a 4xx status other
+// than 408 and 429: the queue does not exist (404, matching
+// tablekit.ErrNotFound), the credential is wrong or lacks rights (401,
+// 403), the request is malformed for this account (400). Repeating such a
+// request unchanged gets the same answer until someone changes the
+// deployment, and a worker that waited silently would hide that it does
+// nothing; so Run reports it to its caller. Everything else is transient
+// and logged, then retried with the poll back-off (MinPollInterval
+// doubling up to MaxPollInterval), never ending Run: a request that failed
+// or timed out (OperationTimeout) in the network, an answer lost after the
+// service handled the request, 408, 429 and 5xx (ServerBusy,
+// OperationTimedOut). Once the worker has started, every failed request
+// (dequeue, renewal, delete, poison) is logged and retried, whatever its
+// cause, and the message it concerned is redelivered if need be.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
 	defer w.running.Store(false)
-	octx, cancel := w.opContext(ctx)
-	_, err := w.queue.GetProperties(octx, nil)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return tablekit.WrapError("Worker.Run", err)
+	if err := w.checkQueue(ctx); err != nil || ctx.Err() != nil {
+		return err
 	}
 	w.log.Info("worker started", "concurrency", w.concurrency, "batch", w.batch, "visibility", w.visibility)
 
@@ -385,6 +395,41 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// checkQueue reads the queue's properties until the queue answers (nil),
+// a permanent error occurs (returned), or ctx ends (nil; the caller checks
+// ctx). Transient failures are logged and retried with the poll back-off.
+func (w *Worker) checkQueue(ctx context.Context) error {
+	wait := time.Duration(0)
+	for {
+		octx, cancel := w.opContext(ctx)
+		_, err := w.queue.GetProperties(octx, nil)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		err = tablekit.WrapError("Worker.Run", err)
+		if permanentConfigError(err) {
+			return err
+		}
+		wait = min(max(wait*2, w.minPoll), w.maxPoll)
+		w.log.Warn("queue check failed; retrying", "error", err, "retry_in", wait)
+		if !tablekit.Sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// permanentConfigError reports whether the service refused a request
+// itself, in a way only a change of deployment can fix: a 4xx status other
+// than 408 Request Timeout and 429 Too Many Requests.
+func permanentConfigError(err error) bool {
+	var se *tablekit.ServiceError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != 408 && se.StatusCode != 429
 }
 
 // sleep waits d or until ctx ends (false), counting finished handlers

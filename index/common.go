@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -119,53 +118,48 @@ func checkName(kind, name string) error {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
-// retrier paces the attempts of an optimistic-concurrency loop: full
-// jitter exponential back-off between attempts.
-type retrier struct {
-	max   int
-	base  time.Duration
-	limit time.Duration
-	n     int
+// defaultRetry is the default Retry of every option of the package:
+// tablekit.DefaultConflictRetry's 30 attempts and 10 ms first back-off,
+// with back-off growing up to 2 s instead of 1 s. Measured here (Azurite,
+// 5 ms added per request): 30 writers in separate processes adding 30 ids
+// each to one index entity lost 5 of 900 adds after 30 attempts with a 1 s
+// cap, and took 125 s; with a 2 s cap none failed, in 39 s and 30% fewer
+// transactions. Under sustained contention the writers' combined attempt
+// rate must fall below the rate the entity can take, and each writer's
+// back-off must grow to about writers x cycle time for that.
+var defaultRetry = tablekit.RetryPolicy{
+	MaxAttempts: tablekit.DefaultConflictRetry.MaxAttempts,
+	BaseDelay:   tablekit.DefaultConflictRetry.BaseDelay,
+	MaxDelay:    2 * time.Second,
 }
 
-func newRetrier(maxAttempts int, base time.Duration) *retrier {
-	if maxAttempts <= 0 {
-		maxAttempts = defaultMaxAttempts
+// retryPolicy checks the Retry option given to op and fills in the
+// defaults ([defaultRetry]) for its zero fields.
+func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error) {
+	if err := p.Validate(op); err != nil {
+		return p, err
 	}
-	if base <= 0 {
-		base = defaultRetryDelay
-	}
-	return &retrier{max: maxAttempts, base: base, limit: 64 * base}
+	return p.WithDefaults(defaultRetry), nil
 }
 
-const (
-	defaultMaxAttempts = 10
-	defaultRetryDelay  = 20 * time.Millisecond
-)
-
-// next reports whether another attempt may be made, after sleeping the
-// back-off. The first call returns true at once.
-func (r *retrier) next(ctx context.Context) (bool, error) {
-	if r.n >= r.max {
-		return false, nil
+// retry runs try under policy p while it reports a lost race (retry true),
+// sleeping p's back-off between attempts. It returns try's error when try
+// says not to retry, ctx's error when ctx ends first, and a
+// *ConflictError for entity when every attempt lost.
+func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (retry bool, err error)) error {
+	var lastErr error
+	n := 0
+	for n = range p.Attempts(ctx) {
+		again, err := try()
+		if !again {
+			return err
+		}
+		lastErr = err
 	}
-	r.n++
-	if r.n == 1 {
-		return true, nil
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	d := r.base << min(r.n-2, 10)
-	if d > r.limit {
-		d = r.limit
-	}
-	d = time.Duration(rand.Int64N(int64(d)) + 1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-t.C:
-		return true, nil
-	}
+	return &ConflictError{Entity: entity, Attempts: n, Err: lastErr}
 }
 
 // isConflict reports whether err says a concurrent writer got there first:

@@ -28,7 +28,7 @@
 // order. When an indexed value changes, the old entry is deleted in the same
 // EGT. Concurrent writers are detected with the stored entity's ETag (and the
 // ETags of index entities), and the write retried or refused with an error
-// matching tablekit.ErrPreconditionFailed ([IntraOptions].MaxAttempts).
+// matching tablekit.ErrPreconditionFailed ([IntraOptions].Retry).
 // A unique value taken by another entity fails the EGT (*[UniqueError]).
 // A write that would exceed 100 actions or 4 MiB is refused before it is
 // sent, with an error saying why.
@@ -76,8 +76,13 @@
 //
 // Inter (queued mode):
 //
-//	Put, Update, Delete                 3 (safety-net message, entity write, message)
+//	Put, Delete                         4 (read, safety-net message, conditional write, message)
+//	Update                              3 (safety-net message, conditional write, message)
+//	Delete of a missing entity          2 (read, message)
 //	worker, per message                 1 dequeue share + 1 delete + Sync
+//	worker, per safety net              + 1 (the fence); an insert's: + 1 read,
+//	                                    and while the entity is missing, a new
+//	                                    message and Sync per look
 //	Sync, nothing to do                 2 (entity and sync record reads)
 //	Sync, new entity                    5 + 1 per copy + 2 per list change
 //	CaughtUp                            2

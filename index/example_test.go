@@ -75,7 +75,7 @@ func ExampleIndex_list() {
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
 	ix, err := index.NewIntra(employees, []index.Index[Employee]{
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true},
-	}, &index.IntraOptions{MaxAttempts: 50})
+	}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,24 +66,35 @@ type InterOptions struct {
 	// It also names the Inter's sync records.
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
-	// (0 means [DefaultDelay]). It must exceed the time a write to the
-	// entities' table can take, and it bounds how stale an index can be
-	// after a writer crashed.
+	// (0 means [DefaultDelay]), and the time a writer gives its write of
+	// the entity (including the SDK's retries). It bounds how stale an
+	// index can be after a writer crashed.
 	Delay time.Duration
+	// InsertHorizon is how long after Delay the safety net of an insert
+	// keeps looking for the new entity while it is not there, in case the
+	// insert reaches the service late (see [Inter]); 0 means
+	// [DefaultInsertHorizon].
+	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
 	State *aztables.Client
-	// MaxAttempts is how many passes a sync makes while concurrent syncs
-	// of the same entity keep changing its sync record (0 means 10).
-	MaxAttempts int
-	// RetryDelay is the first back-off between passes (0 means 20 ms).
-	RetryDelay time.Duration
+	// Retry says how many passes a sync makes, and how long it waits
+	// between them, while concurrent syncs of the same entity keep
+	// changing its sync record or the entity changes under it; then it
+	// fails with a *ConflictError. Its zero fields take the package's
+	// defaults, as [IntraOptions].Retry. The list stores of List indexes
+	// have their own ([ListOptions]).
+	Retry tablekit.RetryPolicy
 }
 
 // Defaults of InterOptions.
 const (
 	DefaultKind  = "index.sync"
 	DefaultDelay = 30 * time.Second
+	// DefaultInsertHorizon covers the 15 minutes after which Azure
+	// refuses a request signed with Shared Key (its x-ms-date is too old),
+	// plus 5 minutes for the writer's clock being behind the service's.
+	DefaultInsertHorizon = 20 * time.Minute
 )
 
 // StatePartitionPrefix is the first component of the PartitionKey of sync
@@ -104,6 +116,19 @@ const (
 type SyncRequest struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
+	// Guard, when set, makes the request the safety net of one write of
+	// the entity (see [Inter]).
+	Guard *WriteGuard `json:"guard,omitempty"`
+}
+
+// WriteGuard is what the safety net of one write knows about it.
+type WriteGuard struct {
+	// ETag is the version the write is conditional on, the one it
+	// replaces; "" when the write inserts a new entity.
+	ETag azcore.ETag `json:"etag,omitempty"`
+	// Waited is how long safety-net requests of this write have been
+	// hidden in all, this one included.
+	Waited time.Duration `json:"waited,omitempty"`
 }
 
 // Inter keeps indexes of the entities of one table in other partitions or
@@ -119,8 +144,53 @@ type SyncRequest struct {
 // registered on) runs [Inter.Sync] for each request. A writer that crashes
 // after the first step leaves at worst a request that syncs an unchanged
 // entity, and one that crashes after writing leaves the safety net, which
-// syncs the new version once Delay has passed: the indexes never stay behind
-// the entity once the queue is drained.
+// syncs the new version once Delay has passed.
+//
+// A write can also reach the service after its safety net ran: the writer
+// gave up waiting (a timeout, a lost connection) while its request was
+// still on its way, in a retransmitting TCP stack, a proxy or the
+// service's front end, and it reports an error without sending the second
+// request. Bounding the write on the client cannot prevent that: a
+// deadline stops the client waiting and sending, not a request already
+// sent. So the safety net checks the version it guards instead of trusting
+// time:
+//
+//   - Every write is conditional on the version it replaces: Update on the
+//     caller's ETag, Put and Delete on the ETag they read just before (and
+//     they read again and retry when another writer got in between). The
+//     safety net carries that version ([WriteGuard]).
+//   - When it runs, the safety net first fences the version: a Merge of no
+//     properties conditional on it. If the entity is still at that
+//     version, the Merge gives it a new ETag, and the write, conditional
+//     on the old ETag, fails with 412 whenever it arrives. If the entity
+//     has changed, the write has been applied or can never be (ETags do
+//     not recur). Either way the write can no longer change the entity
+//     after the fence, and the Sync that follows sees its final effect.
+//     The fence costs one transaction; when the write did not land it
+//     also changes the entity's ETag and Timestamp (not its properties),
+//     which a concurrent Update made with that ETag then sees as a
+//     conflict, as it would have seen the write.
+//   - An insert (no version yet) cannot be fenced: only the entity's
+//     existence makes an insert fail, and Table storage has no condition
+//     on absence that a writer could invalidate. So while the new entity
+//     is missing, the safety net of an insert syncs and then looks again,
+//     with doubling waits, until it finds the entity (and syncs it) or
+//     until Delay + InsertHorizon have passed. The writer gives its write
+//     at most Delay, so no try of the insert is signed after the safety
+//     net became visible, and Azure refuses a Shared Key request that
+//     arrives more than 15 minutes after it was signed;
+//     [DefaultInsertHorizon] covers that with 5 minutes for clock skew.
+//     With other credentials the service documents no such limit: an
+//     insert that arrives later still leaves the entity unindexed until it
+//     is written again or Sync runs.
+//
+// Every write that reaches the service is therefore followed by a Sync
+// that sees it, and the indexes never stay behind the entity once the
+// queue is drained. Two hazards remain that belong to Table storage
+// itself, not to the index: an insert that arrives after a later delete
+// of the same entity re-creates it (no condition can stop it), and an
+// SDK retry of a conditional write whose first try was applied fails with
+// 412 (Update then reports a conflict for a write that took effect).
 //
 // # Direct mode (InterOptions.Queue nil)
 //
@@ -145,17 +215,17 @@ type SyncRequest struct {
 //
 // An Inter is safe for concurrent use.
 type Inter[T any] struct {
-	table       *tablekit.Table[T]
-	raw         *tablekit.Table[tablekit.Entity]
-	state       *tablekit.Table[tablekit.Entity]
-	indexes     []interIndex[T]
-	byName      map[string]int
-	queue       *archive.Client
-	kind        string
-	delay       time.Duration
-	maxAttempts int
-	retryDelay  time.Duration
-	reserved    []string // PartitionKey prefixes entities must not have
+	table    *tablekit.Table[T]
+	raw      *tablekit.Table[tablekit.Entity]
+	state    *tablekit.Table[tablekit.Entity]
+	indexes  []interIndex[T]
+	byName   map[string]int
+	queue    *archive.Client
+	kind     string
+	delay    time.Duration
+	horizon  time.Duration
+	retry    tablekit.RetryPolicy
+	reserved []string // PartitionKey prefixes entities must not have
 }
 
 type interIndex[T any] struct {
@@ -176,10 +246,14 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if opts != nil {
 		o = *opts
 	}
-	if o.Delay < 0 || o.MaxAttempts < 0 || o.RetryDelay < 0 {
-		return nil, invalid("index.NewInter", "Delay, MaxAttempts and RetryDelay must not be negative")
+	if o.Delay < 0 || o.InsertHorizon < 0 {
+		return nil, &tablekit.ValidationError{Op: "index.NewInter", Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	ix := &Inter[T]{table: table, byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, maxAttempts: o.MaxAttempts, retryDelay: o.RetryDelay}
+	ix := &Inter[T]{table: table, byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon)}
+	var err error
+	if ix.retry, err = retryPolicy("index.NewInter", o.Retry); err != nil {
+		return nil, err
+	}
 	if ix.kind == "" {
 		ix.kind = DefaultKind
 	}
@@ -189,7 +263,6 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if ix.delay == 0 {
 		ix.delay = DefaultDelay
 	}
-	var err error
 	if ix.raw, err = tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name()}); err != nil {
 		return nil, err
 	}
@@ -276,7 +349,12 @@ func (ix *Inter[T]) Handle(ctx context.Context, m *archive.Message) error {
 }
 
 func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
-	err := ix.Sync(ctx, req.PartitionKey, req.RowKey)
+	var err error
+	if req.Guard != nil {
+		err = ix.repair(ctx, req)
+	} else {
+		err = ix.Sync(ctx, req.PartitionKey, req.RowKey)
+	}
 	var ve *tablekit.ValidationError
 	if errors.As(err, &ve) {
 		// Bad keys or an oversized index entity: retrying cannot help.
@@ -374,42 +452,30 @@ func (ix *Inter[T]) prepare(v T) (ID, error) {
 	return id, err
 }
 
-// write runs do, the write of the entity, with the index maintenance of the
-// Inter's mode around it.
-func (ix *Inter[T]) write(ctx context.Context, id ID, do func(ctx context.Context) error) error {
-	if ix.queue == nil {
-		if err := do(ctx); err != nil {
-			return err
-		}
-		if err := ix.Sync(ctx, id.PartitionKey, id.RowKey); err != nil {
-			return fmt.Errorf("index: %s was written but its indexes were not brought up to date (run Sync to repair): %w", id, err)
-		}
-		return nil
-	}
-	req := SyncRequest{id.PartitionKey, id.RowKey}
-	if _, err := ix.queue.Enqueue(ctx, ix.kind, req, &archive.EnqueueOptions{Delay: ix.delay}); err != nil {
-		return fmt.Errorf("index: %s: requesting index maintenance (nothing was written): %w", id, err)
-	}
-	if err := do(ctx); err != nil {
-		return err
-	}
-	if _, err := ix.queue.Enqueue(ctx, ix.kind, req, nil); err != nil {
-		return fmt.Errorf("index: %s was written; its indexes will be brought up to date after the safety delay (%v): %w", id, ix.delay, err)
-	}
-	return nil
-}
-
 // Put inserts v or replaces the stored entity, and has its indexes brought
-// up to date: in queued mode by the worker, soon after (cost: 3
-// transactions: 2 queue messages and the entity write); in direct mode
-// before it returns (cost: 1 plus a Sync).
+// up to date: in queued mode by the worker, soon after; in direct mode
+// before it returns (cost: 1 plus a Sync). In queued mode the write is
+// conditional on the version Put read (see [Inter]), and a concurrent
+// write in between makes Put read again and retry (InterOptions.Retry);
+// cost: 4 transactions (read, 2 queue messages, the write).
 func (ix *Inter[T]) Put(ctx context.Context, v T) error {
 	id, err := ix.prepare(v)
 	if err != nil {
 		return err
 	}
-	return ix.write(ctx, id, func(ctx context.Context) error {
-		_, err := ix.table.Upsert(ctx, v, tablekit.Replace)
+	if ix.queue == nil {
+		return ix.direct(ctx, id, func(ctx context.Context) error {
+			_, err := ix.table.Upsert(ctx, v, tablekit.Replace)
+			return err
+		})
+	}
+	return ix.guarded(ctx, id, ix.storedVersion, true, false, func(ctx context.Context, pre azcore.ETag) error {
+		var err error
+		if pre == "" {
+			_, err = ix.table.Insert(ctx, v)
+		} else {
+			_, err = ix.table.Update(ctx, v, tablekit.Replace, pre)
+		}
 		return err
 	})
 }
@@ -417,7 +483,11 @@ func (ix *Inter[T]) Put(ctx context.Context, v T) error {
 // Update replaces the stored entity with v if its ETag is still etag (as
 // read with Get), as Table.Update does, and has the indexes brought up to
 // date like Put. It fails with an error matching
-// tablekit.ErrPreconditionFailed when the entity changed since.
+// tablekit.ErrPreconditionFailed when the entity changed since. With
+// azcore.ETagAny it replaces whatever version is stored (an error matching
+// tablekit.ErrNotFound if there is none); in queued mode it then reads the
+// version first and retries like Put. Cost in queued mode: 3 transactions
+// (4 with ETagAny).
 func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) error {
 	id, err := ix.prepare(v)
 	if err != nil {
@@ -426,21 +496,49 @@ func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) error {
 	if etag == "" {
 		return invalid(id.String(), "Update needs the ETag read with the entity")
 	}
-	return ix.write(ctx, id, func(ctx context.Context) error {
-		_, err := ix.table.Update(ctx, v, tablekit.Replace, etag)
+	if ix.queue == nil {
+		return ix.direct(ctx, id, func(ctx context.Context) error {
+			_, err := ix.table.Update(ctx, v, tablekit.Replace, etag)
+			return err
+		})
+	}
+	version := func(context.Context, ID) (azcore.ETag, error) { return etag, nil }
+	if etag == azcore.ETagAny {
+		version = func(ctx context.Context, id ID) (azcore.ETag, error) {
+			pre, err := ix.storedVersion(ctx, id)
+			if err == nil && pre == "" {
+				err = notFound("index.Update", id.String())
+			}
+			return pre, err
+		}
+	}
+	return ix.guarded(ctx, id, version, etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) error {
+		_, err := ix.table.Update(ctx, v, tablekit.Replace, pre)
 		return err
 	})
 }
 
 // Delete deletes the entity pk/rk if it exists and has its index entries
-// removed, like Put. Deleting a missing entity is not an error.
+// removed, like Put. Deleting a missing entity is not an error. Cost in
+// queued mode: 4 transactions (read, 2 queue messages, the delete); 2 when
+// the entity is missing (read, and a request that removes any entries
+// left).
 func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string) error {
 	id := ID{pk, rk}
 	if err := ix.checkID(id); err != nil {
 		return err
 	}
-	return ix.write(ctx, id, func(ctx context.Context) error {
-		_, err := ix.table.DeleteIfExists(ctx, pk, rk)
+	if ix.queue == nil {
+		return ix.direct(ctx, id, func(ctx context.Context) error {
+			_, err := ix.table.DeleteIfExists(ctx, pk, rk)
+			return err
+		})
+	}
+	return ix.guarded(ctx, id, ix.storedVersion, true, true, func(ctx context.Context, pre azcore.ETag) error {
+		err := ix.table.Delete(ctx, pk, rk, pre)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return nil // deleted meanwhile: done
+		}
 		return err
 	})
 }
@@ -563,91 +661,82 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) error {
 		return err
 	}
 	var own []entry // entries this call created
-	r := newRetrier(ix.maxAttempts, ix.retryDelay)
-	var lastErr error
-	for {
-		ok, err := r.next(ctx)
+	return retry(ctx, ix.retry, id, func() (bool, error) {
+		return ix.syncPass(ctx, id, spk, &own)
+	})
+}
+
+// syncPass makes one pass of Sync; retry says a concurrent writer got in
+// the way and another pass is needed. own accumulates the entries this
+// Sync created.
+func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
+	pk, rk := id.PartitionKey, id.RowKey
+	cur, err := ix.readCurrent(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	rec, err := ix.readRecord(ctx, spk, rk)
+	if err != nil {
+		return false, err
+	}
+	if len(*own) == 0 && ((cur == nil && rec == nil) || (cur != nil && rec != nil && rec.synced == string(cur.etag))) {
+		return false, nil
+	}
+	var desired, recorded []entry
+	var synced string
+	var recETag azcore.ETag
+	if cur != nil {
+		desired = cur.entries
+	}
+	if rec != nil {
+		recorded, synced, recETag = rec.entries, rec.synced, rec.etag
+	}
+	all := union(recorded, desired, *own)
+	if !subset(all, recorded) {
+		// Record the entries about to be created before creating them.
+		recETag, err = ix.writeRecord(ctx, spk, rk, synced, all, recETag)
 		if err != nil {
-			return err
+			return isConflict(err), err
 		}
-		if !ok {
-			return &ConflictError{Entity: id, Attempts: r.n, Err: lastErr}
+	}
+	for _, e := range desired {
+		if err := ix.putEntry(ctx, id, e, cur); err != nil {
+			return false, err
 		}
-		cur, err := ix.readCurrent(ctx, id)
-		if err != nil {
-			return err
+		if !slices.Contains(*own, e) {
+			*own = append(*own, e)
 		}
-		rec, err := ix.readRecord(ctx, spk, rk)
-		if err != nil {
-			return err
-		}
-		if len(own) == 0 && ((cur == nil && rec == nil) || (cur != nil && rec != nil && rec.synced == string(cur.etag))) {
-			return nil
-		}
-		var desired, recorded []entry
-		var synced string
-		var recETag azcore.ETag
-		if cur != nil {
-			desired = cur.entries
-		}
-		if rec != nil {
-			recorded, synced, recETag = rec.entries, rec.synced, rec.etag
-		}
-		all := union(recorded, desired, own)
-		if !subset(all, recorded) {
-			// Record the entries about to be created before creating them.
-			recETag, err = ix.writeRecord(ctx, spk, rk, synced, all, recETag)
-			if isConflict(err) {
-				lastErr = err
-				continue
-			}
-			if err != nil {
-				return err
-			}
-		}
-		for _, e := range desired {
-			if err := ix.putEntry(ctx, id, e, cur); err != nil {
-				return err
-			}
-			if !slices.Contains(own, e) {
-				own = append(own, e)
-			}
-		}
-		for _, e := range all {
-			if slices.Contains(desired, e) {
-				continue
-			}
-			if err := ix.removeEntry(ctx, id, e); err != nil {
-				return err
-			}
-		}
-		switch {
-		case cur != nil:
-			_, err = ix.writeRecord(ctx, spk, rk, string(cur.etag), desired, recETag)
-		case recETag != "":
-			err = ix.state.Delete(ctx, spk, rk, recETag)
-		}
-		if isConflict(err) {
-			lastErr = err
+	}
+	for _, e := range all {
+		if slices.Contains(desired, e) {
 			continue
 		}
-		if err != nil {
-			return err
+		if err := ix.removeEntry(ctx, id, e); err != nil {
+			return false, err
 		}
-		// A sync that read an older version must not have the last word.
-		now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
-		switch {
-		case errors.Is(err, tablekit.ErrNotFound):
-			if cur == nil {
-				return nil
-			}
-		case err != nil:
-			return err
-		case cur != nil && now.ETag == cur.etag:
-			return nil
-		}
-		lastErr = fmt.Errorf("index: %s changed during the sync", id)
 	}
+	switch {
+	case cur != nil:
+		_, err = ix.writeRecord(ctx, spk, rk, string(cur.etag), desired, recETag)
+	case recETag != "":
+		err = ix.state.Delete(ctx, spk, rk, recETag)
+	}
+	if err != nil {
+		return isConflict(err), err
+	}
+	// A sync that read an older version must not have the last word.
+	now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	switch {
+	case errors.Is(err, tablekit.ErrNotFound):
+		if cur == nil {
+			return false, nil
+		}
+	case err != nil:
+		return false, err
+	case cur != nil && now.ETag == cur.etag:
+		return false, nil
+	}
+	return true, fmt.Errorf("index: %s changed during the sync", id)
 }
 
 // putEntry creates or refreshes one index entry of the entity.

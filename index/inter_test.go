@@ -77,7 +77,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 // fault-injecting policies).
 func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Employee] {
 	t.Helper()
-	lists := &index.ListOptions{MaxAttempts: 500}
+	var lists *index.ListOptions // the defaults
 	entityList, err := index.NewEntityList(acct.Table(r.lists), lists)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,9 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 	if r.lastNameOnly {
 		indexes = indexes[2:3]
 	}
-	opts := &index.InterOptions{Delay: time.Second, MaxAttempts: 50}
+	// A short InsertHorizon: the safety net of an insert that never
+	// reached the service stops looking for the entity after 1+3 s.
+	opts := &index.InterOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
 	if r.queued {
 		if opts.Queue, err = archive.NewClient(acct.Queue(r.queue), nil, nil); err != nil {
 			t.Fatal(err)
@@ -382,8 +384,8 @@ func TestInterQueued(t *testing.T) {
 			t.Fatalf("put %s: %v", e.ID, err)
 		}
 	}
-	if cost := r.acct.Meter().Snapshot().Sub(before); cost.Total() != int64(3*len(staff())) {
-		t.Errorf("%d queued Puts cost %v, want 3 each", len(staff()), cost)
+	if cost := r.acct.Meter().Snapshot().Sub(before); cost.Total() != int64(4*len(staff())) {
+		t.Errorf("%d queued Puts cost %v, want 4 each", len(staff()), cost)
 	}
 	// Nothing has run the maintenance yet.
 	if ok, err := r.ix.CaughtUp(ctx, "Sales", "000223"); err != nil || ok {

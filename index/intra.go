@@ -51,15 +51,16 @@ type Index[T any] struct {
 
 // IntraOptions configures an [Intra]. A nil *IntraOptions means defaults.
 type IntraOptions struct {
-	// MaxAttempts is how many times a write is tried when a concurrent
-	// writer changed the entity or one of its index entities between the
-	// read and the conditional transaction (0 means 10). With 1, such a
-	// write fails at once with a *ConflictError, which matches
-	// tablekit.ErrPreconditionFailed.
-	MaxAttempts int
-	// RetryDelay is the first back-off between attempts (0 means 20 ms); it
-	// doubles with each attempt, with random jitter, up to 64 times itself.
-	RetryDelay time.Duration
+	// Retry says how often and how patiently a write is tried again when
+	// a concurrent writer changed the entity or one of its index entities
+	// between the read and the conditional transaction; then it fails with
+	// a *ConflictError, which matches tablekit.ErrPreconditionFailed. Its
+	// zero fields take the package's defaults: 30 attempts, full-jitter
+	// exponential back-off from 10 ms up to 2 s ([tablekit.DefaultConflictRetry]
+	// with a longer cap), which carries tens of writers in separate
+	// processes adding to one index entity.
+	// [tablekit.NoRetries] fails at the first lost race.
+	Retry tablekit.RetryPolicy
 }
 
 // Intra keeps secondary indexes of the entities of one table inside each
@@ -71,14 +72,13 @@ type IntraOptions struct {
 // Every write to the table's entities must go through the Intra, or the
 // indexes go stale. An Intra is safe for concurrent use.
 type Intra[T any] struct {
-	table       *tablekit.Table[tablekit.Entity]
-	name        string
-	indexes     []Index[T]
-	byName      map[string]int
-	prefixes    []string // Compound(name) + "!" per index
-	maxAttempts int
-	retryDelay  time.Duration
-	locks       keyLocks
+	table    *tablekit.Table[tablekit.Entity]
+	name     string
+	indexes  []Index[T]
+	byName   map[string]int
+	prefixes []string // Compound(name) + "!" per index
+	retry    tablekit.RetryPolicy
+	locks    keyLocks
 }
 
 // NewIntra returns an Intra over the entities of table with the given
@@ -97,17 +97,13 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 	if err != nil {
 		return nil, err
 	}
-	ix := &Intra[T]{table: et, name: table.Name(), byName: make(map[string]int), maxAttempts: defaultMaxAttempts, retryDelay: defaultRetryDelay}
+	ix := &Intra[T]{table: et, name: table.Name(), byName: make(map[string]int)}
+	var o IntraOptions
 	if opts != nil {
-		if opts.MaxAttempts < 0 || opts.RetryDelay < 0 {
-			return nil, invalid("index.NewIntra", "MaxAttempts and RetryDelay must not be negative")
-		}
-		if opts.MaxAttempts > 0 {
-			ix.maxAttempts = opts.MaxAttempts
-		}
-		if opts.RetryDelay > 0 {
-			ix.retryDelay = opts.RetryDelay
-		}
+		o = *opts
+	}
+	if ix.retry, err = retryPolicy("index.NewIntra", o.Retry); err != nil {
+		return nil, err
 	}
 	if len(indexes) == 0 {
 		return nil, invalid("index.NewIntra", "no indexes")
@@ -482,49 +478,40 @@ const (
 
 // write runs the optimistic-concurrency loop of one write.
 func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, mode writeMode) error {
-	r := newRetrier(ix.maxAttempts, ix.retryDelay)
 	gone := map[string]bool{}
 	needRead := mode == modeRead
-	var lastErr error
-	for {
-		ok, err := r.next(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &ConflictError{Entity: id, Attempts: r.n, Err: lastErr}
-		}
+	return retry(ctx, ix.retry, id, func() (bool, error) {
 		if needRead {
+			var err error
 			if old, err = ix.read(ctx, id); err != nil {
-				return err
+				return false, err
 			}
 			needRead = false
 			if im == nil && old == nil {
-				return notFound("index.Delete", ix.describe(id))
+				return false, notFound("index.Delete", ix.describe(id))
 			}
 		}
-		err = ix.attempt(ctx, id, old, im, gone)
+		err := ix.attempt(ctx, id, old, im, gone)
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		var info []actionInfo
 		var pe *planned
 		if errors.As(err, &pe) {
 			info, err = pe.info, pe.err
 		} else {
-			return err
+			return false, err
 		}
-		lastErr = err
 		kind, ai := classify(err, info)
 		switch kind {
 		case failPrimaryExists:
 			if mode != modePut {
-				return err
+				return false, err
 			}
 			needRead = true
 		case failPrimaryStale:
 			if mode == modeVersion {
-				return err
+				return false, err
 			}
 			needRead = true
 		case failGoneCopy:
@@ -532,11 +519,12 @@ func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, m
 		case failList:
 			// re-read the index entities in the next plan
 		case failUnique:
-			return &UniqueError{Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
+			return false, &UniqueError{Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
 		default:
-			return err
+			return false, err
 		}
-	}
+		return true, err
+	})
 }
 
 // planned carries a failed transaction's error with what its actions did.
@@ -607,7 +595,7 @@ func (ix *Intra[T]) Insert(ctx context.Context, v T) error {
 // index in the same transaction: entries of values v no longer has are
 // removed, a unique value taken by another entity fails with a
 // *UniqueError. A concurrent writer is detected with the stored entity's
-// ETag and the write retried (see IntraOptions.MaxAttempts).
+// ETag and the write retried (see IntraOptions.Retry).
 //
 // Put first tries to insert, so a new entity costs 1 transaction; an
 // existing one costs 3 (the refused insert, a read, the replacement). To

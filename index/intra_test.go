@@ -32,7 +32,11 @@ type intraFixture struct {
 
 func newIntra(t *testing.T, indexes []index.Index[Employee], opts *index.IntraOptions) *intraFixture {
 	t.Helper()
-	acct := testenv.Account(t, nil)
+	return newIntraOn(t, testenv.Account(t, nil), indexes, opts)
+}
+
+func newIntraOn(t *testing.T, acct *tablekit.Account, indexes []index.Index[Employee], opts *index.IntraOptions) *intraFixture {
+	t.Helper()
 	client := testenv.NewTable(t, acct)
 	tbl, err := tablekit.NewTable[Employee](client, nil)
 	if err != nil {
@@ -234,7 +238,7 @@ func TestIntraUnique(t *testing.T) {
 // turn, and afterwards the entity has exactly one email row, its own.
 func TestIntraConcurrentWriters(t *testing.T) {
 	ctx := testCtx(t)
-	f := newIntra(t, employeeIndexes(), &index.IntraOptions{MaxAttempts: 200})
+	f := newIntra(t, employeeIndexes(), nil)
 	base := staff()[0]
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -269,7 +273,7 @@ func TestIntraConcurrentWriters(t *testing.T) {
 
 	// With a single attempt, a writer that loses the race gets an error
 	// matching ErrPreconditionFailed.
-	strict, err := index.NewIntra(mustTable[Employee](t, f.raw), employeeIndexes(), &index.IntraOptions{MaxAttempts: 1})
+	strict, err := index.NewIntra(mustTable[Employee](t, f.raw), employeeIndexes(), &index.IntraOptions{Retry: tablekit.NoRetries})
 	if err != nil {
 		t.Fatal(err)
 	}

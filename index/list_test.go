@@ -83,10 +83,10 @@ func TestPartitionListMoves(t *testing.T) {
 // condition.
 func TestPartitionListContention(t *testing.T) {
 	ctx := testCtx(t)
-	f := newIntra(t, lastNameList(), &index.IntraOptions{MaxAttempts: 1000})
+	f := newIntra(t, lastNameList(), nil)
 	var procs []*index.Intra[Employee]
 	for range 4 {
-		ix, err := index.NewIntra(mustTable[Employee](t, f.raw), lastNameList(), &index.IntraOptions{MaxAttempts: 1000})
+		ix, err := index.NewIntra(mustTable[Employee](t, f.raw), lastNameList(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestBlobListConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	acct := testenv.Account(t, nil)
 	c := testenv.NewContainer(t, acct)
-	lists, err := index.NewBlobList(c, &index.ListOptions{MaxAttempts: 500})
+	lists, err := index.NewBlobList(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -57,31 +56,22 @@ type ListStore interface {
 // ListOptions configures an [EntityList] or a [BlobList]. A nil
 // *ListOptions means defaults.
 type ListOptions struct {
-	// MaxAttempts is how many read-modify-write cycles an update tries
-	// while other writers keep changing the list (0 means 30); then it
-	// fails with a *ConflictError (tablekit.ErrPreconditionFailed).
-	MaxAttempts int
-	// RetryDelay is the first back-off between cycles (0 means 20 ms); it
-	// doubles with jitter up to 64 times itself.
-	RetryDelay time.Duration
+	// Retry says how often and how patiently an update repeats its
+	// read-modify-write cycle while other writers keep changing the list;
+	// then it fails with a *ConflictError (tablekit.ErrPreconditionFailed).
+	// Its zero fields take the package's defaults: 30 attempts, full-jitter
+	// exponential back-off from 10 ms up to 2 s ([tablekit.DefaultConflictRetry]
+	// with a longer cap), which carries tens of writers in separate
+	// processes on one list.
+	Retry tablekit.RetryPolicy
 }
 
-const defaultListAttempts = 30
-
-func listRetry(opts *ListOptions) (int, time.Duration, error) {
-	n, d := defaultListAttempts, defaultRetryDelay
+func listRetry(op string, opts *ListOptions) (tablekit.RetryPolicy, error) {
+	var o ListOptions
 	if opts != nil {
-		if opts.MaxAttempts < 0 || opts.RetryDelay < 0 {
-			return 0, 0, invalid("index.ListOptions", "MaxAttempts and RetryDelay must not be negative")
-		}
-		if opts.MaxAttempts > 0 {
-			n = opts.MaxAttempts
-		}
-		if opts.RetryDelay > 0 {
-			d = opts.RetryDelay
-		}
+		o = *opts
 	}
-	return n, d, nil
+	return retryPolicy(op, o.Retry)
 }
 
 // EntityList keeps each id list in an index entity of a table: the
@@ -93,10 +83,9 @@ func listRetry(opts *ListOptions) (int, time.Duration, error) {
 // would grow it further fails with an error matching tablekit.ErrTooLarge
 // that points to [BlobList].
 type EntityList struct {
-	table       *tablekit.Table[tablekit.Entity]
-	maxAttempts int
-	retryDelay  time.Duration
-	locks       keyLocks
+	table *tablekit.Table[tablekit.Entity]
+	retry tablekit.RetryPolicy
+	locks keyLocks
 }
 
 // NewEntityList returns an EntityList storing index entities in table.
@@ -104,7 +93,7 @@ func NewEntityList(table *aztables.Client, opts *ListOptions) (*EntityList, erro
 	if table == nil {
 		return nil, invalid("index.NewEntityList", "table is nil")
 	}
-	n, d, err := listRetry(opts)
+	p, err := listRetry("index.NewEntityList", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +101,7 @@ func NewEntityList(table *aztables.Client, opts *ListOptions) (*EntityList, erro
 	if err != nil {
 		return nil, err
 	}
-	return &EntityList{table: t, maxAttempts: n, retryDelay: d}, nil
+	return &EntityList{table: t, retry: p}, nil
 }
 
 // Keys returns the PartitionKey and RowKey of list's index entity.
@@ -147,22 +136,10 @@ func (l *EntityList) update(ctx context.Context, list ListKey, id ID, adding boo
 	if err != nil {
 		return err
 	}
-	r := newRetrier(l.maxAttempts, l.retryDelay)
-	var lastErr error
-	for {
-		ok, err := r.next(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &ConflictError{Entity: ID{pk, rk}, Attempts: r.n, Err: lastErr}
-		}
-		err = l.attempt(ctx, list, pk, rk, id, adding)
-		if err == nil || !isConflict(err) {
-			return err
-		}
-		lastErr = err
-	}
+	return retry(ctx, l.retry, ID{pk, rk}, func() (bool, error) {
+		err := l.attempt(ctx, list, pk, rk, id, adding)
+		return err != nil && isConflict(err), err
+	})
 }
 
 // attempt makes one read-modify-write cycle, holding the process's lock of
@@ -246,10 +223,9 @@ func toIDs(lines []string) []ID {
 // update rewrites the whole blob, conditional on its ETag. The container is
 // created on first write if it does not exist.
 type BlobList struct {
-	container   *container.Client
-	maxAttempts int
-	retryDelay  time.Duration
-	locks       keyLocks
+	container *container.Client
+	retry     tablekit.RetryPolicy
+	locks     keyLocks
 }
 
 // NewBlobList returns a BlobList storing its blobs in c.
@@ -257,11 +233,11 @@ func NewBlobList(c *container.Client, opts *ListOptions) (*BlobList, error) {
 	if c == nil {
 		return nil, invalid("index.NewBlobList", "container is nil")
 	}
-	n, d, err := listRetry(opts)
+	p, err := listRetry("index.NewBlobList", opts)
 	if err != nil {
 		return nil, err
 	}
-	return &BlobList{container: c, maxAttempts: n, retryDelay: d}, nil
+	return &BlobList{container: c, retry: p}, nil
 }
 
 // BlobName returns the name of list's blob.
@@ -315,22 +291,9 @@ func (l *BlobList) read(ctx context.Context, name string) ([]string, azcore.ETag
 
 func (l *BlobList) update(ctx context.Context, list ListKey, id ID, adding bool) error {
 	name := l.BlobName(list)
-	r := newRetrier(l.maxAttempts, l.retryDelay)
-	var lastErr error
-	for {
-		ok, err := r.next(ctx)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return &ConflictError{Entity: ID{RowKey: name}, Attempts: r.n, Err: lastErr}
-		}
-		retry, err := l.attempt(ctx, name, id, adding)
-		if !retry {
-			return err
-		}
-		lastErr = err
-	}
+	return retry(ctx, l.retry, ID{RowKey: name}, func() (bool, error) {
+		return l.attempt(ctx, name, id, adding)
+	})
 }
 
 // attempt makes one read-modify-write cycle, holding the process's lock of

@@ -89,7 +89,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 	jones, _ := local.IDs(ctx, "Sales", "lastname", "Jones")
 	halls, _ := local.IDs(ctx, "Sales", "lastname", "Hall")
 	env.Say("Lisa Jones marries Don Hall: one transaction updates her entity and moves her id: Jones %s, Hall %s", ieIDs(jones), ieIDs(halls))
-	env.Say("concurrent hirings conflict on the index entity's ETag; the loser re-reads it and retries (IntraOptions.MaxAttempts)")
+	env.Say("concurrent hirings conflict on the index entity's ETag; the loser re-reads it and retries (IntraOptions.Retry)")
 
 	// Option 3: index entities in another table, through the worker.
 	staffName, listName := env.TableName("IdxEntStaffB"), env.TableName("IdxEntLastNames")

@@ -1,0 +1,108 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+)
+
+// direct runs do, the write of the entity, then Sync: the direct mode.
+func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Context) error) error {
+	if err := do(ctx); err != nil {
+		return err
+	}
+	if err := ix.Sync(ctx, id.PartitionKey, id.RowKey); err != nil {
+		return fmt.Errorf("index: %s was written but its indexes were not brought up to date (run Sync to repair): %w", id, err)
+	}
+	return nil
+}
+
+// storedVersion returns the ETag of the stored entity id, "" when there is
+// none. Cost: 1 transaction.
+func (ix *Inter[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, error) {
+	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	if errors.Is(err, tablekit.ErrNotFound) {
+		return "", nil
+	}
+	return e.ETag, err
+}
+
+// guarded runs a write of the entity id in queued mode: version gives the
+// version to replace ("" = the entity does not exist), then the safety
+// net naming that version is enqueued, then do writes the entity
+// conditional on it, then a request visible at once is enqueued. A delete
+// (deletes) of a missing entity writes nothing and only enqueues the
+// request visible at once, which removes any entries left. With
+// retryConflicts, a write that lost a race to another writer starts again
+// (with a new version and a new safety net), as InterOptions.Retry says.
+func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) error) error {
+	req := SyncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
+	return retry(ctx, ix.retry, id, func() (bool, error) {
+		pre, err := version(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if pre == "" && deletes {
+			if _, err := ix.queue.Enqueue(ctx, ix.kind, req, nil); err != nil {
+				return false, fmt.Errorf("index: %s: requesting index maintenance: %w", id, err)
+			}
+			return false, nil
+		}
+		guard := req
+		guard.Guard = &WriteGuard{ETag: pre, Waited: ix.delay}
+		if _, err := ix.queue.Enqueue(ctx, ix.kind, guard, &archive.EnqueueOptions{Delay: ix.delay}); err != nil {
+			return false, fmt.Errorf("index: %s: requesting index maintenance (nothing was written): %w", id, err)
+		}
+		// No try of the write may start after the safety net becomes
+		// visible: the safety net of an insert counts on it.
+		wctx, cancel := context.WithTimeout(ctx, ix.delay)
+		err = do(wctx, pre)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && wctx.Err() != nil {
+				err = fmt.Errorf("index: %s: the write took longer than InterOptions.Delay (%v); it may still be applied, and its safety net will then bring the indexes up to date: %w", id, ix.delay, err)
+			}
+			return retryConflicts && isConflict(err), err
+		}
+		if _, err := ix.queue.Enqueue(ctx, ix.kind, req, nil); err != nil {
+			return false, fmt.Errorf("index: %s was written; its indexes will be brought up to date after the safety delay (%v): %w", id, ix.delay, err)
+		}
+		return false, nil
+	})
+}
+
+// repair runs the safety net of one write (see [Inter]): it makes sure the
+// write is either visible to the Sync it then runs or can never be applied.
+func (ix *Inter[T]) repair(ctx context.Context, req SyncRequest) error {
+	pk, rk, g := req.PartitionKey, req.RowKey, req.Guard
+	if g.ETag != "" {
+		// The fence: a Merge of no properties, conditional on the version
+		// the write replaces. If the entity is still at that version, it
+		// gets a new ETag, and the write, conditional on the old one,
+		// fails whenever it reaches the service. If not, the write has
+		// been applied or can never be (an ETag never comes back).
+		fence := tablekit.Entity{PartitionKey: pk, RowKey: rk}
+		if _, err := ix.raw.Update(ctx, fence, tablekit.Merge, g.ETag); err != nil && !isConflict(err) {
+			return err
+		}
+		return ix.Sync(ctx, pk, rk)
+	}
+	// An insert cannot be fenced: nothing makes a later insert fail but
+	// the entity's existence. Sync what is there, and while the entity is
+	// missing look again later, until the insert can no longer arrive.
+	if err := ix.Sync(ctx, pk, rk); err != nil {
+		return err
+	}
+	pre, err := ix.storedVersion(ctx, ID{pk, rk})
+	if err != nil || pre != "" || g.Waited >= ix.delay+ix.horizon {
+		return err
+	}
+	next := req
+	next.Guard = &WriteGuard{Waited: 2 * g.Waited}
+	_, err = ix.queue.Enqueue(ctx, ix.kind, next, &archive.EnqueueOptions{Delay: g.Waited})
+	return err
+}

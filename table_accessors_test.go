@@ -1,0 +1,56 @@
+package tablekit_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit"
+)
+
+// ETagOf and EncryptedProperties need no service: they read the value and
+// the table's configuration.
+func TestETagOfAndEncryptedProperties(t *testing.T) {
+	client, err := aztables.NewClientWithNoCredential("http://127.0.0.1:1/devstoreaccount1/T", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := newRing(t, "k1")
+	pt, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pt.ETagOf(patient{ETag: "W/\"1\""}); got != "W/\"1\"" {
+		t.Errorf("ETagOf(patient) = %q", got)
+	}
+	if got, want := pt.EncryptedProperties(), []string{"Allergies", "Born", "SSN", "Scan", "Weight"}; !slices.Equal(got, want) {
+		t.Errorf("EncryptedProperties = %v, want %v", got, want)
+	}
+
+	et, err := tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: []string{"SSN"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := et.ETagOf(tablekit.Entity{ETag: azcore.ETag("x")}); got != "x" {
+		t.Errorf("ETagOf(Entity) = %q", got)
+	}
+	if got := et.EncryptedProperties(); !slices.Equal(got, []string{"SSN"}) {
+		t.Errorf("EncryptedProperties = %v, want [SSN]", got)
+	}
+
+	type plain struct {
+		PK string `table:",pk"`
+		RK string `table:",rk"`
+	}
+	p, err := tablekit.NewTable[plain](client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ETagOf(plain{}); got != "" {
+		t.Errorf("ETagOf without an etag field = %q", got)
+	}
+	if got := p.EncryptedProperties(); got != nil {
+		t.Errorf("EncryptedProperties without encryption = %v", got)
+	}
+}
