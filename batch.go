@@ -81,10 +81,12 @@ func UpdateAction[T any](v T, mode UpdateMode, etag azcore.ETag) Action[T] {
 	return Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag}
 }
 
-// DeleteAction deletes the entity with v's keys. It is conditional on v's
-// ETag when T has an etag field that is set, else it deletes any version;
-// either way the entity must exist.
-func DeleteAction[T any](v T) Action[T] { return Action[T]{Kind: ActionDelete, Value: v} }
+// DeleteAction deletes the entity with v's keys if its ETag equals etag
+// (azcore.ETagAny: any version, but the entity must exist), as
+// [Table.Delete] does. An empty etag is refused before anything is sent.
+func DeleteAction[T any](v T, etag azcore.ETag) Action[T] {
+	return Action[T]{Kind: ActionDelete, Value: v, ETag: etag}
+}
 
 // encodedAction is an action validated and encoded, ready to send.
 type encodedAction struct {
@@ -110,10 +112,7 @@ func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, err
 		}
 		ea.etag = a.ETag
 		if ea.etag == "" {
-			ea.etag = t.etagOf(&a.Value)
-		}
-		if ea.etag == "" {
-			ea.etag = azcore.ETagAny
+			return ea, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "DeleteAction needs the ETag read with the entity, or azcore.ETagAny for any version", Err: ErrInvalidInput}
 		}
 	case ActionInsert, ActionUpsert, ActionUpdate:
 		if a.Mode > Merge {

@@ -134,10 +134,19 @@ func (w *BulkWriter[T]) Insert(ctx context.Context, items []T) (BulkResult, erro
 	return w.each(ctx, items, InsertAction[T])
 }
 
-// Delete deletes every item's entity (see DeleteAction); an item whose
-// entity does not exist fails alone with an error matching ErrNotFound.
+// Delete deletes every item's entity, conditional on the item's ETag when T
+// has an etag field that is set, else whatever version is stored; an item
+// whose entity does not exist fails alone with an error matching
+// ErrNotFound. Build the actions with DeleteAction and call Write to give
+// each its own condition.
 func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, error) {
-	return w.each(ctx, items, DeleteAction[T])
+	return w.each(ctx, items, func(v T) Action[T] {
+		etag := w.t.etagOf(&v)
+		if etag == "" {
+			etag = azcore.ETagAny
+		}
+		return DeleteAction(v, etag)
+	})
 }
 
 func (w *BulkWriter[T]) each(ctx context.Context, items []T, mk func(T) Action[T]) (BulkResult, error) {

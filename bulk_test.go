@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -34,7 +36,7 @@ func TestBulkWriterRepeatedActionsInOrder(t *testing.T) {
 	res, err := tbl.BulkWriter(nil).Write(ctx, []tablekit.Action[wireItem]{
 		0: tablekit.UpsertAction(wireItem{PK: "p", RK: "a", N: 2}, tablekit.Replace),      // drops Tag
 		1: tablekit.UpsertAction(wireItem{PK: "p", RK: "a", Tag: "B"}, tablekit.Merge),    // adds Tag B
-		2: tablekit.DeleteAction(wireItem{PK: "p", RK: "b"}),                              // b exists
+		2: tablekit.DeleteAction(wireItem{PK: "p", RK: "b"}, azcore.ETagAny),              // b exists
 		3: tablekit.InsertAction(wireItem{PK: "p", RK: "b", N: 3}),                        // so this insert succeeds
 		4: tablekit.InsertAction(wireItem{PK: "p", RK: "c", N: 9}),                        // c exists: fails
 		5: tablekit.UpsertAction(wireItem{PK: "p", RK: "c", N: 4}, tablekit.Replace),      // applies

@@ -458,3 +458,23 @@ func describeKeys(table, pk, rk string) string {
 	b.WriteString(rk)
 	return b.String()
 }
+
+// Entities returns a view of the same table as property bags: the same
+// client, name, encryption, tracing, Cosmos mode, table-scan policy and
+// logger. Pattern packages that store a shape other than T (parts, blob
+// references, counters) build on it, so users pass the *Table[T] they
+// already have.
+func (t *Table[T]) Entities() *Table[Entity] {
+	return &Table[Entity]{
+		client:   t.client,
+		wire:     t.wire,
+		wireName: t.wireName,
+		name:     t.name,
+		isEntity: true,
+		crypt:    t.crypt,
+		tracer:   t.tracer,
+		cosmos:   t.cosmos,
+		scans:    t.scans,
+		logger:   t.logger,
+	}
+}

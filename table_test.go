@@ -340,7 +340,7 @@ func TestTransactionRefusedBeforeSending(t *testing.T) {
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "PartitionKey") {
 		t.Errorf("mixed partitions: %v", err)
 	}
-	_, err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.DeleteAction(Employee{Department: "A", ID: "1"}))
+	_, err = emp.Transaction(ctx, tablekit.InsertAction(Employee{Department: "A", ID: "1"}), tablekit.DeleteAction(Employee{Department: "A", ID: "1"}, azcore.ETagAny))
 	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "same entity") {
 		t.Errorf("same entity twice: %v", err)
 	}
@@ -398,7 +398,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
 		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
 		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
-		tablekit.DeleteAction(Employee{Department: "D", ID: "n3"}),
+		tablekit.DeleteAction(Employee{Department: "D", ID: "n3"}, azcore.ETagAny),
 	)
 	if !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("deleting a missing entity in a transaction: %v", err)
@@ -418,7 +418,7 @@ func TestTransactionFailureIndex(t *testing.T) {
 	if _, err := emp.Insert(ctx, Employee{Department: "D", ID: "o'k"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := emp.Transaction(ctx, tablekit.DeleteAction(Employee{Department: "D", ID: "o'k"})); err != nil {
+	if _, err := emp.Transaction(ctx, tablekit.DeleteAction(Employee{Department: "D", ID: "o'k"}, azcore.ETagAny)); err != nil {
 		t.Errorf("delete of a key with ' in a transaction: %v", err)
 	}
 }

@@ -266,9 +266,7 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 	case im != nil:
 		add(tablekit.UpdateAction(im.entity, tablekit.Replace, old.etag), actionInfo{role: rolePrimary})
 	case old != nil:
-		a := tablekit.DeleteAction(keyOnly(id.RowKey))
-		a.ETag = old.etag
-		add(a, actionInfo{role: rolePrimary})
+		add(tablekit.DeleteAction(keyOnly(id.RowKey), old.etag), actionInfo{role: rolePrimary})
 	default:
 		return nil, nil, nil
 	}
@@ -311,7 +309,7 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 			continue
 		}
 		if ok != "" && ok != nk && !gone[ok] {
-			add(tablekit.DeleteAction(keyOnly(ok)), actionInfo{role: roleOldCopy, index: i, value: ov, key: ok})
+			add(tablekit.DeleteAction(keyOnly(ok), azcore.ETagAny), actionInfo{role: roleOldCopy, index: i, value: ov, key: ok})
 		}
 		if nk == "" {
 			continue
@@ -379,9 +377,7 @@ func (ix *Intra[T]) listChange(ctx context.Context, id ID, i int, value, rk stri
 		return tablekit.InsertAction(e), true, nil
 	}
 	if len(ids) == 0 {
-		a := tablekit.DeleteAction(e)
-		a.ETag = cur.ETag
-		return a, true, nil
+		return tablekit.DeleteAction(e, cur.ETag), true, nil
 	}
 	if err := setIDs(&e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
 		return none, false, err

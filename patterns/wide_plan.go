@@ -226,8 +226,7 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			e.Properties = props(all())
 			actions = append(actions, tablekit.InsertAction(e))
 		case len(s.props) == 0 && s.index != 0:
-			e.ETag = s.old.etag
-			actions = append(actions, tablekit.DeleteAction(e))
+			actions = append(actions, tablekit.DeleteAction(e, s.old.etag))
 		case s.removed:
 			e.Properties = props(all())
 			actions = append(actions, tablekit.UpdateAction(e, tablekit.Replace, s.old.etag))

@@ -151,7 +151,7 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk, ETag: p.etag}))
+			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk}, p.etag))
 		}
 		_, last = w.table.Transaction(ctx, actions...)
 		if last == nil || !isConflict(last) {

@@ -113,7 +113,7 @@ func runBasics(ctx context.Context, env *demo.Env) error {
 		_, err := emp.Transaction(ctx,
 			tablekit.InsertAction(Employee{Department: "Sales", ID: "000224", FirstName: "Grace", LastName: "Hopper"}),
 			tablekit.InsertAction(Employee{Department: "Sales", ID: "000225", FirstName: "Alan", LastName: "Turing"}),
-			tablekit.DeleteAction(Employee{Department: "Sales", ID: "000223"}),
+			tablekit.DeleteAction(Employee{Department: "Sales", ID: "000223"}, azcore.ETagAny),
 		)
 		return err
 	})
