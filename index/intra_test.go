@@ -341,3 +341,44 @@ func TestIntraLimits(t *testing.T) {
 		t.Errorf("a refused write sent %v", cost)
 	}
 }
+
+// A unique index value holding a quote (an email like ana.o'neil@...) is a
+// RowKey with ' in it: inserting, updating away from it and back, and
+// deleting go through entity group transactions that address that key.
+func TestIntraQuotedUniqueValue(t *testing.T) {
+	ctx := testCtx(t)
+	f := newIntra(t, employeeIndexes(), nil)
+	e := Employee{Department: "Sales", ID: "000301", FirstName: "Ana", LastName: "O'Neil", Email: "ana.o'neil@contoso.com"}
+	if err := f.ix.Insert(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "by quoted email", collect(t, f.ix.By(ctx, "Sales", "email", "ana.o'neil@contoso.com")), []string{"000301"})
+	equal(t, "by quoted last name", collect(t, f.ix.By(ctx, "Sales", "lastname", "O'Neil")), []string{"000301"})
+
+	prev, err := f.ix.Get(ctx, "Sales", "000301")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := prev
+	next.Email = "ana.o'neil-hall@contoso.com"
+	next.LastName = "O'Neil-Hall"
+	if err := f.ix.Update(ctx, prev, next); err != nil {
+		t.Fatalf("Update of an entity whose unique value holds ': %v", err)
+	}
+	equal(t, "old quoted email", collect(t, f.ix.By(ctx, "Sales", "email", "ana.o'neil@contoso.com")), nil)
+	equal(t, "new quoted email", collect(t, f.ix.By(ctx, "Sales", "email", "ana.o'neil-hall@contoso.com")), []string{"000301"})
+	equal(t, "new quoted last name", collect(t, f.ix.By(ctx, "Sales", "lastname", "O'Neil-Hall")), []string{"000301"})
+
+	// Another employee cannot take the quoted value.
+	other := Employee{Department: "Sales", ID: "000302", LastName: "Other", Email: "ana.o'neil-hall@contoso.com"}
+	var ue *index.UniqueError
+	if err := f.ix.Insert(ctx, other); !errors.As(err, &ue) || ue.Index != "email" {
+		t.Errorf("second entity with the quoted email: %v, want a *UniqueError for email", err)
+	}
+	if err := f.ix.Delete(ctx, "Sales", "000301"); err != nil {
+		t.Fatal(err)
+	}
+	if rks := rowKeys(t, ctx, f.raw, "Sales"); len(rks) != 0 {
+		t.Errorf("rows left after delete: %q", rks)
+	}
+}
