@@ -257,7 +257,7 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		Logging:         opts.Logging,
 		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablekit"},
 		TracingProvider: opts.TracingProvider,
-		PerCallPolicies: slices.Clone(opts.PerCallPolicies),
+		PerCallPolicies: append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{}),
 	}
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base

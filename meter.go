@@ -1,6 +1,7 @@
 package tablekit
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -47,8 +48,10 @@ const OperationOther = storageop.Other
 // installs one in clients made elsewhere. The zero Meter is ready to use,
 // and a Meter is safe for concurrent use.
 type Meter struct {
-	counts sync.Map // meterKey -> *atomic.Int64
-	hot    hotTracker
+	counts    sync.Map // meterKey -> *atomic.Int64
+	retries   sync.Map // meterKey -> *atomic.Int64: tries after the first
+	throttled sync.Map // meterKey -> *atomic.Int64: 503 and 429 answers
+	hot       hotTracker
 }
 
 type meterKey struct{ service, operation string }
@@ -56,26 +59,33 @@ type meterKey struct{ service, operation string }
 // NewMeter returns a new Meter with all counts zero.
 func NewMeter() *Meter { return &Meter{} }
 
-func (m *Meter) add(service, operation string) {
-	k := meterKey{service, operation}
-	c, ok := m.counts.Load(k)
+func (m *Meter) add(service, operation string) { bump(&m.counts, meterKey{service, operation}) }
+
+// bump adds one to the count of k in counts.
+func bump(counts *sync.Map, k meterKey) {
+	c, ok := counts.Load(k)
 	if !ok {
-		c, _ = m.counts.LoadOrStore(k, new(atomic.Int64))
+		c, _ = counts.LoadOrStore(k, new(atomic.Int64))
 	}
 	c.(*atomic.Int64).Add(1)
+}
+
+// load copies the non-zero counts of counts.
+func load(counts *sync.Map) map[meterKey]int64 {
+	out := map[meterKey]int64{}
+	counts.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n != 0 {
+			out[k.(meterKey)] = n
+		}
+		return true
+	})
+	return out
 }
 
 // Snapshot returns the counts so far. Counts keep growing afterwards: use
 // [MeterSnapshot.Sub] to get what happened between two snapshots.
 func (m *Meter) Snapshot() MeterSnapshot {
-	s := MeterSnapshot{counts: map[meterKey]int64{}}
-	m.counts.Range(func(k, v any) bool {
-		if n := v.(*atomic.Int64).Load(); n != 0 {
-			s.counts[k.(meterKey)] = n
-		}
-		return true
-	})
-	return s
+	return MeterSnapshot{counts: load(&m.counts), retries: load(&m.retries), throttled: load(&m.throttled)}
 }
 
 // Policy returns an azcore per-retry policy that counts the requests of a
@@ -108,9 +118,15 @@ type meterPolicy struct {
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	op := classify(p.service, raw.Method, p.resourcePath(raw.URL), raw.URL.Query(), raw.Header)
+	if tries, ok := raw.Context().Value(meterTriesKey{}).(*atomic.Int32); ok && tries.Add(1) > 1 {
+		bump(&p.meter.retries, meterKey{p.service, op})
+	}
 	resp, err := req.Next()
 	if resp != nil {
 		p.meter.add(p.service, op)
+		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+			bump(&p.meter.throttled, meterKey{p.service, op})
+		}
 		switch op {
 		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
 			p.noteWrite(raw, op, resp)
@@ -146,7 +162,7 @@ func classify(service, method, path string, q url.Values, h http.Header) string 
 // MeterSnapshot is the counts of a [Meter] at one moment. The zero value
 // has all counts zero.
 type MeterSnapshot struct {
-	counts map[meterKey]int64
+	counts, retries, throttled map[meterKey]int64
 }
 
 // Count returns the number of requests of one operation of service, e.g.
@@ -179,18 +195,84 @@ func (s MeterSnapshot) Total() int64 {
 // Sub returns the requests counted in s but not yet in before, an earlier
 // snapshot of the same Meter.
 func (s MeterSnapshot) Sub(before MeterSnapshot) MeterSnapshot {
-	d := MeterSnapshot{counts: map[meterKey]int64{}}
-	for k, c := range s.counts {
-		if n := c - before.counts[k]; n != 0 {
-			d.counts[k] = n
+	return MeterSnapshot{counts: subCounts(s.counts, before.counts), retries: subCounts(s.retries, before.retries), throttled: subCounts(s.throttled, before.throttled)}
+}
+
+// subCounts returns now - before, key by key.
+func subCounts(now, before map[meterKey]int64) map[meterKey]int64 {
+	d := map[meterKey]int64{}
+	for k, c := range now {
+		if n := c - before[k]; n != 0 {
+			d[k] = n
 		}
 	}
-	for k, c := range before.counts {
-		if _, ok := s.counts[k]; !ok && c != 0 {
-			d.counts[k] = -c
+	for k, c := range before {
+		if _, ok := now[k]; !ok && c != 0 {
+			d[k] = -c
 		}
 	}
 	return d
+}
+
+// Retries returns how many of the counted requests of service and
+// operation were retries (tries after the first of one call), as the
+// SDK's retry policy sent them. Only clients built by an Account count
+// retries (Meter.Policy alone cannot tell a retry from a new call).
+func (s MeterSnapshot) Retries(service, operation string) int64 {
+	return s.retries[meterKey{service, operation}]
+}
+
+// Throttled returns how many answers to requests of service and operation
+// were 503 Server Busy or 429 Too Many Requests: the service asking the
+// client to slow down.
+func (s MeterSnapshot) Throttled(service, operation string) int64 {
+	return s.throttled[meterKey{service, operation}]
+}
+
+// MeterCount is one count of a [MeterSnapshot].
+type MeterCount struct {
+	Service, Operation string
+	// Requests is the number of requests answered (each try counts).
+	Requests int64
+	// Retries is the number of those that were retries.
+	Retries int64
+	// Throttled is the number of those answered 503 or 429.
+	Throttled int64
+}
+
+// Counts returns every non-zero count of the snapshot, by service and
+// operation, in a stable order (for exporting them, e.g. as metrics).
+func (s MeterSnapshot) Counts() []MeterCount {
+	seen := map[meterKey]bool{}
+	for _, m := range []map[meterKey]int64{s.counts, s.retries, s.throttled} {
+		for k := range m {
+			seen[k] = true
+		}
+	}
+	out := make([]MeterCount, 0, len(seen))
+	for k := range seen {
+		out = append(out, MeterCount{Service: k.service, Operation: k.operation, Requests: s.counts[k], Retries: s.retries[k], Throttled: s.throttled[k]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Service != out[j].Service {
+			return out[i].Service < out[j].Service
+		}
+		return out[i].Operation < out[j].Operation
+	})
+	return out
+}
+
+// meterTriesKey is the context key of a call's try count, set by
+// meterCallPolicy and read by the Meter's per-retry policy.
+type meterTriesKey struct{}
+
+// meterCallPolicy gives each call a try counter, so the Meter's per-retry
+// policy can tell retries from first tries.
+type meterCallPolicy struct{}
+
+func (meterCallPolicy) Do(req *policy.Request) (*http.Response, error) {
+	ctx := context.WithValue(req.Raw().Context(), meterTriesKey{}, new(atomic.Int32))
+	return req.Clone(ctx).Next()
 }
 
 // String lists the counts by service and operation, sorted, e.g.

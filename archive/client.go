@@ -238,3 +238,6 @@ func seconds(d time.Duration) *int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Name returns the name of the queue the client sends to.
+func (c *Client) Name() string { return queueNameOf(c.queue) }

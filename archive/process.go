@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -58,7 +59,14 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
 	}
 
 	l.start()
-	err := w.runHandler(hctx, m)
+	sctx, end := tablekit.StartSpan(hctx, w.tracer, "Worker.Handle",
+		tracing.Attribute{Key: "messaging.system", Value: "azure_queue"},
+		tracing.Attribute{Key: "messaging.destination.name", Value: w.queueName},
+		tracing.Attribute{Key: "messaging.message.id", Value: m.ID},
+		tracing.Attribute{Key: "tablekit.message_kind", Value: m.Kind},
+		tracing.Attribute{Key: "tablekit.dequeue_count", Value: m.DequeueCount})
+	err := w.runHandler(sctx, m)
+	end(err)
 	receipt, lost := l.stop()
 	switch {
 	case lost:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -94,6 +95,11 @@ type WorkerOptions struct {
 	// Logger receives the worker's logs (never message payloads). nil
 	// means no logging.
 	Logger *slog.Logger
+	// TracingProvider traces each message the worker handles (a span
+	// "Worker.Handle" with the message id, kind and dequeue count, parent
+	// of the handler's storage requests); OpenWorker takes the Account's.
+	// The zero value traces nothing.
+	TracingProvider tracing.Provider
 }
 
 // Stats counts what a Worker did since it was made.
@@ -126,6 +132,7 @@ type Worker struct {
 	claims    *container.Client
 	handler   Handler
 	log       *slog.Logger
+	tracer    tracing.Tracer
 
 	concurrency int
 	batch       int
@@ -165,7 +172,9 @@ func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions)
 		claims:    o.Container,
 		handler:   handler,
 		log:       o.Logger,
+		tracer:    o.TracingProvider.NewTracer(tablekit.TracerName, "v0"),
 	}
+	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
 	if w.poison == nil {
 		return nil, invalid("archive.NewWorker", "WorkerOptions.PoisonQueue is nil (OpenWorker defaults it to <queue>-poison)")
 	}
@@ -242,6 +251,9 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	var o WorkerOptions
 	if opts != nil {
 		o = *opts
+	}
+	if !o.TracingProvider.NewTracer(tablekit.TracerName, "v0").Enabled() {
+		o.TracingProvider = acct.TracingProvider()
 	}
 	if o.PoisonQueue == nil {
 		name := PoisonQueueName(queue)
@@ -595,3 +607,6 @@ func lostOwnership(err error) bool {
 	}
 	return se.StatusCode == 404 || se.Code == "PopReceiptMismatch"
 }
+
+// Name returns the name of the queue the worker reads.
+func (w *Worker) Name() string { return w.queueName }

@@ -1,0 +1,32 @@
+// Package otelkit connects tablekit to OpenTelemetry: traces of tablekit's
+// operations and of the Azure SDK's requests under them, and the Meter's and
+// the archive worker's counts as metrics.
+//
+// It is the only tablekit package that imports OpenTelemetry: a program
+// that does not import otelkit links none of it (the root package's build
+// graph holds no go.opentelemetry.io package; a test checks it).
+//
+// Tracing:
+//
+//	tp := sdktrace.NewTracerProvider(...)                    // the application's
+//	acct, err := tablekit.Open(conn, &tablekit.Options{
+//		TracingProvider: otelkit.TracingProvider(tp),
+//	})
+//
+// The Account's clients then emit the SDK's spans (one per method call and
+// one per HTTP try), and tablekit's own spans ("Table.Transaction",
+// "BulkWriter.Write", "BulkWriter.Chunk", "Worker.Handle", ...) are their
+// parents. Span names follow the Azure SDK's "<Type>.<Method>" convention,
+// with the az.namespace attribute; tablekit's attributes are prefixed
+// "tablekit.", the worker's message attributes follow OpenTelemetry's
+// messaging conventions (messaging.message.id, messaging.destination.name).
+//
+// Metrics: [RegisterMeter] reports a [tablekit.Meter]'s counts (requests,
+// retries and throttled answers by service and operation) and
+// [RegisterWorker] an archive Worker's message counts, as asynchronous
+// OpenTelemetry counters read at each collection.
+//
+// This package adapts OpenTelemetry to azcore's tracing abstraction itself,
+// as the Azure SDK's azotel module does, so that it adds no Azure module
+// beyond azcore.
+package otelkit

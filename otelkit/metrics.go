@@ -1,0 +1,92 @@
+package otelkit
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// ScopeName is the instrumentation scope of the metrics this package
+// registers.
+const ScopeName = "github.com/tablekit/tablekit/otelkit"
+
+// Metric names and attribute keys.
+const (
+	// MetricRequests counts storage requests answered by the service
+	// (each try counts: storage bills per try), by service and operation.
+	MetricRequests = "tablekit.requests"
+	// MetricRetries counts the requests that were retries of a call.
+	MetricRetries = "tablekit.retries"
+	// MetricThrottled counts the answers 503 Server Busy and 429.
+	MetricThrottled = "tablekit.throttled"
+	// MetricWorkerMessages counts an archive Worker's messages by outcome.
+	MetricWorkerMessages = "tablekit.worker.messages"
+
+	// AttrService is "table", "queue" or "blob".
+	AttrService = "tablekit.service"
+	// AttrOperation is the REST operation ("InsertEntity", "Transaction",
+	// "GetMessages", ...), as tablekit.Meter names it.
+	AttrOperation = "tablekit.operation"
+	// AttrOutcome is what happened to a worker's messages: received,
+	// succeeded, failed, poisoned, renewed, lost or abandoned (see
+	// archive.Stats).
+	AttrOutcome = "tablekit.outcome"
+	// AttrQueue is the worker's queue (OpenTelemetry's messaging
+	// convention).
+	AttrQueue = "messaging.destination.name"
+)
+
+// RegisterMeter reports m's counts through mp as three asynchronous
+// counters (MetricRequests, MetricRetries, MetricThrottled) with the
+// attributes AttrService and AttrOperation, plus attrs. The counts are read
+// from m at each collection. Unregister the returned Registration to stop.
+func RegisterMeter(mp metric.MeterProvider, m *tablekit.Meter, attrs ...attribute.KeyValue) (metric.Registration, error) {
+	if mp == nil || m == nil {
+		return nil, errors.New("otelkit.RegisterMeter: nil MeterProvider or Meter")
+	}
+	meter := mp.Meter(ScopeName)
+	requests, err1 := meter.Int64ObservableCounter(MetricRequests, metric.WithUnit("{request}"), metric.WithDescription("Storage requests answered by the service (each try counts)."))
+	retries, err2 := meter.Int64ObservableCounter(MetricRetries, metric.WithUnit("{request}"), metric.WithDescription("Storage requests that were retries of a call."))
+	throttled, err3 := meter.Int64ObservableCounter(MetricThrottled, metric.WithUnit("{request}"), metric.WithDescription("Storage requests answered 503 Server Busy or 429."))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, c := range m.Snapshot().Counts() {
+			set := metric.WithAttributes(append([]attribute.KeyValue{attribute.String(AttrService, c.Service), attribute.String(AttrOperation, c.Operation)}, attrs...)...)
+			o.ObserveInt64(requests, c.Requests, set)
+			o.ObserveInt64(retries, c.Retries, set)
+			o.ObserveInt64(throttled, c.Throttled, set)
+		}
+		return nil
+	}, requests, retries, throttled)
+}
+
+// RegisterWorker reports w's message counts (archive.Stats) through mp as
+// the asynchronous counter MetricWorkerMessages with the attributes
+// AttrOutcome and AttrQueue, plus attrs. The worker does not know how long
+// messages waited in the queue; the queue's age is not reported.
+func RegisterWorker(mp metric.MeterProvider, w *archive.Worker, attrs ...attribute.KeyValue) (metric.Registration, error) {
+	if mp == nil || w == nil {
+		return nil, errors.New("otelkit.RegisterWorker: nil MeterProvider or Worker")
+	}
+	meter := mp.Meter(ScopeName)
+	messages, err := meter.Int64ObservableCounter(MetricWorkerMessages, metric.WithUnit("{message}"), metric.WithDescription("Messages an archive Worker handled, by outcome."))
+	if err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := w.Stats()
+		for _, c := range []struct {
+			outcome string
+			n       int64
+		}{{"received", s.Received}, {"succeeded", s.Succeeded}, {"failed", s.Failed}, {"poisoned", s.Poisoned}, {"renewed", s.Renewed}, {"lost", s.Lost}, {"abandoned", s.Abandoned}} {
+			o.ObserveInt64(messages, c.n, metric.WithAttributes(append([]attribute.KeyValue{attribute.String(AttrOutcome, c.outcome), attribute.String(AttrQueue, w.Name())}, attrs...)...))
+		}
+		return nil
+	}, messages)
+}
