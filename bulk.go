@@ -3,6 +3,7 @@ package tablekit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -33,6 +34,10 @@ type BulkOptions struct {
 	// Governor of the writer's own with Azure's targets; share one between
 	// writers to one account so that they share its budget.
 	Governor *Governor
+	// Logger receives the writer's log records: a chunk retried after a
+	// throttle or a lost answer (debug), a chunk or its rest given up
+	// (warn). nil means slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // ErrSkipped is the error of a bulk write item that was never sent because
@@ -147,6 +152,14 @@ func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, erro
 		}
 		return DeleteAction(v, etag)
 	})
+}
+
+// logger returns the writer's logger.
+func (w *BulkWriter[T]) logger() *slog.Logger {
+	if w.opts.Logger != nil {
+		return w.opts.Logger
+	}
+	return slog.Default()
 }
 
 func (w *BulkWriter[T]) each(ctx context.Context, items []T, mk func(T) Action[T]) (BulkResult, error) {
@@ -397,6 +410,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {
+			s.w.logger().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
 			s.failChunk(chunk, ErrSkipped)
 			return requests
 		}
@@ -431,9 +445,11 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			// at the Governor's lowered rate; the others back off.
 			throttled++
 			if throttled >= s.w.opts.Retry.MaxAttempts {
+				s.w.logger().Warn("tablekit: bulk write: chunk failed after retries", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempts", throttled, "error", err)
 				s.failChunk(chunk, err)
 				return requests
 			}
+			s.w.logger().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", IsThrottled(err), "error", err)
 			if !IsThrottled(err) && !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests

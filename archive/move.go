@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"slices"
 	"strings"
 
@@ -94,11 +95,27 @@ func (m *Mover[T]) check() error {
 // the entity is in Archive and not in Current (also when an earlier
 // attempt already moved it), and an error when a step failed: repeat the
 // call (the worker does, by redelivering the message).
-func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
+func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	if err := m.check(); err != nil {
 		return Permanent(err)
 	}
-	v, err := m.Current.Get(ctx, pk, rk, nil)
+	tr := m.Current.Tracer()
+	keys := []tracing.Attribute{{Key: "tablekit.partition_key", Value: pk}, {Key: "tablekit.row_key", Value: rk}}
+	ctx, end := tablekit.StartSpan(ctx, tr, "Mover.Move", append(keys, tracing.Attribute{Key: "tablekit.table", Value: m.Current.Name()})...)
+	defer func() { end(err) }()
+	// step runs one step of the move in a span of its own.
+	step := func(name string, f func(ctx context.Context) error) error {
+		sctx, end := tablekit.StartSpan(ctx, tr, name, keys...)
+		err := f(sctx)
+		end(err)
+		return err
+	}
+
+	var v T
+	err = step("Mover.Read", func(ctx context.Context) (err error) {
+		v, err = m.Current.Get(ctx, pk, rk, nil)
+		return err
+	})
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil // moved by an earlier attempt (or never there)
 	}
@@ -112,7 +129,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
 			return fmt.Errorf("archive: move %s/%s: transform: %w", pk, rk, err)
 		}
 	}
-	if err := InsertOrReplace(ctx, m.Archive, out); err != nil {
+	if err := step("Mover.WriteArchive", func(ctx context.Context) error { return InsertOrReplace(ctx, m.Archive, out) }); err != nil {
 		return fmt.Errorf("archive: move %s/%s: write to %s: %w", pk, rk, m.Archive.Name(), err)
 	}
 	if m.Blobs != nil {
@@ -128,14 +145,14 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) error {
 		if err != nil {
 			return Permanent(fmt.Errorf("archive: move %s/%s: encoding blob: %w", pk, rk, err))
 		}
-		if err := PutBlob(ctx, m.Blobs, name, data); err != nil {
+		if err := step("Mover.WriteBlob", func(ctx context.Context) error { return PutBlob(ctx, m.Blobs, name, data) }); err != nil {
 			return fmt.Errorf("archive: move %s/%s: write blob %s: %w", pk, rk, name, err)
 		}
 	}
 	if etag == "" {
 		etag = azcore.ETagAny
 	}
-	err = m.Current.Delete(ctx, pk, rk, etag)
+	err = step("Mover.DeleteCurrent", func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("archive: move %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"iter"
 	"slices"
 	"strings"
@@ -651,7 +652,12 @@ func subset(a, b []entry) bool {
 // concurrently. Cost when the indexes are already up to date: 2
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
-func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) error {
+func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
+	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Inter.Sync",
+		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
+		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
+		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
+	defer func() { end(err) }()
 	id := ID{pk, rk}
 	if err := ix.checkID(id); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"iter"
 	"strings"
 	"time"
@@ -473,7 +474,12 @@ const (
 )
 
 // write runs the optimistic-concurrency loop of one write.
-func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, mode writeMode) error {
+func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, mode writeMode) (err error) {
+	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Intra.Write",
+		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
+		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
+		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
+	defer func() { end(err) }()
 	gone := map[string]bool{}
 	needRead := mode == modeRead
 	return retry(ctx, ix.retry, id, func() (bool, error) {

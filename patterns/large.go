@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"io"
 	"iter"
 	"maps"
@@ -590,12 +591,17 @@ func refNames(refs map[string]BlobRef) []string {
 }
 
 // upload writes one blob, create-only: a blob name is never reused.
-func (l *Large[T]) upload(ctx context.Context, s *spilled) error {
+func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
+	ctx, end := tablekit.StartSpan(ctx, l.table.Tracer(), "Large.Spill",
+		tracing.Attribute{Key: "tablekit.property", Value: s.name},
+		tracing.Attribute{Key: "tablekit.blob", Value: s.ref.Blob},
+		tracing.Attribute{Key: "tablekit.bytes", Value: len(s.data)})
+	defer func() { end(err) }()
 	ct := "text/plain; charset=utf-8"
 	if s.ref.Binary {
 		ct = "application/octet-stream"
 	}
-	_, err := l.container.NewBlockBlobClient(s.ref.Blob).Upload(ctx, streaming.NopCloser(bytes.NewReader(s.data)), &blockblob.UploadOptions{
+	_, err = l.container.NewBlockBlobClient(s.ref.Blob).Upload(ctx, streaming.NopCloser(bytes.NewReader(s.data)), &blockblob.UploadOptions{
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr(ct)},
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{
 			IfNoneMatch: to.Ptr(azcore.ETagAny),

@@ -44,7 +44,10 @@ type Env struct {
 	// costs.
 	Account *tablekit.Account
 	// Out receives the narration.
-	Out    io.Writer
+	Out io.Writer
+	// Reopen opens the same account again with other options (for a
+	// section that needs, e.g., tracing); nil when the runner cannot.
+	Reopen func(opts *tablekit.Options) (*tablekit.Account, error)
 	suffix string
 	defers []func(context.Context) error
 }
@@ -98,7 +101,7 @@ func Run(args []string, stdout, stderr io.Writer, all []Section) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	acct, where, closeAccount, err := connect(ctx, stdout)
+	acct, where, reopen, closeAccount, err := connect(ctx, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, progName()+":", err)
 		return 1
@@ -106,7 +109,7 @@ func Run(args []string, stdout, stderr io.Writer, all []Section) int {
 	defer closeAccount()
 	fmt.Fprintf(stdout, "Connected to %s (account %q).\n", where, acct.Name())
 
-	e := &Env{Account: acct, Out: stdout, suffix: randomSuffix()}
+	e := &Env{Account: acct, Out: stdout, Reopen: reopen, suffix: randomSuffix()}
 	failed := 0
 	started := time.Now()
 	total := acct.Meter().Snapshot()
@@ -190,25 +193,30 @@ func runSection(ctx context.Context, e *Env, s Section) (err error) {
 }
 
 // connect opens the account and returns it, a description of where it is,
-// and a function that releases it (stopping Azurite if started).
-func connect(ctx context.Context, out io.Writer) (*tablekit.Account, string, func(), error) {
+// a function that opens it again with other options, and a function that
+// releases it (stopping Azurite if started).
+func connect(ctx context.Context, out io.Writer) (*tablekit.Account, string, func(*tablekit.Options) (*tablekit.Account, error), func(), error) {
 	if cs := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); cs != "" {
-		acct, err := tablekit.Open(cs, nil)
+		reopen := func(o *tablekit.Options) (*tablekit.Account, error) { return tablekit.Open(cs, o) }
+		acct, err := reopen(nil)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, nil, err
 		}
-		return acct, "the account in AZURE_STORAGE_CONNECTION_STRING", func() {}, nil
+		return acct, "the account in AZURE_STORAGE_CONNECTION_STRING", reopen, func() {}, nil
 	}
 	if name := os.Getenv("AZURE_STORAGE_ACCOUNT"); name != "" {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("signing in for AZURE_STORAGE_ACCOUNT=%s: %w", name, err)
+			return nil, "", nil, nil, fmt.Errorf("signing in for AZURE_STORAGE_ACCOUNT=%s: %w", name, err)
 		}
-		acct, err := tablekit.OpenWithCredential(name, cred, nil)
+		reopen := func(o *tablekit.Options) (*tablekit.Account, error) {
+			return tablekit.OpenWithCredential(name, cred, o)
+		}
+		acct, err := reopen(nil)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, nil, err
 		}
-		return acct, "storage account " + name + " (DefaultAzureCredential)", func() {}, nil
+		return acct, "storage account " + name + " (DefaultAzureCredential)", reopen, func() {}, nil
 	}
 
 	fmt.Fprintln(out, "No AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT: starting Azurite")
@@ -216,17 +224,18 @@ func connect(ctx context.Context, out io.Writer) (*tablekit.Account, string, fun
 	started := time.Now()
 	srv, err := azurite.Start(ctx, nil)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
-	acct, err := tablekit.Open(srv.ConnectionString(), nil)
+	reopen := func(o *tablekit.Options) (*tablekit.Account, error) { return tablekit.Open(srv.ConnectionString(), o) }
+	acct, err := reopen(nil)
 	if err != nil {
 		srv.Stop()
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	blob, queue, table := srv.Ports()
 	where := fmt.Sprintf("Azurite on 127.0.0.1 (blob %d, queue %d, table %d; started in %.1fs)",
 		blob, queue, table, time.Since(started).Seconds())
-	return acct, where, func() {
+	return acct, where, reopen, func() {
 		if err := srv.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, progName()+":", err)
 		}

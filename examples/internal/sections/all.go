@@ -13,6 +13,7 @@ func All() []demo.Section {
 		SecondaryIndex(),
 		IndexEntities(),
 		Archive(),
+		Tracing(),
 		LogTail(),
 		BlobLog(),
 		WideEntities(),

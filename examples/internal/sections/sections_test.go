@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/examples/internal/demo"
 	"github.com/tablekit/tablekit/examples/internal/sections"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -28,6 +29,14 @@ var narration = []struct {
 		"finished the move: it is in Archive",
 		`a message of unknown kind "archive.purge" failed permanently and went to <queue>-poison after 1 attempt(s)`,
 		"5 received, 3 handled, 2 failed attempts, 1 poisoned; Current: [000224 000301], Archive: [000123 000124 000223]",
+	}},
+	{sections.Tracing(), []string{
+		"Worker.Handle (internal) tablekit.message_kind=archive.move tablekit.dequeue_count=1",
+		"    Mover.Move (internal) tablekit.row_key=000123",
+		"        Mover.Read (internal)",
+		"        Mover.WriteArchive (internal)",
+		"        Mover.DeleteCurrent (internal)",
+		"(client)",
 	}},
 	{sections.BlobLog(), []string{
 		"web/2024/05/06/1500/000000.log",
@@ -128,7 +137,9 @@ func TestSections(t *testing.T) {
 		tested[c.section.Name] = true
 		t.Run(c.section.Name, func(t *testing.T) {
 			var buf bytes.Buffer
-			err := demo.RunSection(context.Background(), demo.NewEnv(testenv.Account(t, nil), &buf), c.section)
+			env := demo.NewEnv(testenv.Account(t, nil), &buf)
+			env.Reopen = func(o *tablekit.Options) (*tablekit.Account, error) { return tablekit.Open(testenv.ConnectionString(t), o) }
+			err := demo.RunSection(context.Background(), env, c.section)
 			t.Log("\n" + buf.String())
 			if err != nil {
 				t.Fatal(err)
