@@ -95,6 +95,37 @@ func TestCosmosOrderDependentAPIs(t *testing.T) {
 		}
 	}
 
+	// KeyOrder: the whole result read, then sorted; Limit applies after.
+	got = got[:0]
+	for e, err := range tbl.Query(ctx, tablekit.Filter{}, &tablekit.QueryOptions{PageSize: 70, KeyOrder: true, AllowTableScan: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.PK+"/"+e.RK)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Query with KeyOrder returned %d entities, sorted %v; want the %d written in key order", len(got), slices.IsSorted(got), len(want))
+	}
+	got = got[:0]
+	for e, err := range tbl.Query(ctx, tablekit.RowKeyRange("p3", "00010", "00020"), &tablekit.QueryOptions{KeyOrder: true, Limit: 4}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.PK+"/"+e.RK)
+	}
+	if !slices.Equal(got, want[3*60+10:3*60+14]) {
+		t.Errorf("a RowKey range with KeyOrder and Limit 4: %v, want %v", got, want[3*60+10:3*60+14])
+	}
+	if _, err := tbl.QueryPage(ctx, tablekit.PartitionEq("p1"), &tablekit.QueryOptions{KeyOrder: true}); !errors.Is(err, tablekit.ErrUnsupported) {
+		t.Errorf("QueryPage with KeyOrder on Cosmos DB: %v, want ErrUnsupported", err)
+	}
+	for _, err := range tbl.Query(ctx, tablekit.PartitionEq("p1"), &tablekit.QueryOptions{KeyOrder: true, Cursor: &tablekit.Cursor{}}) {
+		if !errors.Is(err, tablekit.ErrUnsupported) {
+			t.Errorf("Query with KeyOrder and a Cursor on Cosmos DB: %v, want ErrUnsupported", err)
+		}
+		break
+	}
+
 	// Cosmos DB's own limits: a RowKey of at most 255 bytes.
 	if _, err := tbl.Insert(ctx, wireItem{PK: "p", RK: strings.Repeat("k", 256)}); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("a 256-byte RowKey on Cosmos DB: %v", err)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -42,6 +44,16 @@ type QueryOptions struct {
 	// table's TableOptions.TableScans would log or refuse: for queries
 	// meant to read the whole table.
 	AllowTableScan bool
+	// KeyOrder says the caller needs the results in PartitionKey and RowKey
+	// order, as Azure Table storage returns them. On a table where the
+	// service does not keep that order (Azure Cosmos DB for Table, see
+	// Table.Cosmos), Query then reads the whole result first, at most
+	// DefaultCollectLimit entities (beyond that it fails with an error
+	// matching ErrTooLarge: narrow the filter), and sorts it; QueryPage,
+	// Cursor and Continuation, which cannot resume a sorted read, are
+	// refused there with an error matching ErrUnsupported. Elsewhere it
+	// changes nothing.
+	KeyOrder bool
 }
 
 // Cursor records the progress of an iteration of [Table.Query], so that a
@@ -351,6 +363,9 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 	if err := t.checkScan(ctx, op, q.filter, opts); err != nil {
 		return err
 	}
+	if opts.KeyOrder && t.cosmos {
+		return t.scanSorted(ctx, op, q, opts, each)
+	}
 	cur := opts.Cursor
 	if cur != nil {
 		*cur = Cursor{hash: q.hash, pagePK: q.nextPK, pageRK: q.nextRK}
@@ -404,6 +419,50 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 	}
 }
 
+// scanSorted is scan for a query that needs key order on a table whose
+// service does not keep it: it reads the whole result, at most
+// DefaultCollectLimit entities, sorts it and calls each in key order.
+func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *QueryOptions, each func(obj []byte) (bool, error)) error {
+	if opts.Cursor != nil || opts.Continuation != "" {
+		return t.unorderedError(op, "a query read in key order (QueryOptions.KeyOrder) is sorted after it is read whole, so it cannot be resumed: drop Cursor and Continuation")
+	}
+	type keyed struct {
+		pk, rk string
+		obj    []byte
+	}
+	var all []keyed
+	for {
+		err := t.fetchRaw(ctx, q, q.pageSize, func(obj []byte) error {
+			if len(all) == DefaultCollectLimit {
+				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(DefaultCollectLimit), Size: len(all) + 1,
+					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most DefaultCollectLimit entities: narrow the filter", Err: ErrTooLarge}
+			}
+			pk, rk, err := objectKeys(obj)
+			if err != nil {
+				return err
+			}
+			all = append(all, keyed{pk, rk, slices.Clone(obj)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !q.more() {
+			break
+		}
+	}
+	slices.SortFunc(all, func(a, b keyed) int { return compareKeys(a.pk, a.rk, b.pk, b.rk) })
+	if opts.Limit > 0 && len(all) > opts.Limit {
+		all = all[:opts.Limit]
+	}
+	for _, e := range all {
+		if more, err := each(e.obj); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // skipThrough drops the entities of a page up to and including the one
 // with keys, the n-th of the page when it was read: when it is there,
 // exactly those before it; when it was deleted meanwhile, those whose keys
@@ -437,6 +496,9 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 	q, err := t.prepare(f, opts)
 	if err == nil {
 		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
+	}
+	if err == nil && opts != nil && opts.KeyOrder && t.cosmos {
+		err = t.unorderedError("QueryPage", "read the results in key order with Query and QueryOptions.KeyOrder, which sorts them whole")
 	}
 	if err != nil {
 		return Page[T]{}, err

@@ -264,7 +264,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if ix.delay == 0 {
 		ix.delay = DefaultDelay
 	}
-	if ix.raw, err = tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name()}); err != nil {
+	if ix.raw, err = tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name(), Cosmos: table.Cosmos()}); err != nil {
 		return nil, err
 	}
 	stateClient := o.State
@@ -273,7 +273,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		p, _ := keys.Compound(StatePartitionPrefix)
 		ix.reserved = append(ix.reserved, p)
 	}
-	if ix.state, err = tablekit.NewTable[tablekit.Entity](stateClient, nil); err != nil {
+	if ix.state, err = tablekit.NewTable[tablekit.Entity](stateClient, &tablekit.TableOptions{Cosmos: table.Cosmos()}); err != nil {
 		return nil, err
 	}
 	if len(indexes) == 0 {
@@ -307,7 +307,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 				p, _ := keys.Compound(idx.Name)
 				ix.reserved = append(ix.reserved, p)
 			}
-			if ii.copies, err = tablekit.NewTable[tablekit.Entity](client, nil); err != nil {
+			if ii.copies, err = tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Cosmos: table.Cosmos()}); err != nil {
 				return nil, err
 			}
 		}
@@ -938,7 +938,7 @@ func (ix *Inter[T]) scan(ctx context.Context, i int, pk, lo, hi string) iter.Seq
 	}
 	copies := ix.indexes[i].copies
 	return func(yield func(T, error) bool) {
-		for e, err := range copies.Query(ctx, tablekit.RowKeyRange(ipk, lo, hi), nil) {
+		for e, err := range copies.Query(ctx, tablekit.RowKeyRange(ipk, lo, hi), keyOrder()) {
 			if err != nil {
 				yield(*new(T), err)
 				return

@@ -94,7 +94,7 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 	if err := probe[T](); err != nil {
 		return nil, err
 	}
-	et, err := tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name()})
+	et, err := tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name(), Cosmos: table.Cosmos()})
 	if err != nil {
 		return nil, err
 	}
@@ -821,7 +821,7 @@ func (ix *Intra[T]) scan(ctx context.Context, pk string, i int, lo, hi string) i
 		return ix.listed(ctx, pk, f)
 	}
 	return func(yield func(T, error) bool) {
-		for e, err := range ix.table.Query(ctx, f, nil) {
+		for e, err := range ix.table.Query(ctx, f, keyOrder()) {
 			if err != nil {
 				yield(*new(T), err)
 				return
@@ -837,7 +837,7 @@ func (ix *Intra[T]) scan(ctx context.Context, pk string, i int, lo, hi string) i
 // list, in index order.
 func (ix *Intra[T]) listed(ctx context.Context, pk string, f tablekit.Filter) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		for e, err := range ix.table.Query(ctx, f, nil) {
+		for e, err := range ix.table.Query(ctx, f, keyOrder()) {
 			if err != nil {
 				yield(*new(T), err)
 				return

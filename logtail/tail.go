@@ -432,6 +432,11 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 // collect returns the n newest entries of pk with RowKey > after (all
 // when after is ""), newest first.
 func (l *Log[T]) collect(ctx context.Context, pk, after string, n int) ([]T, error) {
+	if l.table.Cosmos() {
+		return nil, &tablekit.ValidationError{Op: "logtail.Log", Entity: l.table.Name(),
+			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Since and Window still work: they sort their range on the client)",
+			Err: tablekit.ErrUnsupported}
+	}
 	parts, err := l.partitions(pk)
 	if err != nil {
 		return nil, err
@@ -486,7 +491,9 @@ func (l *Log[T]) merged(ctx context.Context, pk, lo, hi string) iter.Seq2[T, err
 			yield(zero, err)
 			return
 		}
-		qo := &tablekit.QueryOptions{PageSize: l.pageSize}
+		// KeyOrder: on Cosmos DB each bucket's range is read whole and
+		// sorted, so that the merge below still sees it newest first.
+		qo := &tablekit.QueryOptions{PageSize: l.pageSize, KeyOrder: true}
 		if len(parts) == 1 {
 			for v, err := range l.table.Query(ctx, rangeFilter(parts[0], lo, hi, ""), qo) {
 				if !yield(v, err) || err != nil {

@@ -149,7 +149,11 @@ type StreamQueryOptions struct {
 // Query returns the events with from <= Time < until, in time order (and
 // by ID among equal times), across all shards: it runs one range query per
 // shard, in parallel, each reading ahead one page, and merges their results.
-// A zero from or until leaves that side open.
+// A zero from or until leaves that side open. On Azure Cosmos DB for Table,
+// which does not return a shard's events in key order, each shard's range
+// is read whole and sorted first (at most tablekit.DefaultCollectLimit
+// events per shard, else an error matching tablekit.ErrTooLarge: narrow
+// the time range).
 func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *StreamQueryOptions) iter.Seq2[Event[T], error] {
 	return func(yield func(Event[T], error) bool) {
 		var zero Event[T]
@@ -226,6 +230,23 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 // when the query ends, fails, or ctx is cancelled.
 func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize int, sem chan struct{}, out chan<- shardPage) {
 	defer close(out)
+	if s.table.Cosmos() {
+		// Azure Cosmos DB for Table does not return a shard's events in
+		// RowKey order: read the shard's range whole, sorted (at most
+		// tablekit.DefaultCollectLimit events), as one page.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		page, err := tablekit.Collect(s.table.Query(ctx, f, &tablekit.QueryOptions{PageSize: pageSize, KeyOrder: true}), 0)
+		<-sem
+		select {
+		case out <- shardPage{items: page, err: err}:
+		case <-ctx.Done():
+		}
+		return
+	}
 	tok := ""
 	for {
 		select {
