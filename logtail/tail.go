@@ -435,7 +435,7 @@ func (l *Log[T]) collect(ctx context.Context, pk, after string, n int) ([]T, err
 	if l.table.Cosmos() {
 		return nil, &tablekit.ValidationError{Op: "logtail.Log", Entity: l.table.Name(),
 			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Since and Window still work: they sort their range on the client)",
-			Err: tablekit.ErrUnsupported}
+			Err:    tablekit.ErrUnsupported}
 	}
 	parts, err := l.partitions(pk)
 	if err != nil {

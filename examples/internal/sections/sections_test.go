@@ -138,7 +138,9 @@ func TestSections(t *testing.T) {
 		t.Run(c.section.Name, func(t *testing.T) {
 			var buf bytes.Buffer
 			env := demo.NewEnv(testenv.Account(t, nil), &buf)
-			env.Reopen = func(o *tablekit.Options) (*tablekit.Account, error) { return tablekit.Open(testenv.ConnectionString(t), o) }
+			env.Reopen = func(o *tablekit.Options) (*tablekit.Account, error) {
+				return tablekit.Open(testenv.ConnectionString(t), o)
+			}
 			err := demo.RunSection(context.Background(), env, c.section)
 			t.Log("\n" + buf.String())
 			if err != nil {
