@@ -198,12 +198,11 @@ func (ea *encodedAction) sdkAction() aztables.TransactionAction {
 //
 // A transaction the service refuses returns a *TransactionError naming the
 // index of the failing action; nothing was applied. When an answer was lost
-// and the SDK's retry met the state the first try had left (an insert that
-// now exists, an ETag that has moved on), tablekit reads the entities once:
-// if they hold exactly what the transaction wrote, it reports success;
-// otherwise the error matches [ErrOutcomeUnknown] rather than the conflict,
-// since the transaction may have been applied and then changed by another
-// writer.
+// and the SDK's retry met the state the first try may have left (an insert
+// that now exists, an ETag that has moved on), the error matches
+// [ErrOutcomeUnknown] rather than the conflict: the transaction may have
+// been applied, and not even the stored entities can tell, since another
+// writer may have stored the same content.
 func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
@@ -333,7 +332,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ET
 		Err:   &ServiceError{StatusCode: out.status, Code: out.code, Op: "Transaction", Table: t.name, sentinel: sentinelFor(out.status, out.code), resp: re},
 	}
 	if att.maybeApplied.Load() && retryConflict(out.code) {
-		return t.verifyTransaction(ctx, enc, terr)
+		return nil, unsettledTransaction(terr)
 	}
 	return nil, terr
 }

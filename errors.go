@@ -37,9 +37,12 @@ var (
 	ErrInvalidInput = errors.New("tablekit: invalid input")
 	// ErrOutcomeUnknown: a write may or may not have been applied. Its
 	// answer was lost (a broken connection, a timeout, a 500 after the
-	// request was sent) and neither the SDK's retries nor a check of the
-	// stored state could tell. Read the entity to find out before writing
-	// again anything that must not be applied twice.
+	// request was sent), and the SDK's retry either got no answer either or
+	// met a conflict the first try may have caused (an insert finding the
+	// entity, an If-Match update finding a new ETag). The stored state
+	// cannot settle it: another writer may have stored the same content.
+	// Read the entity to find out before writing again anything that must
+	// not be applied twice.
 	ErrOutcomeUnknown = errors.New("tablekit: outcome unknown")
 )
 

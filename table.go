@@ -414,7 +414,7 @@ func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction
 		_, err = t.client.DeleteEntity(ctx, a.pk, a.rk, &aztables.DeleteEntityOptions{IfMatch: &a.etag})
 	}
 	if err != nil {
-		return t.settleWrite(ctx, op, a, err, att)
+		return t.settleWrite(op, a, err, att)
 	}
 	return etag, nil
 }

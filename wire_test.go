@@ -256,11 +256,12 @@ func tableNameOf(t *testing.T, acct *tablekit.Account) string {
 // answerDropper is a per-retry policy that lets chosen requests reach the
 // service and then loses their answers, as a broken connection would.
 type answerDropper struct {
-	mu    sync.Mutex
-	match func(*http.Request) bool
-	drops int          // answers still to lose
-	after func() error // run after the service applied a dropped request
-	seen  atomic.Int32 // requests that matched
+	mu     sync.Mutex
+	match  func(*http.Request) bool
+	drops  int          // answers still to lose
+	after  func() error // run after the service applied a dropped request
+	before func() error // run before a request whose answer will be dropped is sent
+	seen   atomic.Int32 // requests that matched
 }
 
 func (d *answerDropper) arm(n int, match func(*http.Request) bool, after func() error) {
@@ -276,11 +277,16 @@ func (d *answerDropper) Do(req *policy.Request) (*http.Response, error) {
 	if drop {
 		d.drops--
 	}
-	after := d.after
+	after, before := d.after, d.before
 	if d.match != nil && d.match(req.Raw()) {
 		d.seen.Add(1)
 	}
 	d.mu.Unlock()
+	if drop && before != nil {
+		if err := before(); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := req.Next()
 	if !drop || err != nil {
 		return resp, err
@@ -302,9 +308,9 @@ func isMethod(m string) func(*http.Request) bool {
 }
 
 // TestLostAnswer: when the answer to an applied write is lost and the SDK's
-// retry then conflicts with the write's own effect, tablekit reports
-// success (with the ETags) after checking the stored entities; when the
-// stored state does not show the write, it says the outcome is unknown.
+// retry then conflicts with the write's own effect, tablekit says the
+// outcome is unknown (ErrOutcomeUnknown), not the conflict: the stored
+// state cannot tell this write from another writer's identical one.
 func TestLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	drop := &answerDropper{}
@@ -316,31 +322,64 @@ func TestLostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unknownOnly := func(t *testing.T, what string, err error, conflict error) {
+		t.Helper()
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, conflict) {
+			t.Fatalf("%s: %v, want an error matching ErrOutcomeUnknown only", what, err)
+		}
+	}
 
 	t.Run("transaction insert", func(t *testing.T) {
 		drop.arm(1, isBatch, nil)
-		etags, err := tbl.Transaction(ctx,
+		_, err := tbl.Transaction(ctx,
 			tablekit.InsertAction(wireItem{PK: "t", RK: "a", N: 1}),
 			tablekit.InsertAction(wireItem{PK: "t", RK: "o'k", N: 2}))
-		if err != nil {
-			t.Fatalf("got %v, want success", err)
+		var te *tablekit.TransactionError
+		unknownOnly(t, "transaction", err, tablekit.ErrAlreadyExists)
+		if !errors.As(err, &te) || te.Code != "EntityAlreadyExists" {
+			t.Errorf("got %v, want the TransactionError of the retry's conflict", err)
 		}
 		if drop.seen.Load() != 2 {
 			t.Errorf("%d batch requests, want 2 (the lost one and the retry)", drop.seen.Load())
 		}
-		checkETags(t, tbl, "t", []string{"a", "o'k"}, etags)
+		if got, err := tbl.Get(ctx, "t", "o'k", nil); err != nil || got.N != 2 {
+			t.Errorf("the lost transaction was applied, yet %+v, %v", got, err)
+		}
 	})
 	t.Run("transaction update and delete", func(t *testing.T) {
 		a, b := getETag(t, tbl, "t", "a"), getETag(t, tbl, "t", "o'k")
 		drop.arm(1, isBatch, nil)
-		etags, err := tbl.Transaction(ctx,
+		_, err := tbl.Transaction(ctx,
 			tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 10}, tablekit.Merge, a),
-			tablekit.Action[wireItem]{Kind: tablekit.ActionDelete, Value: wireItem{PK: "t", RK: "o'k"}, ETag: b})
-		if err != nil {
-			t.Fatalf("got %v, want success", err)
+			tablekit.DeleteAction(wireItem{PK: "t", RK: "o'k"}, b))
+		unknownOnly(t, "transaction", err, tablekit.ErrPreconditionFailed)
+		if got, _ := tbl.Get(ctx, "t", "a", nil); got.N != 10 {
+			t.Errorf("after the update: %+v", got)
 		}
-		if got, _ := tbl.Get(ctx, "t", "a", nil); got.N != 10 || etags[0] != getETag(t, tbl, "t", "a") || etags[1] != "" {
-			t.Errorf("after the update: %+v, ETags %q", got, etags)
+	})
+	t.Run("the same content written by another writer", func(t *testing.T) {
+		// Two read-modify-write cycles of a counter read the same value and
+		// write the same number; the other writer wins. This write failed,
+		// though the stored entity holds exactly what it wrote: reporting
+		// success would lose an increment.
+		etag := getETag(t, tbl, "t", "a")
+		other := func() error {
+			_, err := tbl.Update(context.Background(), wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag)
+			return err
+		}
+		drop.arm(1, isBatch, nil)
+		drop.mu.Lock()
+		drop.before = other
+		drop.mu.Unlock()
+		_, err := tbl.Transaction(ctx, tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag))
+		drop.mu.Lock()
+		drop.before = nil
+		drop.mu.Unlock()
+		if err == nil {
+			t.Fatal("a write the service refused (another writer stored the same content first) was reported as a success")
+		}
+		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			t.Fatalf("got %v, want a conflict or an unknown outcome", err)
 		}
 	})
 	t.Run("changed by another writer", func(t *testing.T) {
@@ -358,15 +397,16 @@ func TestLostAnswer(t *testing.T) {
 	})
 	t.Run("single writes", func(t *testing.T) {
 		drop.arm(1, isMethod(http.MethodPost), nil)
-		etag, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "1", N: 1})
-		if err != nil || etag != getETag(t, tbl, "s", "1") {
-			t.Fatalf("insert: %v (ETag %q)", err, etag)
-		}
+		_, err := tbl.Insert(ctx, wireItem{PK: "s", RK: "1", N: 1})
+		unknownOnly(t, "insert", err, tablekit.ErrAlreadyExists)
+		etag := getETag(t, tbl, "s", "1")
 		drop.arm(1, isMethod(http.MethodPut), nil)
-		etag, err = tbl.Update(ctx, wireItem{PK: "s", RK: "1", N: 2}, tablekit.Replace, etag)
-		if err != nil || etag != getETag(t, tbl, "s", "1") {
-			t.Fatalf("update: %v", err)
+		_, err = tbl.Update(ctx, wireItem{PK: "s", RK: "1", N: 2}, tablekit.Replace, etag)
+		unknownOnly(t, "update", err, tablekit.ErrPreconditionFailed)
+		if got, _ := tbl.Get(ctx, "s", "1", nil); got.N != 2 {
+			t.Errorf("after the update whose answer was lost: %+v", got)
 		}
+		etag = getETag(t, tbl, "s", "1")
 		// A lost delete: the entity is gone, but nothing tells whether this
 		// call deleted it or found it gone, so the outcome is unknown.
 		drop.arm(1, isMethod(http.MethodDelete), nil)

@@ -1,6 +1,7 @@
 package wherecheck_test
 
 import (
+	"os/exec"
 	"testing"
 
 	"golang.org/x/tools/go/analysis/analysistest"
@@ -18,9 +19,16 @@ import (
 //	scans  table scans, meant and unmeant, and text Explain cannot parse
 //
 // The samples form a module in a workspace (testdata/go.work) with this
-// repository, so they import the real tablekit, offline (analysistest
-// loads them with GOPROXY=off). One Run loads all three, so tablekit and
-// its dependencies are type-checked once.
+// repository, so they import the real tablekit. analysistest loads them
+// with GOPROXY=off, so the test first lets the go command fetch what the
+// workspace's module graph needs (on a fresh machine, go.mod files of
+// modules no build has used yet). One Run loads all three, so tablekit
+// and its dependencies are type-checked once.
 func TestAnalyzer(t *testing.T) {
+	list := exec.Command("go", "list", "-deps", "./...")
+	list.Dir = analysistest.TestData()
+	if out, err := list.CombinedOutput(); err != nil {
+		t.Fatalf("go list -deps in testdata: %v\n%s", err, out)
+	}
 	analysistest.Run(t, analysistest.TestData(), wherecheck.Analyzer, "./count", "./props", "./scans")
 }

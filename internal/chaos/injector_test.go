@@ -73,8 +73,8 @@ func newContainer(t *testing.T, inj *chaos.Injector, acct *tablekit.Account) *co
 
 // An InsertEntity whose answer is lost is applied; the SDK's retry then
 // meets the entity and comes back EntityAlreadyExists, which tablekit
-// settles by reading the entity: the insert is reported done.
-func TestAnswerLostInsertIsSettled(t *testing.T) {
+// reports as an unknown outcome (ErrOutcomeUnknown), not as the conflict.
+func TestAnswerLostInsertIsUnknown(t *testing.T) {
 	ctx := testCtx(t)
 	inj, acct, tbl := setup(t, 1, &chaos.Config{AnswerLost: 1, Operations: []string{"InsertEntity"}, MaxConsecutive: 1})
 	before := acct.Meter().Snapshot()
@@ -89,7 +89,7 @@ func TestAnswerLostInsertIsSettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := h.Ops()[0]
-	if op.Err != nil || op.Outcome != chaos.OK || !op.AnswerLost() ||
+	if !errors.Is(op.Err, tablekit.ErrOutcomeUnknown) || errors.Is(op.Err, tablekit.ErrAlreadyExists) || op.Outcome != chaos.Unknown || !op.AnswerLost() ||
 		!slices.Equal(op.Faults, []chaos.Kind{chaos.AnswerLost}) {
 		t.Fatalf("insert: %v", op)
 	}
