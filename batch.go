@@ -101,7 +101,7 @@ type encodedAction struct {
 // encodeAction validates and encodes one action. The entity's JSON is
 // appended to *arena, which many actions share to save allocations; the
 // action's body is a slice of it that later appends do not touch.
-func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, error) {
+func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encodedAction, error) {
 	ea := encodedAction{kind: a.Kind, mode: a.Mode}
 	var err error
 	switch a.Kind {
@@ -112,11 +112,11 @@ func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, err
 		}
 		ea.etag = a.ETag
 		if ea.etag == "" {
-			return ea, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "DeleteAction needs the ETag read with the entity, or azcore.ETagAny for any version", Err: ErrInvalidInput}
+			return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "DeleteAction needs the ETag read with the entity, or azcore.ETagAny for any version", Err: ErrInvalidInput}
 		}
 	case ActionInsert, ActionUpsert, ActionUpdate:
 		if a.Mode > Merge {
-			return ea, &ValidationError{Op: "Transaction", Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
+			return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
 		}
 		start := len(*arena)
 		var out []byte
@@ -128,12 +128,12 @@ func (t *Table[T]) encodeAction(a *Action[T], arena *[]byte) (encodedAction, err
 		*arena = out
 		if a.Kind == ActionUpdate {
 			if a.ETag == "" {
-				return ea, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
+				return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
 			}
 			ea.etag = a.ETag
 		}
 	default:
-		return ea, &ValidationError{Op: "Transaction", Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
+		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
 	}
 	if !t.wire {
 		if err := t.checkSDKTransaction(&ea); err != nil {
@@ -206,7 +206,7 @@ func (ea *encodedAction) sdkAction() aztables.TransactionAction {
 func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
-		return nil, err
+		return nil, withOp("Transaction", err)
 	}
 	ctx, end := StartSpan(ctx, t.tracer, "Table.Transaction",
 		tracing.Attribute{Key: attrTable, Value: t.name},
@@ -228,8 +228,18 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 	total := 0
 	arena := make([]byte, 0, 512*len(actions))
 	for i := range actions {
-		ea, err := t.encodeAction(&actions[i], &arena)
+		ea, err := t.encodeAction("Transaction", &actions[i], &arena)
 		if err != nil {
+			var ve *ValidationError
+			if errors.As(err, &ve) {
+				ve.Op = "Transaction"
+				if ve.Detail == "" {
+					ve.Detail = fmt.Sprintf("action %d", i)
+				} else {
+					ve.Detail = fmt.Sprintf("action %d: %s", i, ve.Detail)
+				}
+				return nil, ve
+			}
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
 		if i > 0 && ea.pk != enc[0].pk {

@@ -207,9 +207,9 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 	var order []string
 	arena := make([]byte, 0, 512*min(len(actions), 4096))
 	for i := range actions {
-		ea, err := w.t.encodeAction(&actions[i], &arena)
+		ea, err := w.t.encodeAction("BulkWriter.Write", &actions[i], &arena)
 		if err != nil {
-			failed = append(failed, BulkFailure{Index: i, Err: err})
+			failed = append(failed, BulkFailure{Index: i, Err: withOp("BulkWriter.Write", err)})
 			continue
 		}
 		b := builds[ea.pk]

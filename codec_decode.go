@@ -58,7 +58,7 @@ func (r *rawEntity) reset() {
 var annotationSuffix = []byte("@odata.type")
 
 func decodeError(format string, args ...any) error {
-	return &ValidationError{Detail: "malformed entity JSON: " + fmt.Sprintf(format, args...), Err: ErrInvalidInput}
+	return &DecodeError{Detail: "malformed entity JSON: " + fmt.Sprintf(format, args...)}
 }
 
 // parse reads one flat JSON object into r.
@@ -430,18 +430,26 @@ func (p *rawProp) bytesValue() []byte {
 
 // decodeState carries one decode's context.
 type decodeState struct {
+	op    string // the operation reading, for errors
 	table string
 	crypt *cryptContext
 	pk    string
 	rk    string
 }
 
+// fail returns a *DecodeError about property prop of the entity being
+// decoded.
 func (d *decodeState) fail(prop string, format string, args ...any) error {
+	return d.failWith(nil, prop, format, args...)
+}
+
+// failWith is fail with a sentinel for the error to match.
+func (d *decodeState) failWith(sentinel error, prop string, format string, args ...any) error {
 	ent := d.pk + "/" + d.rk
 	if d.table != "" {
 		ent = d.table + ":" + ent
 	}
-	return &ValidationError{Entity: ent, Property: prop, Detail: fmt.Sprintf(format, args...), Err: ErrInvalidInput}
+	return &DecodeError{Op: d.op, Entity: ent, Property: prop, Detail: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
 // systemInto decodes the keys, ETag and Timestamp.

@@ -112,9 +112,8 @@ func planFor(t reflect.Type) (*typePlan, error) {
 
 func planError(t reflect.Type, field, format string, args ...any) error {
 	return &ValidationError{
-		Entity:   t.String(),
 		Property: field,
-		Detail:   fmt.Sprintf(format, args...),
+		Detail:   "type " + t.String() + ": " + fmt.Sprintf(format, args...),
 		Err:      ErrInvalidInput,
 	}
 }

@@ -282,7 +282,7 @@ func TestDecodeTypeMismatchIsAnError(t *testing.T) {
 		`{"PartitionKey":"p","RowKey":"r","N":"x"}`,
 		`{"PartitionKey":"p","RowKey":"r","N":1.5}`,
 	} {
-		if err := plan.decodeStruct([]byte(body), reflect.ValueOf(&d).Elem(), &decodeState{}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), `"N"`) {
+		if err := plan.decodeStruct([]byte(body), reflect.ValueOf(&d).Elem(), &decodeState{op: "Get"}); !isDecodeError(err, "N") || errors.Is(err, ErrDecrypt) || !strings.Contains(err.Error(), `Get: cannot read entity "p/r" property "N"`) {
 			t.Errorf("%s: %v", body, err)
 		}
 	}
@@ -354,4 +354,10 @@ func TestEntitySizeMatchesEncoder(t *testing.T) {
 	if got := EntitySize(e); got != s.size {
 		t.Errorf("EntitySize = %d, encoder counted %d", got, s.size)
 	}
+}
+
+// isDecodeError reports whether err is a *DecodeError about prop.
+func isDecodeError(err error, prop string) bool {
+	var de *DecodeError
+	return errors.As(err, &de) && de.Property == prop
 }

@@ -10,7 +10,8 @@ import (
 // EncodeEntity converts a struct value to its property bag, exactly as a
 // Table[T] would store it (without client-side encryption), checking the
 // same keys and limits.
-func EncodeEntity[T any](v T) (Entity, error) {
+func EncodeEntity[T any](v T) (_ Entity, err error) {
+	defer func() { err = withOp("EncodeEntity", err) }()
 	if e, ok := any(v).(Entity); ok {
 		return e, nil
 	}
@@ -23,7 +24,7 @@ func EncodeEntity[T any](v T) (Entity, error) {
 		return Entity{}, err
 	}
 	var e Entity
-	if err := decodeEntity(data, &e, &decodeState{}); err != nil {
+	if err := decodeEntity(data, &e, &decodeState{op: "EncodeEntity"}); err != nil {
 		return Entity{}, err
 	}
 	rv := reflect.ValueOf(&v).Elem()
@@ -39,7 +40,8 @@ func EncodeEntity[T any](v T) (Entity, error) {
 // Decode converts a property bag to a struct value, as a Table[T] read
 // would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
 // Table[Entity]) turns each row into its own Go type.
-func Decode[T any](e Entity) (T, error) {
+func Decode[T any](e Entity) (_ T, err error) {
+	defer func() { err = withOp("Decode", err) }()
 	var v T
 	if out, ok := any(&v).(*Entity); ok {
 		*out = e
@@ -54,7 +56,7 @@ func Decode[T any](e Entity) (T, error) {
 		return v, err
 	}
 	rv := reflect.ValueOf(&v).Elem()
-	if err := plan.decodeStruct(data, rv, &decodeState{}); err != nil {
+	if err := plan.decodeStruct(data, rv, &decodeState{op: "Decode"}); err != nil {
 		return v, err
 	}
 	if plan.etag != nil {

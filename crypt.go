@@ -291,7 +291,7 @@ func parseCiphertext(b []byte) (parsedCiphertext, error) {
 func CiphertextKeyID(value []byte) (string, error) {
 	p, err := parseCiphertext(value)
 	if err != nil {
-		return "", &ValidationError{Detail: err.Error(), Err: ErrInvalidInput}
+		return "", &ValidationError{Op: "CiphertextKeyID", Detail: err.Error(), Err: ErrInvalidInput}
 	}
 	return p.keyID, nil
 }
@@ -428,14 +428,10 @@ func (c *cryptContext) looksEncrypted(rp *rawProp) bool {
 func (d *decodeState) decrypt(name string, rp *rawProp) (*rawProp, error) {
 	c := d.crypt
 	if c == nil {
-		return nil, d.fail(name, "the property is encrypted but the table has no encryption configured (set TableOptions.Encryption)")
+		return nil, d.failWith(ErrDecrypt, name, "the property is encrypted but the table has no encryption configured (set TableOptions.Encryption)")
 	}
 	fail := func(sentinel error, format string, args ...any) error {
-		ent := d.pk + "/" + d.rk
-		if d.table != "" {
-			ent = d.table + ":" + ent
-		}
-		return &ValidationError{Entity: ent, Property: name, Detail: fmt.Sprintf(format, args...), Err: sentinel}
+		return d.failWith(sentinel, name, format, args...)
 	}
 	if rp.kind != tokString || rp.edm != EdmBinary {
 		// Never show the value: it may be a secret written in clear.
@@ -458,7 +454,7 @@ func (d *decodeState) decrypt(name string, rp *rawProp) (*rawProp, error) {
 }
 
 // trimSentinel returns err's message without the leading ErrDecrypt text,
-// which ValidationError's own message makes redundant.
+// which DecodeError's own message makes redundant.
 func trimSentinel(err error) string {
 	msg := strings.TrimPrefix(err.Error(), ErrDecrypt.Error()+": ")
 	return strings.TrimPrefix(msg, ErrKeyNotFound.Error()+": ")

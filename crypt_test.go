@@ -227,9 +227,13 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	attacker["SSN"] = victim["SSN"]
 	putRaw(t, client, attacker)
 	_, err = tbl.Get(ctx, "W1", "attacker", nil)
-	var ve *tablekit.ValidationError
-	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &ve) || ve.Property != "SSN" || ve.Entity != "patients:W1/attacker" {
+	var de *tablekit.DecodeError
+	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Op != "Get" || de.Property != "SSN" || de.Entity != "patients:W1/attacker" ||
+		!strings.HasPrefix(err.Error(), `tablekit: Get: cannot decrypt entity "patients:W1/attacker" property "SSN": `) {
 		t.Fatalf("copied to another row: %v", err)
+	}
+	if errors.As(err, new(*tablekit.ValidationError)) {
+		t.Fatalf("a read-side failure is a ValidationError (input refused before sending): %v", err)
 	}
 	if !strings.Contains(err.Error(), "copied from another entity or property") || strings.Contains(err.Error(), "111-11") {
 		t.Fatalf("unclear or leaky error: %v", err)
@@ -241,7 +245,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	victim["Allergies"] = victim["SSN"]
 	putRaw(t, client, victim)
 	_, err = tbl.Get(ctx, "W1", "victim", nil)
-	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &ve) || ve.Property != "Allergies" {
+	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Property != "Allergies" {
 		t.Fatalf("copied to another property: %v", err)
 	}
 	// Queries report it too.

@@ -72,7 +72,7 @@ func appendGUID(dst []byte, g [16]byte) []byte {
 func ParseGUID(s string) (GUID, error) {
 	g, ok := parseGUIDBytes([]byte(s))
 	if !ok {
-		return GUID{}, &ValidationError{Detail: fmt.Sprintf("%s is not a GUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", quoteForError(s)), Err: ErrInvalidInput}
+		return GUID{}, &ValidationError{Op: "ParseGUID", Detail: fmt.Sprintf("%s is not a GUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", quoteForError(s)), Err: ErrInvalidInput}
 	}
 	return g, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
@@ -53,8 +54,10 @@ type ValidationError struct {
 	// Op names the operation that refused the input, e.g. "Insert" or
 	// "archive.NewWorker"; "" when the entity says enough.
 	Op string
-	// Entity names the entity, as "PartitionKey/RowKey" where known, or the
-	// table, queue or container the input was meant for.
+	// Entity names the entity, as "table:PartitionKey/RowKey" or
+	// "PartitionKey/RowKey" where known (the message says "entity"), or the
+	// table, queue or container the input was meant for (the message says
+	// "input for").
 	Entity string
 	// Property is the property (or field) at fault, "" when it is the whole
 	// entity, transaction or message.
@@ -79,8 +82,10 @@ func (e *ValidationError) Error() string {
 	switch {
 	case e.Entity == "" && e.Property == "":
 		msg += " input"
-	case e.Entity != "":
+	case strings.Contains(e.Entity, "/"): // "table:pk/rk" or "pk/rk"
 		msg += " entity " + quoteForError(e.Entity)
+	case e.Entity != "": // a table, queue or container
+		msg += " input for " + quoteForError(e.Entity)
 	}
 	if e.Property != "" {
 		msg += " property " + quoteForError(e.Property)
@@ -99,6 +104,71 @@ func (e *ValidationError) Error() string {
 
 // Unwrap returns the sentinel the error matches.
 func (e *ValidationError) Unwrap() error { return e.Err }
+
+// DecodeError reports a stored entity that tablekit read but cannot turn
+// into the caller's value: a property whose stored type or value does not
+// fit its field, an answer it cannot parse, or an encrypted property that
+// cannot be decrypted. Unlike a [ValidationError] it is not about the
+// caller's input: the data came from the service (or from the Entity given
+// to [Decode]), and nothing was written. A decryption failure matches
+// [ErrDecrypt] (and [ErrKeyNotFound] when the key resolver lacks the key).
+type DecodeError struct {
+	// Op names the operation that read the entity, e.g. "Get" or "Query".
+	Op string
+	// Entity names the entity as "table:PartitionKey/RowKey" where known.
+	Entity string
+	// Property is the property at fault, "" when it is the whole entity.
+	Property string
+	// Detail says what is wrong; it never shows an encrypted value.
+	Detail string
+	// Err is ErrDecrypt (possibly joined with ErrKeyNotFound) for a
+	// decryption failure, else nil.
+	Err error
+}
+
+// Error names the operation, the entity, the property and the problem.
+func (e *DecodeError) Error() string {
+	msg := "tablekit: "
+	if e.Op != "" {
+		msg += e.Op + ": "
+	}
+	if errors.Is(e.Err, ErrDecrypt) {
+		msg += "cannot decrypt"
+	} else {
+		msg += "cannot read"
+	}
+	if e.Entity != "" {
+		msg += " entity " + quoteForError(e.Entity)
+	}
+	if e.Property != "" {
+		msg += " property " + quoteForError(e.Property)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel the error matches, or nil.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// withOp names op in err when err is a *ValidationError or *DecodeError
+// made for this call that does not name an operation yet; exported
+// functions wrap their returns with it so every refusal says who refused.
+func withOp(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ve *ValidationError
+	if errors.As(err, &ve) && ve.Op == "" {
+		ve.Op = op
+	}
+	var de *DecodeError
+	if errors.As(err, &de) && de.Op == "" {
+		de.Op = op
+	}
+	return err
+}
 
 // quoteForError quotes s for an error message, shortening very long values.
 func quoteForError(s string) string {

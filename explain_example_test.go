@@ -97,7 +97,7 @@ func ExampleRefuseTableScans() {
 	fmt.Println(len(found), err)
 	// Output:
 	// true - requests sent: 0
-	// tablekit: Query: invalid entity "Employees": filter "LastName eq 'Jones'": table scan: filters LastName; filters only on properties, which have no index; limit: TableOptions.TableScans is RefuseTableScans
+	// tablekit: Query: invalid input for "Employees": filter "LastName eq 'Jones'": table scan: filters LastName; filters only on properties, which have no index; limit: TableOptions.TableScans is RefuseTableScans
 	// level=WARN msg="tablekit: table scan" table=Employees op=Query filter="LastName eq 'Jones'" class="table scan" reason="filters only on properties, which have no index"
 	// 1 <nil>
 }

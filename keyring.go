@@ -87,8 +87,8 @@ func keyIDProblem(id string) string {
 	return ""
 }
 
-func keyRingError(detail string, sentinel error) error {
-	return &ValidationError{Property: "key", Detail: detail, Err: sentinel}
+func keyRingError(op, detail string, sentinel error) error {
+	return &ValidationError{Op: op, Property: "key", Detail: detail, Err: sentinel}
 }
 
 // Add adds a key. Key ids are 1–255 bytes of printable ASCII without spaces
@@ -98,10 +98,10 @@ func keyRingError(detail string, sentinel error) error {
 // key added becomes current. The key is copied.
 func (r *KeyRing) Add(id string, key []byte) error {
 	if p := keyIDProblem(id); p != "" {
-		return keyRingError(p, ErrInvalidInput)
+		return keyRingError("KeyRing.Add", p, ErrInvalidInput)
 	}
 	if len(key) != KeySize {
-		return keyRingError(fmt.Sprintf("key %q is %d bytes; AES-256 keys are %d bytes (use GenerateKey)", id, len(key), KeySize), ErrInvalidInput)
+		return keyRingError("KeyRing.Add", fmt.Sprintf("key %q is %d bytes; AES-256 keys are %d bytes (use GenerateKey)", id, len(key), KeySize), ErrInvalidInput)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +110,7 @@ func (r *KeyRing) Add(id string, key []byte) error {
 	}
 	if old, ok := r.keys[id]; ok {
 		if string(old) != string(key) {
-			return keyRingError(fmt.Sprintf("key id %q is already in the ring with a different key", id), ErrAlreadyExists)
+			return keyRingError("KeyRing.Add", fmt.Sprintf("key id %q is already in the ring with a different key", id), ErrAlreadyExists)
 		}
 		return nil
 	}
@@ -127,7 +127,7 @@ func (r *KeyRing) SetCurrent(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.keys[id]; !ok {
-		return keyRingError(fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
+		return keyRingError("KeyRing.SetCurrent", fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
 	}
 	r.current = id
 	return nil
@@ -151,10 +151,10 @@ func (r *KeyRing) Remove(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.keys[id]; !ok {
-		return keyRingError(fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
+		return keyRingError("KeyRing.Remove", fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
 	}
 	if id == r.current {
-		return keyRingError(fmt.Sprintf("key %q is current; make another key current first", id), ErrInvalidInput)
+		return keyRingError("KeyRing.Remove", fmt.Sprintf("key %q is current; make another key current first", id), ErrInvalidInput)
 	}
 	clear(r.keys[id])
 	delete(r.keys, id)
@@ -185,7 +185,7 @@ func (r *KeyRing) CurrentKey(ctx context.Context) (string, []byte, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.current == "" {
-		return "", nil, keyRingError("the key ring is empty: add a key first", ErrKeyNotFound)
+		return "", nil, keyRingError("KeyRing.CurrentKey", "the key ring is empty: add a key first", ErrKeyNotFound)
 	}
 	return r.current, slices.Clone(r.keys[r.current]), nil
 }
@@ -196,7 +196,7 @@ func (r *KeyRing) ResolveKey(ctx context.Context, id string) ([]byte, error) {
 	defer r.mu.RUnlock()
 	k, ok := r.keys[id]
 	if !ok {
-		return nil, keyRingError(fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
+		return nil, keyRingError("KeyRing.ResolveKey", fmt.Sprintf("no key %q in the ring", id), ErrKeyNotFound)
 	}
 	return slices.Clone(k), nil
 }

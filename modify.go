@@ -44,7 +44,7 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 		return zero, err
 	}
 	if err := t.checkKeys(pk, rk); err != nil {
-		return zero, err
+		return zero, withOp("Modify", err)
 	}
 	var err error
 	for range o.Retry.WithDefaults(DefaultConflictRetry).Attempts(ctx) {
@@ -55,7 +55,7 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 		}
 		v := t.withKeys(pk, rk)
 		if found {
-			if err := t.decode(body, &v); err != nil {
+			if err := t.decode("Modify", body, &v); err != nil {
 				return zero, err
 			}
 			t.setETag(&v, etag)

@@ -21,7 +21,7 @@ const (
 // [ErrInvalidKey] and says which rule failed.
 func ValidateTableName(name string) error {
 	bad := func(detail string, args ...any) error {
-		return &ValidationError{Entity: name, Limit: tableNameRule, Detail: "table name " + fmt.Sprintf(detail, args...), Err: ErrInvalidKey}
+		return &ValidationError{Limit: tableNameRule, Detail: "table name " + quoteForError(name) + " " + fmt.Sprintf(detail, args...), Err: ErrInvalidKey}
 	}
 	if n := len(name); n < 3 || n > 63 {
 		return bad("is %d characters long, not 3-63", len(name))
@@ -64,7 +64,7 @@ func ValidateContainerName(name string) error {
 // validateDNSName checks the shared rules of queue and container names.
 func validateDNSName(kind, rule, name string) error {
 	bad := func(detail string, args ...any) error {
-		return &ValidationError{Entity: name, Limit: rule, Detail: kind + " name " + fmt.Sprintf(detail, args...), Err: ErrInvalidKey}
+		return &ValidationError{Limit: rule, Detail: kind + " name " + quoteForError(name) + " " + fmt.Sprintf(detail, args...), Err: ErrInvalidKey}
 	}
 	if n := len(name); n < 3 || n > 63 {
 		return bad("is %d characters long, not 3-63", len(name))

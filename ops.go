@@ -14,7 +14,7 @@ import (
 // transaction and reads only the keys.
 func (t *Table[T]) Exists(ctx context.Context, pk, rk string) (bool, error) {
 	if err := t.checkKeys(pk, rk); err != nil {
-		return false, err
+		return false, withOp("Exists", err)
 	}
 	found := false
 	err := t.scan(ctx, "Exists", PointQuery(pk, rk), &QueryOptions{PageSize: 1}, "RowKey", func([]byte) (bool, error) {
@@ -75,12 +75,12 @@ func QueryAs[P, T any](ctx context.Context, t *Table[T], f Filter, opts *QueryOp
 		var zero P
 		plan, sel, err := projectionOf[P]()
 		if err != nil {
-			yield(zero, err)
+			yield(zero, withOp("QueryAs", err))
 			return
 		}
 		err = t.scan(ctx, "QueryAs", f, opts, sel, func(obj []byte) (bool, error) {
 			var v P
-			d := decodeState{table: t.name, crypt: t.crypt}
+			d := decodeState{op: "QueryAs", table: t.name, crypt: t.crypt}
 			if err := plan.decodeStruct(obj, reflect.ValueOf(&v).Elem(), &d); err != nil {
 				return false, err
 			}

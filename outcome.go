@@ -37,7 +37,7 @@ func retryConflict(code string) bool {
 func (t *Table[T]) readRaw(ctx context.Context, pk, rk string) (body []byte, etag azcore.ETag, found bool, err error) {
 	if pk == "" || rk == "" {
 		// GetEntity cannot address an empty key; a point query can.
-		q := &query{filter: pointFilter(pk, rk)}
+		q := &query{op: "Get", filter: pointFilter(pk, rk)}
 		var objs [][]byte
 		if err := t.fetchRaw(ctx, q, 1, func(obj []byte) error { objs = append(objs, bytes.Clone(obj)); return nil }); err != nil {
 			return nil, "", false, err

@@ -150,6 +150,7 @@ func decodeToken(tok string, hash uint64) (continuation, error) {
 
 // query is a prepared query: filter and select text, paging state.
 type query struct {
+	op          string // the operation querying, for errors ("Query" when "")
 	filter, sel string
 	hash        uint64
 	pageSize    int
@@ -234,10 +235,10 @@ func (q *query) token() string {
 
 // fetch reads one service page (top: entities asked for, 0 for default)
 // and appends its entities to items.
-func (t *Table[T]) fetch(ctx context.Context, q *query, top int, items []T) ([]T, error) {
+func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, items []T) ([]T, error) {
 	err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
 		var v T
-		if err := t.decode(obj, &v); err != nil {
+		if err := t.decode(op, obj, &v); err != nil {
 			return err
 		}
 		items = append(items, v)
@@ -270,7 +271,11 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	}
 	resp, err := t.client.NewListEntitiesPager(o).NextPage(ctx)
 	if err != nil {
-		return t.wrap("Query", "", "", err)
+		op := q.op
+		if op == "" {
+			op = "Query"
+		}
+		return t.wrap(op, "", "", err)
 	}
 	q.nextPK, q.nextRK = resp.NextPartitionKey, resp.NextRowKey
 	// each calls fn with every entity of the page as the service sent it.
@@ -331,7 +336,7 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 		var zero T
 		err := t.scan(ctx, "Query", f, opts, "", func(obj []byte) (bool, error) {
 			var v T
-			if err := t.decode(obj, &v); err != nil {
+			if err := t.decode("Query", obj, &v); err != nil {
 				return false, err
 			}
 			return yield(v, nil), nil
@@ -347,7 +352,8 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 // opts.Limit) run out. sel, when not "", replaces opts.Select as the
 // $select text (without keys). A table scan is logged or refused as the
 // table's TableScans policy says.
-func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) error {
+func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) (err error) {
+	defer func() { err = withOp(op, err) }()
 	if opts == nil {
 		opts = &QueryOptions{}
 	}
@@ -360,6 +366,7 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 	if err != nil {
 		return err
 	}
+	q.op = op
 	if err := t.checkScan(ctx, op, q.filter, opts); err != nil {
 		return err
 	}
@@ -492,9 +499,11 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 // opts.Continuation. A page holds at most opts.PageSize entities and is
 // empty only when the query is complete; its Continuation resumes the query,
 // also in another process.
-func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (Page[T], error) {
+func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
+	defer func() { err = withOp("QueryPage", err) }()
 	q, err := t.prepare(f, opts)
 	if err == nil {
+		q.op = "QueryPage"
 		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
 	}
 	if err == nil && opts != nil && opts.KeyOrder && t.cosmos {
@@ -505,7 +514,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 	}
 	var items []T
 	for {
-		items, err = t.fetch(ctx, q, q.pageSize, items)
+		items, err = t.fetch(ctx, "QueryPage", q, q.pageSize, items)
 		if err != nil {
 			return Page[T]{}, err
 		}
@@ -519,7 +528,8 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 // further pages when the service returns short ones. On Azure Cosmos DB
 // for Table, whose results are not in key order, it refuses with an error
 // matching ErrUnsupported: the first n by key would need every result.
-func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) ([]T, error) {
+func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) (_ []T, err error) {
+	defer func() { err = withOp("Top", err) }()
 	if t.cosmos {
 		return nil, t.unorderedError("Top", "use Query with Collect and sort the results, or a point query")
 	}

@@ -231,7 +231,8 @@ func (v *tableSASValues) signWithCredential(cred *aztables.SharedKeyCredential) 
 // an error. The Account must have been opened with the account key.
 // TableSASURL does not contact the service and does not check that the
 // table exists.
-func (a *Account) TableSASURL(table string, perms TablePermissions, expiry time.Time, opts *TableSASOptions) (string, error) {
+func (a *Account) TableSASURL(table string, perms TablePermissions, expiry time.Time, opts *TableSASOptions) (_ string, err error) {
+	defer func() { err = withOp("TableSASURL", err) }()
 	if err := ValidateTableName(table); err != nil {
 		return "", err
 	}
@@ -307,7 +308,8 @@ func (a *Account) tableSASValues(table string, perms TablePermissions, expiry ti
 //
 // azqueue signs queue tokens for HTTPS only, so QueueSASURL refuses an
 // http queue endpoint (such as Azurite's): such a token could not be used.
-func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.Time, opts *SASOptions) (string, error) {
+func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
+	defer func() { err = withOp("QueueSASURL", err) }()
 	if err := ValidateQueueName(queue); err != nil {
 		return "", err
 	}
@@ -342,7 +344,8 @@ func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.
 // that allows perms on its blobs until expiry, for a client that opens it
 // with [OpenContainerSAS]. The Account must have been opened with the
 // account key.
-func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (string, error) {
+func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
+	defer func() { err = withOp("ContainerSASURL", err) }()
 	if err := ValidateContainerName(containerName); err != nil {
 		return "", err
 	}
@@ -367,7 +370,8 @@ func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, e
 // perms on it until expiry (for example Read, to hand a claim-check blob to
 // a client, or Create|Write to let it upload one). The blob need not exist.
 // The Account must have been opened with the account key.
-func (a *Account) BlobSASURL(containerName, blobName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (string, error) {
+func (a *Account) BlobSASURL(containerName, blobName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
+	defer func() { err = withOp("BlobSASURL", err) }()
 	if err := ValidateContainerName(containerName); err != nil {
 		return "", err
 	}
@@ -489,7 +493,8 @@ func sasAccount(p *parsedSAS, opts *SASClientOptions, mk func(a *Account, table,
 // the service answers 403 (an error matching none of the sentinels, that
 // unwraps to *azcore.ResponseError). OpenTableSAS checks the URL and that
 // the token has not expired; it does not contact the service.
-func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (*Table[T], error) {
+func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (_ *Table[T], err error) {
+	defer func() { err = withOp("OpenTableSAS", err) }()
 	p, err := parseSASURL("table", sasURL)
 	if err != nil {
 		return nil, err
@@ -524,7 +529,8 @@ func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (*Table[T], erro
 // [Account.QueueSASURL]), for a client that holds no account key. It checks
 // the URL and that the token has not expired; it does not contact the
 // service.
-func OpenQueueSAS(sasURL string, opts *SASClientOptions) (*azqueue.QueueClient, error) {
+func OpenQueueSAS(sasURL string, opts *SASClientOptions) (_ *azqueue.QueueClient, err error) {
+	defer func() { err = withOp("OpenQueueSAS", err) }()
 	p, err := parseSASURL("queue", sasURL)
 	if err != nil {
 		return nil, err
@@ -544,7 +550,8 @@ func OpenQueueSAS(sasURL string, opts *SASClientOptions) (*azqueue.QueueClient, 
 // (as made by [Account.ContainerSASURL]), for a client that holds no
 // account key. It checks the URL and that the token has not expired; it
 // does not contact the service.
-func OpenContainerSAS(sasURL string, opts *SASClientOptions) (*container.Client, error) {
+func OpenContainerSAS(sasURL string, opts *SASClientOptions) (_ *container.Client, err error) {
+	defer func() { err = withOp("OpenContainerSAS", err) }()
 	p, err := parseSASURL("container", sasURL)
 	if err != nil {
 		return nil, err

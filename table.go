@@ -74,7 +74,8 @@ type Table[T any] struct {
 // entities with an empty key addressed, and lost answers told from
 // conflicts. Other clients go through the SDK's SubmitTransaction and its
 // limits (see InstallPolicies). Reads are exact with any client.
-func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], error) {
+func NewTable[T any](client *aztables.Client, opts *TableOptions) (_ *Table[T], err error) {
+	defer func() { err = withOp("NewTable", err) }()
 	if client == nil {
 		return nil, &ValidationError{Detail: "nil *aztables.Client", Err: ErrInvalidInput}
 	}
@@ -103,7 +104,8 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 		}
 		t.plan = plan
 	}
-	crypt, err := newCryptContext(opts.Encryption, t.plan)
+	crypt, cerr := newCryptContext(opts.Encryption, t.plan)
+	err = cerr
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,8 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (*Table[T], er
 }
 
 // OpenTable checks the table name and returns a Table for it in acct.
-func OpenTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T], error) {
+func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[T], err error) {
+	defer func() { err = withOp("OpenTable", err) }()
 	if acct == nil {
 		return nil, &ValidationError{Detail: "nil *Account", Err: ErrInvalidInput}
 	}
@@ -185,9 +188,9 @@ func (t *Table[T]) encode(dst []byte, v *T) ([]byte, string, string, error) {
 	return dst, s.pk, s.rk, err
 }
 
-// decode decodes one entity object into v.
-func (t *Table[T]) decode(data []byte, v *T) error {
-	d := decodeState{table: t.name, crypt: t.crypt}
+// decode decodes one entity object into v for operation op.
+func (t *Table[T]) decode(op string, data []byte, v *T) error {
+	d := decodeState{op: op, table: t.name, crypt: t.crypt}
 	if t.isEntity {
 		return decodeEntity(data, any(v).(*Entity), &d)
 	}
@@ -246,7 +249,8 @@ type GetOptions struct {
 
 // Get reads one entity. It returns an error matching ErrNotFound when the
 // entity does not exist.
-func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
+func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ T, err error) {
+	defer func() { err = withOp("Get", err) }()
 	var zero T
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
@@ -275,7 +279,7 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T,
 		return zero, t.notFound("Get", pk, rk)
 	}
 	var v T
-	if err := t.decode(data, &v); err != nil {
+	if err := t.decode("Get", data, &v); err != nil {
 		return zero, err
 	}
 	t.setETag(&v, etag)
@@ -325,7 +329,8 @@ func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore
 // ErrNotFound when there is no such entity. When an answer was lost and
 // the SDK's retry found nothing, the entity is gone but tablekit cannot
 // tell whether this call deleted it: the error matches ErrOutcomeUnknown.
-func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	defer func() { err = withOp("Delete", err) }()
 	if etag == "" {
 		return &ValidationError{Op: "Delete", Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
 	}
@@ -333,7 +338,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return err
 	}
 	a := encodedAction{kind: ActionDelete, pk: pk, rk: rk, etag: etag}
-	_, err := t.writeEncoded(ctx, "Delete", &a)
+	_, err = t.writeEncoded(ctx, "Delete", &a)
 	return err
 }
 
@@ -358,7 +363,8 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 }
 
 // write encodes a single-entity write and sends it.
-func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (azcore.ETag, error) {
+func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore.ETag, err error) {
+	defer func() { err = withOp(op, err) }()
 	buf := getBuf()
 	defer putBuf(buf)
 	data, pk, rk, err := t.encode(*buf, &a.Value)

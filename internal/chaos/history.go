@@ -52,8 +52,9 @@ func (o Outcome) String() string {
 //     or a service answer of 500, 502 or 504 (OperationTimedOut and the
 //     like: Azure may have applied the request): Unknown;
 //   - any other service answer (4xx, 503 ServerBusy, a refused
-//     transaction), and input tablekit refused before sending (a
-//     ValidationError, ErrInvalidInput, ErrInvalidKey, ErrTooLarge): Failed;
+//     transaction), input tablekit refused before sending (a
+//     ValidationError, ErrInvalidInput, ErrInvalidKey, ErrTooLarge), and a
+//     stored entity tablekit could not read (a DecodeError): Failed;
 //   - any other error: Unknown, since nothing says it did not happen.
 //
 // An error whose chain has an `OutcomeUnknown() bool` method returning true
@@ -92,6 +93,10 @@ func OutcomeOf(err error) Outcome {
 	if errors.As(err, &ve) || errors.Is(err, tablekit.ErrInvalidInput) ||
 		errors.Is(err, tablekit.ErrInvalidKey) || errors.Is(err, tablekit.ErrTooLarge) {
 		return Failed // refused before anything was sent
+	}
+	var de *tablekit.DecodeError
+	if errors.As(err, &de) {
+		return Failed // a read whose answer could not be decoded
 	}
 	return Unknown
 }

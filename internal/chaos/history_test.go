@@ -44,6 +44,7 @@ func TestOutcomeOf(t *testing.T) {
 		{serviceError(504, ""), chaos.Unknown},
 		{&tablekit.TransactionError{Index: 3, Code: "EntityAlreadyExists", Err: serviceError(202, "")}, chaos.Failed},
 		{&tablekit.ValidationError{Err: tablekit.ErrTooLarge}, chaos.Failed},
+		{&tablekit.DecodeError{Op: "Get", Property: "SSN", Err: tablekit.ErrDecrypt}, chaos.Failed},
 		{errors.New("malformed HTTP response"), chaos.Unknown},
 		{fmt.Errorf("wrapped: %w", unknownErr{}), chaos.Unknown},
 	}
