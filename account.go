@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,18 @@ type Options struct {
 	// written near its scalability target (see [Meter.HotPartitions]);
 	// the zero value warns through slog.Default() at 80% of the target.
 	HotPartition HotPartitionWarning
+
+	// Governor paces the writes of every Table opened through the Account
+	// (its BulkWriters and the pattern packages' bulk paths) within the
+	// account's and partitions' scalability targets, so that what it
+	// learns about throttling is shared (see [Governor]). nil means a new
+	// Governor with Azure's targets that logs to Logger.
+	Governor *Governor
+
+	// Logger receives the log records of the Account's own Governor and,
+	// unless HotPartition names another, its hot-partition warnings; nil
+	// means slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // Endpoints are the service URLs of an [Account], without a trailing slash,
@@ -96,6 +109,7 @@ type Account struct {
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
+	governor  *Governor
 	tracing   tracing.Provider
 	cosmos    bool
 	// tableCred is the shared key the Account was opened with (nil for a
@@ -247,6 +261,10 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 	if a.meter == nil {
 		a.meter = NewMeter()
 	}
+	a.governor = opts.Governor
+	if a.governor == nil {
+		a.governor = NewGovernor(&GovernorOptions{Logger: opts.Logger})
+	}
 	transport := opts.Transport
 	if transport == nil {
 		transport = newHTTPClient(a.endpoints.allLoopback())
@@ -265,6 +283,9 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
 		hot := opts.HotPartition
+		if hot.Logger == nil {
+			hot.Logger = opts.Logger
+		}
 		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint, &hot))
 		return o
 	}
@@ -312,6 +333,10 @@ func (a *Account) Endpoints() Endpoints { return a.endpoints }
 
 // Meter returns the Meter that counts this Account's storage transactions.
 func (a *Account) Meter() *Meter { return a.meter }
+
+// Governor returns the Account's write governor, which the Tables opened
+// through it share (see [Options].Governor).
+func (a *Account) Governor() *Governor { return a.governor }
 
 // Tables returns the table service client.
 func (a *Account) Tables() *aztables.ServiceClient { return a.tables }

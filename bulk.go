@@ -30,9 +30,10 @@ type BulkOptions struct {
 	MaxChunkRequests int
 	// Governor paces the transactions to stay within the partitions' and
 	// the account's scalability targets, slowing down when the service
-	// throttles and speeding up again after (see [Governor]). nil means a
-	// Governor of the writer's own with Azure's targets; share one between
-	// writers to one account so that they share its budget.
+	// throttles and speeding up again after (see [Governor]). nil means
+	// the Table's (the Account's, for a table opened with OpenTable), so
+	// that every writer to one account shares its budget and what one
+	// writer learns about throttling carries over to the next.
 	Governor *Governor
 	// Logger receives the writer's log records: a chunk retried after a
 	// throttle or a lost answer (debug), a chunk or its rest given up
@@ -119,7 +120,7 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 	}
 	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
 	if o.Governor == nil {
-		o.Governor = NewGovernor(nil)
+		o.Governor = t.governor
 	}
 	return &BulkWriter[T]{t: t, opts: o}
 }

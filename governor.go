@@ -32,7 +32,7 @@ type GovernorOptions struct {
 	// through to the account (default AccountTarget).
 	AccountRate float64
 	// Logger receives a warning when a partition is throttled, and when
-	// it is back at full rate (nil: slog.Default()).
+	// it is back at full rate (nil: slog.Default() at the time of logging).
 	Logger *slog.Logger
 	// Clock tells the time (nil: time.Now).
 	Clock Clock
@@ -74,11 +74,17 @@ func NewGovernor(opts *GovernorOptions) *Governor {
 		o.AccountRate = AccountTarget
 	}
 	g := &Governor{opts: o, logger: o.Logger, parts: map[string]*pacer{}}
-	if g.logger == nil {
-		g.logger = slog.Default()
-	}
 	g.account = newPacer(o.AccountRate)
 	return g
+}
+
+// log returns the Governor's logger: GovernorOptions.Logger, else
+// slog.Default() at the time of logging.
+func (g *Governor) log() *slog.Logger {
+	if g.logger != nil {
+		return g.logger
+	}
+	return slog.Default()
 }
 
 // pacer is the rate of one partition or of the account: a virtual clock
@@ -181,7 +187,7 @@ func (g *Governor) Throttled(pk string, entities int, err error) {
 	}
 	g.mu.Unlock()
 	if cut {
-		g.logger.Warn("tablekit: partition throttled; slowing down", "partition", pk, "entities_per_second", int(rate), "error", err)
+		g.log().Warn("tablekit: partition throttled; slowing down", "partition", pk, "entities_per_second", int(rate), "error", err)
 	}
 }
 
@@ -213,7 +219,7 @@ func (g *Governor) Done(pk string, entities int, err error) {
 	}
 	g.mu.Unlock()
 	if recovered {
-		g.logger.Info("tablekit: partition back at full rate", "partition", pk, "entities_per_second", int(rate))
+		g.log().Info("tablekit: partition back at full rate", "partition", pk, "entities_per_second", int(rate))
 	}
 }
 

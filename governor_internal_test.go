@@ -1,8 +1,15 @@
 package tablekit
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
 func TestPacerSpacesReservations(t *testing.T) {
@@ -50,5 +57,43 @@ func TestPacerCutsOncePerCooldownAndGrowsBack(t *testing.T) {
 	}
 	if p.rate < 2 {
 		t.Fatalf("rate fell to %v", p.rate)
+	}
+}
+
+// busyAnswer is a throttling error as the SDK returns it, with Azure's
+// ServerBusy body saying msg.
+func busyAnswer(msg string) error {
+	body := `{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"` + msg + `"}}}`
+	resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"x-ms-error-code": {"ServerBusy"}}, Body: io.NopCloser(strings.NewReader(body))}
+	return WrapError("Transaction", &azcore.ResponseError{StatusCode: http.StatusServiceUnavailable, ErrorCode: "ServerBusy", RawResponse: resp})
+}
+
+// TestGovernorCutsTheAccountOnlyForAccountLimits: a ServerBusy whose
+// message names the account limit cuts the account's rate as well as the
+// partition's; one about a partition cuts only the partition's.
+func TestGovernorCutsTheAccountOnlyForAccountLimits(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := NewGovernor(&GovernorOptions{PartitionRate: 1000, AccountRate: 10_000, Clock: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+	ctx := context.Background()
+
+	if err := g.Wait(ctx, "p1", 10); err != nil {
+		t.Fatal(err)
+	}
+	g.Done("p1", 10, busyAnswer("The server is busy."))
+	if g.Rate("p1") != 850 || g.account.rate != 10_000 {
+		t.Fatalf("a partition's ServerBusy: partition %v, account %v; want 850 and 10000", g.Rate("p1"), g.account.rate)
+	}
+
+	if err := g.Wait(ctx, "p2", 10); err != nil {
+		t.Fatal(err)
+	}
+	g.Done("p2", 10, busyAnswer("The request rate is over the account limit."))
+	if g.Rate("p2") != 850 || g.account.rate != 8500 {
+		t.Fatalf("an account's ServerBusy: partition %v, account %v; want 850 and 8500", g.Rate("p2"), g.account.rate)
+	}
+	// Every write waits for the account's pace too: a third partition,
+	// never throttled, is held to the cut account rate.
+	if g.Rate("p3") != 1000 {
+		t.Fatalf("untouched partition at %v", g.Rate("p3"))
 	}
 }

@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 func TestGovernorBacksOffAndLogs(t *testing.T) {
@@ -43,5 +49,71 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 		} else if err == nil {
 			g.Done("hot", 1000, nil)
 		}
+	}
+}
+
+// busyBatchOnce answers the first entity group transaction with 503
+// ServerBusy, as Azure's front end does, and sends everything else on.
+type busyBatchOnce struct{ fired atomic.Bool }
+
+func (b *busyBatchOnce) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/$batch") && b.fired.CompareAndSwap(false, true) {
+		body := `{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"The server is busy."}}}`
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Server Busy", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:  http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {"ServerBusy"}},
+			Body:    io.NopCloser(strings.NewReader(body)),
+			Request: req}, nil
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// TestTablesShareTheAccountsGovernor: BulkWriters without a Governor of
+// their own use their Table's, which for tables opened through an Account
+// is the Account's: a throttle met by one writer slows the partition for
+// the next writer and for other tables of the account.
+func TestTablesShareTheAccountsGovernor(t *testing.T) {
+	ctx := testCtx(t)
+	acct := testenv.Account(t, &tablekit.Options{
+		Transport: &busyBatchOnce{},
+		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
+		Logger:    slog.New(slog.DiscardHandler),
+	})
+	name := testenv.TableName(t)
+	tbl, err := tablekit.OpenTable[wireItem](acct, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Governor() != acct.Governor() || other.Governor() != acct.Governor() || other.Entities().Governor() != acct.Governor() {
+		t.Fatal("tables opened through one Account do not share its Governor")
+	}
+	own := tablekit.NewGovernor(nil)
+	if mine, _ := tablekit.OpenTable[wireItem](acct, name, &tablekit.TableOptions{Governor: own}); mine.Governor() != own {
+		t.Error("TableOptions.Governor is not used")
+	}
+	if plain, _ := tablekit.NewTable[wireItem](acct.Table(name), nil); plain.Governor() == nil || plain.Governor() == acct.Governor() {
+		t.Error("NewTable without a Governor should get one of its own")
+	}
+	if err := tbl.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.DeleteTable(ctx) })
+
+	items := make([]wireItem, 10)
+	for i := range items {
+		items[i] = wireItem{PK: "p", RK: fmt.Sprint(i), N: i}
+	}
+	res, err := tbl.BulkWriter(nil).Upsert(ctx, items)
+	if err != nil || res.Succeeded != len(items) {
+		t.Fatalf("bulk upsert after one 503: %+v, %v", res, err)
+	}
+	if r := acct.Governor().Rate("p"); r >= tablekit.PartitionTarget {
+		t.Errorf("the Account's Governor lets partition p through at %v/s after a 503, want less than %v", r, float64(tablekit.PartitionTarget))
+	}
+	if other.Governor().Rate("p") != acct.Governor().Rate("p") {
+		t.Error("another table of the account does not see the cut")
 	}
 }

@@ -42,6 +42,11 @@ type TableOptions struct {
 	// Logger receives the table's log records (table scans); nil means
 	// slog.Default() at the time of logging.
 	Logger *slog.Logger
+
+	// Governor paces the table's bulk writes (see [BulkOptions].Governor);
+	// OpenTable takes the Account's. nil means a Governor of the Table's
+	// own, shared by all its BulkWriters.
+	Governor *Governor
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -63,6 +68,7 @@ type Table[T any] struct {
 	cosmos   bool
 	scans    TableScanPolicy
 	logger   *slog.Logger
+	governor *Governor
 }
 
 // NewTable returns a Table over client for values of T. It fails, naming the
@@ -85,7 +91,10 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (_ *Table[T], 
 	if err := opts.TableScans.validate(opts.Name); err != nil {
 		return nil, err
 	}
-	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
+	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, governor: opts.Governor, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
+	if t.governor == nil {
+		t.governor = NewGovernor(&GovernorOptions{Logger: opts.Logger})
+	}
 	t.cosmos = opts.Cosmos
 	t.wireName, t.wire = probeWire(client)
 	if t.name == "" {
@@ -133,6 +142,9 @@ func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[
 	o.Cosmos = o.Cosmos || acct.cosmos
 	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
 		o.TracingProvider = acct.tracing
+	}
+	if o.Governor == nil {
+		o.Governor = acct.governor
 	}
 	return NewTable[T](acct.Table(name), &o)
 }
@@ -465,6 +477,10 @@ func describeKeys(table, pk, rk string) string {
 	return b.String()
 }
 
+// Governor returns the Governor that paces the table's bulk writes (see
+// [TableOptions].Governor).
+func (t *Table[T]) Governor() *Governor { return t.governor }
+
 // Entities returns a view of the same table as property bags: the same
 // client, name, encryption, tracing, Cosmos mode, table-scan policy and
 // logger. Pattern packages that store a shape other than T (parts, blob
@@ -482,5 +498,6 @@ func (t *Table[T]) Entities() *Table[Entity] {
 		cosmos:   t.cosmos,
 		scans:    t.scans,
 		logger:   t.logger,
+		governor: t.governor,
 	}
 }
