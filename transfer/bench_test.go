@@ -1,6 +1,7 @@
 package transfer_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,9 +10,12 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"runtime/metrics"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -28,58 +33,88 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 1x -count 6 ./transfer
 //
-// Export reads through latencyProxy, which adds 20 ms to every request's
-// round trip (10 ms each way), as a link to a distant region would.
+// Export reads through package azurite's front with its Latency option:
+// 20 ms added to every request, the round trip of a link to a distant
+// region. The front runs in a child process (this test binary run again,
+// see TestMain), so that the benchmark's heap holds the exporter alone.
 const (
 	benchN     = 100_000
 	benchParts = 64
 	rtt        = 20 * time.Millisecond
 )
 
-// latencyProxy is a reverse proxy in front of target that delays each
-// request by half of rtt before forwarding it and each response by the
-// other half before returning it.
-type latencyProxy struct {
-	srv *http.Server
-	ln  net.Listener
+// benchServerEnv, set in the environment of this test binary, makes it
+// serve instead of testing (see benchServer): its value is "azurite" or
+// "replay", and benchTargetEnv the table endpoint to serve.
+const (
+	benchServerEnv = "TRANSFER_BENCH_SERVER"
+	benchTargetEnv = "TRANSFER_BENCH_TARGET"
+)
+
+// benchServer is the child process of the export benchmarks: a front with
+// Latency rtt before the table endpoint in benchTargetEnv ("azurite"), or
+// before a replay server in front of it ("replay": a GET answered before
+// is answered from memory, as Azurite answered it the first time, so that
+// the server's own time drops out of the measurement and only the link
+// and the client are left, as with a service whose query time does not
+// grow with the table). It prints the front's table endpoint and serves
+// until its standard input closes (the parent ended).
+func benchServer(mode, target string) int {
+	ctx := context.Background()
+	if mode == "replay" {
+		u, err := url.Parse(target)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+		rp.Transport = &replayTransport{base: &http.Transport{MaxIdleConnsPerHost: 256}, answers: map[string]*recorded{}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go http.Serve(ln, rp)
+		target = "http://" + ln.Addr().String() + u.Path
+	}
+	front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: target}, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Latency: rtt})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer front.Close()
+	fmt.Println(front.Endpoints().Table)
+	io.Copy(io.Discard, os.Stdin)
+	return 0
 }
 
-// With replay set, the proxy answers a GET it has answered before from
-// memory, as Azurite answered it the first time: the server's own time
-// then drops out of the measurement and only the link and the client are
-// left, as with a service whose query time does not grow with the table.
-func startLatencyProxy(tb testing.TB, target string, delay time.Duration, replay bool) *latencyProxy {
+// startBenchServer runs benchServer in a child process for the rest of
+// the benchmark and returns its table endpoint.
+func startBenchServer(tb testing.TB, mode, target string) string {
 	tb.Helper()
-	u, err := url.Parse(target)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchServerEnv+"="+mode, benchTargetEnv+"="+target)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	var base http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 256}
-	if replay {
-		base = &replayTransport{base: base, answers: map[string]*recorded{}}
-	}
-	rp.Transport = delayTransport{base: base, half: delay / 2}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &latencyProxy{srv: &http.Server{Handler: rp}, ln: ln}
-	go p.srv.Serve(ln)
-	tb.Cleanup(func() { p.srv.Close() })
-	return p
-}
-
-type delayTransport struct {
-	base http.RoundTripper
-	half time.Duration
-}
-
-func (d delayTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	time.Sleep(d.half)
-	resp, err := d.base.RoundTrip(r)
-	time.Sleep(d.half)
-	return resp, err
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("bench server: %v", err)
+	}
+	return strings.TrimSpace(line)
 }
 
 // replayTransport answers GETs it has seen from memory.
@@ -122,12 +157,12 @@ func (r *replayTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(a.body)), Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
 }
 
-var tableEndpoint = regexp.MustCompile(`TableEndpoint=https?://[^/;]+`)
+var tableEndpoint = regexp.MustCompile(`TableEndpoint=[^;]*`)
 
-// proxied returns the connection string with its table endpoint moved to
-// the proxy.
-func (p *latencyProxy) proxied(cs string) string {
-	return tableEndpoint.ReplaceAllString(cs, "TableEndpoint=http://"+p.ln.Addr().String())
+// withTableEndpoint returns the connection string cs with its table
+// endpoint replaced by endpoint (a URL with the account's path).
+func withTableEndpoint(cs, endpoint string) string {
+	return tableEndpoint.ReplaceAllLiteralString(cs, "TableEndpoint="+endpoint)
 }
 
 func tableEndpointOf(cs string) string {
@@ -217,13 +252,15 @@ func (h *heapPeak) finish() (peak, growth float64) {
 }
 
 // servers are the two back ends of the export benchmarks: Azurite itself,
-// and Azurite's recorded answers replayed (see startLatencyProxy).
+// and Azurite's recorded answers replayed (see benchServer).
 var servers = []string{"azurite", "replay"}
 
-// proxiedTable opens table name through a latency proxy.
-func proxiedTable(b *testing.B, name string, replay bool) (*tablekit.Account, *tablekit.Table[tablekit.Entity]) {
-	proxy := startLatencyProxy(b, tableEndpointOf(testenv.ConnectionString(b)), rtt, replay)
-	acct, err := tablekit.Open(proxy.proxied(testenv.ConnectionString(b)), nil)
+// linkedTable opens table name through a child process's front with
+// Latency rtt (and replayed answers for server "replay").
+func linkedTable(b *testing.B, name, server string) (*tablekit.Account, *tablekit.Table[tablekit.Entity]) {
+	cs := testenv.ConnectionString(b)
+	endpoint := startBenchServer(b, server, tableEndpointOf(cs))
+	acct, err := tablekit.Open(withTableEndpoint(cs, endpoint), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,39 +272,44 @@ func proxiedTable(b *testing.B, name string, replay bool) (*tablekit.Account, *t
 }
 
 // BenchmarkExport: transfer.Export of 100,000 entities in 64 partitions
-// through a 20 ms round-trip link, 16 ranges at once, to io.Discard.
+// through a 20 ms round-trip link, 16 ranges at once (conc=4: 4), to
+// io.Discard. The heap figures are this process's, where only the
+// exporter runs (the link and the replayed answers live in a child
+// process): the peak of the heap's objects (live and not yet swept)
+// during an export, and its growth over the heap before it.
 func BenchmarkExport(b *testing.B) {
 	_, name := benchData(b)
 	for _, server := range servers {
-		b.Run("server="+server, func(b *testing.B) {
-			_, t := proxiedTable(b, name, server == "replay")
-			export := func() transfer.ExportResult {
-				res, err := transfer.Export(context.Background(), t, io.Discard, nil)
-				if err != nil || res.Entities != benchN {
-					b.Fatalf("export: %+v, %v", res, err)
+		for _, conc := range []int{16, 4} {
+			b.Run(fmt.Sprintf("server=%s/conc=%d", server, conc), func(b *testing.B) {
+				_, t := linkedTable(b, name, server)
+				opts := &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: conc}}}
+				export := func() transfer.ExportResult {
+					res, err := transfer.Export(context.Background(), t, io.Discard, opts)
+					if err != nil || res.Entities != benchN {
+						b.Fatalf("export: %+v, %v", res, err)
+					}
+					return res
 				}
-				return res
-			}
-			if server == "replay" {
-				export() // record
-			}
-			var peak, growth float64
-			var res transfer.ExportResult
-			for b.Loop() {
-				h := sampleHeap()
-				res = export()
-				p, g := h.finish()
-				peak, growth = max(peak, p), max(growth, g)
-			}
-			b.ReportMetric(float64(benchN*b.N)/b.Elapsed().Seconds(), "entities/s")
-			// The peak of the whole process (with replay: the recorded
-			// answers too), and its growth during the export.
-			b.ReportMetric(peak, "peak-heap-MiB")
-			b.ReportMetric(growth, "heap-growth-MiB")
-			b.ReportMetric(float64(res.Transactions), "requests")
-			b.ReportMetric(float64(res.Probes), "probes")
-			b.ReportMetric(float64(res.Ranges), "ranges")
-		})
+				if server == "replay" {
+					export() // record
+				}
+				var peak, growth float64
+				var res transfer.ExportResult
+				for b.Loop() {
+					h := sampleHeap()
+					res = export()
+					p, g := h.finish()
+					peak, growth = max(peak, p), max(growth, g)
+				}
+				b.ReportMetric(float64(benchN*b.N)/b.Elapsed().Seconds(), "entities/s")
+				b.ReportMetric(peak, "peak-heap-MiB")
+				b.ReportMetric(growth, "heap-growth-MiB")
+				b.ReportMetric(float64(res.Transactions), "requests")
+				b.ReportMetric(float64(res.Probes), "probes")
+				b.ReportMetric(float64(res.Ranges), "ranges")
+			})
+		}
 	}
 }
 
@@ -278,7 +320,7 @@ func BenchmarkExportSequentialPager(b *testing.B) {
 	_, name := benchData(b)
 	for _, server := range servers {
 		b.Run("server="+server, func(b *testing.B) {
-			acct, _ := proxiedTable(b, name, server == "replay")
+			acct, _ := linkedTable(b, name, server)
 			client := acct.Table(name)
 			read := func() {
 				n := 0
@@ -372,23 +414,36 @@ func BenchmarkImportBulkWriter(b *testing.B) {
 	b.ReportMetric(float64(benchN*b.N)/b.Elapsed().Seconds(), "entities/s")
 }
 
-// BenchmarkPurge: 50,000 entities in 10 partitions, purged; the Meter
-// must count exactly the listing requests (pages and key probes) and
-// ceil(n/100) transactions per partition (500), or the benchmark fails.
-// Loading is not timed. split=none reads the table as one range (no
-// probes): the least listing possible, 50 pages of 1,000.
+// BenchmarkPurge: 50,000 entities in 10 partitions, purged. Loading is
+// not timed. scan=default is the default purge (one range, no probes): it
+// fails unless the Meter counts exactly the minimum, worked out here from
+// the data alone: one keys-only listing page per 1,000 entities and
+// ceil(n/100) entity group transactions per partition, nothing else.
+// scan=sampled lists in parallel ranges found with key probes
+// (MaxProbes 64); it must send the same delete transactions, and reports
+// what the probes cost on top.
 func BenchmarkPurge(b *testing.B) {
 	const n, parts = 50_000, 10
-	for _, split := range []string{"sampled", "none"} {
-		b.Run("split="+split, func(b *testing.B) {
+	es := benchEntities(n, parts)
+	perPartition := map[string]int64{}
+	for _, e := range es {
+		perPartition[e.PartitionKey]++
+	}
+	var minDeletes int64
+	for _, c := range perPartition {
+		minDeletes += (c + 99) / 100
+	}
+	minPages := int64((n + 999) / 1000)
+	for _, scan := range []string{"default", "sampled"} {
+		b.Run("scan="+scan, func(b *testing.B) {
 			acct := testenv.Account(b, nil)
 			t := newTable(b, acct)
-			es := benchEntities(n, parts)
 			opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter()}}
-			if split == "none" {
-				opts.Scan.MaxProbes = -1
+			if scan == "sampled" {
+				opts.Scan.MaxProbes = 64
 			}
 			var res transfer.PurgeResult
+			var d tablekit.MeterSnapshot
 			for b.Loop() {
 				b.StopTimer()
 				if _, err := t.BulkWriter(nil).Upsert(context.Background(), es); err != nil {
@@ -399,19 +454,27 @@ func BenchmarkPurge(b *testing.B) {
 				var err error
 				res, err = transfer.Purge(context.Background(), t, &opts)
 				b.StopTimer()
-				d := acct.Meter().Snapshot().Sub(before)
+				d = acct.Meter().Snapshot().Sub(before)
 				if err != nil || !res.Complete || res.Deleted != n {
 					b.Fatalf("purge: %+v, %v", res, err)
 				}
-				if tx := d.Count(tablekit.ServiceTable, "Transaction"); tx != n/100 || d.Service(tablekit.ServiceTable) != res.Pages+tx {
-					b.Fatalf("Meter: %v; want %d transactions + %d listing pages", d, n/100, res.Pages)
+				pages, deletes, all := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction"), d.Service(tablekit.ServiceTable)
+				if deletes != minDeletes {
+					b.Fatalf("Meter: %d delete transactions, want %d (%v)", deletes, minDeletes, d)
+				}
+				if scan == "default" && (pages != minPages || all != minPages+minDeletes) {
+					b.Fatalf("Meter: %d transactions (%d listing), want the minimum %d (%d listing pages + %d deletes): %v", all, pages, minPages+minDeletes, minPages, minDeletes, d)
+				}
+				if all != pages+deletes {
+					b.Fatalf("Meter: %d transactions besides listing and deletes: %v", all-pages-deletes, d)
 				}
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-			b.ReportMetric(float64(res.DeleteTransactions), "delete-tx")
-			b.ReportMetric(float64(res.Pages), "listing-requests")
+			b.ReportMetric(float64(d.Count(tablekit.ServiceTable, "Transaction")), "delete-tx")
+			b.ReportMetric(float64(d.Count(tablekit.ServiceTable, "QueryEntities")), "listing-requests")
 			b.ReportMetric(float64(res.Probes), "probes")
+			b.ReportMetric(float64(d.Service(tablekit.ServiceTable)-minPages-minDeletes), "tx-over-minimum")
 		})
 	}
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
-// Checkpoint stores the state of an export, copy or purge so that a later
-// call (in this process or another) can resume it. The state is an opaque
-// JSON document of at most a few hundred KiB. [FileCheckpoint] keeps it in
-// a local file, [TableCheckpoint] in an entity of a table.
+// Checkpoint stores the state of an export, import, copy, purge or count
+// so that a later call (in this process or another) can resume it. The
+// state is an opaque JSON document of at most a few hundred KiB.
+// [FileCheckpoint] keeps it in a local file, [TableCheckpoint] in an
+// entity of a table.
 type Checkpoint interface {
 	// Load returns the saved state, or nil and no error when nothing was
 	// saved.

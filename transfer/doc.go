@@ -2,9 +2,9 @@
 // line-oriented file, [Import] from it, [Copy] from table to table (also
 // across accounts), [Purge] (delete a scope) and [Count]. Each reads its
 // scope as PartitionKey ranges in parallel, reports progress through a
-// callback, and (export, copy, purge) saves a [Checkpoint] so that a call
-// stopped by a crash, a cancelled context or a time budget resumes where it
-// left off. The tablekit command (cmd/tablekit) is a thin shell over it.
+// callback, and saves a [Checkpoint] so that a call stopped by a crash, a
+// cancelled context or a time budget resumes where it left off (import
+// reads a stream, and records how far into it everything is done). The tablekit command (cmd/tablekit) is a thin shell over it.
 //
 // # Format
 //
@@ -66,7 +66,9 @@
 //
 //   - With ScanOptions.Boundaries the caller says where: the ranges are
 //     [From, b1), [b1, b2), ..., [bn, To). Nothing else is sent.
-//   - Otherwise it is sampled before reading: keys-only $top=1 queries
+//   - Otherwise (except for [Purge], which reads its scope as one range
+//     unless asked otherwise: see [PurgeOptions]) it is sampled before
+//     reading: keys-only $top=1 queries
 //     ("probes", each one storage transaction) find the first key at or
 //     after points chosen in the key space; the points follow the
 //     character classes (digits, letters, other) seen in the keys found so
@@ -92,17 +94,26 @@
 // # Resuming
 //
 // A job's state (its ranges, each range's continuation token, counts, and
-// for an export the size of the output) is a small JSON document saved in a
-// [Checkpoint] every JobOptions.CheckpointEvery and when the call returns:
+// for an export the size of the output, for a count each range's partial
+// tally) is a small JSON document saved in a [Checkpoint] every
+// JobOptions.CheckpointEvery and when the call returns:
 // [NewFileCheckpoint] keeps it in a local file replaced atomically,
 // [NewTableCheckpoint] in an entity of a table (for a job run from Azure
 // Functions or any machine). A call with Resume goes on from it; the scope
 // and table must be the same. An export writes the output before the
 // checkpoint that counts it, so output after the last checkpoint is cut off
 // on resume ([ExportResumeOffset]). A copy writes a page before its range
-// moves past it; a resumed copy may write a page again (use an upsert mode
-// for copies that may be resumed). A purge deletes before it moves on, and
-// listing again what is already deleted finds nothing.
+// moves past it; a resumed copy writes the pages after the checkpoint
+// again (in Insert mode it first looks up what the destination holds: see
+// [Copy]). A purge deletes before it moves on, and listing again what is
+// already deleted finds nothing. A count saves its partial counts with
+// each range's token.
+//
+// An import's checkpoint records the line up to which every line of the
+// stream is done (written, or failed for a reason of its own) and the last
+// line handed to the service; a resumed import skips the first without
+// decoding them and sends the rest again, looking up in Insert mode those
+// that may have been written: see [Import].
 //
 // # Purge
 //
@@ -113,6 +124,12 @@
 // ChangedKeys) unless AnyETag is set; one deleted meanwhile by someone else
 // is counted (Gone). A partition of n entities takes ceil(n/100)
 // transactions: a page's last partial transaction waits for the next page
-// of its range. The cost of a purge is about what [Count] reports as Pages
-// + DeleteTransactions: count first to see it (tablekit purge --dry-run).
+// of its range. By default a purge lists its scope as one range, with no
+// key probes, and runs its delete transactions in parallel (taken from the
+// partitions in turn, paced by a tablekit.Governor that backs off when the
+// service throttles) while the listing goes on ahead: its cost is the
+// minimum, one keys-only page per 1,000 entities plus ceil(n/100)
+// transactions per partition. The cost of a purge is what [Count] reports
+// as Pages + DeleteTransactions when it reads the scope the same way:
+// count first to see it (tablekit purge --dry-run).
 package transfer

@@ -26,7 +26,8 @@ type ScanOptions struct {
 	Boundaries []string
 	// MaxProbes bounds the keys-only probe queries that sample the key
 	// space before reading when Boundaries is nil (default 4 ×
-	// Concurrency: the sampler aims at 2 ranges per concurrent reader).
+	// Concurrency: the sampler aims at 2 ranges per concurrent reader;
+	// Purge's default is none, see [PurgeOptions]).
 	// Later, a reader with no range left to start splits a running range
 	// in two at a key found with up to 4 more probes (see the package
 	// documentation). A negative value turns both off: the scope is read
@@ -87,6 +88,11 @@ type rangeState struct {
 	// it): a split of the range falls after it.
 	Pos string `json:"pos,omitempty"`
 
+	// TallyPK and TallyN are count's open tally: the partition the range
+	// was counting at its token, and its entities counted so far.
+	TallyPK string `json:"tallyPK,omitempty"`
+	TallyN  int64  `json:"tallyN,omitempty"`
+
 	// Run-time state, under job.mu.
 	running   bool
 	splitting bool
@@ -113,6 +119,9 @@ type counts struct {
 	Failed  int64 `json:"failed,omitempty"`
 	Skipped int64 `json:"skipped,omitempty"`
 	Changed int64 `json:"changed,omitempty"` // purge: among Skipped, those written after listing
+	// Verified counts, among Written, entities a resumed insert copy found
+	// stored as the source has them.
+	Verified int64 `json:"verified,omitempty"`
 }
 
 // jobState is what a checkpoint holds.
@@ -128,6 +137,9 @@ type jobState struct {
 	Complete bool          `json:"complete,omitempty"`
 	Trailer  bool          `json:"trailer,omitempty"` // export: the trailer is written
 	Probes   int64         `json:"probes,omitempty"`
+	// Count: the partitions counted whole, and what deleting them takes.
+	Partitions int64 `json:"partitions,omitempty"`
+	DeleteTx   int64 `json:"deleteTx,omitempty"`
 }
 
 const stateVersion = 1
@@ -150,10 +162,17 @@ type job struct {
 	// beforeSave runs under mu before a checkpoint is taken (export flushes
 	// its output).
 	beforeSave func() error
+	// rangeEnd, when set, runs when the reading of a range stops, however
+	// it stops, and may return an error of work the page function left
+	// running (purge waits there for its delete transactions).
+	rangeEnd func(r *rangeState) error
 
 	started time.Time
 	total   int64 // expected entities, -1 unknown
 	splits  bool  // idle readers split running ranges
+
+	// resumed is true when the state was loaded from the checkpoint.
+	resumed bool
 
 	mu    sync.Mutex
 	state jobState
@@ -246,6 +265,7 @@ func (j *job) load(ctx context.Context) (bool, error) {
 	}
 	j.state = s
 	j.base = s.Counts
+	j.resumed = true
 	return true, nil
 }
 
@@ -391,6 +411,17 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 
 // runRange reads range r page by page.
 func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
+	err := j.readRange(ctx, r, stop, fn)
+	if j.rangeEnd != nil {
+		if e := j.rangeEnd(r); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// readRange reads range r page by page until its end, an error, or stop.
+func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
 	j.mu.Lock()
 	token := r.Token
 	r.running = true

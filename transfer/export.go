@@ -19,7 +19,7 @@ type JobOptions struct {
 	Scan ScanOptions
 	// Checkpoint, when set, is where the job's state is saved every
 	// CheckpointEvery (default 5 s) and when the call returns, so that a
-	// call with Resume can go on from there. Count does not use it.
+	// call with Resume can go on from there.
 	Checkpoint Checkpoint
 	// CheckpointEvery is the time between checkpoints (default 5 s).
 	CheckpointEvery time.Duration

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,13 @@ import (
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(benchServerEnv); mode != "" {
+		// A child process of the export benchmarks: serve, do not test.
+		os.Exit(benchServer(mode, os.Getenv(benchTargetEnv)))
+	}
+	testenv.Main(m)
+}
 
 // newTable creates a fresh table on acct for the test.
 func newTable(t testing.TB, acct *tablekit.Account) *tablekit.Table[tablekit.Entity] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,11 +15,21 @@ import (
 
 // PurgeOptions configures [Purge]. A nil *PurgeOptions means defaults,
 // which purge the whole table: set Scope.
+//
+// Unlike the other operations, a purge reads its scope as one range by
+// default: its parallelism is in the delete transactions (Transactions
+// of them in flight, over partitions as the listing meets them), so that
+// the listing costs the least possible, one keys-only page per 1,000
+// entities, and no key probes. Set Scan.MaxProbes (for example to 4 ×
+// Scan.Concurrency) or Scan.Boundaries to list in parallel ranges: worth
+// it for a scope of many large partitions on Azure, where each partition
+// takes at most about 2,000 deletes per second and one listing reaches
+// the next partition only when it is done with the last.
 type PurgeOptions struct {
 	JobOptions
 	// Budget, when positive, is how long the call may run: no new page is
-	// listed after it (transactions of the page in hand finish), the
-	// checkpoint is saved and the result says Complete false.
+	// listed after it (the transactions of pages already listed finish),
+	// the checkpoint is saved and the result says Complete false.
 	Budget time.Duration
 	// AnyETag deletes whatever version of a listed entity is stored.
 	// Without it (the default) each entity is deleted only if its ETag is
@@ -26,8 +37,17 @@ type PurgeOptions struct {
 	// alone and counted in Changed.
 	AnyETag bool
 	// Transactions is how many delete transactions are in flight at once
-	// over all ranges (default 16).
+	// over all ranges (default 16). They are taken from the partitions
+	// listed in turn, and the listing goes on while they run, up to
+	// Transactions × 1,000 entities ahead of the deletes.
 	Transactions int
+	// Governor paces the delete transactions within the partitions' and
+	// the account's scalability targets, backing off when the service
+	// throttles (503 ServerBusy, 500 OperationTimedOut) and speeding up
+	// again after (see tablekit.Governor). nil means the table's Governor
+	// (for a table opened through an Account, the Account's, which its
+	// other writers share).
+	Governor *tablekit.Governor
 	// MaxReported bounds the keys listed in PurgeResult.ChangedKeys
 	// (default 1000).
 	MaxReported int
@@ -74,7 +94,9 @@ type PurgeResult struct {
 // parallel ranges and deletes what it lists in entity group transactions of
 // up to 100 entities of one partition, carrying a partition's last partial
 // transaction over to the next page of the range, so that a partition of n
-// entities costs ceil(n/100) transactions.
+// entities costs ceil(n/100) transactions. The deletes go through a
+// BulkWriter paced by a Governor (see PurgeOptions.Governor): a throttled
+// transaction waits for the partition's lowered rate and is sent again.
 //
 // Nothing outside the listing is deleted, and each delete is conditional on
 // the ETag the entity was listed with (unless AnyETag): an entity written
@@ -101,18 +123,45 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	if o.MaxReported == 0 {
 		o.MaxReported = 1000
 	}
+	if o.Scan.MaxProbes == 0 && o.Scan.Boundaries == nil {
+		o.Scan.MaxProbes = -1 // one range: see PurgeOptions
+	}
 	j, err := newJob(ctx, o.config("purge", t, keysOnly))
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	p := &purger{j: j, o: o, sem: make(chan struct{}, o.Transactions), carries: map[*rangeState]*carry{}}
+	gov := o.Governor
+	if gov == nil {
+		gov = t.Governor()
+	}
+	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * tablekit.MaxPageSize}
+	p.cond = sync.NewCond(&p.qmu)
+	// One transaction per Write call (the purger cuts them), each refused
+	// delete taken out and the rest sent again until all are settled. The
+	// writer's own log would call a transaction still throttled after its
+	// tries failed, when the purge sends it again (see deleteChunk); the
+	// Governor logs the throttling.
+	p.w = t.BulkWriter(&tablekit.BulkOptions{
+		Concurrency: 1, MaxChunkRequests: tablekit.MaxTransactionActions + 1, Retry: j.scan.Retry, Governor: gov,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	j.rangeEnd = p.rangeEnd
 	start := o.Clock.Now()
 	var stop func() bool
 	if o.Budget > 0 {
 		stop = func() bool { return o.Clock.Now().Sub(start) >= o.Budget }
 	}
 	rep := startReporter(ctx, o.OnProgress, o.ProgressEvery, func() Progress { return j.progress(true) })
+	var workers sync.WaitGroup
+	for range o.Transactions {
+		workers.Go(p.worker)
+	}
 	err = j.run(ctx, stop, p.page)
+	p.qmu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.qmu.Unlock()
+	workers.Wait()
 	rep.finish()
 
 	res := PurgeResult{Elapsed: time.Since(j.started), ChangedKeys: p.changedKeys, DeleteTransactions: p.deletes.Load(), Probes: j.probe}
@@ -136,38 +185,97 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	return res, err
 }
 
-// carry is the start of a partition a range listed but did not delete yet:
-// fewer than 100 entities at the end of a page, kept to fill a transaction
-// with the next page.
-type carry struct {
-	items []tablekit.Entity
-	// start is the continuation token of the page the first carried
-	// entity came from: where the range resumes after a stop.
-	start string
-}
-
 type purger struct {
 	j       *job
 	o       PurgeOptions
-	sem     chan struct{}
+	w       *tablekit.BulkWriter[tablekit.Entity]
 	deletes atomic.Int64
 
 	mu          sync.Mutex
-	carries     map[*rangeState]*carry
+	ranges      map[*rangeState]*rangePurge
 	changedKeys []EntityKey
+
+	// The transactions waiting to be sent, by partition: Transactions
+	// workers take them from the partitions in turn, so that one
+	// partition's pace (its Governor rate) does not hold up the others.
+	// The listing runs ahead of the deletes by at most window entities.
+	qmu    sync.Mutex
+	cond   *sync.Cond
+	parts  map[string]*partQueue
+	ring   []*partQueue // partitions with transactions waiting, in turn
+	queued int          // entities waiting or being deleted
+	window int
+	closed bool
 }
 
-// page deletes what a listing page holds (and the carry of the range).
-func (p *purger) page(ctx context.Context, r *rangeState, start string, page tablekit.Page[tablekit.Entity]) error {
+// partQueue holds the transactions of one partition waiting to be sent.
+type partQueue struct {
+	pk     string
+	chunks []*purgeChunk
+}
+
+// purgeChunk is one delete transaction of a listed page.
+type purgeChunk struct {
+	ctx      context.Context
+	r        *rangeState
+	rp       *rangePurge
+	pg       *purgePage
+	entities []tablekit.Entity
+}
+
+// rangePurge is the deleting state of one range.
+type rangePurge struct {
+	// carry is the start of a partition the range listed but did not
+	// delete yet: fewer than 100 entities at the end of a page, kept to
+	// fill a transaction with the next page.
+	carry []tablekit.Entity
+	// start is the continuation token of the page the first carried
+	// entity came from: where the range resumes after a stop.
+	start string
+	// pages are the pages whose transactions are under way, in listing
+	// order; a page's progress is committed once it and every page before
+	// it are done.
+	pages []*purgePage
+	// inflight counts the transactions queued or under way.
+	inflight sync.WaitGroup
+	// err is the first error of a transaction of the range.
+	err error
+}
+
+// purgePage is a listed page whose delete transactions are under way.
+type purgePage struct {
+	resume string // where the range resumes once the page is done
+	last   bool   // the range's last page
+	read   int64  // entities listed in the page
+	left   int    // transactions not finished
+	failed bool
+}
+
+// rangeOf returns the deleting state of r.
+func (p *purger) rangeOf(r *rangeState) *rangePurge {
 	p.mu.Lock()
-	c := p.carries[r]
-	if c == nil {
-		c = &carry{}
-		p.carries[r] = c
+	defer p.mu.Unlock()
+	rp := p.ranges[r]
+	if rp == nil {
+		rp = &rangePurge{}
+		p.ranges[r] = rp
 	}
+	return rp
+}
+
+// page queues the deletes of what a listing page holds (and the carry of
+// the range) and returns without waiting for them, so that the next page
+// is listed meanwhile, up to the window.
+func (p *purger) page(ctx context.Context, r *rangeState, start string, page tablekit.Page[tablekit.Entity]) error {
+	rp := p.rangeOf(r)
+	p.mu.Lock()
+	err := rp.err
 	p.mu.Unlock()
-	items := append(c.items, page.Items...)
-	old := len(c.items)
+	if err != nil {
+		return err
+	}
+	items := append(rp.carry, page.Items...)
+	old := len(rp.carry)
 	last := page.Continuation == ""
 	// Cut into partitions (contiguous in a listing) and those into
 	// transactions of 100; keep the last partition's tail unless the range
@@ -191,61 +299,140 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 		}
 		i = j
 	}
-	var (
-		wg    sync.WaitGroup
-		errMu sync.Mutex
-		first error
-		sum   outcome
-	)
-	for _, ch := range chunks {
-		select {
-		case p.sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return ctx.Err()
-		}
-		wg.Go(func() {
-			defer func() { <-p.sem }()
-			out, err := p.deleteChunk(ctx, ch)
-			errMu.Lock()
-			defer errMu.Unlock()
-			sum.add(out)
-			if err != nil && first == nil {
-				first = err
-			}
-		})
-	}
-	wg.Wait()
-	// Record what was deleted even when a chunk failed: the range does
-	// not move on, so its entities are listed again on resume.
-	p.mu.Lock()
-	for _, k := range sum.changedKeys {
-		if len(p.changedKeys) < p.o.MaxReported {
-			p.changedKeys = append(p.changedKeys, k)
-		}
-	}
-	p.mu.Unlock()
-	p.j.mu.Lock()
-	p.j.state.Counts.Written += sum.deleted
-	p.j.state.Counts.Skipped += sum.changed + sum.gone
-	p.j.state.Counts.Changed += sum.changed
-	p.j.mu.Unlock()
-	if first != nil {
-		return first
-	}
-	tail := items[len(items)-keep:]
 	resume := page.Continuation
 	if keep > 0 {
 		if keep > len(items)-old {
-			resume = c.start // the tail still holds entities of an older page
+			resume = rp.start // the tail still holds entities of an older page
 		} else {
 			resume = start
 		}
 	}
-	c.items = append([]tablekit.Entity(nil), tail...)
-	c.start = resume
-	p.j.commit(r, resume, last, int64(len(page.Items)), nil)
+	rp.carry = append([]tablekit.Entity(nil), items[len(items)-keep:]...)
+	rp.start = resume
+	pg := &purgePage{resume: resume, last: last, read: int64(len(page.Items)), left: len(chunks)}
+	p.mu.Lock()
+	rp.pages = append(rp.pages, pg)
+	if len(chunks) == 0 {
+		p.settle(r, rp)
+	}
+	p.mu.Unlock()
+	for _, ch := range chunks {
+		if err := p.enqueue(&purgeChunk{ctx: ctx, r: r, rp: rp, pg: pg, entities: ch}); err != nil {
+			// The page stays uncommitted: its entities are listed again
+			// on resume.
+			return err
+		}
+	}
 	return nil
+}
+
+// enqueue queues a transaction once the window has room for it.
+func (p *purger) enqueue(c *purgeChunk) error {
+	stop := context.AfterFunc(c.ctx, func() {
+		p.qmu.Lock()
+		p.cond.Broadcast()
+		p.qmu.Unlock()
+	})
+	defer stop()
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	for p.queued > 0 && p.queued+len(c.entities) > p.window && c.ctx.Err() == nil {
+		p.cond.Wait()
+	}
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	q := p.parts[c.entities[0].PartitionKey]
+	if q == nil {
+		q = &partQueue{pk: c.entities[0].PartitionKey}
+		p.parts[q.pk] = q
+	}
+	if len(q.chunks) == 0 {
+		p.ring = append(p.ring, q)
+	}
+	q.chunks = append(q.chunks, c)
+	p.queued += len(c.entities)
+	c.rp.inflight.Add(1)
+	p.cond.Broadcast()
+	return nil
+}
+
+// worker sends queued transactions, taking them from the partitions in
+// turn, until the purge ends.
+func (p *purger) worker() {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	for {
+		for len(p.ring) == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if len(p.ring) == 0 {
+			return
+		}
+		q := p.ring[0]
+		c := q.chunks[0]
+		q.chunks = q.chunks[1:]
+		p.ring = p.ring[1:]
+		if len(q.chunks) > 0 {
+			p.ring = append(p.ring, q) // the partition's turn comes again
+		} else {
+			delete(p.parts, q.pk)
+		}
+		p.qmu.Unlock()
+		out, err := p.deleteChunk(c.ctx, c.entities)
+		p.done(c.r, c.rp, c.pg, out, err)
+		c.rp.inflight.Done()
+		p.qmu.Lock()
+		p.queued -= len(c.entities)
+		p.cond.Broadcast()
+	}
+}
+
+// done records the outcome of one transaction of page pg of range r.
+func (p *purger) done(r *rangeState, rp *rangePurge, pg *purgePage, out outcome, err error) {
+	// Record what was deleted even when the transaction failed: the range
+	// does not move on, so its entities are listed again on resume.
+	p.j.mu.Lock()
+	p.j.state.Counts.Written += out.deleted
+	p.j.state.Counts.Skipped += out.changed + out.gone
+	p.j.state.Counts.Changed += out.changed
+	p.j.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range out.changedKeys {
+		if len(p.changedKeys) < p.o.MaxReported {
+			p.changedKeys = append(p.changedKeys, k)
+		}
+	}
+	pg.left--
+	if err != nil {
+		pg.failed = true
+		if rp.err == nil {
+			rp.err = err
+		}
+	}
+	p.settle(r, rp)
+}
+
+// settle commits the pages of r that are done, in order, up to the first
+// that is not. The caller holds p.mu.
+func (p *purger) settle(r *rangeState, rp *rangePurge) {
+	for len(rp.pages) > 0 && rp.pages[0].left == 0 && !rp.pages[0].failed {
+		pg := rp.pages[0]
+		rp.pages = rp.pages[1:]
+		p.j.commit(r, pg.resume, pg.last, pg.read, nil)
+	}
+}
+
+// rangeEnd waits for the transactions of r still under way when its
+// listing stops (at its end, at the budget, or on an error) and returns
+// the first error one of them met.
+func (p *purger) rangeEnd(r *rangeState) error {
+	rp := p.rangeOf(r)
+	rp.inflight.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return rp.err
 }
 
 // outcome sums what delete transactions did.
@@ -254,16 +441,11 @@ type outcome struct {
 	changedKeys            []EntityKey
 }
 
-func (o *outcome) add(x outcome) {
-	o.deleted += x.deleted
-	o.changed += x.changed
-	o.gone += x.gone
-	o.changedKeys = append(o.changedKeys, x.changedKeys...)
-}
-
 // deleteChunk deletes up to 100 entities of one partition in one
-// transaction; an entity the service refuses (changed: 412, gone: 404) is
-// taken out and the rest sent again.
+// transaction through the purge's BulkWriter: an entity the service
+// refuses (changed: 412, gone: 404) is taken out and the rest sent again;
+// a throttled transaction waits for its turn at the Governor and is sent
+// again.
 func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outcome, error) {
 	var out outcome
 	actions := make([]tablekit.Action[tablekit.Entity], len(chunk))
@@ -279,36 +461,54 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		}
 		actions[i] = tablekit.Action[tablekit.Entity]{Kind: tablekit.ActionDelete, Value: tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, ETag: etag}
 	}
-	throttled := 0
-	for len(actions) > 0 {
-		p.deletes.Add(1)
-		_, err := p.j.t.Transaction(ctx, actions...)
-		if err == nil {
-			out.deleted += int64(len(actions))
-			return out, nil
-		}
-		var te *tablekit.TransactionError
-		refused := errors.As(err, &te) && te.Index >= 0 && te.Index < len(actions) && !errors.Is(err, tablekit.ErrOutcomeUnknown)
-		switch {
-		case ctx.Err() != nil:
-			return out, ctx.Err()
-		case refused && errors.Is(err, tablekit.ErrPreconditionFailed):
-			v := actions[te.Index].Value
-			out.changed++
-			out.changedKeys = append(out.changedKeys, EntityKey{v.PartitionKey, v.RowKey})
-		case refused && errors.Is(err, tablekit.ErrNotFound):
-			out.gone++
-		case errors.Is(err, tablekit.ErrThrottled):
-			throttled++
-			retry := p.j.scan.Retry
-			if throttled >= retry.MaxAttempts || !tablekit.Sleep(ctx, retry.Delay(throttled+1)) {
-				return out, err
+	// A transaction still throttled after the BulkWriter's tries (each
+	// paced by the Governor, which slows down at every 503) goes again
+	// after a pause, as Scan.Retry says: a throttle asks a purge to slow
+	// down, not to fail.
+	retry := p.j.scan.Retry
+	var first error
+	for round := 1; ; round++ {
+		res, err := p.w.Write(ctx, actions)
+		p.deletes.Add(int64(res.Requests))
+		out.deleted += int64(res.Succeeded)
+		var throttled error
+		first = nil
+		var again []tablekit.Action[tablekit.Entity]
+		for _, f := range res.Failed {
+			var te *tablekit.TransactionError
+			own := errors.As(f.Err, &te) && !errors.Is(f.Err, tablekit.ErrOutcomeUnknown)
+			switch {
+			case own && errors.Is(f.Err, tablekit.ErrPreconditionFailed):
+				v := actions[f.Index].Value
+				out.changed++
+				out.changedKeys = append(out.changedKeys, EntityKey{v.PartitionKey, v.RowKey})
+			case own && te.Code == "ResourceNotFound":
+				out.gone++
+			case tablekit.IsThrottled(f.Err):
+				again = append(again, actions[f.Index])
+				throttled = f.Err
+			case first == nil:
+				first = f.Err
 			}
-			continue
-		default:
-			return out, err
 		}
-		actions = append(actions[:te.Index], actions[te.Index+1:]...)
+		if cerr := ctx.Err(); cerr != nil && len(res.Failed) > 0 {
+			return out, cerr
+		}
+		var be *tablekit.BulkError
+		if err != nil && !errors.As(err, &be) && first == nil {
+			first = err
+		}
+		if first != nil || len(again) == 0 {
+			break
+		}
+		first = throttled
+		if round >= retry.MaxAttempts {
+			break
+		}
+		if !tablekit.Sleep(ctx, retry.Delay(round+1)) {
+			return out, ctx.Err()
+		}
+		actions = again
 	}
-	return out, nil
+	return out, first
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -264,5 +266,80 @@ func TestCount(t *testing.T) {
 	res, err = transfer.Count(ctx, tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{Partition: &pk}}})
 	if err != nil || res.Entities != 176 || res.Partitions != 1 || res.DeleteTransactions != 2 || res.Probes != 0 {
 		t.Errorf("count of one partition %+v, %v", res, err)
+	}
+}
+
+// TestPurgeDefaultCost: by default a purge lists its scope as one range,
+// with no key probes: the Meter counts the least listing possible (one
+// keys-only page per 1,000 entities) and ceil(n/100) transactions per
+// partition.
+func TestPurgeDefaultCost(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 5, 2550) // 510 per partition: 6 transactions each
+	before := acct.Meter().Snapshot()
+	res, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{From: "p", To: "q"}, Meter: acct.Meter()}})
+	if err != nil || !res.Complete || res.Deleted != 2550 {
+		t.Fatalf("purge: %+v, %v", res, err)
+	}
+	d := acct.Meter().Snapshot().Sub(before)
+	pages, deletes := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction")
+	if pages != 3 || deletes != 30 || d.Service(tablekit.ServiceTable) != 33 || res.Probes != 0 {
+		t.Errorf("Meter %v (%d pages, %d transactions), result %+v; want 3 pages + 30 transactions, no probes", d, pages, deletes, res)
+	}
+}
+
+// TestPurgeThrottled: a purge through the strict front with throttling on
+// (each partition serves 400 entities/s) backs off through its Governor:
+// every entity in scope is deleted, none outside, and no delete fails
+// although the front answered 503s.
+func TestPurgeThrottled(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 4, 4000)
+	keep := []tablekit.Entity{{PartitionKey: "a-before", RowKey: "1"}, {PartitionKey: "z-after", RowKey: "1"}}
+	seed(t, tbl, keep)
+
+	cs := testenv.ConnectionString(t)
+	front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: tableEndpointOf(cs)}, &azurite.FrontOptions{
+		NoLimits: true, NoSASRanges: true,
+		Throttle: &azurite.ThrottleOptions{PartitionRate: 400, AccountRate: -1, Burst: 250 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	quiet := &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}}
+	facct, err := tablekit.Open(withTableEndpoint(cs, front.Endpoints().Table), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ftbl, err := tablekit.OpenTable[tablekit.Entity](facct, tbl.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
+	res, err := transfer.Purge(ctx, ftbl, &transfer.PurgeOptions{
+		JobOptions: transfer.JobOptions{Scope: transfer.Scope{From: "p", To: "q"}, Meter: facct.Meter()},
+		Governor:   gov,
+	})
+	stats := front.Stats()
+	t.Logf("purge %+v; front: %d requests, %d throttled", res, stats.Requests, stats.Throttled)
+	if err != nil || !res.Complete || res.Deleted != 4000 || res.Changed != 0 || res.Gone != 0 {
+		t.Fatalf("throttled purge: %+v, %v", res, err)
+	}
+	if stats.ThrottledPartition == 0 {
+		t.Errorf("the front throttled nothing: the test did not test backing off")
+	}
+	left := readAll(t, tbl)
+	if len(left) != len(keep) {
+		t.Errorf("%d entities left, want the %d outside the scope", len(left), len(keep))
+	}
+	for _, e := range keep {
+		if _, ok := left[[2]string{e.PartitionKey, e.RowKey}]; !ok {
+			t.Errorf("entity %s/%s outside the scope was deleted", e.PartitionKey, e.RowKey)
+		}
 	}
 }

@@ -56,6 +56,26 @@ type Reader struct {
 	trailer *Trailer
 	count   int64
 	bytes   int64
+
+	// skip, when above 1, makes Next pass over the lines up to that line
+	// number (a resumed import has done them) without decoding them;
+	// skipBytes, when not negative, is the stream's offset at the end of
+	// that line, checked on the way.
+	skip      int
+	skipBytes int64
+}
+
+// skipThrough makes Next pass over every line up to line (1-based) without
+// returning its entity, and check that line ends at byte offset end (when
+// end >= 0): a resumed import skips what its checkpoint records as done.
+func (r *Reader) skipThrough(line int, end int64) {
+	r.skip, r.skipBytes = line, end
+}
+
+// errNotSameInput is returned when a resumed import's input does not
+// match its checkpoint.
+func (r *Reader) errNotSameInput(detail string) error {
+	return fmt.Errorf("%w: the input is not the one the checkpoint was made for: %s", ErrCorruptCheckpoint, detail)
 }
 
 // NewReader reads and checks the header line of an export from r and
@@ -101,6 +121,9 @@ func (r *Reader) Trailer() *Trailer { return r.trailer }
 func (r *Reader) Next() (tablekit.Entity, error) {
 	for {
 		line, err := r.readLine()
+		if (err == io.EOF || err == ErrTruncated) && r.line < r.skip {
+			return tablekit.Entity{}, r.errNotSameInput(fmt.Sprintf("it ends at line %d, before line %d", r.line, r.skip))
+		}
 		if err == io.EOF {
 			if r.trailer == nil {
 				return tablekit.Entity{}, ErrTruncated
@@ -113,12 +136,25 @@ func (r *Reader) Next() (tablekit.Entity, error) {
 		if r.trailer != nil {
 			return tablekit.Entity{}, fmt.Errorf("%w: line %d follows the trailer", ErrCorrupt, r.line)
 		}
+		skipped := r.line <= r.skip
+		if skipped && r.line == r.skip && r.skipBytes >= 0 && r.bytes != r.skipBytes {
+			return tablekit.Entity{}, r.errNotSameInput(fmt.Sprintf("line %d ends at byte %d, not %d", r.line, r.bytes, r.skipBytes))
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if skipped && !bytes.Contains(line, []byte(`"tablekit"`)) {
+			// Not a header or trailer: an entity line (or a bad one),
+			// done by the run being resumed.
+			r.count++
 			continue
 		}
 		kind, l, err := parseLine(line)
 		if err != nil {
 			r.count++ // the trailer counts every line between header and trailer
+			if skipped {
+				continue
+			}
 			return tablekit.Entity{}, &LineError{Line: r.line, Err: err}
 		}
 		switch kind {
@@ -132,6 +168,9 @@ func (r *Reader) Next() (tablekit.Entity, error) {
 			continue
 		}
 		r.count++
+		if skipped {
+			continue
+		}
 		e, err := l.entity()
 		if err != nil {
 			return tablekit.Entity{}, &LineError{Line: r.line, PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: err}

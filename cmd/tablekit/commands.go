@@ -25,7 +25,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	)
 	src.register(fs, "", "source")
 	sc.register(fs)
-	scan.register(fs)
+	scan.register(fs, "4 x concurrency")
 	cp.register(fs, "OUT.checkpoint when --out is a file")
 	pf.register(fs)
 	fs.StringVar(&out, "out", "-", "the export file; - for stdout")
@@ -140,9 +140,10 @@ func finish(ctx context.Context, err error, complete bool) error {
 }
 
 func runImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "import", "--table T [--in FILE] [--mode insert|merge|replace] [--create]")
+	fs := newFlagSet(e, "import", "--table T [--in FILE] [--mode insert|merge|replace] [--create] [--resume]")
 	var (
 		dst            tableFlags
+		cp             checkpointFlags
 		pf             progressFlags
 		in, mode       string
 		create         bool
@@ -150,6 +151,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		concurrency    int
 	)
 	dst.register(fs, "", "destination")
+	cp.register(fs, "tablekit-import-TABLE.checkpoint")
 	pf.register(fs)
 	fs.StringVar(&in, "in", "-", "the export file; - for stdin")
 	fs.StringVar(&mode, "mode", "insert", "insert (existing entities fail), merge or replace")
@@ -173,6 +175,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	checkpoint, err := cp.open(ctx, t, "import", fmt.Sprintf("tablekit-import-%s.checkpoint", t.table.Name()))
+	if err != nil {
+		return err
+	}
 	disp, err := newDisplay(e, &pf, "import")
 	if err != nil {
 		return err
@@ -192,6 +198,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	res, err := transfer.Import(ctx, t.table, r, &transfer.ImportOptions{
 		Mode: m, BatchSize: batch, MaxFailures: maxFail, TotalBytes: size, Bulk: &tablekit.BulkOptions{Concurrency: concurrency},
+		Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
 		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
 	})
 	for i, f := range res.Failures {
@@ -202,6 +209,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "import: %v\n", f)
 	}
 	fmt.Fprintf(e.stderr, "import: %d read, %d written, %d failed, %d transactions, %s\n", res.Read, res.Written, res.Failed, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	if res.Skipped > 0 || res.Verified > 0 {
+		fmt.Fprintf(e.stderr, "import: resumed: %d lines skipped (done before), %d entities found already written\n", res.Skipped, res.Verified)
+	}
 	return finish(ctx, err, true)
 }
 
@@ -219,7 +229,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	src.register(fs, "", "source")
 	dst.register(fs, "to-", "destination")
 	sc.register(fs)
-	scan.register(fs)
+	scan.register(fs, "4 x concurrency")
 	cp.register(fs, "tablekit-copy-TABLE-TOTABLE.checkpoint")
 	pf.register(fs)
 	fs.StringVar(&mode, "mode", "replace", "insert (existing entities fail), merge or replace")
@@ -271,6 +281,9 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "copy: %v\n", f)
 	}
 	fmt.Fprintf(e.stderr, "copy: %d read, %d written, %d failed, %d ranges, %d transactions, %s\n", res.Read, res.Written, res.Failed, res.Ranges, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	if res.Verified > 0 {
+		fmt.Fprintf(e.stderr, "copy: resumed: %d entities found already written\n", res.Verified)
+	}
 	return finish(ctx, err, res.Complete)
 }
 
@@ -289,7 +302,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	)
 	src.register(fs, "", "")
 	sc.register(fs)
-	scan.register(fs)
+	scan.register(fs, "none: one listing range, the least listing cost; the deletes run in parallel")
 	cp.register(fs, "tablekit-purge-TABLE.checkpoint")
 	pf.register(fs)
 	fs.BoolVar(&all, "all", false, "purge the whole table (required when no scope is given)")
@@ -319,8 +332,15 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if dry {
+		// Read as the purge would (one range unless --max-probes or
+		// --boundary say otherwise), so that the listing cost is the
+		// purge's.
+		so := scan.options()
+		if so.MaxProbes == 0 && so.Boundaries == nil {
+			so.MaxProbes = -1
+		}
 		res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-			Scope: scope, Scan: scan.options(), Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+			Scope: scope, Scan: so, Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
 		}})
 		if err != nil {
 			return finish(ctx, err, false)
@@ -357,16 +377,18 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 }
 
 func runCount(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "count", "--table T [scope]")
+	fs := newFlagSet(e, "count", "--table T [scope] [--resume]")
 	var (
 		src  tableFlags
 		sc   scopeFlags
 		scan scanFlags
+		cp   checkpointFlags
 		pf   progressFlags
 	)
 	src.register(fs, "", "")
 	sc.register(fs)
-	scan.register(fs)
+	scan.register(fs, "4 x concurrency")
+	cp.register(fs, "tablekit-count-TABLE.checkpoint")
 	pf.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -379,15 +401,20 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	checkpoint, err := cp.open(ctx, t, "count", fmt.Sprintf("tablekit-count-%s.checkpoint", t.table.Name()))
+	if err != nil {
+		return err
+	}
 	disp, err := newDisplay(e, &pf, "count")
 	if err != nil {
 		return err
 	}
 	res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-		Scope: scope, Scan: scan.options(), Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+		Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
+		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
 	}})
-	if err != nil {
-		return finish(ctx, err, false)
+	if err != nil || !res.Complete {
+		return finish(ctx, err, res.Complete)
 	}
 	fmt.Fprintf(e.stdout, "entities: %d\npartitions: %d\nranges: %d\ncost: %d transactions (%d listing requests, %d of them key probes)\n",
 		res.Entities, res.Partitions, res.Ranges, res.Transactions, res.Pages, res.Probes)

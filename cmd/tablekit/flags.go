@@ -152,10 +152,10 @@ type scanFlags struct {
 	boundaries                       []string
 }
 
-func (f *scanFlags) register(fs *flag.FlagSet) {
+func (f *scanFlags) register(fs *flag.FlagSet, probes string) {
 	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once")
 	fs.IntVar(&f.pageSize, "page-size", 1000, "entities per listing request (1-1000)")
-	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space (default 4 x concurrency; -1: none)")
+	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space into ranges (0: default, "+probes+"; -1: none)")
 	fs.Func("boundary", "split the ranges at this PartitionKey (repeat the flag; no sampling then)", func(s string) error {
 		f.boundaries = append(f.boundaries, s)
 		return nil

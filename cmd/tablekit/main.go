@@ -9,10 +9,10 @@
 // Usage:
 //
 //	tablekit export --table T [scope] [--out FILE] [--resume]
-//	tablekit import --table T [--in FILE] [--mode insert|merge|replace] [--create]
+//	tablekit import --table T [--in FILE] [--mode insert|merge|replace] [--create] [--resume]
 //	tablekit copy   --table T --to-table U [--to-connection-string CS | --to-sas-url URL] [scope] [--mode ...] [--resume]
 //	tablekit purge  --table T (scope | --all) [--budget 10m] [--dry-run] [--resume]
-//	tablekit count  --table T [scope]
+//	tablekit count  --table T [scope] [--resume]
 //
 // The account is AZURE_STORAGE_CONNECTION_STRING, --connection-string, or a
 // table SAS URL (--sas-url, which also names the table). A scope is

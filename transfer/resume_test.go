@@ -1,0 +1,337 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/transfer"
+)
+
+// exportStream returns es as an export, in the order given, with a header
+// created at created.
+func exportStream(t testing.TB, es []tablekit.Entity, created time.Time) []byte {
+	t.Helper()
+	buf := fmt.Appendf(nil, `{"tablekit":"export","version":1,"table":"src","created":%q}`+"\n", created.UTC().Format(time.RFC3339Nano))
+	for i := range es {
+		var err error
+		if buf, err = transfer.AppendEntity(buf, &es[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fmt.Appendf(buf, `{"tablekit":"end","entities":%d}`+"\n", len(es))
+}
+
+// manyEntities returns n entities over parts partitions, the partitions
+// interleaved line by line (as a file not sorted by key has them).
+func manyEntities(parts, n int) []tablekit.Entity {
+	es := make([]tablekit.Entity, n)
+	for i := range es {
+		es[i] = tablekit.Entity{PartitionKey: fmt.Sprintf("p%03d", i%parts), RowKey: fmt.Sprintf("r%06d", i),
+			Properties: map[string]any{"N": int64(i), "Name": "entity", "Score": float64(i) / 7, "Whole": 2.0, "At": time.Unix(int64(i), 100).UTC()}}
+	}
+	return es
+}
+
+var errCrash = errors.New("test: the process crashed")
+
+// crashingCheckpoint keeps saves until one records at least after entities
+// written; the save after that one "crashes the process": it persists
+// nothing, fails, and cancels the run, as do all later saves. What the
+// run wrote between its last kept save and the crash is in the table but
+// not in the checkpoint, as after a kill.
+type crashingCheckpoint struct {
+	transfer.Checkpoint
+	after  int64
+	cancel context.CancelFunc
+
+	mu             sync.Mutex
+	armed, crashed bool
+	kept           []byte
+}
+
+func (c *crashingCheckpoint) Save(ctx context.Context, state []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed || c.armed {
+		c.crashed = true
+		c.cancel()
+		return errCrash
+	}
+	var s struct{ Counts struct{ Written int64 } }
+	if err := json.Unmarshal(state, &s); err != nil {
+		return err
+	}
+	c.armed = s.Counts.Written >= c.after
+	c.kept = state
+	return c.Checkpoint.Save(ctx, state)
+}
+
+// TestImportResumes: an import that "crashes" (its checkpoint stops at a
+// point where more was already written) resumes from the checkpoint and
+// leaves the table holding exactly the stream's entities: nothing missing,
+// nothing extra. In insert mode the lines the crashed run wrote after its
+// last checkpoint are found stored and counted as verified, and one that
+// someone changed meanwhile is reported as a conflict and left alone.
+func TestImportResumes(t *testing.T) {
+	es := manyEntities(7, 3000)
+	stream := exportStream(t, es, time.Now())
+	for _, mode := range []transfer.Mode{transfer.Insert, transfer.UpsertReplace} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx := ctxFor(t)
+			acct := testenv.Account(t, nil)
+			dst := newTable(t, acct)
+			path := filepath.Join(t.TempDir(), "import.checkpoint")
+			cctx, cancel := context.WithCancel(ctx)
+			crash := &crashingCheckpoint{Checkpoint: transfer.NewFileCheckpoint(path), after: 600, cancel: cancel}
+			opts := transfer.ImportOptions{
+				Mode: mode, BatchSize: 250, Bulk: &tablekit.BulkOptions{Concurrency: 2},
+				Checkpoint: crash, CheckpointEvery: time.Hour, // saves before each batch only
+			}
+			res, err := transfer.Import(cctx, dst, bytes.NewReader(stream), &opts)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("first run: %+v, %v; want the crash", res, err)
+			}
+			var saved struct {
+				Line, Sent int
+				Counts     struct{ Written int64 }
+			}
+			if err := json.Unmarshal(crash.kept, &saved); err != nil {
+				t.Fatal(err)
+			}
+			written := len(readAll(t, dst))
+			t.Logf("crashed with %d entities written, checkpoint at line %d (%d written), sent through line %d", written, saved.Line, saved.Counts.Written, saved.Sent)
+			if saved.Counts.Written < 600 || int64(written) <= saved.Counts.Written || written >= len(es) {
+				t.Fatalf("the crash left %d written and a checkpoint of %d: want more written than recorded, not all", written, saved.Counts.Written)
+			}
+			// Line i+2 holds es[i]. Someone changes an entity the crashed
+			// run wrote after its checkpoint.
+			var changed *tablekit.Entity
+			if mode == transfer.Insert {
+				stored := readAll(t, dst)
+				for i := saved.Line - 1; i < len(es); i++ {
+					if _, ok := stored[[2]string{es[i].PartitionKey, es[i].RowKey}]; ok {
+						changed = &tablekit.Entity{PartitionKey: es[i].PartitionKey, RowKey: es[i].RowKey, Properties: map[string]any{"N": int64(-1)}}
+						break
+					}
+				}
+				if changed == nil {
+					t.Fatal("no entity written after the checkpoint")
+				}
+				if _, err := dst.Upsert(ctx, *changed, tablekit.Replace); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			opts.Checkpoint, opts.CheckpointEvery, opts.Resume = transfer.NewFileCheckpoint(path), 0, true
+			res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+			want := keyed(es)
+			switch mode {
+			case transfer.Insert:
+				if !errors.Is(err, transfer.ErrFailures) || res.Failed != 1 || len(res.Failures) != 1 ||
+					!errors.Is(res.Failures[0].Err, tablekit.ErrAlreadyExists) || res.Failures[0].RowKey != changed.RowKey {
+					t.Fatalf("resumed insert: %+v, %v; want the changed entity reported", res, err)
+				}
+				if res.Verified == 0 {
+					t.Errorf("resumed insert verified no entity written by the crashed run: %+v", res)
+				}
+				want[[2]string{changed.PartitionKey, changed.RowKey}] = *changed
+			default:
+				if err != nil || res.Failed != 0 {
+					t.Fatalf("resumed import: %+v, %v", res, err)
+				}
+			}
+			if !res.Complete || res.Read != int64(len(es)) || res.Written+res.Failed != int64(len(es)) || res.Skipped != saved.Counts.Written {
+				t.Errorf("resumed import: %+v; want every line counted once, %d skipped", res, saved.Counts.Written)
+			}
+			sameEntities(t, want, readAll(t, dst))
+
+			// The checkpoint is complete: resuming again sends nothing.
+			before := acct.Meter().Snapshot()
+			again, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+			if d := acct.Meter().Snapshot().Sub(before); d.Count(tablekit.ServiceTable, "Transaction") != 0 {
+				t.Errorf("resuming a finished import sent %v", d)
+			}
+			if mode != transfer.Insert && (err != nil || again.Skipped != int64(len(es)) || again.Written != int64(len(es))) {
+				t.Errorf("resuming a finished import: %+v, %v", again, err)
+			}
+		})
+	}
+}
+
+// TestImportResumeRefusesOtherInput: a checkpoint resumes only the stream
+// it was made for.
+func TestImportResumeRefusesOtherInput(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	dst := newTable(t, acct)
+	es := manyEntities(3, 300)
+	created := time.Now()
+	stream := exportStream(t, es, created)
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "cp"))
+	opts := transfer.ImportOptions{Mode: transfer.UpsertMerge, Checkpoint: cp}
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts); err != nil {
+		t.Fatal(err)
+	}
+	opts.Resume = true
+	// Another export (another header).
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(exportStream(t, es, created.Add(time.Second))), &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume with another export: %v, want ErrCorruptCheckpoint", err)
+	}
+	// The same header, other lines.
+	other := exportStream(t, es[:299], created)
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(other), &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume with other lines: %v, want ErrCorruptCheckpoint", err)
+	}
+	// Another mode.
+	o := opts
+	o.Mode = transfer.Insert
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume in another mode: %v, want ErrCorruptCheckpoint", err)
+	}
+	// An export's checkpoint is not an import's.
+	ecp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "export.cp"))
+	if _, err := transfer.Export(ctx, dst, &bytes.Buffer{}, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Checkpoint: ecp}}); err != nil {
+		t.Fatal(err)
+	}
+	o = opts
+	o.Checkpoint = ecp
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume from an export's checkpoint: %v, want ErrCorruptCheckpoint", err)
+	}
+}
+
+// TestImportTableCheckpoint: an import resumes from a checkpoint kept in a
+// table, after a cancelled run.
+func TestImportTableCheckpoint(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	dst, jobs := newTable(t, acct), newTable(t, acct)
+	es := manyEntities(5, 2000)
+	stream := exportStream(t, es, time.Now())
+	cp, err := transfer.NewTableCheckpoint(jobs, "import-job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var batches atomic.Int32
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+		resp, err := r.Next()
+		if isBatch(r) && batches.Add(1) == 6 {
+			cancel() // after the 6th transaction was applied
+		}
+		return resp, err
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst2, err := tablekit.OpenTable[tablekit.Entity](stopper, dst.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := transfer.ImportOptions{Mode: transfer.Insert, BatchSize: 300, Bulk: &tablekit.BulkOptions{Concurrency: 1}, Checkpoint: cp}
+	res, err := transfer.Import(cctx, dst2, bytes.NewReader(stream), &opts)
+	if !errors.Is(err, context.Canceled) || res.Written == 0 {
+		t.Fatalf("cancelled import: %+v, %v", res, err)
+	}
+	cp2, _ := transfer.NewTableCheckpoint(jobs, "import-job")
+	opts.Checkpoint, opts.Resume = cp2, true
+	res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+	if err != nil || res.Failed != 0 || res.Written != int64(len(es)) || res.Skipped == 0 {
+		t.Fatalf("resumed import: %+v, %v", res, err)
+	}
+	sameEntities(t, keyed(es), readAll(t, dst))
+}
+
+// TestCountResumes: a count stopped halfway resumes with its per-range
+// partial counts and ends with the same figures as a count in one go.
+func TestCountResumes(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 7, 1234)
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
+	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{
+		Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 3, PageSize: 40, Boundaries: []string{"p002", "p005"}},
+	}}
+	cctx, cancel := context.WithCancel(ctx)
+	var pages atomic.Int32
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isQuery(r) && pages.Add(1) == 12 {
+			cancel()
+		}
+		return r.Next()
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl2, err := tablekit.OpenTable[tablekit.Entity](stopper, tbl.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := transfer.Count(cctx, tbl2, &opts)
+	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities == 0 || res.Entities >= 1234 {
+		t.Fatalf("stopped count: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(cp.Path()), "count.checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	opts.Resume = true
+	res, err = transfer.Count(ctx, tbl, &opts)
+	// 1234 over 7 partitions: 177 in the first 2, 176 in the other 5.
+	if err != nil || !res.Complete || res.Entities != 1234 || res.Partitions != 7 || res.DeleteTransactions != 14 {
+		t.Errorf("resumed count: %+v, %v", res, err)
+	}
+}
+
+// TestCopyResumesInsert: an insert copy that "crashes" after writing past
+// its last checkpoint resumes without failures: the entities it wrote are
+// found stored as the source has them. The destination ends with exactly
+// the source's entities.
+func TestCopyResumesInsert(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	src, dst := newTable(t, acct), newTable(t, acct)
+	es := seedMany(t, src, 6, 3000)
+	path := filepath.Join(t.TempDir(), "copy.checkpoint")
+	cctx, cancel := context.WithCancel(ctx)
+	crash := &crashingCheckpoint{Checkpoint: transfer.NewFileCheckpoint(path), after: 500, cancel: cancel}
+	opts := transfer.CopyOptions{
+		JobOptions: transfer.JobOptions{
+			Checkpoint: crash, CheckpointEvery: 30 * time.Millisecond,
+			Scan: transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p003"}},
+		},
+		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Concurrency: 2},
+	}
+	res, err := transfer.Copy(cctx, src, dst, &opts)
+	if err == nil || res.Complete {
+		t.Fatalf("first run: %+v, %v; want the crash", res, err)
+	}
+	var saved struct{ Counts struct{ Written int64 } }
+	if err := json.Unmarshal(crash.kept, &saved); err != nil {
+		t.Fatal(err)
+	}
+	written := len(readAll(t, dst))
+	t.Logf("crashed with %d entities written, %d in the checkpoint", written, saved.Counts.Written)
+	if int64(written) <= saved.Counts.Written || written >= len(es) {
+		t.Fatalf("the crash left %d written and a checkpoint of %d: want more written than recorded, not all", written, saved.Counts.Written)
+	}
+	opts.Checkpoint, opts.Resume = transfer.NewFileCheckpoint(path), true
+	res, err = transfer.Copy(ctx, src, dst, &opts)
+	if err != nil || !res.Complete || res.Failed != 0 || res.Written != int64(len(es)) || res.Verified == 0 {
+		t.Fatalf("resumed copy: %+v, %v; want every entity written, some verified", res, err)
+	}
+	sameEntities(t, keyed(es), readAll(t, dst))
+}
