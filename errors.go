@@ -214,7 +214,9 @@ func (e *TransactionError) Unwrap() error { return e.Err }
 
 // ServiceError is a failure reported by the storage service. It matches the
 // sentinel for its status and code with [errors.Is] and unwraps to the SDK's
-// *azcore.ResponseError for [errors.As].
+// *azcore.ResponseError for [errors.As]. A write whose earlier try may have
+// been applied (its answer was lost) also matches [ErrOutcomeUnknown]: a
+// throttled last try then matches both ErrThrottled and ErrOutcomeUnknown.
 type ServiceError struct {
 	// StatusCode is the HTTP status of the failure.
 	StatusCode int
@@ -227,6 +229,10 @@ type ServiceError struct {
 	Table, PartitionKey, RowKey string
 	sentinel                    error
 	resp                        *azcore.ResponseError
+	// unknown: an earlier try may have been applied, although this
+	// failure (a throttled try) changed nothing; the error also matches
+	// ErrOutcomeUnknown.
+	unknown bool
 }
 
 // Error names the operation, what it addressed, the service's error code
@@ -243,7 +249,7 @@ func (e *ServiceError) Error() string {
 		msg += http.StatusText(e.StatusCode)
 	}
 	msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
-	if e.sentinel == ErrOutcomeUnknown {
+	if e.sentinel == ErrOutcomeUnknown || e.unknown {
 		msg += "; the write may have been applied: an earlier try's answer was lost"
 	}
 	return msg
@@ -258,9 +264,12 @@ func (e *ServiceError) target() string {
 
 // Unwrap returns the matching sentinel (if any) and the SDK's response error.
 func (e *ServiceError) Unwrap() []error {
-	errs := make([]error, 0, 2)
+	errs := make([]error, 0, 3)
 	if e.sentinel != nil {
 		errs = append(errs, e.sentinel)
+	}
+	if e.unknown {
+		errs = append(errs, ErrOutcomeUnknown)
 	}
 	if e.resp != nil {
 		errs = append(errs, e.resp)
@@ -391,10 +400,16 @@ func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
 		return werr
 	}
 	var se *ServiceError
-	if errors.As(werr, &se) && att.maybeApplied.Load() && se.sentinel == nil {
+	if errors.As(werr, &se) && att.maybeApplied.Load() {
 		switch se.StatusCode {
 		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
-			se.sentinel = ErrOutcomeUnknown
+			if se.sentinel == nil {
+				se.sentinel = ErrOutcomeUnknown
+			}
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			// The last try was throttled, so it changed nothing, but an
+			// earlier one may have been applied: throttled, and unknown.
+			se.unknown = true
 		}
 	}
 	return werr

@@ -448,3 +448,71 @@ func TestLostAnswer(t *testing.T) {
 		}
 	})
 }
+
+// loseThenThrottle lets the first matching request through and loses its
+// answer, then answers every later try of a matching request 503
+// ServerBusy without sending it, as a throttled front end does.
+type loseThenThrottle struct {
+	match func(*http.Request) bool
+	tries atomic.Int32
+}
+
+func (p *loseThenThrottle) Do(req *policy.Request) (*http.Response, error) {
+	if !p.match(req.Raw()) {
+		return req.Next()
+	}
+	if p.tries.Add(1) == 1 {
+		resp, err := req.Next()
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	body := `{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"The server is busy."}}}`
+	return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Server Busy", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {"ServerBusy"}},
+		Body:    io.NopCloser(strings.NewReader(body)),
+		Request: req.Raw()}, nil
+}
+
+// TestLostAnswerThenThrottled: a write whose first try was applied but
+// whose answer was lost, and whose retries were all throttled, may have
+// been applied: the error matches ErrOutcomeUnknown as well as
+// ErrThrottled (it used to say only "throttled", for a stored entity).
+func TestLostAnswerThenThrottled(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		match func(*http.Request) bool
+		write func(tbl *tablekit.Table[wireItem]) error
+	}{
+		{"insert", func(r *http.Request) bool { return isMethod(http.MethodPost)(r) && !strings.HasSuffix(r.URL.Path, "/Tables") }, func(tbl *tablekit.Table[wireItem]) error {
+			_, err := tbl.Insert(ctx, wireItem{PK: "p", RK: "insert", N: 1})
+			return err
+		}},
+		{"transaction", isBatch, func(tbl *tablekit.Table[wireItem]) error {
+			_, err := tbl.Transaction(ctx, tablekit.InsertAction(wireItem{PK: "p", RK: "batch", N: 1}))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &loseThenThrottle{match: tc.match}
+			acct := testenv.Account(t, &tablekit.Options{
+				PerRetryPolicies: []policy.Policy{p},
+				Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond},
+			})
+			tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tc.write(tbl)
+			if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.Is(err, tablekit.ErrThrottled) || !strings.Contains(err.Error(), "may have been applied") {
+				t.Fatalf("got %v; want an error matching both ErrOutcomeUnknown and ErrThrottled", err)
+			}
+			if p.tries.Load() != 2 {
+				t.Errorf("%d tries, want 2", p.tries.Load())
+			}
+		})
+	}
+}
