@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
@@ -36,7 +38,15 @@ type ClientOptions struct {
 	// BlobPrefix is prepended to claim-check blob names; "" means
 	// "claims/".
 	BlobPrefix string
+	// Retry is how often and how patiently Enqueue and Requeue try the
+	// queue request (see [Client.Enqueue]); each zero field means its
+	// default: 4 tries, 800 ms doubling up to 8 s, full jitter (about
+	// what the SDK's own retries do).
+	Retry tablekit.RetryPolicy
 }
+
+// defaultEnqueueRetry is the default of ClientOptions.Retry.
+var defaultEnqueueRetry = tablekit.RetryPolicy{MaxAttempts: 4, BaseDelay: 800 * time.Millisecond, MaxDelay: 8 * time.Second}
 
 // EnqueueOptions configures one [Client.Enqueue]. nil means the defaults.
 type EnqueueOptions struct {
@@ -57,6 +67,7 @@ type Client struct {
 	container *container.Client
 	threshold int
 	prefix    string
+	retry     tablekit.RetryPolicy
 }
 
 // NewClient returns a Client sending to queue. claims is the container for
@@ -66,8 +77,12 @@ func NewClient(queue *azqueue.QueueClient, claims *container.Client, opts *Clien
 	if queue == nil {
 		return nil, invalid("archive.NewClient", "queue is nil")
 	}
-	c := &Client{queue: queue, container: claims, threshold: 60 * 1024, prefix: "claims/"}
+	c := &Client{queue: queue, container: claims, threshold: 60 * 1024, prefix: "claims/", retry: defaultEnqueueRetry}
 	if opts != nil {
+		if err := opts.Retry.Validate("archive.NewClient"); err != nil {
+			return nil, err
+		}
+		c.retry = opts.Retry.WithDefaults(defaultEnqueueRetry)
 		switch {
 		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > MaxMessageSize:
 			return nil, invalid("archive.NewClient", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, MaxMessageSize))
@@ -105,9 +120,25 @@ func (c *Client) Container() *container.Client { return c.container }
 
 // Enqueue sends one message of the given kind with payload (marshalled to
 // JSON; a json.RawMessage or []byte holding JSON is sent as is). It
-// returns the queue's message ID. When the message would exceed the
-// claim-check threshold the payload is written to a blob first; if the
-// enqueue then fails, the blob is deleted again (best effort).
+// returns the queue's message ID.
+//
+// When the message would exceed the claim-check threshold, the payload is
+// written to a new blob first and the message carries the blob's name.
+//
+// The queue request is tried as ClientOptions.Retry says, not with the
+// SDK's retries: Enqueue must know whether a failed try may have stored
+// the message. A try that ends without saying so (no answer, a timeout,
+// 408, 500, 502, 504) may have: Enqueue tries again, and if no later try
+// succeeds its error matches tablekit.ErrOutcomeUnknown (the message may
+// be in the queue). Any other error means that no message was stored.
+// Tries after one that may have stored the message can store it twice;
+// handlers are idempotent anyway. A claim-check message is sent again
+// with a new blob, so two messages never share a blob (the first one
+// handled deletes it, and the other could then never be handled). A
+// blob that no stored message can name is deleted (best effort); a blob
+// of a try that may have stored its message is kept, so a retried or
+// failed Enqueue can leave an orphan blob (see the package doc,
+// "Claim-check blobs"), never a message without its payload.
 func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *EnqueueOptions) (string, error) {
 	if kind == "" {
 		return "", invalid("archive.Enqueue", "kind is empty")
@@ -122,14 +153,18 @@ func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *En
 // Requeue sends a message read back from the poison queue to the work
 // queue again (after the cause of its failure was fixed), with its original
 // kind and payload, or its original text for a foreign message. A
-// claim-check blob is reused, not copied. It returns the new message ID;
-// deleting the poison message is the caller's part.
+// claim-check blob is reused, not copied, so a Requeue that fails with an
+// error matching tablekit.ErrOutcomeUnknown, or whose tries stored the
+// message twice, leaves messages that share the blob: the first one
+// handled deletes it and the others fail until they are poisoned again.
+// It returns the new message ID; deleting the poison message is the
+// caller's part.
 func (c *Client) Requeue(ctx context.Context, p Poisoned, opts *EnqueueOptions) (string, error) {
 	switch {
 	case p.Kind != "":
 		return c.send(ctx, &envelope{Kind: p.Kind, Payload: p.Payload, Blob: p.Blob}, opts)
 	case p.Text != "":
-		return c.enqueueText(ctx, p.Text, "", opts)
+		return c.deliver(ctx, p.Text, nil, opts)
 	}
 	return "", invalid("archive.Requeue", "the poison record holds no message")
 }
@@ -150,35 +185,107 @@ func (c *Client) DiscardPoisoned(ctx context.Context, p Poisoned) error {
 // send enqueues env, moving its payload to a claim-check blob when the
 // message would be too large.
 func (c *Client) send(ctx context.Context, env *envelope, opts *EnqueueOptions) (string, error) {
-	kind, raw := env.Kind, env.Payload
 	text, err := encodeEnvelope(env)
 	if err != nil {
 		return "", err
 	}
-	var blob string
-	if len(text) > c.threshold {
-		if c.container == nil {
-			return "", &tablekit.ValidationError{Entity: "queue message", Limit: fmt.Sprintf("<= %d bytes of message text without a claim-check container", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
-		}
-		blob = c.prefix + randomName() + ".json"
-		if err := putBlobCreate(ctx, c.container, blob, raw); err != nil {
-			return "", err
-		}
-		env = &envelope{Kind: kind, Blob: blob}
-		if text, err = encodeEnvelope(env); err != nil {
-			return "", err
-		}
-		if len(text) > c.threshold {
-			_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, blob)
-			return "", &tablekit.ValidationError{Entity: "queue message", Property: "kind", Limit: fmt.Sprintf("<= %d bytes of message text", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
-		}
-	}
-	return c.enqueueText(ctx, text, blob, opts)
+	return c.deliver(ctx, text, env, opts)
 }
 
-// enqueueText puts text in the queue; on failure it deletes the claim-check
-// blob made for it (best effort).
-func (c *Client) enqueueText(ctx context.Context, text, blob string, opts *EnqueueOptions) (string, error) {
+// deliver enqueues text, the encoding of env (nil for a foreign message's
+// text), moving env's payload to a claim-check blob when text is too
+// large. It tries the queue request once per attempt of c.retry (see
+// Enqueue).
+func (c *Client) deliver(ctx context.Context, text string, env *envelope, opts *EnqueueOptions) (id string, err error) {
+	claim := env != nil && len(text) > c.threshold
+	if claim && c.container == nil {
+		return "", &tablekit.ValidationError{Entity: "queue message", Limit: fmt.Sprintf("<= %d bytes of message text without a claim-check container", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
+	}
+	var (
+		blob        string // a claim-check blob that no stored message can name yet
+		maybeStored bool   // an attempt ended without saying whether it stored the message
+	)
+	defer func() {
+		if blob != "" {
+			_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, blob)
+		}
+	}()
+	// The SDK's retries are off for the queue request: they cannot tell
+	// whether a try whose answer was lost stored the message.
+	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
+	for range c.retry.Attempts(ctx) {
+		if claim && blob == "" {
+			name := c.prefix + randomName() + ".json"
+			if err = putClaimBlob(ctx, c.container, name, env.Payload); err != nil {
+				// No message names it; the SDK retried the upload already.
+				_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, name)
+				break
+			}
+			blob = name
+			if text, err = encodeEnvelope(&envelope{Kind: env.Kind, Blob: blob}); err == nil && len(text) > c.threshold {
+				err = &tablekit.ValidationError{Entity: "queue message", Property: "kind", Limit: fmt.Sprintf("<= %d bytes of message text", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
+			}
+			if err != nil {
+				break
+			}
+		}
+		if id, err = c.enqueueText(once, text, opts); err == nil {
+			blob = ""
+			return id, nil
+		}
+		if !refused(err) {
+			// The message may be stored, naming the blob: keep the blob,
+			// and send the payload again in a new one.
+			maybeStored = true
+			blob = ""
+		}
+		if !retryable(err) {
+			break
+		}
+	}
+	if err == nil {
+		err = ctx.Err() // ended before the first attempt
+	}
+	if maybeStored {
+		return "", fmt.Errorf("archive: Enqueue: a try may have stored the message: %w: %w", tablekit.ErrOutcomeUnknown, err)
+	}
+	return "", err
+}
+
+// refused reports whether the service answered a request by refusing it,
+// which says that nothing was stored: a 4xx other than 408, or 503
+// ServerBusy.
+func refused(err error) bool {
+	var se *tablekit.ServiceError
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout ||
+		se.StatusCode == http.StatusServiceUnavailable
+}
+
+// retryable reports whether a failed queue request is worth another try:
+// no answer (but not the end of the caller's context), or the statuses
+// the SDK retries (408, 429, 500, 502, 503, 504).
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var se *tablekit.ServiceError
+	if !errors.As(err, &se) {
+		var ve *tablekit.ValidationError
+		return !errors.As(err, &ve)
+	}
+	switch se.StatusCode {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// enqueueText puts text in the queue.
+func (c *Client) enqueueText(ctx context.Context, text string, opts *EnqueueOptions) (string, error) {
 	eo := &azqueue.EnqueueMessageOptions{}
 	if opts != nil {
 		if opts.Delay > 0 {
@@ -193,9 +300,6 @@ func (c *Client) enqueueText(ctx context.Context, text, blob string, opts *Enque
 	}
 	resp, err := c.queue.EnqueueMessage(ctx, text, eo)
 	if err != nil {
-		if blob != "" {
-			_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, blob)
-		}
 		return "", tablekit.WrapError("Enqueue", err)
 	}
 	if len(resp.Messages) == 0 || resp.Messages[0].MessageID == nil {

@@ -35,20 +35,22 @@
 //
 // A handler failure on attempt MaxDequeueCount, a failure marked
 // [Permanent], or a message dequeued more than MaxDequeueCount times (its
-// last worker died) moves the message to the poison queue with the last
-// error and the dequeue count ([PoisonRecord]). Each failed attempt also
-// writes its error into the message, so a worker meeting the message after
-// a crash still knows why it failed. Poisoning first confirms ownership by
-// updating the message with the current pop receipt (which also hides it
-// for a full visibility timeout), then writes the poison record, then
-// deletes the message with the new receipt. Two workers racing for one
-// message therefore never both write a record: the one whose receipt is
-// stale stops at the first step. A duplicate poison record (same
+// last worker died, or answers to dequeues were lost) moves the message
+// to the poison queue with the last error and the dequeue count
+// ([PoisonRecord]). Each failed attempt also writes its error into the
+// message, so a worker meeting the message after a crash still knows why
+// it failed. Poisoning first confirms ownership by updating the message
+// with the current pop receipt (which also hides it for a full visibility
+// timeout), then writes the poison record, then deletes the message with
+// the new receipt. Two workers racing for one message therefore never
+// both write a record: the one whose receipt is stale stops at the first
+// step. A duplicate poison record (same
 // [PoisonRecord].MessageID) can only appear when the worker dies, or the
-// delete fails, after the record was written; readers of the poison queue
-// that need exactly once should drop records whose MessageID they have
-// seen. The work queue side is exactly once: only the owner's delete
-// succeeds.
+// delete fails, after the record was written, or when the poison queue
+// stored a record whose answer was lost and the SDK sent it again;
+// readers of the poison queue that need exactly once should drop records
+// whose MessageID they have seen. The work queue side is exactly once:
+// only the owner's delete succeeds.
 //
 // On shutdown (Run's context ends) the worker stops dequeuing, waits up
 // to DrainTimeout for handlers in flight, lets finished ones delete their
@@ -74,8 +76,18 @@
 // A claim-check blob is deleted after its message was handled and
 // deleted. It is kept when the message is poisoned: the poison record
 // refers to it and it is the only copy of the payload (see
-// [Client.DiscardPoisoned]). A crash between the
-// message delete and the blob delete leaves an orphan blob (never a lost
-// message); a lifecycle rule on the container's "claims/" prefix can
-// remove such blobs.
+// [Client.DiscardPoisoned]). Each message [Client.Enqueue] stores names a
+// blob of its own, also when a lost answer made it send the payload twice
+// (see Enqueue), so handling one message never takes the payload of
+// another.
+//
+// Orphan blobs (never a lost message) are left in three cases: a worker
+// dies between the message delete and the blob delete; a message delete
+// is applied but its answer lost (the retry's 404 does not prove the
+// message gone, as another worker may own it now, so the blob is kept);
+// a claim-check enqueue's queue request fails without a definite answer
+// and was in fact not stored (Enqueue cannot tell, so it keeps the blob
+// and sends the payload again in a new one). A lifecycle rule on the
+// container's "claims/" prefix, longer than the messages' time-to-live,
+// can remove them.
 package archive

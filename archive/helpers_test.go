@@ -22,7 +22,14 @@ import (
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain runs the tests, or, when the environment asks for it, runs
+// this test binary as a worker process of TestChaosArchiveProcesses.
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(chaosWorkerEnv); cfg != "" {
+		os.Exit(chaosWorkerProcess(cfg))
+	}
+	testenv.Main(m)
+}
 
 // Employee is the guide's entity.
 type Employee struct {

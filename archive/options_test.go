@@ -48,6 +48,9 @@ func TestClientRefusesBadInput(t *testing.T) {
 	if _, err := archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: archive.MaxMessageSize + 1}); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("threshold over 64 KiB: %v", err)
 	}
+	if _, err := archive.NewClient(q, nil, &archive.ClientOptions{Retry: tablekit.RetryPolicy{MaxAttempts: -1}}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("negative Retry.MaxAttempts: %v", err)
+	}
 	c, err := archive.NewClient(q, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"io"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 )
@@ -81,18 +79,18 @@ func putBlobOverwrite(ctx context.Context, c *container.Client, name string, dat
 	return err
 }
 
-// putBlobCreate writes a new blob, creating the container when it does not
-// exist yet. It refuses to overwrite (claim-check names are random, so an
-// existing blob means a name clash, not a retry).
-func putBlobCreate(ctx context.Context, c *container.Client, name string, data []byte) error {
+// putClaimBlob writes a new claim-check blob, creating the container when
+// it does not exist yet. Its name is random (128 bits), so it overwrites
+// nothing but an earlier try of its own upload: an SDK retry after a lost
+// answer must succeed, not fail on the blob that try stored.
+func putClaimBlob(ctx context.Context, c *container.Client, name string, data []byte) error {
 	bb := c.NewBlockBlobClient(name)
-	opts := &blockblob.UploadBufferOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptr(azcore.ETagAny)}}}
-	_, err := bb.UploadBuffer(ctx, data, opts)
+	_, err := bb.UploadBuffer(ctx, data, nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
 			return tablekit.WrapError("CreateContainer", cerr)
 		}
-		_, err = bb.UploadBuffer(ctx, data, opts)
+		_, err = bb.UploadBuffer(ctx, data, nil)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		return context.Canceled
