@@ -487,7 +487,9 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 		match func(*http.Request) bool
 		write func(tbl *tablekit.Table[wireItem]) error
 	}{
-		{"insert", func(r *http.Request) bool { return isMethod(http.MethodPost)(r) && !strings.HasSuffix(r.URL.Path, "/Tables") }, func(tbl *tablekit.Table[wireItem]) error {
+		{"insert", func(r *http.Request) bool {
+			return isMethod(http.MethodPost)(r) && !strings.HasSuffix(r.URL.Path, "/Tables")
+		}, func(tbl *tablekit.Table[wireItem]) error {
 			_, err := tbl.Insert(ctx, wireItem{PK: "p", RK: "insert", N: 1})
 			return err
 		}},
