@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,4 +185,24 @@ func ExampleStart() {
 	_, err = client.CreateTable(ctx, "Example", nil)
 	fmt.Println("created:", err == nil)
 	// Output: created: true
+}
+
+func TestEnvOrStart(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv(azurite.ConnectionStringEnv, "UseDevelopmentStorage=true")
+	cs, stop, err := azurite.EnvOrStart(ctx, nil)
+	if err != nil || cs != "UseDevelopmentStorage=true" || stop() != nil {
+		t.Fatalf("with %s set: %q, %v", azurite.ConnectionStringEnv, cs, err)
+	}
+	t.Setenv(azurite.ConnectionStringEnv, "")
+	cs, stop, err = azurite.EnvOrStart(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cs, "AccountName="+azurite.AccountName) || !strings.Contains(cs, "TableEndpoint=http://127.0.0.1:") {
+		t.Errorf("started Azurite's connection string: %q", cs)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("stop: %v", err)
+	}
 }
