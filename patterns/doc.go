@@ -16,6 +16,9 @@
 //     them (concurrently) and never report a present entity as missing,
 //     writes never leave a reference to a missing blob, and [Large.Sweep]
 //     removes blobs a crash left unreferenced once a grace period passed.
+//     A Put whose insert may have been applied (its answer lost) and whose
+//     entity is then absent writes again with new blobs, so, like any
+//     retried insert, it may take effect twice around a concurrent Delete.
 //   - Data series ([Series]): a whole series (e.g. 24 hourly counts,
 //     H00..H23) in one entity, read with one point query, updated a slot at
 //     a time with ETag-conditional merges and jittered retries.

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -451,6 +452,18 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 // concurrent Puts leave no blob behind. If the entity write fails, the
 // new blobs are deleted when the failure is certain (the service refused
 // the write) and left for Sweep otherwise (the write may have happened).
+// When the entity write's answer was lost (tablekit.ErrOutcomeUnknown),
+// Put reads the entity's references: if they are exactly its new blobs
+// (whose names are random and its own), the write was applied and Put
+// succeeds; otherwise it returns the error matching
+// tablekit.ErrOutcomeUnknown and leaves its blobs for Sweep, since the
+// write may have been applied and replaced. An insert (the entity did not
+// exist) is sent without the SDK's retries, since a retry whose first try
+// was applied would bring back an entity a concurrent Delete removed in
+// between, referencing the blobs that Delete removed; when such an insert
+// may have been applied and the entity is absent, Put writes again with
+// new blobs, so it may take effect twice around that Delete, as a retried
+// insert does.
 // Deleting the replaced blobs is best effort too: any left behind are
 // unreferenced, and Sweep removes them.
 //
@@ -470,6 +483,36 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return err
 	}
+	var last error
+	for range l.retry.Attempts(ctx) {
+		err := l.put(ctx, e, oldRefs, etag)
+		var again *restartPut
+		if !errors.As(err, &again) {
+			return err
+		}
+		// The insert may have been applied and then deleted, with its
+		// blobs: write again, with new blobs (the old ones are left for
+		// Sweep).
+		last, oldRefs, etag = again.err, nil, ""
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return last
+}
+
+// restartPut is put's error when its insert may have been applied and the
+// entity is now absent: the Put must start again with new blobs.
+type restartPut struct{ err error }
+
+func (r *restartPut) Error() string { return r.err.Error() }
+func (r *restartPut) Unwrap() error { return r.err }
+
+// put writes e's blobs under new names, then e conditional on the version
+// whose references (oldRefs, etag) were read, then deletes the blobs of the
+// version it replaced.
+func (l *Large[T]) put(ctx context.Context, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag) error {
+	e.Properties = maps.Clone(e.Properties) // split moves the large ones out
 	blobs, err := l.split(&e)
 	if err != nil {
 		return err
@@ -514,13 +557,36 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 // another version), so that they may be deleted.
 func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (replaced map[string]BlobRef, unreferenced bool, err error) {
 	for range l.retry.Attempts(ctx) {
-		if etag == "" {
+		if etag == "" && len(blobs) > 0 {
+			again, done, ierr := l.insert(ctx, e, blobs)
+			switch {
+			case done:
+				return oldRefs, false, ierr
+			case again:
+				err = ierr
+				continue
+			}
+			err = ierr
+		} else if etag == "" {
 			_, err = l.table.Insert(ctx, e)
 		} else {
 			_, err = l.table.Update(ctx, e, tablekit.Replace, etag)
 		}
 		if err == nil {
 			return oldRefs, false, nil
+		}
+		if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			// A try whose answer was lost may have been applied (the
+			// SDK's retry then met its effect). The blob names are new
+			// and random, so an entity referencing exactly them holds
+			// this write, which replaced the version it was conditional
+			// on. Otherwise the write may still have been applied (and
+			// replaced since): its blobs stay, for Sweep.
+			refs, _, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+			if rerr == nil && len(blobs) > 0 && ownRefs(refs, blobs) {
+				return oldRefs, false, nil
+			}
+			return nil, false, err
 		}
 		if !isConflict(err) {
 			return nil, refused(err), err
@@ -546,6 +612,43 @@ func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*
 	return nil, true, err // every write conflicted and none is stored
 }
 
+// noSDKRetries makes a request of one try: the Azure SDK does not retry it.
+var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
+
+// insert inserts e, whose large properties are in blobs, in one try. The
+// SDK does not retry it: a retried insert whose first try was applied (its
+// answer lost) succeeds again when a Delete removed the entity in between,
+// and so brings the entity back referencing the blobs that Delete removed.
+// insert reports done with the outcome when it is settled (nil: inserted),
+// again when the insert certainly did not happen and may be tried again
+// (the service throttled it, or it was never sent), and otherwise err for
+// writeEntity to handle (a conflict, or a refusal). When the try may have
+// been applied, insert reads the references: its own blobs mean it was
+// applied; no entity means it may have been applied and deleted since, and
+// the Put must start again with new blobs (a *restartPut); another entity
+// leaves the outcome unknown (tablekit.ErrOutcomeUnknown), the blobs for
+// Sweep.
+func (l *Large[T]) insert(ctx context.Context, e tablekit.Entity, blobs []*spilled) (again, done bool, err error) {
+	_, err = l.table.Insert(policy.WithRetryOptions(ctx, noSDKRetries), e)
+	var rqe *tablekit.RequestError
+	switch {
+	case err == nil:
+		return false, true, nil
+	case errors.Is(err, tablekit.ErrOutcomeUnknown):
+		refs, _, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+		switch {
+		case rerr == nil && ownRefs(refs, blobs):
+			return false, true, nil
+		case errors.Is(rerr, tablekit.ErrNotFound):
+			return false, true, &restartPut{err: err}
+		}
+		return false, true, err
+	case errors.Is(err, tablekit.ErrThrottled), errors.As(err, &rqe):
+		return true, false, err
+	}
+	return false, false, err
+}
+
 // ownRefs reports whether refs are exactly the references of blobs.
 func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
 	if len(refs) != len(blobs) {
@@ -562,6 +665,9 @@ func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
 // refused reports whether err certainly means that nothing was written:
 // input refused before sending, or a 4xx answer of the service.
 func refused(err error) bool {
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		return false // a 4xx answer to a retry of a try that may have been applied
+	}
 	var ve *tablekit.ValidationError
 	if errors.As(err, &ve) {
 		return true

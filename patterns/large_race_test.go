@@ -412,3 +412,127 @@ func TestLargeConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestLargePutEntityAnswerLost: the entity write's answer is lost after
+// the service applied it, and the SDK's retry meets the write's own effect
+// (an insert finds the entity, an If-Match update finds a new ETag), which
+// tablekit reports as ErrOutcomeUnknown. The entity references the Put's
+// new blobs, so Put must keep them and succeed (the chaos suite found Put
+// deleting them, leaving a reference to missing blobs), and the replaced
+// version's blobs must go.
+func TestLargePutEntityAnswerLost(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	tables := testenv.Account(t, nil).Endpoints().Table
+	var lose atomic.Pointer[loseAnswer]
+	arm := func() *loseAnswer {
+		p := &loseAnswer{match: func(r *http.Request) bool {
+			return strings.HasPrefix(r.URL.String(), tables) && !strings.Contains(r.URL.Path, "$batch") &&
+				!strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables") &&
+				(r.Method == http.MethodPost || r.Method == http.MethodPut)
+		}}
+		lose.Store(p)
+		return p
+	}
+	arm().done.Store(true) // not armed during setup
+	acct := testenv.Account(t, &tablekit.Options{
+		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
+		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+	})
+	tbl := namedTable(t, acct)
+	cont := testenv.NewContainer(t, acct)
+	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Doc{doc("d", "v1", 100000), doc("d", "v2", 120000)} { // an insert, then a replace
+		p := arm()
+		if err := l.Put(ctx, v); err != nil {
+			t.Fatalf("Put %s with the entity write's answer lost: %v", v.Title, err)
+		}
+		if !p.done.Load() {
+			t.Fatalf("Put %s: no entity write answer was lost", v.Title)
+		}
+		got, err := l.Get(ctx, "f", "d", nil)
+		if err != nil || got.Title != v.Title || !bytes.Equal(got.Scan, v.Scan) {
+			t.Fatalf("Get after Put %s: %q, %v", v.Title, got.Title, err)
+		}
+		refs, err := l.Refs(ctx, "f", "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blobs := listBlobs(t, ctx, cont); len(blobs) != 1 || blobs[0] != refs["Scan"].Blob {
+			t.Fatalf("blobs after Put %s: %v, want only the referenced %s", v.Title, blobs, refs["Scan"].Blob)
+		}
+	}
+}
+
+// policyFunc is a policy.Policy made of a function.
+type policyFunc func(req *policy.Request) (*http.Response, error)
+
+func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
+
+// TestLargeInsertRetryAfterDelete: a Put that inserts its entity has the
+// insert applied and its answer lost; before the retry, another Large
+// deletes the entity and its blobs. A retry of the same insert would bring
+// the entity back referencing the deleted blobs (the chaos suite found
+// readers failing with ErrMissingBlob). Put must leave either no entity or
+// an entity whose blobs exist, and must not report success for nothing.
+func TestLargeInsertRetryAfterDelete(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	plain := testenv.Account(t, nil)
+	tables := plain.Endpoints().Table
+	tblB := namedTable(t, plain)
+	contB := testenv.NewContainer(t, plain)
+	b, err := patterns.NewLarge[Doc](tblB, contB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once atomic.Bool
+	var deleted atomic.Bool
+	var hookErr error
+	lose := policyFunc(func(req *policy.Request) (*http.Response, error) {
+		r := req.Raw()
+		isInsert := r.Method == http.MethodPost && strings.HasPrefix(r.URL.String(), tables) &&
+			!strings.Contains(r.URL.Path, "$batch") && !strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables")
+		if !isInsert || !once.CompareAndSwap(false, true) {
+			return req.Next()
+		}
+		resp, err := req.Next() // the insert is applied ...
+		if err != nil {
+			return resp, err
+		}
+		resp.Body.Close()
+		existed, err := b.Delete(r.Context(), "f", "d") // ... deleted with its blobs by another writer ...
+		deleted.Store(existed)
+		hookErr = err
+		// ... and its answer is lost.
+		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Operation Timed Out",
+			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
+	})
+	acctA := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
+	a, err := patterns.NewLarge[Doc](openEntityTable(t, acctA, tblB.Name()), acctA.Container(containerName(contB.URL())), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := doc("d", "v1", 100000)
+	putErr := a.Put(ctx, v)
+	if hookErr != nil || !deleted.Load() {
+		t.Fatalf("the other writer's Delete: existed %v, %v", deleted.Load(), hookErr)
+	}
+	if putErr != nil && !errors.Is(putErr, tablekit.ErrOutcomeUnknown) {
+		t.Fatalf("Put: %v; want success or ErrOutcomeUnknown", putErr)
+	}
+	got, err := b.Get(ctx, "f", "d", nil)
+	switch {
+	case errors.Is(err, tablekit.ErrNotFound):
+		if putErr == nil {
+			t.Fatal("Put reported success, but no entity is stored")
+		}
+	case err != nil:
+		t.Fatalf("Get after Put (Put said %v): %v", putErr, err)
+	case got.Title != v.Title || !bytes.Equal(got.Scan, v.Scan):
+		t.Fatalf("Get after Put: %q, not the value written", got.Title)
+	}
+}

@@ -123,6 +123,12 @@ type WideOptions struct {
 //     the parts of two versions (it came back in several pages while a
 //     write happened) fails the check and is repeated, so a reader never
 //     returns, and a writer never builds on, a mix.
+//   - A write whose answer was lost, and whose retry met a conflict the
+//     lost try may have caused (an error matching
+//     tablekit.ErrOutcomeUnknown), reads part 0: if it carries the write's
+//     id, the write was applied and succeeds (one more range query);
+//     otherwise the error stands, since the write may have been applied
+//     and replaced by another since.
 //
 // Cost, in storage transactions: a read is one range query; a write is one
 // range query and one entity group transaction, as without the protocol,

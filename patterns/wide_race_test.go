@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -331,5 +335,67 @@ func TestWideConcurrentUpdatesSerialize(t *testing.T) {
 	}
 	if top != writers*updates {
 		t.Fatalf("the largest counter is %d after %d serial updates", top, writers*updates)
+	}
+}
+
+// TestWideWriteAnswerLost: a write's transaction is applied but its answer
+// is lost (500), and the SDK's retry fails on the write's own effect (part
+// 0's ETag changed), which tablekit reports as ErrOutcomeUnknown. Part 0
+// then carries the write's stamp, so Insert, Put, Merge and Update report
+// success, and the entity holds each write exactly once.
+func TestWideWriteAnswerLost(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	var lose atomic.Pointer[loseAnswer]
+	arm := func() *loseAnswer {
+		p := &loseAnswer{match: func(r *http.Request) bool {
+			return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "$batch")
+		}}
+		lose.Store(p)
+		return p
+	}
+	arm().done.Store(true) // not armed during setup
+	acct := testenv.Account(t, &tablekit.Options{
+		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
+		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+	})
+	tbl := namedTable(t, acct)
+	w, err := patterns.NewWide[tablekit.Entity](tbl, &patterns.WideOptions{PropertiesPerPart: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]any{"A": "a1", "B": "b1", "C": "c1", "D": "d1", "E": int64(1)}
+	steps := []struct {
+		name  string
+		write func() error
+		want  map[string]any
+	}{
+		{"Insert", func() error { return w.Insert(ctx, wideEntity(base)) }, base},
+		{"Put", func() error {
+			return w.Put(ctx, wideEntity(map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}))
+		}, map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}},
+		{"Merge", func() error { return w.Merge(ctx, "p", "r", map[string]any{"C": "c3"}) },
+			map[string]any{"A": "a2", "B": "b1", "C": "c3", "D": "d2", "E": int64(1)}},
+		{"Update", func() error {
+			return w.Update(ctx, "p", "r", func(e *tablekit.Entity) error {
+				e.Properties["E"] = e.Properties["E"].(int64) + 1 // applied twice would be 3
+				return nil
+			})
+		}, map[string]any{"A": "a2", "B": "b1", "C": "c3", "D": "d2", "E": int64(2)}},
+	}
+	for _, s := range steps {
+		p := arm()
+		err := s.write()
+		if !p.done.Load() {
+			t.Fatalf("%s: no transaction answer was lost", s.name)
+		}
+		if err != nil {
+			t.Fatalf("%s whose transaction was applied but whose answer was lost: %v (ErrOutcomeUnknown: %v)", s.name, err, errors.Is(err, tablekit.ErrOutcomeUnknown))
+		}
+		got, err := w.Get(ctx, "p", "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		oneOf(t, got.Properties, s.want)
 	}
 }

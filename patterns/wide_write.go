@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"context"
+	"errors"
 	"maps"
 
 	"github.com/tablekit/tablekit"
@@ -24,7 +25,38 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) error {
 		return err
 	}
 	_, err = w.table.Transaction(ctx, actions...)
+	if w.settled(ctx, pk, rk, actions, err) {
+		return nil
+	}
 	return err
+}
+
+// settled reports whether a transaction that failed with err (an error
+// matching tablekit.ErrOutcomeUnknown: a try's answer was lost and the
+// SDK's retry met a conflict that try may have caused) was applied after
+// all: part 0 carries the write's stamp. The stamp is random and new to
+// this write, so no other write can have stored it. When part 0 carries
+// another stamp the write may still have been applied and replaced since,
+// and the outcome stays unknown.
+func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit.Action[tablekit.Entity], err error) bool {
+	if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		return false
+	}
+	rk0, kerr := WidePartKey(rk, 0)
+	if kerr != nil {
+		return false
+	}
+	var stamp string
+	for _, a := range actions {
+		if a.Value.RowKey == rk0 && a.Kind != tablekit.ActionDelete {
+			stamp, _ = a.Value.Properties[WideStampProperty].(string)
+		}
+	}
+	if stamp == "" {
+		return false
+	}
+	parts, _, rerr := w.read(ctx, pk, rk)
+	return rerr == nil && len(parts) > 0 && parts[0].index == 0 && parts[0].stamp == stamp
 }
 
 // Put stores v as the whole logical entity, inserting or replacing it:
@@ -119,6 +151,9 @@ func (w *Wide[T]) write(ctx context.Context, pk, rk string, want func(parts []*w
 			return nil
 		}
 		_, last = w.table.Transaction(ctx, actions...)
+		if w.settled(ctx, pk, rk, actions, last) {
+			return nil
+		}
 		if last == nil || !isConflict(last) {
 			return last
 		}
