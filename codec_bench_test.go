@@ -136,3 +136,30 @@ func BenchmarkCodecSDK(b *testing.B) {
 		_ = out
 	}
 }
+
+// BenchmarkEncodeEntity converts an employee20 to its property bag, as the
+// typed patterns do before every write (EncodeEntity).
+func BenchmarkEncodeEntity(b *testing.B) {
+	in := sampleEmployee20()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeEntity(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeEntity converts the property bag of an employee20 back to
+// the struct, as the typed patterns do after every read (Decode).
+func BenchmarkDecodeEntity(b *testing.B) {
+	e, err := EncodeEntity(sampleEmployee20())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode[employee20](e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

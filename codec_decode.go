@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -28,7 +29,8 @@ const (
 	tokOther // object or array: never a valid entity property
 )
 
-// rawProp is one property of an entity as it appears in the JSON.
+// rawProp is one property of an entity as it appears in the JSON, or one
+// property of an Entity as its JSON would carry it (ev set).
 type rawProp struct {
 	name    []byte
 	val     []byte // string content without quotes (escapes intact), or the literal
@@ -36,6 +38,10 @@ type rawProp struct {
 	escaped bool
 	edm     EdmType
 	typed   bool // edm came from an @odata.type annotation
+	// ev, when set, is the value of an Entity property (Decode): name and
+	// val are then unset, kind and edm are its JSON's, and the accessors
+	// below give what they would read from that JSON.
+	ev *edmValue
 }
 
 // rawEntity is one decoded-but-not-converted entity object.
@@ -414,7 +420,19 @@ func decodeU(b []byte) (rune, int) {
 	return r, 4
 }
 
+// The accessors decodeValue reads a value with. For a property from JSON
+// they parse its text; for one from an Entity they give its canonical Go
+// value when its EDM type is the one asked for, and otherwise parse the
+// text its JSON would hold (appendText), so that a value decodes the same
+// either way.
+
 func (p *rawProp) stringValue() string {
+	if p.ev != nil {
+		if p.ev.edm == EdmString {
+			return p.ev.str
+		}
+		return string(p.ev.appendText(nil))
+	}
 	if p.escaped {
 		return string(unescapeBytes(p.val))
 	}
@@ -422,10 +440,104 @@ func (p *rawProp) stringValue() string {
 }
 
 func (p *rawProp) bytesValue() []byte {
+	if p.ev != nil {
+		return p.ev.appendText(nil)
+	}
 	if p.escaped {
 		return unescapeBytes(p.val)
 	}
 	return p.val
+}
+
+// text is the value's text as the parsers read it: the JSON string's content
+// with its escapes intact, or the literal. For a value from an Entity it is
+// unescaped, which reads the same: no GUID, number or date-time holds a
+// character JSON escapes.
+func (p *rawProp) text() []byte {
+	if p.ev != nil {
+		return p.ev.appendText(nil)
+	}
+	return p.val
+}
+
+func (p *rawProp) guidValue() (GUID, bool) {
+	if p.ev != nil && p.ev.edm == EdmGUID {
+		return p.ev.g, true
+	}
+	return parseGUIDBytes(p.text())
+}
+
+var errIntRange = errors.New("integer out of range")
+
+// intValue parses the value as a decimal integer of the given bit size.
+func (p *rawProp) intValue(bits int) (int64, error) {
+	if ev := p.ev; ev != nil && (ev.edm == EdmInt32 || ev.edm == EdmInt64) {
+		if bits < 64 && (ev.num < -1<<(bits-1) || ev.num > 1<<(bits-1)-1) {
+			return 0, errIntRange
+		}
+		return ev.num, nil
+	}
+	return strconv.ParseInt(string(p.text()), 10, bits)
+}
+
+// uintValue parses the value as an unsigned decimal integer of the given
+// bit size.
+func (p *rawProp) uintValue(bits int) (uint64, error) {
+	if ev := p.ev; ev != nil && (ev.edm == EdmInt32 || ev.edm == EdmInt64) {
+		if ev.num < 0 || (bits < 64 && uint64(ev.num) > 1<<bits-1) {
+			return 0, errIntRange
+		}
+		return uint64(ev.num), nil
+	}
+	return strconv.ParseUint(string(p.text()), 10, bits)
+}
+
+// doubleValue reads a number, or a string holding NaN or an infinity, or
+// an Edm.Double string.
+func (p *rawProp) doubleValue() (float64, error) {
+	if ev := p.ev; ev != nil {
+		switch ev.edm {
+		case EdmDouble:
+			return ev.f, nil
+		case EdmInt32:
+			return float64(ev.num), nil
+		}
+	}
+	switch p.kind {
+	case tokNumber:
+		return strconv.ParseFloat(string(p.text()), 64)
+	case tokString:
+		val := p.text()
+		switch string(val) {
+		case "NaN":
+			return math.NaN(), nil
+		case "Infinity", "INF":
+			return math.Inf(1), nil
+		case "-Infinity", "-INF":
+			return math.Inf(-1), nil
+		}
+		if p.edm == EdmDouble {
+			return strconv.ParseFloat(string(val), 64)
+		}
+	}
+	return 0, fmt.Errorf("not a number")
+}
+
+func (p *rawProp) dateTimeValue() (time.Time, error) {
+	if p.ev != nil && p.ev.edm == EdmDateTime {
+		return p.ev.t, nil
+	}
+	return parseDateTime(p.text())
+}
+
+// binaryValue decodes base64 into a new slice.
+func (p *rawProp) binaryValue() ([]byte, error) {
+	if p.ev != nil && p.ev.edm == EdmBinary {
+		b := make([]byte, len(p.ev.bin)) // non-nil when empty, as decodeBase64 gives
+		copy(b, p.ev.bin)
+		return b, nil
+	}
+	return decodeBase64(p.bytesValue())
 }
 
 // decodeState carries one decode's context.
@@ -514,6 +626,58 @@ func (p *typePlan) decodeRaw(r *rawEntity, v reflect.Value, d *decodeState) erro
 	return nil
 }
 
+// fromEntity sets the struct v from the property bag e directly, with the
+// errors and values of a decodeStruct of e's JSON as encodeEntity (with
+// s.unchecked) writes it: every property is checked by entityProperty and
+// canonicalValue, and a check failure wins over a decode failure, as
+// encoding all of e came before decoding any of it; the properties the
+// plan knows go through decode and decodeValue as JSON properties do, with
+// rawProp carrying the canonical value. Nothing is decrypted (d.crypt must
+// be nil): an encrypt field fails as on a Table without encryption. The
+// keys are taken as they are, where JSON turned invalid UTF-8 into U+FFFD.
+func (p *typePlan) fromEntity(e *Entity, v reflect.Value, d *decodeState) error {
+	s := encodeState{unchecked: true}
+	_ = s.checkKeys(e.PartitionKey, e.RowKey) // unchecked: only names the entity
+	d.pk, d.rk = e.PartitionKey, e.RowKey
+	if p.pk != nil {
+		fieldByPath(v, p.pk).SetString(e.PartitionKey)
+	}
+	if p.rk != nil {
+		fieldByPath(v, p.rk).SetString(e.RowKey)
+	}
+	if p.etag != nil {
+		fieldByPath(v, p.etag).SetString(string(e.ETag))
+	}
+	if p.ts != nil {
+		setTime(fieldByPath(v, p.ts), e.Timestamp)
+	}
+	var (
+		decodeErr error
+		ev        edmValue // one for all properties: decode keeps nothing of it
+		present   bool
+	)
+	for name, val := range e.Properties {
+		if val == nil {
+			continue
+		}
+		edm, val, err := s.entityProperty(name, val)
+		if err != nil {
+			return err
+		}
+		if ev, _, present, err = s.canonicalValue(name, edm, val); err != nil {
+			return err
+		}
+		idx, known := p.byName[name]
+		if !present || !known || decodeErr != nil {
+			continue
+		}
+		fp := &p.fields[idx]
+		rp := rawProp{kind: ev.token(), edm: edm, ev: &ev}
+		decodeErr = fp.decode(&rp, fieldByPath(v, fp.path), d)
+	}
+	return decodeErr
+}
+
 // decode stores one property into the field fv.
 func (fp *fieldPlan) decode(rp *rawProp, fv reflect.Value, d *decodeState) error {
 	if fp.encrypt {
@@ -550,7 +714,7 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 		if rp.kind != tokString {
 			return bad("a GUID string")
 		}
-		g, ok := parseGUIDBytes(rp.val)
+		g, ok := rp.guidValue()
 		if !ok {
 			return bad("a GUID")
 		}
@@ -565,20 +729,20 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 			return bad("an integer")
 		}
 		if fp.kind == kindInt {
-			i, err := strconv.ParseInt(string(rp.val), 10, fp.bits)
+			i, err := rp.intValue(fp.bits)
 			if err != nil {
 				return bad(fmt.Sprintf("an integer that fits in %d bits", fp.bits))
 			}
 			fv.SetInt(i)
 		} else {
-			u, err := strconv.ParseUint(string(rp.val), 10, fp.bits)
+			u, err := rp.uintValue(fp.bits)
 			if err != nil {
 				return bad(fmt.Sprintf("a non-negative integer that fits in %d bits", fp.bits))
 			}
 			fv.SetUint(u)
 		}
 	case kindFloat:
-		f, err := parseDouble(rp)
+		f, err := rp.doubleValue()
 		if err != nil {
 			return bad("a number")
 		}
@@ -587,16 +751,16 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 		if rp.kind != tokString {
 			return bad("a date-time")
 		}
-		t, err := parseDateTime(rp.val)
+		t, err := rp.dateTimeValue()
 		if err != nil {
 			return bad("a date-time")
 		}
-		fv.Set(reflect.ValueOf(t))
+		setTime(fv, t)
 	case kindBytes:
 		if rp.kind != tokString {
 			return bad("base64 binary")
 		}
-		b, err := decodeBase64(rp.bytesValue())
+		b, err := rp.binaryValue()
 		if err != nil {
 			return bad("base64 binary")
 		}
@@ -605,7 +769,7 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 		if rp.kind != tokString {
 			return bad("a GUID")
 		}
-		g, ok := parseGUIDBytes(rp.val)
+		g, ok := rp.guidValue()
 		if !ok {
 			return bad("a GUID")
 		}
@@ -631,24 +795,13 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 	return nil
 }
 
-func parseDouble(rp *rawProp) (float64, error) {
-	switch rp.kind {
-	case tokNumber:
-		return strconv.ParseFloat(string(rp.val), 64)
-	case tokString:
-		switch string(rp.val) {
-		case "NaN":
-			return math.NaN(), nil
-		case "Infinity", "INF":
-			return math.Inf(1), nil
-		case "-Infinity", "-INF":
-			return math.Inf(-1), nil
-		}
-		if rp.edm == EdmDouble {
-			return strconv.ParseFloat(string(rp.val), 64)
-		}
+// setTime sets a time.Time field, without boxing t when it can.
+func setTime(fv reflect.Value, t time.Time) {
+	if fv.CanAddr() {
+		*fv.Addr().Interface().(*time.Time) = t
+		return
 	}
-	return 0, fmt.Errorf("not a number")
+	fv.Set(reflect.ValueOf(t))
 }
 
 // parseDateTime parses an OData date-time such as 2006-01-02T15:04:05.1234567Z.
@@ -727,7 +880,7 @@ func (rp *rawProp) entityValue() (any, error) {
 		}
 		return i, nil
 	case EdmDouble:
-		f, err := parseDouble(rp)
+		f, err := rp.doubleValue()
 		if err != nil {
 			return nil, wrong()
 		}

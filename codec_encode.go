@@ -100,13 +100,7 @@ func (s *encodeState) finish() error {
 
 // encodeStruct appends the OData JSON of the struct v to dst.
 func (p *typePlan) encodeStruct(dst []byte, v reflect.Value, s *encodeState) ([]byte, error) {
-	pk, rk := "", ""
-	if p.pk != nil {
-		pk = fieldByPath(v, p.pk).String()
-	}
-	if p.rk != nil {
-		rk = fieldByPath(v, p.rk).String()
-	}
+	pk, rk := p.keys(v)
 	if err := s.checkKeys(pk, rk); err != nil {
 		return dst, err
 	}
@@ -123,6 +117,66 @@ func (p *typePlan) encodeStruct(dst []byte, v reflect.Value, s *encodeState) ([]
 		return dst, err
 	}
 	return append(dst, '}'), nil
+}
+
+// toEntity converts the struct v to a property bag directly, giving what
+// decoding encodeStruct's JSON would: each field is read by
+// fieldPlan.value and checked by canonicalValue, as encodeStruct does
+// through encode and appendProperty, so the checks, limits and errors are
+// the same, and the values are the canonical ones that JSON reads back as.
+// Nothing is encrypted (s.crypt must be nil): an encrypt field is refused
+// as by a Table without TableOptions.Encryption. The ETag and Timestamp
+// fields are the caller's (EncodeEntity).
+func (p *typePlan) toEntity(v reflect.Value, s *encodeState) (Entity, error) {
+	pk, rk := p.keys(v)
+	if err := s.checkKeys(pk, rk); err != nil {
+		return Entity{}, err
+	}
+	props := make(map[string]any, len(p.fields))
+	for i := range p.fields {
+		fp := &p.fields[i]
+		val, present, err := fp.value(fieldByPath(v, fp.path), s)
+		if err != nil {
+			return Entity{}, err
+		}
+		if !present {
+			continue
+		}
+		if fp.encrypt {
+			// With no encryption configured, appendEncrypted refuses the
+			// value before looking at it, with the error a Table gives.
+			if _, err = s.appendEncrypted(nil, fp.name, fp.edm, val); err == nil {
+				err = s.fail(fp.name, "", 0, "an encrypted property cannot be converted to an Entity", ErrInvalidInput)
+			}
+			return Entity{}, err
+		}
+		ev, size, present, err := s.canonicalValue(fp.name, fp.edm, val)
+		if err != nil {
+			return Entity{}, err
+		}
+		if !present {
+			continue
+		}
+		if err := s.addProperty(fp.name, size); err != nil {
+			return Entity{}, err
+		}
+		props[fp.name] = ev.entityValue()
+	}
+	if err := s.finish(); err != nil {
+		return Entity{}, err
+	}
+	return Entity{PartitionKey: pk, RowKey: rk, Properties: props}, nil
+}
+
+// keys reads the PartitionKey and RowKey fields of the struct v.
+func (p *typePlan) keys(v reflect.Value) (pk, rk string) {
+	if p.pk != nil {
+		pk = fieldByPath(v, p.pk).String()
+	}
+	if p.rk != nil {
+		rk = fieldByPath(v, p.rk).String()
+	}
+	return pk, rk
 }
 
 func appendKeys(dst []byte, pk, rk string) []byte {
@@ -144,74 +198,89 @@ func fieldByPath(v reflect.Value, path []int) reflect.Value {
 
 // encode appends one field as a property, unless it is absent.
 func (fp *fieldPlan) encode(dst []byte, fv reflect.Value, s *encodeState) ([]byte, error) {
+	v, present, err := fp.value(fv, s)
+	if err != nil || !present {
+		return dst, err
+	}
+	return s.appendValue(dst, fp, v)
+}
+
+// value reads the field fv as the Go value its property is written from
+// (for the field's EDM type, as canonicalValue and appendEncrypted take
+// it). present is false when the field is absent: a nil pointer, slice or
+// json value, an omitempty zero value, an empty GUID string.
+func (fp *fieldPlan) value(fv reflect.Value, s *encodeState) (v any, present bool, err error) {
 	if fp.ptr {
 		if fv.IsNil() {
-			return dst, nil
+			return nil, false, nil
 		}
 		fv = fv.Elem()
 	}
 	if fp.kind == kindJSON {
 		if fp.omitEmpty && fv.IsZero() {
-			return dst, nil
+			return nil, false, nil
 		}
 		if (fv.Kind() == reflect.Pointer || fv.Kind() == reflect.Interface || fv.Kind() == reflect.Map || fv.Kind() == reflect.Slice) && fv.IsNil() {
-			return dst, nil
+			return nil, false, nil
 		}
 		b, err := json.Marshal(fv.Interface())
 		if err != nil {
-			return dst, s.fail(fp.name, "", 0, "json tag: "+err.Error(), ErrInvalidInput)
+			return nil, false, s.fail(fp.name, "", 0, "json tag: "+err.Error(), ErrInvalidInput)
 		}
-		return s.appendValue(dst, fp, string(b))
+		return string(b), true, nil
 	}
 	if fp.omitEmpty && fv.IsZero() {
-		return dst, nil
+		return nil, false, nil
 	}
 	switch fp.kind {
 	case kindString:
-		return s.appendValue(dst, fp, fv.String())
+		return fv.String(), true, nil
 	case kindGUIDString:
 		if fv.Len() == 0 {
-			return dst, nil // an empty GUID string is absent
+			return nil, false, nil // an empty GUID string is absent
 		}
-		return s.appendValue(dst, fp, fv.String())
+		return fv.String(), true, nil
 	case kindBool:
-		return s.appendValue(dst, fp, fv.Bool())
+		return fv.Bool(), true, nil
 	case kindInt:
-		return s.appendValue(dst, fp, fv.Int())
+		return fv.Int(), true, nil
 	case kindUint:
 		u := fv.Uint()
 		if u > math.MaxInt64 {
-			return dst, s.fail(fp.name, "Edm.Int64 range", 0, fmt.Sprintf("value %d does not fit in a signed 64-bit integer", u), ErrInvalidInput)
+			return nil, false, s.fail(fp.name, "Edm.Int64 range", 0, fmt.Sprintf("value %d does not fit in a signed 64-bit integer", u), ErrInvalidInput)
 		}
-		return s.appendValue(dst, fp, int64(u))
+		return int64(u), true, nil
 	case kindFloat:
-		return s.appendValue(dst, fp, fv.Float())
+		return fv.Float(), true, nil
 	case kindTime:
-		return s.appendValue(dst, fp, fv.Interface().(time.Time))
+		return fv.Interface(), true, nil // a time.Time: the kind is for that type only
 	case kindBytes:
 		if fv.IsNil() {
-			return dst, nil
+			return nil, false, nil
 		}
-		return s.appendValue(dst, fp, fv.Bytes())
+		return fv.Bytes(), true, nil
 	case kindGUIDArray:
+		if fv.Type() == guidType {
+			return fv.Interface(), true, nil
+		}
 		var g GUID
 		reflect.Copy(reflect.ValueOf(&g).Elem(), fv)
-		return s.appendValue(dst, fp, g)
+		return g, true, nil
 	case kindText:
 		tm, ok := fv.Interface().(encoding.TextMarshaler)
 		if !ok && fv.CanAddr() {
 			tm, ok = fv.Addr().Interface().(encoding.TextMarshaler)
 		}
 		if !ok {
-			return dst, s.fail(fp.name, "", 0, "value does not implement encoding.TextMarshaler", ErrInvalidInput)
+			return nil, false, s.fail(fp.name, "", 0, "value does not implement encoding.TextMarshaler", ErrInvalidInput)
 		}
 		b, err := tm.MarshalText()
 		if err != nil {
-			return dst, s.fail(fp.name, "", 0, "MarshalText: "+err.Error(), ErrInvalidInput)
+			return nil, false, s.fail(fp.name, "", 0, "MarshalText: "+err.Error(), ErrInvalidInput)
 		}
-		return s.appendValue(dst, fp, string(b))
+		return string(b), true, nil
 	}
-	return dst, s.fail(fp.name, "", 0, "unsupported field kind", ErrInvalidInput)
+	return nil, false, s.fail(fp.name, "", 0, "unsupported field kind", ErrInvalidInput)
 }
 
 // appendValue converts a Go value to the field's EDM type and appends it.
@@ -225,128 +294,248 @@ func (s *encodeState) appendValue(dst []byte, fp *fieldPlan, v any) ([]byte, err
 // appendProperty appends `,"name":value` (with its type annotation) for a
 // value of a Go type the EDM type accepts, checking property limits.
 func (s *encodeState) appendProperty(dst []byte, name string, edm EdmType, v any) ([]byte, error) {
-	mark := len(dst)
-	dst = append(dst, ',')
-	dst = appendJSONString(dst, name)
-	dst = append(dst, ':')
-	var valueSize int
+	ev, size, present, err := s.canonicalValue(name, edm, v)
+	if err != nil || !present {
+		return dst, err
+	}
+	dst = appendEdmValue(dst, name, &ev)
+	return dst, s.addProperty(name, size)
+}
+
+// edmValue is a checked property value in canonical form: its EDM type and
+// the Go value an Entity holds for it, unboxed.
+type edmValue struct {
+	edm EdmType
+	b   bool      // EdmBoolean
+	str string    // EdmString
+	num int64     // EdmInt32, EdmInt64
+	f   float64   // EdmDouble; a NaN is math.NaN()
+	t   time.Time // EdmDateTime: UTC, whole 100 ns, no monotonic reading
+	g   GUID      // EdmGUID
+	bin []byte    // EdmBinary: the caller's slice, not a copy
+	// boxed is the value as given when it already was the canonical Go
+	// value, so that entityValue need not box it again; nil otherwise.
+	boxed any
+}
+
+// canonicalValue checks a value of a Go type the EDM type accepts (the
+// type, UTF-8, the 64 KiB property limit unless s.unchecked, the Int32 and
+// DateTime ranges, GUID syntax) and returns it in canonical form with its
+// size in Azure's formula (see PropertySize). present is false for a value
+// that is stored as absent: the zero time.Time.
+//
+// It is the one definition of what a property value may be: the JSON
+// encoder (appendProperty) and the direct conversions between structs and
+// Entity (typePlan.toEntity, typePlan.fromEntity) all go through it.
+func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmValue, size int, present bool, err error) {
+	ev.edm = edm
 	switch edm {
 	case EdmString:
 		str, ok := v.(string)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		if !utf8.ValidString(str) {
-			return dst[:mark], s.fail(name, "valid UTF-8", 0, "string is not valid UTF-8", ErrInvalidInput)
+			return ev, 0, false, s.fail(name, "valid UTF-8", 0, "string is not valid UTF-8", ErrInvalidInput)
 		}
 		n := utf16Len(str)
 		if 2*n > MaxPropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
+			return ev, 0, false, s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
 		}
-		valueSize = 4 + 2*n
-		dst = appendJSONString(dst, str)
+		ev.str, ev.boxed = str, v
+		return ev, 4 + 2*n, true, nil
 	case EdmBinary:
 		b, ok := v.([]byte)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		if len(b) > MaxPropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
+			return ev, 0, false, s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
 		}
-		valueSize = 4 + len(b)
-		dst = append(dst, '"')
-		dst = base64.StdEncoding.AppendEncode(dst, b)
-		dst = append(dst, `","`...)
-		dst = append(dst, name...)
-		dst = append(dst, `@odata.type":"Edm.Binary"`...)
+		ev.bin = b // never boxed: an Entity gets its own copy
+		return ev, 4 + len(b), true, nil
 	case EdmBoolean:
 		b, ok := v.(bool)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
-		valueSize = 1
-		dst = strconv.AppendBool(dst, b)
+		ev.b, ev.boxed = b, v
+		return ev, 1, true, nil
 	case EdmInt32:
 		i, ok := asInt64(v)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		if i < math.MinInt32 || i > math.MaxInt32 {
-			return dst[:mark], s.fail(name, "Edm.Int32 range", 0, fmt.Sprintf("value %d does not fit in Edm.Int32", i), ErrInvalidInput)
+			return ev, 0, false, s.fail(name, "Edm.Int32 range", 0, fmt.Sprintf("value %d does not fit in Edm.Int32", i), ErrInvalidInput)
 		}
-		valueSize = 4
-		dst = strconv.AppendInt(dst, i, 10)
+		ev.num = i
+		if _, ok := v.(int32); ok {
+			ev.boxed = v
+		}
+		return ev, 4, true, nil
 	case EdmInt64:
 		i, ok := asInt64(v)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
-		valueSize = 8
-		dst = append(dst, '"')
-		dst = strconv.AppendInt(dst, i, 10)
-		dst = appendAnnotation(dst, name, "Edm.Int64")
+		ev.num = i
+		if _, ok := v.(int64); ok {
+			ev.boxed = v
+		}
+		return ev, 8, true, nil
 	case EdmDouble:
 		f, ok := v.(float64)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
-		valueSize = 8
-		switch {
-		case math.IsNaN(f):
-			dst = append(dst, `"NaN`...)
-		case math.IsInf(f, 1):
-			dst = append(dst, `"Infinity`...)
-		case math.IsInf(f, -1):
-			dst = append(dst, `"-Infinity`...)
-		default:
-			// Always annotated: the SDK re-encodes entity JSON through
-			// map[string]any, which turns 1.0 into 1 (an Int32) otherwise.
-			dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
-			dst = append(dst, `,"`...)
-			dst = append(dst, name...)
-			dst = append(dst, `@odata.type":"Edm.Double"`...)
-			return dst, s.addProperty(name, valueSize)
+		if math.IsNaN(f) {
+			f = math.NaN() // the NaN that "NaN" reads back as
+		} else {
+			ev.boxed = v
 		}
-		dst = appendAnnotation(dst, name, "Edm.Double")
+		ev.f = f
+		return ev, 8, true, nil
 	case EdmDateTime:
 		t, ok := v.(time.Time)
 		if !ok {
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		if t.IsZero() {
 			// The zero time.Time (year 1) is outside Edm.DateTime; it is
 			// stored as absent and decodes back to the zero time.
-			return dst[:mark], nil
+			return ev, 0, false, nil
 		}
-		t = t.UTC()
-		if t.Before(minDateTime) || t.Year() > 9999 {
-			return dst[:mark], s.fail(name, "Edm.DateTime range 1601-01-01 to 9999-12-31 UTC", 0, fmt.Sprintf("time %s is outside the range", t.Format(time.RFC3339)), ErrInvalidInput)
+		ut := t.UTC()
+		if ut.Before(minDateTime) || ut.Year() > 9999 {
+			return ev, 0, false, s.fail(name, "Edm.DateTime range 1601-01-01 to 9999-12-31 UTC", 0, fmt.Sprintf("time %s is outside the range", ut.Format(time.RFC3339)), ErrInvalidInput)
 		}
-		valueSize = 8
-		dst = append(dst, '"')
-		dst = appendDateTime(dst, t)
-		dst = appendAnnotation(dst, name, "Edm.DateTime")
+		// Edm.DateTime keeps 100 ns: the value its text reads back as.
+		ut = ut.Add(-time.Duration(ut.Nanosecond() % 100))
+		if ut == t {
+			ev.boxed = v
+		}
+		ev.t = ut
+		return ev, 8, true, nil
 	case EdmGUID:
-		var g GUID
 		switch x := v.(type) {
 		case GUID:
-			g = x
+			ev.g, ev.boxed = x, v
 		case string:
-			var ok bool
-			if g, ok = parseGUIDBytes([]byte(x)); !ok {
-				return dst[:mark], s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", quoteForError(x)), ErrInvalidInput)
+			g, ok := parseGUIDBytes([]byte(x))
+			if !ok {
+				return ev, 0, false, s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", quoteForError(x)), ErrInvalidInput)
 			}
+			ev.g = g
 		default:
-			return dst[:mark], s.typeMismatch(name, edm, v)
+			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
-		valueSize = 16
-		dst = append(dst, '"')
-		dst = appendGUID(dst, g)
-		dst = appendAnnotation(dst, name, "Edm.Guid")
-	default:
-		return dst[:mark], s.typeMismatch(name, edm, v)
+		return ev, 16, true, nil
 	}
-	return dst, s.addProperty(name, valueSize)
+	return ev, 0, false, s.typeMismatch(name, edm, v)
+}
+
+// entityValue returns the value as an Entity holds it (see Entity): a new
+// copy for binary.
+func (ev *edmValue) entityValue() any {
+	if ev.boxed != nil {
+		return ev.boxed
+	}
+	switch ev.edm {
+	case EdmString:
+		return ev.str
+	case EdmBoolean:
+		return ev.b
+	case EdmInt32:
+		return int32(ev.num)
+	case EdmInt64:
+		return ev.num
+	case EdmDouble:
+		return ev.f
+	case EdmDateTime:
+		return ev.t
+	case EdmGUID:
+		return ev.g
+	}
+	b := make([]byte, len(ev.bin)) // non-nil when empty, as decoded JSON gives
+	copy(b, ev.bin)
+	return b
+}
+
+// token is the JSON kind of the value as appendEdmValue writes it.
+func (ev *edmValue) token() tokenKind {
+	switch ev.edm {
+	case EdmInt32:
+		return tokNumber
+	case EdmBoolean:
+		if ev.b {
+			return tokTrue
+		}
+		return tokFalse
+	case EdmDouble:
+		if !math.IsNaN(ev.f) && !math.IsInf(ev.f, 0) {
+			return tokNumber
+		}
+	}
+	return tokString
+}
+
+// appendText appends the value's text as its JSON holds it: the content of
+// the string (unescaped) or the literal.
+func (ev *edmValue) appendText(dst []byte) []byte {
+	switch ev.edm {
+	case EdmString:
+		return append(dst, ev.str...)
+	case EdmBinary:
+		return base64.StdEncoding.AppendEncode(dst, ev.bin)
+	case EdmBoolean:
+		return strconv.AppendBool(dst, ev.b)
+	case EdmInt32, EdmInt64:
+		return strconv.AppendInt(dst, ev.num, 10)
+	case EdmDouble:
+		switch {
+		case math.IsNaN(ev.f):
+			return append(dst, "NaN"...)
+		case math.IsInf(ev.f, 1):
+			return append(dst, "Infinity"...)
+		case math.IsInf(ev.f, -1):
+			return append(dst, "-Infinity"...)
+		}
+		return strconv.AppendFloat(dst, ev.f, 'g', -1, 64)
+	case EdmDateTime:
+		return appendDateTime(dst, ev.t)
+	case EdmGUID:
+		return appendGUID(dst, ev.g)
+	}
+	return dst
+}
+
+// appendEdmValue appends `,"name":value` and the value's type annotation
+// where the JSON kind does not imply its type.
+func appendEdmValue(dst []byte, name string, ev *edmValue) []byte {
+	dst = append(dst, ',')
+	dst = appendJSONString(dst, name)
+	dst = append(dst, ':')
+	switch ev.token() {
+	case tokString:
+		if ev.edm == EdmString {
+			return appendJSONString(dst, ev.str)
+		}
+		dst = append(dst, '"')
+		dst = ev.appendText(dst)
+		return appendAnnotation(dst, name, ev.edm.String())
+	case tokNumber:
+		dst = ev.appendText(dst)
+		if ev.edm == EdmDouble {
+			// Always annotated: the SDK re-encodes entity JSON through
+			// map[string]any, which turns 1.0 into 1 (an Int32) otherwise.
+			dst = append(dst, `,"`...)
+			dst = append(dst, name...)
+			dst = append(dst, `@odata.type":"Edm.Double"`...)
+		}
+		return dst
+	}
+	return ev.appendText(dst) // true, false
 }
 
 func (s *encodeState) typeMismatch(name string, edm EdmType, v any) error {
@@ -478,17 +667,13 @@ func encodeEntity(dst []byte, e *Entity, s *encodeState) ([]byte, error) {
 		return dst, err
 	}
 	dst = appendKeys(dst, e.PartitionKey, e.RowKey)
-	var err error
 	for name, v := range e.Properties {
 		if v == nil {
 			continue
 		}
-		if err := validPropertyName(name); err != nil {
-			return dst, s.fail(name, "", 0, err.Error(), ErrInvalidInput)
-		}
-		edm, val, ok := edmOf(v)
-		if !ok {
-			return dst, s.fail(name, "", 0, fmt.Sprintf("a %T value cannot be stored (use string, int32, int64, int, float64, bool, time.Time, GUID, [16]byte or []byte)", v), ErrInvalidInput)
+		edm, val, err := s.entityProperty(name, v)
+		if err != nil {
+			return dst, err
 		}
 		if s.crypt != nil && s.crypt.encrypts(name) {
 			dst, err = s.appendEncrypted(dst, name, edm, val)
@@ -505,27 +690,41 @@ func encodeEntity(dst []byte, e *Entity, s *encodeState) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// edmOf maps an Entity property value to its EDM type and canonical value.
+// entityProperty checks the name and Go type of an Entity property (not
+// nil) and returns its EDM type and the value for canonicalValue.
+func (s *encodeState) entityProperty(name string, v any) (EdmType, any, error) {
+	if err := validPropertyName(name); err != nil {
+		return 0, nil, s.fail(name, "", 0, err.Error(), ErrInvalidInput)
+	}
+	edm, val, ok := edmOf(v)
+	if !ok {
+		return 0, nil, s.fail(name, "", 0, fmt.Sprintf("a %T value cannot be stored (use string, int32, int64, int, float64, bool, time.Time, GUID, [16]byte or []byte)", v), ErrInvalidInput)
+	}
+	return edm, val, nil
+}
+
+// edmOf maps an Entity property value to its EDM type and canonical value
+// (v itself, not boxed again, unless it is an int or a [16]byte type).
 func edmOf(v any) (EdmType, any, bool) {
 	switch x := v.(type) {
 	case string:
-		return EdmString, x, true
+		return EdmString, v, true
 	case int32:
-		return EdmInt32, x, true
+		return EdmInt32, v, true
 	case int64:
-		return EdmInt64, x, true
+		return EdmInt64, v, true
 	case int:
 		return EdmInt64, int64(x), true
 	case float64:
-		return EdmDouble, x, true
+		return EdmDouble, v, true
 	case bool:
-		return EdmBoolean, x, true
+		return EdmBoolean, v, true
 	case time.Time:
-		return EdmDateTime, x, true
+		return EdmDateTime, v, true
 	case GUID:
-		return EdmGUID, x, true
+		return EdmGUID, v, true
 	case []byte:
-		return EdmBinary, x, true
+		return EdmBinary, v, true
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {

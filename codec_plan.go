@@ -88,26 +88,37 @@ var (
 	timeType          = reflect.TypeOf(time.Time{})
 	etagType          = reflect.TypeOf(azcore.ETag(""))
 	bytesType         = reflect.TypeOf([]byte(nil))
+	guidType          = reflect.TypeOf(GUID{})
 	textMarshalerType = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 	textUnmarshalType = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 	entityType        = reflect.TypeOf(Entity{})
 )
 
 // planFor returns the cached plan of a struct type, building it on first use.
+// A cached error is returned as a copy: callers name their operation in it
+// (withOp sets ValidationError.Op), which must not show in another's.
 func planFor(t reflect.Type) (*typePlan, error) {
 	if v, ok := planCache.Load(t); ok {
 		if err, isErr := v.(error); isErr {
-			return nil, err
+			return nil, copyPlanError(err)
 		}
 		return v.(*typePlan), nil
 	}
 	p, err := buildPlan(t)
 	if err != nil {
 		planCache.Store(t, err)
-		return nil, err
+		return nil, copyPlanError(err)
 	}
 	v, _ := planCache.LoadOrStore(t, p)
 	return v.(*typePlan), nil
+}
+
+func copyPlanError(err error) error {
+	if ve, ok := err.(*ValidationError); ok {
+		c := *ve
+		return &c
+	}
+	return err
 }
 
 func planError(t reflect.Type, field, format string, args ...any) error {

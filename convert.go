@@ -19,15 +19,11 @@ func EncodeEntity[T any](v T) (_ Entity, err error) {
 	if err != nil {
 		return Entity{}, err
 	}
-	data, err := plan.encodeStruct(nil, reflect.ValueOf(&v).Elem(), &encodeState{})
+	rv := reflect.ValueOf(&v).Elem()
+	e, err := plan.toEntity(rv, &encodeState{})
 	if err != nil {
 		return Entity{}, err
 	}
-	var e Entity
-	if err := decodeEntity(data, &e, &decodeState{op: "EncodeEntity"}); err != nil {
-		return Entity{}, err
-	}
-	rv := reflect.ValueOf(&v).Elem()
 	if plan.etag != nil {
 		e.ETag = azcore.ETag(fieldByPath(rv, plan.etag).String())
 	}
@@ -39,7 +35,8 @@ func EncodeEntity[T any](v T) (_ Entity, err error) {
 
 // Decode converts a property bag to a struct value, as a Table[T] read
 // would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
-// Table[Entity]) turns each row into its own Go type.
+// Table[Entity]) turns each row into its own Go type. On an error it returns
+// the zero T.
 func Decode[T any](e Entity) (_ T, err error) {
 	defer func() { err = withOp("Decode", err) }()
 	var v T
@@ -51,19 +48,9 @@ func Decode[T any](e Entity) (_ T, err error) {
 	if err != nil {
 		return v, err
 	}
-	data, err := encodeEntity(nil, &e, &encodeState{unchecked: true})
-	if err != nil {
-		return v, err
-	}
-	rv := reflect.ValueOf(&v).Elem()
-	if err := plan.decodeStruct(data, rv, &decodeState{op: "Decode"}); err != nil {
-		return v, err
-	}
-	if plan.etag != nil {
-		fieldByPath(rv, plan.etag).SetString(string(e.ETag))
-	}
-	if plan.ts != nil {
-		fieldByPath(rv, plan.ts).Set(reflect.ValueOf(e.Timestamp))
+	if err := plan.fromEntity(&e, reflect.ValueOf(&v).Elem(), &decodeState{op: "Decode"}); err != nil {
+		var zero T
+		return zero, err
 	}
 	return v, nil
 }
