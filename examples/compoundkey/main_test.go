@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestRun runs the example against the test account and checks that its
+// narration states the results the pattern promises.
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), testenv.Account(t, nil), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`stored 15 reviews with RowKeys such as "000223!2010" (zero-padded id, then year)`,
+		"the partition in RowKey order holds the employees in numeric order: [000223 000224 001000]",
+		`range "000223" ≤ RowKey < "000223\"" read employee 000223's reviews for [2010 2011 2012 2013 2014]: 1 transaction`,
+		`range "000224!2011" ≤ RowKey < "000224!2014" read employee 000224's reviews for [2011 2012 2013]: 1 transaction`,
+		`("a!b", "c") is "a\"eb!c", ("a", "b!c") is "a!b\"ec"`,
+		`the raw key "EMEA/17!2014" is refused (it holds '/'); the compound key "EMEA.|17!2014" is stored, found by its range and splits back into ["EMEA/17" "2014"]`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("narration lacks %q:\n%s", want, out.String())
+		}
+	}
+}
