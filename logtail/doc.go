@@ -33,6 +33,17 @@
 // [Log.Since] and [Log.Window] (a time range), and [Log.Page] (newest
 // first, then older pages with a continuation token).
 //
+// Faults: an entry is inserted once, under a RowKey unique to its Append
+// call, so a lost answer cannot make a duplicate by itself. Append settles
+// a lost answer by its key (see [Log.AppendAt]); when it cannot (or its
+// context ended first), its error matches tablekit.ErrOutcomeUnknown or is
+// the context's, and the entry may or may not be stored. Appending it
+// again after such an error stores it twice if the first one was stored:
+// a caller that must not have duplicates gives its entries an id of its
+// own and looks for it (with Window around the time of the first try)
+// before appending again. The chaos suite, TestChaosLogTail, checks these
+// outcomes under injected faults.
+//
 // Hot partitions: a busy log written into one partition is the prepend
 // anti-pattern of the guide, since every insert goes to the head of the
 // same partition, served by one partition server (about 2,000 entities/s).
@@ -72,7 +83,10 @@
 // buffering (a Write that has to wait for it waits only as long as its
 // context allows). A failed or timed-out flush keeps its block, and the
 // next flush writes it first, under the same block id: records reach
-// storage once each, in the order they were accepted.
+// storage once each, in the order they were accepted. A commit whose answer
+// was lost is recognised by its block id in the blob's block list, never
+// taken for another writer's and written again elsewhere (the chaos suite,
+// TestChaosBlobLog, checks this under injected faults).
 //
 // Write-through or buffered: every flush is two billable requests (Put
 // Block and Put Block List) and a round trip.

@@ -253,10 +253,22 @@ func (l *Log[T]) Append(ctx context.Context, pk string, v T) (T, error) {
 // with its Entry keys set. Entries at the same tick (100 ns) get distinct
 // RowKeys; among them the one appended later through this Log sorts first.
 // Whatever keys v holds are replaced. An entry is inserted, never
-// replaced: appends do not overwrite each other. (When the SDK retries an
-// insert the service had already applied, the service answers "already
-// exists"; since the RowKey holds this Log's random identity and counter,
-// AppendAt takes that answer as success.)
+// replaced: appends do not overwrite each other.
+//
+// When an answer is lost, AppendAt settles the outcome itself: the RowKey
+// holds this Log's random identity and a counter, so the key is this
+// call's alone. When the SDK retries an insert the service had already
+// applied, the service answers "already exists", which AppendAt takes as
+// success; when the insert's error otherwise matches
+// tablekit.ErrOutcomeUnknown (no try got an answer, or a retry after a
+// lost answer was throttled or answered 5xx), AppendAt reads the key and
+// reports success if the entry is there. Otherwise it returns the error:
+// when it matches tablekit.ErrOutcomeUnknown (or is the context's), the
+// entry may or may not be stored (the read failed too, or a request whose
+// connection broke may still be applied later); any other error means the
+// entry was not stored.
+// Calling Append again then appends a second entry, under a new RowKey, if
+// the first one was stored; that is the only way a log gets duplicates.
 func (l *Log[T]) AppendAt(ctx context.Context, pk string, at time.Time, v T) (T, error) {
 	var zero T
 	if err := checkPartition(pk); err != nil {
@@ -271,15 +283,33 @@ func (l *Log[T]) AppendAt(ctx context.Context, pk string, at time.Time, v T) (T,
 		return zero, err
 	}
 	reflect.ValueOf(&v).Elem().FieldByIndex(l.keyPath).Set(reflect.ValueOf(Entry{PartitionKey: spk, RowKey: rk}))
-	if _, err := l.table.Insert(ctx, v); err != nil {
-		// The key holds this Log's random identity and a counter, so
-		// "already exists" means an insert the SDK retried after the
-		// service had already stored it: the entry is there.
-		if !errors.Is(err, tablekit.ErrAlreadyExists) {
-			return zero, err
-		}
+	if _, err := l.table.Insert(ctx, v); err != nil && !l.stored(ctx, spk, rk, err) {
+		return zero, err
 	}
 	return v, nil
+}
+
+// stored settles an insert of key spk/rk that failed with err, when err
+// leaves open whether a try was applied (it matches
+// tablekit.ErrOutcomeUnknown). The key holds this Log's random identity and
+// a counter, so no other call stores an entity under it: "already exists"
+// after such a try means this very insert, and so does finding the entity
+// by a read. (tablekit reports such outcomes as unknown because, for keys
+// that several writers use, the stored state cannot tell who wrote it;
+// here only one call can have.) A plain "already exists", with no try that
+// may have been applied, is another entity's key and stays an error.
+func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
+	if !errors.Is(err, tablekit.ErrOutcomeUnknown) || ctx.Err() != nil {
+		return false
+	}
+	var se *tablekit.ServiceError
+	if errors.As(err, &se) && se.Code == "EntityAlreadyExists" {
+		return true
+	}
+	// No answer, a 5xx, or a throttled retry after a try whose answer was
+	// lost: look.
+	_, gerr := l.table.Get(ctx, spk, rk, nil)
+	return gerr == nil
 }
 
 // Latest returns the n newest entries of partition pk, newest first: fewer

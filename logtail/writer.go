@@ -181,7 +181,11 @@ func (b *batch) note(t, period, now time.Time) {
 // only as long as its context allows. A failed flush keeps its block
 // (records and block id) and the next flush tries it again before any
 // later record, so records reach storage in the order they were accepted,
-// and a flush whose answer was lost is not written twice.
+// and a flush whose answer was lost is not written twice: before it moves
+// on to a new blob, a flush whose commit failed reads the blob's block
+// list to see whether the commit was applied after all, and when it cannot
+// read it, it fails (with an error matching tablekit.ErrOutcomeUnknown) and
+// keeps the blob, so that the next flush asks again.
 type Writer struct {
 	c      *container.Client
 	source string
@@ -314,8 +318,13 @@ func (w *Writer) Write(ctx context.Context, msg string) error {
 // first; if another flush is under way, WriteRecord waits for it, as long
 // as ctx allows. When that flush fails, or ctx ends first, WriteRecord
 // returns the error and does not accept r; the buffered records stay
-// buffered. In write-through mode a failed write is not accepted either
-// (though, if the failure was a lost answer, it may have been stored).
+// buffered. In write-through mode a failed write is not accepted either.
+// When a commit fails, the Writer reads the blob's block list to see
+// whether a try of it was applied all the same (its answer lost) and then
+// reports success; so a write-through error means the record was not
+// stored, unless it matches tablekit.ErrOutcomeUnknown (that read failed
+// too) or is a context error (ctx or FlushTimeout cut the commit off):
+// then the record may or may not be stored, at most once.
 func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 	if r.Time.IsZero() {
 		r.Time = w.o.Clock.Now()
@@ -397,6 +406,14 @@ func (w *Writer) writeThroughLocked(ctx context.Context, line []byte, t, p time.
 			w.head = nil
 			w.done++
 			w.stats.Accepted--
+			// Its commit may have been applied all the same (a lost
+			// answer): the blob's block list and ETag would then differ
+			// from those the Writer knows, and the next record's commit
+			// would fail on them. Start the next record in a new blob.
+			if w.blob != nil {
+				w.seqHint[w.blob.period] = w.blob.seq + 1
+				w.blob = nil
+			}
 		}
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -106,21 +107,33 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 	})
 	if err != nil {
 		err = tablekit.WrapError("PutBlockList "+cur.name, err)
-		if !errors.Is(err, tablekit.ErrPreconditionFailed) && !errors.Is(err, tablekit.ErrNotFound) {
-			return err
+		if ctx.Err() != nil {
+			// Cut off: whether a try was applied is for the next try of
+			// this block to find out (it commits the same list).
+			return cutOff(ctx, cur.name, err)
 		}
-		// This very commit, applied by the service in an earlier try
-		// (retried by the SDK, or a flush whose answer was lost)? Then
-		// the committed list is exactly ours.
-		etag, ok := w.confirm(ctx, bb, next.ids)
+		// This very commit, applied by the service in a try whose answer
+		// was lost (retried by the SDK, or a flush that failed)? Then the
+		// committed list is exactly ours. Asked after any failure, so
+		// that a failed flush means "not written" whenever the Writer can
+		// tell.
+		etag, ok, cerr := w.confirm(ctx, bb, next.ids)
+		if cerr != nil {
+			// Cannot tell: keep the blob, so that the next try of this
+			// block commits the same list and asks again (moving on
+			// would write the block a second time if it is there).
+			return unsettled(cur.name, err, cerr)
+		}
 		if !ok {
-			// Someone else changed or deleted the blob: leave it alone
-			// and write these records to a new blob on the next try.
-			// (The ETag changed, so no earlier try of this commit can
-			// still succeed.)
-			w.seqHint[cur.period] = cur.seq + 1
-			w.blob = nil
-			return err
+			if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound) {
+				// Someone else changed or deleted the blob: leave it
+				// alone and write these records to a new blob on the
+				// next try. (The ETag changed, so no earlier try of this
+				// commit can still succeed.)
+				w.seqHint[cur.period] = cur.seq + 1
+				w.blob = nil
+			}
+			return err // not applied: the blob is as the Writer knows it
 		}
 		next.etag = etag
 	} else {
@@ -159,14 +172,25 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 			return nil
 		}
 		err = tablekit.WrapError("PutBlockList "+name, err)
-		if !errors.Is(err, tablekit.ErrAlreadyExists) && !errors.Is(err, tablekit.ErrPreconditionFailed) {
-			return err
+		// The next try of this block starts at this name again, unless
+		// it turns out to be another writer's.
+		w.seqHint[b.period] = seq
+		if ctx.Err() != nil {
+			return cutOff(ctx, name, err)
 		}
-		if etag, ok := w.confirm(ctx, bb, bs.ids); ok { // our own earlier try
+		etag, ok, cerr := w.confirm(ctx, bb, bs.ids)
+		if cerr != nil {
+			// Cannot tell whether the name is ours.
+			return unsettled(name, err, cerr)
+		}
+		if ok { // our own earlier try
 			bs.etag = etag
 			w.blob = bs
 			res.blobs++
 			return nil
+		}
+		if !errors.Is(err, tablekit.ErrAlreadyExists) && !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			return err // not applied, and the name may still be free
 		}
 		res.nameConflicts++
 		if !listed {
@@ -184,18 +208,45 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 }
 
 // confirm reports whether the blob's committed block list is exactly ids,
-// and its ETag.
-func (w *Writer) confirm(ctx context.Context, bb *blockblob.Client, ids []string) (azcore.ETag, bool) {
+// and its ETag. It returns an error when it cannot tell (the list could
+// not be read); a blob that does not exist is not ours.
+func (w *Writer) confirm(ctx context.Context, bb *blockblob.Client, ids []string) (azcore.ETag, bool, error) {
 	resp, err := bb.GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil)
-	if err != nil || resp.ETag == nil || len(resp.BlockList.CommittedBlocks) != len(ids) {
-		return "", false
+	if err != nil {
+		err = tablekit.WrapError("GetBlockList", err)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	if resp.ETag == nil || len(resp.BlockList.CommittedBlocks) != len(ids) {
+		return "", false, nil
 	}
 	for i, blk := range resp.BlockList.CommittedBlocks {
 		if blk == nil || blk.Name == nil || *blk.Name != ids[i] {
-			return "", false
+			return "", false, nil
 		}
 	}
-	return *resp.ETag, true
+	return *resp.ETag, true, nil
+}
+
+// cutOff is the error of a commit of blob name that failed with err while
+// ctx ended: a context error as it is, else (the commit failed in another
+// way just before) unsettled, since a try may have been applied.
+func cutOff(ctx context.Context, name string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return unsettled(name, err, ctx.Err())
+}
+
+// unsettled is the error of a commit of blob name that failed with err,
+// when reading the block list to tell whether a try of it was applied all
+// the same failed with cerr. It matches tablekit.ErrOutcomeUnknown (and
+// cerr), not err's sentinel: a conflict may be the commit's own doing.
+func unsettled(name string, err, cerr error) error {
+	return fmt.Errorf("logtail: Put Block List %s: %w: it failed (%v), and reading the block list to tell whether a try of it was applied failed too: %w",
+		name, tablekit.ErrOutcomeUnknown, err, cerr)
 }
 
 // highestSeq returns the highest sequence number of the source's blobs of
