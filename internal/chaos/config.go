@@ -75,11 +75,14 @@ type Config struct {
 	Operations []string
 
 	// MaxConsecutive caps the failing faults injected in a row into one
-	// request (the tries of one request share its identity, see the
-	// package doc): once a request has failed MaxConsecutive tries in a
-	// row, its next try is let through. 0 means 2, so that the SDK's 3
-	// retries always get a try through and a run makes progress; a
-	// negative value means no cap (faults can then outlast the retries).
+	// call (an operation and the SDK's retries of it): once a call has
+	// failed MaxConsecutive tries in a row, its next try is let through.
+	// Calls are told apart by a per-call policy that [Injector.Open]
+	// installs, so identical requests sent at once by several callers
+	// (which share an identity, see the package doc) each get their own
+	// count; without it the count is per identity. 0 means 2, so that the
+	// SDK's 3 retries always get a try through and a run makes progress;
+	// a negative value means no cap (faults can then outlast the retries).
 	MaxConsecutive int
 
 	// MaxFaults stops injecting failing faults after this many; 0 means no

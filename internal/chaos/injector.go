@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,21 @@ type Injector struct {
 // identityState is what the Injector remembers of one request identity.
 type identityState struct {
 	seen        int // tries seen so far
-	consecutive int // failing faults in a row
+	consecutive int // failing faults in a row (calls without a callState)
+}
+
+// callState is one call's count of failing faults in a row, shared by its
+// tries (guarded by the Injector's mutex).
+type callState struct{ consecutive int }
+
+type callKey struct{}
+
+// callPolicy gives every call (an operation, before the SDK's retries) a
+// callState of its own in its context.
+type callPolicy struct{}
+
+func (callPolicy) Do(req *policy.Request) (*http.Response, error) {
+	return req.WithContext(context.WithValue(req.Raw().Context(), callKey{}, &callState{})).Next()
 }
 
 // New returns an enabled Injector that injects the faults cfg describes
@@ -78,6 +93,7 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 	if err != nil {
 		return nil, err
 	}
+	o.PerCallPolicies = append(slices.Clone(o.PerCallPolicies), callPolicy{})
 	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), inj.Policy(probe.Endpoints()))
 	if isZeroRetry(o.Retry) {
 		o.Retry = FastRetry()

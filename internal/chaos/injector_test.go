@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -228,6 +229,39 @@ func TestMaxConsecutiveLetsRetriesThrough(t *testing.T) {
 	st := inj.Stats()
 	if st.Faults() != 20 || st.HeldBack() != 10 || st.Eligible("", "") != 30 || st.FaultRate() < 0.66 {
 		t.Errorf("stats: %v", st)
+	}
+}
+
+// Identical requests made at once by several callers share an identity,
+// but the cap on faults in a row counts per call: with every try faulted,
+// each of 8 concurrent reads of one entity still gets its third try
+// through, so none outlasts the SDK's retries.
+func TestMaxConsecutiveCountsPerCall(t *testing.T) {
+	ctx := testCtx(t)
+	inj, _, tbl := setup(t, 1, &chaos.Config{ServerBusy: 1})
+	inj.SetEnabled(false)
+	if _, err := tbl.Insert(ctx, item{PK: "p", RK: "r", N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	inj.SetEnabled(true)
+	const readers = 8
+	errs := make(chan error, readers)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			_, err := tbl.Get(ctx, "p", "r", nil)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a read failed although each call may fail only 2 tries in a row: %v", err)
+		}
+	}
+	if st := inj.Stats(); st.Faults() != 2*readers || st.HeldBack() != readers {
+		t.Errorf("stats: %v; want %d faults and %d held back", st, 2*readers, readers)
 	}
 }
 

@@ -69,7 +69,8 @@ func (p *faultPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the request body: %w", err)
 	}
-	d := inj.decide(id, service, op)
+	call, _ := ctx.Value(callKey{}).(*callState)
+	d := inj.decide(id, service, op, call)
 	if d.kind == "" {
 		return req.Next()
 	}
@@ -208,8 +209,9 @@ type decision struct {
 }
 
 // decide draws the fault of the next try of identity id, applies the
-// budget, and records the outcome.
-func (inj *Injector) decide(id [32]byte, service, op string) decision {
+// budget (the consecutive cap counted per call when call is not nil, else
+// per identity), and records the outcome.
+func (inj *Injector) decide(id [32]byte, service, op string, call *callState) decision {
 	inj.mu.Lock()
 	defer inj.mu.Unlock()
 	st := inj.ids[id]
@@ -234,8 +236,12 @@ func (inj *Injector) decide(id [32]byte, service, op string) decision {
 		u -= p
 	}
 	d := decision{kind: kind}
+	consecutive := &st.consecutive
+	if call != nil {
+		consecutive = &call.consecutive
+	}
 	if kind.Fails() {
-		capped := inj.cfg.MaxConsecutive >= 0 && st.consecutive >= inj.cfg.MaxConsecutive
+		capped := inj.cfg.MaxConsecutive >= 0 && *consecutive >= inj.cfg.MaxConsecutive
 		spent := inj.cfg.MaxFaults > 0 && inj.faults >= inj.cfg.MaxFaults
 		if capped || spent {
 			inj.stats.heldBack++
@@ -243,10 +249,10 @@ func (inj *Injector) decide(id [32]byte, service, op string) decision {
 		}
 	}
 	if d.kind.Fails() {
-		st.consecutive++
+		*consecutive++
 		inj.faults++
 	} else {
-		st.consecutive = 0
+		*consecutive = 0
 	}
 	if d.kind == Delay {
 		d.delay = time.Millisecond // between 1 ms and MaxDelay, in whole ms
