@@ -233,6 +233,8 @@ func addReport(sum *procReport, r procReport) {
 	sum.Worker.Renewed += r.Worker.Renewed
 	sum.Worker.Lost += r.Worker.Lost
 	sum.Worker.Abandoned += r.Worker.Abandoned
+	sum.Worker.Throttled += r.Worker.Throttled
+	sum.Worker.MaxQueueAge = max(sum.Worker.MaxQueueAge, r.Worker.MaxQueueAge)
 }
 
 func TestChaosArchiveProcesses(t *testing.T) {

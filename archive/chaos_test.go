@@ -175,7 +175,7 @@ func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog
 		// answer add to a message's dequeue count: 10 attempts make a
 		// poisoned move unlikely (0.15^10), so a poison record points to
 		// a bug rather than to bad luck.
-		MaxDequeueCount:  10,
+		Retry:            tablekit.RetryPolicy{MaxAttempts: 10},
 		PoisonQueue:      acct.Queue(n.Poison),
 		Container:        acct.Container(n.Claims),
 		MinPollInterval:  20 * time.Millisecond,
@@ -663,6 +663,8 @@ func TestChaosArchiveMove(t *testing.T) {
 			ws0.Renewed += s.Renewed
 			ws0.Lost += s.Lost
 			ws0.Abandoned += s.Abandoned
+			ws0.Throttled += s.Throttled
+			ws0.MaxQueueAge = max(ws0.MaxQueueAge, s.MaxQueueAge)
 		}
 		t.Logf("%d ops (%d ok, %d failed, %d unknown); faults: %s", h.Len(), h.Count(chaos.OK), h.Count(chaos.Failed), h.Count(chaos.Unknown), st.ByKind())
 		t.Logf("workers: %+v; handler failures injected: %d before the move, %d after", ws0, early, late)

@@ -66,7 +66,7 @@ func drainWith(t *testing.T, r *rig) int64 {
 		t.Fatal(err)
 	}
 	opts := r.workerOpts(t)
-	opts.MaxDequeueCount = 2
+	opts.Retry.MaxAttempts = 2
 	opts.Concurrency = 1 // one message after the other: copies never race
 	w, err := archive.NewWorker(r.queue, mux, opts)
 	if err != nil {

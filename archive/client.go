@@ -16,15 +16,48 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
+// Suffixes of the default poison queue and claim-check container names.
+const (
+	poisonSuffix = "-poison"
+	claimsSuffix = "-claims"
+	maxNameLen   = 63 // queue and container names
+)
+
 // ClaimContainerName returns the default claim-check container of a work
 // queue: "<queue>-claims". It is only a valid container name when the
-// queue's name has at most 56 characters.
-func ClaimContainerName(queue string) string { return queue + "-claims" }
+// queue's name has at most 56 characters; [OpenClient] and [OpenWorker]
+// refuse a longer one.
+func ClaimContainerName(queue string) string { return queue + claimsSuffix }
 
 // PoisonQueueName returns the default poison queue of a work queue:
 // "<queue>-poison". It is only a valid queue name when the queue's name
-// has at most 56 characters.
-func PoisonQueueName(queue string) string { return queue + "-poison" }
+// has at most 56 characters; [OpenWorker] refuses a longer one.
+func PoisonQueueName(queue string) string { return queue + poisonSuffix }
+
+// suffixedName returns queue+suffix, the default name of a poison queue
+// or claim-check container (what), or op's refusal when the suffix makes
+// it longer than the service allows; instead says how else to name it.
+func suffixedName(op, queue, suffix, what, instead string) (string, error) {
+	name := queue + suffix
+	if len(name) > maxNameLen {
+		return "", &tablekit.ValidationError{
+			Op:     op,
+			Entity: queue,
+			Detail: fmt.Sprintf("the %s name %q would be %d characters long: the %q suffix makes it longer than the %d characters the service allows; use a queue name of at most %d characters, or %s",
+				what, name, len(name), suffix, maxNameLen, maxNameLen-len(suffix), instead),
+			Size:  len(name),
+			Limit: fmt.Sprintf("<= %d characters in the work queue's name (%d with %q)", maxNameLen-len(suffix), maxNameLen, suffix),
+			Err:   tablekit.ErrInvalidKey,
+		}
+	}
+	var err error
+	if suffix == poisonSuffix {
+		err = tablekit.ValidateQueueName(name)
+	} else {
+		err = tablekit.ValidateContainerName(name)
+	}
+	return name, withOp(op, err)
+}
 
 // ClientOptions configures a [Client]. A nil *ClientOptions means the
 // defaults.
@@ -63,29 +96,46 @@ type EnqueueOptions struct {
 // as base64 JSON, with payloads too large for a queue message stored in a
 // blob container (claim check). A Client is safe for concurrent use.
 type Client struct {
-	queue     *azqueue.QueueClient
-	container *container.Client
-	threshold int
-	prefix    string
-	retry     tablekit.RetryPolicy
+	queue         *azqueue.QueueClient
+	name          string
+	container     *container.Client
+	containerName string
+	threshold     int
+	prefix        string
+	retry         tablekit.RetryPolicy
 }
 
 // NewClient returns a Client sending to queue. claims is the container for
 // claim-check blobs, created on first use; nil means payloads over the
 // threshold are refused with an error matching tablekit.ErrTooLarge.
+// Bad input is refused with a *tablekit.ValidationError whose Op is
+// "archive.NewClient"; nothing is sent.
 func NewClient(queue *azqueue.QueueClient, claims *container.Client, opts *ClientOptions) (*Client, error) {
+	return newClient("archive.NewClient", queue, claims, opts)
+}
+
+func newClient(op string, queue *azqueue.QueueClient, claims *container.Client, opts *ClientOptions) (*Client, error) {
 	if queue == nil {
-		return nil, invalid("archive.NewClient", "queue is nil")
+		return nil, invalid(op, "queue", "queue is nil")
 	}
-	c := &Client{queue: queue, container: claims, threshold: 60 * 1024, prefix: "claims/", retry: defaultEnqueueRetry}
+	c := &Client{queue: queue, name: nameOf(queue.URL()), container: claims, threshold: 60 * 1024, prefix: "claims/", retry: defaultEnqueueRetry}
+	if err := tablekit.ValidateQueueName(c.name); err != nil {
+		return nil, withOp(op, err)
+	}
+	if claims != nil {
+		c.containerName = nameOf(claims.URL())
+		if err := tablekit.ValidateContainerName(c.containerName); err != nil {
+			return nil, withOp(op, err)
+		}
+	}
 	if opts != nil {
-		if err := opts.Retry.Validate("archive.NewClient"); err != nil {
+		if err := opts.Retry.Validate(op); err != nil {
 			return nil, err
 		}
 		c.retry = opts.Retry.WithDefaults(defaultEnqueueRetry)
 		switch {
 		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > MaxMessageSize:
-			return nil, invalid("archive.NewClient", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, MaxMessageSize))
+			return nil, invalid(op, "ClaimCheckThreshold", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, MaxMessageSize))
 		case opts.ClaimCheckThreshold > 0:
 			c.threshold = opts.ClaimCheckThreshold
 		}
@@ -98,25 +148,37 @@ func NewClient(queue *azqueue.QueueClient, claims *container.Client, opts *Clien
 
 // OpenClient returns a Client sending to the queue named queue in acct,
 // with claim-check blobs in the container [ClaimContainerName](queue).
+// A queue name over 56 characters is refused (the "-claims" suffix would
+// make the container's name too long): use [NewClient] with a container
+// of another name. Refusals are *tablekit.ValidationError with Op
+// "archive.OpenClient".
 func OpenClient(acct *tablekit.Account, queue string, opts *ClientOptions) (*Client, error) {
+	const op = "archive.OpenClient"
 	if acct == nil {
-		return nil, invalid("archive.OpenClient", "account is nil")
+		return nil, invalid(op, "acct", "account is nil")
 	}
 	if err := tablekit.ValidateQueueName(queue); err != nil {
+		return nil, withOp(op, err)
+	}
+	claims, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "call NewClient with a container of another name")
+	if err != nil {
 		return nil, err
 	}
-	claims := ClaimContainerName(queue)
-	if err := tablekit.ValidateContainerName(claims); err != nil {
-		return nil, err
-	}
-	return NewClient(acct.Queue(queue), acct.Container(claims), opts)
+	return newClient(op, acct.Queue(queue), acct.Container(claims), opts)
 }
 
 // Queue returns the work queue the Client sends to.
 func (c *Client) Queue() *azqueue.QueueClient { return c.queue }
 
+// Name returns the name of the queue the client sends to.
+func (c *Client) Name() string { return c.name }
+
 // Container returns the claim-check container (nil if none).
 func (c *Client) Container() *container.Client { return c.container }
+
+// ContainerName returns the name of the claim-check container, "" if the
+// Client has none.
+func (c *Client) ContainerName() string { return c.containerName }
 
 // Enqueue sends one message of the given kind with payload (marshalled to
 // JSON; a json.RawMessage or []byte holding JSON is sent as is). It
@@ -140,14 +202,15 @@ func (c *Client) Container() *container.Client { return c.container }
 // failed Enqueue can leave an orphan blob (see the package doc,
 // "Claim-check blobs"), never a message without its payload.
 func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *EnqueueOptions) (string, error) {
+	const op = "Client.Enqueue"
 	if kind == "" {
-		return "", invalid("archive.Enqueue", "kind is empty")
+		return "", invalid(op, "kind", "kind is empty")
 	}
 	raw, err := marshalPayload(payload)
 	if err != nil {
-		return "", fmt.Errorf("archive: Enqueue %q: marshalling payload: %w: %w", kind, err, tablekit.ErrInvalidInput)
+		return "", invalid(op, "payload", fmt.Sprintf("kind %q: marshalling the payload to JSON: %v", kind, err))
 	}
-	return c.send(ctx, &envelope{Kind: kind, Payload: raw}, opts)
+	return c.send(ctx, op, &envelope{Kind: kind, Payload: raw}, opts)
 }
 
 // Requeue sends a message read back from the poison queue to the work
@@ -160,46 +223,49 @@ func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *En
 // It returns the new message ID; deleting the poison message is the
 // caller's part.
 func (c *Client) Requeue(ctx context.Context, p Poisoned, opts *EnqueueOptions) (string, error) {
+	const op = "Client.Requeue"
 	switch {
 	case p.Kind != "":
-		return c.send(ctx, &envelope{Kind: p.Kind, Payload: p.Payload, Blob: p.Blob}, opts)
+		return c.send(ctx, op, &envelope{Kind: p.Kind, Payload: p.Payload, Blob: p.Blob}, opts)
 	case p.Text != "":
-		return c.deliver(ctx, p.Text, nil, opts)
+		return c.deliver(ctx, op, p.Text, nil, opts)
 	}
-	return "", invalid("archive.Requeue", "the poison record holds no message")
+	return "", invalid(op, "", "the poison record holds no message")
 }
 
 // DiscardPoisoned deletes the claim-check blob of a poison record, if it
-// has one, when the message is given up for good. Deleting the poison
-// message is the caller's part.
+// has one (a missing blob is not an error), when the message is given up
+// for good: one storage transaction, none without a blob. Deleting the
+// poison message is the caller's part.
 func (c *Client) DiscardPoisoned(ctx context.Context, p Poisoned) error {
 	if p.Blob == "" {
 		return nil
 	}
 	if c.container == nil {
-		return invalid("archive.DiscardPoisoned", "the Client has no claim-check container")
+		return invalid("Client.DiscardPoisoned", "", "the Client has no claim-check container")
 	}
-	return DeleteBlobIfExists(ctx, c.container, p.Blob)
+	_, err := DeleteBlobIfExists(ctx, c.container, p.Blob)
+	return err
 }
 
 // send enqueues env, moving its payload to a claim-check blob when the
 // message would be too large.
-func (c *Client) send(ctx context.Context, env *envelope, opts *EnqueueOptions) (string, error) {
+func (c *Client) send(ctx context.Context, op string, env *envelope, opts *EnqueueOptions) (string, error) {
 	text, err := encodeEnvelope(env)
 	if err != nil {
 		return "", err
 	}
-	return c.deliver(ctx, text, env, opts)
+	return c.deliver(ctx, op, text, env, opts)
 }
 
 // deliver enqueues text, the encoding of env (nil for a foreign message's
 // text), moving env's payload to a claim-check blob when text is too
 // large. It tries the queue request once per attempt of c.retry (see
 // Enqueue).
-func (c *Client) deliver(ctx context.Context, text string, env *envelope, opts *EnqueueOptions) (id string, err error) {
+func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, opts *EnqueueOptions) (id string, err error) {
 	claim := env != nil && len(text) > c.threshold
 	if claim && c.container == nil {
-		return "", &tablekit.ValidationError{Entity: "queue message", Limit: fmt.Sprintf("<= %d bytes of message text without a claim-check container", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
+		return "", &tablekit.ValidationError{Op: op, Entity: c.name, Property: "payload", Detail: "the message is too large for the queue and the Client has no claim-check container", Limit: fmt.Sprintf("<= %d bytes of message text without a claim-check container", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
 	}
 	var (
 		blob        string // a claim-check blob that no stored message can name yet
@@ -207,7 +273,7 @@ func (c *Client) deliver(ctx context.Context, text string, env *envelope, opts *
 	)
 	defer func() {
 		if blob != "" {
-			_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, blob)
+			_, _ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, blob)
 		}
 	}()
 	// The SDK's retries are off for the queue request: they cannot tell
@@ -218,12 +284,12 @@ func (c *Client) deliver(ctx context.Context, text string, env *envelope, opts *
 			name := c.prefix + randomName() + ".json"
 			if err = putClaimBlob(ctx, c.container, name, env.Payload); err != nil {
 				// No message names it; the SDK retried the upload already.
-				_ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, name)
+				_, _ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, name)
 				break
 			}
 			blob = name
 			if text, err = encodeEnvelope(&envelope{Kind: env.Kind, Blob: blob}); err == nil && len(text) > c.threshold {
-				err = &tablekit.ValidationError{Entity: "queue message", Property: "kind", Limit: fmt.Sprintf("<= %d bytes of message text", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
+				err = &tablekit.ValidationError{Op: op, Entity: c.name, Property: "kind", Detail: "the claim-check message (kind and blob name) is too large", Limit: fmt.Sprintf("<= %d bytes of message text", c.threshold), Size: len(text), Err: tablekit.ErrTooLarge}
 			}
 			if err != nil {
 				break
@@ -342,6 +408,3 @@ func seconds(d time.Duration) *int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// Name returns the name of the queue the client sends to.
-func (c *Client) Name() string { return queueNameOf(c.queue) }

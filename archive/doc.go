@@ -13,10 +13,35 @@
 //     written to a blob and the message carries its name (claim check).
 //   - [Worker] dequeues messages and hands them to a [Handler]; [Mux] routes
 //     them by kind to typed handlers registered with [HandleFunc].
-//   - [InsertOrReplace], [DeleteIfExists], [PutBlob] and
-//     [DeleteBlobIfExists] are the idempotent steps handlers are made of.
+//   - Handlers are made of idempotent steps: the Table's own
+//     [tablekit.Table.Upsert] (with tablekit.Replace) and
+//     [tablekit.Table.DeleteIfExists], and for blobs [UpsertBlob],
+//     [DeleteBlobIfExists] and [GetBlob].
 //   - [Mover] is the archive move, Current -> Archive (-> blob), for any
-//     entity type.
+//     entity type; its table writes are paced by a [tablekit.Governor].
+//
+// Every wrapper names what it holds: [Worker.Name] (the work queue),
+// [Worker.PoisonQueueName], [Worker.ContainerName], [Client.Name],
+// [Client.ContainerName], [Mover.ContainerName]. The default poison queue
+// and claim-check container are "<queue>-poison" and "<queue>-claims"
+// ([PoisonQueueName], [ClaimContainerName]); [OpenWorker] and
+// [OpenClient] refuse a queue name over 56 characters, which the suffix
+// would make longer than the 63 characters the service allows. Every
+// refusal of input is a *tablekit.ValidationError whose Op names the
+// operation ("archive.NewWorker", "archive.OpenWorker",
+// "archive.NewClient", "Client.Enqueue", ...).
+//
+// # Costs
+//
+// In storage transactions: [Client.Enqueue] 1 (2 with a claim-check blob);
+// per message the worker handles, its share of a dequeue (one request
+// takes up to BatchSize messages, and an idle worker polls an empty queue
+// with a doubling wait), the handler's steps, and 1 delete (plus 2 for a
+// claim-check blob: its read before the handler and its delete after);
+// a failed attempt 1 more (its error is written into the message), a
+// poisoned message 3 (confirm, poison record, delete), a long handler 1
+// per visibility renewal. The [Mover] costs 3 per move (read, upsert,
+// delete), 4 with a blob copy.
 //
 // # Guarantees of the Worker
 //
@@ -33,10 +58,10 @@
 // stale), the handler's context is cancelled and this worker does not
 // delete the message.
 //
-// A handler failure on attempt MaxDequeueCount, a failure marked
-// [Permanent], or a message dequeued more than MaxDequeueCount times (its
-// last worker died, or answers to dequeues were lost) moves the message
-// to the poison queue with the last error and the dequeue count
+// A handler failure on attempt Retry.MaxAttempts (see
+// [WorkerOptions].Retry), a failure marked [Permanent], or a message
+// dequeued more than Retry.MaxAttempts times (its last worker died, or
+// answers to dequeues were lost) moves the message to the poison queue with the last error and the dequeue count
 // ([PoisonRecord]). Each failed attempt also writes its error into the
 // message, so a worker meeting the message after a crash still knows why
 // it failed. Poisoning first confirms ownership by updating the message
@@ -62,6 +87,21 @@
 // more messages than it has free handlers. Every storage request the
 // worker makes itself is bounded by OperationTimeout, so a connection that
 // never answers delays a message, it does not strand it.
+//
+// The worker adapts to throttling: a handler that fails with a throttling
+// error (tablekit.IsThrottled) halves the number of handlers it runs at
+// once, and runs of successes raise it again by one, up to Concurrency
+// (see [WorkerOptions].Concurrency). The message itself is retried like
+// any failed one.
+//
+// # Figures
+//
+// [Worker.Stats] counts messages received, handled, failed (and among
+// them throttled), poisoned, renewed, lost and abandoned, and tells the
+// current concurrency and the queue age: how long the messages of the
+// latest dequeue had waited in the queue (0 once the queue was found
+// empty: the worker's lag), and the longest such wait. Package otelkit
+// reports them as OpenTelemetry metrics.
 //
 // # Poison queue
 //

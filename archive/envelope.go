@@ -68,7 +68,8 @@ type Poisoned struct {
 }
 
 // ParsePoison decodes the text of a poison-queue message written by a
-// [Worker].
+// [Worker]. Other text is refused with a *tablekit.ValidationError (Op
+// "archive.ParsePoison") matching tablekit.ErrInvalidInput.
 func ParsePoison(text string) (Poisoned, error) {
 	var env envelope
 	data, err := base64.StdEncoding.DecodeString(text)
@@ -76,7 +77,7 @@ func ParsePoison(text string) (Poisoned, error) {
 		err = json.Unmarshal(data, &env)
 	}
 	if err != nil || env.Poison == nil {
-		return Poisoned{}, invalid("poison message", "not a tablekit poison record")
+		return Poisoned{}, invalid("archive.ParsePoison", "text", "not a tablekit poison record")
 	}
 	return Poisoned{Kind: env.Kind, Payload: env.Payload, Blob: env.Blob, Text: env.Text, Record: *env.Poison}, nil
 }

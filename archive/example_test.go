@@ -69,10 +69,11 @@ func ExampleHandleFunc() {
 	err := archive.HandleFunc(mux, "employee.rename", func(ctx context.Context, r Rename) error {
 		e, err := employees.Get(ctx, r.Department, r.ID, nil)
 		if err != nil {
-			return err // retried; after MaxDequeueCount attempts: poison queue
+			return err // retried; after Retry.MaxAttempts attempts: poison queue
 		}
 		e.Name = r.NewName
-		return archive.InsertOrReplace(ctx, employees, e) // idempotent
+		_, err = employees.Upsert(ctx, e, tablekit.Replace) // idempotent
+		return err
 	})
 	if err != nil {
 		log.Fatal(err)

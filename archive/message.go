@@ -46,10 +46,11 @@ type Message struct {
 }
 
 // Decode unmarshals the JSON payload into v. A payload that is not valid
-// JSON for v gives an error marked [Permanent]: retrying cannot fix it.
+// JSON for v gives a *tablekit.DecodeError (Op "Message.Decode") marked
+// [Permanent]: retrying cannot fix it.
 func (m *Message) Decode(v any) error {
 	if err := json.Unmarshal(m.Payload, v); err != nil {
-		return Permanent(fmt.Errorf("archive: message %s (kind %q): decoding payload: %w", m.ID, m.Kind, err))
+		return Permanent(&tablekit.DecodeError{Op: "Message.Decode", Detail: fmt.Sprintf("message %s (kind %q): payload: %v", m.ID, m.Kind, err)})
 	}
 	return nil
 }
@@ -57,11 +58,15 @@ func (m *Message) Decode(v any) error {
 // Handler applies the change one message describes. It must be idempotent:
 // a message can be delivered more than once (after a crash, a lost
 // response, or when its visibility timeout lapses), so every step must be
-// safe to repeat, e.g. [InsertOrReplace] and [DeleteIfExists]. Returning nil
-// deletes the message; returning an error leaves it in the queue for
-// another attempt, until [WorkerOptions.MaxDequeueCount] attempts have
-// failed and it moves to the poison queue. Handle should return promptly
-// when ctx ends.
+// safe to repeat: [tablekit.Table.Upsert] with tablekit.Replace,
+// [tablekit.Table.DeleteIfExists], [UpsertBlob], [DeleteBlobIfExists].
+// Returning nil deletes the message; returning an error leaves it in the
+// queue for another attempt, until WorkerOptions.Retry.MaxAttempts
+// attempts have failed and it moves to the poison queue. An error that
+// matches tablekit.ErrThrottled (see tablekit.IsThrottled) also makes the
+// worker run fewer handlers at once for a while (see
+// [WorkerOptions].Concurrency). Handle should return promptly when ctx
+// ends.
 type Handler interface {
 	Handle(ctx context.Context, m *Message) error
 }
@@ -84,7 +89,7 @@ func MessageFromContext(ctx context.Context) *Message {
 
 // ErrPermanent marks an error that retrying cannot fix (a malformed
 // payload, an unknown kind): the worker moves the message to the poison
-// queue at once instead of after MaxDequeueCount attempts. Check with
+// queue at once instead of after Retry.MaxAttempts attempts. Check with
 // errors.Is; mark with [Permanent].
 var ErrPermanent = errors.New("archive: permanent failure")
 
@@ -105,7 +110,23 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string   { return e.err.Error() }
 func (e *permanentError) Unwrap() []error { return []error{e.err, ErrPermanent} }
 
-// invalid returns a validation error matching tablekit.ErrInvalidInput.
-func invalid(entity, detail string) error {
-	return &tablekit.ValidationError{Entity: entity, Detail: detail, Err: tablekit.ErrInvalidInput}
+// invalid returns the refusal of op (an exported operation:
+// "archive.NewWorker", "Client.Enqueue", ...): a *tablekit.ValidationError
+// matching tablekit.ErrInvalidInput. property names the option or argument
+// at fault ("" for none).
+func invalid(op, property, detail string) error {
+	return &tablekit.ValidationError{Op: op, Property: property, Detail: detail, Err: tablekit.ErrInvalidInput}
+}
+
+// withOp names op in a *tablekit.ValidationError that names no operation
+// yet (the root's name checks leave it empty), so every refusal says which
+// archive operation refused.
+func withOp(op string, err error) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) && ve.Op == "" {
+		c := *ve
+		c.Op = op
+		return &c
+	}
+	return err
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 )
@@ -29,14 +29,31 @@ type MoveRequest struct {
 // consistent transaction. Each step is idempotent, so [Mover.Move] can be
 // repeated after a failure at any point:
 //
-//  1. read the entity from Current; if it is gone, an earlier attempt
-//     finished the move: done;
-//  2. insert-or-replace it into Archive (after Transform, if set);
-//  3. if Blobs is set, write it to a blob (replacing any earlier copy);
-//  4. delete it from Current, conditional on the ETag read in step 1 when T
-//     has an etag field (so a concurrent update is not lost: the move
-//     fails and its retry archives the newer version), else
-//     delete-if-exists. A 404 counts as done.
+//  1. read the entity from Current ([tablekit.Table.Get]); if it is gone,
+//     an earlier attempt finished the move: done;
+//  2. upsert it into Archive, replacing what is there
+//     ([tablekit.Table.Upsert] with tablekit.Replace; after Transform, if
+//     set);
+//  3. if Blobs is set, write it to a blob, replacing any earlier copy
+//     ([UpsertBlob]);
+//  4. delete it from Current ([tablekit.Table.Delete]), conditional on the
+//     ETag read in step 1 when T has an etag field (so a concurrent update
+//     is not lost: the move fails and its retry archives the newer
+//     version), else whatever its version. A 404 counts as done.
+//
+// A move costs 3 storage transactions (GetEntity, UpdateEntity for the
+// upsert, DeleteEntity), 4 with the blob copy, and 1 when the entity is
+// already gone. Current and Archive are different tables, so no entity
+// group transaction can join steps 2 and 4 and the ETags transactions
+// return save no read here.
+//
+// The table writes (steps 2 and 4) are paced by a [tablekit.Governor]
+// (Governor; default Current's): each waits for its partition's turn and
+// reports how it went, so a Mover that the service throttles slows down
+// to what the partitions serve, and speeds up again after, on top of the
+// SDK's retries. A throttled step fails the move (its error matches
+// tablekit.ErrThrottled); every step is idempotent, so the redelivered
+// message neither loses nor duplicates the entity.
 //
 // Entities with client-side encrypted properties (see
 // [tablekit.Encryption]) move like any other: step 1 decrypts them with
@@ -67,11 +84,46 @@ type Mover[T any] struct {
 	// hold their plaintext): then set EncodeBlob, e.g. to encrypt the blob
 	// or to leave the secrets out.
 	EncodeBlob func(v T) ([]byte, error)
+	// Governor paces the table writes (see above); nil means Current's
+	// (for tables opened with tablekit.OpenTable: their Account's, which
+	// the Account's BulkWriters and other Movers share).
+	Governor *tablekit.Governor
+}
+
+// ContainerName returns the name of the blob container that receives
+// copies (Blobs), "" if none.
+func (m *Mover[T]) ContainerName() string {
+	if m.Blobs == nil {
+		return ""
+	}
+	return nameOf(m.Blobs.URL())
+}
+
+// governor returns the Governor that paces the table writes.
+func (m *Mover[T]) governor() *tablekit.Governor {
+	if m.Governor != nil {
+		return m.Governor
+	}
+	return m.Current.Governor()
+}
+
+// governed runs one table write of one entity of partition pk through
+// gov: it waits for the partition's turn and reports the outcome.
+func governed(ctx context.Context, gov *tablekit.Governor, pk string, write func(ctx context.Context) error) error {
+	if gov == nil {
+		return write(ctx)
+	}
+	if err := gov.Wait(ctx, pk, 1); err != nil {
+		return err
+	}
+	err := write(ctx)
+	gov.Done(pk, 1, err)
+	return err
 }
 
 // check refuses a Mover that is not configured to move safely.
 func (m *Mover[T]) check() error {
-	const op = "archive.Mover"
+	const op = "Mover.Move"
 	if m == nil || m.Current == nil || m.Archive == nil {
 		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive tables are required", Err: tablekit.ErrInvalidInput}
 	}
@@ -123,13 +175,22 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		return fmt.Errorf("archive: move %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
 	}
 	etag := m.Current.ETagOf(v)
-	out := v
+	out, archivePK := v, pk
 	if m.Transform != nil {
 		if out, err = m.Transform(v); err != nil {
 			return fmt.Errorf("archive: move %s/%s: transform: %w", pk, rk, err)
 		}
+		if e, err := tablekit.EncodeEntity(out); err == nil {
+			archivePK = e.PartitionKey
+		}
 	}
-	if err := step("Mover.WriteArchive", func(ctx context.Context) error { return InsertOrReplace(ctx, m.Archive, out) }); err != nil {
+	gov := m.governor()
+	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
+		return governed(ctx, gov, archivePK, func(ctx context.Context) error {
+			_, err := m.Archive.Upsert(ctx, out, tablekit.Replace)
+			return err
+		})
+	}); err != nil {
 		return fmt.Errorf("archive: move %s/%s: write to %s: %w", pk, rk, m.Archive.Name(), err)
 	}
 	if m.Blobs != nil {
@@ -145,14 +206,19 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		if err != nil {
 			return Permanent(fmt.Errorf("archive: move %s/%s: encoding blob: %w", pk, rk, err))
 		}
-		if err := step("Mover.WriteBlob", func(ctx context.Context) error { return PutBlob(ctx, m.Blobs, name, data) }); err != nil {
+		if err := step("Mover.WriteBlob", func(ctx context.Context) error {
+			_, err := UpsertBlob(ctx, m.Blobs, name, data)
+			return err
+		}); err != nil {
 			return fmt.Errorf("archive: move %s/%s: write blob %s: %w", pk, rk, name, err)
 		}
 	}
 	if etag == "" {
 		etag = azcore.ETagAny
 	}
-	err = step("Mover.DeleteCurrent", func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
+	err = step("Mover.DeleteCurrent", func(ctx context.Context) error {
+		return governed(ctx, gov, pk, func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
+	})
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("archive: move %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)
 	}
@@ -160,10 +226,10 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 }
 
 // Handle moves the entity a [MoveRequest] names; it has the shape
-// [HandleFunc] takes.
+// [HandleFunc] takes. A request without keys fails permanently.
 func (m *Mover[T]) Handle(ctx context.Context, req MoveRequest) error {
 	if req.PartitionKey == "" && req.RowKey == "" {
-		return Permanent(invalid("archive.MoveRequest", "no keys"))
+		return Permanent(invalid("Mover.Handle", "", "the MoveRequest has no keys"))
 	}
 	return m.Move(ctx, req.PartitionKey, req.RowKey)
 }

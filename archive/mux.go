@@ -27,13 +27,15 @@ func NewMux() *Mux {
 // HandleFunc registers f for messages of the given kind: the payload is
 // decoded from JSON into a P and passed to f (a payload that does not
 // decode fails permanently). The *Message is available in f through
-// [MessageFromContext]. Registering an empty kind or a kind twice is an
-// error matching tablekit.ErrInvalidInput.
+// [MessageFromContext]. Registering an empty kind or a kind twice is
+// refused with a *tablekit.ValidationError (Op "archive.HandleFunc")
+// matching tablekit.ErrInvalidInput.
 func HandleFunc[P any](mux *Mux, kind string, f func(ctx context.Context, p P) error) error {
+	const op = "archive.HandleFunc"
 	if mux == nil || f == nil {
-		return invalid("archive.HandleFunc", "mux and handler must not be nil")
+		return invalid(op, "", "mux and handler must not be nil")
 	}
-	return mux.register(kind, func(ctx context.Context, m *Message) error {
+	return mux.register(op, kind, func(ctx context.Context, m *Message) error {
 		var p P
 		if err := m.Decode(&p); err != nil {
 			return err
@@ -43,12 +45,14 @@ func HandleFunc[P any](mux *Mux, kind string, f func(ctx context.Context, p P) e
 }
 
 // Register registers h for messages of the given kind, with the same
-// rules as [HandleFunc]; h sees the raw *Message.
+// rules as [HandleFunc] (refusals name Op "Mux.Register"); h sees the raw
+// *Message.
 func (mux *Mux) Register(kind string, h Handler) error {
+	const op = "Mux.Register"
 	if h == nil {
-		return invalid("archive.Mux.Register", "handler is nil")
+		return invalid(op, "handler", "handler is nil")
 	}
-	return mux.register(kind, h.Handle)
+	return mux.register(op, kind, h.Handle)
 }
 
 // HandleOther sets the handler for messages no registered kind matches
@@ -60,9 +64,9 @@ func (mux *Mux) HandleOther(h Handler) {
 	mux.mu.Unlock()
 }
 
-func (mux *Mux) register(kind string, f func(ctx context.Context, m *Message) error) error {
+func (mux *Mux) register(op, kind string, f func(ctx context.Context, m *Message) error) error {
 	if kind == "" {
-		return invalid("archive.Mux", "kind is empty")
+		return invalid(op, "kind", "kind is empty")
 	}
 	mux.mu.Lock()
 	defer mux.mu.Unlock()
@@ -70,7 +74,7 @@ func (mux *Mux) register(kind string, f func(ctx context.Context, m *Message) er
 		mux.handlers = make(map[string]func(ctx context.Context, m *Message) error)
 	}
 	if _, dup := mux.handlers[kind]; dup {
-		return invalid("archive.Mux", fmt.Sprintf("kind %q is already registered", kind))
+		return invalid(op, "kind", fmt.Sprintf("kind %q is already registered", kind))
 	}
 	mux.handlers[kind] = f
 	return nil

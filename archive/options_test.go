@@ -24,8 +24,12 @@ func TestNewWorkerRefusesBadOptions(t *testing.T) {
 		"batch 33":                      {PoisonQueue: p, BatchSize: 33},
 		"negative visibility":           {PoisonQueue: p, VisibilityTimeout: -time.Second},
 		"visibility over 7 days":        {PoisonQueue: p, VisibilityTimeout: 8 * 24 * time.Hour},
-		"negative max dequeue":          {PoisonQueue: p, MaxDequeueCount: -1},
-		"negative retry delay":          {PoisonQueue: p, RetryDelay: -1},
+		"negative max attempts":         {PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}},
+		"negative retry delay":          {PoisonQueue: p, Retry: tablekit.RetryPolicy{BaseDelay: -1}},
+		"unknown jitter":                {PoisonQueue: p, Retry: tablekit.RetryPolicy{Jitter: 9}},
+		"poison queue is the queue":     {PoisonQueue: q},
+		"negative MaxDequeueCount":      {PoisonQueue: p, MaxDequeueCount: -1},
+		"MaxDequeueCount and Retry":     {PoisonQueue: p, MaxDequeueCount: 3, Retry: tablekit.RetryPolicy{MaxAttempts: 4}},
 		"negative drain":                {PoisonQueue: p, DrainTimeout: -1},
 	} {
 		if _, err := archive.NewWorker(q, h, o); !errors.Is(err, tablekit.ErrInvalidInput) {

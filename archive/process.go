@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
 	"unicode/utf8"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 )
@@ -20,8 +21,9 @@ const maxErrorText = 2048
 
 // process handles one dequeued message from receipt to settlement: run the
 // handler (renewing visibility meanwhile), then delete, record the failure,
-// or poison.
-func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
+// or poison. It returns what the handler's outcome says about the
+// service's load, for the worker's concurrency.
+func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 	log := w.log.With("message_id", dm.id, "dequeue_count", dm.count)
 	m := &Message{
 		ID:           dm.id,
@@ -50,12 +52,12 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
 	if dm.count > w.maxDequeue {
 		// A worker died (or lost the message) on its last attempt: poison
 		// without running the handler again.
-		reason := fmt.Sprintf("dequeued %d times, more than MaxDequeueCount %d", dm.count, w.maxDequeue)
+		reason := fmt.Sprintf("dequeued %d times, more than Retry.MaxAttempts %d", dm.count, w.maxDequeue)
 		if m.LastError != "" {
 			reason += "; last recorded error: " + m.LastError
 		}
 		w.poisonMessage(ctx, log, l, m, reason)
-		return
+		return resultOther
 	}
 
 	l.start()
@@ -68,6 +70,13 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
 	err := w.runHandler(sctx, m)
 	end(err)
 	receipt, lost := l.stop()
+	res := resultOther
+	switch {
+	case err == nil:
+		res = resultOK
+	case tablekit.IsThrottled(err) && ctx.Err() == nil:
+		res = resultThrottled
+	}
 	switch {
 	case lost:
 		w.stats.lost.Add(1)
@@ -83,12 +92,12 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
 			// Not deleted: it reappears and is handled again, which the
 			// handler's idempotent steps make harmless.
 			log.Warn("handled but not deleted; it will be redelivered", "error", tablekit.WrapError("DeleteMessage", derr))
-			return
+			return res
 		}
 		w.stats.succeeded.Add(1)
 		if m.Blob != "" && w.claims != nil {
 			octx, cancel := w.opContext(ctx)
-			err := DeleteBlobIfExists(octx, w.claims, m.Blob)
+			_, err := DeleteBlobIfExists(octx, w.claims, m.Blob)
 			cancel()
 			if err != nil {
 				log.Warn("claim-check blob not deleted", "blob", m.Blob, "error", err)
@@ -102,15 +111,19 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) {
 		log.Warn("handler cancelled at drain timeout; message left for redelivery", "error", err)
 	default:
 		w.stats.failed.Add(1)
+		if res == resultThrottled {
+			w.stats.throttled.Add(1)
+		}
 		l.receipt = receipt
 		if errors.Is(err, ErrPermanent) || dm.count >= w.maxDequeue {
 			log.Warn("handler failed; moving message to the poison queue", "error", err)
 			w.poisonMessage(ctx, log, l, m, err.Error())
-			return
+			return res
 		}
-		log.Info("handler failed; message will be retried", "error", err)
+		log.Info("handler failed; message will be retried", "error", err, "throttled", res == resultThrottled)
 		w.recordFailure(ctx, log, l, m, err)
 	}
+	return res
 }
 
 // runHandler fetches a claim-checked payload and calls the handler,
@@ -138,7 +151,7 @@ func (w *Worker) runHandler(ctx context.Context, m *Message) (err error) {
 }
 
 // recordFailure writes the error into the message (so a later worker knows
-// it, even after a crash) and hides it for the retry delay.
+// it, even after a crash) and hides it for the back-off of WorkerOptions.Retry.
 func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, m *Message, herr error) {
 	text := m.Text
 	if m.env != nil {
@@ -149,17 +162,24 @@ func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, 
 			text = t
 		}
 	}
-	delay := time.Duration(0)
-	if w.retryDelay > 0 {
-		delay = min(w.retryDelay*time.Duration(m.DequeueCount), time.Hour)
-	}
 	octx, cancel := w.opContext(ctx)
 	defer cancel()
-	_, err := w.queue.UpdateMessage(octx, l.id, l.receipt, text, &azqueue.UpdateMessageOptions{VisibilityTimeout: seconds(delay)})
+	_, err := w.queue.UpdateMessage(octx, l.id, l.receipt, text, &azqueue.UpdateMessageOptions{VisibilityTimeout: seconds(w.backoff(m.DequeueCount))})
 	if err != nil {
 		// The message reappears when its visibility timeout lapses anyway.
 		log.Debug("could not record the failure in the message", "error", tablekit.WrapError("UpdateMessage", err))
 	}
+}
+
+// backoff returns how long a message whose attempt number attempt failed
+// stays hidden before the next: the Retry policy's delay before attempt+1,
+// with its jitter.
+func (w *Worker) backoff(attempt int64) time.Duration {
+	d := w.retry.Delay(int(min(attempt, 1<<20)) + 1)
+	if d > 0 && w.retry.Jitter == tablekit.FullJitter {
+		d = rand.N(d) + 1
+	}
+	return d
 }
 
 // poisonMessage moves a message to the poison queue: exactly once per
@@ -212,7 +232,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		DequeueCount: m.DequeueCount,
 		Error:        reason,
 		InsertedAt:   m.InsertedAt,
-		PoisonedAt:   time.Now().UTC(),
+		PoisonedAt:   w.clock.Now().UTC(),
 	}
 	octx, cancel = w.opContext(ctx)
 	defer cancel()

@@ -6,50 +6,51 @@ import (
 	"errors"
 	"io"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 )
 
-// The idempotent steps the guide asks every eventually consistent
-// operation to be built from: each can be repeated any number of times
-// with the same outcome, so a redelivered message is harmless.
+// The idempotent blob steps of an eventually consistent operation: each
+// can be repeated any number of times with the same outcome, so a
+// redelivered message is harmless. The table steps are the Table's own
+// methods: [tablekit.Table.Upsert] with tablekit.Replace (insert or
+// replace) and [tablekit.Table.DeleteIfExists].
 
-// InsertOrReplace stores v in t whatever is there (an upsert that
-// replaces all properties): the idempotent write step.
-func InsertOrReplace[T any](ctx context.Context, t *tablekit.Table[T], v T) error {
-	_, err := t.Upsert(ctx, v, tablekit.Replace)
-	return err
-}
-
-// DeleteIfExists deletes the entity pk/rk from t whatever its version; a
-// missing entity counts as done (404 is success): the idempotent delete
-// step.
-func DeleteIfExists[T any](ctx context.Context, t *tablekit.Table[T], pk, rk string) error {
-	_, err := t.DeleteIfExists(ctx, pk, rk)
-	return err
-}
-
-// PutBlob writes data to the block blob name in c, replacing what is
-// there: the idempotent blob write step.
-func PutBlob(ctx context.Context, c *container.Client, name string, data []byte) error {
-	_, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, data, nil)
-	return tablekit.WrapError("PutBlob", err)
-}
-
-// DeleteBlobIfExists deletes the blob name from c; a missing blob (or
-// container) counts as done: the idempotent blob delete step.
-func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) error {
-	_, err := c.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
-	if err == nil || bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
-		return nil
+// UpsertBlob writes data to the block blob name in c, replacing whatever
+// is there (an unconditional write), and returns the blob's new ETag: the
+// idempotent blob write step. It costs one storage transaction (a blob of
+// up to 256 MiB is uploaded in one request).
+func UpsertBlob(ctx context.Context, c *container.Client, name string, data []byte) (azcore.ETag, error) {
+	resp, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, data, nil)
+	if err != nil {
+		return "", tablekit.WrapError("UpsertBlob", err)
 	}
-	return tablekit.WrapError("DeleteBlob", err)
+	if resp.ETag == nil {
+		return "", nil
+	}
+	return *resp.ETag, nil
+}
+
+// DeleteBlobIfExists deletes the blob name (with its snapshots) from c
+// whatever its version; a missing blob or container is not an error. It
+// reports whether the blob existed: the idempotent blob delete step. It
+// costs one storage transaction.
+func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (existed bool, err error) {
+	_, err = c.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
+	switch {
+	case err == nil:
+		return true, nil
+	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
+		return false, nil
+	}
+	return false, tablekit.WrapError("DeleteBlobIfExists", err)
 }
 
 // GetBlob reads the whole blob name from c. A missing blob is an error
-// matching tablekit.ErrNotFound.
+// matching tablekit.ErrNotFound. It costs one storage transaction.
 func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
@@ -69,12 +70,12 @@ func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, err
 // putBlobOverwrite writes a blob, replacing any, creating the container
 // when it does not exist yet.
 func putBlobOverwrite(ctx context.Context, c *container.Client, name string, data []byte) error {
-	err := PutBlob(ctx, c, name, data)
+	_, err := UpsertBlob(ctx, c, name, data)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
 			return tablekit.WrapError("CreateContainer", cerr)
 		}
-		err = PutBlob(ctx, c, name, data)
+		_, err = UpsertBlob(ctx, c, name, data)
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
@@ -25,19 +25,32 @@ const refillLinger = 2 * time.Millisecond
 const (
 	DefaultConcurrency       = 4                      // handlers at once
 	DefaultVisibilityTimeout = 30 * time.Second       // per dequeue and renewal
-	DefaultMaxDequeueCount   = 5                      // attempts before the poison queue
 	DefaultMinPollInterval   = 100 * time.Millisecond // first wait on an empty queue
 	DefaultMaxPollInterval   = 5 * time.Second        // longest wait on an empty queue
 	DefaultDrainTimeout      = 30 * time.Second       // shutdown grace for handlers
 	DefaultOperationTimeout  = 30 * time.Second       // per storage request of the worker
 )
 
+// DefaultRetry is the default of [WorkerOptions].Retry: 5 attempts (Azure
+// Functions' maxDequeueCount), a failed message visible again at once (no
+// back-off), a back-off never over an hour when BaseDelay is set.
+var DefaultRetry = tablekit.RetryPolicy{MaxAttempts: 5, MaxDelay: time.Hour}
+
 // WorkerOptions configures a [Worker]. A nil *WorkerOptions means the
 // defaults, except that [NewWorker] needs PoisonQueue ([OpenWorker] fills
 // it in).
 type WorkerOptions struct {
-	// Concurrency is how many handlers run at once; 0 means 4. The worker
-	// never holds more messages than it has free handlers.
+	// Concurrency is the most handlers that run at once; 0 means 4. The
+	// worker never holds more messages than it has free handlers.
+	//
+	// The worker adapts below it when the service throttles: a handler
+	// that fails with a throttling error (tablekit.IsThrottled: 503
+	// ServerBusy, 429, 500 OperationTimedOut, after the SDK's own retries)
+	// halves the number of handlers the worker runs at once (not below
+	// 1; one cut per round of messages, those started before a cut do not
+	// cut again), and every run of as many successful handlers as that
+	// number raises it by one, back up to Concurrency: additive increase,
+	// multiplicative decrease. [Stats].Concurrency is the number now.
 	Concurrency int
 
 	// BatchSize is the most messages one dequeue request asks for, 1–32;
@@ -52,18 +65,29 @@ type WorkerOptions struct {
 	// means 30 s.
 	VisibilityTimeout time.Duration
 
-	// MaxDequeueCount is how many attempts a message gets: a handler
-	// failure on attempt MaxDequeueCount (or a message found with a higher
-	// dequeue count) moves it to the poison queue. 0 means 5.
+	// Retry says how often a message is tried and how long it waits
+	// between tries; each zero field takes [DefaultRetry]'s.
+	//
+	// Retry.MaxAttempts is how many attempts a message gets (Azure
+	// Functions' maxDequeueCount; default 5): a handler failure on attempt
+	// MaxAttempts, or a message found with a higher dequeue count (its
+	// last worker died), moves it to the poison queue. [tablekit.NoRetries]
+	// poisons a message at its first failure.
+	//
+	// Retry.BaseDelay, MaxDelay and Jitter are the back-off: after failed
+	// attempt n, the message stays hidden for Retry.Delay(n+1) (BaseDelay
+	// doubling per attempt, at most MaxDelay, default an hour), randomised
+	// as Jitter says, in whole seconds (rounded up). BaseDelay 0 (the
+	// default) makes it visible again at once.
+	Retry tablekit.RetryPolicy
+
+	// MaxDequeueCount is Retry.MaxAttempts under its former name; setting
+	// both to different values is refused.
+	//
+	// Deprecated: use Retry.MaxAttempts.
 	MaxDequeueCount int64
 
-	// RetryDelay is how long a message whose handler failed stays hidden
-	// before its next attempt, multiplied by the attempts so far (linear
-	// back-off), in whole seconds (rounded up), at most 1 hour. 0 means it
-	// is visible again at once.
-	RetryDelay time.Duration
-
-	// PoisonQueue receives the messages that failed MaxDequeueCount
+	// PoisonQueue receives the messages that failed Retry.MaxAttempts
 	// attempts (or failed with a [Permanent] error). It is created on first
 	// use. NewWorker requires it; OpenWorker defaults it to
 	// [PoisonQueueName] of the work queue.
@@ -92,6 +116,11 @@ type WorkerOptions struct {
 	// when their visibility timeout lapses. 0 means 30 s.
 	DrainTimeout time.Duration
 
+	// Clock tells the time of poison records (PoisonRecord.PoisonedAt)
+	// and of queue ages (Stats.QueueAge); nil means time.Now. Timers
+	// (polls, renewals, back-off, drain) run on real time.
+	Clock tablekit.Clock
+
 	// Logger receives the worker's logs (never message payloads). nil
 	// means no logging.
 	Logger *slog.Logger
@@ -102,7 +131,9 @@ type WorkerOptions struct {
 	TracingProvider tracing.Provider
 }
 
-// Stats counts what a Worker did since it was made.
+// Stats holds a Worker's figures: what it did since it was made (the
+// counts), how many handlers it runs at once now, and how long messages
+// waited in the queue.
 type Stats struct {
 	// Received counts messages dequeued.
 	Received int64
@@ -119,6 +150,25 @@ type Stats struct {
 	Lost int64
 	// Abandoned counts messages left undeleted at shutdown.
 	Abandoned int64
+	// Throttled counts handler failures that were throttling
+	// (tablekit.IsThrottled); each also counts in Failed.
+	Throttled int64
+
+	// Concurrency is how many handlers the worker lets run at once now:
+	// WorkerOptions.Concurrency, or fewer while it backs off after
+	// throttled handlers (see [WorkerOptions].Concurrency).
+	Concurrency int
+
+	// QueueAge is how long the messages of the worker's latest dequeue
+	// had waited in the queue (the oldest of them): the worker's clock
+	// minus the insertion time the queue reports (whole seconds). It is 0
+	// before the first message and after a dequeue found the queue empty,
+	// so it tells how far the worker lags behind the queue. A redelivered
+	// message's age includes its earlier attempts and their back-off.
+	QueueAge time.Duration
+	// MaxQueueAge is the longest queue age of any message the worker
+	// dequeued since it was made.
+	MaxQueueAge time.Duration
 }
 
 // Worker takes messages from a work queue and hands each to a [Handler],
@@ -126,19 +176,22 @@ type Stats struct {
 // any number of Workers, in any number of processes, may share one queue.
 // See the package documentation for its guarantees.
 type Worker struct {
-	queue     *azqueue.QueueClient
-	queueName string
-	poison    *azqueue.QueueClient
-	claims    *container.Client
-	handler   Handler
-	log       *slog.Logger
-	tracer    tracing.Tracer
+	queue      *azqueue.QueueClient
+	queueName  string
+	poison     *azqueue.QueueClient
+	poisonName string
+	claims     *container.Client
+	claimsName string
+	handler    Handler
+	log        *slog.Logger
+	tracer     tracing.Tracer
+	clock      tablekit.Clock
 
 	concurrency int
 	batch       int
 	visibility  time.Duration
 	maxDequeue  int64
-	retryDelay  time.Duration
+	retry       tablekit.RetryPolicy
 	minPoll     time.Duration
 	maxPoll     time.Duration
 	drain       time.Duration
@@ -146,20 +199,28 @@ type Worker struct {
 
 	running atomic.Bool
 	stats   struct {
-		received, succeeded, failed, poisoned, renewed, lost, abandoned atomic.Int64
+		received, succeeded, failed, poisoned, renewed, lost, abandoned, throttled atomic.Int64
+		limit                                                                      atomic.Int64
+		queueAge, maxQueueAge                                                      atomic.Int64 // nanoseconds
 	}
 }
 
 // NewWorker returns a Worker for queue that calls handler for each
-// message. It checks the options (an error matching
-// tablekit.ErrInvalidInput names the bad one) but does not contact the
-// service.
+// message. It checks the options and the names of the queues and the
+// container but does not contact the service: bad input is refused with a
+// *tablekit.ValidationError whose Op is "archive.NewWorker" and whose
+// Property names the option at fault (matching tablekit.ErrInvalidInput,
+// or tablekit.ErrInvalidKey for a name).
 func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions) (*Worker, error) {
+	return newWorker("archive.NewWorker", queue, handler, opts)
+}
+
+func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions) (*Worker, error) {
 	if queue == nil {
-		return nil, invalid("archive.NewWorker", "queue is nil")
+		return nil, invalid(op, "queue", "queue is nil")
 	}
 	if handler == nil {
-		return nil, invalid("archive.NewWorker", "handler is nil")
+		return nil, invalid(op, "handler", "handler is nil")
 	}
 	var o WorkerOptions
 	if opts != nil {
@@ -167,22 +228,33 @@ func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions)
 	}
 	w := &Worker{
 		queue:     queue,
-		queueName: queueNameOf(queue),
+		queueName: nameOf(queue.URL()),
 		poison:    o.PoisonQueue,
 		claims:    o.Container,
 		handler:   handler,
 		log:       o.Logger,
+		clock:     o.Clock,
 		tracer:    o.TracingProvider.NewTracer(tablekit.TracerName, "v0"),
 	}
 	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
 	if w.poison == nil {
-		return nil, invalid("archive.NewWorker", "WorkerOptions.PoisonQueue is nil (OpenWorker defaults it to <queue>-poison)")
+		return nil, invalid(op, "PoisonQueue", "WorkerOptions.PoisonQueue is nil (OpenWorker defaults it to <queue>-poison)")
 	}
+	w.poisonName = nameOf(w.poison.URL())
 	if err := tablekit.ValidateQueueName(w.queueName); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
-	if err := tablekit.ValidateQueueName(queueNameOf(w.poison)); err != nil {
-		return nil, err
+	if err := tablekit.ValidateQueueName(w.poisonName); err != nil {
+		return nil, withOp(op, err)
+	}
+	if w.poisonName == w.queueName {
+		return nil, invalid(op, "PoisonQueue", fmt.Sprintf("the poison queue is the work queue %q", w.queueName))
+	}
+	if w.claims != nil {
+		w.claimsName = nameOf(w.claims.URL())
+		if err := tablekit.ValidateContainerName(w.claimsName); err != nil {
+			return nil, withOp(op, err)
+		}
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -191,15 +263,16 @@ func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions)
 
 	switch {
 	case o.Concurrency < 0:
-		return nil, invalid("archive.WorkerOptions", fmt.Sprintf("Concurrency %d is negative", o.Concurrency))
+		return nil, invalid(op, "Concurrency", fmt.Sprintf("Concurrency %d is negative", o.Concurrency))
 	case o.Concurrency == 0:
 		w.concurrency = DefaultConcurrency
 	default:
 		w.concurrency = o.Concurrency
 	}
+	w.stats.limit.Store(int64(w.concurrency))
 	switch {
 	case o.BatchSize < 0 || o.BatchSize > 32:
-		return nil, invalid("archive.WorkerOptions", fmt.Sprintf("BatchSize %d is outside 1..32", o.BatchSize))
+		return nil, invalid(op, "BatchSize", fmt.Sprintf("BatchSize %d is outside 1..32", o.BatchSize))
 	case o.BatchSize == 0:
 		w.batch = min(w.concurrency, 32)
 	default:
@@ -207,26 +280,27 @@ func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions)
 	}
 	switch {
 	case o.VisibilityTimeout < 0 || o.VisibilityTimeout > 7*24*time.Hour:
-		return nil, invalid("archive.WorkerOptions", fmt.Sprintf("VisibilityTimeout %v is outside 1s..7 days", o.VisibilityTimeout))
+		return nil, invalid(op, "VisibilityTimeout", fmt.Sprintf("VisibilityTimeout %v is outside 1s..7 days", o.VisibilityTimeout))
 	case o.VisibilityTimeout == 0:
 		w.visibility = DefaultVisibilityTimeout
 	default:
 		w.visibility = time.Duration(*seconds(o.VisibilityTimeout)) * time.Second
 	}
+	if err := o.Retry.Validate(op); err != nil {
+		return nil, err
+	}
 	switch {
 	case o.MaxDequeueCount < 0:
-		return nil, invalid("archive.WorkerOptions", fmt.Sprintf("MaxDequeueCount %d is negative", o.MaxDequeueCount))
-	case o.MaxDequeueCount == 0:
-		w.maxDequeue = DefaultMaxDequeueCount
-	default:
-		w.maxDequeue = o.MaxDequeueCount
+		return nil, invalid(op, "MaxDequeueCount", fmt.Sprintf("MaxDequeueCount %d is negative", o.MaxDequeueCount))
+	case o.MaxDequeueCount > 0 && o.Retry.MaxAttempts == 0:
+		o.Retry.MaxAttempts = int(min(o.MaxDequeueCount, 1<<30))
+	case o.MaxDequeueCount > 0 && int64(o.Retry.MaxAttempts) != o.MaxDequeueCount:
+		return nil, invalid(op, "MaxDequeueCount", fmt.Sprintf("MaxDequeueCount %d and Retry.MaxAttempts %d differ; set Retry.MaxAttempts only", o.MaxDequeueCount, o.Retry.MaxAttempts))
 	}
-	if o.RetryDelay < 0 {
-		return nil, invalid("archive.WorkerOptions", fmt.Sprintf("RetryDelay %v is negative", o.RetryDelay))
-	}
-	w.retryDelay = o.RetryDelay
+	w.retry = o.Retry.WithDefaults(DefaultRetry)
+	w.maxDequeue = int64(w.retry.MaxAttempts)
 	if o.MinPollInterval < 0 || o.MaxPollInterval < 0 || o.DrainTimeout < 0 || o.OperationTimeout < 0 {
-		return nil, invalid("archive.WorkerOptions", "MinPollInterval, MaxPollInterval, DrainTimeout and OperationTimeout must not be negative")
+		return nil, invalid(op, "", "MinPollInterval, MaxPollInterval, DrainTimeout and OperationTimeout must not be negative")
 	}
 	w.minPoll = cmpOr(o.MinPollInterval, DefaultMinPollInterval)
 	w.maxPoll = cmpOr(o.MaxPollInterval, DefaultMaxPollInterval)
@@ -240,13 +314,18 @@ func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions)
 
 // OpenWorker returns a Worker for the queue named queue in acct, with the
 // poison queue [PoisonQueueName](queue) and the claim-check container
-// [ClaimContainerName](queue) unless opts names others.
+// [ClaimContainerName](queue) unless opts names others. A queue name over
+// 56 characters is refused unless opts names both (the "-poison" and
+// "-claims" suffixes would make their names longer than the service's 63
+// characters). Refusals are *tablekit.ValidationError with Op
+// "archive.OpenWorker".
 func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *WorkerOptions) (*Worker, error) {
+	const op = "archive.OpenWorker"
 	if acct == nil {
-		return nil, invalid("archive.OpenWorker", "account is nil")
+		return nil, invalid(op, "acct", "account is nil")
 	}
 	if err := tablekit.ValidateQueueName(queue); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	var o WorkerOptions
 	if opts != nil {
@@ -256,18 +335,20 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 		o.TracingProvider = acct.TracingProvider()
 	}
 	if o.PoisonQueue == nil {
-		name := PoisonQueueName(queue)
-		if err := tablekit.ValidateQueueName(name); err != nil {
+		name, err := suffixedName(op, queue, poisonSuffix, "poison queue", "name the poison queue in WorkerOptions.PoisonQueue")
+		if err != nil {
 			return nil, err
 		}
 		o.PoisonQueue = acct.Queue(name)
 	}
 	if o.Container == nil {
-		if name := ClaimContainerName(queue); tablekit.ValidateContainerName(name) == nil {
-			o.Container = acct.Container(name)
+		name, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "name the container in WorkerOptions.Container")
+		if err != nil {
+			return nil, err
 		}
+		o.Container = acct.Container(name)
 	}
-	return NewWorker(acct.Queue(queue), handler, &o)
+	return newWorker(op, acct.Queue(queue), handler, &o)
 }
 
 // Stats returns the worker's counters.
@@ -280,6 +361,11 @@ func (w *Worker) Stats() Stats {
 		Renewed:   w.stats.renewed.Load(),
 		Lost:      w.stats.lost.Load(),
 		Abandoned: w.stats.abandoned.Load(),
+		Throttled: w.stats.throttled.Load(),
+
+		Concurrency: int(w.stats.limit.Load()),
+		QueueAge:    time.Duration(w.stats.queueAge.Load()),
+		MaxQueueAge: time.Duration(w.stats.maxQueueAge.Load()),
 	}
 }
 
@@ -331,17 +417,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	})
 	defer stopDrainTimer()
 
-	done := make(chan struct{}, w.concurrency)
+	done := make(chan settled, w.concurrency)
+	lim := &limiter{w: w, max: w.concurrency, limit: w.concurrency}
+	w.stats.limit.Store(int64(lim.limit))
 	inFlight := 0
-	refill := max(1, min(w.batch, w.concurrency)/2)
+	settle := func(s settled) {
+		inFlight--
+		lim.settle(s)
+	}
 	wait := time.Duration(0)
 
 	for ctx.Err() == nil {
 		// Wait until enough handlers are free to be worth a request.
-		for inFlight > 0 && w.concurrency-inFlight < refill {
+		for inFlight > 0 && lim.limit-inFlight < max(1, min(w.batch, lim.limit)/2) {
 			select {
-			case <-done:
-				inFlight--
+			case s := <-done:
+				settle(s)
 			case <-ctx.Done():
 			}
 			if ctx.Err() != nil {
@@ -350,13 +441,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		// Linger briefly for handlers finishing close together, so one
 		// request fetches a fuller batch (fewer billed dequeues).
-		if inFlight > 0 && w.concurrency-inFlight < w.batch && ctx.Err() == nil {
+		if inFlight > 0 && lim.limit-inFlight < min(w.batch, lim.limit) && ctx.Err() == nil {
 			t := time.NewTimer(refillLinger)
 		linger:
-			for w.concurrency-inFlight < w.batch {
+			for lim.limit-inFlight < min(w.batch, lim.limit) {
 				select {
-				case <-done:
-					inFlight--
+				case s := <-done:
+					settle(s)
 					t.Reset(refillLinger)
 				case <-t.C:
 					break linger
@@ -369,7 +460,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		n := min(w.concurrency-inFlight, w.batch)
+		n := min(lim.limit-inFlight, w.batch)
+		if n <= 0 {
+			continue // a cut left more in flight than allowed: wait above
+		}
 		msgs, err := w.dequeue(work, n)
 		if err != nil {
 			if work.Err() != nil {
@@ -379,9 +473,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for i := range msgs {
 			inFlight++
+			gen := lim.gen
 			go func() {
-				defer func() { done <- struct{}{} }()
-				w.process(work, &msgs[i])
+				r := resultOther
+				defer func() { done <- settled{gen: gen, result: r} }()
+				r = w.process(work, &msgs[i])
 			}()
 		}
 		if len(msgs) > 0 {
@@ -390,7 +486,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		// Empty queue (or an error): back off, doubling up to the cap.
 		wait = min(max(wait*2, w.minPoll), w.maxPoll)
-		if !sleep(ctx, wait, done, &inFlight) {
+		if !sleep(ctx, wait, done, settle) {
 			break
 		}
 	}
@@ -398,8 +494,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker stopping", "in_flight", inFlight, "drain_timeout", w.drain)
 	for inFlight > 0 {
 		select {
-		case <-done:
-			inFlight--
+		case s := <-done:
+			settle(s)
 		case <-work.Done():
 			w.log.Warn("drain timeout: handlers still running were cancelled; their messages will reappear", "in_flight", inFlight)
 			return nil
@@ -407,6 +503,63 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker stopped")
 	return nil
+}
+
+// result is what a handler run says about the service's load.
+type result int
+
+const (
+	resultOther     result = iota // failed otherwise, or not run
+	resultOK                      // the handler succeeded
+	resultThrottled               // the handler failed throttled
+)
+
+// settled is a finished message: its handler's result and the limiter
+// generation it started in.
+type settled struct {
+	gen    uint64
+	result result
+}
+
+// limiter is the worker's adaptive concurrency (see
+// WorkerOptions.Concurrency). Only Run's goroutine uses it.
+type limiter struct {
+	w          *Worker
+	max, limit int
+	run        int    // successes since the limit last changed
+	gen        uint64 // bumped by each cut
+}
+
+// settle adapts the limit to one finished handler: a throttled one
+// started since the last cut halves it, a run of limit successes raises
+// it by one.
+func (l *limiter) settle(s settled) {
+	switch s.result {
+	case resultThrottled:
+		if s.gen != l.gen {
+			return // started before the last cut: already accounted for
+		}
+		l.gen++
+		l.run = 0
+		if l.limit > 1 {
+			l.limit = max(1, l.limit/2)
+			l.w.log.Warn("handlers throttled; running fewer at once", "concurrency", l.limit)
+		}
+	case resultOK:
+		if l.limit >= l.max {
+			return
+		}
+		if l.run++; l.run >= l.limit {
+			l.limit++
+			l.run = 0
+			if l.limit == l.max {
+				l.w.log.Info("handlers back at full concurrency", "concurrency", l.limit)
+			}
+		}
+	default:
+		return
+	}
+	l.w.stats.limit.Store(int64(l.limit))
 }
 
 // checkQueue reads the queue's properties until the queue answers (nil),
@@ -444,9 +597,9 @@ func permanentConfigError(err error) bool {
 	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != 408 && se.StatusCode != 429
 }
 
-// sleep waits d or until ctx ends (false), counting finished handlers
+// sleep waits d or until ctx ends (false), settling finished handlers
 // meanwhile.
-func sleep(ctx context.Context, d time.Duration, done <-chan struct{}, inFlight *int) bool {
+func sleep(ctx context.Context, d time.Duration, done <-chan settled, settle func(settled)) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -455,8 +608,8 @@ func sleep(ctx context.Context, d time.Duration, done <-chan struct{}, inFlight 
 			return true
 		case <-ctx.Done():
 			return false
-		case <-done:
-			*inFlight--
+		case s := <-done:
+			settle(s)
 		}
 	}
 }
@@ -466,11 +619,11 @@ type dequeuedMessage struct {
 	id, receipt, text string
 	count             int64
 	inserted, expires time.Time
-	at                time.Time // when the receipt was issued (client clock)
 }
 
+// dequeue takes up to n messages from the queue and records their queue
+// age.
 func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) {
-	at := time.Now()
 	ctx, cancel := w.opContext(ctx)
 	defer cancel()
 	resp, err := w.queue.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{
@@ -485,7 +638,7 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 		if m == nil || m.MessageID == nil || m.PopReceipt == nil {
 			continue
 		}
-		dm := dequeuedMessage{id: *m.MessageID, receipt: *m.PopReceipt, at: at}
+		dm := dequeuedMessage{id: *m.MessageID, receipt: *m.PopReceipt}
 		if m.MessageText != nil {
 			dm.text = *m.MessageText
 		}
@@ -501,14 +654,35 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 		msgs = append(msgs, dm)
 	}
 	w.stats.received.Add(int64(len(msgs)))
+	w.recordQueueAge(msgs)
 	return msgs, nil
 }
 
-// queueNameOf returns the last path segment of the queue's URL.
-func queueNameOf(q *azqueue.QueueClient) string {
-	u, err := url.Parse(q.URL())
+// recordQueueAge sets Stats.QueueAge to the oldest age among msgs (0 for
+// none: the queue was empty) and raises Stats.MaxQueueAge.
+func (w *Worker) recordQueueAge(msgs []dequeuedMessage) {
+	now := w.clock.Now()
+	var age time.Duration
+	for _, m := range msgs {
+		if !m.inserted.IsZero() {
+			age = max(age, now.Sub(m.inserted)) // a clock behind the service's gives 0
+		}
+	}
+	w.stats.queueAge.Store(int64(age))
+	for {
+		old := w.stats.maxQueueAge.Load()
+		if int64(age) <= old || w.stats.maxQueueAge.CompareAndSwap(old, int64(age)) {
+			return
+		}
+	}
+}
+
+// nameOf returns the last path segment of a queue's or container's URL:
+// its name.
+func nameOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return q.URL()
+		return rawURL
 	}
 	p := strings.TrimRight(u.Path, "/")
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
@@ -610,3 +784,10 @@ func lostOwnership(err error) bool {
 
 // Name returns the name of the queue the worker reads.
 func (w *Worker) Name() string { return w.queueName }
+
+// PoisonQueueName returns the name of the worker's poison queue.
+func (w *Worker) PoisonQueueName() string { return w.poisonName }
+
+// ContainerName returns the name of the worker's claim-check container,
+// "" if it has none.
+func (w *Worker) ContainerName() string { return w.claimsName }

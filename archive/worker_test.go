@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -197,7 +198,7 @@ func TestAlwaysFailingHandlerIsPoisoned(t *testing.T) {
 		return fmt.Errorf("boom on attempt %d", m.DequeueCount)
 	})
 	opts := r.workerOpts(t)
-	opts.MaxDequeueCount = 0 // the default, 5
+	opts.Retry.MaxAttempts = 0 // the default, 5
 	w, err := archive.NewWorker(r.queue, h, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +307,7 @@ func TestPoisonAfterCrash(t *testing.T) {
 		return ctx.Err()
 	})
 	opts := r.workerOpts(t)
-	opts.MaxDequeueCount = 2
+	opts.Retry.MaxAttempts = 2
 	opts.DrainTimeout = 10 * time.Millisecond
 	w, err := archive.NewWorker(r.queue, h, opts)
 	if err != nil {
@@ -333,14 +334,14 @@ func TestPoisonAfterCrash(t *testing.T) {
 	waitFor(t, 30*time.Second, "the poisoned message", func() bool { return w2.Stats().Poisoned == 1 })
 	stop2()
 	if called.Load() != 0 {
-		t.Errorf("handler ran %d times on a message over MaxDequeueCount", called.Load())
+		t.Errorf("handler ran %d times on a message over Retry.MaxAttempts", called.Load())
 	}
 	poisoned := drainPoison(t, r.poison)
 	if len(poisoned) != 1 {
 		t.Fatalf("poison queue holds %d messages, want 1", len(poisoned))
 	}
 	rec := poisoned[0].Record
-	if rec.DequeueCount != 3 || !strings.Contains(rec.Error, "more than MaxDequeueCount 2") || !strings.Contains(rec.Error, "disk on fire") {
+	if rec.DequeueCount != 3 || !strings.Contains(rec.Error, "more than Retry.MaxAttempts 2") || !strings.Contains(rec.Error, "disk on fire") {
 		t.Errorf("poison record %+v: want dequeue count 3 and the recorded error", rec)
 	}
 	if n := approxCount(t, r.queue); n != 0 {
@@ -359,7 +360,7 @@ func TestPoisonRaceManyWorkers(t *testing.T) {
 	var stops []func() error
 	for range 3 {
 		opts := r.workerOpts(t)
-		opts.MaxDequeueCount = 2
+		opts.Retry.MaxAttempts = 2
 		w, err := archive.NewWorker(r.queue, fails, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -716,28 +717,29 @@ func TestMoverWithBlobCopy(t *testing.T) {
 	}
 }
 
-func TestSteps(t *testing.T) {
+// The blob steps are idempotent: an upsert twice, a delete twice (the
+// second reports that nothing was there).
+func TestBlobSteps(t *testing.T) {
 	r := newRig(t, nil)
 	ctx := context.Background()
-	e := employees(1)[0]
+	var etags []azcore.ETag
 	for range 2 {
-		if err := archive.InsertOrReplace(ctx, r.archive, e); err != nil {
-			t.Fatal(err)
+		etag, err := archive.UpsertBlob(ctx, r.claims, "x/y", []byte("hello"))
+		if err != nil || etag == "" {
+			t.Fatalf("UpsertBlob: %q, %v", etag, err)
 		}
+		etags = append(etags, etag)
 	}
-	for range 2 {
-		if err := archive.DeleteIfExists(ctx, r.archive, e.Department, e.ID); err != nil {
-			t.Fatal(err)
-		}
+	if etags[0] == etags[1] {
+		t.Errorf("UpsertBlob returned the same ETag twice: %q", etags[0])
 	}
-	for range 2 {
-		if err := archive.PutBlob(ctx, r.claims, "x/y", []byte("hello")); err != nil {
-			t.Fatal(err)
-		}
+	if data, err := archive.GetBlob(ctx, r.claims, "x/y"); err != nil || string(data) != "hello" {
+		t.Errorf("GetBlob: %q, %v", data, err)
 	}
-	for range 2 {
-		if err := archive.DeleteBlobIfExists(ctx, r.claims, "x/y"); err != nil {
-			t.Fatal(err)
+	for i, want := range []bool{true, false} {
+		existed, err := archive.DeleteBlobIfExists(ctx, r.claims, "x/y")
+		if err != nil || existed != want {
+			t.Fatalf("DeleteBlobIfExists #%d: existed %v, %v; want %v", i+1, existed, err, want)
 		}
 	}
 	if _, err := archive.GetBlob(ctx, r.claims, "x/y"); !errors.Is(err, tablekit.ErrNotFound) {
@@ -753,5 +755,59 @@ func TestRunMissingQueue(t *testing.T) {
 	}
 	if err := w.Run(context.Background()); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Run on a missing queue: %v, want ErrNotFound", err)
+	}
+}
+
+// TestClockAndQueueAge: the worker tells time by WorkerOptions.Clock (a
+// clock an hour ahead here): poison records are stamped with it, and the
+// queue age of a message is that clock minus its insertion time. A failed
+// attempt waits Retry's back-off before the next (1 s).
+func TestClockAndQueueAge(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := context.Background()
+	const ahead = time.Hour
+	opts := r.workerOpts(t)
+	opts.Clock = func() time.Time { return time.Now().Add(ahead) }
+	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second, Jitter: tablekit.NoJitter}
+	var attempts []time.Time
+	var mu sync.Mutex
+	h := archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
+		mu.Lock()
+		attempts = append(attempts, time.Now())
+		mu.Unlock()
+		return errors.New("always fails")
+	})
+	w, err := archive.NewWorker(r.queue, h, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := r.client.Enqueue(ctx, "k", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	waitFor(t, 30*time.Second, "the poisoned message", func() bool { return w.Stats().Poisoned == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := w.Stats()
+	t.Logf("stats %+v", s)
+	// The queue stamps whole seconds; allow for them and for the test's
+	// own time.
+	if s.MaxQueueAge < ahead-2*time.Second || s.MaxQueueAge > ahead+time.Since(start)+2*time.Second {
+		t.Errorf("MaxQueueAge %v, want about %v", s.MaxQueueAge, ahead)
+	}
+	if s.Received != 2 || s.Failed != 2 || s.Throttled != 0 || s.Concurrency != 4 {
+		t.Errorf("stats %+v: want 2 received, 2 failed, none throttled, concurrency 4", s)
+	}
+	if len(attempts) == 2 && attempts[1].Sub(attempts[0]) < 900*time.Millisecond {
+		t.Errorf("second attempt %v after the first, want the 1 s back-off", attempts[1].Sub(attempts[0]))
+	}
+	p := drainPoison(t, r.poison)
+	if len(p) != 1 {
+		t.Fatalf("%d poison records, want 1", len(p))
+	}
+	if at := p[0].Record.PoisonedAt; at.Before(start.Add(ahead)) || at.After(time.Now().Add(ahead)) {
+		t.Errorf("PoisonedAt %v, want the worker's clock (%v ahead)", at, ahead)
 	}
 }

@@ -23,8 +23,10 @@
 //
 // Metrics: [RegisterMeter] reports a [tablekit.Meter]'s counts (requests,
 // retries and throttled answers by service and operation) and
-// [RegisterWorker] an archive Worker's message counts, as asynchronous
-// OpenTelemetry counters read at each collection.
+// [RegisterWorker] an archive Worker's figures (messages handled, failed,
+// throttled, poisoned, ...; the queue age, how long messages waited in the
+// queue; its current concurrency), as asynchronous OpenTelemetry counters
+// and gauges read at each collection.
 //
 // This package adapts OpenTelemetry to azcore's tracing abstraction itself,
 // as the Azure SDK's azotel module does, so that it adds no Azure module

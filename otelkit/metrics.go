@@ -25,6 +25,15 @@ const (
 	MetricThrottled = "tablekit.throttled"
 	// MetricWorkerMessages counts an archive Worker's messages by outcome.
 	MetricWorkerMessages = "tablekit.worker.messages"
+	// MetricWorkerQueueAge is how long the messages of an archive Worker's
+	// latest dequeue had waited in the queue, in seconds (the oldest of
+	// them; 0 once the worker found the queue empty): its lag behind the
+	// queue (archive.Stats.QueueAge).
+	MetricWorkerQueueAge = "tablekit.worker.queue_age"
+	// MetricWorkerConcurrency is how many handlers an archive Worker lets
+	// run at once now: its Concurrency option, or fewer while throttled
+	// handlers make it back off (archive.Stats.Concurrency).
+	MetricWorkerConcurrency = "tablekit.worker.concurrency"
 
 	// AttrService is "table", "queue" or "blob".
 	AttrService = "tablekit.service"
@@ -32,8 +41,8 @@ const (
 	// "GetMessages", ...), as tablekit.Meter names it.
 	AttrOperation = "tablekit.operation"
 	// AttrOutcome is what happened to a worker's messages: received,
-	// succeeded, failed, poisoned, renewed, lost or abandoned (see
-	// archive.Stats).
+	// succeeded, failed (throttled: those of them that failed throttled),
+	// poisoned, renewed, lost or abandoned (see archive.Stats).
 	AttrOutcome = "tablekit.outcome"
 	// AttrQueue is the worker's queue (OpenTelemetry's messaging
 	// convention).
@@ -66,27 +75,35 @@ func RegisterMeter(mp metric.MeterProvider, m *tablekit.Meter, attrs ...attribut
 	}, requests, retries, throttled)
 }
 
-// RegisterWorker reports w's message counts (archive.Stats) through mp as
-// the asynchronous counter MetricWorkerMessages with the attributes
-// AttrOutcome and AttrQueue, plus attrs. The worker does not know how long
-// messages waited in the queue; the queue's age is not reported.
+// RegisterWorker reports w's figures (archive.Stats) through mp, with the
+// attribute AttrQueue plus attrs, read from w at each collection: its
+// message counts as the asynchronous counter MetricWorkerMessages (with
+// AttrOutcome), how long messages waited in the queue as the gauge
+// MetricWorkerQueueAge (seconds), and its current concurrency as the
+// gauge MetricWorkerConcurrency. Unregister the returned Registration to
+// stop.
 func RegisterWorker(mp metric.MeterProvider, w *archive.Worker, attrs ...attribute.KeyValue) (metric.Registration, error) {
 	if mp == nil || w == nil {
 		return nil, errors.New("otelkit.RegisterWorker: nil MeterProvider or Worker")
 	}
 	meter := mp.Meter(ScopeName)
-	messages, err := meter.Int64ObservableCounter(MetricWorkerMessages, metric.WithUnit("{message}"), metric.WithDescription("Messages an archive Worker handled, by outcome."))
-	if err != nil {
+	messages, err1 := meter.Int64ObservableCounter(MetricWorkerMessages, metric.WithUnit("{message}"), metric.WithDescription("Messages an archive Worker handled, by outcome."))
+	age, err2 := meter.Float64ObservableGauge(MetricWorkerQueueAge, metric.WithUnit("s"), metric.WithDescription("How long the messages of an archive Worker's latest dequeue had waited in the queue (0 once it found the queue empty)."))
+	limit, err3 := meter.Int64ObservableGauge(MetricWorkerConcurrency, metric.WithUnit("{handler}"), metric.WithDescription("Handlers an archive Worker lets run at once (fewer while the service throttles them)."))
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
+	queue := append([]attribute.KeyValue{attribute.String(AttrQueue, w.Name())}, attrs...)
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := w.Stats()
 		for _, c := range []struct {
 			outcome string
 			n       int64
-		}{{"received", s.Received}, {"succeeded", s.Succeeded}, {"failed", s.Failed}, {"poisoned", s.Poisoned}, {"renewed", s.Renewed}, {"lost", s.Lost}, {"abandoned", s.Abandoned}} {
-			o.ObserveInt64(messages, c.n, metric.WithAttributes(append([]attribute.KeyValue{attribute.String(AttrOutcome, c.outcome), attribute.String(AttrQueue, w.Name())}, attrs...)...))
+		}{{"received", s.Received}, {"succeeded", s.Succeeded}, {"failed", s.Failed}, {"throttled", s.Throttled}, {"poisoned", s.Poisoned}, {"renewed", s.Renewed}, {"lost", s.Lost}, {"abandoned", s.Abandoned}} {
+			o.ObserveInt64(messages, c.n, metric.WithAttributes(append([]attribute.KeyValue{attribute.String(AttrOutcome, c.outcome)}, queue...)...))
 		}
+		o.ObserveFloat64(age, s.QueueAge.Seconds(), metric.WithAttributes(queue...))
+		o.ObserveInt64(limit, int64(s.Concurrency), metric.WithAttributes(queue...))
 		return nil
-	}, messages)
+	}, messages, age, limit)
 }

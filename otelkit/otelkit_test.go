@@ -2,8 +2,10 @@ package otelkit_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,6 +312,163 @@ func TestMetrics(t *testing.T) {
 	if got[otelkit.MetricRequests+" table InsertEntity"] != 3 {
 		t.Errorf("tablekit.requests for table InsertEntity = %d, want 3 (all: %v)", got[otelkit.MetricRequests+" table InsertEntity"], got)
 	}
+}
+
+// An archive worker's figures read through an OpenTelemetry reader:
+// messages handled, failed and poisoned, the queue age and the
+// concurrency, equal to what the worker counted.
+func TestWorkerMetrics(t *testing.T) {
+	ctx := testCtx(t)
+	acct := testenv.Account(t, nil)
+	queue := testenv.QueueName(t)
+	client, err := archive.OpenClient(acct, queue, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Queue().Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Queue(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
+
+	// "ok" succeeds, "flaky" fails its first attempt, "bad" fails
+	// permanently (poisoned), "hold" blocks until released.
+	holding, release := make(chan struct{}), make(chan struct{})
+	var flaky atomic.Int32
+	h := archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
+		switch m.Kind {
+		case "flaky":
+			if flaky.Add(1) == 1 {
+				return errors.New("first attempt fails")
+			}
+		case "bad":
+			return archive.Permanent(errors.New("cannot be done"))
+		case "hold":
+			close(holding)
+			<-release
+		}
+		return nil
+	})
+	// One handler at a time: while "hold" runs, the worker dequeues
+	// nothing, so its queue age stays that of the "hold" message.
+	w, err := archive.OpenWorker(acct, queue, h, &archive.WorkerOptions{Concurrency: 1, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	reg, err := otelkit.RegisterWorker(mp, w, attribute.String("app", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+
+	for _, kind := range []string{"ok", "ok", "ok", "flaky", "bad"} {
+		if _, err := client.Enqueue(ctx, kind, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Visible only after 3 s (when the others are long settled): it has
+	// waited that long when dequeued.
+	if _, err := client.Enqueue(ctx, "hold", 1, &archive.EnqueueOptions{Delay: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	select {
+	case <-holding:
+	case <-ctx.Done():
+		t.Fatal("the held message was never handled")
+	}
+	for s := w.Stats(); s.Succeeded < 4 || s.Poisoned < 1; s = w.Stats() {
+		if ctx.Err() != nil {
+			t.Fatalf("stats %+v: the other messages were not settled", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held := collectWorker(t, ctx, reader, queue)
+	heldStats := w.Stats()
+	close(release)
+	for w.Stats().Succeeded < 5 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	final := collectWorker(t, ctx, reader, queue)
+	s := w.Stats()
+	t.Logf("held: %v (stats %+v); final: %v (stats %+v)", held, heldStats, final, s)
+
+	if age := held[otelkit.MetricWorkerQueueAge]; age < 2 || age != heldStats.QueueAge.Seconds() {
+		t.Errorf("%s while the held message ran: %v s; want its queue age (Stats: %v), at least 2 s", otelkit.MetricWorkerQueueAge, age, heldStats.QueueAge)
+	}
+	for outcome, want := range map[string]int64{"succeeded": 5, "failed": 2, "poisoned": 1, "received": 7, "throttled": 0} {
+		if got := final[otelkit.MetricWorkerMessages+" "+outcome]; got != float64(want) {
+			t.Errorf("%s %s = %v, want %d", otelkit.MetricWorkerMessages, outcome, got, want)
+		}
+	}
+	for name, want := range map[string]int64{"succeeded": s.Succeeded, "failed": s.Failed, "poisoned": s.Poisoned, "received": s.Received, "renewed": s.Renewed, "lost": s.Lost, "abandoned": s.Abandoned} {
+		if got := final[otelkit.MetricWorkerMessages+" "+name]; got != float64(want) {
+			t.Errorf("%s %s = %v, Stats say %d", otelkit.MetricWorkerMessages, name, got, want)
+		}
+	}
+	if got := final[otelkit.MetricWorkerConcurrency]; got != 1 {
+		t.Errorf("%s = %v, want 1", otelkit.MetricWorkerConcurrency, got)
+	}
+	if got := final[otelkit.MetricWorkerQueueAge]; got != s.QueueAge.Seconds() {
+		t.Errorf("%s = %v at the end, Stats say %v", otelkit.MetricWorkerQueueAge, got, s.QueueAge)
+	}
+}
+
+// collectWorker reads the worker metrics from reader: counters as
+// "<metric> <outcome>", gauges by name. Every point must carry the queue
+// and the registration's attribute.
+func collectWorker(t *testing.T, ctx context.Context, reader *sdkmetric.ManualReader, queue string) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	check := func(name string, attrs attribute.Set) {
+		q, _ := attrs.Value(otelkit.AttrQueue)
+		app, _ := attrs.Value("app")
+		if q.AsString() != queue || app.AsString() != "test" {
+			t.Errorf("%s point with attributes %v, want %s=%s and app=test", name, attrs, otelkit.AttrQueue, queue)
+		}
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if !d.IsMonotonic {
+					t.Errorf("%s is not monotonic", m.Name)
+				}
+				for _, dp := range d.DataPoints {
+					check(m.Name, dp.Attributes)
+					outcome, _ := dp.Attributes.Value(otelkit.AttrOutcome)
+					got[m.Name+" "+outcome.AsString()] = float64(dp.Value)
+				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					check(m.Name, dp.Attributes)
+					got[m.Name] = dp.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					check(m.Name, dp.Attributes)
+					got[m.Name] = float64(dp.Value)
+				}
+			}
+		}
+	}
+	if m := rm.ScopeMetrics; len(m) != 1 || m[0].Scope.Name != otelkit.ScopeName {
+		t.Errorf("scopes %+v, want one: %s", m, otelkit.ScopeName)
+	}
+	return got
 }
 
 // A program that imports only the root package links no OpenTelemetry.

@@ -82,7 +82,7 @@ func runArchive(ctx context.Context, env *demo.Env) error {
 	env.Say("so moving an employee is made eventually consistent: a queue message asks for the move, a worker applies it")
 
 	// The worker: a Mux routes messages by kind to typed handlers; the
-	// Mover does read Current -> insert-or-replace Archive -> delete Current.
+	// Mover does read Current -> upsert (replace) Archive -> delete Current.
 	mover := &archive.Mover[arEmployee]{Current: current, Archive: arch}
 	const crashID = "000223"
 	mux := archive.NewMux()
@@ -95,7 +95,7 @@ func runArchive(ctx context.Context, env *demo.Env) error {
 			if err != nil {
 				return err
 			}
-			if err := archive.InsertOrReplace(ctx, arch, e); err != nil {
+			if _, err := arch.Upsert(ctx, e, tablekit.Replace); err != nil {
 				return err
 			}
 			return errors.New("simulated crash after the Archive write")
@@ -107,11 +107,11 @@ func runArchive(ctx context.Context, env *demo.Env) error {
 	worker, err := archive.OpenWorker(acct, queueName, mux, &archive.WorkerOptions{
 		Concurrency:       4,
 		VisibilityTimeout: 2 * time.Second,
-		MaxDequeueCount:   3,
-		RetryDelay:        time.Second, // a failed message waits 1 s before its retry
-		MinPollInterval:   20 * time.Millisecond,
-		MaxPollInterval:   200 * time.Millisecond,
-		DrainTimeout:      5 * time.Second,
+		// 3 attempts; a failed message waits 1 s before its retry.
+		Retry:           tablekit.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Second},
+		MinPollInterval: 20 * time.Millisecond,
+		MaxPollInterval: 200 * time.Millisecond,
+		DrainTimeout:    5 * time.Second,
 	})
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func runArchive(ctx context.Context, env *demo.Env) error {
 	if err := arWait(ctx, "the retry", func() bool { return worker.Stats().Succeeded == 3 }); err != nil {
 		return err
 	}
-	env.Say("the retry repeated every step (insert-or-replace and delete-if-exist are idempotent) and finished the move: %s", arWhere(ctx, current, arch, "Marketing", crashID))
+	env.Say("the retry repeated every step (an upsert that replaces and a delete are idempotent) and finished the move: %s", arWhere(ctx, current, arch, "Marketing", crashID))
 
 	// A message no handler can process ends in the poison queue.
 	if _, err := client.Enqueue(ctx, "archive.purge", archive.MoveRequest{PartitionKey: "Sales", RowKey: "000999"}, nil); err != nil {
@@ -200,6 +200,8 @@ func runArchive(ctx context.Context, env *demo.Env) error {
 	s := worker.Stats()
 	env.Say("worker stopped (it drains handlers in flight first): %d received, %d handled, %d failed attempts, %d poisoned; %s",
 		s.Received, s.Succeeded, s.Failed, s.Poisoned, arCounts(ctx, current, arch))
+	env.Say("its Stats also tell how many handlers it runs at once (%d; fewer while the service throttles them) and how long messages waited in the queue (at most %v here, whole seconds)",
+		s.Concurrency, s.MaxQueueAge.Truncate(time.Second))
 	return nil
 }
 
