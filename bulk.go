@@ -400,11 +400,10 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
-	gov, pk := s.w.opts.Governor, chunk[0].enc.pk
+	gov, table, pk := s.w.opts.Governor, s.w.t.name, chunk[0].enc.pk
 	newAttempts := func() context.Context {
-		ctx, att := withAttempts(withGoverned(sctx))
-		att.onThrottle = func(err error) { gov.Throttled(pk, len(chunk), err) }
-		return ctx
+		ctx, _ := withAttempts(withGoverned(sctx))
+		return withThrottleHook(ctx, func(err error) { gov.Throttled(table, pk, len(chunk), err) })
 	}
 	ctx := newAttempts()
 	throttled, refusals := 0, 0
@@ -420,12 +419,12 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			enc = append(enc, chunk[i].enc)
 		}
 		requests++
-		if err := gov.Wait(s.ctx, pk, len(enc)); err != nil {
+		if err := gov.Wait(s.ctx, table, pk, len(enc)); err != nil {
 			s.failChunk(chunk, err)
 			return requests - 1
 		}
 		etags, err := s.w.t.submit(ctx, enc)
-		gov.Done(pk, len(enc), err)
+		gov.Done(table, pk, len(enc), err)
 		if err == nil {
 			for i, it := range chunk {
 				s.res.ETags[it.index] = etags[i]

@@ -58,7 +58,7 @@ type Governor struct {
 
 	mu      sync.Mutex
 	account *pacer
-	parts   map[string]*pacer
+	parts   map[partKey]*pacer
 }
 
 // NewGovernor returns a Governor with the given ceilings.
@@ -73,7 +73,7 @@ func NewGovernor(opts *GovernorOptions) *Governor {
 	if o.AccountRate <= 0 {
 		o.AccountRate = AccountTarget
 	}
-	g := &Governor{opts: o, logger: o.Logger, parts: map[string]*pacer{}}
+	g := &Governor{opts: o, logger: o.Logger, parts: map[partKey]*pacer{}}
 	g.account = newPacer(o.AccountRate)
 	return g
 }
@@ -148,16 +148,20 @@ func (p *pacer) grow(cost float64) bool {
 	return false
 }
 
+// partKey identifies a partition: its table and PartitionKey.
+type partKey struct{ table, pk string }
+
 // Wait blocks until a request writing entities entities to partition pk
-// may be sent, or ctx ends (then it returns ctx's error). Every Wait that
-// returns nil must be followed by a [Governor.Done].
-func (g *Governor) Wait(ctx context.Context, pk string, entities int) error {
+// of table may be sent, or ctx ends (then it returns ctx's error). Every
+// Wait that returns nil must be followed by a [Governor.Done].
+func (g *Governor) Wait(ctx context.Context, table, pk string, entities int) error {
 	now := g.opts.Clock.Now()
+	key := partKey{table, pk}
 	g.mu.Lock()
-	p := g.parts[pk]
+	p := g.parts[key]
 	if p == nil {
 		p = newPacer(g.opts.PartitionRate)
-		g.parts[pk] = p
+		g.parts[key] = p
 	}
 	at := p.reserve(now, float64(entities))
 	if a := g.account.reserve(now, 1); a.After(at) {
@@ -165,21 +169,21 @@ func (g *Governor) Wait(ctx context.Context, pk string, entities int) error {
 	}
 	g.mu.Unlock()
 	if d := at.Sub(now); d > 0 && !Sleep(ctx, d) {
-		g.Done(pk, entities, ctx.Err())
+		g.Done(table, pk, entities, ctx.Err())
 		return ctx.Err()
 	}
 	return nil
 }
 
-// Throttled tells the Governor that a try of a request to partition pk was
-// throttled (err), as soon as it happens, also when the SDK is about to
-// retry it: the rates it exceeded are cut at once.
-func (g *Governor) Throttled(pk string, entities int, err error) {
+// Throttled tells the Governor that a try of a request to partition pk of
+// table was throttled (err), as soon as it happens, also when the SDK is
+// about to retry it: the rates it exceeded are cut at once.
+func (g *Governor) Throttled(table, pk string, entities int, err error) {
 	now := g.opts.Clock.Now()
 	g.mu.Lock()
 	var cut bool
 	var rate float64
-	if p := g.parts[pk]; p != nil {
+	if p := g.parts[partKey{table, pk}]; p != nil {
 		cut, rate = p.cut(now, float64(entities)), p.rate
 	}
 	if accountBusy(err) {
@@ -187,20 +191,21 @@ func (g *Governor) Throttled(pk string, entities int, err error) {
 	}
 	g.mu.Unlock()
 	if cut {
-		g.log().Warn("tablekit: partition throttled; slowing down", "partition", pk, "entities_per_second", int(rate), "error", err)
+		g.log().Warn("tablekit: partition throttled; slowing down", "table", table, "partition", pk, "entities_per_second", int(rate), "error", err)
 	}
 }
 
 // Done reports the outcome of a request Wait let through: err is its
 // error, or nil. A throttling error slows the partition down (see
 // Throttled); a request that got through lets the rates grow back.
-func (g *Governor) Done(pk string, entities int, err error) {
+func (g *Governor) Done(table, pk string, entities int, err error) {
 	if IsThrottled(err) {
-		g.Throttled(pk, entities, err)
+		g.Throttled(table, pk, entities, err)
 	}
 	now := g.opts.Clock.Now()
+	key := partKey{table, pk}
 	g.mu.Lock()
-	p := g.parts[pk]
+	p := g.parts[key]
 	recovered := false
 	var rate float64
 	if p != nil {
@@ -210,7 +215,7 @@ func (g *Governor) Done(pk string, entities int, err error) {
 		}
 		rate = p.rate
 		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute {
-			delete(g.parts, pk) // idle at full rate: forget it
+			delete(g.parts, key) // idle at full rate: forget it
 		}
 	}
 	g.account.inflight--
@@ -219,16 +224,32 @@ func (g *Governor) Done(pk string, entities int, err error) {
 	}
 	g.mu.Unlock()
 	if recovered {
-		g.log().Info("tablekit: partition back at full rate", "partition", pk, "entities_per_second", int(rate))
+		g.log().Info("tablekit: partition back at full rate", "table", table, "partition", pk, "entities_per_second", int(rate))
 	}
 }
 
+// Do runs write, a request writing entities entities to partition pk of
+// table, at the Governor's pace: it waits for the partition's turn (see
+// Wait), runs write with a context that reports each throttled try to the
+// Governor as it happens (also those the SDK then retries, for requests
+// made through a Table or an Account's clients), and reports write's
+// outcome (see Done). It returns write's error, or ctx's if it ended
+// while waiting.
+func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write func(ctx context.Context) error) error {
+	if err := g.Wait(ctx, table, pk, entities); err != nil {
+		return err
+	}
+	err := write(withThrottleHook(ctx, func(err error) { g.Throttled(table, pk, entities, err) }))
+	g.Done(table, pk, entities, err)
+	return err
+}
+
 // Rate returns the entities per second the Governor now lets through to
-// partition pk.
-func (g *Governor) Rate(pk string) float64 {
+// partition pk of table.
+func (g *Governor) Rate(table, pk string) float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if p := g.parts[pk]; p != nil {
+	if p := g.parts[partKey{table, pk}]; p != nil {
 		return p.rate
 	}
 	return g.opts.PartitionRate

@@ -27,27 +27,30 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 	if !tablekit.IsThrottled(busy) || tablekit.IsThrottled(errors.New("other")) || tablekit.IsThrottled(nil) {
 		t.Fatal("IsThrottled is wrong")
 	}
-	if err := g.Wait(ctx, "hot", 10); err != nil {
+	if err := g.Wait(ctx, "T", "hot", 10); err != nil {
 		t.Fatal(err)
 	}
-	g.Done("hot", 10, busy)
-	if r := g.Rate("hot"); r != 850 {
+	g.Done("T", "hot", 10, busy)
+	if r := g.Rate("T", "hot"); r != 850 {
 		t.Errorf("rate after a throttle = %v, want 850", r)
 	}
-	if r := g.Rate("cold"); r != 1000 {
+	if r := g.Rate("T", "cold"); r != 1000 {
 		t.Errorf("an untouched partition's rate = %v, want 1000", r)
 	}
-	if !strings.Contains(logs.String(), "partition=hot") || !strings.Contains(logs.String(), "level=WARN") {
+	if r := g.Rate("U", "hot"); r != 1000 {
+		t.Errorf("partition hot of another table = %v, want 1000: partitions are per table", r)
+	}
+	if !strings.Contains(logs.String(), "table=T partition=hot") || !strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("no warning naming the partition: %q", logs.String())
 	}
 	// A cancelled context ends the wait and releases the reservation.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	for range 3 {
-		if err := g.Wait(cctx, "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
+		if err := g.Wait(cctx, "T", "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		} else if err == nil {
-			g.Done("hot", 1000, nil)
+			g.Done("T", "hot", 1000, nil)
 		}
 	}
 }
@@ -58,13 +61,18 @@ type busyBatchOnce struct{ fired atomic.Bool }
 
 func (b *busyBatchOnce) Do(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/$batch") && b.fired.CompareAndSwap(false, true) {
-		body := `{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"The server is busy."}}}`
-		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Server Busy", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:  http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {"ServerBusy"}},
-			Body:    io.NopCloser(strings.NewReader(body)),
-			Request: req}, nil
+		return serverBusy(req), nil
 	}
 	return http.DefaultClient.Do(req)
+}
+
+// serverBusy is Azure's 503 ServerBusy answer to req.
+func serverBusy(req *http.Request) *http.Response {
+	body := `{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"The server is busy."}}}`
+	return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Server Busy", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {"ServerBusy"}},
+		Body:    io.NopCloser(strings.NewReader(body)),
+		Request: req}
 }
 
 // TestTablesShareTheAccountsGovernor: BulkWriters without a Governor of
@@ -110,10 +118,53 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if err != nil || res.Succeeded != len(items) {
 		t.Fatalf("bulk upsert after one 503: %+v, %v", res, err)
 	}
-	if r := acct.Governor().Rate("p"); r >= tablekit.PartitionTarget {
+	if r := acct.Governor().Rate(name, "p"); r >= tablekit.PartitionTarget {
 		t.Errorf("the Account's Governor lets partition p through at %v/s after a 503, want less than %v", r, float64(tablekit.PartitionTarget))
 	}
-	if other.Governor().Rate("p") != acct.Governor().Rate("p") {
+	if other.Governor().Rate(other.Name(), "p") != acct.Governor().Rate(name, "p") {
 		t.Error("another table of the account does not see the cut")
+	}
+}
+
+// busyInsertOnce answers the first entity insert with 503 ServerBusy and
+// sends everything else on, so the SDK's retry of it succeeds.
+type busyInsertOnce struct{ fired atomic.Bool }
+
+func (b *busyInsertOnce) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && !strings.HasSuffix(req.URL.Path, "/Tables") && !strings.HasSuffix(req.URL.Path, "/$batch") && b.fired.CompareAndSwap(false, true) {
+		return serverBusy(req), nil
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// TestGovernorDoHearsEveryThrottledTry: a write run through Governor.Do
+// whose first try is throttled and whose SDK retry succeeds still slows
+// the partition down: the Governor hears the throttled try as it happens,
+// not only the write's final (successful) outcome.
+func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
+	ctx := testCtx(t)
+	acct := testenv.Account(t, &tablekit.Options{
+		Transport: &busyInsertOnce{},
+		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
+		Logger:    slog.New(slog.DiscardHandler),
+	})
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.TableName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tbl.DeleteTable(ctx) })
+	gov := tbl.Governor()
+	err = gov.Do(ctx, tbl.Name(), "p", 1, func(ctx context.Context) error {
+		_, err := tbl.Insert(ctx, wireItem{PK: "p", RK: "r", N: 1})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("insert retried by the SDK after one 503: %v", err)
+	}
+	if r := gov.Rate(tbl.Name(), "p"); r >= tablekit.PartitionTarget {
+		t.Errorf("after a throttled try, partition p runs at %v/s, want less than %v", r, float64(tablekit.PartitionTarget))
 	}
 }

@@ -206,9 +206,6 @@ type attempts struct {
 	// whether the service applied it: a transport error after the request
 	// may have been written, or a 408, 500, 502 or 504 answer.
 	maybeApplied atomic.Bool
-	// onThrottle, when set, is called with the error of every try the
-	// service throttled (503, 429, 500 OperationTimedOut), retried or not.
-	onThrottle func(err error)
 }
 
 // withAttempts returns ctx with an attempts record for the calls made with
@@ -227,8 +224,12 @@ func withAttempts(ctx context.Context) (context.Context, *attempts) {
 type attemptPolicy struct{}
 
 func (attemptPolicy) Do(req *policy.Request) (*http.Response, error) {
-	a, _ := req.Raw().Context().Value(attemptKey{}).(*attempts)
+	ctx := req.Raw().Context()
+	a, _ := ctx.Value(attemptKey{}).(*attempts)
 	resp, err := req.Next()
+	if hook, ok := ctx.Value(throttleHookKey{}).(func(error)); ok && err == nil && throttledResponse(resp) {
+		hook(WrapError(req.Raw().Method+" request", runtime.NewResponseError(resp)))
+	}
 	if a == nil {
 		return resp, err
 	}
@@ -242,10 +243,16 @@ func (attemptPolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusGatewayTimeout:
 		a.maybeApplied.Store(true)
 	}
-	if a.onThrottle != nil && err == nil && throttledResponse(resp) {
-		a.onThrottle(WrapError(req.Raw().Method+" request", runtime.NewResponseError(resp)))
-	}
 	return resp, err
+}
+
+type throttleHookKey struct{}
+
+// withThrottleHook returns ctx whose requests call hook with the error of
+// every try the service throttles (503, 429, 500 OperationTimedOut),
+// retried or not.
+func withThrottleHook(ctx context.Context, hook func(error)) context.Context {
+	return context.WithValue(ctx, throttleHookKey{}, hook)
 }
 
 // throttledResponse reports whether the service answered "too busy".

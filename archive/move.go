@@ -107,18 +107,13 @@ func (m *Mover[T]) governor() *tablekit.Governor {
 	return m.Current.Governor()
 }
 
-// governed runs one table write of one entity of partition pk through
-// gov: it waits for the partition's turn and reports the outcome.
-func governed(ctx context.Context, gov *tablekit.Governor, pk string, write func(ctx context.Context) error) error {
+// governed runs one table write of one entity of partition pk of table
+// through gov (see tablekit.Governor.Do).
+func governed(ctx context.Context, gov *tablekit.Governor, table, pk string, write func(ctx context.Context) error) error {
 	if gov == nil {
 		return write(ctx)
 	}
-	if err := gov.Wait(ctx, pk, 1); err != nil {
-		return err
-	}
-	err := write(ctx)
-	gov.Done(pk, 1, err)
-	return err
+	return gov.Do(ctx, table, pk, 1, write)
 }
 
 // check refuses a Mover that is not configured to move safely.
@@ -186,7 +181,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	}
 	gov := m.governor()
 	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
-		return governed(ctx, gov, archivePK, func(ctx context.Context) error {
+		return governed(ctx, gov, m.Archive.Name(), archivePK, func(ctx context.Context) error {
 			_, err := m.Archive.Upsert(ctx, out, tablekit.Replace)
 			return err
 		})
@@ -217,7 +212,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		etag = azcore.ETagAny
 	}
 	err = step("Mover.DeleteCurrent", func(ctx context.Context) error {
-		return governed(ctx, gov, pk, func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
+		return governed(ctx, gov, m.Current.Name(), pk, func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
 	})
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("archive: move %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)

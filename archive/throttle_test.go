@@ -130,7 +130,7 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	lowest := probe.Lowest()
 	s, fs := w.Stats(), front.Stats()
 	t.Logf("throttled phase: worker %+v; front: %d requests, %d throttled; lowest concurrency %d; governor rate %s: %.0f/s",
-		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, facct.Governor().Rate(burst[0].Department))
+		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, facct.Governor().Rate(current.Name(), burst[0].Department))
 	if fs.ThrottledPartition == 0 || s.Throttled == 0 {
 		t.Fatalf("the front throttled %d requests and %d handlers failed throttled: the test did not test throttling", fs.ThrottledPartition, s.Throttled)
 	}
@@ -142,7 +142,7 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	}
 	cut := false
 	for _, e := range burst[:4] {
-		cut = cut || facct.Governor().Rate(e.Department) < 400
+		cut = cut || facct.Governor().Rate(current.Name(), e.Department) < 400
 	}
 	if !cut {
 		t.Error("the Governor's partition rates were never cut: the Mover did not report its throttled writes")
