@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -160,6 +161,36 @@ func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (r
 		return err
 	}
 	return &ConflictError{Entity: entity, Attempts: n, Err: lastErr}
+}
+
+// lastUnsettled returns err, except for a *ConflictError whose last
+// attempt's outcome is unknown (it matches tablekit.ErrOutcomeUnknown):
+// that attempt may have been applied, which a ConflictError denies, so
+// its error is returned instead.
+func lastUnsettled(err error) error {
+	var ce *ConflictError
+	if errors.As(err, &ce) && errors.Is(ce.Err, tablekit.ErrOutcomeUnknown) {
+		return fmt.Errorf("index: %s: the last of %d attempts has an unknown outcome: %w", ce.Entity, ce.Attempts, ce.Err)
+	}
+	return err
+}
+
+// transient reports whether err is a failure that trying again may not
+// meet: no answer, an unknown outcome, throttling, a timeout or a server
+// error.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var re *tablekit.RequestError
+	var se *tablekit.ServiceError
+	switch {
+	case errors.Is(err, tablekit.ErrOutcomeUnknown), errors.Is(err, tablekit.ErrThrottled), errors.As(err, &re):
+		return true
+	case errors.As(err, &se):
+		return se.StatusCode == http.StatusRequestTimeout || se.StatusCode >= http.StatusInternalServerError
+	}
+	return false
 }
 
 // isConflict reports whether err says a concurrent writer got there first:

@@ -104,6 +104,10 @@
 //   - An Inter cannot enforce uniqueness, and its copies may briefly hold an
 //     older version; each copy records the entity version it was made from
 //     ([PrimaryETagProperty]).
+//   - An Inter cannot fence its own index writes: an entry write of a Sync
+//     that reaches the service late (delayed in the network after the Sync
+//     gave up on it), after a newer Sync removed the entry, stays until the
+//     entity is written again (see [Inter]).
 //   - An Intra index entity or EntityList entity holds at most 1 MiB of ids,
 //     and every change to it is a read-modify-write of the whole list, so
 //     values shared by very many frequently changing entities contend.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"iter"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -68,8 +69,10 @@ type InterOptions struct {
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
 	// (0 means [DefaultDelay]), and the time a writer gives its write of
-	// the entity (including the SDK's retries). It bounds how stale an
-	// index can be after a writer crashed.
+	// the entity (including the SDK's retries), counted from before it
+	// sends the safety net, so that no try of the write starts after the
+	// safety net can be visible. It bounds how stale an index can be after
+	// a writer crashed.
 	Delay time.Duration
 	// InsertHorizon is how long after Delay the safety net of an insert
 	// keeps looking for the new entity while it is not there, in case the
@@ -81,8 +84,9 @@ type InterOptions struct {
 	State *aztables.Client
 	// Retry says how many passes a sync makes, and how long it waits
 	// between them, while concurrent syncs of the same entity keep
-	// changing its sync record or the entity changes under it; then it
-	// fails with a *ConflictError. Its zero fields take the package's
+	// changing its sync record or the entity changes under it (then it
+	// fails with a *ConflictError), or while the requests of a pass that
+	// may have created entries fail (then it returns the last failure). Its zero fields take the package's
 	// defaults, as [IntraOptions].Retry. The list stores of List indexes
 	// have their own ([ListOptions]).
 	Retry tablekit.RetryPolicy
@@ -177,8 +181,8 @@ type WriteGuard struct {
 //     is missing, the safety net of an insert syncs and then looks again,
 //     with doubling waits, until it finds the entity (and syncs it) or
 //     until Delay + InsertHorizon have passed. The writer gives its write
-//     at most Delay, so no try of the insert is signed after the safety
-//     net became visible, and Azure refuses a Shared Key request that
+//     at most Delay from before it sends the safety net, so no try of the
+//     insert is signed after the safety net became visible, and Azure refuses a Shared Key request that
 //     arrives more than 15 minutes after it was signed;
 //     [DefaultInsertHorizon] covers that with 5 minutes for clock skew.
 //     With other credentials the service documents no such limit: an
@@ -187,11 +191,13 @@ type WriteGuard struct {
 //
 // Every write that reaches the service is therefore followed by a Sync
 // that sees it, and the indexes never stay behind the entity once the
-// queue is drained. Two hazards remain that belong to Table storage
+// queue is drained. A hazard remains that belongs to Table storage
 // itself, not to the index: an insert that arrives after a later delete
-// of the same entity re-creates it (no condition can stop it), and an
-// SDK retry of a conditional write whose first try was applied fails with
-// 412 (Update then reports a conflict for a write that took effect).
+// of the same entity re-creates it (no condition can stop it). A write
+// whose answer was lost, and whose SDK retry met the change it may have
+// made, reports an error matching tablekit.ErrOutcomeUnknown (Delete
+// reports success: the entity is gone either way); its safety net brings
+// the indexes up to date whatever happened.
 //
 // # Direct mode (InterOptions.Queue nil)
 //
@@ -210,9 +216,25 @@ type WriteGuard struct {
 // add to list), deletes the others the record lists (delete-if-exists;
 // remove from list), then records the entity's ETag as synced with exactly
 // the current entries, and checks that the entity did not change meanwhile;
-// a lost race starts the pass again. An entry therefore never exists without
-// being in the record, and [Inter.CaughtUp] compares the record with the
-// entity.
+// a lost race starts the pass again, and removes the entries it created
+// that the entity no longer has. An entry therefore exists without being
+// in the record only while the Sync that created it runs (a Sync that read
+// an older version and lost the race to a newer one), and [Inter.CaughtUp]
+// compares the record with the entity. A pass that may have created
+// entries and then fails (no answer,
+// a lost answer, throttling, a server error) is made again within the same
+// Sync (InterOptions.Retry): a newer Sync may have removed those entries
+// meanwhile and recorded the entity without them, and only this Sync knows
+// that it created them; the next pass removes them if the entity no longer
+// has their values.
+//
+// What Sync cannot cover: an entry write of a Sync that reaches the service
+// late, after the Sync gave up on it (a request delayed in the network, as
+// above) and a newer Sync removed that entry, or a worker that dies
+// between creating an entry and finishing its pass while a newer Sync of
+// the entity ran. No condition can fence a write to another partition or
+// table, so the entry then stays until the entity is written again (or
+// Sync is run after the entity changed).
 //
 // An Inter is safe for concurrent use.
 type Inter[T any] struct {
@@ -537,8 +559,11 @@ func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string) error {
 	}
 	return ix.guarded(ctx, id, ix.storedVersion, true, true, func(ctx context.Context, pre azcore.ETag) error {
 		err := ix.table.Delete(ctx, pk, rk, pre)
-		if errors.Is(err, tablekit.ErrNotFound) {
-			return nil // deleted meanwhile: done
+		var se *tablekit.ServiceError
+		if errors.Is(err, tablekit.ErrNotFound) || (errors.As(err, &se) && se.StatusCode == http.StatusNotFound) {
+			// Deleted meanwhile, or by a try whose answer was lost (the
+			// error then matches ErrOutcomeUnknown): gone either way.
+			return nil
 		}
 		return err
 	})
@@ -666,10 +691,24 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 	if err != nil {
 		return err
 	}
-	var own []entry // entries this call created
-	return retry(ctx, ix.retry, id, func() (bool, error) {
-		return ix.syncPass(ctx, id, spk, &own)
+	var own []entry // entries this call may have created
+	err = retry(ctx, ix.retry, id, func() (bool, error) {
+		again, err := ix.syncPass(ctx, id, spk, &own)
+		// A pass that may have created entries and then failed is made
+		// again, even for a failure that is no lost race: a newer Sync may
+		// have removed those entries and recorded the entity as synced
+		// without them, and only this call knows it created them (the
+		// next pass removes them if the entity no longer wants them).
+		if err != nil && !again && len(own) > 0 && transient(err) {
+			again = true
+		}
+		return again, err
 	})
+	var ce *ConflictError
+	if errors.As(err, &ce) && transient(ce.Err) {
+		return fmt.Errorf("index: %s: the sync failed on each of %d attempts: %w", id, ce.Attempts, ce.Err)
+	}
+	return err
 }
 
 // syncPass makes one pass of Sync; retry says a concurrent writer got in
@@ -706,11 +745,11 @@ func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entr
 		}
 	}
 	for _, e := range desired {
+		if !slices.Contains(*own, e) {
+			*own = append(*own, e) // before the write: it may be applied and still fail
+		}
 		if err := ix.putEntry(ctx, id, e, cur); err != nil {
 			return false, err
-		}
-		if !slices.Contains(*own, e) {
-			*own = append(*own, e)
 		}
 	}
 	for _, e := range all {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -54,16 +55,24 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 		}
 		guard := req
 		guard.Guard = &WriteGuard{ETag: pre, Waited: ix.delay}
+		// No try of the write may start after the safety net becomes
+		// visible: the safety net of an insert counts on it, and that of
+		// an update would fence the version the write is conditional on.
+		// The first try of the safety net may reach the queue at once, so
+		// the write's time is counted from before it is sent.
+		deadline := time.Now().Add(ix.delay)
 		if _, err := ix.queue.Enqueue(ctx, ix.kind, guard, &archive.EnqueueOptions{Delay: ix.delay}); err != nil {
 			return false, fmt.Errorf("index: %s: requesting index maintenance (nothing was written): %w", id, err)
 		}
-		// No try of the write may start after the safety net becomes
-		// visible: the safety net of an insert counts on it.
-		wctx, cancel := context.WithTimeout(ctx, ix.delay)
+		if !time.Now().Before(deadline) {
+			return false, fmt.Errorf("index: %s: requesting index maintenance took longer than InterOptions.Delay (%v), which leaves no time for the write: nothing was written", id, ix.delay)
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
 		err = do(wctx, pre)
+		late := errors.Is(wctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil && wctx.Err() != nil {
+			if ctx.Err() == nil && late {
 				err = fmt.Errorf("index: %s: the write took longer than InterOptions.Delay (%v); it may still be applied, and its safety net will then bring the indexes up to date: %w", id, ix.delay, err)
 			}
 			return retryConflicts && isConflict(err), err

@@ -121,6 +121,8 @@ func (l *EntityList) Keys(list ListKey) (pk, rk string, err error) {
 
 // Add puts id in the list's index entity, creating it if needed. Cost: 2
 // transactions (read, conditional write) per attempt; 1 when id is there.
+// A write whose answer was lost, and whose SDK retry met the change it may
+// have made, is settled by reading the list again, as a lost race is.
 func (l *EntityList) Add(ctx context.Context, list ListKey, id ID) error {
 	return l.update(ctx, list, id, true)
 }
@@ -136,10 +138,14 @@ func (l *EntityList) update(ctx context.Context, list ListKey, id ID, adding boo
 	if err != nil {
 		return err
 	}
-	return retry(ctx, l.retry, ID{pk, rk}, func() (bool, error) {
+	// A write whose answer was lost, and whose SDK retry met the change
+	// its first try may have made, has an unknown outcome; the next cycle
+	// reads the list again, which settles it: the update is idempotent.
+	err = retry(ctx, l.retry, ID{pk, rk}, func() (bool, error) {
 		err := l.attempt(ctx, list, pk, rk, id, adding)
-		return err != nil && isConflict(err), err
+		return err != nil && (isConflict(err) || errors.Is(err, tablekit.ErrOutcomeUnknown)), err
 	})
+	return lastUnsettled(err)
 }
 
 // attempt makes one read-modify-write cycle, holding the process's lock of
