@@ -511,6 +511,7 @@ func TestBlobWriterFlushInterval(t *testing.T) {
 }
 
 func TestBlobWriterInput(t *testing.T) {
+	ctx := context.Background()
 	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // nothing is sent
 	if err != nil {
 		t.Fatal(err)
@@ -520,19 +521,87 @@ func TestBlobWriterInput(t *testing.T) {
 		{FlushBytes: -1}, {FlushBytes: logtail.MaxFlushBytes + 1}, {Period: 7 * time.Minute},
 		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, {MaxBlocks: 50001}, {FlushInterval: -1}, {FlushTimeout: -1},
 	} {
-		if _, err := logtail.NewWriter(c, "app", &o); !errors.Is(err, tablekit.ErrInvalidInput) {
-			t.Errorf("options %+v: %v, want ErrInvalidInput", o, err)
-		}
+		_, err := logtail.NewWriter(c, "app", &o)
+		wantRefusal(t, fmt.Sprintf("NewWriter with options %+v", o), err, "logtail.NewWriter", tablekit.ErrInvalidInput)
 	}
-	if _, err := logtail.NewWriter(nil, "app", nil); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Errorf("nil container: %v", err)
+	_, err = logtail.NewWriter(nil, "app", nil)
+	wantRefusal(t, "NewWriter(nil)", err, "logtail.NewWriter", tablekit.ErrInvalidInput)
+	_, err = logtail.NewWriter(c, "2024", nil)
+	wantRefusal(t, "NewWriter of a digits-only source", err, "logtail.NewWriter", tablekit.ErrInvalidInput)
+	_, err = logtail.NewReader(nil, "app", nil)
+	wantRefusal(t, "NewReader(nil)", err, "logtail.NewReader", tablekit.ErrInvalidInput)
+	_, err = logtail.NewReader(c, "app/", nil)
+	wantRefusal(t, "NewReader of source app/", err, "logtail.NewReader", tablekit.ErrInvalidInput)
+	_, err = logtail.NewReader(c, "app", &logtail.ReaderOptions{Concurrency: -1})
+	wantRefusal(t, "NewReader with Concurrency -1", err, "logtail.NewReader", tablekit.ErrInvalidInput)
+
+	w, err := logtail.NewWriter(c, "app", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ContainerName() != "unused" || w.Source() != "app" {
+		t.Errorf("Writer names container %q, source %q; want unused, app", w.ContainerName(), w.Source())
+	}
+	err = w.WriteRecord(ctx, logtail.Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	wantRefusal(t, "WriteRecord after 9999", err, "Writer.WriteRecord", tablekit.ErrInvalidInput)
+	err = w.Write(ctx, strings.Repeat("x", logtail.MaxRecordBytes))
+	wantRefusal(t, "Write of a record too large", err, "Writer.Write", tablekit.ErrTooLarge)
+
+	r, err := logtail.NewReader(c, "app", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ContainerName() != "unused" || r.Source() != "app" {
+		t.Errorf("Reader names container %q, source %q; want unused, app", r.ContainerName(), r.Source())
+	}
+	now := time.Now()
+	_, err = r.Blobs(ctx, now, now)
+	wantRefusal(t, "Blobs of an empty window", err, "Reader.Blobs", tablekit.ErrInvalidInput)
+	for _, err := range r.Read(ctx, now, now.Add(-time.Second)) {
+		wantRefusal(t, "Read of an empty window", err, "Reader.Read", tablekit.ErrInvalidInput)
+	}
+	_, err = logtail.BlobName("app", now, -1)
+	wantRefusal(t, "BlobName with seq -1", err, "logtail.BlobName", tablekit.ErrInvalidInput)
+	_, _, _, err = logtail.ParseBlobName("app/2024/05/06/1504/1.log")
+	wantRefusal(t, "ParseBlobName of a short name", err, "logtail.ParseBlobName", tablekit.ErrInvalidInput)
+	_, err = logtail.AppendRecord(nil, logtail.Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	wantRefusal(t, "AppendRecord after 9999", err, "logtail.AppendRecord", tablekit.ErrInvalidInput)
+	var de *tablekit.DecodeError
+	if _, err := logtail.ParseRecord([]byte("not a record\n")); !errors.As(err, &de) || de.Op != "logtail.ParseRecord" {
+		t.Errorf("ParseRecord of a bad line: %v, want a *tablekit.DecodeError with Op logtail.ParseRecord", err)
+	}
+}
+
+// TestBlobReaderCorruptBlob: a blob of the source's names whose content is
+// not in the record format stops Read with a *tablekit.DecodeError naming
+// the container and blob (stored data, not the caller's input).
+func TestBlobReaderCorruptBlob(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	c := testenv.NewContainer(t, acct)
+	start := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
+	name, err := logtail.BlobName("app", start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, []byte("2024-05-06T15:00:01.000000000Z\tok\ngarbage\n"), nil); err != nil {
+		t.Fatal(err)
 	}
 	r, err := logtail.NewReader(c, "app", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	if _, err := r.Blobs(context.Background(), now, now); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Errorf("empty window: %v", err)
+	if n := r.ContainerName(); n == "" || !strings.HasSuffix(c.URL(), "/"+n) {
+		t.Errorf("ContainerName %q, want the last segment of %s", n, c.URL())
+	}
+	var got error
+	for _, err := range r.Read(ctx, start, start.Add(time.Hour)) {
+		if err != nil {
+			got = err
+		}
+	}
+	var de *tablekit.DecodeError
+	if !errors.As(got, &de) || de.Op != "Reader.Read" || !strings.Contains(de.Detail, r.ContainerName()+"/"+name) {
+		t.Fatalf("Read of a corrupt blob: %v, want a *tablekit.DecodeError of Reader.Read naming %s/%s", got, r.ContainerName(), name)
 	}
 }

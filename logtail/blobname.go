@@ -28,9 +28,9 @@ const maxSourceLen = 512
 // segments separated by '/', each of letters, digits, '-', '_' and '.',
 // with at least one character that is not a digit (so that no source's
 // names can be mistaken for another's date folders), and not "." or "..".
-func checkSource(source string) error {
+func checkSource(op, source string) error {
 	bad := func(why string) error {
-		return &tablekit.ValidationError{Property: "source", Detail: fmt.Sprintf("logtail: source %q: %s", source, why), Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: op, Property: "source", Detail: fmt.Sprintf("source %q: %s", source, why), Err: tablekit.ErrInvalidInput}
 	}
 	if source == "" {
 		return bad("empty")
@@ -66,14 +66,17 @@ func checkSource(source string) error {
 // BlobName returns the name of blob seq of source for the period starting
 // at start (which is rounded down to the minute, in UTC):
 // BlobName("web", 2024-05-06T15:04:00Z, 1) is "web/2024/05/06/1504/000001.log".
+// Bad input is refused with a *tablekit.ValidationError whose Op is
+// "logtail.BlobName".
 func BlobName(source string, start time.Time, seq int) (string, error) {
-	if err := checkSource(source); err != nil {
+	const op = "logtail.BlobName"
+	if err := checkSource(op, source); err != nil {
 		return "", err
 	}
 	if seq < 0 || seq > MaxSeq {
-		return "", &tablekit.ValidationError{Property: "seq", Limit: "0..999999", Size: seq, Detail: "logtail: blob sequence number out of range", Err: tablekit.ErrInvalidInput}
+		return "", &tablekit.ValidationError{Op: op, Property: "seq", Limit: "0..999999", Size: seq, Detail: "blob sequence number out of range", Err: tablekit.ErrInvalidInput}
 	}
-	if err := checkTime(start); err != nil {
+	if err := checkTime(op, "start", start); err != nil {
 		return "", err
 	}
 	return blobName(source, start, seq), nil
@@ -105,17 +108,19 @@ func hourPrefix(source string, t time.Time) string {
 }
 
 // ParseBlobName decodes a name BlobName made: the source, the start of the
-// period (to the minute, UTC) and the sequence number.
+// period (to the minute, UTC) and the sequence number. Any other name is
+// refused with a *tablekit.ValidationError whose Op is
+// "logtail.ParseBlobName".
 func ParseBlobName(name string) (source string, start time.Time, seq int, err error) {
 	bad := func() (string, time.Time, int, error) {
-		return "", time.Time{}, 0, &tablekit.ValidationError{Property: "name", Detail: fmt.Sprintf("logtail: %q is not a log blob name (<source>/YYYY/MM/DD/hhmm/NNNNNN.log)", name), Err: tablekit.ErrInvalidInput}
+		return "", time.Time{}, 0, &tablekit.ValidationError{Op: "logtail.ParseBlobName", Property: "name", Detail: fmt.Sprintf("%q is not a log blob name (<source>/YYYY/MM/DD/hhmm/NNNNNN.log)", name), Err: tablekit.ErrInvalidInput}
 	}
 	const tail = len("/2006/01/02/1504/000000.log")
 	if len(name) <= tail {
 		return bad()
 	}
 	source, rest := name[:len(name)-tail], name[len(name)-tail:]
-	if checkSource(source) != nil || !strings.HasSuffix(rest, ".log") || rest[0] != '/' || rest[16] != '/' {
+	if checkSource("", source) != nil || !strings.HasSuffix(rest, ".log") || rest[0] != '/' || rest[16] != '/' {
 		return bad()
 	}
 	t, perr := time.Parse("2006/01/02/1504", rest[1:16])

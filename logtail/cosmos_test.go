@@ -53,7 +53,7 @@ func TestCosmosLog(t *testing.T) {
 		}
 
 		before := acct.Meter().Snapshot()
-		if _, err := l.Latest(ctx, pk, 5); !errors.Is(err, tablekit.ErrUnsupported) {
+		if _, err := l.Latest(ctx, pk, 5, nil); !errors.Is(err, tablekit.ErrUnsupported) {
 			t.Errorf("shards %d: Latest on Cosmos DB: %v, want ErrUnsupported", shards, err)
 		}
 		if _, err := l.Page(ctx, pk, nil); !errors.Is(err, tablekit.ErrUnsupported) {

@@ -16,7 +16,7 @@
 //	tbl, _ := tablekit.OpenTable[Reading](acct, "Readings", nil)
 //	log, _ := logtail.New(tbl, nil)
 //	r, _ := log.Append(ctx, "sensor-7", Reading{Celsius: 21.5})
-//	latest, _ := log.Latest(ctx, "sensor-7", 10) // newest first
+//	latest, _ := log.Latest(ctx, "sensor-7", 10, nil) // newest first
 //
 // The Log owns both keys. The PartitionKey is the partition (sensor, user,
 // device, ...) the caller names. The RowKey is keys.DescendingKey(time,
@@ -28,30 +28,47 @@
 // among them by time (before, i.e. newer than, entries of the very same
 // tick), and [Entry.Time] decodes both.
 //
-// Reads are RowKey range queries inside one partition: [Log.Latest] (the n
-// newest, exactly n even when the service returns short pages),
-// [Log.Since] and [Log.Window] (a time range), and [Log.Page] (newest
-// first, then older pages with a continuation token).
+// Writes and reads, in tablekit's terms:
+//
+//   - [Log.Append] and [Log.AppendAt] insert (create only, like
+//     tablekit.Table.Insert) a new entry under a key of its own: one
+//     transaction. A Log never replaces, updates or deletes an entry, so it
+//     has no Upsert, Update, Modify or Delete; remove old entries with the
+//     high-volume delete pattern (a table per period), or by the Table.
+//   - Reads are RowKey range queries inside one partition: [Log.Latest]
+//     (the n newest, exactly n even when the service returns short pages),
+//     [Log.Since] and [Log.Window] (a time range), and [Log.Page] (newest
+//     first, then older pages with a continuation token). Each costs one
+//     query per page of results per shard bucket. The page size, the most
+//     entities one request asks for, is [Options.PageSize] for the Log and
+//     [LatestOptions.PageSize] or [PageOptions.PageSize] for one call.
 //
 // Faults: an entry is inserted once, under a RowKey unique to its Append
-// call, so a lost answer cannot make a duplicate by itself. Append settles
-// a lost answer by its key (see [Log.AppendAt]); when it cannot (or its
-// context ended first), its error matches tablekit.ErrOutcomeUnknown or is
-// the context's, and the entry may or may not be stored. Appending it
-// again after such an error stores it twice if the first one was stored:
-// a caller that must not have duplicates gives its entries an id of its
-// own and looks for it (with Window around the time of the first try)
-// before appending again. The chaos suite, TestChaosLogTail, checks these
-// outcomes under injected faults.
+// call, so a lost answer cannot make a duplicate by itself, and Append
+// settles a lost answer by that RowKey: "already exists" after a retry, or
+// the entry found by a point read, means this very append was stored (see
+// [Log.AppendAt]). So an error matching tablekit.ErrOutcomeUnknown from
+// Append is rare: the settling read failed too, or found nothing while a
+// try whose connection broke may still be applied (a context error: ctx
+// ended first); either way the entry is stored once or not at all, under
+// the RowKey that call chose. Appending
+// it again after such an error stores it twice if the first one was
+// stored: a caller that must not have duplicates gives its entries an id
+// of its own and looks for it (with Window around the time of the first
+// try) before appending again. The chaos suite, TestChaosLogTail, checks
+// these outcomes under injected faults.
 //
 // Hot partitions: a busy log written into one partition is the prepend
 // anti-pattern of the guide, since every insert goes to the head of the
 // same partition, served by one partition server (about 2,000 entities/s).
-// [Options.Shards] spreads one logical partition over n table partitions
-// "<bucket>!<partition>" chosen by a hash of the RowKey (keys.ShardPrefix),
+// [Options.Shards] spreads one logical partition over n table partitions,
+// "<bucket>!<partition>", with the bucket chosen by a hash of the RowKey,
 // so consecutive entries land in different partitions; reads then fan out
 // over the n buckets and merge newest first. Writes scale by n; reads cost
-// n queries instead of one. Shard only logs that need it.
+// n queries instead of one. Shard only logs that need it. The layout is
+// the one every sharded key of tablekit uses, keys.ShardedKey: see the
+// Sharded keys section of package keys for the format and why the bucket
+// comes first.
 //
 // # Log data in blobs
 //
@@ -109,4 +126,33 @@
 // Choose write-through for audit-grade records written rarely, buffered
 // for everything high-volume; the package benchmark measures the
 // difference against Azurite.
+//
+// Cost, in storage transactions: a flush is a Put Block and a Put Block
+// List (2); a commit that fails adds a Get Block List (1) to settle it; a
+// new blob whose name another writer took adds 4 (the refused Put Block
+// List, a Get Block List, a List Blobs, and the Put Block again under the
+// next name). A [Reader] costs a List Blobs per hour of the window and a
+// Get Blob per blob that may hold records of it.
+//
+// Logging: a Writer logs with log/slog, to [WriterOptions.Logger] (nil:
+// slog.Default()), what an operator needs to know and no caller hears
+// of: a failed background flush, a commit whose outcome is unknown and is
+// checked again, a commit settled as applied after its answer was lost,
+// with structured fields (container, source, blob, block, records, error).
+//
+// # Errors
+//
+// Input refused before anything is sent is a *tablekit.ValidationError
+// whose Op names the operation: "logtail.New", "logtail.NewWriter",
+// "logtail.NewReader", "Log.Append", "Log.AppendAt", "Log.Latest",
+// "Log.Page", "Log.Since", "Log.Window", "Writer.Write",
+// "Writer.WriteRecord", "Reader.Read", "Reader.Blobs", "logtail.BlobName",
+// "logtail.ParseBlobName", "logtail.AppendRecord". (Input the Table
+// refuses, such as an entry over 1 MiB, names the Table's operation,
+// "Insert".) Stored data that cannot be read, a blob line that is not a
+// record, is a *tablekit.DecodeError. Service failures are tablekit's
+// *tablekit.ServiceError and *tablekit.RequestError.
+//
+// Writers and Readers name their container ([Writer.ContainerName],
+// [Reader.ContainerName]); a Log names its table through [Log.Table].
 package logtail

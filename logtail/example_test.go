@@ -3,6 +3,7 @@ package logtail_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -49,12 +50,17 @@ func ExampleLog() {
 	if _, err := log.Append(ctx, "sensor-7", Reading{Celsius: 21.5}); err != nil {
 		panic(err)
 	}
-	latest, err := log.Latest(ctx, "sensor-7", 10)
+	latest, err := log.Latest(ctx, "sensor-7", 10, nil) // nil: the Log's page size
 	if err != nil {
 		panic(err)
 	}
 	for _, r := range latest {
 		fmt.Println(r.Time(), r.Celsius)
+	}
+	// The 5,000 newest, at most 500 per request: smaller answers, more
+	// requests (a page size for this call only).
+	if _, err := log.Latest(ctx, "sensor-7", 5000, &logtail.LatestOptions{PageSize: 500}); err != nil {
+		panic(err)
 	}
 	for r, err := range log.Since(ctx, "sensor-7", time.Now().Add(-time.Hour)) {
 		if err != nil {
@@ -62,9 +68,9 @@ func ExampleLog() {
 		}
 		fmt.Println(r.Time(), r.Celsius)
 	}
-	page, err := log.Page(ctx, "sensor-7", &logtail.PageOptions{Size: 50})
+	page, err := log.Page(ctx, "sensor-7", &logtail.PageOptions{PageSize: 50})
 	for err == nil && page.Continuation != "" {
-		page, err = log.Page(ctx, "sensor-7", &logtail.PageOptions{Size: 50, Continuation: page.Continuation})
+		page, err = log.Page(ctx, "sensor-7", &logtail.PageOptions{PageSize: 50, Continuation: page.Continuation})
 	}
 	if err != nil {
 		panic(err)
@@ -102,6 +108,8 @@ func ExampleWriter() {
 		FlushBytes:    4 << 20,          // a block per 4 MiB...
 		FlushAge:      30 * time.Second, // ...or per 30 seconds
 		FlushInterval: 5 * time.Second,  // also when no record arrives
+		// failed background flushes, commits settled after a lost answer
+		Logger: slog.Default().With("component", "weblog"),
 	})
 	if err != nil {
 		panic(err)

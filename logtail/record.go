@@ -27,10 +27,11 @@ const TimeWidth = len(timeLayout)
 // MaxRecordBytes is the longest encoded record (line) a Writer accepts.
 const MaxRecordBytes = 4 << 20
 
-// checkTime reports whether t can be written: years 1 to 9999 UTC.
-func checkTime(t time.Time) error {
+// checkTime refuses, for operation op, a time t (of property prop) that
+// cannot be written: years 1 to 9999 UTC.
+func checkTime(op, prop string, t time.Time) error {
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
-		return &tablekit.ValidationError{Property: "Time", Detail: fmt.Sprintf("logtail: time %v outside years 0001..9999", t), Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: op, Property: prop, Limit: "years 0001..9999 UTC", Detail: fmt.Sprintf("time %v out of range", t), Err: tablekit.ErrInvalidInput}
 	}
 	return nil
 }
@@ -43,11 +44,11 @@ func formatTime(t time.Time) string { return string(appendTime(nil, t)) }
 
 func parseTime(b []byte) (time.Time, error) {
 	if len(b) != TimeWidth || b[len(b)-1] != 'Z' {
-		return time.Time{}, fmt.Errorf("logtail: malformed record time %q", b)
+		return time.Time{}, fmt.Errorf("malformed record time %q", b)
 	}
 	t, err := time.Parse(timeLayout, string(b))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("logtail: malformed record time %q", b)
+		return time.Time{}, fmt.Errorf("malformed record time %q", b)
 	}
 	return t, nil
 }
@@ -64,9 +65,15 @@ func parseTime(b []byte) (time.Time, error) {
 // carriage return as `\r` and tab as `\t`. Every other byte is written as
 // is. So a line never holds a raw newline, its fields never hold a raw
 // tab, and every message round-trips exactly through [ParseRecord].
-// r.Time must be within years 1..9999 (ErrInvalidInput).
+// r.Time must be within years 1..9999: otherwise a
+// *tablekit.ValidationError with Op "logtail.AppendRecord" (matching
+// tablekit.ErrInvalidInput), and dst unchanged.
 func AppendRecord(dst []byte, r Record) ([]byte, error) {
-	if err := checkTime(r.Time); err != nil {
+	return appendRecord("logtail.AppendRecord", dst, r)
+}
+
+func appendRecord(op string, dst []byte, r Record) ([]byte, error) {
+	if err := checkTime(op, "Time", r.Time); err != nil {
 		return dst, err
 	}
 	dst = appendTime(dst, r.Time)
@@ -97,11 +104,21 @@ func AppendRecord(dst []byte, r Record) ([]byte, error) {
 }
 
 // ParseRecord decodes one line of the record format, with or without its
-// trailing newline.
+// trailing newline. A line that is not in the format is a
+// *tablekit.DecodeError with Op "logtail.ParseRecord".
 func ParseRecord(line []byte) (Record, error) {
+	r, err := parseRecord(line)
+	if err != nil {
+		return Record{}, &tablekit.DecodeError{Op: "logtail.ParseRecord", Detail: err.Error()}
+	}
+	return r, nil
+}
+
+// parseRecord is ParseRecord with a plain error.
+func parseRecord(line []byte) (Record, error) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	if len(line) < TimeWidth+1 || line[TimeWidth] != '\t' {
-		return Record{}, fmt.Errorf("logtail: malformed record %q: want <time>\\t<message>", truncateForError(line))
+		return Record{}, fmt.Errorf("malformed record %q: want <time>\\t<message>", truncateForError(line))
 	}
 	t, err := parseTime(line[:TimeWidth])
 	if err != nil {
@@ -115,7 +132,7 @@ func ParseRecord(line []byte) (Record, error) {
 	for i := 0; i < len(msg); i++ {
 		c := msg[i]
 		if c == '\t' || c == '\n' {
-			return Record{}, fmt.Errorf("logtail: malformed record %q: raw delimiter in message", truncateForError(line))
+			return Record{}, fmt.Errorf("malformed record %q: raw delimiter in message", truncateForError(line))
 		}
 		if c != '\\' {
 			out = append(out, c)
@@ -123,7 +140,7 @@ func ParseRecord(line []byte) (Record, error) {
 		}
 		i++
 		if i == len(msg) {
-			return Record{}, fmt.Errorf("logtail: malformed record %q: dangling escape", truncateForError(line))
+			return Record{}, fmt.Errorf("malformed record %q: dangling escape", truncateForError(line))
 		}
 		switch msg[i] {
 		case '\\':
@@ -135,7 +152,7 @@ func ParseRecord(line []byte) (Record, error) {
 		case 't':
 			out = append(out, '\t')
 		default:
-			return Record{}, fmt.Errorf("logtail: malformed record %q: unknown escape \\%c", truncateForError(line), msg[i])
+			return Record{}, fmt.Errorf("malformed record %q: unknown escape \\%c", truncateForError(line), msg[i])
 		}
 	}
 	return Record{Time: t, Message: string(out)}, nil
@@ -153,9 +170,9 @@ func parseRecords(data []byte, fn func(Record) error) error {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			return fmt.Errorf("logtail: truncated record at end of blob")
+			return fmt.Errorf("truncated record at end of blob")
 		}
-		r, err := ParseRecord(data[:i])
+		r, err := parseRecord(data[:i])
 		if err != nil {
 			return err
 		}

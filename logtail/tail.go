@@ -1,6 +1,7 @@
 package logtail
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"reflect"
 	"strings"
@@ -32,8 +34,8 @@ import (
 // [Entry.Time].
 type Entry struct {
 	// PartitionKey is the stored PartitionKey: the log's partition name,
-	// prefixed with a shard bucket when the Log is sharded (see
-	// [Options.Shards]).
+	// or, when the Log is sharded, keys.ShardedKey of it, "<bucket>!<name>"
+	// (see [Options.Shards]).
 	PartitionKey string `table:",pk"`
 	// RowKey is the newest-first key: keys.DescendingKey(time, seq), or
 	// the bare inverted ticks of the design guide's .NET formula for rows
@@ -72,15 +74,18 @@ type Options struct {
 	// partitions (1..keys.MaxShards; 0 or 1 means no sharding). A log
 	// written at a high rate into one partition is the prepend
 	// anti-pattern: every insert lands at the head of the same partition,
-	// which one server handles. With Shards > 1, an entry is stored in
-	// partition "<bucket>!<pk>" (keys.Compound of keys.ShardPrefix of its
-	// RowKey, and pk), so consecutive entries land in different buckets;
-	// reads fan out over every bucket and merge newest first, costing one
-	// query per bucket instead of one. Every reader and writer of a log
-	// must use the same Shards value.
+	// which one server handles. With Shards > 1, an entry of partition pk
+	// is stored in the partition keys.ShardedKey(bucket, Shards, pk),
+	// "<bucket>!<pk>", with the bucket keys.Shard chooses from the entry's
+	// RowKey, so consecutive entries land in different buckets; reads fan
+	// out over the keys.ShardedKeys of pk and merge newest first, costing
+	// one query per bucket instead of one. The layout is the one package
+	// keys documents (its Sharded keys section). Every reader and writer
+	// of a log must use the same Shards value.
 	Shards int
-	// PageSize is the number of entities asked for per query request
-	// (1..1000; 0 means the service's maximum). Reads keep requesting
+	// PageSize is the most entities one query request asks for (1..1000;
+	// 0 means the service's maximum, 1000), unless a call's options say
+	// otherwise ([LatestOptions], [PageOptions]). Reads keep requesting
 	// until they have what they need, whatever the service returns per
 	// page.
 	PageSize int
@@ -93,7 +98,6 @@ type Options struct {
 type Log[T HasEntry] struct {
 	table    *tablekit.Table[T]
 	shards   int
-	buckets  []string // shard prefixes, nil when not sharded
 	pageSize int
 	now      tablekit.Clock
 	keyPath  []int // index path of the embedded Entry in T
@@ -102,37 +106,40 @@ type Log[T HasEntry] struct {
 }
 
 // New returns a Log that stores its entries in table. The table must exist
-// (see tablekit.Table.CreateIfNotExists).
+// (see tablekit.Table.CreateIfNotExists). Bad options are refused with a
+// *tablekit.ValidationError whose Op is "logtail.New"; nothing is sent.
 func New[T HasEntry](table *tablekit.Table[T], opts *Options) (*Log[T], error) {
+	const op = "logtail.New"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Detail: "logtail: nil table", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.Shards < 0 || o.Shards > keys.MaxShards {
-		return nil, &tablekit.ValidationError{Property: "Shards", Limit: "0..10000", Size: o.Shards, Detail: "logtail: shard count out of range", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: "Shards", Limit: fmt.Sprintf("0..%d", keys.MaxShards), Size: o.Shards, Detail: "shard count out of range", Err: tablekit.ErrInvalidInput}
 	}
-	if o.PageSize < 0 || o.PageSize > tablekit.MaxPageSize {
-		return nil, &tablekit.ValidationError{Property: "PageSize", Limit: "0..1000", Size: o.PageSize, Detail: "logtail: page size out of range", Err: tablekit.ErrInvalidInput}
+	if err := checkPageSize(op, o.PageSize); err != nil {
+		return nil, err
 	}
 	path, ok := entryPath(reflect.TypeFor[T]())
 	if !ok {
-		return nil, &tablekit.ValidationError{Entity: reflect.TypeFor[T]().String(), Detail: "logtail: the entry type must be a struct that embeds logtail.Entry by value", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "the entry type " + reflect.TypeFor[T]().String() + " must be a struct that embeds logtail.Entry by value", Err: tablekit.ErrInvalidInput}
 	}
 	l := &Log[T]{table: table, shards: max(o.Shards, 1), pageSize: o.PageSize, now: o.Clock, keyPath: path}
-	if l.shards > 1 {
-		b, err := keys.ShardPrefixes(l.shards)
-		if err != nil {
-			return nil, err
-		}
-		l.buckets = b
-	}
 	var id [4]byte
 	rand.Read(id[:])
 	l.writerID = binary.BigEndian.Uint32(id[:])
 	return l, nil
+}
+
+// checkPageSize refuses a PageSize outside 0..MaxPageSize.
+func checkPageSize(op string, n int) error {
+	if n < 0 || n > tablekit.MaxPageSize {
+		return &tablekit.ValidationError{Op: op, Property: "PageSize", Limit: fmt.Sprintf("0..%d", tablekit.MaxPageSize), Size: n, Detail: "page size out of range", Err: tablekit.ErrInvalidInput}
+	}
+	return nil
 }
 
 var entryType = reflect.TypeFor[Entry]()
@@ -192,50 +199,47 @@ func (l *Log[T]) nextSeq() uint64 {
 }
 
 // partitionKey returns the stored PartitionKey of an entry of logical
-// partition pk with RowKey rk.
-func (l *Log[T]) partitionKey(pk, rk string) (string, error) {
+// partition pk with RowKey rk: pk itself, or, sharded, the
+// keys.ShardedKey of pk in the bucket keys.Shard gives rk.
+func (l *Log[T]) partitionKey(op, pk, rk string) (string, error) {
 	if l.shards == 1 {
 		return pk, nil
 	}
-	b, err := keys.ShardPrefix(rk, l.shards)
-	if err != nil {
-		return "", err
+	b, err := keys.Shard(rk, l.shards)
+	if err == nil {
+		var spk string
+		if spk, err = keys.ShardedKey(b, l.shards, pk); err == nil {
+			return spk, nil
+		}
 	}
-	return l.bucketKey(b, pk)
+	return "", partitionError(op, pk, err)
 }
 
-func (l *Log[T]) bucketKey(bucket, pk string) (string, error) {
-	k, err := keys.Compound(bucket, pk)
-	if err != nil {
-		return "", &tablekit.ValidationError{Property: "PartitionKey", Detail: "logtail: partition " + quote(pk) + ": " + err.Error(), Err: tablekit.ErrInvalidKey}
-	}
-	return k, nil
-}
-
-// partitions returns the stored PartitionKeys holding logical partition pk.
-func (l *Log[T]) partitions(pk string) ([]string, error) {
-	if err := checkPartition(pk); err != nil {
+// partitions returns the stored PartitionKeys holding logical partition
+// pk: pk itself, or, sharded, its keys.ShardedKeys.
+func (l *Log[T]) partitions(op, pk string) ([]string, error) {
+	if err := checkPartition(op, pk); err != nil {
 		return nil, err
 	}
 	if l.shards == 1 {
 		return []string{pk}, nil
 	}
-	out := make([]string, len(l.buckets))
-	for i, b := range l.buckets {
-		k, err := l.bucketKey(b, pk)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = k
+	parts, err := keys.ShardedKeys(l.shards, pk)
+	if err != nil {
+		return nil, partitionError(op, pk, err)
 	}
-	return out, nil
+	return parts, nil
 }
 
-func checkPartition(pk string) error {
+func checkPartition(op, pk string) error {
 	if err := keys.Validate(pk); err != nil {
-		return &tablekit.ValidationError{Property: "PartitionKey", Detail: "logtail: partition " + quote(pk) + ": " + err.Error(), Err: tablekit.ErrInvalidKey}
+		return partitionError(op, pk, err)
 	}
 	return nil
+}
+
+func partitionError(op, pk string, err error) error {
+	return &tablekit.ValidationError{Op: op, Property: "PartitionKey", Detail: "partition " + quote(pk) + ": " + err.Error(), Err: tablekit.ErrInvalidKey}
 }
 
 func quote(s string) string {
@@ -243,42 +247,58 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Append stores v as the newest entry of partition pk, timed now by the
+// Append inserts v as the newest entry of partition pk, timed now by the
 // Log's clock. See AppendAt.
 func (l *Log[T]) Append(ctx context.Context, pk string, v T) (T, error) {
-	return l.AppendAt(ctx, pk, l.now.Now(), v)
+	return l.appendAt(ctx, "Log.Append", pk, l.now.Now(), v)
 }
 
-// AppendAt stores v as an entry of partition pk at time at, and returns it
-// with its Entry keys set. Entries at the same tick (100 ns) get distinct
-// RowKeys; among them the one appended later through this Log sorts first.
-// Whatever keys v holds are replaced. An entry is inserted, never
-// replaced: appends do not overwrite each other.
+// AppendAt inserts v as an entry of partition pk at time at, and returns
+// it with its Entry keys set. An append is an insert (create only, like
+// tablekit.Table.Insert) of a new entry under a key of its own: the RowKey
+// keys.DescendingKey(at, seq), where seq holds this Log's random identity
+// and a counter, so no other call, in this process or another, uses it.
+// Whatever keys v holds are replaced; entries never replace each other.
+// Entries at the same tick (100 ns) get distinct RowKeys; among them the
+// one appended later through this Log sorts first.
 //
-// When an answer is lost, AppendAt settles the outcome itself: the RowKey
-// holds this Log's random identity and a counter, so the key is this
-// call's alone. When the SDK retries an insert the service had already
-// applied, the service answers "already exists", which AppendAt takes as
-// success; when the insert's error otherwise matches
-// tablekit.ErrOutcomeUnknown (no try got an answer, or a retry after a
-// lost answer was throttled or answered 5xx), AppendAt reads the key and
-// reports success if the entry is there. Otherwise it returns the error:
-// when it matches tablekit.ErrOutcomeUnknown (or is the context's), the
-// entry may or may not be stored (the read failed too, or a request whose
-// connection broke may still be applied later); any other error means the
-// entry was not stored.
-// Calling Append again then appends a second entry, under a new RowKey, if
-// the first one was stored; that is the only way a log gets duplicates.
+// Cost: one transaction (InsertEntity), and one more (GetEntity) only to
+// settle a lost answer (below).
+//
+// A lost answer is settled by that key: when the SDK retries an insert the
+// service had already applied, the service answers "already exists", and
+// since no other call inserts under this key, AppendAt takes it as
+// success; when no try got an answer (or a retry after a lost answer was
+// throttled or answered 5xx), AppendAt reads the key (a point query) and
+// reports success if the entry is there. An error matching
+// tablekit.ErrOutcomeUnknown is thus left only when that read failed too,
+// or found nothing while a try whose connection broke may still be applied
+// later, and a context error when ctx ended first: then the entry may or
+// may not be stored, at most once, under the RowKey this call chose. Any
+// other error means the entry was not stored. Appending it again after an unknown
+// outcome makes a new entry under a new RowKey, so a log holds a
+// duplicate only when the first one was stored after all: a caller that
+// must not have duplicates gives its entries an id of its own and looks
+// for it (with Window around the time of the first try) before appending
+// again.
+//
+// Refusals (a partition key Azure refuses, a time outside years
+// 1..9999) are *tablekit.ValidationError with Op "Log.AppendAt" ("Log.Append"
+// from Append); nothing is sent.
 func (l *Log[T]) AppendAt(ctx context.Context, pk string, at time.Time, v T) (T, error) {
+	return l.appendAt(ctx, "Log.AppendAt", pk, at, v)
+}
+
+func (l *Log[T]) appendAt(ctx context.Context, op, pk string, at time.Time, v T) (T, error) {
 	var zero T
-	if err := checkPartition(pk); err != nil {
+	if err := checkPartition(op, pk); err != nil {
 		return zero, err
 	}
 	rk, err := keys.DescendingKey(at, l.nextSeq())
 	if err != nil {
-		return zero, &tablekit.ValidationError{Property: "RowKey", Detail: "logtail: " + err.Error(), Err: tablekit.ErrInvalidInput}
+		return zero, &tablekit.ValidationError{Op: op, Property: "at", Limit: "years 0001..9999", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 	}
-	spk, err := l.partitionKey(pk, rk)
+	spk, err := l.partitionKey(op, pk, rk)
 	if err != nil {
 		return zero, err
 	}
@@ -312,28 +332,59 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 	return gerr == nil
 }
 
+// LatestOptions configures one [Log.Latest] call. A nil *LatestOptions
+// means defaults.
+type LatestOptions struct {
+	// PageSize is the most entities one query request of this call asks
+	// for (1..1000; 0 means the Log's Options.PageSize). Latest keeps
+	// requesting until it has n entries or the partition ends, so it
+	// changes the number of requests, never the result.
+	PageSize int
+}
+
 // Latest returns the n newest entries of partition pk, newest first: fewer
 // only when the partition holds fewer. It reads as many pages as needed,
 // however short the pages the service returns.
-func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
+//
+// Cost: one query (QueryEntities) per page read, ⌈n/PageSize⌉ when the
+// service returns full pages, on each of the Log's Shards buckets (so at
+// least Shards queries on a sharded log). n <= PageSize is one query per
+// bucket. Refusals are *tablekit.ValidationError with Op "Log.Latest".
+func (l *Log[T]) Latest(ctx context.Context, pk string, n int, opts *LatestOptions) ([]T, error) {
+	const op = "Log.Latest"
 	if n <= 0 {
-		return nil, &tablekit.ValidationError{Property: "n", Detail: "logtail: Latest needs n > 0", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: "n", Limit: "n > 0", Detail: "no entries asked for", Err: tablekit.ErrInvalidInput}
 	}
-	return l.collect(ctx, pk, "", n)
+	pageSize := l.pageSize
+	if opts != nil && opts.PageSize != 0 {
+		if err := checkPageSize(op, opts.PageSize); err != nil {
+			return nil, err
+		}
+		pageSize = opts.PageSize
+	}
+	return l.collect(ctx, op, pk, "", n, pageSize)
 }
 
 // Since returns the entries of partition pk at or after t, newest first.
+// It is Window with no upper bound; refusals name Op "Log.Since".
 func (l *Log[T]) Since(ctx context.Context, pk string, t time.Time) iter.Seq2[T, error] {
-	return l.Window(ctx, pk, t, time.Time{})
+	return l.window(ctx, "Log.Since", pk, t, time.Time{})
 }
 
 // Window returns the entries of partition pk with from <= time < to,
 // newest first. A zero from means no lower bound, a zero to no upper
-// bound. It is one RowKey range query per shard bucket.
+// bound. It is one RowKey range query per shard bucket, one request per
+// page of results (Options.PageSize). Refusals (a partition key Azure
+// refuses, a time outside years 1..9999) are yielded as a
+// *tablekit.ValidationError with Op "Log.Window".
 func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
+	return l.window(ctx, "Log.Window", pk, from, to)
+}
+
+func (l *Log[T]) window(ctx context.Context, op, pk string, from, to time.Time) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		lo, hi, err := windowBounds(from, to)
+		lo, hi, err := windowBounds(op, from, to)
 		if err != nil {
 			yield(zero, err)
 			return
@@ -341,7 +392,7 @@ func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter
 		if lo != "" && hi != "" && lo >= hi {
 			return
 		}
-		l.merged(ctx, pk, lo, hi)(yield)
+		l.merged(ctx, op, pk, lo, hi)(yield)
 	}
 }
 
@@ -349,11 +400,11 @@ func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter
 // a time is at or after from when its inverted ticks are at most those of
 // from, i.e. its RowKey sorts before PrefixEnd(InvertedTicks(from)), and
 // before to when its RowKey sorts at or after PrefixEnd(InvertedTicks(to)).
-func windowBounds(from, to time.Time) (lo, hi string, err error) {
+func windowBounds(op string, from, to time.Time) (lo, hi string, err error) {
 	bound := func(name string, t time.Time) (string, error) {
 		inv, err := keys.InvertedTicks(t)
 		if err != nil {
-			return "", &tablekit.ValidationError{Property: name, Detail: "logtail: " + err.Error(), Err: tablekit.ErrInvalidInput}
+			return "", &tablekit.ValidationError{Op: op, Property: name, Limit: "years 0001..9999", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 		}
 		end, _ := keys.PrefixEnd(inv) // 19 digits always have a successor
 		return end, nil
@@ -371,10 +422,19 @@ func windowBounds(from, to time.Time) (lo, hi string, err error) {
 	return lo, hi, nil
 }
 
-// PageOptions configures [Log.Page]. A nil *PageOptions means defaults.
+// DefaultPageSize is the number of entries in a page of [Log.Page] when
+// neither PageOptions.PageSize nor Options.PageSize sets it.
+const DefaultPageSize = 100
+
+// PageOptions configures one [Log.Page] call. A nil *PageOptions means
+// defaults.
 type PageOptions struct {
-	// Size is the most entries in a page (1..1000; 0 means 100).
-	Size int
+	// PageSize is the number of entries in the page, and the most
+	// entities one query request of this call asks for (1..1000; 0 means
+	// the Log's Options.PageSize, or DefaultPageSize when that is 0 too).
+	// Like LatestOptions.PageSize it overrides the Log's for this call; a
+	// page is short only at the end of the log.
+	PageSize int
 	// Continuation resumes after the last entry of an earlier page of the
 	// same partition; "" starts at the newest entry.
 	Continuation string
@@ -386,30 +446,35 @@ type PageOptions struct {
 // of the log, where its Continuation is "". The token is a position in
 // the log, not a service cursor: it stays valid while entries are
 // appended, and a page after it never repeats an entry.
+//
+// Cost: like Latest(PageSize): one query per page read on each bucket.
+// Refusals (a bad PageSize, a token that is not this partition's) are
+// *tablekit.ValidationError with Op "Log.Page".
 func (l *Log[T]) Page(ctx context.Context, pk string, opts *PageOptions) (tablekit.Page[T], error) {
+	const op = "Log.Page"
 	var o PageOptions
 	if opts != nil {
 		o = *opts
 	}
-	if o.Size == 0 {
-		o.Size = 100
+	if err := checkPageSize(op, o.PageSize); err != nil {
+		return tablekit.Page[T]{}, err
 	}
-	if o.Size < 0 || o.Size > tablekit.MaxPageSize {
-		return tablekit.Page[T]{}, &tablekit.ValidationError{Property: "Size", Limit: "0..1000", Size: o.Size, Detail: "logtail: page size out of range", Err: tablekit.ErrInvalidInput}
+	if o.PageSize == 0 {
+		o.PageSize = cmp.Or(l.pageSize, DefaultPageSize)
 	}
 	after := ""
 	if o.Continuation != "" {
 		var err error
-		if after, err = decodeCursor(o.Continuation, pk); err != nil {
+		if after, err = decodeCursor(op, o.Continuation, pk); err != nil {
 			return tablekit.Page[T]{}, err
 		}
 	}
-	items, err := l.collect(ctx, pk, after, o.Size)
+	items, err := l.collect(ctx, op, pk, after, o.PageSize, o.PageSize)
 	if err != nil {
 		return tablekit.Page[T]{}, err
 	}
 	p := tablekit.Page[T]{Items: items}
-	if len(items) == o.Size {
+	if len(items) == o.PageSize {
 		p.Continuation = encodeCursor(pk, items[len(items)-1].logEntry().RowKey)
 	}
 	return p, nil
@@ -427,9 +492,9 @@ func encodeCursor(pk, rk string) string {
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(tok, pk string) (string, error) {
+func decodeCursor(op, tok, pk string) (string, error) {
 	bad := func(why string) error {
-		return &tablekit.ValidationError{Property: "Continuation", Detail: "logtail: invalid continuation token: " + why, Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: op, Property: "Continuation", Detail: "not a continuation token of this partition's pages: " + why, Err: tablekit.ErrInvalidInput}
 	}
 	rest, ok := strings.CutPrefix(tok, cursorPrefix)
 	if !ok {
@@ -460,18 +525,19 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 }
 
 // collect returns the n newest entries of pk with RowKey > after (all
-// when after is ""), newest first.
-func (l *Log[T]) collect(ctx context.Context, pk, after string, n int) ([]T, error) {
+// when after is ""), newest first, asking for at most pageSize entities
+// per request (0: the service's maximum).
+func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) ([]T, error) {
 	if l.table.Cosmos() {
-		return nil, &tablekit.ValidationError{Op: "logtail.Log", Entity: l.table.Name(),
+		return nil, &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
 			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Since and Window still work: they sort their range on the client)",
 			Err:    tablekit.ErrUnsupported}
 	}
-	parts, err := l.partitions(pk)
+	parts, err := l.partitions(op, pk)
 	if err != nil {
 		return nil, err
 	}
-	qo := &tablekit.QueryOptions{PageSize: l.pageSize}
+	qo := &tablekit.QueryOptions{PageSize: pageSize}
 	if len(parts) == 1 {
 		out, err := l.table.Top(ctx, rangeFilter(parts[0], "", "", after), n, qo)
 		if err != nil {
@@ -513,10 +579,10 @@ func (l *Log[T]) collect(ctx context.Context, pk, after string, n int) ([]T, err
 
 // merged yields the entries of pk with lo <= RowKey < hi (either bound
 // optional), newest first, merging the shard buckets' queries.
-func (l *Log[T]) merged(ctx context.Context, pk, lo, hi string) iter.Seq2[T, error] {
+func (l *Log[T]) merged(ctx context.Context, op, pk, lo, hi string) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		parts, err := l.partitions(pk)
+		parts, err := l.partitions(op, pk)
 		if err != nil {
 			yield(zero, err)
 			return

@@ -52,7 +52,7 @@ func TestAppendLostAnswer(t *testing.T) {
 			inj.SetEnabled(true)
 			got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 			inj.SetEnabled(false)
-			es, lerr := l.Latest(ctx, "p", 10)
+			es, lerr := l.Latest(ctx, "p", 10, nil)
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -114,7 +114,7 @@ func TestAppendLostThenThrottled(t *testing.T) {
 	if n := p.tries.Load(); n < 2 {
 		t.Fatalf("%d insert tries, want the SDK to retry", n)
 	}
-	es, lerr := l.Latest(ctx, "p", 10)
+	es, lerr := l.Latest(ctx, "p", 10, nil)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}

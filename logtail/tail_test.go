@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestLogTail(t *testing.T) {
 	}
 
 	want := []int{999, 998, 997, 996, 995, 994, 993, -1, 992, 991}
-	latest, err := log.Latest(ctx, pk, 10)
+	latest, err := log.Latest(ctx, pk, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestLogTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := acct.Meter().Snapshot()
-	latest7, err := log7.Latest(ctx, pk, 10)
+	latest7, err := log7.Latest(ctx, pk, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestLogTail(t *testing.T) {
 	tok := ""
 	pages := 0
 	for {
-		p, err := log.Page(ctx, pk, &logtail.PageOptions{Size: 100, Continuation: tok})
+		p, err := log.Page(ctx, pk, &logtail.PageOptions{PageSize: 100, Continuation: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,14 +265,13 @@ func TestShardedLogTail(t *testing.T) {
 		t.Fatalf("200 entries landed in partitions %v; want them spread over the %d buckets", buckets, shards)
 	}
 	for k := range buckets {
-		parts, err := keys.Split(k)
-		if err != nil || len(parts) != 2 || parts[1] != pk {
-			t.Fatalf("stored partition %q is not <bucket>!%s", k, pk)
+		if _, got, err := keys.ParseShardedKey(k, shards); err != nil || got != pk {
+			t.Fatalf("stored partition %q is not keys.ShardedKey(bucket, %d, %q): %q, %v", k, shards, pk, got, err)
 		}
 	}
 
 	before := acct.Meter().Snapshot()
-	latest, err := log.Latest(ctx, pk, 15)
+	latest, err := log.Latest(ctx, pk, 15, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestShardedLogTail(t *testing.T) {
 	var all []event
 	tok := ""
 	for {
-		p, err := log.Page(ctx, pk, &logtail.PageOptions{Size: 30, Continuation: tok})
+		p, err := log.Page(ctx, pk, &logtail.PageOptions{PageSize: 30, Continuation: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,11 +317,177 @@ func TestShardedLogTail(t *testing.T) {
 	}
 }
 
+// TestShardedLayout: a sharded log stores an entry of partition pk under
+// keys.ShardedKey(keys.Shard(RowKey), n, pk), the one layout of package
+// keys, with pk as it is, also when pk holds characters that a compound
+// key escapes (before, logtail built keys.Compound(bucket, pk), which
+// differs for them); reads find every entry.
+func TestShardedLayout(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	const shards = 3
+	log, tbl := newLog(t, acct, &logtail.Options{Shards: shards})
+	const pk = "host.example.com a!b~c"
+	base := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
+	for i := range 12 {
+		e, err := log.AppendAt(ctx, pk, base.Add(time.Duration(i)*time.Second), event{N: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := keys.Shard(e.RowKey, shards)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := keys.ShardedKey(b, shards, pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.PartitionKey != want {
+			t.Fatalf("entry %d stored in partition %q, want keys.ShardedKey = %q", i, e.PartitionKey, want)
+		}
+		prefix, _ := keys.ShardPrefix(e.RowKey, shards)
+		if old, _ := keys.Compound(prefix, pk); old == e.PartitionKey {
+			t.Fatalf("the test partition %q does not tell the layouts apart", pk)
+		}
+		if _, err := tbl.Get(ctx, want, e.RowKey, nil); err != nil {
+			t.Fatalf("entry %d is not at %s/%s: %v", i, want, e.RowKey, err)
+		}
+	}
+	latest, err := log.Latest(ctx, pk, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []int{11, 10, 9, 8, 7}; !slices.Equal(ns(latest), w) {
+		t.Fatalf("Latest(5) = %v, want %v", ns(latest), w)
+	}
+	var win []event
+	for e, err := range log.Window(ctx, pk, base.Add(2*time.Second), base.Add(5*time.Second)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		win = append(win, e)
+	}
+	if w := []int{4, 3, 2}; !slices.Equal(ns(win), w) {
+		t.Fatalf("Window = %v, want %v", ns(win), w)
+	}
+	var all []event
+	for tok := ""; ; {
+		p, err := log.Page(ctx, pk, &logtail.PageOptions{PageSize: 5, Continuation: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, p.Items...)
+		if tok = p.Continuation; tok == "" {
+			break
+		}
+	}
+	if len(all) != 12 || all[0].N != 11 || all[11].N != 0 {
+		t.Fatalf("paging: %v, want 11..0", ns(all))
+	}
+}
+
+// TestPerCallPageSize: LatestOptions.PageSize and PageOptions.PageSize set
+// the most entities one request of that call asks for, over the Log's
+// Options.PageSize; the results do not change, the request count does.
+func TestPerCallPageSize(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	log, tbl := newLog(t, acct, &logtail.Options{PageSize: 4})
+	const pk = "device"
+	base := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
+	items := make([]event, 30)
+	for i := range items {
+		rk, err := keys.DescendingKey(base.Add(time.Duration(i)*time.Second), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items[i] = event{Entry: logtail.Entry{PartitionKey: pk, RowKey: rk}, N: i}
+	}
+	if _, err := tbl.BulkWriter(nil).Insert(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int, 10)
+	for i := range want {
+		want[i] = 29 - i
+	}
+	for _, tc := range []struct {
+		opts    *logtail.LatestOptions
+		queries int
+	}{
+		{nil, 3},                                  // the Log's 4: 4+4+2
+		{&logtail.LatestOptions{}, 3},             // 0: the Log's
+		{&logtail.LatestOptions{PageSize: 3}, 4},  // 3+3+3+1
+		{&logtail.LatestOptions{PageSize: 10}, 1}, // one request
+	} {
+		before := acct.Meter().Snapshot()
+		got, err := log.Latest(ctx, pk, 10, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := acct.Meter().Snapshot().Sub(before)
+		if !slices.Equal(ns(got), want) {
+			t.Fatalf("Latest(10, %+v) = %v, want %v", tc.opts, ns(got), want)
+		}
+		if q := cost.Count("table", "QueryEntities"); q != int64(tc.queries) {
+			t.Errorf("Latest(10, %+v) took %d queries, want %d", tc.opts, q, tc.queries)
+		}
+	}
+	for _, tc := range []struct {
+		opts          *logtail.PageOptions
+		size, queries int
+	}{
+		{nil, 4, 1}, // 0: the Log's PageSize
+		{&logtail.PageOptions{PageSize: 9}, 9, 1},     // the call's, in one request
+		{&logtail.PageOptions{PageSize: 1000}, 30, 1}, // short: the end of the log
+	} {
+		before := acct.Meter().Snapshot()
+		p, err := log.Page(ctx, pk, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost := acct.Meter().Snapshot().Sub(before)
+		if len(p.Items) != tc.size || p.Items[0].N != 29 {
+			t.Fatalf("Page(%+v): %v, want %d entries from 29", tc.opts, ns(p.Items), tc.size)
+		}
+		if (p.Continuation == "") != (tc.size == 30) {
+			t.Errorf("Page(%+v): continuation %q", tc.opts, p.Continuation)
+		}
+		if q := cost.Count("table", "QueryEntities"); q != int64(tc.queries) {
+			t.Errorf("Page(%+v) took %d queries, want %d", tc.opts, q, tc.queries)
+		}
+	}
+	// Without Options.PageSize, a page holds DefaultPageSize entries.
+	plain, err := logtail.New(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := plain.Page(ctx, pk, &logtail.PageOptions{PageSize: 0}); err != nil || len(p.Items) != min(30, logtail.DefaultPageSize) {
+		t.Fatalf("Page with no page size: %d entries, %v", len(p.Items), err)
+	}
+}
+
+// wantRefusal checks that err is a *tablekit.ValidationError matching
+// sentinel whose Op is op, and that the operation is not (also) named in
+// its Detail.
+func wantRefusal(t *testing.T, what string, err error, op string, sentinel error) {
+	t.Helper()
+	var ve *tablekit.ValidationError
+	switch {
+	case !errors.As(err, &ve):
+		t.Errorf("%s: %v (%T), want a *tablekit.ValidationError", what, err, err)
+	case ve.Op != op:
+		t.Errorf("%s: Op %q, want %q (%v)", what, ve.Op, op, err)
+	case !errors.Is(err, sentinel):
+		t.Errorf("%s: %v, want it to match %v", what, err, sentinel)
+	case strings.Contains(ve.Detail, "logtail") || strings.Contains(ve.Detail, op):
+		t.Errorf("%s: Detail %q names the operation or package", what, ve.Detail)
+	}
+}
+
 func TestLogTailInput(t *testing.T) {
 	ctx := context.Background()
-	if _, err := logtail.New[event](nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("New(nil): %v", err)
-	}
+	_, err := logtail.New[event](nil, nil)
+	wantRefusal(t, "New(nil)", err, "logtail.New", tablekit.ErrInvalidInput)
 	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // nothing is sent
 	if err != nil {
 		t.Fatal(err)
@@ -330,27 +496,39 @@ func TestLogTailInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := logtail.New(tbl, &logtail.Options{Shards: -1}); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("Shards -1: %v", err)
-	}
-	if _, err := logtail.New(tbl, &logtail.Options{PageSize: 1001}); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("PageSize 1001: %v", err)
-	}
+	_, err = logtail.New(tbl, &logtail.Options{Shards: -1})
+	wantRefusal(t, "Shards -1", err, "logtail.New", tablekit.ErrInvalidInput)
+	_, err = logtail.New(tbl, &logtail.Options{PageSize: 1001})
+	wantRefusal(t, "PageSize 1001", err, "logtail.New", tablekit.ErrInvalidInput)
 	log, err := logtail.New(tbl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sharded, err := logtail.New(tbl, &logtail.Options{Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Checked before anything is sent (the table does not exist).
-	if _, err := log.Append(ctx, "a/b", event{}); !errors.Is(err, tablekit.ErrInvalidKey) {
-		t.Fatalf("partition with '/': %v", err)
+	_, err = log.Append(ctx, "a/b", event{})
+	wantRefusal(t, "Append to a partition with '/'", err, "Log.Append", tablekit.ErrInvalidKey)
+	_, err = sharded.Append(ctx, strings.Repeat("x", keys.MaxKeyLen), event{})
+	wantRefusal(t, "sharded Append to a partition too long for a bucket prefix", err, "Log.Append", tablekit.ErrInvalidKey)
+	_, err = log.AppendAt(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), event{})
+	wantRefusal(t, "AppendAt after 9999", err, "Log.AppendAt", tablekit.ErrInvalidInput)
+	_, err = log.Latest(ctx, "a", 0, nil)
+	wantRefusal(t, "Latest(0)", err, "Log.Latest", tablekit.ErrInvalidInput)
+	_, err = log.Latest(ctx, "a", 5, &logtail.LatestOptions{PageSize: 1001})
+	wantRefusal(t, "Latest with PageSize 1001", err, "Log.Latest", tablekit.ErrInvalidInput)
+	_, err = sharded.Latest(ctx, "a#b", 5, nil)
+	wantRefusal(t, "Latest of a partition with '#'", err, "Log.Latest", tablekit.ErrInvalidKey)
+	_, err = log.Page(ctx, "a", &logtail.PageOptions{Continuation: "garbage"})
+	wantRefusal(t, "Page with a bad token", err, "Log.Page", tablekit.ErrInvalidInput)
+	_, err = log.Page(ctx, "a", &logtail.PageOptions{PageSize: -1})
+	wantRefusal(t, "Page with PageSize -1", err, "Log.Page", tablekit.ErrInvalidInput)
+	for _, err := range log.Window(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}) {
+		wantRefusal(t, "Window from after 9999", err, "Log.Window", tablekit.ErrInvalidInput)
 	}
-	if _, err := log.AppendAt(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), event{}); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("time after 9999: %v", err)
-	}
-	if _, err := log.Latest(ctx, "a", 0); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("Latest(0): %v", err)
-	}
-	if _, err := log.Page(ctx, "a", &logtail.PageOptions{Continuation: "garbage"}); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Fatalf("bad token: %v", err)
+	for _, err := range sharded.Since(ctx, "a?b", time.Now()) {
+		wantRefusal(t, "Since of a partition with '?'", err, "Log.Since", tablekit.ErrInvalidKey)
 	}
 }

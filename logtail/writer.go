@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -94,6 +95,15 @@ type WriterOptions struct {
 	// Clock gives record times for Write and the age of the buffer (nil
 	// means time.Now). Tests inject a simulated clock.
 	Clock tablekit.Clock
+	// Logger receives the Writer's log records, with structured fields
+	// (container, source, blob, block, records, error): a failed flush of
+	// the FlushInterval goroutine, which has no caller to return its error
+	// to (warn); a commit whose outcome is unknown, which the next flush
+	// checks again (warn); a commit settled as applied after its answer
+	// was lost (info); a blob changed by someone else, left for a new one
+	// (warn); a blob name found taken by another writer (debug). nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
 }
 
 // WriterStats counts what a [Writer] did.
@@ -188,6 +198,7 @@ func (b *batch) note(t, period, now time.Time) {
 // keeps the blob, so that the next flush asks again.
 type Writer struct {
 	c      *container.Client
+	cname  string
 	source string
 	o      WriterOptions
 
@@ -218,12 +229,14 @@ type Writer struct {
 // NewWriter returns a Writer of source's records into the container c,
 // which must exist. source names the log ("web", "billing/eu"): segments of
 // letters, digits, '-', '_' and '.' separated by '/', none made only of
-// digits.
+// digits. Bad input is refused with a *tablekit.ValidationError whose Op
+// is "logtail.NewWriter"; nothing is sent.
 func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer, error) {
+	const op = "logtail.NewWriter"
 	if c == nil {
-		return nil, &tablekit.ValidationError{Op: "logtail.NewWriter", Detail: "logtail: nil container client", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil container client", Err: tablekit.ErrInvalidInput}
 	}
-	if err := checkSource(source); err != nil {
+	if err := checkSource(op, source); err != nil {
 		return nil, err
 	}
 	var o WriterOptions
@@ -231,7 +244,7 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 		o = *opts
 	}
 	bad := func(prop, limit string, size int, detail string) error {
-		return &tablekit.ValidationError{Op: "logtail.NewWriter", Property: prop, Limit: limit, Size: size, Detail: "logtail: " + detail, Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: op, Property: prop, Limit: limit, Size: size, Detail: detail, Err: tablekit.ErrInvalidInput}
 	}
 	switch {
 	case o.FlushBytes == 0:
@@ -271,7 +284,7 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 	case o.MaxBlobBytes < 0:
 		return nil, bad("MaxBlobBytes", "> 0", int(o.MaxBlobBytes), "negative blob size")
 	}
-	w := &Writer{c: c, source: source, o: o, seqHint: map[time.Time]int{}}
+	w := &Writer{c: c, cname: containerName(c), source: source, o: o, seqHint: map[time.Time]int{}}
 	rand.Read(w.id[:])
 	if o.FlushInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -284,6 +297,18 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 // Source returns the source the Writer writes.
 func (w *Writer) Source() string { return w.source }
 
+// ContainerName returns the name of the container the Writer writes to.
+func (w *Writer) ContainerName() string { return w.cname }
+
+// logger returns the Writer's logger: WriterOptions.Logger, or
+// slog.Default() now.
+func (w *Writer) logger() *slog.Logger {
+	if w.o.Logger != nil {
+		return w.o.Logger
+	}
+	return slog.Default()
+}
+
 // background flushes due buffers every FlushInterval until Close.
 func (w *Writer) background(ctx context.Context) {
 	defer close(w.bgDone)
@@ -295,10 +320,17 @@ func (w *Writer) background(ctx context.Context) {
 			return
 		case <-t.C:
 			w.mu.Lock()
-			if flushed, err := w.flushDueLocked(ctx, reasonBackground); flushed && err == nil {
+			flushed, err := w.flushDueLocked(ctx, reasonBackground)
+			if flushed && err == nil {
 				w.stats.BackgroundFlush++
 			}
+			buffered, size := w.bufferedLocked()
 			w.mu.Unlock()
+			if err != nil && ctx.Err() == nil { // not Close cutting it off
+				w.logger().LogAttrs(ctx, slog.LevelWarn, "logtail: background flush failed; the records stay buffered for the next flush",
+					slog.String("container", w.cname), slog.String("source", w.source),
+					slog.Int("buffered", buffered), slog.Int("buffered_bytes", size), slog.Any("error", err))
+			}
 		}
 	}
 }
@@ -306,7 +338,7 @@ func (w *Writer) background(ctx context.Context) {
 // Write writes a record of msg timed now by the Writer's Clock. See
 // WriteRecord.
 func (w *Writer) Write(ctx context.Context, msg string) error {
-	return w.WriteRecord(ctx, Record{Time: w.o.Clock.Now(), Message: msg})
+	return w.writeRecord(ctx, "Writer.Write", Record{Time: w.o.Clock.Now(), Message: msg})
 }
 
 // WriteRecord accepts r (a zero r.Time means now, by the Clock). It returns
@@ -325,7 +357,20 @@ func (w *Writer) Write(ctx context.Context, msg string) error {
 // stored, unless it matches tablekit.ErrOutcomeUnknown (that read failed
 // too) or is a context error (ctx or FlushTimeout cut the commit off):
 // then the record may or may not be stored, at most once.
+//
+// Cost: buffered, nothing, unless the buffer is flushed first (see Flush);
+// write-through, 2 transactions (Put Block, Put Block List). A commit that
+// fails adds a Get Block List to settle it; a new blob whose name another
+// writer took adds 4 (the refused Put Block List, that Get Block List, a
+// List Blobs, and the Put Block again under the next name). A record
+// with a time outside years 1..9999 or an encoding over MaxRecordBytes is
+// refused with a *tablekit.ValidationError whose Op is
+// "Writer.WriteRecord" ("Writer.Write" from Write).
 func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
+	return w.writeRecord(ctx, "Writer.WriteRecord", r)
+}
+
+func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 	if r.Time.IsZero() {
 		r.Time = w.o.Clock.Now()
 	}
@@ -334,7 +379,7 @@ func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.o.WriteThrough {
-		line, err := w.encode(nil, r)
+		line, err := w.encode(op, nil, r)
 		if err != nil {
 			return err
 		}
@@ -345,7 +390,7 @@ func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 			return ErrClosed
 		}
 		n0 := len(w.cur.data)
-		line, err := w.encode(w.cur.data, r) // in place, then decide
+		line, err := w.encode(op, w.cur.data, r) // in place, then decide
 		if err != nil {
 			return err
 		}
@@ -374,14 +419,14 @@ func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 
 // encode appends r's encoding to dst, refusing a record over
 // MaxRecordBytes; on error dst is returned unchanged.
-func (w *Writer) encode(dst []byte, r Record) ([]byte, error) {
+func (w *Writer) encode(op string, dst []byte, r Record) ([]byte, error) {
 	n0 := len(dst)
-	line, err := AppendRecord(dst, r)
+	line, err := appendRecord(op, dst, r)
 	if err != nil {
 		return dst, err
 	}
 	if size := len(line) - n0; size > MaxRecordBytes {
-		return dst, &tablekit.ValidationError{Op: "logtail.Writer.WriteRecord", Property: "Message", Limit: "4 MiB encoded", Size: size, Detail: "logtail: record too large", Err: tablekit.ErrTooLarge}
+		return dst, &tablekit.ValidationError{Op: op, Entity: w.cname, Property: "Message", Limit: "4 MiB encoded", Size: size, Detail: "record too large", Err: tablekit.ErrTooLarge}
 	}
 	return line, nil
 }
@@ -526,15 +571,20 @@ func (w *Writer) FlushDue(ctx context.Context) error {
 // Flush writes every record accepted before the call to storage, waiting
 // for a flush under way first. On error the records stay buffered and a
 // later Flush, Write or Close tries again.
+//
+// Cost: 2 transactions per block written (Put Block, Put Block List):
+// one block for the buffer, one more when a flush under way or a period
+// boundary split it; nothing when nothing is buffered.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.flushAllLocked(ctx, reasonExplicit)
 }
 
-// Close stops the FlushInterval goroutine, flushes, and makes later writes
-// fail with ErrClosed. If the final flush fails, Close returns its error
-// and the records stay buffered: call Close (or Flush) again to retry.
+// Close stops the FlushInterval goroutine, flushes (costing what Flush
+// costs), and makes later writes fail with ErrClosed. If the final flush
+// fails, Close returns its error and the records stay buffered: call Close
+// (or Flush) again to retry.
 func (w *Writer) Close(ctx context.Context) error {
 	if w.bgStop != nil {
 		w.stopOnce.Do(func() { close(w.bgStop) })
@@ -558,10 +608,17 @@ func (w *Writer) Stats() WriterStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.stats
-	s.Buffered, s.BufferedBytes = w.cur.n, len(w.cur.data)
-	if w.head != nil {
-		s.Buffered += w.head.n
-		s.BufferedBytes += len(w.head.data)
-	}
+	s.Buffered, s.BufferedBytes = w.bufferedLocked()
 	return s
+}
+
+// bufferedLocked returns the number of records accepted but not yet
+// committed, and their encoded size.
+func (w *Writer) bufferedLocked() (n, size int) {
+	n, size = w.cur.n, len(w.cur.data)
+	if w.head != nil {
+		n += w.head.n
+		size += len(w.head.data)
+	}
+	return n, size
 }

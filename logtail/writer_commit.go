@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -110,6 +111,7 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 		if ctx.Err() != nil {
 			// Cut off: whether a try was applied is for the next try of
 			// this block to find out (it commits the same list).
+			w.logUnknown(ctx, cur.name, b, err, nil)
 			return cutOff(ctx, cur.name, err)
 		}
 		// This very commit, applied by the service in a try whose answer
@@ -122,6 +124,7 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 			// Cannot tell: keep the blob, so that the next try of this
 			// block commits the same list and asks again (moving on
 			// would write the block a second time if it is there).
+			w.logUnknown(ctx, cur.name, b, err, cerr)
 			return unsettled(cur.name, err, cerr)
 		}
 		if !ok {
@@ -130,11 +133,13 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 				// alone and write these records to a new blob on the
 				// next try. (The ETag changed, so no earlier try of this
 				// commit can still succeed.)
+				w.logBlock(ctx, slog.LevelWarn, "logtail: blob changed or deleted by someone else; its records go to a new blob", cur.name, b, err)
 				w.seqHint[cur.period] = cur.seq + 1
 				w.blob = nil
 			}
 			return err // not applied: the blob is as the Writer knows it
 		}
+		w.logBlock(ctx, slog.LevelInfo, "logtail: commit settled as applied after its answer was lost (the block list shows it)", cur.name, b, err)
 		next.etag = etag
 	} else {
 		next.etag = *resp.ETag
@@ -152,7 +157,7 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 	listed := false
 	for {
 		if seq > MaxSeq {
-			return &tablekit.ValidationError{Op: "logtail.Writer", Property: "seq", Limit: "999999", Size: seq, Detail: "logtail: no free blob sequence number left in period " + b.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
+			return &tablekit.ValidationError{Op: "Writer.Flush", Entity: w.cname, Property: "seq", Limit: "999999", Size: seq, Detail: "no free blob sequence number left in period " + b.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
 		}
 		name := blobName(w.source, b.period, seq)
 		bs := &blobState{name: name, period: b.period, seq: seq, ids: []string{b.id}, size: int64(len(b.data)), records: int64(b.n), first: b.first, last: b.last}
@@ -176,14 +181,17 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 		// it turns out to be another writer's.
 		w.seqHint[b.period] = seq
 		if ctx.Err() != nil {
+			w.logUnknown(ctx, name, b, err, nil)
 			return cutOff(ctx, name, err)
 		}
 		etag, ok, cerr := w.confirm(ctx, bb, bs.ids)
 		if cerr != nil {
 			// Cannot tell whether the name is ours.
+			w.logUnknown(ctx, name, b, err, cerr)
 			return unsettled(name, err, cerr)
 		}
 		if ok { // our own earlier try
+			w.logBlock(ctx, slog.LevelInfo, "logtail: commit settled as applied after its answer was lost (the block list shows it)", name, b, err)
 			bs.etag = etag
 			w.blob = bs
 			res.blobs++
@@ -193,6 +201,7 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 			return err // not applied, and the name may still be free
 		}
 		res.nameConflicts++
+		w.logBlock(ctx, slog.LevelDebug, "logtail: blob name taken by another writer; trying the next sequence number", name, b, err)
 		if !listed {
 			listed = true
 			top, lerr := w.highestSeq(ctx, b.period)
@@ -205,6 +214,35 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 		}
 		w.seqHint[b.period] = seq
 	}
+}
+
+// logBlock logs one event of the commit of block b to blob name, with the
+// error of the commit.
+func (w *Writer) logBlock(ctx context.Context, level slog.Level, msg, name string, b *batch, err error, more ...slog.Attr) {
+	log := w.logger()
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	attrs := append([]slog.Attr{
+		slog.String("container", w.cname), slog.String("source", w.source), slog.String("blob", name),
+		slog.String("block", b.id), slog.Int("records", b.n), slog.Any("error", err),
+	}, more...)
+	log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// logUnknown logs a commit of b to blob name that failed with err when
+// whether a try of it was applied is unknown: ctx ended (cerr nil), or
+// reading the block list failed with cerr.
+func (w *Writer) logUnknown(ctx context.Context, name string, b *batch, err, cerr error) {
+	msg := "logtail: commit outcome unknown; its records stay buffered and the next flush checks the block list again"
+	if b.reason == reasonWriteThrough {
+		msg = "logtail: commit outcome unknown; the write fails with its record stored once or not at all"
+	}
+	var more []slog.Attr
+	if cerr != nil {
+		more = append(more, slog.Any("check_error", cerr))
+	}
+	w.logBlock(ctx, slog.LevelWarn, msg, name, b, err, more...)
 }
 
 // confirm reports whether the blob's committed block list is exactly ids,

@@ -3,6 +3,7 @@ package logtail_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func TestBlobWriterUnsettledCommit(t *testing.T) {
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
 			clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{Clock: clock.Now})
+			var logs logBuffer
+			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{Clock: clock.Now, Logger: logs.logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,6 +80,16 @@ func TestBlobWriterUnsettledCommit(t *testing.T) {
 			if s := w.Stats(); s.Blobs != 1 {
 				t.Errorf("%d blobs created, want 1: %+v", s.Blobs, s)
 			}
+			// The operator sees the unknown outcome, checked again by the
+			// next flush, and how it was settled.
+			unknown := logs.records(t, "commit outcome unknown; its records stay buffered")
+			settled := logs.records(t, "commit settled as applied")
+			if len(unknown) != 1 || len(settled) != 1 {
+				t.Fatalf("%d outcome-unknown and %d settled records, want 1 each; logged:\n%s", len(unknown), len(settled), logs.String())
+			}
+			wantFields(t, unknown[0], map[string]string{"level": "WARN", "container": w.ContainerName(), "source": "app", "records": "3"}, "blob", "block", "error", "check_error")
+			wantFields(t, settled[0], map[string]string{"level": "INFO", "container": w.ContainerName(), "source": "app", "records": "3",
+				"blob": fmt.Sprint(unknown[0]["blob"]), "block": fmt.Sprint(unknown[0]["block"])}, "error")
 		})
 	}
 }
@@ -117,7 +129,8 @@ func TestBlobWriteThroughAfterLostCommit(t *testing.T) {
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
 			clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now})
+			var logs logBuffer
+			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now, Logger: logs.logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,6 +153,19 @@ func TestBlobWriteThroughAfterLostCommit(t *testing.T) {
 				t.Errorf("the write whose commit was applied, its answers lost: %v, want nil (the block list shows it)", err)
 			case !tc.settled && !errors.Is(err, tablekit.ErrOutcomeUnknown):
 				t.Errorf("the write whose commit could not be settled: %v, want an error matching ErrOutcomeUnknown", err)
+			}
+			if tc.settled {
+				recs := logs.records(t, "commit settled as applied after its answer was lost")
+				if len(recs) != 1 {
+					t.Fatalf("%d settled records, want 1; logged:\n%s", len(recs), logs.String())
+				}
+				wantFields(t, recs[0], map[string]string{"level": "INFO", "container": w.ContainerName(), "source": "app", "records": "1"}, "blob", "block", "error")
+			} else {
+				recs := logs.records(t, "commit outcome unknown; the write fails")
+				if len(recs) != 1 {
+					t.Fatalf("%d outcome-unknown records, want 1; logged:\n%s", len(recs), logs.String())
+				}
+				wantFields(t, recs[0], map[string]string{"level": "WARN", "container": w.ContainerName(), "source": "app", "records": "1"}, "blob", "block", "error", "check_error")
 			}
 			want = append(want, lost) // it was applied
 			clock.Add(time.Second)
