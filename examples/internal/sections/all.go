@@ -7,15 +7,10 @@ import "github.com/tablekit/tablekit/examples/internal/demo"
 // All returns every section in the order the tour runs them.
 func All() []demo.Section {
 	return []demo.Section{
-		Basics(),
-		Queries(),
-		CompoundKey(),
 		SecondaryIndex(),
 		IndexEntities(),
 		Archive(),
 		Tracing(),
-		LogTail(),
-		BlobLog(),
 		WideEntities(),
 		LargeEntities(),
 		DataSeries(),
@@ -23,7 +18,5 @@ func All() []demo.Section {
 		ShardedStream(),
 		Heterogeneous(),
 		Denormalization(),
-		Encryption(),
-		SAS(),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/examples/internal/demo"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -28,10 +29,11 @@ type dnDepartment struct {
 }
 
 type dnEmployee struct {
-	Department string `table:",pk"`
-	Key        string `table:",rk"`
-	Name       string `table:"Name"`
-	Email      string `table:"Email"`
+	Department string      `table:",pk"`
+	Key        string      `table:",rk"`
+	Name       string      `table:"Name"`
+	Email      string      `table:"Email"`
+	ETag       azcore.ETag `table:",etag"`
 }
 
 func runDenormalization(ctx context.Context, env *demo.Env) error {
@@ -61,14 +63,15 @@ func runDenormalization(ctx context.Context, env *demo.Env) error {
 	}
 	mgr := dnEmployee{Department: "Sales", Key: "000100", Name: "Ann Jones", Email: "ann@contoso.com"}
 	before := meter.Snapshot()
-	if err := d.Write(ctx, mgr, "Sales"); err != nil {
+	if _, err := d.Write(ctx, mgr, "Sales"); err != nil {
 		return err
 	}
 	env.Say("the manager and the department's copy written together (same partition): %v", meter.Snapshot().Sub(before))
 
 	mgr.Email = "ann.jones@contoso.com"
 	before = meter.Snapshot()
-	if err := d.Write(ctx, mgr, "Sales"); err != nil {
+	etag, err := d.Write(ctx, mgr, "Sales")
+	if err != nil {
 		return err
 	}
 	env.Say("the manager's new email and its copy change in one entity group transaction, so no reader sees them disagree: %v", meter.Snapshot().Sub(before))
@@ -84,7 +87,16 @@ func runDenormalization(ctx context.Context, env *demo.Env) error {
 		return fmt.Errorf("the copy says %q, want %q", dept.ManagerEmail, mgr.Email)
 	}
 
-	err = d.Write(ctx, mgr, "Sales", "Marketing")
+	back, err := m.Get(ctx, "Sales", "000100")
+	if err != nil {
+		return err
+	}
+	if back.(dnEmployee).ETag != etag {
+		return fmt.Errorf("Write returned ETag %q; the manager reads %q", etag, back.(dnEmployee).ETag)
+	}
+	env.Say("Write returned the manager's new ETag from the transaction's answer (no read), for a later conditional write")
+
+	_, err = d.Write(ctx, mgr, "Sales", "Marketing")
 	env.Say("a copy that does not exist fails the whole transaction, the manager included: %v", err)
 	if err == nil {
 		return fmt.Errorf("a write to a missing copy succeeded")

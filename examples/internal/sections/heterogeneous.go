@@ -109,13 +109,19 @@ func runHeterogeneous(ctx context.Context, env *demo.Env) error {
 	dept := v.(hetDepartment)
 	dept.EmployeeCount++
 	before = meter.Snapshot()
-	err = m.Transaction(ctx,
+	etags, err := m.Transaction(ctx,
 		tablekit.InsertAction[any](hetEmployeeV2{Department: "Sales", Key: "000102", First: "Cy", Last: "Young", Email: "cy@contoso.com"}),
 		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
 	if err != nil {
 		return err
 	}
 	env.Say("a new employee and the department's count in one entity group transaction: %v", meter.Snapshot().Sub(before))
+	dept.ETag = etags[1]
+	dept.Manager = "Bob"
+	if _, err := m.Update(ctx, dept, tablekit.Merge, dept.ETag); err != nil {
+		return err
+	}
+	env.Say("the transaction returned each action's new ETag, so the department is updated again conditionally without reading it first")
 
 	// The other option of the guide: the kind as the RowKey's prefix.
 	tbl2, err := patEntityTable(ctx, env, "HeterogeneousRK")

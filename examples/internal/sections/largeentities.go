@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit"
@@ -27,15 +28,16 @@ func LargeEntities() demo.Section {
 
 // leEmployee has two fields too large for a table.
 type leEmployee struct {
-	Department string `table:",pk"`
-	ID         string `table:",rk"`
-	Name       string `table:"Name"`
-	Bio        string `table:"Bio"`
-	Photo      []byte `table:"Photo,omitempty"`
+	Department string      `table:",pk"`
+	ID         string      `table:",rk"`
+	Name       string      `table:"Name"`
+	Bio        string      `table:"Bio"`
+	Photo      []byte      `table:"Photo,omitempty"`
+	ETag       azcore.ETag `table:",etag"`
 }
 
 func runLargeEntities(ctx context.Context, env *demo.Env) error {
-	tbl, err := patEntityTable(ctx, env, "LargeEntities")
+	tbl, err := patTable[leEmployee](ctx, env, "LargeEntities")
 	if err != nil {
 		return err
 	}
@@ -54,21 +56,22 @@ func runLargeEntities(ctx context.Context, env *demo.Env) error {
 		}
 		return tablekit.WrapError("DeleteContainer", err)
 	})
-	l, err := patterns.NewLarge[leEmployee](tbl, cont, nil)
+	l, err := patterns.NewLarge(tbl, cont, nil)
 	if err != nil {
 		return err
 	}
 	meter := env.Account.Meter()
-	env.Say("a property holds at most 64 KiB and an entity 1 MiB; Large moves bigger values to blobs in container %s", cname)
+	env.Say("a property holds at most 64 KiB and an entity 1 MiB; Large moves bigger values to blobs in container %s", l.ContainerName())
 
 	photo := make([]byte, 2<<20)
 	_, _ = rand.Read(photo)
 	emp := leEmployee{Department: "Sales", ID: "000223", Name: "Ada", Bio: strings.Repeat("Ada wrote the first program. ", 3449)[:100000], Photo: photo}
 	before := meter.Snapshot()
-	if err := l.Put(ctx, emp); err != nil {
+	etag, err := l.Upsert(ctx, emp)
+	if err != nil {
 		return err
 	}
-	env.Say("Put wrote the blobs first, then the entity: %v", meter.Snapshot().Sub(before))
+	env.Say("Upsert wrote the blobs first, then the entity: %v", meter.Snapshot().Sub(before))
 	refs, err := l.Refs(ctx, "Sales", "000223")
 	if err != nil {
 		return err
@@ -82,8 +85,8 @@ func runLargeEntities(ctx context.Context, env *demo.Env) error {
 	if err != nil {
 		return err
 	}
-	if got.Bio != emp.Bio || !bytes.Equal(got.Photo, emp.Photo) {
-		return errors.New("the large values did not round-trip")
+	if got.Bio != emp.Bio || !bytes.Equal(got.Photo, emp.Photo) || got.ETag != etag {
+		return errors.New("the large values (or the ETag Upsert returned) did not round-trip")
 	}
 	env.Say("Get read the entity and both blobs, concurrently: %v", meter.Snapshot().Sub(before))
 	before = meter.Snapshot()
@@ -95,10 +98,10 @@ func runLargeEntities(ctx context.Context, env *demo.Env) error {
 
 	emp.Photo = photo[:1<<20]
 	before = meter.Snapshot()
-	if err := l.Put(ctx, emp); err != nil {
+	if _, err := l.Upsert(ctx, emp); err != nil {
 		return err
 	}
-	env.Say("an update writes new blobs under new names, then the entity, then deletes the old blobs: %v", meter.Snapshot().Sub(before))
+	env.Say("replacing it writes new blobs under new names, then the entity, then deletes the old blobs: %v", meter.Snapshot().Sub(before))
 	env.Say("so a crash leaves at worst a blob nobody references, never a reference to a missing blob")
 
 	// Simulate a writer that died after writing its blob.
@@ -110,7 +113,7 @@ func runLargeEntities(ctx context.Context, env *demo.Env) error {
 	if err != nil {
 		return err
 	}
-	env.Say("a blob left by a crashed Put: Sweep with the default 1-hour grace keeps it (%d blobs, %d referenced, %d deleted), since a Put may be in flight", res.Blobs, res.Referenced, res.Deleted)
+	env.Say("a blob left by a crashed Upsert: Sweep with the default 1-hour grace keeps it (%d blobs, %d referenced, %d deleted), since an Upsert may be in flight", res.Blobs, res.Referenced, res.Deleted)
 	res, err = l.Sweep(ctx, &patterns.SweepOptions{MinAge: -1})
 	if err != nil {
 		return err
@@ -121,9 +124,9 @@ func runLargeEntities(ctx context.Context, env *demo.Env) error {
 	env.Say("Sweep without grace deleted the orphan %s", res.Orphans[0])
 
 	before = meter.Snapshot()
-	if _, err := l.Delete(ctx, "Sales", "000223"); err != nil {
+	if _, err := l.DeleteIfExists(ctx, "Sales", "000223"); err != nil {
 		return err
 	}
-	env.Say("Delete removed the entity first, then its blobs: %v", meter.Snapshot().Sub(before))
+	env.Say("DeleteIfExists removed the entity first, then its blobs: %v", meter.Snapshot().Sub(before))
 	return nil
 }

@@ -19,9 +19,6 @@ var narration = []struct {
 	section demo.Section
 	want    []string
 }{
-	{sections.Basics(), []string{"ErrPreconditionFailed", "failed as a whole: action 1, EntityAlreadyExists"}},
-	{sections.Queries(), []string{"range query Sales 000100–000199: 33 employees", "resumed with the token: 100 employees in 3 pages"}},
-	{sections.CompoundKey(), []string{"reviews for [2010 2011 2012 2013 2014]"}},
 	{sections.Archive(), []string{
 		`a message is base64 JSON, as Azure Functions expects: {"kind":"archive.move","payload":{"pk":"Sales","rk":"000123"}}`,
 		"then deleted each message: Current: [000223 000224 000301], Archive: [000123 000124]",
@@ -38,19 +35,6 @@ var narration = []struct {
 		"        Mover.DeleteCurrent (internal)",
 		"(client)",
 	}},
-	{sections.BlobLog(), []string{
-		"web/2024/05/06/1500/000000.log",
-		"window 15:04-15:06: 120 records from both writers in time order",
-		"came back intact",
-		"3 records cost 6 transactions",
-	}},
-	{sections.Encryption(), []string{
-		"Edm.Binary",
-		"does not decrypt",
-		"filtering on SSN is refused",
-		"still decrypts",
-		"2025-q1 removed",
-	}},
 	{sections.IndexEntities(), []string{
 		"the Joneses of Sales: one point query for the index entity gives [000123 000200 000223]",
 		`stores IDs="000123\n000200\n000223" and Count=3`,
@@ -58,22 +42,6 @@ var narration = []struct {
 		"once caught up, the Jones index entity of Sales lists [000123 000200 000223]",
 		"the blob surname/Jones lists every Jones: [Marketing/000150 Sales/000123 Sales/000200 Sales/000223]",
 		"after the worker ran, Jones [000200 000223] and Hall [000123 000152]",
-	}},
-	{sections.LogTail(), []string{
-		"Latest(5) = [reading 59, reading 58, reading 57, reading 56, reading 55]",
-		"still returns 5",
-		"Window(15:10, 15:14) is one RowKey range query, newest first: [reading 13, reading 12, reading 11, reading 10]",
-		"Latest(5) = [reading 59, reading 58, reading 57, written by .NET, reading 56]",
-		"61 entries in 3 pages",
-		"Latest(3) = [busy 39, busy 38, busy 37], 4 queries",
-	}},
-	{sections.SAS(), []string{
-		"spk=alice",
-		"epk=alice",
-		"2 orders",
-		"not delete",
-		"is refused",
-		"scones 6.00",
 	}},
 	{sections.SecondaryIndex(), []string{
 		"inserted 7 employees, each with its 3 index copies in ONE entity group transaction: 7 requests (table: Transaction=7)",

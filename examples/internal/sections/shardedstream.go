@@ -33,7 +33,7 @@ func runShardedStream(ctx context.Context, env *demo.Env) error {
 		return err
 	}
 	env.Say("keys that grow with time (PartitionKey = date, RowKey = time) put every new entity at the end of one partition: a hot spot that caps the write rate")
-	env.Say("instead, PartitionKey = stream + shard bucket of the event ID (FNV-1a mod 8), RowKey = time + ID")
+	env.Say("instead, PartitionKey = the shard bucket of the event ID (FNV-1a mod 8), then the stream's name (keys.ShardedKey: the bucket first), RowKey = time + ID")
 
 	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	const total = 2000
