@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -22,14 +23,14 @@ import (
 )
 
 // The large entities chaos suite: concurrent writers, each with its own
-// Account and Large (as separate processes would have), Put and Delete a
+// Account and Large (as separate processes would have), Upsert and DeleteIfExists a
 // few large entities while readers (with their own Accounts and Larges)
 // Get and Query them, with faults injected into table AND blob requests.
 //
-// Keys k0 and k1 are stored before the run and never deleted: only Put
-// replaces them. Keys c0 and c1 start absent and are Put and Deleted. Every
-// value a Put writes is self-identifying (Ver is the write's id, and its
-// Body and Data are derived from it and recorded before the Put), Body
+// Keys k0 and k1 are stored before the run and never deleted: only Upsert
+// replaces them. Keys c0 and c1 start absent and are upserted and deleted. Every
+// value an Upsert writes is self-identifying (Ver is the write's id, and its
+// Body and Data are derived from it and recorded before the Upsert), Body
 // always goes to a blob and Data does when it is over 1 KiB, so a value
 // has one or two blobs and a replacement changes their number.
 //
@@ -37,11 +38,11 @@ import (
 //   - no read (Get, or an entity of a Query) ever fails, and none reports
 //     k0 or k1 missing: they exist throughout every read;
 //   - every value read is exactly the complete value recorded under its
-//     Ver, written by a Put that did not fail, and not older than a write
+//     Ver, written by an Upsert that did not fail, and not older than a write
 //     acknowledged before the read started; a read of c0 or c1 that finds
-//     nothing comes after a Delete that may have removed every Put
+//     nothing comes after a DeleteIfExists that may have removed every Upsert
 //     acknowledged before it (the same holds for the final state, and for
-//     a Delete that reports the entity absent);
+//     a DeleteIfExists that reports the entity absent);
 //   - at the end no stored entity references a missing blob (before and
 //     after Sweep), and after Sweep (no faults, no grace) every blob is
 //     referenced by a stored entity.
@@ -67,7 +68,7 @@ func TestChaosLarge(t *testing.T) {
 		cont := testenv.NewContainer(t, setup)
 		contName := containerName(cont.URL())
 		opts := &patterns.LargeOptions{Threshold: 1024}
-		base, err := patterns.NewLarge[largeDoc](tbl, cont, opts)
+		base, err := patterns.NewLarge(typed[largeDoc](t, tbl), cont, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestChaosLarge(t *testing.T) {
 		for _, k := range keepKeys {
 			d := newLargeDoc(partitionK, k, "init-"+k, 1500, 3000)
 			rec.add(nil, d)
-			if err := base.Put(chaos.NoFaults(ctx), d); err != nil {
+			if _, err := base.Upsert(chaos.NoFaults(ctx), d); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,11 +87,11 @@ func TestChaosLarge(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			mine, err := tablekit.NewTable[tablekit.Entity](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
+			mine, err := tablekit.NewTable[largeDoc](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
 			if err != nil {
 				return nil, err
 			}
-			return patterns.NewLarge[largeDoc](mine, acct.Container(contName), opts)
+			return patterns.NewLarge(mine, acct.Container(contName), opts)
 		}
 
 		// Readers Get and Query until the writers are done.
@@ -157,9 +158,9 @@ func TestChaosLarge(t *testing.T) {
 			for n := range perWriter {
 				key := allKeys[w.Rand.IntN(len(allKeys))]
 				if slices.Contains(churnKeys, key) && w.Rand.IntN(3) == 0 {
-					lw := &largeWrite{Kind: "Delete", Key: key}
-					w.Do(ctx, "Delete", key, lw, func(ctx context.Context) (any, error) {
-						existed, err := large.Delete(ctx, partitionK, key)
+					lw := &largeWrite{Kind: "DeleteIfExists", Key: key}
+					w.Do(ctx, "DeleteIfExists", key, lw, func(ctx context.Context) (any, error) {
+						existed, err := large.DeleteIfExists(ctx, partitionK, key)
 						lw.Existed = existed
 						return existed, err
 					})
@@ -167,10 +168,12 @@ func TestChaosLarge(t *testing.T) {
 				}
 				id := fmt.Sprintf("w%02d.%03d", w.Index, n)
 				d := newLargeDoc(partitionK, key, id, 600+w.Rand.IntN(2400), 200+w.Rand.IntN(3800))
-				lw := &largeWrite{Kind: "Put", Key: key, ID: id}
+				lw := &largeWrite{Kind: "Upsert", Key: key, ID: id}
 				rec.add(lw, d)
-				w.Do(ctx, "Put", key, lw, func(ctx context.Context) (any, error) {
-					return nil, large.Put(ctx, d)
+				w.Do(ctx, "Upsert", key, lw, func(ctx context.Context) (any, error) {
+					etag, err := large.Upsert(ctx, d)
+					lw.ETag = etag
+					return nil, err
 				})
 			}
 			return nil
@@ -223,11 +226,12 @@ func TestChaosLarge(t *testing.T) {
 
 // largeDoc is the entity of the large chaos suite.
 type largeDoc struct {
-	PK   string `table:",pk"`
-	RK   string `table:",rk"`
-	Ver  string `table:"Ver"` // the id of the Put that wrote the value
-	Body string `table:"Body"`
-	Data []byte `table:"Data,omitempty"`
+	PK   string      `table:",pk"`
+	RK   string      `table:",rk"`
+	ETag azcore.ETag `table:",etag"`
+	Ver  string      `table:"Ver"` // the id of the Upsert that wrote the value
+	Body string      `table:"Body"`
+	Data []byte      `table:"Data,omitempty"`
 }
 
 // newLargeDoc returns the value write id stores in pk/rk: a Body of
@@ -251,10 +255,11 @@ func largeDocString(d largeDoc) string {
 
 // largeWrite is one op of the suite, as recorded in the history.
 type largeWrite struct {
-	Kind    string // "Put" or "Delete"
+	Kind    string // "Upsert" or "DeleteIfExists"
 	Key     string
-	ID      string // a Put's
-	Existed bool   // what a Delete reported
+	ID      string      // an Upsert's
+	Existed bool        // what a DeleteIfExists reported
+	ETag    azcore.ETag // what an Upsert returned
 }
 
 type largeValue struct {
@@ -311,17 +316,17 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		return ws
 	}()
 	// changed reports whether op certainly changed the stored state: an
-	// acknowledged Put, or a Delete that removed the entity.
+	// acknowledged Upsert, or a DeleteIfExists that removed the entity.
 	changed := func(w *largeWrite) bool {
 		op := ops[w]
-		if w.Kind == "Put" {
+		if w.Kind == "Upsert" {
 			return op.Outcome == chaos.OK
 		}
 		return w.Existed
 	}
 	// mayDelete reports whether op may have removed the entity.
 	mayDelete := func(w *largeWrite) bool {
-		return w.Kind == "Delete" && (w.Existed || ops[w].Outcome == chaos.Unknown)
+		return w.Kind == "DeleteIfExists" && (w.Existed || ops[w].Outcome == chaos.Unknown)
 	}
 	// newer returns a write on key, other than w, that certainly changed
 	// the state, started after end and ended before t.
@@ -335,12 +340,12 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		return chaos.Op{}, false
 	}
 	// checkAbsent checks that key may be absent during [start, end]: every
-	// Put acknowledged before start is followed by a Delete that may have
+	// Upsert acknowledged before start is followed by a DeleteIfExists that may have
 	// removed it and may have run before end.
 	checkAbsent := func(what, key string, start, end time.Time) {
 		for _, y := range sorted {
 			yop := ops[y]
-			if y.Key != key || y.Kind != "Put" || yop.Outcome != chaos.OK || !yop.End.Before(start) {
+			if y.Key != key || y.Kind != "Upsert" || yop.Outcome != chaos.OK || !yop.End.Before(start) {
 				continue
 			}
 			ok := false
@@ -352,8 +357,20 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 				}
 			}
 			if !ok {
-				v.Addf("%s found %s absent, but %s was acknowledged before and no Delete that may have removed it ran in between", what, key, yop)
+				v.Addf("%s found %s absent, but %s was acknowledged before and no DeleteIfExists that may have removed it ran in between", what, key, yop)
 			}
+		}
+	}
+	// Every acknowledged Upsert returned the entity's new ETag, and every
+	// entity read carries one.
+	for w, op := range ops {
+		if w.Kind == "Upsert" && op.Outcome == chaos.OK && w.ETag == "" {
+			v.Addf("%s was acknowledged without an ETag", op)
+		}
+	}
+	for _, rd := range rec.reads {
+		if rd.err == nil && rd.present && rd.doc.ETag == "" {
+			v.Addf("%s of %s returned %s without its ETag", rd.who, rd.key, largeDocString(rd.doc))
 		}
 	}
 	for _, rd := range rec.reads {
@@ -372,7 +389,7 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		val, ok := rec.values[rd.doc.Ver]
 		switch {
 		case !ok:
-			v.Addf("%s of %s returned %s: no Put wrote a value with that Ver", rd.who, rd.key, largeDocString(rd.doc))
+			v.Addf("%s of %s returned %s: no Upsert wrote a value with that Ver", rd.who, rd.key, largeDocString(rd.doc))
 			continue
 		case !equalLargeDoc(rd.doc, val.doc):
 			v.Addf("%s of %s returned %s, not the complete value %s that Ver names", rd.who, rd.key, largeDocString(rd.doc), largeDocString(val.doc))
@@ -386,18 +403,18 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 			op := ops[val.write]
 			end = op.End
 			if op.Outcome == chaos.Failed {
-				v.Addf("%s of %s returned %s, written by a Failed Put: %s", rd.who, rd.key, largeDocString(rd.doc), op)
+				v.Addf("%s of %s returned %s, written by a Failed Upsert: %s", rd.who, rd.key, largeDocString(rd.doc), op)
 			}
 		}
 		if c, ok := newer(rd.key, val.write, end, rd.start); ok {
 			v.Addf("%s of %s returned %s, older than %s, which ended before the read started", rd.who, rd.key, largeDocString(rd.doc), c)
 		}
 	}
-	// A Delete that found nothing is a read that found the entity absent;
+	// A DeleteIfExists that found nothing is a read that found the entity absent;
 	// one that deleted something found it present.
 	for _, w := range sorted {
 		op := ops[w]
-		if w.Kind != "Delete" || op.Outcome != chaos.OK {
+		if w.Kind != "DeleteIfExists" || op.Outcome != chaos.OK {
 			continue
 		}
 		if !w.Existed {
@@ -405,9 +422,9 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 			continue
 		}
 		if !slices.ContainsFunc(sorted, func(p *largeWrite) bool {
-			return p.Key == w.Key && p.Kind == "Put" && ops[p].Outcome != chaos.Failed && ops[p].Start.Before(op.End)
+			return p.Key == w.Key && p.Kind == "Upsert" && ops[p].Outcome != chaos.Failed && ops[p].Start.Before(op.End)
 		}) {
-			v.Addf("%s deleted %s, but no Put that did not fail ran before it", op, w.Key)
+			v.Addf("%s deleted %s, but no Upsert that did not fail ran before it", op, w.Key)
 		}
 	}
 }

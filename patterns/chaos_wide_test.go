@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -18,27 +19,27 @@ import (
 )
 
 // The wide entities chaos suite: concurrent writers, each with its own
-// Account and Wide (as separate processes would have), Put and Update the
+// Account and Wide (as separate processes would have), Upsert and Modify the
 // same few logical entities through a fault-injecting pipeline, while
 // readers (with their own Accounts and Wides) Get them.
 //
 // A logical entity holds 40 wide-map entries (X00..X39) plus Base and Ver,
 // 8 properties per physical entity: 6 parts, Base and Ver in part 0. Every value a write produces
-// is self-identifying: Ver is the id of the write (for an Update, of the
-// attempt: Update calls its function once per attempt), every entry it
+// is self-identifying: Ver is the id of the write (for a Modify, of the
+// attempt: Modify calls its function once per attempt), every entry it
 // sets holds that id, and the test records the complete value under the
-// id before it is sent. A Put sets every entry; an Update sets one or two
-// blocks of 8 consecutive entries (so different Updates change different
+// id before it is sent. An Upsert sets every entry; a Modify sets one or two
+// blocks of 8 consecutive entries (so different Modify calls change different
 // parts) and records the version it read in Base.
 //
 // Invariants:
-//   - every read (a reader's Get, the value an Update's function is given,
+//   - every read (a reader's Get, the value a Modify's function is given,
 //     and the final Get) is exactly the complete value recorded under its
 //     Ver, written by the last attempt of an op that did not fail (a
 //     conflicting attempt never lands, a Failed write never appears);
 //   - a read is not older than a write acknowledged before it started, and
-//     an Update's base is not older than a write acknowledged before the
-//     Update started (writes are conditional on the version they read);
+//     a Modify's base is not older than a write acknowledged before the
+//     Modify started (writes are conditional on the version they read);
 //   - the final value is not a write that ended before an acknowledged
 //     write started (an acknowledged write is overwritten only by a later
 //     or concurrent one);
@@ -65,20 +66,22 @@ func TestChaosWide(t *testing.T) {
 		inj.SetEnabled(false)
 		tbl := entityTable(t, setup)
 		opts := &patterns.WideOptions{PropertiesPerPart: perPart}
-		base, err := patterns.NewWide[wideDoc](tbl, opts)
+		base, err := patterns.NewWide(typed[wideDoc](t, tbl), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := &wideRecords{values: map[string]wideValue{}}
+		rec := &wideRecords{values: map[string]wideValue{}, setupETags: map[string]azcore.ETag{}}
 		for i := range logical {
 			d := wideDoc{PK: partitionK, RK: fmt.Sprintf("e%d", i), Ver: fmt.Sprintf("init-e%d", i), Props: map[string]string{}}
 			for j := range entries {
 				d.Props[fmt.Sprintf("%02d", j)] = wideEntry(d.Ver, j, 0)
 			}
 			rec.add(d.Ver, nil, d)
-			if err := base.Put(chaos.NoFaults(ctx), d); err != nil {
+			etag, err := base.Upsert(chaos.NoFaults(ctx), d)
+			if err != nil {
 				t.Fatal(err)
 			}
+			rec.setupETags[d.Ver] = etag
 		}
 		setupEnd := time.Now()
 		blocks := wideBlocks(t, chaos.NoFaults(ctx), tbl, partitionK, "e0")
@@ -88,11 +91,11 @@ func TestChaosWide(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			mine, err := tablekit.NewTable[tablekit.Entity](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
+			mine, err := tablekit.NewTable[wideDoc](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
 			if err != nil {
 				return nil, err
 			}
-			return patterns.NewWide[wideDoc](mine, opts)
+			return patterns.NewWide(mine, opts)
 		}
 
 		// Readers Get the logical entities until the writers are done.
@@ -128,23 +131,25 @@ func TestChaosWide(t *testing.T) {
 				pad := w.Rand.IntN(200)
 				ww := &wideWrite{Key: rk, ID: id}
 				if w.Rand.IntN(2) == 0 {
-					ww.Kind = "Put"
+					ww.Kind = "Upsert"
 					d := wideDoc{PK: partitionK, RK: rk, Ver: id, Props: map[string]string{}}
 					for j := range entries {
 						d.Props[fmt.Sprintf("%02d", j)] = wideEntry(id, j, pad)
 					}
 					rec.add(id, ww, d)
-					w.Do(ctx, "Put", rk, ww, func(ctx context.Context) (any, error) {
-						return nil, wide.Put(ctx, d)
+					w.Do(ctx, "Upsert", rk, ww, func(ctx context.Context) (any, error) {
+						etag, err := wide.Upsert(ctx, d)
+						ww.ETag = etag
+						return nil, err
 					})
 					continue
 				}
-				ww.Kind = "Update"
+				ww.Kind = "Modify"
 				ww.Blocks = w.Rand.Perm(len(blocks))[:1+w.Rand.IntN(2)]
 				start := time.Now()
-				w.Do(ctx, "Update", rk, ww, func(ctx context.Context) (any, error) {
-					return nil, wide.Update(ctx, partitionK, rk, func(v *wideDoc) error {
-						rec.read(wideRead{who: fmt.Sprintf("w%d Update %s", w.Index, id), key: rk, start: start, end: time.Now(), doc: *v, attempt: true})
+				w.Do(ctx, "Modify", rk, ww, func(ctx context.Context) (any, error) {
+					stored, err := wide.Modify(ctx, partitionK, rk, func(v *wideDoc) error {
+						rec.read(wideRead{who: fmt.Sprintf("w%d Modify %s", w.Index, id), key: rk, start: start, end: time.Now(), doc: *v, attempt: true})
 						aid := fmt.Sprintf("%s.%d", id, len(ww.Attempts))
 						ww.Attempts = append(ww.Attempts, wideAttempt{ID: aid, Base: v.Ver})
 						v.Props = maps.Clone(v.Props)
@@ -157,6 +162,8 @@ func TestChaosWide(t *testing.T) {
 						rec.add(aid, ww, *v)
 						return nil
 					})
+					ww.ETag, ww.Stored = stored.ETag, stored
+					return nil, err
 				})
 			}
 			return nil
@@ -203,15 +210,16 @@ func TestChaosWide(t *testing.T) {
 type wideDoc struct {
 	PK    string            `table:",pk"`
 	RK    string            `table:",rk"`
-	Ver   string            `table:"Ver"`  // the id of the write (attempt) that produced the value
-	Base  string            `table:"Base"` // for an Update, the Ver it read
+	ETag  azcore.ETag       `table:",etag"` // the version: part 0's ETag
+	Ver   string            `table:"Ver"`   // the id of the write (attempt) that produced the value
+	Base  string            `table:"Base"`  // for a Modify, the Ver it read
 	Props map[string]string `table:"-" wide:"X"`
 }
 
 // wideBlocks reads the layout of logical entity rk and returns the
-// entries each part but part 0 holds, in part order: an Update changes the
+// entries each part but part 0 holds, in part order: a Modify changes the
 // entries of one or two of these blocks, so it writes part 0 (Base and Ver
-// are there) and one or two other parts, and concurrent Updates often
+// are there) and one or two other parts, and concurrent Modify calls often
 // write different parts: the write skew that Wide's part 0 condition
 // prevents. Every logical entity has the same layout.
 func wideBlocks(t *testing.T, ctx context.Context, tbl *tablekit.Table[tablekit.Entity], pk, rk string) [][]int {
@@ -248,7 +256,7 @@ func wideBlocks(t *testing.T, ctx context.Context, tbl *tablekit.Table[tablekit.
 	if len(blocks) < 3 {
 		t.Fatalf("layout: %d parts besides part 0, want several (%v)", len(blocks), byPart)
 	}
-	t.Logf("layout: part 0 holds Base, Ver and entries %v; Updates change the entries of one or two of the parts %v", slices.Sorted(slices.Values(byPart[0])), blocks)
+	t.Logf("layout: part 0 holds Base, Ver and entries %v; Modify calls change the entries of one or two of the parts %v", slices.Sorted(slices.Values(byPart[0])), blocks)
 	return blocks
 }
 
@@ -260,14 +268,16 @@ func wideEntry(id string, j, pad int) string {
 
 // wideWrite is one write op of the suite, as recorded in the history.
 type wideWrite struct {
-	Kind     string // "Put" or "Update"
+	Kind     string // "Upsert" or "Modify"
 	Key      string
 	ID       string
-	Blocks   []int         // an Update's blocks of entries (parts but 0)
-	Attempts []wideAttempt // an Update's calls of its function, in order
+	Blocks   []int         // a Modify's blocks of entries (parts but 0)
+	Attempts []wideAttempt // a Modify's calls of its function, in order
+	ETag     azcore.ETag   // the version the write returned
+	Stored   wideDoc       // the value a Modify returned
 }
 
-// wideAttempt is one call of an Update's function: the id of the value it
+// wideAttempt is one call of a Modify's function: the id of the value it
 // made and the Ver it read.
 type wideAttempt struct{ ID, Base string }
 
@@ -284,14 +294,15 @@ type wideRead struct {
 	start, end time.Time
 	doc        wideDoc
 	err        error
-	attempt    bool // the read an Update's function was given
+	attempt    bool // the read a Modify's function was given
 }
 
 // wideRecords collects the values written and read, from every goroutine.
 type wideRecords struct {
-	mu     sync.Mutex
-	values map[string]wideValue
-	reads  []wideRead
+	mu         sync.Mutex
+	values     map[string]wideValue
+	reads      []wideRead
+	setupETags map[string]azcore.ETag // the versions of the setup's values
 }
 
 func (r *wideRecords) add(id string, w *wideWrite, d wideDoc) {
@@ -338,10 +349,10 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 		ops[op.Value.(*wideWrite)] = op
 	}
 	// lastAttempt reports whether id is the value of an op's last attempt
-	// (a Put has one value whatever its retries).
+	// (an Upsert has one value whatever its retries).
 	lastAttempt := func(val wideValue, id string) bool {
 		w := val.write
-		return w == nil || w.Kind == "Put" || len(w.Attempts) > 0 && w.Attempts[len(w.Attempts)-1].ID == id
+		return w == nil || w.Kind == "Upsert" || len(w.Attempts) > 0 && w.Attempts[len(w.Attempts)-1].ID == id
 	}
 	// span returns the interval of the op that wrote id (the setup's
 	// values end before the run).
@@ -375,6 +386,36 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 		}
 		return chaos.Op{}, false
 	}
+	// Versions: an acknowledged write returned part 0's new ETag (a
+	// Modify, with the value it stored), and a read of the value a write
+	// made carries the version that write returned.
+	versionOf := maps.Clone(rec.setupETags) // Ver -> the ETag its write returned
+	for w, op := range ops {
+		if op.Outcome != chaos.OK {
+			continue
+		}
+		if w.ETag == "" {
+			v.Addf("%s was acknowledged without a version (ETag)", op)
+			continue
+		}
+		ver := w.ID
+		if w.Kind == "Modify" {
+			if len(w.Attempts) == 0 {
+				v.Addf("%s was acknowledged without calling its function", op)
+				continue
+			}
+			ver = w.Attempts[len(w.Attempts)-1].ID
+			if want := rec.values[ver].doc; !equalDoc(w.Stored, want) || w.Stored.ETag != w.ETag {
+				v.Addf("%s returned %s at version %s, not the value it stored, %s at version %s", op, docString(w.Stored), w.Stored.ETag, docString(want), w.ETag)
+			}
+		}
+		versionOf[ver] = w.ETag
+	}
+	for _, rd := range rec.reads {
+		if tag, ok := versionOf[rd.doc.Ver]; ok && rd.err == nil && rd.doc.ETag != tag {
+			v.Addf("%s of %s read %s at version %s, but the write that made it returned version %s", rd.who, rd.key, docString(rd.doc), rd.doc.ETag, tag)
+		}
+	}
 	reads := 0
 	for _, rd := range rec.reads {
 		reads++
@@ -401,7 +442,7 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 				v.Addf("%s of %s returned %s, written by a Failed write: %s", rd.who, rd.key, docString(rd.doc), op)
 			}
 			if !lastAttempt(val, rd.doc.Ver) {
-				v.Addf("%s of %s returned %s, made by an attempt that was not its Update's last (a conflicting write landed): %s", rd.who, rd.key, docString(rd.doc), op)
+				v.Addf("%s of %s returned %s, made by an attempt that was not its Modify's last (a conflicting write landed): %s", rd.who, rd.key, docString(rd.doc), op)
 			}
 		}
 		if newer, ok := newerAcked(rd.key, val, rd.start); ok {
@@ -412,11 +453,11 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 			v.Addf("%s %s %s, older than %s, acknowledged before the read started", rd.who, what, docString(rd.doc), newer)
 		}
 	}
-	// Each applied Update's base must be the version just before it: no
+	// Each applied Modify's base must be the version just before it: no
 	// acknowledged write can lie wholly between the base's write and the
-	// Update.
+	// Modify.
 	for w, op := range ops {
-		if w.Kind != "Update" || !applied[w] || len(w.Attempts) == 0 {
+		if w.Kind != "Modify" || !applied[w] || len(w.Attempts) == 0 {
 			continue
 		}
 		last := w.Attempts[len(w.Attempts)-1]

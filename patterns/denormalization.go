@@ -47,21 +47,25 @@ type Denormalizer[S any] struct {
 }
 
 // NewDenormalizer returns a Denormalizer writing to table with mapping
-// (source property -> property of the copy).
-func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[string]string, opts *DenormalizeOptions) (*Denormalizer[S], error) {
+// (source property -> property of the copy). It uses table's property-bag
+// view (table.Entities(): the entities keep table's client-side
+// encryption, tracing, logger and Cosmos DB mode); E, the table's type,
+// need not be S, since the table usually holds the copies' type too.
+func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]string, opts *DenormalizeOptions) (*Denormalizer[S], error) {
+	const op = "patterns.NewDenormalizer"
 	if table == nil || len(mapping) == 0 {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewDenormalizer: nil table or empty mapping", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or empty mapping", Err: tablekit.ErrInvalidInput}
 	}
-	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retry: tablekit.DefaultConflictRetry}
+	d := &Denormalizer[S]{table: table.Entities(), mapping: maps.Clone(mapping), retry: tablekit.DefaultConflictRetry}
 	d.sources = slices.Sorted(maps.Keys(mapping))
 	seen := map[string]string{}
 	for _, src := range d.sources {
 		dst := mapping[src]
 		if !validKind(src) || !validKind(dst) {
-			return nil, &tablekit.ValidationError{Property: src + " -> " + dst, Detail: "property names are identifiers (letters, digits and _)", Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Property: src + " -> " + dst, Detail: "property names are identifiers (letters, digits and _)", Err: tablekit.ErrInvalidInput}
 		}
 		if other, dup := seen[dst]; dup {
-			return nil, &tablekit.ValidationError{Property: dst, Detail: fmt.Sprintf("both %s and %s are copied into %s", other, src, dst), Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Property: dst, Detail: fmt.Sprintf("both %s and %s are copied into %s", other, src, dst), Err: tablekit.ErrInvalidInput}
 		}
 		seen[dst] = src
 	}
@@ -69,16 +73,16 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 	if opts != nil {
 		if opts.Registry != nil {
 			reg := opts.Registry
-			d.encode = func(v S) (tablekit.Entity, error) { return reg.Encode(v) }
+			d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("Denormalizer.Write", v) }
 		}
-		if err := opts.Retry.Validate("patterns.NewDenormalizer"); err != nil {
+		if err := opts.Retry.Validate(op); err != nil {
 			return nil, err
 		}
 		d.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
 	}
 	var zero S
 	if _, err := tablekit.EncodeEntity(zero); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	return d, nil
 }
@@ -93,13 +97,22 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 // When src lacks a mapped property, its copy must be removed, which a merge
 // cannot do: Write then reads the copies (one query) and replaces them,
 // conditional on their ETags, starting again if one changed meanwhile.
-func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...string) error {
+//
+// Write returns src's new ETag (from the transaction's answer: no read),
+// from which the caller can continue optimistically. Cost: one entity group
+// transaction, plus one query when a copy must lose a property.
+func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...string) (azcore.ETag, error) {
+	etag, err := d.write(ctx, src, copyRowKeys)
+	return etag, withOp("Denormalizer.Write", err)
+}
+
+func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string) (azcore.ETag, error) {
 	e, err := d.encode(src)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(copyRowKeys)+1 > tablekit.MaxTransactionActions {
-		return &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 99 copies (one transaction)", Size: len(copyRowKeys), Detail: "too many copies for one entity group transaction; keep fewer copies or use eventually consistent updates (package archive)", Err: tablekit.ErrTooLarge}
+		return "", &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 99 copies (one transaction)", Size: len(copyRowKeys), Detail: "too many copies for one entity group transaction; keep fewer copies or use eventually consistent updates (package archive)", Err: tablekit.ErrTooLarge}
 	}
 	source := tablekit.UpsertAction(e, tablekit.Replace)
 	if e.ETag != "" {
@@ -120,14 +133,13 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 			c := tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: rk, Properties: copied}
 			actions = append(actions, tablekit.UpdateAction(c, tablekit.Merge, azcore.ETagAny))
 		}
-		_, err := d.table.Transaction(ctx, actions...)
-		return err
+		return sourceETag(d.table.Transaction(ctx, actions...))
 	}
 	var last error
 	for range d.retry.Attempts(ctx) {
 		copies, err := d.readCopies(ctx, e.PartitionKey, copyRowKeys)
 		if err != nil {
-			return err
+			return "", err
 		}
 		actions := []tablekit.Action[tablekit.Entity]{source}
 		for _, c := range copies {
@@ -137,15 +149,24 @@ func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...strin
 			}
 			actions = append(actions, tablekit.UpdateAction(c, tablekit.Replace, c.ETag))
 		}
-		_, last = d.table.Transaction(ctx, actions...)
-		if last == nil || !isConflict(last) || failedAction(last) == 0 {
-			return last
+		etags, err := d.table.Transaction(ctx, actions...)
+		if last = err; err == nil || !isConflict(err) || failedAction(err) == 0 {
+			return sourceETag(etags, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return "", err
 	}
-	return last
+	return "", last
+}
+
+// sourceETag returns the ETag of the first action of a transaction, the
+// source's.
+func sourceETag(etags []azcore.ETag, err error) (azcore.ETag, error) {
+	if err != nil || len(etags) == 0 {
+		return "", err
+	}
+	return etags[0], nil
 }
 
 // failedAction returns the index of the action a transaction failed on,

@@ -30,6 +30,17 @@ func exampleTable(ctx context.Context, name string) (*tablekit.Account, *tableki
 	return acct, tbl
 }
 
+// exampleTableOf is exampleTable for an application's typed table, which
+// the patterns take as it is.
+func exampleTableOf[T any](ctx context.Context, name string) (*tablekit.Account, *tablekit.Table[T]) {
+	acct, tbl := exampleTable(ctx, name)
+	typed, err := tablekit.OpenTable[T](acct, tbl.Name(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return acct, typed
+}
+
 // MeterYear holds a reading for every day of a year: 365 properties D001..
 // D365 besides Unit, more than one entity may have.
 type MeterYear struct {
@@ -37,12 +48,13 @@ type MeterYear struct {
 	Year  string           `table:",rk"`
 	Unit  string           `table:"Unit"`
 	Days  map[string]int64 `table:"-" wide:"D"`
+	ETag  azcore.ETag      `table:",etag"` // the version: part 0's ETag
 }
 
 func ExampleWide() {
 	ctx := context.Background()
-	_, tbl := exampleTable(ctx, "Meters")
-	w, err := patterns.NewWide[MeterYear](tbl, nil)
+	_, years := exampleTableOf[MeterYear](ctx, "Meters") // the application's Table[MeterYear]
+	w, err := patterns.NewWide(years, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,21 +63,29 @@ func ExampleWide() {
 		y.Days[fmt.Sprintf("%03d", d)] = 0
 	}
 	// Two physical entities, written in one transaction.
-	if err := w.Put(ctx, y); err != nil {
+	if _, err := w.Upsert(ctx, y); err != nil {
 		log.Fatal(err)
 	}
-	// Rewrites only the physical entity holding D042.
-	if err := w.Update(ctx, "meter17", "2025", func(v *MeterYear) error {
+	// Rewrites only the physical entity holding D042, and part 0 (the
+	// version); retried if another writer got there first.
+	y, err = w.Modify(ctx, "meter17", "2025", func(v *MeterYear) error {
 		v.Days["042"] += 17
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Conditional on the version Modify returned: ErrPreconditionFailed
+	// if anyone wrote the year since.
+	y.Unit = "MWh"
+	if _, err := w.Update(ctx, y, y.ETag); err != nil {
 		log.Fatal(err)
 	}
 	back, err := w.Get(ctx, "meter17", "2025") // one range query
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(back.Days["042"])
+	fmt.Println(back.Days["042"], back.Unit)
 }
 
 // Profile has a photo that may be larger than a table property allows.
@@ -78,8 +98,8 @@ type Profile struct {
 
 func ExampleLarge() {
 	ctx := context.Background()
-	acct, tbl := exampleTable(ctx, "Profiles")
-	l, err := patterns.NewLarge[Profile](tbl, acct.Container("profile-photos"), nil)
+	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
+	l, err := patterns.NewLarge(profiles, acct.Container("profile-photos"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,7 +108,7 @@ func ExampleLarge() {
 		log.Fatal(err)
 	}
 	// The photo goes to a blob first, then the entity with its reference.
-	if err := l.Put(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
+	if _, err := l.Upsert(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
 		log.Fatal(err)
 	}
 	// A list view needs no photos: read only the entity.
@@ -159,6 +179,7 @@ func ExamplePeriodTables() {
 func ExampleStream() {
 	ctx := context.Background()
 	_, tbl := exampleTable(ctx, "Clicks")
+	// PartitionKeys "0!clicks" .. "7!clicks": the shard bucket first.
 	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", &patterns.StreamOptions{Shards: 8})
 	if err != nil {
 		log.Fatal(err)
@@ -229,7 +250,7 @@ func ExampleDenormalizer() {
 	}
 	// The manager and the copy in department entity Sales/Sales change
 	// together, in one entity group transaction.
-	if err := d.Write(ctx, Staff{Dept: "Sales", ID: "000100", Name: "Ann Jones"}, "Sales"); err != nil {
+	if _, err := d.Write(ctx, Staff{Dept: "Sales", ID: "000100", Name: "Ann Jones"}, "Sales"); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -124,7 +124,7 @@ func validKind(kind string) bool {
 func Register[T any](r *Registry, kind string, version int) error {
 	typ := reflect.TypeFor[T]()
 	bad := func(detail string) error {
-		return &tablekit.ValidationError{Entity: typ.String(), Property: kind, Detail: "patterns.Register: " + detail, Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: "patterns.Register", Property: "kind", Detail: fmt.Sprintf("type %s as kind %q: %s", typ, kind, detail), Err: tablekit.ErrInvalidInput}
 	}
 	if !validKind(kind) {
 		return bad("a kind is a letter followed by letters, digits and _")
@@ -137,7 +137,7 @@ func Register[T any](r *Registry, kind string, version int) error {
 	}
 	var zero T
 	if _, err := tablekit.EncodeEntity(zero); err != nil {
-		return err
+		return withOp("patterns.Register", err)
 	}
 	kv := kindVersion{kind, version}
 	info := &kindInfo{
@@ -164,7 +164,7 @@ func Register[T any](r *Registry, kind string, version int) error {
 func (r *Registry) RowKey(kind string, ids ...string) (string, error) {
 	k, err := keys.Compound(append([]string{kind}, ids...)...)
 	if err != nil {
-		return "", &tablekit.ValidationError{Entity: kind, Property: "RowKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
+		return "", &tablekit.ValidationError{Op: "Registry.RowKey", Property: "RowKey", Detail: fmt.Sprintf("kind %q: %v", kind, err), Err: tablekit.ErrInvalidKey}
 	}
 	return k, nil
 }
@@ -191,6 +191,11 @@ func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
 // kind and version (the struct, not a pointer), or e itself, a
 // tablekit.Entity, when none is.
 func (r *Registry) Decode(e tablekit.Entity) (any, error) {
+	return r.decode("Registry.Decode", e)
+}
+
+// decode is Decode for operation op.
+func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 	kind, version, ok := r.Kind(e)
 	if !ok {
 		return e, nil
@@ -203,7 +208,7 @@ func (r *Registry) Decode(e tablekit.Entity) (any, error) {
 	}
 	v, err := info.decode(e)
 	if err != nil {
-		return nil, fmt.Errorf("patterns: decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), err)
+		return nil, fmt.Errorf("patterns: decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), withOp(op, err))
 	}
 	return v, nil
 }
@@ -212,6 +217,11 @@ func (r *Registry) Decode(e tablekit.Entity) (any, error) {
 // type property set. With ByRowKeyPrefix, the RowKey must start with the
 // kind (see RowKey). A tablekit.Entity passes through as it is.
 func (r *Registry) Encode(v any) (tablekit.Entity, error) {
+	return r.encode("Registry.Encode", v)
+}
+
+// encode is Encode for operation op.
+func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
 	if e, ok := v.(tablekit.Entity); ok {
 		return e, nil
 	}
@@ -220,16 +230,16 @@ func (r *Registry) Encode(v any) (tablekit.Entity, error) {
 	info := r.types[typ]
 	r.mu.RUnlock()
 	if info == nil {
-		return tablekit.Entity{}, &tablekit.ValidationError{Entity: fmt.Sprint(typ), Detail: "the type is not registered (patterns.Register)", Err: tablekit.ErrInvalidInput}
+		return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %v is not registered (patterns.Register)", typ), Err: tablekit.ErrInvalidInput}
 	}
 	e, err := info.encode(v)
 	if err != nil {
-		return e, err
+		return e, withOp(op, err)
 	}
 	if r.by == ByRowKeyPrefix {
 		comps, err := keys.Split(e.RowKey)
 		if err != nil || len(comps) < 2 || comps[0] != info.kind {
-			return e, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
+			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	e.Set(r.prop, TypeValue(info.kind, info.version))
@@ -249,66 +259,90 @@ func KindOf[T any](r *Registry) (kind string, version int, ok bool) {
 
 // Mixed is a table of heterogeneous entities: reads decode every row
 // through a Registry into its own Go type (or tablekit.Entity for kinds it
-// does not know), writes take any registered value. A Mixed is safe for
-// concurrent use.
+// does not know), writes take any registered value. Its verbs are
+// tablekit.Table's, each one request: Get, Insert, Upsert and Update (with
+// their UpdateMode), Delete (with an ETag), DeleteIfExists, Query and
+// Transaction. A Mixed is safe for concurrent use.
 type Mixed struct {
 	table *tablekit.Table[tablekit.Entity]
 	reg   *Registry
 }
 
-// NewMixed returns a Mixed over table, decoding with reg.
-func NewMixed(table *tablekit.Table[tablekit.Entity], reg *Registry) (*Mixed, error) {
+// NewMixed returns a Mixed over table, decoding with reg. It uses table's
+// property-bag view (table.Entities(): the entities keep table's
+// client-side encryption, tracing, logger and Cosmos DB mode); E, the
+// table's type, does not matter.
+func NewMixed[E any](table *tablekit.Table[E], reg *Registry) (*Mixed, error) {
 	if table == nil || reg == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewMixed: nil table or registry", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: "patterns.NewMixed", Detail: "nil table or registry", Err: tablekit.ErrInvalidInput}
 	}
-	return &Mixed{table: table, reg: reg}, nil
+	return &Mixed{table: table.Entities(), reg: reg}, nil
 }
 
 // Registry returns the Mixed's Registry.
 func (m *Mixed) Registry() *Registry { return m.reg }
 
-// Table returns the underlying table.
+// Table returns the property-bag view of the table the Mixed writes.
 func (m *Mixed) Table() *tablekit.Table[tablekit.Entity] { return m.table }
 
-// Get reads one entity and decodes it into its type.
+// Get reads one entity and decodes it into its type; the ETag is in the
+// type's etag field when it has one. It returns an error matching
+// tablekit.ErrNotFound when the entity does not exist.
 func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
 	e, err := m.table.Get(ctx, pk, rk, nil)
 	if err != nil {
-		return nil, err
+		return nil, withOp("Mixed.Get", err)
 	}
-	return m.reg.Decode(e)
+	return m.reg.decode("Mixed.Get", e)
 }
 
-// Insert inserts v, a value of a registered type.
+// Insert inserts v, a value of a registered type, and returns its ETag; it
+// fails with an error matching tablekit.ErrAlreadyExists when the entity
+// exists.
 func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
-	e, err := m.reg.Encode(v)
+	e, err := m.reg.encode("Mixed.Insert", v)
 	if err != nil {
 		return "", err
 	}
-	return m.table.Insert(ctx, e)
+	etag, err := m.table.Insert(ctx, e)
+	return etag, withOp("Mixed.Insert", err)
 }
 
-// Upsert inserts or updates v, a value of a registered type.
+// Upsert inserts v, a value of a registered type, or replaces (merges
+// into, with tablekit.Merge) whatever version is stored, and returns the
+// new ETag.
 func (m *Mixed) Upsert(ctx context.Context, v any, mode tablekit.UpdateMode) (azcore.ETag, error) {
-	e, err := m.reg.Encode(v)
+	e, err := m.reg.encode("Mixed.Upsert", v)
 	if err != nil {
 		return "", err
 	}
-	return m.table.Upsert(ctx, e, mode)
+	etag, err := m.table.Upsert(ctx, e, mode)
+	return etag, withOp("Mixed.Upsert", err)
 }
 
-// Update updates the stored entity with v's keys if its ETag is etag.
+// Update updates the stored entity with v's keys if its ETag is still etag
+// (azcore.ETagAny: any version), and returns the new ETag; see
+// tablekit.Table.Update.
 func (m *Mixed) Update(ctx context.Context, v any, mode tablekit.UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
-	e, err := m.reg.Encode(v)
+	e, err := m.reg.encode("Mixed.Update", v)
 	if err != nil {
 		return "", err
 	}
-	return m.table.Update(ctx, e, mode, etag)
+	etag, err = m.table.Update(ctx, e, mode, etag)
+	return etag, withOp("Mixed.Update", err)
 }
 
-// Delete deletes an entity if its ETag is etag (azcore.ETagAny: any).
+// Delete deletes an entity if its ETag is still etag (azcore.ETagAny: any
+// version); see tablekit.Table.Delete.
 func (m *Mixed) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	return m.table.Delete(ctx, pk, rk, etag)
+	return withOp("Mixed.Delete", m.table.Delete(ctx, pk, rk, etag))
+}
+
+// DeleteIfExists deletes an entity whatever its version and reports
+// whether it existed; see tablekit.Table.DeleteIfExists.
+func (m *Mixed) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	existed, err = m.table.DeleteIfExists(ctx, pk, rk)
+	return existed, withOp("Mixed.DeleteIfExists", err)
 }
 
 // Query returns the entities matching f, each decoded into its type: one
@@ -318,8 +352,9 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 		for e, err := range m.table.Query(ctx, f, opts) {
 			var v any
 			if err == nil {
-				v, err = m.reg.Decode(e)
+				v, err = m.reg.decode("Mixed.Query", e)
 			}
+			err = withOp("Mixed.Query", err)
 			if !yield(v, err) || err != nil {
 				return
 			}
@@ -331,19 +366,20 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 // in partition pk: a RowKey prefix range with ByRowKeyPrefix, a filter on
 // the type property with ByProperty.
 func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
+	const op = "Mixed.KindFilter"
 	if !validKind(kind) {
-		return tablekit.Filter{}, &tablekit.ValidationError{Property: kind, Detail: "not a valid kind", Err: tablekit.ErrInvalidInput}
+		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: "kind", Detail: fmt.Sprintf("%q is not a valid kind (a letter followed by letters, digits and _)", kind), Err: tablekit.ErrInvalidInput}
 	}
 	if m.reg.by == ByRowKeyPrefix {
 		lo, hi, err := keys.TupleRange(kind)
 		if err != nil {
-			return tablekit.Filter{}, err
+			return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: "kind", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 		}
 		return tablekit.RowKeyRange(pk, lo, hi), nil
 	}
 	p := m.reg.prop
 	if !validKind(p) {
-		return tablekit.Filter{}, &tablekit.ValidationError{Property: p, Detail: "the type property's name is not an identifier", Err: tablekit.ErrInvalidInput}
+		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: p, Detail: "the type property's name is not an identifier", Err: tablekit.ErrInvalidInput}
 	}
 	return tablekit.Where("PartitionKey eq ? and ("+p+" eq ? or ("+p+" ge ? and "+p+" lt ?))", pk, kind, kind+".v", kind+".w"), nil
 }
@@ -355,9 +391,10 @@ func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
 func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		const op = "patterns.QueryKind"
 		kind, version, ok := KindOf[T](m.reg)
 		if !ok {
-			yield(zero, &tablekit.ValidationError{Entity: reflect.TypeFor[T]().String(), Detail: "the type is not registered (patterns.Register)", Err: tablekit.ErrInvalidInput})
+			yield(zero, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %s is not registered (patterns.Register)", reflect.TypeFor[T]()), Err: tablekit.ErrInvalidInput})
 			return
 		}
 		f, err := m.KindFilter(pk, kind)
@@ -367,14 +404,14 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 		}
 		for e, err := range m.table.Query(ctx, f, opts) {
 			if err != nil {
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
 				continue
 			}
 			t, err := tablekit.Decode[T](e)
-			if !yield(t, err) || err != nil {
+			if !yield(t, withOp(op, err)) || err != nil {
 				return
 			}
 		}
@@ -385,16 +422,21 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 // tablekit.Entity) as one entity group transaction: several kinds of
 // entity of one partition change atomically, e.g.
 //
-//	m.Transaction(ctx, tablekit.InsertAction[any](emp), tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
-func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]) error {
+//	etags, err := m.Transaction(ctx, tablekit.InsertAction[any](emp), tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+//
+// As tablekit.Table.Transaction, it returns each action's new ETag, in
+// the order of the actions ("" for a delete), so that the caller can
+// continue from them without reading again.
+func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]) ([]azcore.ETag, error) {
+	const op = "Mixed.Transaction"
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		e, err := m.reg.Encode(a.Value)
+		e, err := m.reg.encode(op, a.Value)
 		if err != nil {
-			return fmt.Errorf("action %d: %w", i, err)
+			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
 		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Mode: a.Mode, Value: e, ETag: a.ETag}
 	}
-	_, err := m.table.Transaction(ctx, conv...)
-	return err
+	etags, err := m.table.Transaction(ctx, conv...)
+	return etags, withOp(op, err)
 }

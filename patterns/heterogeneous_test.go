@@ -138,7 +138,7 @@ func TestMixedByProperty(t *testing.T) {
 	dept := v.(Department)
 	dept.EmployeeCount++
 	before = acct.Meter().Snapshot()
-	err = m.Transaction(ctx,
+	etags, err := m.Transaction(ctx,
 		tablekit.InsertAction[any](Employee{Department: "Sales", Key: "000103", Name: "Di", Age: 29}),
 		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
 	if err != nil {
@@ -147,8 +147,11 @@ func TestMixedByProperty(t *testing.T) {
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "Transaction") != 1 || cost.Total() != 1 {
 		t.Fatalf("transaction cost %v", cost)
 	}
+	if v, err := m.Get(ctx, "Sales", "Sales"); err != nil || len(etags) != 2 || v.(Department).ETag != etags[1] {
+		t.Fatalf("the transaction returned ETags %v; the department reads %v, %v", etags, v, err)
+	}
 	// The stale department ETag now fails the whole transaction.
-	err = m.Transaction(ctx,
+	_, err = m.Transaction(ctx,
 		tablekit.InsertAction[any](Employee{Department: "Sales", Key: "000104", Name: "Ed"}),
 		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
 	var te *tablekit.TransactionError

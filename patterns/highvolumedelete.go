@@ -93,7 +93,7 @@ type fixedPeriod struct{ d time.Duration }
 // of minutes.
 func Every(d time.Duration) (Period, error) {
 	if d < time.Minute || d%time.Minute != 0 {
-		return nil, &tablekit.ValidationError{Property: "Period", Detail: fmt.Sprintf("Every(%v): the interval must be a positive whole number of minutes", d), Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: "patterns.Every", Property: "d", Detail: fmt.Sprintf("%v: the interval must be a positive whole number of minutes", d), Err: tablekit.ErrInvalidInput}
 	}
 	return fixedPeriod{d}, nil
 }
@@ -170,8 +170,9 @@ type PeriodTable struct {
 // period. No other table of the account should start with prefix followed
 // by a period stamp.
 func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period, opts *PeriodOptions) (*PeriodTables[T], error) {
+	const op = "patterns.NewPeriodTables"
 	if acct == nil || period == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewPeriodTables: nil account or period", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil account or period", Err: tablekit.ErrInvalidInput}
 	}
 	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period, created: map[string]*tablekit.Table[T]{}}
 	if opts != nil {
@@ -181,15 +182,15 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	sample := period.Stamp(period.Start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
 	if err := tablekit.ValidateTableName(prefix + sample); err != nil {
-		return nil, fmt.Errorf("patterns: the table prefix %q does not make valid table names: %w", prefix, err)
+		return nil, fmt.Errorf("patterns: the table prefix %q does not make valid table names: %w", prefix, withOp(op, err))
 	}
 	for _, r := range prefix {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return nil, &tablekit.ValidationError{Entity: prefix, Detail: "a table prefix holds only ASCII letters and digits", Err: tablekit.ErrInvalidKey}
+			return nil, &tablekit.ValidationError{Op: op, Entity: prefix, Detail: "a table prefix holds only ASCII letters and digits", Err: tablekit.ErrInvalidKey}
 		}
 	}
 	if _, err := tablekit.NewTable[T](acct.Table(prefix+sample), p.topts); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	return p, nil
 }
@@ -299,7 +300,7 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f ta
 	return func(yield func(T, error) bool) {
 		var zero T
 		if opts != nil && opts.Continuation != "" {
-			yield(zero, &tablekit.ValidationError{Property: "Continuation", Detail: "PeriodTables.Query spans tables and cannot resume from a continuation token", Err: tablekit.ErrInvalidInput})
+			yield(zero, &tablekit.ValidationError{Op: "PeriodTables.Query", Property: "Continuation", Detail: "the query spans tables and cannot resume from a continuation token", Err: tablekit.ErrInvalidInput})
 			return
 		}
 		tables, err := p.List(ctx)
@@ -372,7 +373,7 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]s
 // It returns the names of the deleted tables.
 func (p *PeriodTables[T]) Retain(ctx context.Context, n int) ([]string, error) {
 	if n < 1 {
-		return nil, &tablekit.ValidationError{Property: "n", Size: n, Detail: "Retain keeps at least the current period", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: "PeriodTables.Retain", Property: "n", Size: n, Detail: "at least the current period is kept (n >= 1)", Err: tablekit.ErrInvalidInput}
 	}
 	cutoff := p.period.Add(p.period.Start(p.now.Now()), -(n - 1))
 	return p.DropBefore(ctx, cutoff)

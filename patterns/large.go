@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"io"
 	"iter"
 	"maps"
@@ -21,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -55,20 +55,21 @@ type LargeOptions struct {
 	// Concurrency is how many blobs are read or written at once (default 8).
 	Concurrency int
 	// Grace is how long a blob may exist without an entity referencing it
-	// before Sweep removes it (default DefaultLargeGrace, one hour). Put
+	// before Sweep removes it (default DefaultLargeGrace, one hour). Upsert
 	// relies on it: it writes its entity within Grace/2, by Clock, of
-	// starting to write the entity's blobs, or gives up (see Put). Every
+	// starting to write the entity's blobs, or gives up (see Upsert). Every
 	// Large writing a table, and every Sweep of it, must use the same
 	// Grace (or Sweep a longer one), and the clocks of the machines
 	// running them and the service's must not drift apart by Grace/2.
 	Grace time.Duration
-	// Clock tells the time for Put's deadline and Sweep's ages (nil means
+	// Clock tells the time for Upsert's deadline and Sweep's ages (nil means
 	// time.Now).
 	Clock tablekit.Clock
-	// Retry says how often Delete starts again when the entity changed
-	// between reading its references and deleting it, and how often a
-	// read re-reads an entity whose blob a concurrent Put or Delete just
-	// removed. The zero value means tablekit.DefaultConflictRetry.
+	// Retry says how often Upsert and DeleteIfExists start again when the
+	// entity changed between reading its references and writing it, and
+	// how often a read re-reads an entity whose blob a concurrent Upsert
+	// or DeleteIfExists just removed. The zero value means
+	// tablekit.DefaultConflictRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -100,26 +101,38 @@ type BlobRef struct {
 // fetching several blobs concurrently.
 //
 // Writes keep one invariant: an entity never references a blob that does
-// not exist. Put writes the new blobs (under new, unique names) first, then
-// the entity, and only then deletes the blobs of the version it replaced;
-// Delete deletes the entity first, then its blobs. A crash in between can
-// only leave blobs no entity references, which Sweep removes once they are
-// older than the grace period (LargeOptions.Grace); Put writes its entity
-// within half of it or not at all, so Sweep never removes a blob an entity
-// references or is about to reference.
+// not exist. Upsert writes the new blobs (under new, unique names) first,
+// then the entity, and only then deletes the blobs of the version it
+// replaced; DeleteIfExists deletes the entity first, then its blobs. A
+// crash in between can only leave blobs no entity references, which Sweep
+// removes once they are older than the grace period (LargeOptions.Grace);
+// Upsert writes its entity within half of it or not at all, so Sweep never
+// removes a blob an entity references or is about to reference.
 //
 // Reads never report a present entity as missing: a Get or Query that
-// finds a blob gone (a concurrent Put replaced the entity, or Delete
-// removed it) reads the entity again and restores the version it finds,
-// and reports tablekit.ErrNotFound only when the entity is gone.
+// finds a blob gone (a concurrent Upsert replaced the entity, or
+// DeleteIfExists removed it) reads the entity again and restores the
+// version it finds, and reports tablekit.ErrNotFound only when the entity
+// is gone. Get fills T's etag field with the entity's ETag, and Upsert
+// returns the new one.
+//
+// The verbs are Get, Upsert and DeleteIfExists. There is no Insert,
+// Update or Delete with an ETag: every write must know the references of
+// the version it replaces (to delete its blobs afterwards), and the
+// protocol that keeps blobs and references consistent when an answer is
+// lost is built, and tested under faults, for these writes.
 //
 // T is [tablekit.Entity] or a struct as for [tablekit.Table]. The string
 // and []byte fields of a struct can move to blobs (fields with the json or
-// guid option cannot). Blob contents are not encrypted by tablekit.
+// guid option cannot). Blob contents are not encrypted by tablekit, so the
+// properties the table encrypts (see tablekit.Encryption) never move to
+// blobs: each stays in the entity, encrypted, within the service's 64 KiB.
 // A Large is safe for concurrent use.
 type Large[T any] struct {
 	table     *tablekit.Table[tablekit.Entity]
 	container *container.Client
+	cname     string
+	encrypted map[string]bool // properties the table encrypts: never spilled
 	threshold int
 	prefix    string
 	refProp   string
@@ -142,20 +155,36 @@ type largeField struct {
 // refuses values over the storage limits.
 const inlineLimit = 1024
 
-// NewLarge returns a Large storing values of T in table, with the blobs in
-// container (which must exist).
-func NewLarge[T any](table *tablekit.Table[tablekit.Entity], container *container.Client, opts *LargeOptions) (*Large[T], error) {
+// NewLarge returns a Large storing values of T in table, through its
+// property-bag view (table.Entities(): the entities keep table's
+// client-side encryption, tracing, logger and Cosmos DB mode), with the
+// blobs in container (which must exist).
+func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts *LargeOptions) (*Large[T], error) {
+	const op = "patterns.NewLarge"
 	if table == nil || container == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewLarge: nil table or container", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or container", Err: tablekit.ErrInvalidInput}
 	}
-	l := &Large[T]{table: table, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
+	view := table.Entities()
+	l := &Large[T]{table: view, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
+	if parts, err := blob.ParseURL(container.URL()); err == nil {
+		l.cname = parts.ContainerName
+	}
+	if names := table.EncryptedProperties(); len(names) > 0 {
+		l.encrypted = make(map[string]bool, len(names))
+		for _, name := range names {
+			l.encrypted[name] = true
+		}
+	}
 	l.prefix = "large/"
 	if table.Name() != "" {
 		l.prefix = table.Name() + "/"
 	}
 	if opts != nil {
-		if opts.Threshold < 0 || opts.Concurrency < 0 {
-			return nil, &tablekit.ValidationError{Detail: "patterns.NewLarge: negative Threshold or Concurrency", Err: tablekit.ErrInvalidInput}
+		if opts.Threshold < 0 {
+			return nil, &tablekit.ValidationError{Op: op, Property: "Threshold", Size: opts.Threshold, Detail: "negative threshold", Err: tablekit.ErrInvalidInput}
+		}
+		if opts.Concurrency < 0 {
+			return nil, &tablekit.ValidationError{Op: op, Property: "Concurrency", Size: opts.Concurrency, Detail: "negative concurrency", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.Threshold > 0 {
 			l.threshold = min(opts.Threshold, tablekit.MaxPropertyBytes)
@@ -170,34 +199,40 @@ func NewLarge[T any](table *tablekit.Table[tablekit.Entity], container *containe
 			l.conc = opts.Concurrency
 		}
 		if opts.Grace < 0 {
-			return nil, &tablekit.ValidationError{Op: "patterns.NewLarge", Property: "Grace", Detail: "negative grace period", Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Property: "Grace", Detail: "negative grace period", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.Grace > 0 {
 			l.grace = opts.Grace
 		}
-		if err := opts.Retry.Validate("patterns.NewLarge"); err != nil {
+		if err := opts.Retry.Validate(op); err != nil {
 			return nil, err
 		}
 		l.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
 		l.clock = opts.Clock
 	}
 	if !validKind(l.refProp) {
-		return nil, &tablekit.ValidationError{Property: l.refProp, Detail: "RefProperty must be a property name: letters, digits and _", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: "RefProperty", Detail: fmt.Sprintf("%q is not a property name: letters, digits and _", l.refProp), Err: tablekit.ErrInvalidInput}
 	}
 	if reflect.TypeFor[T]() == reflect.TypeFor[tablekit.Entity]() {
 		l.isEntity = true
 		return l, nil
 	}
-	fields, err := largeFields[T]()
-	if err != nil {
+	if err := noEncryptedFields(op, table.EncryptedProperties()); err != nil {
 		return nil, err
 	}
+	fields, err := largeFields[T]()
+	if err != nil {
+		return nil, withOp(op, err)
+	}
 	if _, clash := fields[l.refProp]; clash {
-		return nil, &tablekit.ValidationError{Entity: reflect.TypeFor[T]().String(), Property: l.refProp, Detail: "the struct has a property named like LargeOptions.RefProperty; choose another RefProperty", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: l.refProp, Detail: "type " + reflect.TypeFor[T]().String() + " has a property named like LargeOptions.RefProperty; choose another RefProperty", Err: tablekit.ErrInvalidInput}
 	}
 	l.fields = fields
 	return l, nil
 }
+
+// ContainerName returns the name of the container holding the blobs.
+func (l *Large[T]) ContainerName() string { return l.cname }
 
 // largeFields maps the property names of T's string and []byte fields to
 // the fields. It asks tablekit's codec which property each field is stored
@@ -311,12 +346,12 @@ func (l *Large[T]) fromEntity(e tablekit.Entity) (T, error) {
 		switch x := val.(type) {
 		case []byte:
 			if !f.isBytes {
-				return v, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: "a binary value cannot be stored in a string field", Err: tablekit.ErrInvalidInput}
+				return v, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: "a binary value cannot be stored in a string field"}
 			}
 			fv.SetBytes(x)
 		case string:
 			if f.isBytes {
-				return v, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: "a string value cannot be stored in a []byte field", Err: tablekit.ErrInvalidInput}
+				return v, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: "a string value cannot be stored in a []byte field"}
 			}
 			fv.SetString(x)
 		}
@@ -360,7 +395,7 @@ func (l *Large[T]) split(e *tablekit.Entity) ([]*spilled, error) {
 	size := keysSize(e.PartitionKey, e.RowKey)
 	for _, name := range names {
 		val := e.Properties[name]
-		if isSpillable(val) && valueSize(val)-4 > l.threshold {
+		if l.spillable(name, val) && valueSize(val)-4 > l.threshold {
 			if err := spill(name); err != nil {
 				return nil, err
 			}
@@ -373,7 +408,7 @@ func (l *Large[T]) split(e *tablekit.Entity) ([]*spilled, error) {
 		victim, best := "", 0
 		for _, name := range names {
 			val, ok := e.Properties[name]
-			if ok && isSpillable(val) && valueSize(val) > best {
+			if ok && l.spillable(name, val) && valueSize(val) > best {
 				victim, best = name, valueSize(val)
 			}
 		}
@@ -399,7 +434,14 @@ func (l *Large[T]) split(e *tablekit.Entity) ([]*spilled, error) {
 	return out, nil
 }
 
-func isSpillable(v any) bool {
+// spillable reports whether property name with value v may move to a
+// blob: a string or binary value that the table does not encrypt (blob
+// contents are not encrypted, so an encrypted property stays in the
+// entity, within the service's limits).
+func (l *Large[T]) spillable(name string, v any) bool {
+	if l.encrypted[name] {
+		return false
+	}
 	switch v.(type) {
 	case string, []byte:
 		return true
@@ -439,56 +481,62 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 			return refs, nil
 		}
 	}
-	return nil, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: l.refProp, Detail: "not a blob reference written by patterns.Large", Err: tablekit.ErrInvalidInput}
+	return nil, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: l.refProp, Detail: "not a blob reference written by patterns.Large"}
 }
 
-// Put stores v, inserting or replacing its entity: it reads the
-// references of the entity it replaces, writes the blobs of v's large
-// properties (concurrently), then the entity, conditional on the version
-// whose references it read, then deletes the blobs of that version. When
-// another writer changed the entity in between, Put reads its references
-// again and writes again (LargeOptions.Retry; the blobs stay), so the
-// blobs it deletes are exactly those of the version it replaced and
-// concurrent Puts leave no blob behind. If the entity write fails, the
-// new blobs are deleted when the failure is certain (the service refused
-// the write) and left for Sweep otherwise (the write may have happened).
-// When the entity write's answer was lost (tablekit.ErrOutcomeUnknown),
-// Put reads the entity's references: if they are exactly its new blobs
-// (whose names are random and its own), the write was applied and Put
+// Upsert stores v, inserting its entity or replacing whatever version is
+// stored, and returns the entity's new ETag. It reads the references of
+// the entity it replaces, writes the blobs of v's large properties
+// (concurrently), then the entity, conditional on the version whose
+// references it read, then deletes the blobs of that version. When another
+// writer changed the entity in between, Upsert reads its references again
+// and writes again (LargeOptions.Retry; the blobs stay), so the blobs it
+// deletes are exactly those of the version it replaced and concurrent
+// Upserts leave no blob behind. If the entity write fails, the new blobs
+// are deleted when the failure is certain (the service refused the write)
+// and left for Sweep otherwise (the write may have happened). When the
+// entity write's answer was lost (tablekit.ErrOutcomeUnknown), Upsert
+// reads the entity's references: if they are exactly its new blobs (whose
+// names are random and its own), the write was applied and Upsert
 // succeeds; otherwise it returns the error matching
 // tablekit.ErrOutcomeUnknown and leaves its blobs for Sweep, since the
 // write may have been applied and replaced. An insert (the entity did not
 // exist) is sent without the SDK's retries, since a retry whose first try
-// was applied would bring back an entity a concurrent Delete removed in
-// between, referencing the blobs that Delete removed; when such an insert
-// may have been applied and the entity is absent, Put writes again with
-// new blobs, so it may take effect twice around that Delete, as a retried
-// insert does.
-// Deleting the replaced blobs is best effort too: any left behind are
-// unreferenced, and Sweep removes them.
+// was applied would bring back an entity a concurrent delete removed in
+// between, referencing the blobs that delete removed; when such an insert
+// may have been applied and the entity is absent, Upsert writes again with
+// new blobs, so it may take effect twice around that delete, as a retried
+// insert does. Deleting the replaced blobs is best effort too: any left
+// behind are unreferenced, and Sweep removes them.
 //
-// Put sends its entity write within half the grace period
+// Upsert sends its entity write within half the grace period
 // (LargeOptions.Grace, by the Clock) of starting to write the blobs, and
 // bounds it by that deadline, so that Sweep cannot have removed a blob the
-// entity references. When the blobs took longer, Put writes no entity,
+// entity references. When the blobs took longer, Upsert writes no entity,
 // deletes its new blobs and fails with an error matching
 // context.DeadlineExceeded.
-func (l *Large[T]) Put(ctx context.Context, v T) error {
+//
+// Cost: one point query (the references), one blob write per large
+// property, one entity write (insert or replace), one blob delete per blob
+// of the version replaced; a conflict costs one more point query and
+// entity write.
+func (l *Large[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Large.Upsert"
 	e, err := l.toEntity(v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
 	e.ETag = ""
 	oldRefs, etag, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
-		return err
+		return "", withOp(op, err)
 	}
 	var last error
 	for range l.retry.Attempts(ctx) {
-		err := l.put(ctx, e, oldRefs, etag)
+		newETag, err := l.put(ctx, e, oldRefs, etag)
 		var again *restartPut
 		if !errors.As(err, &again) {
-			return err
+			return newETag, withOp(op, err)
 		}
 		// The insert may have been applied and then deleted, with its
 		// blobs: write again, with new blobs (the old ones are left for
@@ -496,13 +544,13 @@ func (l *Large[T]) Put(ctx context.Context, v T) error {
 		last, oldRefs, etag = again.err, nil, ""
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return "", err
 	}
-	return last
+	return "", last
 }
 
 // restartPut is put's error when its insert may have been applied and the
-// entity is now absent: the Put must start again with new blobs.
+// entity is now absent: the Upsert must start again with new blobs.
 type restartPut struct{ err error }
 
 func (r *restartPut) Error() string { return r.err.Error() }
@@ -510,12 +558,12 @@ func (r *restartPut) Unwrap() error { return r.err }
 
 // put writes e's blobs under new names, then e conditional on the version
 // whose references (oldRefs, etag) were read, then deletes the blobs of the
-// version it replaced.
-func (l *Large[T]) put(ctx context.Context, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag) error {
+// version it replaced. It returns the entity's new ETag.
+func (l *Large[T]) put(ctx context.Context, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag) (azcore.ETag, error) {
 	e.Properties = maps.Clone(e.Properties) // split moves the large ones out
 	blobs, err := l.split(&e)
 	if err != nil {
-		return err
+		return "", err
 	}
 	start := l.clock.Now()
 	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
@@ -525,55 +573,56 @@ func (l *Large[T]) put(ctx context.Context, e tablekit.Entity, oldRefs map[strin
 		if refused(err) {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 		}
-		return err
+		return "", err
 	}
 	wctx := ctx
 	if len(blobs) > 0 {
 		left := l.grace/2 - l.clock.Now().Sub(start)
 		if left <= 0 {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
-			return fmt.Errorf("patterns: Put %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
+			return "", fmt.Errorf("patterns: Large.Upsert %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
 		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, left)
 		defer cancel()
 	}
-	oldRefs, unreferenced, err := l.writeEntity(wctx, e, blobs, oldRefs, etag)
+	newETag, oldRefs, unreferenced, err := l.writeEntity(wctx, e, blobs, oldRefs, etag)
 	if err != nil {
 		if unreferenced {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 		}
-		return err
+		return "", err
 	}
 	l.deleteBlobs(ctx, refNames(oldRefs))
-	return nil
+	return newETag, nil
 }
 
 // writeEntity writes e conditional on the version whose references
 // (oldRefs, etag; etag "" when there was none) were read, reading them
-// again after a conflict, and returns the references of the version it
-// replaced. On error, unreferenced tells whether no entity can reference
-// the new blobs (the service refused every write, or a later read showed
-// another version), so that they may be deleted.
-func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (replaced map[string]BlobRef, unreferenced bool, err error) {
+// again after a conflict, and returns the entity's new ETag and the
+// references of the version it replaced. On error, unreferenced tells
+// whether no entity can reference the new blobs (the service refused every
+// write, or a later read showed another version), so that they may be
+// deleted.
+func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (newETag azcore.ETag, replaced map[string]BlobRef, unreferenced bool, err error) {
 	for range l.retry.Attempts(ctx) {
 		if etag == "" && len(blobs) > 0 {
-			again, done, ierr := l.insert(ctx, e, blobs)
+			again, done, tag, ierr := l.insert(ctx, e, blobs)
 			switch {
 			case done:
-				return oldRefs, false, ierr
+				return tag, oldRefs, false, ierr
 			case again:
 				err = ierr
 				continue
 			}
 			err = ierr
 		} else if etag == "" {
-			_, err = l.table.Insert(ctx, e)
+			newETag, err = l.table.Insert(ctx, e)
 		} else {
-			_, err = l.table.Update(ctx, e, tablekit.Replace, etag)
+			newETag, err = l.table.Update(ctx, e, tablekit.Replace, etag)
 		}
 		if err == nil {
-			return oldRefs, false, nil
+			return newETag, oldRefs, false, nil
 		}
 		if errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			// A try whose answer was lost may have been applied (the
@@ -582,34 +631,34 @@ func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*
 			// this write, which replaced the version it was conditional
 			// on. Otherwise the write may still have been applied (and
 			// replaced since): its blobs stay, for Sweep.
-			refs, _, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+			refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 			if rerr == nil && len(blobs) > 0 && ownRefs(refs, blobs) {
-				return oldRefs, false, nil
+				return tag, oldRefs, false, nil
 			}
-			return nil, false, err
+			return "", nil, false, err
 		}
 		if !isConflict(err) {
-			return nil, refused(err), err
+			return "", nil, refused(err), err
 		}
 		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 		switch {
 		case errors.Is(rerr, tablekit.ErrNotFound):
 			refs, tag = nil, ""
 		case rerr != nil:
-			return nil, false, rerr // the conflict may have been our own write
+			return "", nil, false, rerr // the conflict may have been our own write
 		}
 		if len(blobs) > 0 && ownRefs(refs, blobs) {
 			// This very write, applied in a try whose answer was lost
 			// (the SDK's retry then conflicted with it): done. Which
 			// version it replaced is unknown; Sweep removes its blobs.
-			return nil, false, nil
+			return tag, nil, false, nil
 		}
 		oldRefs, etag = refs, tag
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		return nil, false, cerr
+		return "", nil, false, cerr
 	}
-	return nil, true, err // every write conflicted and none is stored
+	return "", nil, true, err // every write conflicted and none is stored
 }
 
 // noSDKRetries makes a request of one try: the Azure SDK does not retry it.
@@ -617,36 +666,36 @@ var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
 
 // insert inserts e, whose large properties are in blobs, in one try. The
 // SDK does not retry it: a retried insert whose first try was applied (its
-// answer lost) succeeds again when a Delete removed the entity in between,
-// and so brings the entity back referencing the blobs that Delete removed.
-// insert reports done with the outcome when it is settled (nil: inserted),
-// again when the insert certainly did not happen and may be tried again
-// (the service throttled it, or it was never sent), and otherwise err for
-// writeEntity to handle (a conflict, or a refusal). When the try may have
-// been applied, insert reads the references: its own blobs mean it was
-// applied; no entity means it may have been applied and deleted since, and
-// the Put must start again with new blobs (a *restartPut); another entity
-// leaves the outcome unknown (tablekit.ErrOutcomeUnknown), the blobs for
-// Sweep.
-func (l *Large[T]) insert(ctx context.Context, e tablekit.Entity, blobs []*spilled) (again, done bool, err error) {
-	_, err = l.table.Insert(policy.WithRetryOptions(ctx, noSDKRetries), e)
+// answer lost) succeeds again when a delete removed the entity in between,
+// and so brings the entity back referencing the blobs that delete removed.
+// insert reports done with the outcome when it is settled (nil: inserted,
+// with the entity's ETag), again when the insert certainly did not happen
+// and may be tried again (the service throttled it, or it was never sent),
+// and otherwise err for writeEntity to handle (a conflict, or a refusal).
+// When the try may have been applied, insert reads the references: its own
+// blobs mean it was applied; no entity means it may have been applied and
+// deleted since, and the Upsert must start again with new blobs (a
+// *restartPut); another entity leaves the outcome unknown
+// (tablekit.ErrOutcomeUnknown), the blobs for Sweep.
+func (l *Large[T]) insert(ctx context.Context, e tablekit.Entity, blobs []*spilled) (again, done bool, etag azcore.ETag, err error) {
+	etag, err = l.table.Insert(policy.WithRetryOptions(ctx, noSDKRetries), e)
 	var rqe *tablekit.RequestError
 	switch {
 	case err == nil:
-		return false, true, nil
+		return false, true, etag, nil
 	case errors.Is(err, tablekit.ErrOutcomeUnknown):
-		refs, _, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
+		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
 		switch {
 		case rerr == nil && ownRefs(refs, blobs):
-			return false, true, nil
+			return false, true, tag, nil
 		case errors.Is(rerr, tablekit.ErrNotFound):
-			return false, true, &restartPut{err: err}
+			return false, true, "", &restartPut{err: err}
 		}
-		return false, true, err
+		return false, true, "", err
 	case errors.Is(err, tablekit.ErrThrottled), errors.As(err, &rqe):
-		return true, false, err
+		return true, false, "", err
 	}
-	return false, false, err
+	return false, false, "", err
 }
 
 // ownRefs reports whether refs are exactly the references of blobs.
@@ -757,7 +806,7 @@ func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]Blob
 // reading anything else: one point query.
 func (l *Large[T]) Refs(ctx context.Context, pk, rk string) (map[string]BlobRef, error) {
 	refs, _, err := l.readRefs(ctx, pk, rk)
-	return refs, err
+	return refs, withOp("Large.Refs", err)
 }
 
 // LargeGetOptions configures [Large.Get] and [Large.Query]. A nil
@@ -771,29 +820,32 @@ type LargeGetOptions struct {
 }
 
 // Get reads an entity and restores its properties from their blobs,
-// reading the blobs concurrently. It returns an error matching
-// tablekit.ErrNotFound when the entity does not exist. When a blob is
-// missing because a concurrent Put or Delete replaced or removed the
-// entity meanwhile, Get reads the entity again (see LargeOptions.Retry);
-// a blob missing from an entity that did not change is an error matching
-// ErrMissingBlob.
+// reading the blobs concurrently, with its ETag in T's etag field when T
+// has one. It returns an error matching tablekit.ErrNotFound when the
+// entity does not exist. When a blob is missing because a concurrent
+// Upsert or DeleteIfExists replaced or removed the entity meanwhile, Get
+// reads the entity again (see LargeOptions.Retry); a blob missing from an
+// entity that did not change is an error matching ErrMissingBlob. Cost:
+// one point query and one blob read per large property.
 func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions) (T, error) {
+	const op = "Large.Get"
 	var zero T
 	e, err := l.table.Get(ctx, pk, rk, nil)
 	if err != nil {
-		return zero, err
+		return zero, withOp(op, err)
 	}
 	e, err = l.load(ctx, e, opts != nil && opts.SkipBlobs)
 	if err != nil {
-		return zero, err
+		return zero, withOp(op, err)
 	}
-	return l.fromEntity(e)
+	v, err := l.fromEntity(e)
+	return v, withOp(op, err)
 }
 
 // Query returns the entities matching f, each with its blob properties
-// restored (unless opts.SkipBlobs). An entity whose blob a concurrent Put
-// replaced is read again and returned as it is now; one a concurrent
-// Delete removed is left out.
+// restored (unless opts.SkipBlobs). An entity whose blob a concurrent
+// Upsert replaced is read again and returned as it is now; one a
+// concurrent DeleteIfExists removed is left out.
 func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetOptions) iter.Seq2[T, error] {
 	var qo *tablekit.QueryOptions
 	skip := false
@@ -810,11 +862,11 @@ func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetO
 				}
 			}
 			if err != nil {
-				yield(zero, err)
+				yield(zero, withOp("Large.Query", err))
 				return
 			}
 			v, err := l.fromEntity(e)
-			if !yield(v, err) || err != nil {
+			if !yield(v, withOp("Large.Query", err)) || err != nil {
 				return
 			}
 		}
@@ -935,10 +987,15 @@ func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Delete deletes the entity, then its blobs, and reports whether the
-// entity existed. The entity delete is conditional on the version whose
-// references were read, so a concurrent Put's blobs are found too.
-func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
+// DeleteIfExists deletes the entity, whatever its version, then its
+// blobs, and reports whether the entity existed; a missing entity is not
+// an error. The entity delete is conditional on the version whose
+// references were read (starting again when another writer changed it in
+// between, see LargeOptions.Retry), so a concurrent Upsert's blobs are
+// found too. Cost: one point query (the references), one entity delete,
+// one blob delete per blob; a conflict costs one more query and delete.
+func (l *Large[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	const op = "Large.DeleteIfExists"
 	var last error
 	for range l.retry.Attempts(ctx) {
 		refs, etag, err := l.readRefs(ctx, pk, rk)
@@ -946,7 +1003,7 @@ func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			return false, nil
 		}
 		if err != nil {
-			return false, err
+			return false, withOp(op, err)
 		}
 		err = l.table.Delete(ctx, pk, rk, etag)
 		if err == nil {
@@ -958,7 +1015,7 @@ func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			return true, nil
 		}
 		if !isConflict(err) {
-			return false, err
+			return false, withOp(op, err)
 		}
 		last = err
 	}
@@ -973,11 +1030,11 @@ func (l *Large[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 type SweepOptions struct {
 	// MinAge protects recent blobs: a blob modified less than MinAge
 	// before the sweep is kept even if no entity references it yet,
-	// because a Put may be between writing it and writing its entity.
+	// because an Upsert may be between writing it and writing its entity.
 	// 0 means the Large's grace period (LargeOptions.Grace, one hour by
 	// default). A shorter MinAge than the Grace of the Larges writing the
-	// table, or a negative one (no protection), is safe only when no Put
-	// runs during the sweep.
+	// table, or a negative one (no protection), is safe only when no
+	// Upsert runs during the sweep.
 	MinAge time.Duration
 	// DryRun finds the unreferenced blobs but deletes nothing.
 	DryRun bool
@@ -1001,9 +1058,9 @@ type SweepResult struct {
 // lists the blobs first and reads every entity's references after (a
 // projection of one property), so a blob written during the sweep is
 // either not listed or protected by its age, and a blob an entity
-// references when the sweep reads it is kept. Put writes an entity within
-// half the grace period of writing its blobs, so no entity can come to
-// reference a blob after Sweep found it unreferenced and old.
+// references when the sweep reads it is kept. Upsert writes an entity
+// within half the grace period of writing its blobs, so no entity can come
+// to reference a blob after Sweep found it unreferenced and old.
 //
 // A blob's age is measured from its last modification (the service's
 // clock) to now by the Large's Clock; without a Clock, to the earlier of

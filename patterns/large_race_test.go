@@ -33,11 +33,11 @@ func newLargeRace(t *testing.T, after bool, match func(blobs string, r *http.Req
 	acctA := gatedAccount(t, g)
 	tblA := openEntityTable(t, acctA, tblB.Name())
 	contA := acctA.Container(containerName(contB.URL()))
-	a, err := patterns.NewLarge[Doc](tblA, contA, optsA)
+	a, err := patterns.NewLarge(typed[Doc](t, tblA), contA, optsA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := patterns.NewLarge[Doc](tblB, contB, optsB)
+	b, err := patterns.NewLarge(typed[Doc](t, tblB), contB, optsB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,24 +63,24 @@ func doc(name, title string, n int) Doc {
 	return Doc{Folder: "f", Name: name, Title: title, Scan: bytes.Repeat([]byte(title), n)}
 }
 
-// TestLargeReadRacingPut: a Get or Query holding an entity whose blob a
-// concurrent Put replaces (and deletes) must return the entity, old or
+// TestLargeReadRacingUpsert: a Get or Query holding an entity whose blob a
+// concurrent Upsert replaces (and deletes) must return the entity, old or
 // new, never "not found".
-func TestLargeReadRacingPut(t *testing.T) {
+func TestLargeReadRacingUpsert(t *testing.T) {
 	t.Parallel()
 	t.Run("Get", func(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t)
 		r := newLargeRace(t, false, isBlobRead, nil, nil)
 		v1, v2 := doc("d", "v1", 100000), doc("d", "v2", 100000)
-		if err := r.b.Put(ctx, v1); err != nil {
+		if _, err := r.b.Upsert(ctx, v1); err != nil {
 			t.Fatal(err)
 		}
 		r.g.arm()
 		var got Doc
 		done := run(func() (err error) { got, err = r.a.Get(ctx, "f", "d", nil); return err })
 		r.g.wait(t) // A read the entity and is about to read v1's blob
-		if err := r.b.Put(ctx, v2); err != nil {
+		if _, err := r.b.Upsert(ctx, v2); err != nil {
 			t.Fatal(err)
 		}
 		r.g.open()
@@ -96,7 +96,7 @@ func TestLargeReadRacingPut(t *testing.T) {
 		ctx := testContext(t)
 		r := newLargeRace(t, false, isBlobRead, nil, nil)
 		for _, d := range []Doc{doc("d1", "one", 100000), doc("d2", "two", 100000)} {
-			if err := r.b.Put(ctx, d); err != nil {
+			if _, err := r.b.Upsert(ctx, d); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -112,7 +112,7 @@ func TestLargeReadRacingPut(t *testing.T) {
 			return nil
 		})
 		r.g.wait(t) // A is about to read d1's blob
-		if err := r.b.Put(ctx, doc("d1", "one-v2", 100000)); err != nil {
+		if _, err := r.b.Upsert(ctx, doc("d1", "one-v2", 100000)); err != nil {
 			t.Fatal(err)
 		}
 		r.g.open()
@@ -125,33 +125,33 @@ func TestLargeReadRacingPut(t *testing.T) {
 	})
 }
 
-// TestLargeSweepRacingPut: a Put that stalls between writing its blob and
+// TestLargeSweepRacingUpsert: an Upsert that stalls between writing its blob and
 // writing its entity longer than the sweep's grace period must not store
 // a reference to the blob the sweep removed meanwhile.
-func TestLargeSweepRacingPut(t *testing.T) {
+func TestLargeSweepRacingUpsert(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	r := newLargeRace(t, true, isBlobUpload, &patterns.LargeOptions{Grace: time.Second}, nil)
 	r.g.arm()
-	done := run(func() error { return r.a.Put(ctx, doc("d", "v1", 100000)) })
+	done := run(func() error { _, err := r.a.Upsert(ctx, doc("d", "v1", 100000)); return err })
 	r.g.wait(t) // the blob is written; A has not heard yet
 	time.Sleep(1500 * time.Millisecond)
 	res, err := r.b.Sweep(ctx, &patterns.SweepOptions{MinAge: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("sweep during the Put: %+v", res)
+	t.Logf("sweep during the Upsert: %+v", res)
 	r.g.open()
 	errPut := <-done
-	t.Logf("Put: %v", errPut)
+	t.Logf("Upsert: %v", errPut)
 	got, err := r.b.Get(ctx, "f", "d", nil)
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound) && errPut != nil:
-		// the Put gave up: nothing stored
+		// the Upsert gave up: nothing stored
 	case err != nil:
-		t.Fatalf("after the Put (%v), the entity cannot be read: %v", errPut, err)
+		t.Fatalf("after the Upsert (%v), the entity cannot be read: %v", errPut, err)
 	case errPut != nil || got.Title != "v1":
-		t.Fatalf("Put said %v, Get read %q", errPut, got.Title)
+		t.Fatalf("Upsert said %v, Get read %q", errPut, got.Title)
 	}
 }
 
@@ -164,11 +164,11 @@ func TestLargeSweepGrace(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Put(ctx, doc("d", "v1", 100000)); err != nil {
+	if _, err := l.Upsert(ctx, doc("d", "v1", 100000)); err != nil {
 		t.Fatal(err)
 	}
 	refs, err := l.Refs(ctx, "f", "d")
@@ -184,7 +184,7 @@ func TestLargeSweepGrace(t *testing.T) {
 		t.Fatalf("sweep within the grace period: %+v, %v", res, err)
 	}
 	later := time.Now().Add(patterns.DefaultLargeGrace + time.Minute)
-	sweeper, err := patterns.NewLarge[Doc](tbl, cont, &patterns.LargeOptions{Clock: func() time.Time { return later }})
+	sweeper, err := patterns.NewLarge(typed[Doc](t, tbl), cont, &patterns.LargeOptions{Clock: func() time.Time { return later }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +205,11 @@ func TestLargeMissingBlob(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Put(ctx, doc("d", "v1", 100000)); err != nil {
+	if _, err := l.Upsert(ctx, doc("d", "v1", 100000)); err != nil {
 		t.Fatal(err)
 	}
 	refs, err := l.Refs(ctx, "f", "d")
@@ -251,7 +251,7 @@ func (p *loseAnswer) Do(req *policy.Request) (*http.Response, error) {
 }
 
 // TestLargeUploadAnswerLost: a blob upload whose answer was lost is
-// retried by the SDK and finds its own blob (409): Put succeeds.
+// retried by the SDK and finds its own blob (409): Upsert succeeds.
 func TestLargeUploadAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -260,13 +260,13 @@ func TestLargeUploadAnswerLost(t *testing.T) {
 	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := doc("d", "v1", 100000)
-	if err := l.Put(ctx, v); err != nil {
-		t.Fatalf("Put with a lost upload answer: %v", err)
+	if _, err := l.Upsert(ctx, v); err != nil {
+		t.Fatalf("Upsert with a lost upload answer: %v", err)
 	}
 	if !lose.done.Load() {
 		t.Fatal("no upload answer was lost")
@@ -279,7 +279,7 @@ func TestLargeUploadAnswerLost(t *testing.T) {
 
 // TestLargeConcurrentUse: writers, readers and sweeps on separate Accounts
 // (as separate processes) on three entities. No read reports an entity
-// missing or fails, every stored reference resolves, concurrent Puts leave
+// missing or fails, every stored reference resolves, concurrent Upserts leave
 // no unreferenced blob, and a final sweep past the grace period leaves
 // exactly the referenced blobs.
 func TestLargeConcurrentUse(t *testing.T) {
@@ -292,7 +292,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 	cont := testenv.NewContainer(t, acct)
 	open := func(opts *patterns.LargeOptions) *patterns.Large[Doc] {
 		a := testenv.Account(t, nil)
-		l, err := patterns.NewLarge[Doc](openEntityTable(t, a, tbl.Name()), a.Container(containerName(cont.URL())), opts)
+		l, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, a, tbl.Name())), a.Container(containerName(cont.URL())), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 	}
 	first := open(nil)
 	for _, k := range keys {
-		if err := first.Put(ctx, doc(k, "init", 50000)); err != nil {
+		if _, err := first.Upsert(ctx, doc(k, "init", 50000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -312,8 +312,8 @@ func TestLargeConcurrentUse(t *testing.T) {
 		go func() {
 			for i := range puts {
 				title := fmt.Sprintf("w%d-%d", g, i)
-				if err := l.Put(ctx, doc(keys[(g+i)%len(keys)], title, 50000+i)); err != nil {
-					errs <- fmt.Errorf("Put %s: %w", title, err)
+				if _, err := l.Upsert(ctx, doc(keys[(g+i)%len(keys)], title, 50000+i)); err != nil {
+					errs <- fmt.Errorf("Upsert %s: %w", title, err)
 					return
 				}
 			}
@@ -387,7 +387,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 	}
 	t.Logf("final sweep: %d blobs, %d referenced, %d orphans deleted", res.Blobs, res.Referenced, res.Deleted)
 	if res.Deleted != 0 {
-		t.Errorf("concurrent Puts left %d unreferenced blobs (each Put deletes the blobs of the version it replaced)", res.Deleted)
+		t.Errorf("concurrent Upserts left %d unreferenced blobs (each Upsert deletes the blobs of the version it replaced)", res.Deleted)
 	}
 	live := map[string]bool{}
 	for _, k := range keys {
@@ -413,14 +413,14 @@ func TestLargeConcurrentUse(t *testing.T) {
 	}
 }
 
-// TestLargePutEntityAnswerLost: the entity write's answer is lost after
+// TestLargeUpsertEntityAnswerLost: the entity write's answer is lost after
 // the service applied it, and the SDK's retry meets the write's own effect
 // (an insert finds the entity, an If-Match update finds a new ETag), which
-// tablekit reports as ErrOutcomeUnknown. The entity references the Put's
-// new blobs, so Put must keep them and succeed (the chaos suite found Put
+// tablekit reports as ErrOutcomeUnknown. The entity references the Upsert's
+// new blobs, so Upsert must keep them and succeed (the chaos suite found Upsert
 // deleting them, leaving a reference to missing blobs), and the replaced
 // version's blobs must go.
-func TestLargePutEntityAnswerLost(t *testing.T) {
+func TestLargeUpsertEntityAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tables := testenv.Account(t, nil).Endpoints().Table
@@ -441,28 +441,28 @@ func TestLargePutEntityAnswerLost(t *testing.T) {
 	})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []Doc{doc("d", "v1", 100000), doc("d", "v2", 120000)} { // an insert, then a replace
 		p := arm()
-		if err := l.Put(ctx, v); err != nil {
-			t.Fatalf("Put %s with the entity write's answer lost: %v", v.Title, err)
+		if _, err := l.Upsert(ctx, v); err != nil {
+			t.Fatalf("Upsert %s with the entity write's answer lost: %v", v.Title, err)
 		}
 		if !p.done.Load() {
-			t.Fatalf("Put %s: no entity write answer was lost", v.Title)
+			t.Fatalf("Upsert %s: no entity write answer was lost", v.Title)
 		}
 		got, err := l.Get(ctx, "f", "d", nil)
 		if err != nil || got.Title != v.Title || !bytes.Equal(got.Scan, v.Scan) {
-			t.Fatalf("Get after Put %s: %q, %v", v.Title, got.Title, err)
+			t.Fatalf("Get after Upsert %s: %q, %v", v.Title, got.Title, err)
 		}
 		refs, err := l.Refs(ctx, "f", "d")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if blobs := listBlobs(t, ctx, cont); len(blobs) != 1 || blobs[0] != refs["Scan"].Blob {
-			t.Fatalf("blobs after Put %s: %v, want only the referenced %s", v.Title, blobs, refs["Scan"].Blob)
+			t.Fatalf("blobs after Upsert %s: %v, want only the referenced %s", v.Title, blobs, refs["Scan"].Blob)
 		}
 	}
 }
@@ -472,11 +472,11 @@ type policyFunc func(req *policy.Request) (*http.Response, error)
 
 func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
 
-// TestLargeInsertRetryAfterDelete: a Put that inserts its entity has the
+// TestLargeInsertRetryAfterDelete: an Upsert that inserts its entity has the
 // insert applied and its answer lost; before the retry, another Large
 // deletes the entity and its blobs. A retry of the same insert would bring
 // the entity back referencing the deleted blobs (the chaos suite found
-// readers failing with ErrMissingBlob). Put must leave either no entity or
+// readers failing with ErrMissingBlob). Upsert must leave either no entity or
 // an entity whose blobs exist, and must not report success for nothing.
 func TestLargeInsertRetryAfterDelete(t *testing.T) {
 	t.Parallel()
@@ -485,7 +485,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 	tables := plain.Endpoints().Table
 	tblB := namedTable(t, plain)
 	contB := testenv.NewContainer(t, plain)
-	b, err := patterns.NewLarge[Doc](tblB, contB, nil)
+	b, err := patterns.NewLarge(typed[Doc](t, tblB), contB, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 			return resp, err
 		}
 		resp.Body.Close()
-		existed, err := b.Delete(r.Context(), "f", "d") // ... deleted with its blobs by another writer ...
+		existed, err := b.DeleteIfExists(r.Context(), "f", "d") // ... deleted with its blobs by another writer ...
 		deleted.Store(existed)
 		hookErr = err
 		// ... and its answer is lost.
@@ -512,27 +512,27 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
 	})
 	acctA := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
-	a, err := patterns.NewLarge[Doc](openEntityTable(t, acctA, tblB.Name()), acctA.Container(containerName(contB.URL())), nil)
+	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Container(containerName(contB.URL())), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := doc("d", "v1", 100000)
-	putErr := a.Put(ctx, v)
+	_, putErr := a.Upsert(ctx, v)
 	if hookErr != nil || !deleted.Load() {
 		t.Fatalf("the other writer's Delete: existed %v, %v", deleted.Load(), hookErr)
 	}
 	if putErr != nil && !errors.Is(putErr, tablekit.ErrOutcomeUnknown) {
-		t.Fatalf("Put: %v; want success or ErrOutcomeUnknown", putErr)
+		t.Fatalf("Upsert: %v; want success or ErrOutcomeUnknown", putErr)
 	}
 	got, err := b.Get(ctx, "f", "d", nil)
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound):
 		if putErr == nil {
-			t.Fatal("Put reported success, but no entity is stored")
+			t.Fatal("Upsert reported success, but no entity is stored")
 		}
 	case err != nil:
-		t.Fatalf("Get after Put (Put said %v): %v", putErr, err)
+		t.Fatalf("Get after Upsert (Upsert said %v): %v", putErr, err)
 	case got.Title != v.Title || !bytes.Equal(got.Scan, v.Scan):
-		t.Fatalf("Get after Put: %q, not the value written", got.Title)
+		t.Fatalf("Get after Upsert: %q, not the value written", got.Title)
 	}
 }

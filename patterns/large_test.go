@@ -66,18 +66,18 @@ func TestLargeRoundTrip(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := Doc{Folder: "f", Name: "report", Title: "Q3", Body: longText(200000), Scan: randomBytes(5 << 20), Pages: 12}
 	before := acct.Meter().Snapshot()
-	if err := l.Put(ctx, doc); err != nil {
+	if _, err := l.Upsert(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
 	cost := acct.Meter().Snapshot().Sub(before)
 	if cost.Count("blob", "PutBlob") != 2 || cost.Count("table", "InsertEntity") != 1 || cost.Service("table") != 2 {
-		t.Fatalf("Put cost %v; want 2 blobs, a read of the references and one insert", cost)
+		t.Fatalf("Upsert cost %v; want 2 blobs, a read of the references and one insert", cost)
 	}
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 2 {
 		t.Fatalf("blobs %v", blobs)
@@ -105,7 +105,7 @@ func TestLargeRoundTrip(t *testing.T) {
 
 	// A small body moves back into the entity; the old blobs go.
 	doc.Body = "short now"
-	if err := l.Put(ctx, doc); err != nil {
+	if _, err := l.Upsert(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
 	refs, err := l.Refs(ctx, "f", "report")
@@ -136,7 +136,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	}
 
 	// Delete removes the entity and its blobs.
-	if ok, err := l.Delete(ctx, "f", "report"); err != nil || !ok {
+	if ok, err := l.DeleteIfExists(ctx, "f", "report"); err != nil || !ok {
 		t.Fatalf("Delete: %v %v", ok, err)
 	}
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 0 {
@@ -161,7 +161,7 @@ func TestLargeEntityBag(t *testing.T) {
 	for i := range 20 {
 		props["S"+string(rune('A'+i))] = strings.Repeat(string(rune('a'+i)), 500)
 	}
-	if err := l.Put(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: props}); err != nil {
+	if _, err := l.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: props}); err != nil {
 		t.Fatal(err)
 	}
 	refs, err := l.Refs(ctx, "p", "r")
@@ -190,7 +190,7 @@ func TestLargeEntityBag(t *testing.T) {
 	for i := range 20 {
 		props["S"+string(rune('A'+i))] = strings.Repeat(string(rune('a'+i)), 30000-i)
 	}
-	if err := l2.Put(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "wide", Properties: props}); err != nil {
+	if _, err := l2.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "wide", Properties: props}); err != nil {
 		t.Fatal(err)
 	}
 	refs, err = l2.Refs(ctx, "p", "wide")
@@ -240,13 +240,13 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = tbl.DeleteTable(context.Background()) })
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge[Doc](tbl, cont, nil)
+	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	v1 := Doc{Folder: "f", Name: "d", Title: "v1", Scan: randomBytes(200 << 10)}
-	if err := l.Put(ctx, v1); err != nil {
+	if _, err := l.Upsert(ctx, v1); err != nil {
 		t.Fatal(err)
 	}
 	oldRefs, err := l.Refs(ctx, "f", "d")
@@ -257,8 +257,8 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 
 	crash.armed.Store(true)
 	v2 := Doc{Folder: "f", Name: "d", Title: "v2", Scan: randomBytes(300 << 10)}
-	if err := l.Put(ctx, v2); err == nil || !strings.Contains(err.Error(), "injected crash") {
-		t.Fatalf("Put during the crash: %v", err)
+	if _, err := l.Upsert(ctx, v2); err == nil || !strings.Contains(err.Error(), "injected crash") {
+		t.Fatalf("Upsert during the crash: %v", err)
 	}
 	crash.armed.Store(false)
 	if crash.hits.Load() != 1 {
@@ -300,7 +300,7 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	}
 
 	// Deleting the entity removes its blob.
-	if ok, err := l.Delete(ctx, "f", "d"); err != nil || !ok {
+	if ok, err := l.DeleteIfExists(ctx, "f", "d"); err != nil || !ok {
 		t.Fatalf("Delete: %v %v", ok, err)
 	}
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 0 {

@@ -23,6 +23,16 @@ func entityTable(t *testing.T, acct *tablekit.Account) *tablekit.Table[tablekit.
 	return tbl
 }
 
+// typed returns a Table[T] over the same table as tbl.
+func typed[T any](t testing.TB, tbl *tablekit.Table[tablekit.Entity]) *tablekit.Table[T] {
+	t.Helper()
+	typed, err := tablekit.NewTable[T](tbl.Client(), &tablekit.TableOptions{Name: tbl.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typed
+}
+
 // testContext returns a context that ends with the test, bounded in time.
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -53,10 +53,15 @@ type Series struct {
 	retry tablekit.RetryPolicy
 }
 
-// NewSeries returns a Series storing its entities in table.
-func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Series, error) {
+// NewSeries returns a Series storing its entities in table, through its
+// property-bag view (table.Entities(): the entities keep table's
+// client-side encryption, tracing, logger and Cosmos DB mode). E, the
+// table's type, is not the Series' concern: a Series reads and writes
+// property bags.
+func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, error) {
+	const op = "patterns.NewSeries"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewSeries: nil table", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
 	o := SeriesOptions{}
 	if opts != nil {
@@ -68,23 +73,25 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 	if o.Slots == 0 {
 		o.Slots = 24
 	}
-	if err := o.Retry.Validate("patterns.NewSeries"); err != nil {
+	if err := o.Retry.Validate(op); err != nil {
 		return nil, err
 	}
 	if o.Slots < 0 {
-		return nil, &tablekit.ValidationError{Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
 	}
 	if o.Slots > tablekit.MaxCustomProperties {
-		return nil, seriesTooLong(table.Name(), o.Slots)
+		err := seriesTooLong(table.Name(), o.Slots)
+		err.Op = op
+		return nil, err
 	}
 	if o.Width == 0 {
 		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
 	}
-	s := &Series{table: table, index: make(map[string]int, o.Slots), retry: o.Retry.WithDefaults(DefaultSeriesRetry)}
+	s := &Series{table: table.Entities(), index: make(map[string]int, o.Slots), retry: o.Retry.WithDefaults(DefaultSeriesRetry)}
 	for i := range o.Slots {
 		n, err := keys.UintN(uint64(i), o.Width)
 		if err != nil {
-			return nil, &tablekit.ValidationError{Property: "Width", Size: o.Width, Detail: "the slot numbers do not fit: " + err.Error(), Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Property: "Width", Size: o.Width, Detail: "the slot numbers do not fit: " + err.Error(), Err: tablekit.ErrInvalidInput}
 		}
 		name := o.Prefix + n
 		s.names = append(s.names, name)
@@ -96,7 +103,7 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 		probe.Properties[name] = int64(0)
 	}
 	if _, err := tablekit.EncodeEntity(probe); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	return s, nil
 }
@@ -118,13 +125,13 @@ func (s *Series) Slots() int { return len(s.names) }
 // SlotName returns the property name of slot i (0-based), e.g. "H07".
 func (s *Series) SlotName(i int) (string, error) {
 	if i < 0 || i >= len(s.names) {
-		return "", s.badSlot(i)
+		return "", s.badSlot("Series.SlotName", i)
 	}
 	return s.names[i], nil
 }
 
-func (s *Series) badSlot(i int) error {
-	return &tablekit.ValidationError{Entity: s.table.Name(), Limit: fmt.Sprintf("0 <= slot < %d", len(s.names)), Size: i, Detail: "slot out of range", Err: tablekit.ErrInvalidInput}
+func (s *Series) badSlot(op string, i int) error {
+	return &tablekit.ValidationError{Op: op, Entity: s.table.Name(), Property: "slot", Limit: fmt.Sprintf("0 <= slot < %d", len(s.names)), Size: i, Detail: "slot out of range", Err: tablekit.ErrInvalidInput}
 }
 
 // Get reads a whole series in one point query. It returns an error
@@ -132,9 +139,10 @@ func (s *Series) badSlot(i int) error {
 func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
 	e, err := s.table.Get(ctx, pk, rk, nil)
 	if err != nil {
-		return nil, err
+		return nil, withOp("Series.Get", err)
 	}
-	return s.values(&e)
+	v, err := s.values(&e)
+	return v, withOp("Series.Get", err)
 }
 
 // values reads the slots of an entity.
@@ -148,18 +156,20 @@ func (s *Series) values(e *tablekit.Entity) ([]int64, error) {
 		case int32:
 			out[i] = int64(v)
 		default:
-			return nil, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: fmt.Sprintf("a series slot holds a %T, not an integer", v), Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: name, Detail: fmt.Sprintf("a series slot holds a %T, not an integer", v)}
 		}
 	}
 	return out, nil
 }
 
-// Add adds delta to one slot and returns the slot's new value.
+// Add adds delta to one slot and returns the slot's new value: a Modify
+// of that slot, with its cost.
 func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) (int64, error) {
+	const op = "Series.Add"
 	if slot < 0 || slot >= len(s.names) {
-		return 0, s.badSlot(slot)
+		return 0, s.badSlot(op, slot)
 	}
-	values, err := s.Update(ctx, pk, rk, func(v []int64) error {
+	values, err := s.modify(ctx, op, pk, rk, func(v []int64) error {
 		v[slot] += delta
 		return nil
 	})
@@ -169,36 +179,45 @@ func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) 
 	return values[slot], nil
 }
 
-// Set sets one slot to value.
+// Set sets one slot to value: a Modify of that slot, with its cost.
 func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) error {
+	const op = "Series.Set"
 	if slot < 0 || slot >= len(s.names) {
-		return s.badSlot(slot)
+		return s.badSlot(op, slot)
 	}
-	_, err := s.Update(ctx, pk, rk, func(v []int64) error {
+	_, err := s.modify(ctx, op, pk, rk, func(v []int64) error {
 		v[slot] = value
 		return nil
 	})
 	return err
 }
 
-// Update reads the series (all zeros if it does not exist yet), lets fn
-// change any of its values, and writes the changed slots with a merge
+// Modify changes a series by a function, the read-modify-write of
+// optimistic concurrency: it reads the series (all zeros if it does not
+// exist yet: like tablekit.Table.Modify, Modify creates the entity), lets
+// fn change any of its values, and writes the changed slots with a merge
 // conditional on the ETag read (an insert for a new series). When another
 // writer changed the series in between, it waits a random, growing pause,
 // reads again and calls fn again (see SeriesOptions.Retry), so fn must only
-// change the slice. It returns the values written, and fn's error as is.
-func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
+// change the slice. It returns the values stored, and fn's error as is
+// (nothing is then written). Cost: one point query and one merge (or
+// insert), none when nothing changes, and one more of each per conflict.
+func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
+	return s.modify(ctx, "Series.Modify", pk, rk, fn)
+}
+
+func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {
 	var last error
 	for range s.retry.Attempts(ctx) {
 		e, err := s.table.Get(ctx, pk, rk, nil)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
-			return nil, err
+			return nil, withOp(op, err)
 		}
 		var old []int64
 		if exists {
 			if old, err = s.values(&e); err != nil {
-				return nil, err
+				return nil, withOp(op, err)
 			}
 		} else {
 			old = make([]int64, len(s.names))
@@ -208,7 +227,7 @@ func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int
 			return nil, err
 		}
 		if len(values) != len(s.names) {
-			return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Detail: "the update function changed the length of the series", Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "the function changed the length of the series", Err: tablekit.ErrInvalidInput}
 		}
 		w := tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{}}
 		for i, v := range values {
@@ -230,6 +249,7 @@ func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int
 			}
 			if total > tablekit.MaxCustomProperties {
 				err := seriesTooLong(pk+"/"+rk, len(s.names))
+				err.Op = op
 				err.Size = total
 				err.Detail = fmt.Sprintf("the entity would hold %d properties, %d of them not slots of the series; ", total, total-len(s.names)) + err.Detail
 				return nil, err
@@ -244,10 +264,10 @@ func (s *Series) Update(ctx context.Context, pk, rk string, fn func(values []int
 			return values, nil
 		}
 		if errors.Is(err, tablekit.ErrTooLarge) {
-			return nil, fmt.Errorf("%w (%w)", err, seriesTooLong(pk+"/"+rk, len(s.names)))
+			return nil, fmt.Errorf("%w (%w)", withOp(op, err), seriesTooLong(pk+"/"+rk, len(s.names)))
 		}
 		if !isConflict(err) {
-			return nil, err
+			return nil, withOp(op, err)
 		}
 		last = err
 	}

@@ -110,7 +110,7 @@ func TestSeriesSetAndLimits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one slot more fits: %v", err)
 	}
-	_, err = s2.Update(ctx, "q", "r", func(v []int64) error {
+	_, err = s2.Modify(ctx, "q", "r", func(v []int64) error {
 		for i := range v {
 			v[i] = 1
 		}

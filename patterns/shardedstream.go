@@ -3,6 +3,7 @@ package patterns
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -40,10 +41,12 @@ type Event[T any] struct {
 }
 
 // Stream is a time-ordered stream of events in one table, spread over
-// Shards partitions. An event's PartitionKey is the stream's name and its
-// shard bucket (keys.ShardPrefix of the ID, e.g. "clicks!3"); its RowKey is
-// its time (keys.Time) and its ID, so that each shard is in time order and
-// a time window is one range query per shard.
+// Shards partitions. An event's PartitionKey is the sharded key of the
+// stream's name (keys.ShardedKey: the bucket of the event's ID first, then
+// the name, e.g. "3!clicks"; see the keys package doc, Sharded keys, for
+// the layout and why the bucket comes first); its RowKey is its time
+// (keys.Time) and its ID, so that each shard is in time order and a time
+// window is one range query per shard.
 //
 // T is [tablekit.Entity] or a struct as for [tablekit.Table]; the stream
 // sets its keys. A Stream is safe for concurrent use.
@@ -56,26 +59,32 @@ type Stream[T any] struct {
 	isEntity bool
 }
 
-// NewStream returns the Stream called name (a key component: no / \ # ?
-// or control characters) stored in table.
-func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, opts *StreamOptions) (*Stream[T], error) {
+// NewStream returns the Stream called name stored in table, through its
+// property-bag view (table.Entities(): the events keep table's client-side
+// encryption, tracing, logger and Cosmos DB mode). T is the type of the
+// events' values, E the table's. The name may be any string, '/', '\',
+// '#', '?' and control characters included: it is stored as a compound-key
+// component (keys.Compound), so its PartitionKeys are the compound keys
+// (bucket, name).
+func NewStream[T, E any](table *tablekit.Table[E], name string, opts *StreamOptions) (*Stream[T], error) {
+	const op = "patterns.NewStream"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewStream: nil table", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
-	s := &Stream[T]{table: table, name: name, shards: 8}
+	s := &Stream[T]{table: table.Entities(), name: name, shards: 8}
 	if opts != nil && opts.Shards != 0 {
 		s.shards = opts.Shards
 	}
-	prefixes, err := keys.ShardPrefixes(s.shards)
+	key, err := keys.Compound(name)
 	if err != nil {
-		return nil, &tablekit.ValidationError{Property: "Shards", Size: s.shards, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
-	for _, p := range prefixes {
-		pk, err := keys.Compound(name, p)
-		if err != nil {
-			return nil, &tablekit.ValidationError{Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
-		}
-		s.pks = append(s.pks, pk)
+	s.pks, err = keys.ShardedKeys(s.shards, key)
+	if errors.Is(err, keys.ErrInvalidArgument) {
+		return nil, &tablekit.ValidationError{Op: op, Property: "Shards", Size: s.shards, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+	}
+	if err != nil {
+		return nil, &tablekit.ValidationError{Op: op, Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
 	s.conc = min(s.shards, 16)
 	if opts != nil && opts.Concurrency > 0 {
@@ -86,7 +95,7 @@ func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, opts 
 	} else {
 		var zero T
 		if _, err := tablekit.EncodeEntity(zero); err != nil {
-			return nil, err
+			return nil, withOp(op, err)
 		}
 	}
 	return s, nil
@@ -100,28 +109,34 @@ func (s *Stream[T]) Partitions() []string { return append([]string(nil), s.pks..
 func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
 	shard, err := keys.Shard(id, s.shards)
 	if err != nil {
-		return "", "", err
+		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 	}
 	var b keys.Builder
 	rk, err = b.AddTime(at).Add(id).Key()
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
+		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
 	}
 	return s.pks[shard], rk, nil
 }
 
-// Append writes events (inserting or replacing, so appending again is
-// harmless) as entity group transactions grouped by shard, in parallel.
-// See tablekit.BulkWriter for how failures are reported.
+// Append writes events (upserting, so appending again is harmless) as
+// entity group transactions grouped by shard, in parallel: one transaction
+// per shard and 100 events. See tablekit.BulkWriter for how failures are
+// reported, and tablekit.BulkResult.ETags for the events' new ETags.
 func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.BulkResult, error) {
+	const op = "Stream.Append"
 	items := make([]tablekit.Entity, len(events))
 	for i, ev := range events {
 		e, err := s.toEntity(ev.Value)
 		if err != nil {
-			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, err)
+			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, withOp(op, err))
 		}
 		e.PartitionKey, e.RowKey, err = s.Keys(ev.Time, ev.ID)
 		if err != nil {
+			var ve *tablekit.ValidationError
+			if errors.As(err, &ve) {
+				ve.Op = op
+			}
 			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, err)
 		}
 		e.ETag = ""
@@ -279,7 +294,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		ev.Time, err = keys.ParseTime(comps[0])
 	}
 	if err != nil {
-		return ev, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error(), Err: tablekit.ErrInvalidInput}
+		return ev, &tablekit.DecodeError{Op: "Stream.Query", Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
 	}
 	ev.ID = comps[1]
 	if s.isEntity {
@@ -287,7 +302,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		return ev, nil
 	}
 	ev.Value, err = tablekit.Decode[T](e)
-	return ev, err
+	return ev, withOp("Stream.Query", err)
 }
 
 // shardPage is one page of a shard's query.

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -30,6 +31,13 @@ const widePartWidth = 3
 // e.g. "meter17!000". The parts of one logical entity are exactly the
 // RowKeys in keys.TupleRange(rk).
 func WidePartKey(rk string, part int) (string, error) {
+	k, err := widePartKey(rk, part)
+	return k, withOp("patterns.WidePartKey", err)
+}
+
+// widePartKey is WidePartKey for the methods, which name their own
+// operation in its errors.
+func widePartKey(rk string, part int) (string, error) {
 	if part < 0 || part >= MaxWideParts {
 		return "", &tablekit.ValidationError{Entity: rk, Limit: fmt.Sprintf("0 <= part < %d", MaxWideParts), Size: part, Detail: "part number out of range", Err: tablekit.ErrInvalidInput}
 	}
@@ -107,10 +115,10 @@ type WideOptions struct {
 // complete write: never parts of two writes, even when concurrent writers
 // (in any number of processes) change different parts. The protocol:
 //
-//   - Every write (Insert, Put, Merge, Update, Delete) is one entity group
-//     transaction that includes part 0: inserted for a new entity, else
-//     written conditional on the ETag part 0 had when the writer read the
-//     entity. Two writes based on the same version therefore cannot both
+//   - Every write (Insert, Upsert, Update, Merge, Modify, Delete,
+//     DeleteIfExists) is one entity group transaction that includes part
+//     0: inserted for a new entity, else written conditional on the ETag
+//     part 0 had when the writer read the entity. Two writes based on the same version therefore cannot both
 //     succeed, whichever parts they change, add or delete: the second one's
 //     condition fails, and it reads the entity again and starts over (see
 //     WideOptions.Retry). Changed parts carry their own ETag conditions too.
@@ -131,8 +139,9 @@ type WideOptions struct {
 //     and replaced by another since.
 //
 // Cost, in storage transactions: a read is one range query; a write is one
-// range query and one entity group transaction, as without the protocol,
-// and each conflict with a concurrent writer costs one more of each. The
+// range query and one entity group transaction (an Insert, the transaction
+// only), as without the protocol, and each conflict with a concurrent
+// writer costs one more of each (see Verbs and costs below). The
 // transaction carries one more (small) action when part 0's properties do
 // not change: a merge of its version and list. The bookkeeping takes two
 // of the 252 properties of each part (a 16-character id, and in part 0 a
@@ -140,10 +149,28 @@ type WideOptions struct {
 // this protocol (without the bookkeeping) is read as it is, and its first
 // write adds the bookkeeping to every part.
 //
-// The logical entity itself has no ETag. Keys containing ' can be inserted
-// and deleted but not updated in a transaction (a limitation of the Azure
-// SDK for Go, reported as tablekit.ErrInvalidKey). A Wide is safe for
-// concurrent use.
+// # Versions
+//
+// The version of a logical entity is part 0's ETag: every write changes
+// part 0, and only writes do. Get puts it in T's etag field (a field tagged
+// `table:",etag"`, or Entity.ETag), every write returns the new one (from
+// the transaction's answer, without reading again), and Update and Delete
+// take it, as tablekit.Table's do: Update(ctx, v, v.ETag) after a Get
+// succeeds only if nobody wrote the entity in between.
+//
+// # Verbs and costs
+//
+//	Get             one range query
+//	Insert          one entity group transaction
+//	Upsert, Merge   one range query + one transaction (+ one of each per conflict)
+//	Modify          one range query + one transaction (+ one of each per conflict)
+//	Update          one range query + one transaction (no retry: a conflict is ErrPreconditionFailed)
+//	Delete          one range query + one transaction
+//	DeleteIfExists  one range query (+ one transaction when it exists)
+//
+// Keys containing ' can be inserted and deleted but not updated in a
+// transaction (a limitation of the Azure SDK for Go, reported as
+// tablekit.ErrInvalidKey). A Wide is safe for concurrent use.
 type Wide[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	perPart  int
@@ -161,20 +188,23 @@ type wideField struct {
 	elem   reflect.Type
 }
 
-// NewWide returns a Wide that stores values of T in table.
-func NewWide[T any](table *tablekit.Table[tablekit.Entity], opts *WideOptions) (*Wide[T], error) {
+// NewWide returns a Wide that stores values of T in table, through its
+// property-bag view (table.Entities()): the physical entities keep table's
+// client-side encryption, tracing, logger and Cosmos DB mode.
+func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], error) {
+	const op = "patterns.NewWide"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Detail: "patterns.NewWide: nil table", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
-	w := &Wide[T]{table: table, perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
+	w := &Wide[T]{table: table.Entities(), perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
 	if opts != nil {
 		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > MaxWidePartProperties {
-			return nil, &tablekit.ValidationError{Op: "patterns.NewWide", Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
+			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.PropertiesPerPart > 0 {
 			w.perPart = opts.PropertiesPerPart
 		}
-		if err := opts.Retry.Validate("patterns.NewWide"); err != nil {
+		if err := opts.Retry.Validate(op); err != nil {
 			return nil, err
 		}
 		w.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
@@ -184,13 +214,16 @@ func NewWide[T any](table *tablekit.Table[tablekit.Entity], opts *WideOptions) (
 		w.isEntity = true
 		return w, nil
 	}
+	if err := noEncryptedFields(op, table.EncryptedProperties()); err != nil {
+		return nil, err
+	}
 	var zero T
 	if _, err := tablekit.EncodeEntity(zero); err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	f, err := findWideField(typ)
 	if err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	w.field = f
 	return w, nil
@@ -206,7 +239,7 @@ func findWideField(typ reflect.Type) (*wideField, error) {
 			continue
 		}
 		bad := func(format string, args ...any) error {
-			return &tablekit.ValidationError{Entity: typ.String(), Property: sf.Name, Detail: "wide field: " + fmt.Sprintf(format, args...), Err: tablekit.ErrInvalidInput}
+			return &tablekit.ValidationError{Property: sf.Name, Detail: "type " + typ.String() + ": wide field: " + fmt.Sprintf(format, args...), Err: tablekit.ErrInvalidInput}
 		}
 		if found != nil {
 			return nil, bad("only one field may be tagged wide (%s is too)", found.name)
@@ -327,14 +360,15 @@ func storedValue(rv reflect.Value) any {
 	return rv.Float()
 }
 
-// decode turns properties read back into a logical value.
-func (w *Wide[T]) decode(pk, rk string, ts time.Time, props map[string]any) (T, error) {
+// decode turns properties read back into a logical value whose version
+// (its etag field, if T has one) is etag.
+func (w *Wide[T]) decode(pk, rk string, ts time.Time, etag azcore.ETag, props map[string]any) (T, error) {
 	var zero T
 	if w.isEntity {
-		e := tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: ts, Properties: props}
+		e := tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: ts, ETag: etag, Properties: props}
 		return any(e).(T), nil
 	}
-	plain := tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: ts, Properties: props}
+	plain := tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: ts, ETag: etag, Properties: props}
 	var entries map[string]any
 	if w.field != nil {
 		plain.Properties = make(map[string]any, len(props))
@@ -358,7 +392,7 @@ func (w *Wide[T]) decode(pk, rk string, ts time.Time, props map[string]any) (T, 
 	for key, val := range entries {
 		ev, err := fromStored(w.field.elem, val)
 		if err != nil {
-			return zero, &tablekit.ValidationError{Entity: pk + "/" + rk, Property: w.field.prefix + key, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+			return zero, &tablekit.DecodeError{Entity: pk + "/" + rk, Property: w.field.prefix + key, Detail: err.Error()}
 		}
 		m.SetMapIndex(reflect.ValueOf(key).Convert(w.field.typ.Key()), ev)
 	}

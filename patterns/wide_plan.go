@@ -68,7 +68,7 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			return nil, &tablekit.ValidationError{Entity: desc, Property: name, Detail: "the property name is reserved for patterns.Wide's bookkeeping", Err: tablekit.ErrInvalidInput}
 		}
 	}
-	rk0, err := WidePartKey(rk, 0)
+	rk0, err := widePartKey(rk, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 	}
 	var actions []tablekit.Action[tablekit.Entity]
 	for _, s := range slots {
-		prk, err := WidePartKey(rk, s.index)
+		prk, err := widePartKey(rk, s.index)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -45,7 +46,7 @@ func newWideRace(t *testing.T, g *gate, init map[string]any, policies ...policy.
 	}
 	w := &wideRace{g: g, a: a, b: b, tbl: tblB, layout: map[string]string{}}
 	if init != nil {
-		if err := b.Put(ctx, wideEntity(init)); err != nil {
+		if _, err := b.Upsert(ctx, wideEntity(init)); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range rawEntities(t, ctx, tblB, tablekit.Filter{}) {
@@ -141,10 +142,10 @@ func TestWideNoWriteSkew(t *testing.T) {
 		putA := join(str("P0P1", "a"), str("Q0Q1", "0"))
 		putB := join(str("P0P1", "0"), str("Q0Q1", "b"))
 		errA, errB := w.race(t,
-			func() error { return w.a.Put(ctx, wideEntity(putA)) },
-			func() error { return w.b.Put(ctx, wideEntity(putB)) })
+			func() error { _, err := w.a.Upsert(ctx, wideEntity(putA)); return err },
+			func() error { _, err := w.b.Upsert(ctx, wideEntity(putB)); return err })
 		if errA != nil || errB != nil {
-			t.Fatalf("Put A: %v, Put B: %v", errA, errB)
+			t.Fatalf("Upsert A: %v, Upsert B: %v", errA, errB)
 		}
 		oneOf(t, w.logical(t), putA, putB)
 	})
@@ -159,12 +160,13 @@ func TestWideNoWriteSkew(t *testing.T) {
 		// when neither is set (the classic write skew).
 		claim := func(wide *patterns.Wide[tablekit.Entity], mine string) func() error {
 			return func() error {
-				return wide.Update(ctx, "p", "r", func(e *tablekit.Entity) error {
+				_, err := wide.Modify(ctx, "p", "r", func(e *tablekit.Entity) error {
 					if e.Properties["P0"].(int64)+e.Properties["Q0"].(int64) == 0 {
 						e.Properties[mine] = int64(1)
 					}
 					return nil
 				})
+				return err
 			}
 		}
 		errA, errB := w.race(t, claim(w.a, "P0"), claim(w.b, "Q0"))
@@ -186,10 +188,10 @@ func TestWideNoWriteSkew(t *testing.T) {
 		putA := str("P0P1Q0Q1", "0") // drops R0 and R1: their part goes
 		putB := join(str("P0P1", "b"), str("Q0Q1R0R1", "0"))
 		errA, errB := w.race(t,
-			func() error { return w.a.Put(ctx, wideEntity(putA)) },
-			func() error { return w.b.Put(ctx, wideEntity(putB)) })
+			func() error { _, err := w.a.Upsert(ctx, wideEntity(putA)); return err },
+			func() error { _, err := w.b.Upsert(ctx, wideEntity(putB)); return err })
 		if errA != nil || errB != nil {
-			t.Fatalf("Put A: %v, Put B: %v", errA, errB)
+			t.Fatalf("Upsert A: %v, Upsert B: %v", errA, errB)
 		}
 		oneOf(t, w.logical(t), putA, putB)
 	})
@@ -201,10 +203,10 @@ func TestWideNoWriteSkew(t *testing.T) {
 		putA := str("P0P1Q0Q1", "a")
 		putB := str("P0P1Q0Q1R0", "b")
 		errA, errB := w.race(t,
-			func() error { return w.a.Put(ctx, wideEntity(putA)) },
-			func() error { return w.b.Put(ctx, wideEntity(putB)) })
+			func() error { _, err := w.a.Upsert(ctx, wideEntity(putA)); return err },
+			func() error { _, err := w.b.Upsert(ctx, wideEntity(putB)); return err })
 		if errA != nil || errB != nil {
-			t.Fatalf("Put A: %v, Put B: %v", errA, errB)
+			t.Fatalf("Upsert A: %v, Upsert B: %v", errA, errB)
 		}
 		oneOf(t, w.logical(t), putA, putB)
 	})
@@ -224,9 +226,9 @@ func TestWideGetNoMix(t *testing.T) {
 	var got tablekit.Entity
 	errA, errB := w.race(t,
 		func() (err error) { got, err = w.a.Get(ctx, "p", "r"); return err },
-		func() error { return w.b.Put(ctx, wideEntity(putB)) })
+		func() error { _, err := w.b.Upsert(ctx, wideEntity(putB)); return err })
 	if errA != nil || errB != nil {
-		t.Fatalf("Get: %v, Put: %v", errA, errB)
+		t.Fatalf("Get: %v, Upsert: %v", errA, errB)
 	}
 	oneOf(t, got.Properties, init, putB)
 }
@@ -255,7 +257,7 @@ func TestWideBookkeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	oneOf(t, got.Properties, map[string]any{"A": "a", "B": "b"})
-	if err := w.Merge(ctx, "p", "r", map[string]any{"A": "a2"}); err != nil {
+	if _, err := w.Merge(ctx, "p", "r", map[string]any{"A": "a2"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range rawEntities(t, ctx, tbl, tablekit.Filter{}) {
@@ -270,19 +272,19 @@ func TestWideBookkeeping(t *testing.T) {
 	oneOf(t, got.Properties, map[string]any{"A": "a2", "B": "b"})
 
 	for _, name := range []string{patterns.WideStampProperty, patterns.WideManifestProperty} {
-		err := w.Put(ctx, wideEntity(map[string]any{name: "x"}))
+		_, err := w.Upsert(ctx, wideEntity(map[string]any{name: "x"}))
 		if !errors.Is(err, tablekit.ErrInvalidInput) {
-			t.Errorf("Put with a property %s: %v, want ErrInvalidInput", name, err)
+			t.Errorf("Upsert with a property %s: %v, want ErrInvalidInput", name, err)
 		}
 	}
 }
 
-// TestWideConcurrentUpdatesSerialize: writers on separate Accounts (as
+// TestWideConcurrentModifiesSerialize: writers on separate Accounts (as
 // separate processes) each set one counter, in a part of its choosing, to
 // one more than the largest counter they read. Serial updates raise the
 // largest counter by exactly one each; two updates that both read the
 // same version and wrote different parts would raise it by one together.
-func TestWideConcurrentUpdatesSerialize(t *testing.T) {
+func TestWideConcurrentModifiesSerialize(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	const writers, updates, parts = 6, 8, 4
@@ -296,7 +298,7 @@ func TestWideConcurrentUpdatesSerialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Put(ctx, wideEntity(init)); err != nil {
+	if _, err := first.Upsert(ctx, wideEntity(init)); err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, writers)
@@ -308,7 +310,7 @@ func TestWideConcurrentUpdatesSerialize(t *testing.T) {
 		go func() {
 			for u := range updates {
 				mine := fmt.Sprint("K", (g+u)%parts)
-				err := w.Update(ctx, "p", "r", func(e *tablekit.Entity) error {
+				_, err := w.Modify(ctx, "p", "r", func(e *tablekit.Entity) error {
 					top := int64(0)
 					for _, v := range e.Properties {
 						top = max(top, v.(int64))
@@ -341,7 +343,7 @@ func TestWideConcurrentUpdatesSerialize(t *testing.T) {
 // TestWideWriteAnswerLost: a write's transaction is applied but its answer
 // is lost (500), and the SDK's retry fails on the write's own effect (part
 // 0's ETag changed), which tablekit reports as ErrOutcomeUnknown. Part 0
-// then carries the write's stamp, so Insert, Put, Merge and Update report
+// then carries the write's stamp, so Insert, Upsert, Merge and Update report
 // success, and the entity holds each write exactly once.
 func TestWideWriteAnswerLost(t *testing.T) {
 	t.Parallel()
@@ -365,27 +367,32 @@ func TestWideWriteAnswerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := map[string]any{"A": "a1", "B": "b1", "C": "c1", "D": "d1", "E": int64(1)}
+	var version azcore.ETag // the version the last step returned
 	steps := []struct {
 		name  string
-		write func() error
+		write func() (azcore.ETag, error)
 		want  map[string]any
 	}{
-		{"Insert", func() error { return w.Insert(ctx, wideEntity(base)) }, base},
-		{"Put", func() error {
-			return w.Put(ctx, wideEntity(map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}))
+		{"Insert", func() (azcore.ETag, error) { return w.Insert(ctx, wideEntity(base)) }, base},
+		{"Upsert", func() (azcore.ETag, error) {
+			return w.Upsert(ctx, wideEntity(map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}))
 		}, map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}},
-		{"Merge", func() error { return w.Merge(ctx, "p", "r", map[string]any{"C": "c3"}) },
+		{"Merge", func() (azcore.ETag, error) { return w.Merge(ctx, "p", "r", map[string]any{"C": "c3"}) },
 			map[string]any{"A": "a2", "B": "b1", "C": "c3", "D": "d2", "E": int64(1)}},
-		{"Update", func() error {
-			return w.Update(ctx, "p", "r", func(e *tablekit.Entity) error {
+		{"Modify", func() (azcore.ETag, error) {
+			v, err := w.Modify(ctx, "p", "r", func(e *tablekit.Entity) error {
 				e.Properties["E"] = e.Properties["E"].(int64) + 1 // applied twice would be 3
 				return nil
 			})
+			return v.ETag, err
 		}, map[string]any{"A": "a2", "B": "b1", "C": "c3", "D": "d2", "E": int64(2)}},
+		{"Update", func() (azcore.ETag, error) {
+			return w.Update(ctx, wideEntity(map[string]any{"A": "a3", "B": "b1", "C": "c3", "D": "d2", "E": int64(2)}), version)
+		}, map[string]any{"A": "a3", "B": "b1", "C": "c3", "D": "d2", "E": int64(2)}},
 	}
 	for _, s := range steps {
 		p := arm()
-		err := s.write()
+		etag, err := s.write()
 		if !p.done.Load() {
 			t.Fatalf("%s: no transaction answer was lost", s.name)
 		}
@@ -397,5 +404,9 @@ func TestWideWriteAnswerLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		oneOf(t, got.Properties, s.want)
+		if etag == "" || got.ETag != etag {
+			t.Fatalf("%s settled by its stamp returned version %q; Get reads version %q", s.name, etag, got.ETag)
+		}
+		version = etag
 	}
 }

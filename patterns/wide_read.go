@@ -48,7 +48,7 @@ func (w *Wide[T]) read(ctx context.Context, pk, rk string) ([]*widePart, bool, e
 			idx, err = keys.ParseUintN(comps[1], widePartWidth)
 		}
 		if err != nil || len(comps) != 2 || comps[0] != rk || idx >= MaxWideParts {
-			return nil, false, &tablekit.ValidationError{Entity: pk + "/" + e.RowKey, Detail: fmt.Sprintf("not a part of the wide entity %q (want RowKey %q plus a part number)", rk, lo), Err: tablekit.ErrInvalidInput}
+			return nil, false, &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Detail: fmt.Sprintf("not a part of the wide entity %q (want RowKey %q plus a part number)", rk, lo)}
 		}
 		p, err := newWidePart(pk, int(idx), e)
 		if err != nil {
@@ -67,7 +67,7 @@ func newWidePart(pk string, idx int, e tablekit.Entity) (*widePart, error) {
 		p.props = make(map[string]any)
 	}
 	bad := func(name string) error {
-		return &tablekit.ValidationError{Entity: pk + "/" + e.RowKey, Property: name, Detail: "not bookkeeping written by patterns.Wide", Err: tablekit.ErrInvalidInput}
+		return &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Property: name, Detail: "not bookkeeping written by patterns.Wide"}
 	}
 	if v, ok := p.props[WideStampProperty]; ok {
 		s, isStr := v.(string)
@@ -191,22 +191,25 @@ func assemble(parts []*widePart) (map[string]any, time.Time) {
 	return props, ts
 }
 
-// Get reads the logical entity with one range query and reassembles it. It
+// Get reads the logical entity with one range query and reassembles it,
+// with its version (part 0's ETag) in T's etag field when T has one. It
 // returns an error matching tablekit.ErrNotFound when there is none. When
 // the query came back straddling a concurrent write, Get reads again (see
 // WideOptions.Retry); if it never sees one version it fails with an error
 // matching tablekit.ErrPreconditionFailed.
 func (w *Wide[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	const op = "Wide.Get"
 	var zero T
 	parts, err := w.readVersion(ctx, pk, rk)
 	if err != nil {
-		return zero, err
+		return zero, withOp(op, err)
 	}
 	if len(parts) == 0 {
 		return zero, notFound("wide entity", pk, rk)
 	}
 	props, ts := assemble(parts)
-	return w.decode(pk, rk, ts, props)
+	v, err := w.decode(pk, rk, ts, parts[0].etag, props)
+	return v, withOp(op, err)
 }
 
 // notFound is the error of a missing logical entity.
@@ -218,5 +221,5 @@ func notFound(what, pk, rk string) error {
 // now (0 when it does not exist): one range query, repeated as Get's.
 func (w *Wide[T]) Parts(ctx context.Context, pk, rk string) (int, error) {
 	parts, err := w.readVersion(ctx, pk, rk)
-	return len(parts), err
+	return len(parts), withOp("Wide.Parts", err)
 }

@@ -3,48 +3,74 @@ package patterns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 )
 
 // This file holds the writes of a wide entity: each reads the entity,
 // plans one transaction that includes part 0 (see plan), and starts again
-// when a concurrent writer got there first.
+// when a concurrent writer got there first. Every write returns part 0's
+// new ETag, the logical entity's version, from the per-action ETags of the
+// transaction: no read after the write.
 
 // Insert writes a new logical entity in one entity group transaction, and
 // nothing else: it fails with an error matching tablekit.ErrAlreadyExists
-// when the logical entity exists.
-func (w *Wide[T]) Insert(ctx context.Context, v T) error {
+// when the logical entity exists. It returns the new version (part 0's
+// ETag). Cost: one entity group transaction.
+func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Wide.Insert"
 	pk, rk, want, err := w.encode(v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
 	actions, err := w.plan(pk, rk, nil, want)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
-	_, err = w.table.Transaction(ctx, actions...)
-	if w.settled(ctx, pk, rk, actions, err) {
-		return nil
+	etags, err := w.table.Transaction(ctx, actions...)
+	if err == nil {
+		return part0ETag(rk, actions, etags), nil
 	}
-	return err
+	if etag, ok := w.settled(ctx, pk, rk, actions, err); ok {
+		return etag, nil
+	}
+	return "", withOp(op, err)
+}
+
+// part0ETag returns the ETag the transaction of actions gave part 0 of the
+// logical entity rk ("" when it did not write part 0).
+func part0ETag(rk string, actions []tablekit.Action[tablekit.Entity], etags []azcore.ETag) azcore.ETag {
+	rk0, err := widePartKey(rk, 0)
+	if err != nil || len(etags) != len(actions) {
+		return ""
+	}
+	for i, a := range actions {
+		if a.Value.RowKey == rk0 && a.Kind != tablekit.ActionDelete {
+			return etags[i]
+		}
+	}
+	return ""
 }
 
 // settled reports whether a transaction that failed with err (an error
 // matching tablekit.ErrOutcomeUnknown: a try's answer was lost and the
 // SDK's retry met a conflict that try may have caused) was applied after
 // all: part 0 carries the write's stamp. The stamp is random and new to
-// this write, so no other write can have stored it. When part 0 carries
-// another stamp the write may still have been applied and replaced since,
-// and the outcome stays unknown.
-func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit.Action[tablekit.Entity], err error) bool {
+// this write, so no other write can have stored it, and part 0's ETag is
+// then this write's version. When part 0 carries another stamp the write
+// may still have been applied and replaced since, and the outcome stays
+// unknown.
+func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit.Action[tablekit.Entity], err error) (azcore.ETag, bool) {
 	if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
-		return false
+		return "", false
 	}
-	rk0, kerr := WidePartKey(rk, 0)
+	rk0, kerr := widePartKey(rk, 0)
 	if kerr != nil {
-		return false
+		return "", false
 	}
 	var stamp string
 	for _, a := range actions {
@@ -53,33 +79,86 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 		}
 	}
 	if stamp == "" {
-		return false
+		return "", false
 	}
 	parts, _, rerr := w.read(ctx, pk, rk)
-	return rerr == nil && len(parts) > 0 && parts[0].index == 0 && parts[0].stamp == stamp
+	if rerr == nil && len(parts) > 0 && parts[0].index == 0 && parts[0].stamp == stamp {
+		return parts[0].etag, true
+	}
+	return "", false
 }
 
-// Put stores v as the whole logical entity, inserting or replacing it:
-// properties v does not have are removed. It reads the current parts (one
-// query) and then writes, in one transaction, part 0 and the parts whose
-// properties change; properties that stay keep their place.
-func (w *Wide[T]) Put(ctx context.Context, v T) error {
+// Upsert stores v as the whole logical entity, inserting it or replacing
+// whatever version is stored: properties v does not have are removed. It
+// reads the current parts (one range query) and then writes, in one
+// transaction conditional on the version read, part 0 and the parts whose
+// properties change; properties that stay keep their place. When another
+// writer got there in between, it reads and writes again (WideOptions.Retry).
+// It returns the new version (part 0's ETag). Cost: one range query and
+// one entity group transaction, and one more of each per conflict.
+func (w *Wide[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Wide.Upsert"
 	pk, rk, want, err := w.encode(v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
-	return w.write(ctx, pk, rk, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, pk, rk, true, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
 		return want, nil
 	})
+	return res.etag, withOp(op, err)
+}
+
+// Update replaces the stored logical entity with v if its version (part
+// 0's ETag, which Get puts in T's etag field) is still etag; azcore.ETagAny
+// replaces any version. Like Upsert, it reads the parts (one range query),
+// then writes part 0 and the parts whose properties change in one
+// transaction conditional on that version. It fails with an error matching
+// tablekit.ErrNotFound when the entity does not exist and
+// tablekit.ErrPreconditionFailed when its version is no longer etag (then
+// nothing is written); an empty etag is refused before anything is sent.
+// It returns the new version. Cost: one range query and one entity group
+// transaction (none when the version read is not etag).
+func (w *Wide[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	const op = "Wide.Update"
+	pk, rk, want, err := w.encode(v)
+	if err != nil {
+		return "", withOp(op, err)
+	}
+	if etag == "" {
+		return "", &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)", Err: tablekit.ErrInvalidInput}
+	}
+	res, err := w.write(ctx, pk, rk, etag == azcore.ETagAny, func(parts []*widePart, _ map[string]any) (map[string]any, error) {
+		if err := checkVersion(pk, rk, parts, etag); err != nil {
+			return nil, err
+		}
+		return want, nil
+	})
+	return res.etag, withOp(op, err)
+}
+
+// checkVersion checks that the parts read are the version etag (any
+// version for azcore.ETagAny) of an existing logical entity.
+func checkVersion(pk, rk string, parts []*widePart, etag azcore.ETag) error {
+	if len(parts) == 0 {
+		return notFound("wide entity", pk, rk)
+	}
+	if etag != azcore.ETagAny && parts[0].etag != etag {
+		return fmt.Errorf("patterns: wide entity %s/%s is at version %s, not %s: %w", pk, rk, parts[0].etag, etag, tablekit.ErrPreconditionFailed)
+	}
+	return nil
 }
 
 // Merge changes some properties of the logical entity, creating it if it
-// does not exist: a nil value removes the property. Part 0 and the
-// physical entities holding changed properties are written (nothing when
-// nothing changes). For a wide map entry, name the property with
-// PropertyName.
-func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]any) error {
-	return w.write(ctx, pk, rk, func(_ []*widePart, current map[string]any) (map[string]any, error) {
+// does not exist: an Upsert of those properties only, as
+// tablekit.Table.Upsert in tablekit.Merge mode, except that a nil value
+// removes the property. Part 0 and the physical entities holding changed
+// properties are written (nothing when nothing changes). For a wide map
+// entry, name the property with PropertyName. Like Upsert, it is
+// conditional on the version it reads and starts again after a conflict,
+// and returns the new version (part 0's ETag; the current one when nothing
+// changed). Cost: one range query and one entity group transaction.
+func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]any) (azcore.ETag, error) {
+	res, err := w.write(ctx, pk, rk, true, func(_ []*widePart, current map[string]any) (map[string]any, error) {
 		want := maps.Clone(current)
 		for name, val := range changes {
 			if val == nil {
@@ -90,83 +169,147 @@ func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]a
 		}
 		return want, nil
 	})
+	return res.etag, withOp("Wide.Merge", err)
 }
 
-// Update reads the logical entity, lets fn change it, and writes part 0
-// and the parts whose properties changed, in one transaction conditional
-// on the version fn saw. When another writer changed the entity in
-// between, it reads again and calls fn again, so fn must only change *v.
-// fn must not change the keys. Update fails with an error matching
-// tablekit.ErrNotFound when the entity does not exist, and returns fn's
-// error as is.
-func (w *Wide[T]) Update(ctx context.Context, pk, rk string, fn func(v *T) error) error {
-	return w.write(ctx, pk, rk, func(parts []*widePart, current map[string]any) (map[string]any, error) {
-		if len(parts) == 0 {
-			return nil, notFound("wide entity", pk, rk)
-		}
+// Modify changes the logical entity by a function, the read-modify-write
+// of optimistic concurrency: it reads the entity (a zero T with the keys
+// set when there is none, as tablekit.Table.Modify does), lets fn change
+// it, and writes part 0 and the parts whose properties changed in one
+// transaction conditional on the version fn saw (an insert for a new
+// entity). When another writer changed the entity in between, it reads
+// again and calls fn again (WideOptions.Retry), so fn must only change *v.
+// fn must not change the keys. An error from fn stops Modify and is
+// returned as it is; nothing is written. Modify returns the value stored,
+// with its new version in T's etag field when T has one. Cost: one range
+// query and one entity group transaction, and one more of each per
+// conflict.
+func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	const op = "Wide.Modify"
+	var zero T
+	res, err := w.write(ctx, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		_, ts := assemble(parts)
-		v, err := w.decode(pk, rk, ts, current)
+		var etag azcore.ETag
+		if len(parts) > 0 {
+			etag = parts[0].etag
+		}
+		v, err := w.decode(pk, rk, ts, etag, current)
 		if err != nil {
 			return nil, err
 		}
 		if err := fn(&v); err != nil {
-			return nil, err
+			return nil, &fnError{err}
 		}
 		npk, nrk, want, err := w.encode(v)
 		if err != nil {
 			return nil, err
 		}
 		if npk != pk || nrk != rk {
-			return nil, &tablekit.ValidationError{Entity: pk + "/" + rk, Detail: "Update's function changed the keys", Err: tablekit.ErrInvalidKey}
+			return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Modify's function changed the keys", Err: tablekit.ErrInvalidKey}
 		}
 		return want, nil
 	})
+	var fe *fnError
+	if errors.As(err, &fe) {
+		return zero, fe.err
+	}
+	if err != nil {
+		return zero, withOp(op, err)
+	}
+	v, err := w.decode(pk, rk, res.ts, res.etag, res.props)
+	return v, withOp(op, err)
+}
+
+// fnError carries the error of a caller's function through write, so that
+// it is returned as it is.
+type fnError struct{ err error }
+
+func (f *fnError) Error() string { return f.err.Error() }
+func (f *fnError) Unwrap() error { return f.err }
+
+// wideWritten is what a write stored: the new version and the logical
+// entity's properties.
+type wideWritten struct {
+	etag  azcore.ETag
+	props map[string]any
+	ts    time.Time // the latest Timestamp of the parts read
 }
 
 // write runs the read-plan-write loop: read one version of the parts,
 // compute the wanted properties, write the difference in one transaction
-// conditional on that version, start again on a conflict or when the read
-// straddled a concurrent write.
-func (w *Wide[T]) write(ctx context.Context, pk, rk string, want func(parts []*widePart, current map[string]any) (map[string]any, error)) error {
+// conditional on that version, and start again when the read straddled a
+// concurrent write or, if retry, on a conflict.
+func (w *Wide[T]) write(ctx context.Context, pk, rk string, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
 	var last error
 	for range w.retry.Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
-			return err
+			return wideWritten{}, err
 		}
 		if !ok {
 			last = w.unsettled(pk, rk)
 			continue
 		}
-		current, _ := assemble(parts)
+		current, ts := assemble(parts)
 		props, err := want(parts, current)
 		if err != nil {
-			return err
+			return wideWritten{}, err
 		}
 		actions, err := w.plan(pk, rk, parts, props)
 		if err != nil {
-			return err
+			return wideWritten{}, err
 		}
 		if len(actions) == 0 {
-			return nil
+			return wideWritten{etag: parts[0].etag, props: props, ts: ts}, nil
 		}
-		_, last = w.table.Transaction(ctx, actions...)
-		if w.settled(ctx, pk, rk, actions, last) {
-			return nil
+		var etags []azcore.ETag
+		etags, last = w.table.Transaction(ctx, actions...)
+		if last == nil {
+			return wideWritten{etag: part0ETag(rk, actions, etags), props: props, ts: ts}, nil
 		}
-		if last == nil || !isConflict(last) {
-			return last
+		if etag, ok := w.settled(ctx, pk, rk, actions, last); ok {
+			return wideWritten{etag: etag, props: props, ts: ts}, nil
+		}
+		if !retry || !isConflict(last) {
+			return wideWritten{}, last
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return wideWritten{}, err
 	}
-	return last
+	return wideWritten{}, last
 }
 
-// Delete deletes every part of the logical entity in one transaction,
-// conditional on the version it read, and reports whether it existed.
-func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
+// Delete deletes every part of the logical entity in one transaction if
+// its version (part 0's ETag) is still etag; azcore.ETagAny deletes any
+// version. It fails with an error matching tablekit.ErrNotFound when the
+// entity does not exist and tablekit.ErrPreconditionFailed when its
+// version is no longer etag; an empty etag is refused before anything is
+// sent. Cost: one range query (to find the parts) and one entity group
+// transaction.
+func (w *Wide[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	const op = "Wide.Delete"
+	if etag == "" {
+		return &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)", Err: tablekit.ErrInvalidInput}
+	}
+	_, err := w.remove(ctx, pk, rk, etag)
+	return withOp(op, err)
+}
+
+// DeleteIfExists deletes every part of the logical entity, whatever its
+// version, in one transaction conditional on the version it read (starting
+// again when a concurrent writer changed it), and reports whether it
+// existed. A missing entity is not an error. Cost: one range query and,
+// when the entity exists, one entity group transaction.
+func (w *Wide[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	existed, err = w.remove(ctx, pk, rk, "")
+	return existed, withOp("Wide.DeleteIfExists", err)
+}
+
+// remove deletes the logical entity: the version etag, any version for
+// azcore.ETagAny (retrying conflicts, ErrNotFound when absent), or, for
+// "", whatever exists (reporting whether anything did).
+func (w *Wide[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (bool, error) {
 	var last error
 	for range w.retry.Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
@@ -177,20 +320,28 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string) (bool, error) {
 			last = w.unsettled(pk, rk)
 			continue
 		}
-		if len(parts) == 0 {
+		if etag == "" && len(parts) == 0 {
 			return false, nil
+		}
+		if etag != "" {
+			if err := checkVersion(pk, rk, parts, etag); err != nil {
+				return false, err
+			}
 		}
 		actions := make([]tablekit.Action[tablekit.Entity], 0, len(parts))
 		for _, p := range parts {
-			prk, err := WidePartKey(rk, p.index)
+			prk, err := widePartKey(rk, p.index)
 			if err != nil {
 				return false, err
 			}
 			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk}, p.etag))
 		}
 		_, last = w.table.Transaction(ctx, actions...)
-		if last == nil || !isConflict(last) {
-			return last == nil, last
+		if last == nil {
+			return true, nil
+		}
+		if !isConflict(last) || etag != "" && etag != azcore.ETagAny {
+			return false, last
 		}
 	}
 	if err := ctx.Err(); err != nil {

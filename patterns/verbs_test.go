@@ -1,0 +1,609 @@
+package patterns_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// versionedYear is a typed wide entity with a version field.
+type versionedYear struct {
+	Meter string           `table:",pk"`
+	Year  string           `table:",rk"`
+	Unit  string           `table:"Unit"`
+	Days  map[string]int64 `table:"-" wide:"D"`
+	ETag  azcore.ETag      `table:",etag"`
+}
+
+// TestWideVersions: the version of a logical entity is part 0's ETag; Get
+// fills the etag field with it, every write returns the new one without
+// reading again, and Update and Delete are conditional on it.
+func TestWideVersions(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	w, err := patterns.NewWide(typed[versionedYear](t, tbl), &patterns.WideOptions{PropertiesPerPart: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part0 := func() azcore.ETag {
+		t.Helper()
+		rk0, _ := patterns.WidePartKey("2025", 0)
+		e, err := tbl.Get(ctx, "m1", rk0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.ETag
+	}
+	y := versionedYear{Meter: "m1", Year: "2025", Unit: "kWh", Days: map[string]int64{}}
+	for d := 1; d <= 250; d++ {
+		y.Days[fmt.Sprintf("%03d", d)] = int64(d)
+	}
+
+	before := acct.Meter().Snapshot()
+	v1, err := w.Insert(ctx, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Total() != 1 || cost.Count("table", "Transaction") != 1 {
+		t.Fatalf("Insert cost %v; want one transaction and no read", cost)
+	}
+	if v1 == "" || v1 != part0() {
+		t.Fatalf("Insert returned version %q; part 0's ETag is %q", v1, part0())
+	}
+	got, err := w.Get(ctx, "m1", "2025")
+	if err != nil || got.ETag != v1 {
+		t.Fatalf("Get: version %q, %v; want %q", got.ETag, err, v1)
+	}
+
+	// Update with the version read succeeds and returns the next one.
+	got.Unit = "MWh"
+	before = acct.Meter().Snapshot()
+	v2, err := w.Update(ctx, got, got.ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Total() != 2 || cost.Count("table", "Transaction") != 1 {
+		t.Fatalf("Update cost %v; want one range query and one transaction", cost)
+	}
+	if v2 == v1 || v2 != part0() {
+		t.Fatalf("Update returned version %q (before %q); part 0's ETag is %q", v2, v1, part0())
+	}
+	// A stale version: ErrPreconditionFailed, nothing written.
+	got.Unit = "GWh"
+	if _, err := w.Update(ctx, got, v1); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		t.Fatalf("Update with a stale version: %v", err)
+	}
+	if now, _ := w.Get(ctx, "m1", "2025"); now.Unit != "MWh" || now.ETag != v2 {
+		t.Fatalf("after a refused Update: %q at %q", now.Unit, now.ETag)
+	}
+	// An empty version is refused before sending, naming the operation.
+	var ve *tablekit.ValidationError
+	if _, err := w.Update(ctx, got, ""); !errors.As(err, &ve) || ve.Op != "Wide.Update" {
+		t.Fatalf("Update with an empty ETag: %v", err)
+	}
+	// Any version; a missing entity is ErrNotFound.
+	v3, err := w.Update(ctx, got, azcore.ETagAny)
+	if err != nil || v3 != part0() {
+		t.Fatalf("Update with ETagAny: %q, %v", v3, err)
+	}
+	missing := got
+	missing.Year = "2024"
+	if _, err := w.Update(ctx, missing, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatalf("Update of a missing entity: %v", err)
+	}
+
+	// Upsert and Merge return the version too, with no read after.
+	got.Unit = "TWh"
+	before = acct.Meter().Snapshot()
+	v4, err := w.Upsert(ctx, got)
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Total() != 2 {
+		t.Fatalf("Upsert cost %v; want one range query and one transaction", cost)
+	}
+	if err != nil || v4 == v3 || v4 != part0() {
+		t.Fatalf("Upsert: %q, %v; part 0's ETag is %q", v4, err, part0())
+	}
+	v5, err := w.Merge(ctx, "m1", "2025", map[string]any{w.PropertyName("100"): int64(-1)})
+	if err != nil || v5 == v4 || v5 != part0() {
+		t.Fatalf("Merge: %q, %v", v5, err)
+	}
+
+	// Modify returns the value stored, with its version.
+	stored, err := w.Modify(ctx, "m1", "2025", func(v *versionedYear) error {
+		if v.ETag != v5 {
+			return fmt.Errorf("Modify's function saw version %q, want %q", v.ETag, v5)
+		}
+		v.Days["200"] += 1000
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Days["200"] != 1200 || stored.Days["100"] != -1 || stored.ETag != part0() || stored.ETag == v5 {
+		t.Fatalf("Modify returned day 200 = %d, day 100 = %d at %q; part 0 is at %q", stored.Days["200"], stored.Days["100"], stored.ETag, part0())
+	}
+	// fn's error is returned as it is, and nothing is written.
+	stop := errors.New("stop")
+	if _, err := w.Modify(ctx, "m1", "2025", func(*versionedYear) error { return stop }); err != stop {
+		t.Fatalf("Modify with a failing function: %v", err)
+	}
+	// Modify creates a missing entity, as tablekit.Table.Modify does.
+	created, err := w.Modify(ctx, "m1", "2026", func(v *versionedYear) error {
+		if v.ETag != "" || v.Meter != "m1" || v.Year != "2026" {
+			return fmt.Errorf("a new entity: %+v", v)
+		}
+		v.Unit = "kWh"
+		v.Days = map[string]int64{"001": 1}
+		return nil
+	})
+	if err != nil || created.ETag == "" || created.Days["001"] != 1 {
+		t.Fatalf("Modify of a missing entity: %+v, %v", created, err)
+	}
+
+	// Delete is conditional on the version; DeleteIfExists is not.
+	if err := w.Delete(ctx, "m1", "2025", v5); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		t.Fatalf("Delete with a stale version: %v", err)
+	}
+	if err := w.Delete(ctx, "m1", "2025", ""); !errors.As(err, &ve) || ve.Op != "Wide.Delete" {
+		t.Fatalf("Delete with an empty ETag: %v", err)
+	}
+	if err := w.Delete(ctx, "m1", "2025", stored.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Delete(ctx, "m1", "2025", azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatalf("Delete of a missing entity: %v", err)
+	}
+	if existed, err := w.DeleteIfExists(ctx, "m1", "2025"); existed || err != nil {
+		t.Fatalf("DeleteIfExists of a missing entity: %v, %v", existed, err)
+	}
+	if existed, err := w.DeleteIfExists(ctx, "m1", "2026"); !existed || err != nil {
+		t.Fatalf("DeleteIfExists: %v, %v", existed, err)
+	}
+	if n := len(rawEntities(t, ctx, tbl, tablekit.PartitionEq("m1"))); n != 0 {
+		t.Fatalf("%d physical entities left", n)
+	}
+}
+
+// secretYear is a wide entity with an encrypted property.
+type secretYear struct {
+	Meter string           `table:",pk"`
+	Year  string           `table:",rk"`
+	Owner string           `table:"Owner,encrypt"`
+	Days  map[string]int64 `table:"-" wide:"D"`
+}
+
+// secretClick is the type of a table whose Owner property is encrypted.
+type secretClick struct {
+	PK    string `table:",pk"`
+	RK    string `table:",rk"`
+	Owner string `table:"Owner,encrypt"`
+}
+
+// encryptedTable returns a Table[T] with client-side encryption over the
+// same table as tbl (which has none, and so reads the stored bytes); for
+// a Table[tablekit.Entity], of the properties named.
+func encryptedTable[T any](t *testing.T, tbl *tablekit.Table[tablekit.Entity], properties ...string) *tablekit.Table[T] {
+	t.Helper()
+	ring := tablekit.NewKeyRing()
+	if err := ring.Add("k1", tablekit.GenerateKey()); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := tablekit.NewTable[T](tbl.Client(), &tablekit.TableOptions{Name: tbl.Name(), Encryption: &tablekit.Encryption{Keys: ring, Properties: properties}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
+}
+
+// isCiphertext reports whether a stored value is tablekit's ciphertext.
+func isCiphertext(v any) bool {
+	b, ok := v.([]byte)
+	return ok && bytes.HasPrefix(b, []byte("TKE"))
+}
+
+// TestEncryptedTables: a pattern built on a table with client-side
+// encryption writes through the table's property-bag view, which keeps
+// the encryption: the encrypted properties are stored encrypted, in
+// whatever physical entity holds them, and read back in plain text. A
+// typed table passes its encryption on (Stream over a Table[secretClick]);
+// Wide and Large of a struct with encrypted fields are refused with a
+// clear error, since tablekit's struct conversion refuses such fields.
+func TestEncryptedTables(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+
+	t.Run("Wide", func(t *testing.T) {
+		t.Parallel()
+		tbl := entityTable(t, acct)
+		w, err := patterns.NewWide(encryptedTable[tablekit.Entity](t, tbl, "Owner"), &patterns.WideOptions{PropertiesPerPart: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		props := map[string]any{"Owner": "Ada Lovelace"}
+		for d := 1; d <= 300; d++ {
+			props[fmt.Sprintf("D%03d", d)] = int64(d)
+		}
+		if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "m1", RowKey: "2025", Properties: props}); err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, e := range rawEntities(t, ctx, tbl, tablekit.PartitionEq("m1")) {
+			if v, ok := e.Properties["Owner"]; ok {
+				found++
+				if !isCiphertext(v) {
+					t.Fatalf("Owner is stored as %T %v, not encrypted", v, v)
+				}
+			}
+		}
+		if found != 1 {
+			t.Fatalf("Owner is in %d physical entities, want 1", found)
+		}
+		got, err := w.Get(ctx, "m1", "2025")
+		if err != nil || got.Properties["Owner"] != "Ada Lovelace" || len(got.Properties) != 301 {
+			t.Fatalf("Get: Owner %v, %d properties, %v", got.Properties["Owner"], len(got.Properties), err)
+		}
+		// A change of another part leaves Owner readable; a change of
+		// Owner re-encrypts it, bound to its part's keys.
+		if _, err := w.Merge(ctx, "m1", "2025", map[string]any{"D250": int64(0), "Owner": "Ada King"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.Get(ctx, "m1", "2025"); err != nil || got.Properties["Owner"] != "Ada King" {
+			t.Fatalf("after Merge: %v, %v", got.Properties["Owner"], err)
+		}
+
+		// A struct with encrypted fields: refused before anything is sent.
+		_, err = patterns.NewWide(encryptedTable[secretYear](t, tbl), nil)
+		var ve *tablekit.ValidationError
+		if !errors.As(err, &ve) || ve.Op != "patterns.NewWide" || ve.Property != "Owner" {
+			t.Fatalf("NewWide of a struct with encrypted fields: %v", err)
+		}
+	})
+
+	t.Run("Large", func(t *testing.T) {
+		t.Parallel()
+		tbl := entityTable(t, acct)
+		cont := testenv.NewContainer(t, acct)
+		l, err := patterns.NewLarge(encryptedTable[tablekit.Entity](t, tbl, "SSN", "Notes"), cont, &patterns.LargeOptions{Threshold: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		props := map[string]any{"SSN": "123-45-6789", "Notes": strings.Repeat("private ", 1000), "Scan": bytes.Repeat([]byte{7}, 200000)}
+		if _, err := l.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: props}); err != nil {
+			t.Fatal(err)
+		}
+		refs, err := l.Refs(ctx, "p", "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := refs["Scan"]; !ok || len(refs) != 1 {
+			t.Fatalf("blob references %v; want Scan only (encrypted properties stay in the entity)", refs)
+		}
+		raw := rawEntities(t, ctx, tbl, tablekit.PointQuery("p", "r"))
+		if len(raw) != 1 || !isCiphertext(raw[0].Properties["SSN"]) || !isCiphertext(raw[0].Properties["Notes"]) {
+			t.Fatalf("stored entity %v: SSN and Notes not encrypted", raw)
+		}
+		got, err := l.Get(ctx, "p", "r", nil)
+		if err != nil || got.Properties["SSN"] != props["SSN"] || got.Properties["Notes"] != props["Notes"] || !bytes.Equal(got.Properties["Scan"].([]byte), props["Scan"].([]byte)) {
+			t.Fatalf("Get: %d properties, %v", len(got.Properties), err)
+		}
+	})
+
+	t.Run("Stream over a typed table", func(t *testing.T) {
+		t.Parallel()
+		tbl := entityTable(t, acct)
+		// The table's type says Owner is encrypted; the stream's events
+		// are property bags, encrypted by the view as the typed table
+		// would.
+		s, err := patterns.NewStream[tablekit.Entity](encryptedTable[secretClick](t, tbl), "clicks", &patterns.StreamOptions{Shards: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"Owner": "ada"}}}); err != nil {
+			t.Fatal(err)
+		}
+		raw := rawEntities(t, ctx, tbl, tablekit.Filter{})
+		if len(raw) != 1 || !isCiphertext(raw[0].Properties["Owner"]) {
+			t.Fatalf("stored events %v: Owner not encrypted", raw)
+		}
+		for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, nil) {
+			if err != nil || ev.Value.Properties["Owner"] != "ada" {
+				t.Fatalf("Query: %v, %v", ev.Value.Properties, err)
+			}
+		}
+	})
+}
+
+// TestLargeContainerName: a Large names its container.
+func TestLargeContainerName(t *testing.T) {
+	t.Parallel()
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	cont := testenv.NewContainer(t, acct)
+	l, err := patterns.NewLarge(tbl, cont, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := containerName(cont.URL()); l.ContainerName() != want || want == "" {
+		t.Fatalf("ContainerName() = %q, want %q", l.ContainerName(), want)
+	}
+}
+
+// TestStreamShardLayout: a stream's PartitionKeys are keys.ShardedKey of
+// its name, the bucket first, and the name may hold any character.
+func TestStreamShardLayout(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	tbl := entityTable(t, testenv.Account(t, nil))
+	s, err := patterns.NewStream[Click](tbl, "clicks", &patterns.StreamOptions{Shards: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, pk := range s.Partitions() {
+		if want := fmt.Sprintf("%02d!clicks", b); pk != want {
+			t.Fatalf("partition %d is %q, want %q", b, pk, want)
+		}
+		if bucket, key, err := keys.ParseShardedKey(pk, 12); err != nil || bucket != b || key != "clicks" {
+			t.Fatalf("ParseShardedKey(%q) = %d, %q, %v", pk, bucket, key, err)
+		}
+	}
+	pk, _, err := s.Keys(s0, "evt-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := keys.Shard("evt-1", 12); pk != s.Partitions()[b] {
+		t.Fatalf("event evt-1 is in %q, want bucket %d", pk, b)
+	}
+
+	// A name holding / \ # ? and a control character.
+	odd := "web/a\\b#c?d\x01!"
+	s2, err := patterns.NewStream[tablekit.Entity](tbl, odd, &patterns.StreamOptions{Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, pk := range s2.Partitions() {
+		comps, err := keys.Split(pk)
+		if err != nil || len(comps) != 2 || comps[0] != fmt.Sprint(b) || comps[1] != odd {
+			t.Fatalf("partition %q splits into %q, %v", pk, comps, err)
+		}
+	}
+	if _, err := s2.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"A": "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ev, err := range s2.Query(ctx, s0, s0.Add(time.Second), nil) {
+		if err != nil || ev.ID != "e1" || ev.Value.Properties["A"] != "x" {
+			t.Fatalf("Query: %+v, %v", ev, err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("Query found %d events, want 1", n)
+	}
+}
+
+// TestRefusalsNameTheirOperation: every refusal names the operation in
+// ValidationError.Op, not in its Detail.
+func TestRefusalsNameTheirOperation(t *testing.T) {
+	t.Parallel()
+	var nilEntities *tablekit.Table[tablekit.Entity]
+	reg := patterns.NewRegistry(nil)
+	_, errWide := patterns.NewWide(nilEntities, nil)
+	_, errLarge := patterns.NewLarge(nilEntities, nil, nil)
+	_, errSeries := patterns.NewSeries(nilEntities, nil)
+	_, errStream := patterns.NewStream[tablekit.Entity](nilEntities, "s", nil)
+	_, errMixed := patterns.NewMixed(nilEntities, reg)
+	_, errDenorm := patterns.NewDenormalizer[tablekit.Entity](nilEntities, map[string]string{"A": "B"}, nil)
+	_, errPeriods := patterns.NewPeriodTables[tablekit.Entity](nil, "Logins", patterns.Daily(), nil)
+	_, errEvery := patterns.Every(0)
+	errRegister := patterns.Register[tablekit.Entity](reg, "Thing", 1)
+	_, errEncode := reg.Encode(struct{ A string }{"x"})
+	for _, c := range []struct {
+		op  string
+		err error
+	}{
+		{"patterns.NewWide", errWide},
+		{"patterns.NewLarge", errLarge},
+		{"patterns.NewSeries", errSeries},
+		{"patterns.NewStream", errStream},
+		{"patterns.NewMixed", errMixed},
+		{"patterns.NewDenormalizer", errDenorm},
+		{"patterns.NewPeriodTables", errPeriods},
+		{"patterns.Every", errEvery},
+		{"patterns.Register", errRegister},
+		{"Registry.Encode", errEncode},
+	} {
+		var ve *tablekit.ValidationError
+		if !errors.As(c.err, &ve) || ve.Op != c.op || strings.Contains(ve.Detail, c.op) || !errors.Is(c.err, tablekit.ErrInvalidInput) {
+			t.Errorf("%s: %v (Op %q)", c.op, c.err, opOf(c.err))
+		}
+	}
+
+	ctx := testContext(t)
+	tbl := entityTable(t, testenv.Account(t, nil))
+	s, err := patterns.NewSeries(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, "p", "r", 24, 1); opOf(err) != "Series.Add" {
+		t.Errorf("Series.Add of slot 24: %v", err)
+	}
+	w, err := patterns.NewWide(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{patterns.WideStampProperty: "x"}}); opOf(err) != "Wide.Upsert" {
+		t.Errorf("Wide.Upsert of a reserved property: %v", err)
+	}
+}
+
+func opOf(err error) string {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Op
+	}
+	return fmt.Sprintf("(not a ValidationError: %T)", err)
+}
+
+// s0 is a time for stream events.
+var s0 = time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+
+// spanRecorder is a tracing.Provider that records spans with their
+// parents, found through the context as OpenTelemetry finds them (as the
+// root package's tests do, without importing OpenTelemetry).
+type spanRecorder struct {
+	mu    sync.Mutex
+	spans []*recordedSpan
+}
+
+type recordedSpan struct {
+	name   string
+	parent *recordedSpan
+	attrs  map[string]any
+	ended  bool
+	err    bool
+}
+
+type spanKey struct{}
+
+func (r *spanRecorder) provider() tracing.Provider {
+	return tracing.NewProvider(func(name, version string) tracing.Tracer {
+		return tracing.NewTracer(func(ctx context.Context, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
+			s := &recordedSpan{name: spanName, attrs: map[string]any{}}
+			s.parent, _ = ctx.Value(spanKey{}).(*recordedSpan)
+			if o != nil {
+				for _, a := range o.Attributes {
+					s.attrs[a.Key] = a.Value
+				}
+			}
+			r.mu.Lock()
+			r.spans = append(r.spans, s)
+			r.mu.Unlock()
+			return context.WithValue(ctx, spanKey{}, s), tracing.NewSpan(tracing.SpanImpl{
+				End: func() {
+					r.mu.Lock()
+					s.ended = true
+					r.mu.Unlock()
+				},
+				SetStatus: func(code tracing.SpanStatus, _ string) {
+					r.mu.Lock()
+					s.err = s.err || code == tracing.SpanStatusError
+					r.mu.Unlock()
+				},
+			})
+		}, nil)
+	}, nil)
+}
+
+// path returns the names from the root span down to s.
+func (s *recordedSpan) path() string {
+	var names []string
+	for ; s != nil; s = s.parent {
+		names = append([]string{s.name}, names...)
+	}
+	return strings.Join(names, " > ")
+}
+
+// TestLargeSpillSpan: each blob a write spills is uploaded inside a
+// Large.Spill span naming the property, the blob and its size. The Azure
+// SDK's blob client makes no spans of its own (azblob v1.8.0), so the test
+// looks at the requests: every try of a blob upload carries, in its
+// context, the open Large.Spill span of that blob, and the entity write
+// carries none.
+func TestLargeSpillSpan(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	rec := &spanRecorder{}
+	type sent struct {
+		method, path string
+		span         *recordedSpan
+		open         bool
+	}
+	var mu sync.Mutex
+	var requests []sent
+	watch := policyFunc(func(req *policy.Request) (*http.Response, error) {
+		s, _ := req.Raw().Context().Value(spanKey{}).(*recordedSpan)
+		rec.mu.Lock()
+		open := s != nil && !s.ended
+		rec.mu.Unlock()
+		mu.Lock()
+		requests = append(requests, sent{req.Raw().Method, req.Raw().URL.Path, s, open})
+		mu.Unlock()
+		return req.Next()
+	})
+	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.provider(), PerRetryPolicies: []policy.Policy{watch}})
+	docs, err := tablekit.OpenTable[Doc](acct, testenv.TableName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = docs.DeleteTable(context.Background()) })
+	cont := testenv.NewContainer(t, acct)
+	l, err := patterns.NewLarge(docs, acct.Container(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Doc{Folder: "f", Name: "d", Title: "spans", Body: strings.Repeat("b", 5000), Scan: bytes.Repeat([]byte{1}, 100000)}
+	if _, err := l.Upsert(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := l.Refs(ctx, "f", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	spills := map[string]*recordedSpan{}
+	for _, s := range rec.spans {
+		if s.name == "Large.Spill" {
+			spills[fmt.Sprint(s.attrs["tablekit.blob"])] = s
+		}
+	}
+	if len(spills) != 2 || len(refs) != 2 {
+		t.Fatalf("%d Large.Spill spans for %d blobs (%v)", len(spills), len(refs), refs)
+	}
+	for prop, ref := range refs {
+		s := spills[ref.Blob]
+		if s == nil {
+			t.Fatalf("no Large.Spill span for blob %s", ref.Blob)
+		}
+		if !s.ended || s.err || s.attrs["tablekit.property"] != prop || s.attrs["tablekit.bytes"] != int(ref.Size) {
+			t.Errorf("span of %s: ended %v, error %v, attributes %v", prop, s.ended, s.err, s.attrs)
+		}
+		uploads := 0
+		for _, r := range requests {
+			if r.method == http.MethodPut && strings.HasSuffix(r.path, "/"+ref.Blob) {
+				uploads++
+				if r.span != s || !r.open {
+					t.Errorf("the upload of %s was sent in span %v (open %v), not in its open Large.Spill span", ref.Blob, r.span, r.open)
+				}
+			}
+		}
+		if uploads == 0 {
+			t.Errorf("no upload of %s was seen", ref.Blob)
+		}
+	}
+	for _, r := range requests {
+		if r.method == http.MethodPost && r.span != nil && strings.Contains(r.span.path(), "Large.Spill") {
+			t.Errorf("the entity write was sent inside %s", r.span.path())
+		}
+	}
+}
