@@ -542,7 +542,10 @@ func (p *rawProp) binaryValue() ([]byte, error) {
 
 // decodeState carries one decode's context.
 type decodeState struct {
-	op    string // the operation reading, for errors
+	// plaintext reads fields tagged encrypt from plain values, for an
+	// Entity a table's Entities view decrypted (Table.FromEntity).
+	plaintext bool
+	op        string // the operation reading, for errors
 	table string
 	crypt *cryptContext
 	pk    string
@@ -680,7 +683,9 @@ func (p *typePlan) fromEntity(e *Entity, v reflect.Value, d *decodeState) error 
 
 // decode stores one property into the field fv.
 func (fp *fieldPlan) decode(rp *rawProp, fv reflect.Value, d *decodeState) error {
-	if fp.encrypt {
+	if fp.encrypt && d.plaintext {
+		// An Entity read through a table's Entities view: decrypted.
+	} else if fp.encrypt {
 		plain, err := d.decrypt(fp.name, rp)
 		if err != nil {
 			return err

@@ -43,6 +43,10 @@ type encodeState struct {
 	// unchecked skips the storage limits, for conversions that store
 	// nothing (Decode).
 	unchecked bool
+	// plaintext converts fields tagged encrypt like the others, for an
+	// Entity that a table's Entities view encrypts when it writes it
+	// (Table.ToEntity).
+	plaintext bool
 	// cosmos adds the limits of Azure Cosmos DB for Table where they are
 	// stricter (a RowKey of at most 255 bytes).
 	cosmos bool
@@ -142,7 +146,7 @@ func (p *typePlan) toEntity(v reflect.Value, s *encodeState) (Entity, error) {
 		if !present {
 			continue
 		}
-		if fp.encrypt {
+		if fp.encrypt && !s.plaintext {
 			// With no encryption configured, appendEncrypted refuses the
 			// value before looking at it, with the error a Table gives.
 			if _, err = s.appendEncrypted(nil, fp.name, fp.edm, val); err == nil {

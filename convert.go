@@ -65,3 +65,44 @@ func structPlan[T any]() (*typePlan, error) {
 	}
 	return plan, nil
 }
+
+// ToEntity converts v to the property bag t stores for it, before
+// client-side encryption: the properties t encrypts are plaintext here,
+// and are encrypted when the Entity is written through [Table.Entities]
+// (which shares t's encryption). It checks keys and limits as a write
+// does, except the size encryption adds, which the write checks. Pattern
+// packages that spread or spill a T's properties over other entities or
+// blobs build on it.
+func (t *Table[T]) ToEntity(v T) (_ Entity, err error) {
+	defer func() { err = withOp("Table.ToEntity", err) }()
+	if e, ok := any(v).(Entity); ok {
+		return e, nil
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	e, err := t.plan.toEntity(rv, &encodeState{table: t.name, plaintext: true, cosmos: t.cosmos})
+	if err != nil {
+		return Entity{}, err
+	}
+	e.ETag = t.etagOf(&v)
+	if t.plan.ts != nil {
+		e.Timestamp = fieldByPath(rv, t.plan.ts).Interface().(time.Time)
+	}
+	return e, nil
+}
+
+// FromEntity converts a property bag read through [Table.Entities]
+// (decrypted) to a T, as a read of t would. On an error it returns the
+// zero T.
+func (t *Table[T]) FromEntity(e Entity) (_ T, err error) {
+	defer func() { err = withOp("Table.FromEntity", err) }()
+	var v T
+	if out, ok := any(&v).(*Entity); ok {
+		*out = e
+		return v, nil
+	}
+	if err := t.plan.fromEntity(&e, reflect.ValueOf(&v).Elem(), &decodeState{plaintext: true, table: t.name}); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}

@@ -130,6 +130,7 @@ type BlobRef struct {
 // A Large is safe for concurrent use.
 type Large[T any] struct {
 	table     *tablekit.Table[tablekit.Entity]
+	typed     *tablekit.Table[T] // converts T <-> Entity in plaintext (ToEntity, FromEntity)
 	container *container.Client
 	cname     string
 	encrypted map[string]bool // properties the table encrypts: never spilled
@@ -165,7 +166,7 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or container", Err: tablekit.ErrInvalidInput}
 	}
 	view := table.Entities()
-	l := &Large[T]{table: view, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
+	l := &Large[T]{table: view, typed: table, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
 	if parts, err := blob.ParseURL(container.URL()); err == nil {
 		l.cname = parts.ContainerName
 	}
@@ -217,10 +218,7 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 		l.isEntity = true
 		return l, nil
 	}
-	if err := noEncryptedFields(op, table.EncryptedProperties()); err != nil {
-		return nil, err
-	}
-	fields, err := largeFields[T]()
+	fields, err := largeFields(table)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -237,9 +235,9 @@ func (l *Large[T]) ContainerName() string { return l.cname }
 // largeFields maps the property names of T's string and []byte fields to
 // the fields. It asks tablekit's codec which property each field is stored
 // as, by encoding a value with a marker in that field.
-func largeFields[T any]() (map[string]largeField, error) {
+func largeFields[T any](table *tablekit.Table[T]) (map[string]largeField, error) {
 	var zero T
-	if _, err := tablekit.EncodeEntity(zero); err != nil {
+	if _, err := table.ToEntity(zero); err != nil {
 		return nil, err
 	}
 	typ := reflect.TypeFor[T]()
@@ -263,7 +261,7 @@ func largeFields[T any]() (map[string]largeField, error) {
 		} else {
 			fv.SetString(marker)
 		}
-		e, err := tablekit.EncodeEntity(v)
+		e, err := table.ToEntity(v)
 		if err != nil {
 			continue // e.g. a guid string
 		}
@@ -307,7 +305,7 @@ func (l *Large[T]) toEntity(v T) (tablekit.Entity, error) {
 			fv.SetString("")
 		}
 	}
-	e, err := tablekit.EncodeEntity(v)
+	e, err := l.typed.ToEntity(v)
 	if err != nil {
 		return e, err
 	}
@@ -335,7 +333,7 @@ func (l *Large[T]) fromEntity(e tablekit.Entity) (T, error) {
 			small.Properties[name] = val
 		}
 	}
-	v, err := tablekit.Decode[T](small)
+	v, err := l.typed.FromEntity(small)
 	if err != nil {
 		return v, err
 	}

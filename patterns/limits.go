@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -172,7 +170,8 @@ func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 
 // withOp names op, the exported operation that failed, in err's
 // *tablekit.ValidationError or *tablekit.DecodeError when that names no
-// operation yet, or names only a conversion (EncodeEntity, Decode) the
+// operation yet, or names only a conversion (EncodeEntity, Decode,
+// Table.ToEntity, Table.FromEntity) the
 // pattern made on the caller's behalf, so that every refusal says who
 // refused. Errors are made fresh for each call (tablekit copies its cached
 // ones), so naming the operation in them is safe.
@@ -181,24 +180,12 @@ func withOp(op string, err error) error {
 		return nil
 	}
 	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) && (ve.Op == "" || ve.Op == "EncodeEntity" || ve.Op == "Decode") {
+	if errors.As(err, &ve) && (ve.Op == "" || ve.Op == "EncodeEntity" || ve.Op == "Decode" || ve.Op == "Table.ToEntity" || ve.Op == "Table.FromEntity") {
 		ve.Op = op
 	}
 	var de *tablekit.DecodeError
-	if errors.As(err, &de) && (de.Op == "" || de.Op == "Decode") {
+	if errors.As(err, &de) && (de.Op == "" || de.Op == "Decode" || de.Op == "Table.FromEntity") {
 		de.Op = op
 	}
 	return err
-}
-
-// noEncryptedFields refuses a struct type with fields the table encrypts:
-// Wide and Large convert values with tablekit.EncodeEntity and
-// tablekit.Decode, which refuse encrypted fields, so the values could not
-// be written or read. A tablekit.Entity pattern over the same table
-// encrypts those properties (the view keeps the table's encryption).
-func noEncryptedFields(op string, encrypted []string) error {
-	if len(encrypted) == 0 {
-		return nil
-	}
-	return &tablekit.ValidationError{Op: op, Property: encrypted[0], Detail: fmt.Sprintf("fields tagged encrypt (%s) cannot be stored through this pattern as a struct yet (tablekit.EncodeEntity and Decode refuse them); use the pattern with tablekit.Entity over a Table[tablekit.Entity] whose Encryption names these properties", strings.Join(encrypted, ", ")), Err: tablekit.ErrInvalidInput}
 }

@@ -220,9 +220,9 @@ func isCiphertext(v any) bool {
 // encryption writes through the table's property-bag view, which keeps
 // the encryption: the encrypted properties are stored encrypted, in
 // whatever physical entity holds them, and read back in plain text. A
-// typed table passes its encryption on (Stream over a Table[secretClick]);
-// Wide and Large of a struct with encrypted fields are refused with a
-// clear error, since tablekit's struct conversion refuses such fields.
+// typed table passes its encryption on (Stream over a Table[secretClick]),
+// and Wide of a struct with fields tagged encrypt stores them encrypted
+// (Table.ToEntity gives the view their plaintext to encrypt).
 func TestEncryptedTables(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -267,11 +267,27 @@ func TestEncryptedTables(t *testing.T) {
 			t.Fatalf("after Merge: %v, %v", got.Properties["Owner"], err)
 		}
 
-		// A struct with encrypted fields: refused before anything is sent.
-		_, err = patterns.NewWide(encryptedTable[secretYear](t, tbl), nil)
-		var ve *tablekit.ValidationError
-		if !errors.As(err, &ve) || ve.Op != "patterns.NewWide" || ve.Property != "Owner" {
+		// A struct with encrypted fields: its Owner is encrypted in
+		// whichever part holds it, and read back in clear.
+		sw, err := patterns.NewWide(encryptedTable[secretYear](t, tbl), &patterns.WideOptions{PropertiesPerPart: 100})
+		if err != nil {
 			t.Fatalf("NewWide of a struct with encrypted fields: %v", err)
+		}
+		year := secretYear{Meter: "m2", Year: "2025", Owner: "Grace Hopper", Days: map[string]int64{}}
+		for d := 1; d <= 250; d++ {
+			year.Days[fmt.Sprintf("%03d", d)] = int64(d)
+		}
+		if _, err := sw.Upsert(ctx, year); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rawEntities(t, ctx, tbl, tablekit.PartitionEq("m2")) {
+			if v, ok := e.Properties["Owner"]; ok && !isCiphertext(v) {
+				t.Fatalf("the struct's Owner is stored as %T %v, not encrypted", v, v)
+			}
+		}
+		gotYear, err := sw.Get(ctx, "m2", "2025")
+		if err != nil || gotYear.Owner != "Grace Hopper" || len(gotYear.Days) != 250 {
+			t.Fatalf("Get of the struct: Owner %q, %d days, %v", gotYear.Owner, len(gotYear.Days), err)
 		}
 	})
 

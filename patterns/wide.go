@@ -173,6 +173,7 @@ type WideOptions struct {
 // tablekit.ErrInvalidKey). A Wide is safe for concurrent use.
 type Wide[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
+	typed    *tablekit.Table[T] // converts T <-> Entity in plaintext (ToEntity, FromEntity)
 	perPart  int
 	retry    tablekit.RetryPolicy
 	isEntity bool
@@ -196,7 +197,7 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 	if table == nil {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
-	w := &Wide[T]{table: table.Entities(), perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
+	w := &Wide[T]{table: table.Entities(), typed: table, perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
 	if opts != nil {
 		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > MaxWidePartProperties {
 			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
@@ -214,11 +215,8 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 		w.isEntity = true
 		return w, nil
 	}
-	if err := noEncryptedFields(op, table.EncryptedProperties()); err != nil {
-		return nil, err
-	}
 	var zero T
-	if _, err := tablekit.EncodeEntity(zero); err != nil {
+	if _, err := table.ToEntity(zero); err != nil {
 		return nil, withOp(op, err)
 	}
 	f, err := findWideField(typ)
@@ -311,7 +309,7 @@ func (w *Wide[T]) encode(v T) (pk, rk string, props map[string]any, err error) {
 		}
 		return e.PartitionKey, e.RowKey, props, nil
 	}
-	e, err := tablekit.EncodeEntity(v)
+	e, err := w.typed.ToEntity(v)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -381,7 +379,7 @@ func (w *Wide[T]) decode(pk, rk string, ts time.Time, etag azcore.ETag, props ma
 			}
 		}
 	}
-	v, err := tablekit.Decode[T](plain)
+	v, err := w.typed.FromEntity(plain)
 	if err != nil {
 		return zero, err
 	}
