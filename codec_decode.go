@@ -546,10 +546,10 @@ type decodeState struct {
 	// Entity a table's Entities view decrypted (Table.FromEntity).
 	plaintext bool
 	op        string // the operation reading, for errors
-	table string
-	crypt *cryptContext
-	pk    string
-	rk    string
+	table     string
+	crypt     *cryptContext
+	pk        string
+	rk        string
 }
 
 // fail returns a *DecodeError about property prop of the entity being
