@@ -1,10 +1,204 @@
-// Command tracing shows tablekit's spans: the span tree of one archive move,
-// from an in-process OpenTelemetry exporter.
+// Command tracing shows tablekit's OpenTelemetry traces: the span tree of
+// one archive move, with tablekit's spans as the parents of the Azure SDK's.
+//
+// The tree is what an exporter receives: the worker's span for the message,
+// the move and its steps, and under each step the SDK's spans for the call
+// and its HTTP request.
+//
+// It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
+// Azurite it starts (Node.js 18+ needed; installed with npm on first use):
+//
+//	go run ./examples/tracing
 package main
 
 import (
-	"github.com/tablekit/tablekit/examples/internal/demo"
-	"github.com/tablekit/tablekit/examples/internal/sections"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/otelkit"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
-func main() { demo.Main(sections.Tracing()) }
+// Employee is the entity the worker moves from Current to Archive.
+type Employee struct {
+	Department string `table:",pk"`
+	ID         string `table:",rk"`
+	Name       string
+}
+
+func main() {
+	ctx := context.Background()
+	conn, stop, err := azurite.EnvOrStart(ctx, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tracing:", err)
+		os.Exit(1)
+	}
+	// The application's OpenTelemetry SDK. Its exporter would send the
+	// spans to a tracing backend; this one keeps them in memory, so the
+	// example can print what an exporter receives.
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	// An Account opened with a TracingProvider traces its clients' calls
+	// and tablekit's own operations.
+	acct, err := tablekit.Open(conn, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)})
+	if err == nil {
+		err = run(ctx, acct, spans, os.Stdout)
+		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
+	}
+	tp.Shutdown(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tracing:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the example: it creates two tables and a work queue, has a worker
+// move one employee, prints the trace the exporter received, and deletes
+// what it created.
+func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryExporter, out io.Writer) error {
+	suffix := rand.Text()[:8]
+	current, err := tablekit.OpenTable[Employee](acct, "TracedCurrent"+suffix, nil)
+	if err != nil {
+		return err
+	}
+	arch, err := tablekit.OpenTable[Employee](acct, "TracedArchive"+suffix, nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range []*tablekit.Table[Employee]{current, arch} {
+		if err := t.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+		defer t.DeleteTable(context.WithoutCancel(ctx))
+	}
+	queueName := "traced-" + strings.ToLower(suffix)
+	for _, name := range []string{queueName, archive.PoisonQueueName(queueName)} {
+		q := acct.Queue(name)
+		if _, err := q.Create(ctx, nil); err != nil {
+			return tablekit.WrapError("CreateQueue", err)
+		}
+		defer q.Delete(context.WithoutCancel(ctx), nil)
+	}
+	if _, err := current.Insert(ctx, Employee{Department: "Sales", ID: "000123", Name: "Ann Jones"}); err != nil {
+		return err
+	}
+
+	// From here on, every span the exporter receives is printed below.
+	spans.Reset()
+	client, err := archive.OpenClient(acct, queueName, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := archive.RequestMove(ctx, client, "", "Sales", "000123"); err != nil {
+		return err
+	}
+	mover := &archive.Mover[Employee]{Current: current, Archive: arch}
+	mux := archive.NewMux()
+	if err := mover.Register(mux, archive.MoveKind); err != nil {
+		return err
+	}
+	worker, err := archive.OpenWorker(acct, queueName, mux, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(wctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for worker.Stats().Succeeded == 0 {
+		if time.Now().After(deadline) || !tablekit.Sleep(ctx, 20*time.Millisecond) {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return err
+	}
+	if s := worker.Stats(); s.Succeeded != 1 {
+		return fmt.Errorf("the worker handled %d messages, want 1 (%d failed)", s.Succeeded, s.Failed)
+	}
+
+	got := spans.GetSpans()
+	tree := spanTree(got, "Worker.Handle")
+	fmt.Fprintln(out, "the Account was opened with Options.TracingProvider = otelkit.TracingProvider(tp): the SDK's spans for calls and HTTP requests have")
+	fmt.Fprintln(out, "tablekit's spans as parents. The worker handled one move; the trace of its message, as the exporter received it:")
+	for _, line := range tree {
+		fmt.Fprintln(out, line)
+	}
+	// The expected shape: the worker's span, the move, its three steps,
+	// and under each step the SDK's span for the call and for its request.
+	var shape []string
+	for _, line := range tree {
+		name, _, _ := strings.Cut(line, " (")
+		shape = append(shape, name)
+	}
+	want := []string{
+		"Worker.Handle",
+		"    Mover.Move",
+		"        Mover.Read", "            Client.GetEntity", "                HTTP GET",
+		"        Mover.WriteArchive", "            Client.UpsertEntity", "                HTTP PUT",
+		"        Mover.DeleteCurrent", "            Client.DeleteEntity", "                HTTP DELETE",
+	}
+	if !slices.Equal(shape, want) {
+		return fmt.Errorf("the span tree is\n%s\nwant\n%s", strings.Join(shape, "\n"), strings.Join(want, "\n"))
+	}
+	if len(got) != len(tree) {
+		return fmt.Errorf("the exporter received %d spans, %d of them outside the tree", len(got), len(got)-len(tree))
+	}
+	fmt.Fprintf(out, "the exporter received %d spans in all, the %d above. The queue requests (the HR app's PutMessage, the worker's GetMessages and DeleteMessage)\n",
+		len(got), len(tree))
+	fmt.Fprintln(out, "made none: the azqueue SDK does not trace its requests (and the worker deletes a message after its Worker.Handle span, which covers the handler)")
+	return nil
+}
+
+// spanTree renders the trace rooted at the first span named root: one line
+// per span, indented by depth, children in start order, with the span's
+// kind, the attributes that say what it did, and its error if it failed.
+func spanTree(spans tracetest.SpanStubs, root string) []string {
+	children := map[trace.SpanID][]tracetest.SpanStub{}
+	var top *tracetest.SpanStub
+	for i, s := range spans {
+		children[s.Parent.SpanID()] = append(children[s.Parent.SpanID()], s)
+		if s.Name == root && top == nil {
+			top = &spans[i]
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	var lines []string
+	var walk func(s tracetest.SpanStub, depth int)
+	walk = func(s tracetest.SpanStub, depth int) {
+		line := strings.Repeat("    ", depth) + s.Name + " (" + s.SpanKind.String() + ")"
+		for _, a := range s.Attributes {
+			switch a.Key {
+			case "tablekit.message_kind", "tablekit.dequeue_count", "tablekit.partition_key", "tablekit.row_key", "http.status_code":
+				line += fmt.Sprintf(" %s=%s", a.Key, a.Value.Emit())
+			}
+		}
+		if s.Status.Code == codes.Error {
+			line += " error: " + s.Status.Description
+		}
+		lines = append(lines, line)
+		kids := children[s.SpanContext.SpanID()]
+		slices.SortFunc(kids, func(a, b tracetest.SpanStub) int { return a.StartTime.Compare(b.StartTime) })
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	walk(*top, 0)
+	return lines
+}

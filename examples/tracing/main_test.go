@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/otelkit"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestRun runs the example against the test account, opened with a tracing
+// provider as main opens it, and checks that its narration shows the trace
+// the pattern promises.
+func TestRun(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	acct := testenv.Account(t, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)})
+	var out bytes.Buffer
+	if err := run(context.Background(), acct, spans, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"\nWorker.Handle (internal) tablekit.message_kind=archive.move tablekit.dequeue_count=1\n",
+		"\n    Mover.Move (internal) tablekit.partition_key=Sales tablekit.row_key=000123\n",
+		"\n        Mover.Read (internal) tablekit.partition_key=Sales tablekit.row_key=000123\n",
+		"\n            Client.GetEntity (internal)\n",
+		"\n                HTTP GET (client) http.status_code=200\n",
+		"\n        Mover.WriteArchive (internal) tablekit.partition_key=Sales tablekit.row_key=000123\n",
+		"\n            Client.UpsertEntity (internal)\n",
+		"\n                HTTP PUT (client) http.status_code=204\n",
+		"\n        Mover.DeleteCurrent (internal) tablekit.partition_key=Sales tablekit.row_key=000123\n",
+		"\n            Client.DeleteEntity (internal)\n",
+		"\n                HTTP DELETE (client) http.status_code=204\n",
+		"the exporter received 11 spans in all, the 11 above",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("narration lacks %q:\n%s", want, out.String())
+		}
+	}
+}
