@@ -108,9 +108,6 @@ func TestWorkerBackoff(t *testing.T) {
 	if w := testWorker(t, &WorkerOptions{Retry: tablekit.NoRetries}); w.maxDequeue != 1 {
 		t.Errorf("NoRetries: %d attempts, want 1", w.maxDequeue)
 	}
-	if w := testWorker(t, &WorkerOptions{MaxDequeueCount: 7}); w.maxDequeue != 7 {
-		t.Errorf("the deprecated MaxDequeueCount 7: %d attempts, want 7", w.maxDequeue)
-	}
 }
 
 // Stats.QueueAge is the oldest wait of the latest dequeue by the worker's

@@ -28,8 +28,6 @@ func TestNewWorkerRefusesBadOptions(t *testing.T) {
 		"negative retry delay":          {PoisonQueue: p, Retry: tablekit.RetryPolicy{BaseDelay: -1}},
 		"unknown jitter":                {PoisonQueue: p, Retry: tablekit.RetryPolicy{Jitter: 9}},
 		"poison queue is the queue":     {PoisonQueue: q},
-		"negative MaxDequeueCount":      {PoisonQueue: p, MaxDequeueCount: -1},
-		"MaxDequeueCount and Retry":     {PoisonQueue: p, MaxDequeueCount: 3, Retry: tablekit.RetryPolicy{MaxAttempts: 4}},
 		"negative drain":                {PoisonQueue: p, DrainTimeout: -1},
 	} {
 		if _, err := archive.NewWorker(q, h, o); !errors.Is(err, tablekit.ErrInvalidInput) {

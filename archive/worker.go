@@ -81,12 +81,6 @@ type WorkerOptions struct {
 	// default) makes it visible again at once.
 	Retry tablekit.RetryPolicy
 
-	// MaxDequeueCount is Retry.MaxAttempts under its former name; setting
-	// both to different values is refused.
-	//
-	// Deprecated: use Retry.MaxAttempts.
-	MaxDequeueCount int64
-
 	// PoisonQueue receives the messages that failed Retry.MaxAttempts
 	// attempts (or failed with a [Permanent] error). It is created on first
 	// use. NewWorker requires it; OpenWorker defaults it to
@@ -288,14 +282,6 @@ func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *Wor
 	}
 	if err := o.Retry.Validate(op); err != nil {
 		return nil, err
-	}
-	switch {
-	case o.MaxDequeueCount < 0:
-		return nil, invalid(op, "MaxDequeueCount", fmt.Sprintf("MaxDequeueCount %d is negative", o.MaxDequeueCount))
-	case o.MaxDequeueCount > 0 && o.Retry.MaxAttempts == 0:
-		o.Retry.MaxAttempts = int(min(o.MaxDequeueCount, 1<<30))
-	case o.MaxDequeueCount > 0 && int64(o.Retry.MaxAttempts) != o.MaxDequeueCount:
-		return nil, invalid(op, "MaxDequeueCount", fmt.Sprintf("MaxDequeueCount %d and Retry.MaxAttempts %d differ; set Retry.MaxAttempts only", o.MaxDequeueCount, o.Retry.MaxAttempts))
 	}
 	w.retry = o.Retry.WithDefaults(DefaultRetry)
 	w.maxDequeue = int64(w.retry.MaxAttempts)

@@ -24,11 +24,12 @@ import (
 )
 
 // The inter-partition index chaos suite: concurrent writers, each with its
-// own Account and Inter (queued mode), put, update (conditional on the
-// version read, or on any version) and delete employees, changing indexed
-// values (values holding ' included), while two archive workers, each with
-// its own Account and Inter, run the index maintenance; faults hit the
-// tables, the queue and the blobs, for writers and workers alike.
+// own Account and Inter (queued mode), upsert, update (conditional on the
+// version read, or on any version) and delete employees (conditional on
+// the version read, or whatever it is), changing indexed values (values
+// holding ' included), while two archive workers, each with its own
+// Account and Inter, run the index maintenance; faults hit the tables, the
+// queue and the blobs, for writers and workers alike.
 //
 // The indexes: a whole copy by email and a projected copy by employee id
 // (a copies table), an index entity per department and last name (an
@@ -45,9 +46,10 @@ import (
 //     its value, no list left empty, no sync record of a missing employee;
 //   - each writer's employees end in a state that the in-order application
 //     of its acknowledged writes and some of its unknown ones gives, and
-//     every refused write is explained (a conditional update refused after
-//     an earlier write of the employee whose outcome was not acknowledged,
-//     whose safety net may have fenced the version).
+//     every refused write is explained (a conditional update or delete
+//     refused after an earlier write of the employee whose outcome was not
+//     acknowledged, whose safety net may have fenced the version);
+//     DeleteIfExists reports an employee as existing only when it did.
 
 var chaosFirstNames = []string{"Ana", "O'Brien", "D'Or"}
 
@@ -59,7 +61,11 @@ type chaosInterRig struct {
 
 // build returns an Inter over the rig on acct.
 func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], error) {
-	entityList, err := index.NewEntityList(acct.Table(r.lists), nil)
+	lists, err := tablekit.OpenTable[tablekit.Entity](acct, r.lists, nil)
+	if err != nil {
+		return nil, err
+	}
+	entityList, err := index.NewEntityList(lists, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +81,11 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], e
 	if err != nil {
 		return nil, err
 	}
-	return index.NewInter(tbl, chaosInterIndexes(acct, r, entityList, blobList), &index.InterOptions{
+	copies, err := tablekit.OpenTable[tablekit.Entity](acct, r.copies, nil)
+	if err != nil {
+		return nil, err
+	}
+	return index.NewInter(tbl, chaosInterIndexes(copies, entityList, blobList), &index.InterOptions{
 		Queue: q,
 		// Short delays keep the drain short: safety nets become visible
 		// after 1 s, and the safety net of an insert stops looking for a
@@ -84,10 +94,10 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], e
 	})
 }
 
-func chaosInterIndexes(acct *tablekit.Account, r *chaosInterRig, entityList, blobList index.ListStore) []index.InterIndex[Employee] {
+func chaosInterIndexes(copies *tablekit.Table[tablekit.Entity], entityList, blobList index.ListStore) []index.InterIndex[Employee] {
 	return []index.InterIndex[Employee]{
-		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: acct.Table(r.copies)},
-		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: acct.Table(r.copies), Properties: []string{"FirstName", "LastName"}},
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
+		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
 		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
 	}
@@ -165,15 +175,13 @@ func TestChaosInter(t *testing.T) {
 				if w.Rand.IntN(8) > 0 {
 					v.Email = fmt.Sprintf("%s.%d'x@contoso.com", rk, seq)
 				}
-				write := func(kind string, call func(ctx context.Context) error) {
-					w.Do(ctx, kind, key, &empOp{Kind: kind, Key: key, PK: pk, V: empOf(v)}, func(ctx context.Context) (any, error) {
-						return nil, call(ctx)
+				write := func(kind string, call func(ctx context.Context, mo *empOp) error) {
+					mo := &empOp{Kind: kind, Key: key, PK: pk, V: empOf(v)}
+					w.Do(ctx, kind, key, mo, func(ctx context.Context) (any, error) {
+						return nil, call(ctx, mo)
 					})
 				}
-				switch n := w.Rand.IntN(20); {
-				case n < 7:
-					write(opPut, func(ctx context.Context) error { return ix.Put(ctx, v) })
-				case n < 13:
+				get := func() (azcore.ETag, bool) {
 					mo := &empOp{Kind: opGet, Key: key, PK: pk}
 					var etag azcore.ETag
 					op := w.Do(ctx, opGet, key, mo, func(ctx context.Context) (any, error) {
@@ -183,13 +191,27 @@ func TestChaosInter(t *testing.T) {
 						}
 						return nil, err
 					})
-					if op.Outcome == chaos.OK {
-						write(opUpdate, func(ctx context.Context) error { return ix.Update(ctx, v, etag) })
+					return etag, op.Outcome == chaos.OK
+				}
+				switch n := w.Rand.IntN(20); {
+				case n < 7:
+					write(opUpsert, func(ctx context.Context, _ *empOp) error { _, err := ix.Upsert(ctx, v); return err })
+				case n < 13:
+					if etag, ok := get(); ok {
+						write(opUpdate, func(ctx context.Context, _ *empOp) error { _, err := ix.Update(ctx, v, etag); return err })
 					}
 				case n < 15:
-					write(opUpdateAny, func(ctx context.Context) error { return ix.Update(ctx, v, azcore.ETagAny) })
+					write(opUpdateAny, func(ctx context.Context, _ *empOp) error { _, err := ix.Update(ctx, v, azcore.ETagAny); return err })
+				case n < 18:
+					write(opDeleteIfExists, func(ctx context.Context, mo *empOp) error {
+						var err error
+						mo.Existed, err = ix.DeleteIfExists(ctx, pk, rk)
+						return err
+					})
 				default:
-					write(opDelete, func(ctx context.Context) error { return ix.Delete(ctx, pk, rk) })
+					if etag, ok := get(); ok {
+						write(opDelete, func(ctx context.Context, _ *empOp) error { return ix.Delete(ctx, pk, rk, etag) })
+					}
 				}
 			}
 			return nil
@@ -241,7 +263,7 @@ func TestChaosInter(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := checkInterIndexes(t, check, setup, r, reader, &v)
-		model := empModel{deleteMissingOK: true, fences: true}
+		model := empModel{fences: true}
 		model.check(h, stored, ownerOf, &v)
 		if writes := countWrites(h); writes < 300 && chaos.Full() {
 			v.Addf("only %d write operations ran, want at least 300", writes)
@@ -253,11 +275,13 @@ func TestChaosInter(t *testing.T) {
 // settled returns h with the outcomes of some ops corrected:
 //
 //   - chaos.OutcomeOf calls an error it does not know Unknown, and the
-//     index package returns two such errors that say nothing was written:
-//     a write that lost every race until its retries ran out
-//     (*index.ConflictError), and the refusal of a write to a missing
-//     entity (an error matching tablekit.ErrNotFound that is no service
-//     error). Those are Failed.
+//     index package returns three such errors that say nothing was
+//     written: a write that lost every race until its retries ran out
+//     (*index.ConflictError), the refusal of a write to a missing entity
+//     (an error matching tablekit.ErrNotFound that is no service error),
+//     and the refusal of an Intra write whose ETag the entity no longer
+//     has (one matching tablekit.ErrPreconditionFailed, found by its
+//     read). Those are Failed.
 //   - tablekit reports a write whose last try was throttled (503) as
 //     ErrThrottled even when an earlier try of it was applied and its
 //     answer lost (wrapWriteError turns only 408 and 5xx other than 503
@@ -275,7 +299,8 @@ func settled(h *chaos.History) *chaos.History {
 			var ce *index.ConflictError
 			var se *tablekit.ServiceError
 			var re *tablekit.RequestError
-			if errors.As(op.Err, &ce) || (errors.Is(op.Err, tablekit.ErrNotFound) && !errors.As(op.Err, &se) && !errors.As(op.Err, &re)) {
+			refused := errors.Is(op.Err, tablekit.ErrNotFound) || errors.Is(op.Err, tablekit.ErrPreconditionFailed)
+			if errors.As(op.Err, &ce) || (refused && !errors.As(op.Err, &se) && !errors.As(op.Err, &re)) {
 				op.Outcome = chaos.Failed
 			}
 		}
@@ -296,7 +321,7 @@ func startChaosWorker(t *testing.T, acct *tablekit.Account, h archive.Handler, r
 	t.Helper()
 	w, err := archive.NewWorker(acct.Queue(r.queue), h, &archive.WorkerOptions{
 		Concurrency: 8, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond,
-		VisibilityTimeout: 3 * time.Second, MaxDequeueCount: 10, DrainTimeout: 10 * time.Second,
+		VisibilityTimeout: 3 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 10}, DrainTimeout: 10 * time.Second,
 		PoisonQueue: acct.Queue(r.poison), Logger: log,
 	})
 	if err != nil {
@@ -528,7 +553,7 @@ func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account
 	}
 
 	// Index entities (option 3).
-	entityList, err := index.NewEntityList(acct.Table(r.lists), nil)
+	entityList, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -17,10 +18,11 @@ import (
 )
 
 // The intra-partition index chaos suite: concurrent writers, each with its
-// own Account and Intra (as separate processes would have), insert, put,
-// update (changing indexed values, values holding ' included) and delete
-// employees through a fault-injecting pipeline, and look employees up by
-// email meanwhile. The employees of a department share its partition, its
+// own Account and Intra (as separate processes would have), insert,
+// upsert, modify, update (changing indexed values, values holding '
+// included; conditional on the ETag read with Get or through a copy) and
+// delete employees (conditional, or whatever the version) through a
+// fault-injecting pipeline, and look employees up by email meanwhile. The employees of a department share its partition, its
 // index copies and its last-name index entities, so the writers' entity
 // group transactions compete there.
 //
@@ -32,8 +34,9 @@ import (
 //   - each writer's employees end in a state that the in-order application
 //     of its acknowledged writes and some of its unknown ones gives; every
 //     refused write is explained by that state (a unique value held by
-//     another of its employees, an existing or missing employee); every
-//     read and lookup saw one of those states.
+//     another of its employees, an existing or missing employee), and
+//     DeleteIfExists reports an employee as existing only when it did;
+//     every read and lookup saw one of those states.
 //
 // Each writer draws its shared email values from a pool of its own, so
 // unique conflicts happen between its own employees, where the model can
@@ -113,37 +116,59 @@ func TestChaosIntra(t *testing.T) {
 				case n < 9:
 					v.Email = fmt.Sprintf("%s.%d'x@contoso.com", rk, seq) // a value of its own, with a '
 				}
-				write := func(kind string, call func(ctx context.Context) error) {
-					w.Do(ctx, kind, key, &empOp{Kind: kind, Key: key, PK: pk, V: empOf(v)}, func(ctx context.Context) (any, error) {
-						return nil, call(ctx)
+				write := func(kind string, call func(ctx context.Context, mo *empOp) error) {
+					mo := &empOp{Kind: kind, Key: key, PK: pk, V: empOf(v)}
+					w.Do(ctx, kind, key, mo, func(ctx context.Context) (any, error) {
+						return nil, call(ctx, mo)
 					})
 				}
-				get := func() (Employee, bool) {
+				// get reads the employee and its ETag: with Get, or through
+				// its empid copy (whose ETag Update and Delete accept too).
+				get := func() (azcore.ETag, bool) {
 					mo := &empOp{Kind: opGet, Key: key, PK: pk}
-					var prev Employee
+					var etag azcore.ETag
+					byCopy := w.Rand.IntN(2) == 0
 					op := w.Do(ctx, opGet, key, mo, func(ctx context.Context) (any, error) {
-						e, err := ix.Get(ctx, pk, rk)
+						var e Employee
+						var err error
+						if byCopy {
+							e, err = ix.Find(ctx, pk, "empid", rk)
+						} else {
+							e, err = ix.Get(ctx, pk, rk)
+						}
 						if err == nil {
-							prev, mo.V = e, empOf(e)
+							etag, mo.V = e.ETag, empOf(e)
 						}
 						return nil, err
 					})
-					return prev, op.Outcome == chaos.OK
+					return etag, op.Outcome == chaos.OK
 				}
 				switch n := w.Rand.IntN(20); {
 				case n < 4:
-					write(opInsert, func(ctx context.Context) error { return ix.Insert(ctx, v) })
+					write(opInsert, func(ctx context.Context, _ *empOp) error { _, err := ix.Insert(ctx, v); return err })
+				case n < 7:
+					write(opUpsert, func(ctx context.Context, _ *empOp) error { _, err := ix.Upsert(ctx, v); return err })
 				case n < 9:
-					write(opPut, func(ctx context.Context) error { return ix.Put(ctx, v) })
+					write(opModify, func(ctx context.Context, _ *empOp) error {
+						_, err := ix.Modify(ctx, pk, rk, func(e *Employee) error {
+							e.FirstName, e.LastName, e.Email, e.Age = v.FirstName, v.LastName, v.Email, v.Age
+							return nil
+						})
+						return err
+					})
 				case n < 14:
-					if prev, ok := get(); ok {
-						write(opUpdate, func(ctx context.Context) error { return ix.Update(ctx, prev, v) })
+					if etag, ok := get(); ok {
+						write(opUpdate, func(ctx context.Context, _ *empOp) error { _, err := ix.Update(ctx, v, etag); return err })
 					}
 				case n < 16:
-					write(opDelete, func(ctx context.Context) error { return ix.Delete(ctx, pk, rk) })
+					write(opDeleteIfExists, func(ctx context.Context, mo *empOp) error {
+						var err error
+						mo.Existed, err = ix.DeleteIfExists(ctx, pk, rk)
+						return err
+					})
 				case n < 18:
-					if prev, ok := get(); ok {
-						write(opDeleteVersion, func(ctx context.Context) error { return ix.DeleteVersion(ctx, prev) })
+					if etag, ok := get(); ok {
+						write(opDelete, func(ctx context.Context, _ *empOp) error { return ix.Delete(ctx, pk, rk, etag) })
 					}
 				default:
 					email := pool[w.Rand.IntN(len(pool))]

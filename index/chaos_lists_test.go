@@ -98,7 +98,7 @@ func TestChaosIndexEntities(t *testing.T) {
 			}
 			p := &procs[w]
 			p.acct = acct
-			if p.entity, err = index.NewEntityList(acct.Table(listTable), nil); err != nil {
+			if p.entity, err = index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, listTable), nil); err != nil {
 				t.Fatal(err)
 			}
 			if p.blob, err = index.NewBlobList(acct.Container(container), nil); err != nil {
@@ -156,11 +156,16 @@ func TestChaosIndexEntities(t *testing.T) {
 					rk := fmt.Sprintf("w%02d-%d", w.Index, w.Rand.IntN(ids))
 					key := "Sales/" + rk
 					v := Employee{Department: "Sales", ID: rk, FirstName: fmt.Sprintf("F%02d-%d", w.Index, seq), LastName: []string{"Jones", "O'Neil"}[w.Rand.IntN(2)]}
-					kind, call := opPut, func(ctx context.Context) error { return p.intra.Put(ctx, v) }
+					mo := &empOp{Kind: opUpsert, Key: key, PK: "Sales", V: empOf(v)}
+					call := func(ctx context.Context) error { _, err := p.intra.Upsert(ctx, v); return err }
 					if w.Rand.IntN(4) == 0 {
-						kind, call = opDelete, func(ctx context.Context) error { return p.intra.Delete(ctx, "Sales", rk) }
+						mo.Kind, call = opDeleteIfExists, func(ctx context.Context) error {
+							var err error
+							mo.Existed, err = p.intra.DeleteIfExists(ctx, "Sales", rk)
+							return err
+						}
 					}
-					w.Do(ctx, kind, key, &empOp{Kind: kind, Key: key, PK: "Sales", V: empOf(v)}, func(ctx context.Context) (any, error) {
+					w.Do(ctx, mo.Kind, key, mo, func(ctx context.Context) (any, error) {
 						return nil, call(ctx)
 					})
 				}
@@ -192,7 +197,7 @@ func TestChaosIndexEntities(t *testing.T) {
 		}
 		writeOps := 0
 		for _, op := range h.Ops() {
-			if lo, ok := op.Value.(*listOp); (ok && !lo.Read) || op.Name == opPut || op.Name == opDelete {
+			if lo, ok := op.Value.(*listOp); (ok && !lo.Read) || op.Name == opUpsert || op.Name == opDeleteIfExists {
 				writeOps++
 			}
 		}
@@ -200,7 +205,7 @@ func TestChaosIndexEntities(t *testing.T) {
 
 		check := chaos.NoFaults(ctx)
 		var v chaos.Violations
-		entity, err := index.NewEntityList(setup.Table(listTable), nil)
+		entity, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, setup, listTable), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +310,7 @@ func checkListHistory(h *chaos.History, final map[string][]index.ID, v *chaos.Vi
 // the suite's.
 func checkListStorage(t *testing.T, ctx context.Context, acct *tablekit.Account, listTable, container string, v *chaos.Violations) {
 	t.Helper()
-	entity, err := index.NewEntityList(acct.Table(listTable), nil)
+	entity, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, listTable), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

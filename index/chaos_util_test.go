@@ -41,10 +41,12 @@ func (s empState) String() string {
 
 // empOp is what one recorded op asked for, as the model applies it.
 type empOp struct {
-	Kind string // opInsert, opPut, opUpdate, opUpdateAny, opDelete, opDeleteVersion, opGet, opByEmail
+	Kind string // opInsert, opUpsert, opModify, opUpdate, opUpdateAny, opDelete, opDeleteIfExists, opGet, opByEmail
 	Key  string // "pk/rk"
 	PK   string
 	V    empState // the value written (writes) or read (opGet)
+	// Existed is what an acknowledged opDeleteIfExists reported.
+	Existed bool
 	// opByEmail: the value looked up and the keys of the writer's
 	// employees the lookup returned.
 	Email   string
@@ -52,14 +54,15 @@ type empOp struct {
 }
 
 const (
-	opInsert        = "Insert"
-	opPut           = "Put"
-	opUpdate        = "Update"    // conditional on the version just read
-	opUpdateAny     = "UpdateAny" // Inter.Update with azcore.ETagAny
-	opDelete        = "Delete"
-	opDeleteVersion = "DeleteVersion"
-	opGet           = "Get"
-	opByEmail       = "ByEmail"
+	opInsert         = "Insert"
+	opUpsert         = "Upsert"
+	opModify         = "Modify"    // read-modify-write, creating a missing employee: as Upsert
+	opUpdate         = "Update"    // conditional on the version just read
+	opUpdateAny      = "UpdateAny" // Update with azcore.ETagAny
+	opDelete         = "Delete"    // conditional on the version just read
+	opDeleteIfExists = "DeleteIfExists"
+	opGet            = "Get"
+	opByEmail        = "ByEmail"
 )
 
 // empModel says what the pattern under test guarantees.
@@ -68,9 +71,6 @@ type empModel struct {
 	// write that gives a second employee of the partition the same email
 	// fails with a *index.UniqueError.
 	uniqueEmail bool
-	// deleteMissingOK: deleting a missing employee succeeds (Inter);
-	// otherwise it fails with ErrNotFound (Intra).
-	deleteMissingOK bool
 	// fences: a safety net fences the version a write that did not land
 	// was conditional on (Inter), so a conditional write made after an
 	// op whose write may not have landed can meet a changed ETag.
@@ -120,16 +120,18 @@ func (m empModel) apply(s empStates, op empOp) (empStates, bool) {
 			return s, false
 		}
 		return put()
-	case opPut:
+	case opUpsert, opModify:
 		return put()
 	case opUpdate, opUpdateAny:
 		if !cur.Present {
 			return s, false
 		}
 		return put()
-	case opDelete, opDeleteVersion:
+	case opDelete, opDeleteIfExists:
 		if !cur.Present {
-			return s, m.deleteMissingOK && op.Kind == opDelete
+			// DeleteIfExists of a missing employee succeeds, and says
+			// it did not exist.
+			return s, op.Kind == opDeleteIfExists && !op.Existed
 		}
 		out := maps.Clone(s)
 		delete(out, op.Key)
@@ -156,11 +158,11 @@ func (m empModel) failureExplained(s empStates, op empOp, rec chaos.Op, mayBeFen
 	case errors.Is(err, tablekit.ErrAlreadyExists):
 		return op.Kind == opInsert && cur.Present, ""
 	case errors.Is(err, tablekit.ErrNotFound):
-		return (op.Kind == opDelete || op.Kind == opUpdateAny) && !cur.Present, ""
+		return (op.Kind == opDelete || op.Kind == opUpdate || op.Kind == opUpdateAny) && !cur.Present, ""
 	case errors.Is(err, tablekit.ErrPreconditionFailed):
 		// The writer read the version just before and owns the entity:
 		// only a safety net's fence can have moved its ETag.
-		return m.fences && mayBeFenced && (op.Kind == opUpdate || op.Kind == opDeleteVersion), ""
+		return m.fences && mayBeFenced && (op.Kind == opUpdate || op.Kind == opDelete), ""
 	}
 	return false, "an unexpected failure"
 }

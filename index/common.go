@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -81,43 +83,71 @@ func (e *ConflictError) Unwrap() error { return tablekit.ErrPreconditionFailed }
 
 // notFound returns an error matching tablekit.ErrNotFound.
 func notFound(op, what string) error {
-	return fmt.Errorf("%s: %s: %w", op, what, tablekit.ErrNotFound)
+	return fmt.Errorf("index: %s: %s: %w", op, what, tablekit.ErrNotFound)
 }
 
-// invalid returns a validation error matching tablekit.ErrInvalidInput.
-func invalid(entity, detail string) error {
-	return &tablekit.ValidationError{Entity: entity, Detail: detail, Err: tablekit.ErrInvalidInput}
+// invalid returns a validation error of op matching
+// tablekit.ErrInvalidInput. entity is "table:pk/rk", "pk/rk", a table,
+// queue or container name, or "".
+func invalid(op, entity, detail string) error {
+	return &tablekit.ValidationError{Op: op, Entity: entity, Detail: detail, Err: tablekit.ErrInvalidInput}
 }
 
-// keyError turns an error of package keys into a validation error matching
-// tablekit.ErrInvalidKey (or ErrTooLarge for a key that is too long).
-func keyError(entity, what string, err error) error {
-	sentinel := tablekit.ErrInvalidKey
-	return &tablekit.ValidationError{Entity: entity, Property: what, Detail: err.Error(), Limit: "a key of <= 1 KiB without / \\ # ? or control characters", Err: sentinel}
+// invalidField is invalid for one option or index field.
+func invalidField(op, entity, field, detail string) error {
+	return &tablekit.ValidationError{Op: op, Entity: entity, Property: field, Detail: detail, Err: tablekit.ErrInvalidInput}
+}
+
+// compoundLimit is the rule a compound key breaks.
+const compoundLimit = "a key of <= 1 KiB (two bytes per UTF-16 code unit, after keys.Compound's escapes) of valid UTF-8"
+
+// keyError turns an error of package keys into a validation error of op
+// matching tablekit.ErrInvalidKey.
+func keyError(op, entity, what string, err error) error {
+	return &tablekit.ValidationError{Op: op, Entity: entity, Property: what, Detail: err.Error(), Limit: compoundLimit, Err: tablekit.ErrInvalidKey}
 }
 
 // compound is keys.Compound with tablekit's error shape.
-func compound(entity, what string, components ...string) (string, error) {
+func compound(op, entity, what string, components ...string) (string, error) {
 	k, err := keys.Compound(components...)
 	if err != nil {
-		return "", keyError(entity, what, err)
+		return "", keyError(op, entity, what, err)
 	}
 	return k, nil
 }
 
 // checkName checks an index name: a non-empty string usable as a key
-// component.
-func checkName(kind, name string) error {
+// component (any valid UTF-8 is).
+func checkName(op, entity, field, name string) error {
 	if name == "" {
-		return invalid(kind, "an index needs a Name")
+		return invalidField(op, entity, field, "an index needs a Name")
 	}
 	if _, err := keys.Compound(name); err != nil {
-		return keyError(kind+" "+quote(name), "Name", err)
+		return keyError(op, entity, field, err)
 	}
 	return nil
 }
 
-func quote(s string) string { return fmt.Sprintf("%q", s) }
+// withOp names op, the exported operation that failed, in err's
+// *tablekit.ValidationError or *tablekit.DecodeError when that names no
+// operation yet, or only a conversion (EncodeEntity, Decode, Table.ToEntity,
+// Table.FromEntity) made on the
+// caller's behalf. tablekit makes these errors fresh for each call, so
+// naming the operation in them is safe.
+func withOp(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) && (ve.Op == "" || ve.Op == "EncodeEntity" || ve.Op == "Decode" || ve.Op == "Table.ToEntity" || ve.Op == "Table.FromEntity") {
+		ve.Op = op
+	}
+	var de *tablekit.DecodeError
+	if errors.As(err, &de) && (de.Op == "" || de.Op == "Decode" || de.Op == "Table.FromEntity") {
+		de.Op = op
+	}
+	return err
+}
 
 // defaultRetry is the default Retry of every option of the package:
 // tablekit.DefaultConflictRetry's 30 attempts and 10 ms first back-off,
@@ -197,15 +227,6 @@ func transient(err error) bool {
 // a stale ETag, an entity created meanwhile, or one deleted meanwhile.
 func isConflict(err error) bool {
 	return errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)
-}
-
-// utf16Len returns the number of UTF-16 code units of s.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
 }
 
 // bodySize estimates the bytes an entity adds to a transaction's request
@@ -306,4 +327,121 @@ func (k *keyLocks) lock(ctx context.Context, keys ...string) (unlock func(), err
 		}
 	}
 	return unlockAll, nil
+}
+
+// checkSecrets refuses index values computed from properties the table
+// encrypts: keys are stored in clear, so an index on an encrypted property
+// would give its value away. table converts v to its property bag and back
+// (Table.ToEntity, FromEntity); v's value in index names[i] is values[i]
+// (key(i, v) computes it). A value that changes when the encrypted
+// properties are removed from v is derived from them.
+func checkSecrets[T any](op, entity string, table *tablekit.Table[T], v T, names, values []string, key func(i int, v T) string) error {
+	enc := table.EncryptedProperties()
+	if len(enc) == 0 {
+		return nil
+	}
+	e, err := table.ToEntity(v)
+	if err != nil {
+		return withOp(op, err)
+	}
+	without := func(props ...string) (T, error) {
+		c := e
+		c.Properties = maps.Clone(e.Properties)
+		for _, p := range props {
+			delete(c.Properties, p)
+		}
+		return table.FromEntity(c)
+	}
+	bare, err := without(enc...)
+	if err != nil {
+		return withOp(op, err)
+	}
+	for i, value := range values {
+		if value == "" || key(i, bare) == value {
+			continue
+		}
+		secret := enc[0]
+		for _, p := range enc {
+			if w, err := without(p); err == nil && key(i, w) != value {
+				secret = p
+				break
+			}
+		}
+		return &tablekit.ValidationError{Op: op, Entity: entity, Property: secret,
+			Detail: fmt.Sprintf("the value of index %q is derived from %s, which the table encrypts: index keys are stored in clear, so the index would give the value away; index a property that is not encrypted", names[i], secret),
+			Err:    tablekit.ErrInvalidInput}
+	}
+	return nil
+}
+
+// lookupConcurrency is how many entities a list-index lookup reads at
+// once.
+const lookupConcurrency = 16
+
+// idSeq yields ids, for fetchOrdered.
+func idSeq(ids []ID) iter.Seq2[ID, error] {
+	return func(yield func(ID, error) bool) {
+		for _, id := range ids {
+			if !yield(id, nil) {
+				return
+			}
+		}
+	}
+}
+
+// fetchOrdered reads the entity of each id that ids yields with get, up to
+// lookupConcurrency at once, and yields them in the order of ids. An
+// entity that is gone (tablekit.ErrNotFound: deleted since its id was
+// listed) is skipped. Iteration stops at the first error, of ids or of a
+// read, after the entities of the ids before it; breaking out of the loop
+// cancels the reads under way.
+func fetchOrdered[T any](ctx context.Context, ids iter.Seq2[ID, error], get func(ctx context.Context, id ID) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		type slot struct {
+			done chan struct{}
+			v    T
+			err  error
+		}
+		next, stop := iter.Pull2(ids)
+		defer stop()
+		var pending []*slot
+		var srcErr error
+		srcDone := false
+		for {
+			for !srcDone && len(pending) < lookupConcurrency {
+				id, err, ok := next()
+				if !ok || err != nil {
+					srcDone, srcErr = true, err
+					break
+				}
+				s := &slot{done: make(chan struct{})}
+				pending = append(pending, s)
+				wg.Go(func() {
+					defer close(s.done)
+					s.v, s.err = get(ctx, id)
+				})
+			}
+			if len(pending) == 0 {
+				if srcErr != nil {
+					yield(*new(T), srcErr)
+				}
+				return
+			}
+			s := pending[0]
+			pending = pending[1:]
+			<-s.done
+			if errors.Is(s.err, tablekit.ErrNotFound) {
+				continue
+			}
+			if !yield(s.v, s.err) || s.err != nil {
+				return
+			}
+		}
+	}
 }

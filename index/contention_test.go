@@ -96,7 +96,8 @@ func TestIntraListContentionDefaults(t *testing.T) {
 	before := f.acct.Meter().Snapshot()
 	contend(t, func(w, i int) error {
 		id := fmt.Sprintf("%03d-%03d", w, i)
-		return procs[w].Insert(ctx, Employee{Department: "Sales", ID: id, FirstName: "J", LastName: "Jones", Email: id + "@contoso.com"})
+		_, err := procs[w].Insert(ctx, Employee{Department: "Sales", ID: id, FirstName: "J", LastName: "Jones", Email: id + "@contoso.com"})
+		return err
 	})
 	cost := f.acct.Meter().Snapshot().Sub(before)
 	t.Logf("%d inserts: %d transactions", contendedWriters*contendedAdds, cost.Count(tablekit.ServiceTable, "Transaction"))
@@ -112,7 +113,7 @@ func TestEntityListContentionDefaults(t *testing.T) {
 	name := newTable(t, acct)
 	lists := make([]*index.EntityList, contendedWriters)
 	for w := range lists {
-		l, err := index.NewEntityList(acct.Table(name), nil)
+		l, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, name), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +185,7 @@ func TestRetryOptionChecked(t *testing.T) {
 	check("index.NewIntra", err)
 	_, err = index.NewInter(tbl, []index.InterIndex[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, &index.InterOptions{Retry: bad})
 	check("index.NewInter", err)
-	_, err = index.NewEntityList(acct.Table("Unused"), &index.ListOptions{Retry: bad})
+	_, err = index.NewEntityList(tbl, &index.ListOptions{Retry: bad})
 	check("index.NewEntityList", err)
 	_, err = index.NewBlobList(acct.Container("unused"), &index.ListOptions{Retry: bad})
 	check("index.NewBlobList", err)

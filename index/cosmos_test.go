@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -11,64 +12,119 @@ import (
 )
 
 // On Cosmos DB, whose query results are in no key order even within a
-// partition (the front's Cosmos mode), index range lookups still return
-// their entities in index order: the index entries are read whole and
-// sorted.
-func TestCosmosIndexRanges(t *testing.T) {
+// partition (the front's Cosmos mode), index lookups still return their
+// entities in index order: the index entries of range lookups are read
+// whole and sorted, and list lookups keep the list's order.
+func TestCosmosIndexLookups(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 11}}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	open := func(name string) *tablekit.Table[tablekit.Entity] {
+		tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.CreateIfNotExists(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	open("cosmosindex")
 	tbl, err := tablekit.OpenTable[Employee](acct, "cosmosindex", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
-		t.Fatal(err)
+	if !tbl.Cosmos() {
+		t.Fatal("the table is not in Cosmos mode")
 	}
 	ix, err := index.NewIntra(tbl, employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var emails []string
+	open("cosmosstaff")
+	staffTable, err := tablekit.OpenTable[Employee](acct, "cosmosstaff", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := open("cosmoscopies")
+	lists, err := index.NewEntityList(open("cosmoslists"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inter, err := index.NewInter(staffTable, []index.InterIndex[Employee]{
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
+		{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+	}, nil) // direct mode
+	if err != nil {
+		t.Fatal(err)
+	}
+	var emails, allEmails []string
 	for _, e := range staff() {
-		if err := ix.Insert(ctx, e); err != nil {
+		if _, err := ix.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inter.Upsert(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		if e.Department == "Sales" {
 			emails = append(emails, e.Email)
 		}
+		allEmails = append(allEmails, e.Email)
 	}
 	slices.Sort(emails)
+	slices.Sort(allEmails)
 	if len(emails) < 5 {
 		t.Fatalf("the test data has %d Sales employees; the test needs several", len(emails))
 	}
-	var got []string
-	for e, err := range ix.Range(ctx, "Sales", "email", "", "") {
-		if err != nil {
-			t.Fatal(err)
+	emailsOf := func(seq func(func(Employee, error) bool)) []string {
+		t.Helper()
+		var got []string
+		for e, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.Email)
 		}
-		got = append(got, e.Email)
+		return got
 	}
-	if !slices.Equal(got, emails) {
-		t.Errorf("Range over the email index on Cosmos DB: %q, want %q", got, emails)
-	}
-	got = got[:0]
-	for e, err := range ix.Prefix(ctx, "Sales", "email", emails[0][:1]) {
-		if err != nil {
-			t.Fatal(err)
+	startingWith := func(all []string, p string) []string {
+		var out []string
+		for _, e := range all {
+			if strings.HasPrefix(e, p) {
+				out = append(out, e)
+			}
 		}
-		got = append(got, e.Email)
+		return out
 	}
-	var want []string
-	for _, e := range emails {
-		if e[0] == emails[0][0] {
-			want = append(want, e)
-		}
+	jones := filterStaff("Sales", func(e Employee) bool { return e.LastName == "Jones" }, func(e Employee) string { return e.ID })
+	if len(jones) < 3 {
+		t.Fatalf("the test data has %d Joneses in Sales; the test needs several", len(jones))
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Prefix %q on Cosmos DB: %q, want %q", emails[0][:1], got, want)
+
+	// Intra.
+	equal(t, "Intra.Range over the email index", emailsOf(ix.Range(ctx, "Sales", "email", "", "")), emails)
+	equal(t, "Intra.Prefix a", emailsOf(ix.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
+	equal(t, "Intra.By Jones (projected copies)", collect(t, ix.By(ctx, "Sales", "lastname", "Jones")), jones)
+	if e, err := ix.Find(ctx, "Sales", "lastname", "Jones"); err != nil || e.ID != jones[0] {
+		t.Errorf("Intra.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
+	}
+	if e, err := ix.Find(ctx, "Sales", "email", "donh@contoso.com"); err != nil || e.ID != "000152" {
+		t.Errorf("Intra.Find by a unique email = %s, %v", e.ID, err)
+	}
+
+	// Inter.
+	equal(t, "Inter.Range over the email index", emailsOf(inter.Range(ctx, "Sales", "email", "", "")), emails)
+	equal(t, "Inter.Prefix a", emailsOf(inter.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
+	equal(t, "Inter.Prefix a, all departments", emailsOf(inter.Prefix(ctx, "", "anyemail", "a")), startingWith(allEmails, "a"))
+	equal(t, "Inter.By Jones (an index entity)", collect(t, inter.By(ctx, "Sales", "lastname", "Jones")), jones)
+	if e, err := inter.Find(ctx, "Sales", "lastname", "Jones"); err != nil || e.ID != jones[0] {
+		t.Errorf("Inter.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
+	}
+	if e, err := inter.Find(ctx, "", "anyemail", "donh@contoso.com"); err != nil || e.ID != "000152" {
+		t.Errorf("Inter.Find by email = %s, %v", e.ID, err)
 	}
 }

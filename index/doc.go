@@ -23,15 +23,18 @@
 //	RowKey lastname!Jones!000223           a copy, possibly projected (index "lastname")
 //	RowKey surname!Jones                   an index entity listing 000223, ... (List index "surname")
 //
-// RowKeys are keys.Compound keys, so any value is safe in them and string
-// order is value order: By, Range and Prefix are one range query in index
-// order. When an indexed value changes, the old entry is deleted in the same
-// EGT. Concurrent writers are detected with the stored entity's ETag (and the
-// ETags of index entities), and the write retried or refused with an error
-// matching tablekit.ErrPreconditionFailed ([IntraOptions].Retry).
+// RowKeys are keys.Compound keys, so any value (any valid UTF-8: '/',
+// '\', '#', '?' and control characters are escaped) is safe in them and
+// string order is value order: By, Range and Prefix are one range query in
+// index order (on Azure Cosmos DB for Table, which does not keep key
+// order, the entries are sorted on the client). When an indexed value
+// changes, the old entry is deleted in the same EGT. Concurrent writers
+// are detected with the stored entity's ETag (and the ETags of index
+// entities), and the write retried or refused with an error matching
+// tablekit.ErrPreconditionFailed ([IntraOptions].Retry).
 // A unique value taken by another entity fails the EGT (*[UniqueError]).
-// A write that would exceed 100 actions or 4 MiB is refused before it is
-// sent, with an error saying why.
+// A write that would exceed 100 actions or 4 MiB (2 MB on Cosmos DB) is
+// refused before it is sent, with an error saying why.
 //
 // # Inter-partition: [Inter]
 //
@@ -61,24 +64,44 @@
 // BlobList take turns on a list (a lock per list), so only writers in
 // different processes (or using different values) ever retry.
 //
+// # Verbs
+//
+// [Intra] and [Inter] speak the root tablekit.Table's vocabulary: Get
+// (error matching tablekit.ErrNotFound when absent; T's etag field
+// filled), Insert (create only; tablekit.ErrAlreadyExists), Upsert (insert
+// or replace), Update(v, etag) (replace if the ETag is still etag;
+// azcore.ETagAny for any version; "" refused), Modify(pk, rk, fn)
+// (read-modify-write, retried on conflict, creating a missing entity as
+// tablekit.Table.Modify does), Delete(pk, rk, etag) (conditional like
+// Update) and DeleteIfExists (reports whether the entity existed). Writes
+// return the entity's new ETag: an Intra takes it from its transaction's
+// answer, without a read. Lookups (Find, By, Range, Prefix) give entities
+// with an ETag that Update and Delete accept: see [Intra] and [Inter].
+//
 // # Cost, in storage transactions
 //
-// Intra (any number of copy indexes; List indexes add one read of each index
-// entity a write changes: the new value's and, when it changes, the old's):
+// Intra (any number of copy indexes; List indexes add one read of each
+// index entity a write changes: the new value's and, when it changes, the
+// old's):
 //
-//	Insert, or Put of a new entity      1 (the EGT)
-//	Put of an existing entity           3 (refused insert, read, EGT)
-//	Update(prev, v), DeleteVersion      1
-//	Delete                              2 (read, EGT)
+//	Insert, or Upsert of a new entity   1 (the EGT)
+//	Upsert of an existing entity        3 (refused insert, read, EGT)
+//	Update, Delete                      2 (read, EGT); 3 with the ETag of a
+//	                                    copy index (read, query, EGT)
+//	Modify                              2 (read, EGT)
+//	DeleteIfExists                      2 (read, EGT); 1 when missing
 //	Get, Find/By on a unique index      1 (point query)
-//	By, Range, Prefix                   1 per 1,000 results; List index: 1 + 1 per entity
+//	By, Range, Prefix                   1 per 1,000 results; List index: 1 +
+//	                                    1 per entity, 16 at once
 //	a lost race                         + the refused EGT and a re-read, per retry
 //
 // Inter (queued mode):
 //
-//	Put, Delete                         4 (read, safety-net message, conditional write, message)
-//	Update                              3 (safety-net message, conditional write, message)
-//	Delete of a missing entity          2 (read, message)
+//	Insert, Update, Delete              3 (safety-net message, conditional
+//	                                    write, message)
+//	Upsert, Modify, DeleteIfExists,     4 (read, safety-net message,
+//	Update/Delete with ETagAny            conditional write, message)
+//	DeleteIfExists of a missing entity  2 (read, message)
 //	worker, per message                 1 dequeue share + 1 delete + Sync
 //	worker, per safety net              + 1 (the fence); an insert's: + 1 read,
 //	                                    and while the entity is missing, a new
@@ -88,22 +111,30 @@
 //	CaughtUp                            2
 //	By, Range, Prefix                   as Intra
 //
-// In direct mode a write costs 1 plus its Sync.
+// In direct mode a write costs 1 plus its Sync (Modify: 2 plus its Sync).
 //
 // # Limitations
 //
 //   - Every write to the indexed entities must go through the Intra or
 //     Inter; a write made directly to the table leaves the indexes stale
 //     (an Inter repairs an entity with Sync).
-//   - Entity types with client-side encrypted fields cannot be indexed.
+//   - On a table with client-side encryption, the entity and every copy
+//     keep the encrypted properties encrypted, each under its own keys
+//     (copies are written through the table's Entities view), whether T is
+//     a struct with encrypt fields or tablekit.Entity. An index value
+//     derived from an encrypted property is refused (keys are stored in
+//     clear).
 //   - An entity's own RowKey (Intra) or PartitionKey (Inter, when entries
 //     share its table) must not fall into an index's key range; such writes
 //     are refused with tablekit.ErrInvalidKey.
-//   - Entities read through an index carry no ETag (it would be the copy's);
-//     read the entity with Get before Update.
+//   - An entity read through an Intra copy index carries the copy's ETag,
+//     not the entity's own (a transaction cannot write the ETag it is about
+//     to give the entity into the copies it writes with it); Update and
+//     Delete accept it, at the cost of one query.
 //   - An Inter cannot enforce uniqueness, and its copies may briefly hold an
 //     older version; each copy records the entity version it was made from
-//     ([PrimaryETagProperty]).
+//     ([PrimaryETagProperty]), which entities read through it carry as
+//     their ETag.
 //   - An Inter cannot fence its own index writes: an entry write of a Sync
 //     that reaches the service late (delayed in the network after the Sync
 //     gave up on it), after a newer Sync removed the entry, stays until the

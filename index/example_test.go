@@ -34,10 +34,11 @@ func ExampleIntra() {
 		log.Fatal(err)
 	}
 	// One entity group transaction: the employee and both copies.
-	err = ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jon", LastName: "Jones", Email: "jonesj@contoso.com"})
+	_, err = ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jon", LastName: "Jones", Email: "jonesj@contoso.com"})
 	if err != nil {
 		log.Fatal(err)
 	}
+	// A point query on the email copy; jon carries an ETag Update accepts.
 	jon, err := ix.Find(ctx, "Sales", "email", "jonesj@contoso.com")
 	if err != nil {
 		log.Fatal(err)
@@ -49,22 +50,29 @@ func ExampleIntra() {
 		}
 		fmt.Println(e.ID, e.Email)
 	}
-	// Update with the version read: one transaction that also deletes the
-	// copy under the old email.
-	prev, err := ix.Get(ctx, "Sales", "000223")
-	if err != nil {
-		log.Fatal(err)
-	}
-	next := prev
-	next.Email = "jon.jones@contoso.com"
-	if err := ix.Update(ctx, prev, next); err != nil {
+	// Update with the version read: it reads the stored version, then one
+	// transaction replaces the employee and deletes the copy under the old
+	// email.
+	jon.Email = "jon.jones@contoso.com"
+	if _, err := ix.Update(ctx, jon, jon.ETag); err != nil {
 		log.Fatal(err) // errors.Is(err, tablekit.ErrPreconditionFailed): changed since read
 	}
 	_, err = ix.Find(ctx, "Sales", "email", "jonesj@contoso.com")
 	fmt.Println("old email found:", err == nil)
+	// Modify: read, change, and write in one transaction, retried if
+	// another writer got in between.
+	jon, err = ix.Modify(ctx, "Sales", "000223", func(e *Employee) error {
+		e.LastName = "Jones-Hall"
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(jon.LastName, jon.ETag != "")
 	// Output:
 	// 000223
 	// old email found: false
+	// Jones-Hall true
 }
 
 // Index entities, option 2: an index entity per last name in the
@@ -79,7 +87,7 @@ func ExampleIndex_list() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"}); err != nil {
+	if _, err := ix.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"}); err != nil {
 		log.Fatal(err)
 	}
 	ids, err := ix.IDs(ctx, "Sales", "lastname", "Jones")
@@ -95,14 +103,16 @@ func ExampleInter() {
 	ctx := context.Background()
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
-	lists, _ := index.NewEntityList(acct.Table("EmployeeLists"), nil)
+	listTable, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeeLists", nil)
+	lists, _ := index.NewEntityList(listTable, nil)
+	byEmail, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeesByEmail", nil)
 	blobs, _ := index.NewBlobList(acct.Container("employee-lists"), nil)
 	queue, err := archive.OpenClient(acct, "employee-index", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
-		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: acct.Table("EmployeesByEmail")},
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: byEmail},
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
 		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobs, Global: true},
 	}, &index.InterOptions{Queue: queue})
@@ -119,8 +129,8 @@ func ExampleInter() {
 	defer stop()
 	go worker.Run(wctx)
 
-	// 3 transactions: safety-net message, entity write, message.
-	if err := ix.Put(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones", Email: "jonesj@contoso.com"}); err != nil {
+	// 4 transactions: read, safety-net message, entity write, message.
+	if _, err := ix.Upsert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones", Email: "jonesj@contoso.com"}); err != nil {
 		log.Fatal(err)
 	}
 	for {

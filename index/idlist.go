@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // The id list of an index entity.
@@ -76,8 +77,9 @@ func removeID(ids []string, id string) ([]string, bool) {
 // setIDs replaces e's properties with the id list, split into properties of
 // at most 64 KiB. It refuses a list that would make the entity larger than
 // 1 MiB (or need more than 252 properties), naming the index entity and
-// pointing to a blob list. what describes the index entity for messages.
-func setIDs(e *tablekit.Entity, ids []string, what string) error {
+// pointing to a blob list. op is the operation writing the list, and what
+// describes the index entity for messages.
+func setIDs(op string, e *tablekit.Entity, ids []string, what string) error {
 	props := map[string]any{CountProperty: int64(len(ids))}
 	var b strings.Builder
 	units, chunk := 0, 0
@@ -88,7 +90,7 @@ func setIDs(e *tablekit.Entity, ids []string, what string) error {
 		chunk++
 	}
 	for _, id := range ids {
-		n := utf16Len(id)
+		n := keys.KeySize(id) / 2
 		if units > 0 && units+1+n > maxChunkUnits {
 			flush()
 		}
@@ -106,6 +108,7 @@ func setIDs(e *tablekit.Entity, ids []string, what string) error {
 	size := tablekit.EntitySize(*e)
 	if size > tablekit.MaxEntityBytes || len(props) > tablekit.MaxCustomProperties {
 		return &tablekit.ValidationError{
+			Op:       op,
 			Entity:   what,
 			Property: IDsProperty,
 			Limit:    "an index entity holds at most 1 MiB (64 KiB per property)",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
 )
 
 func TestIDListChunks(t *testing.T) {
@@ -17,15 +18,15 @@ func TestIDListChunks(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("%04d", i)+strings.Repeat("x", 996))
 	}
 	e := tablekit.Entity{PartitionKey: "p", RowKey: "r"}
-	if err := setIDs(&e, ids, "test"); err != nil {
+	if err := setIDs("test", &e, ids, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.Properties["IDs2"]; !ok {
 		t.Fatalf("no second chunk: %d properties", len(e.Properties))
 	}
 	for name, v := range e.Properties {
-		if s, ok := v.(string); ok && utf16Len(s)*2 > tablekit.MaxPropertyBytes {
-			t.Errorf("%s holds %d bytes", name, utf16Len(s)*2)
+		if s, ok := v.(string); ok && keys.KeySize(s) > tablekit.MaxPropertyBytes {
+			t.Errorf("%s holds %d bytes", name, keys.KeySize(s))
 		}
 	}
 	if got := readIDs(&e); !slices.Equal(got, ids) {
@@ -39,7 +40,7 @@ func TestIDListChunks(t *testing.T) {
 	for i := 100; i < 600; i++ {
 		ids = append(ids, fmt.Sprintf("%04d", i)+strings.Repeat("x", 996))
 	}
-	err := setIDs(&e, ids, "Sales/lastname!Jones")
+	err := setIDs("test", &e, ids, "Sales/lastname!Jones")
 	var ve *tablekit.ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "BlobList") || ve.Entity != "Sales/lastname!Jones" {
 		t.Fatalf("oversized list: %v, want ErrTooLarge pointing to BlobList", err)
@@ -47,11 +48,11 @@ func TestIDListChunks(t *testing.T) {
 
 	// The empty list and ids with spaces and tabs (pk\trk) survive.
 	e = tablekit.Entity{}
-	if err := setIDs(&e, nil, "x"); err != nil || readIDs(&e) != nil {
+	if err := setIDs("test", &e, nil, "x"); err != nil || readIDs(&e) != nil {
 		t.Errorf("empty list: %v %v", err, readIDs(&e))
 	}
 	two := []string{joinID(ID{"Sales", "a b"}), joinID(ID{"Sales", "c"})}
-	if err := setIDs(&e, two, "x"); err != nil || !slices.Equal(readIDs(&e), two) || splitID(two[0]) != (ID{"Sales", "a b"}) {
+	if err := setIDs("test", &e, two, "x"); err != nil || !slices.Equal(readIDs(&e), two) || splitID(two[0]) != (ID{"Sales", "a b"}) {
 		t.Errorf("pk/rk ids: %v %v", err, readIDs(&e))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"iter"
 	"net/http"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/keys"
@@ -40,11 +39,16 @@ type InterIndex[T any] struct {
 	// keys, e.g. "email".
 	Name string
 	// Key returns the indexed value of v; "" means no entry. The value is
-	// a key component: no / \ # ? or control characters.
+	// a key component: any valid UTF-8 string (keys.Compound escapes '/',
+	// '\', '#', '?' and control characters), as long as the key stays
+	// within 1 KiB. It must not be derived from a property the table
+	// encrypts: keys are stored in clear, so such a write is refused.
 	Key func(v T) string
-	// Table holds the copies; nil means the entities' own table. Not used
-	// with List.
-	Table *aztables.Client
+	// Table holds the copies (use the Entities() view of a typed table);
+	// nil means the entities' own table. It must encrypt every property
+	// the entities' table encrypts that the copies hold, or NewInter
+	// refuses it. Not used with List.
+	Table *tablekit.Table[tablekit.Entity]
 	// Global puts the entries of all the entities' partitions together:
 	// one partition of copies, or lists that span partitions. Otherwise
 	// each entity partition has its own.
@@ -81,7 +85,7 @@ type InterOptions struct {
 	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
-	State *aztables.Client
+	State *tablekit.Table[tablekit.Entity]
 	// Retry says how many passes a sync makes, and how long it waits
 	// between them, while concurrent syncs of the same entity keep
 	// changing its sync record or the entity changes under it (then it
@@ -160,9 +164,10 @@ type WriteGuard struct {
 // sent. So the safety net checks the version it guards instead of trusting
 // time:
 //
-//   - Every write is conditional on the version it replaces: Update on the
-//     caller's ETag, Put and Delete on the ETag they read just before (and
-//     they read again and retry when another writer got in between). The
+//   - Every write is conditional on the version it replaces: Update and
+//     Delete on the caller's ETag, Upsert, Modify and DeleteIfExists on the
+//     ETag they read just before (and they read again and retry when
+//     another writer got in between), Insert on the entity's absence. The
 //     safety net carries that version ([WriteGuard]).
 //   - When it runs, the safety net first fences the version: a Merge of no
 //     properties conditional on it. If the entity is still at that
@@ -195,9 +200,9 @@ type WriteGuard struct {
 // itself, not to the index: an insert that arrives after a later delete
 // of the same entity re-creates it (no condition can stop it). A write
 // whose answer was lost, and whose SDK retry met the change it may have
-// made, reports an error matching tablekit.ErrOutcomeUnknown (Delete
-// reports success: the entity is gone either way); its safety net brings
-// the indexes up to date whatever happened.
+// made, reports an error matching tablekit.ErrOutcomeUnknown
+// (DeleteIfExists reports success, and false: the entity is gone either
+// way); its safety net brings the indexes up to date whatever happened.
 //
 // # Direct mode (InterOptions.Queue nil)
 //
@@ -236,19 +241,30 @@ type WriteGuard struct {
 // table, so the entry then stays until the entity is written again (or
 // Sync is run after the entity changed).
 //
+// # Versions and ETags
+//
+// Writes return the entity's new ETag, and Get fills T's etag field. An
+// entity read through a copy carries the ETag of the version the copy was
+// made from ([PrimaryETagProperty]), so Update and Delete with it succeed
+// only while the copy is up to date with the entity (else they fail with
+// an error matching tablekit.ErrPreconditionFailed); an entity read
+// through a List index is read from the entity itself, with its ETag.
+//
 // An Inter is safe for concurrent use.
 type Inter[T any] struct {
-	table    *tablekit.Table[T]
-	raw      *tablekit.Table[tablekit.Entity]
-	state    *tablekit.Table[tablekit.Entity]
-	indexes  []interIndex[T]
-	byName   map[string]int
-	queue    *archive.Client
-	kind     string
-	delay    time.Duration
-	horizon  time.Duration
-	retry    tablekit.RetryPolicy
-	reserved []string // PartitionKey prefixes entities must not have
+	table     *tablekit.Table[T]
+	raw       *tablekit.Table[tablekit.Entity]
+	state     *tablekit.Table[tablekit.Entity]
+	indexes   []interIndex[T]
+	names     []string
+	byName    map[string]int
+	queue     *archive.Client
+	kind      string
+	delay     time.Duration
+	horizon   time.Duration
+	retry     tablekit.RetryPolicy
+	reserved  []string // PartitionKey prefixes entities must not have
+	encrypted []string // properties the table encrypts
 }
 
 type interIndex[T any] struct {
@@ -257,12 +273,21 @@ type interIndex[T any] struct {
 }
 
 // NewInter returns an Inter over the entities of table with the given
-// indexes. T must not have client-side encrypted fields.
+// indexes. It reads and writes the entities through table itself and its
+// property-bag view (table.Entities()), so they keep table's client-side
+// encryption, tracing, logger and Cosmos DB mode; copies and sync records
+// kept in the entities' table use that view too.
+//
+// On a table with client-side encryption, a copy table (InterIndex.Table)
+// that does not encrypt what the copies would hold of the encrypted
+// properties is refused, and so is every write whose index value is
+// derived from an encrypted property.
 func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *InterOptions) (*Inter[T], error) {
+	const op = "index.NewInter"
 	if table == nil {
-		return nil, invalid("index.NewInter", "table is nil")
+		return nil, invalid(op, "", "table is nil")
 	}
-	if err := probe[T](); err != nil {
+	if err := probe(op, table); err != nil {
 		return nil, err
 	}
 	o := InterOptions{}
@@ -270,79 +295,97 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		o = *opts
 	}
 	if o.Delay < 0 || o.InsertHorizon < 0 {
-		return nil, &tablekit.ValidationError{Op: "index.NewInter", Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	ix := &Inter[T]{table: table, byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon)}
+	enc := table.EncryptedProperties()
+	ix := &Inter[T]{table: table, raw: table.Entities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
 	var err error
-	if ix.retry, err = retryPolicy("index.NewInter", o.Retry); err != nil {
+	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
 	}
 	if ix.kind == "" {
 		ix.kind = DefaultKind
 	}
-	if err := checkName("index.NewInter Kind", ix.kind); err != nil {
+	if err := checkName(op, table.Name(), "Kind", ix.kind); err != nil {
 		return nil, err
 	}
 	if ix.delay == 0 {
 		ix.delay = DefaultDelay
 	}
-	if ix.raw, err = tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name(), Cosmos: table.Cosmos()}); err != nil {
-		return nil, err
+	sameTable := func(t *tablekit.Table[tablekit.Entity]) bool {
+		return t == nil || (t.Name() != "" && t.Name() == table.Name())
 	}
-	stateClient := o.State
-	if stateClient == nil {
-		stateClient = table.Client()
+	ix.state = o.State
+	if ix.state == nil {
+		ix.state = ix.raw
+	}
+	if sameTable(o.State) {
 		p, _ := keys.Compound(StatePartitionPrefix)
 		ix.reserved = append(ix.reserved, p)
 	}
-	if ix.state, err = tablekit.NewTable[tablekit.Entity](stateClient, &tablekit.TableOptions{Cosmos: table.Cosmos()}); err != nil {
-		return nil, err
-	}
 	if len(indexes) == 0 {
-		return nil, invalid("index.NewInter", "no indexes")
+		return nil, invalid(op, table.Name(), "no indexes")
 	}
 	for i, idx := range indexes {
-		what := fmt.Sprintf("index %d", i)
-		if err := checkName(what, idx.Name); err != nil {
+		field := fmt.Sprintf("indexes[%d]", i)
+		if err := checkName(op, table.Name(), field+".Name", idx.Name); err != nil {
 			return nil, err
 		}
 		if _, dup := ix.byName[idx.Name]; dup {
-			return nil, invalid(what, fmt.Sprintf("duplicate index name %q", idx.Name))
+			return nil, invalidField(op, table.Name(), field+".Name", fmt.Sprintf("duplicate index name %q", idx.Name))
 		}
 		if idx.Key == nil {
-			return nil, invalid(what, fmt.Sprintf("index %q has no Key function", idx.Name))
+			return nil, invalidField(op, table.Name(), field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
 		ii := interIndex[T]{InterIndex: idx}
 		if idx.List != nil {
 			if idx.Table != nil || idx.Properties != nil {
-				return nil, invalid(what, fmt.Sprintf("index %q: a List index holds ids, not copies: Table and Properties do not apply", idx.Name))
+				return nil, invalidField(op, table.Name(), field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Table and Properties do not apply", idx.Name))
 			}
 		} else {
 			for _, p := range idx.Properties {
 				if p == "" || p == PrimaryPartitionKeyProperty || p == PrimaryRowKeyProperty || p == PrimaryETagProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
-					return nil, invalid(what, fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
+					return nil, invalidField(op, table.Name(), field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 				}
 			}
-			client := idx.Table
-			if client == nil {
-				client = table.Client()
+			ii.copies = idx.Table
+			if ii.copies == nil {
+				ii.copies = ix.raw
+			}
+			if sameTable(idx.Table) {
 				p, _ := keys.Compound(idx.Name)
 				ix.reserved = append(ix.reserved, p)
 			}
-			if ii.copies, err = tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Cosmos: table.Cosmos()}); err != nil {
-				return nil, err
+			if missing := unencrypted(enc, idx.Properties, ii.copies.EncryptedProperties()); len(missing) > 0 {
+				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
+					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
+					Err:    tablekit.ErrInvalidInput}
 			}
 		}
 		ix.byName[idx.Name] = i
+		ix.names = append(ix.names, idx.Name)
 		ix.indexes = append(ix.indexes, ii)
 	}
 	return ix, nil
 }
 
+// unencrypted returns the properties of enc that a copy projected onto
+// props (nil: all) holds and that the copy table, which encrypts have,
+// would store in plaintext.
+func unencrypted(enc, props, have []string) []string {
+	var out []string
+	for _, p := range enc {
+		if (props == nil || slices.Contains(props, p)) && !slices.Contains(have, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // probe refuses entity types the index copies cannot be made of.
-func probe[T any]() error {
-	if _, err := tablekit.EncodeEntity(*new(T)); err != nil {
-		return fmt.Errorf("index: cannot index %T: %w", *new(T), err)
+func probe[T any](op string, table *tablekit.Table[T]) error {
+	if _, err := table.ToEntity(*new(T)); err != nil {
+		return withOp(op, fmt.Errorf("index: cannot index %T: %w", *new(T), err))
 	}
 	return nil
 }
@@ -362,7 +405,7 @@ func (ix *Inter[T]) Register(mux *archive.Mux) error {
 // permanently.
 func (ix *Inter[T]) Handle(ctx context.Context, m *archive.Message) error {
 	if m.Kind != ix.kind {
-		return archive.Permanent(invalid("index.Inter", fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+		return archive.Permanent(invalid("Inter.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
 	}
 	var req SyncRequest
 	if err := m.Decode(&req); err != nil {
@@ -386,13 +429,20 @@ func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
 	return err
 }
 
-func (ix *Inter[T]) checkID(id ID) error {
+func (ix *Inter[T]) describe(id ID) string {
+	if ix.table.Name() == "" {
+		return id.String()
+	}
+	return ix.table.Name() + ":" + id.String()
+}
+
+func (ix *Inter[T]) checkID(op string, id ID) error {
 	if id.PartitionKey == "" || id.RowKey == "" {
-		return &tablekit.ValidationError{Entity: id.String(), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
+		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
 	}
 	for _, p := range ix.reserved {
 		if id.PartitionKey == p || strings.HasPrefix(id.PartitionKey, p+string(keys.Separator)) {
-			return &tablekit.ValidationError{Entity: id.String(), Property: "PartitionKey", Detail: fmt.Sprintf("the PartitionKey is in the key range %q the index keeps in the same table", p), Err: tablekit.ErrInvalidKey}
+			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "PartitionKey", Detail: fmt.Sprintf("the PartitionKey is in the key range %q the index keeps in the same table", p), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	return nil
@@ -404,51 +454,59 @@ type entry struct {
 	value string
 }
 
-// entriesOf returns v's index entries, checking that their keys are valid.
-func (ix *Inter[T]) entriesOf(id ID, v T) ([]entry, error) {
+func (ix *Inter[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
+
+// entriesOf returns v's index entries, checking that their keys are valid
+// and that no value gives an encrypted property away.
+func (ix *Inter[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
 	var out []entry
+	values := make([]string, len(ix.indexes))
 	for i := range ix.indexes {
-		val := ix.indexes[i].Key(v)
+		val := ix.key(i, v)
+		values[i] = val
 		if val == "" {
 			continue
 		}
 		e := entry{ix.indexes[i].Name, val}
-		if _, _, err := ix.entryLocation(i, e, id); err != nil {
+		if _, _, err := ix.entryLocation(op, i, e, id); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
+	}
+	if err := checkSecrets(op, ix.describe(id), ix.table, v, ix.names, values, ix.key); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // partitionOf returns the index partition (or list partition) of index i
 // for the entity partition pk.
-func (ix *Inter[T]) partitionOf(i int, pk string) (string, error) {
+func (ix *Inter[T]) partitionOf(op string, i int, pk string) (string, error) {
 	idx := &ix.indexes[i]
 	if idx.Global {
-		return compound("index "+idx.Name, "PartitionKey", idx.Name)
+		return compound(op, ix.table.Name(), "index "+idx.Name+": PartitionKey", idx.Name)
 	}
 	if pk == "" {
-		return "", invalid("index "+idx.Name, "the index is per partition: name the entities' PartitionKey")
+		return "", invalid(op, ix.table.Name(), fmt.Sprintf("index %q is per partition: name the entities' PartitionKey", idx.Name))
 	}
-	return compound("index "+idx.Name, "PartitionKey", idx.Name, pk)
+	return compound(op, ix.table.Name(), "index "+idx.Name+": PartitionKey", idx.Name, pk)
 }
 
 // entryLocation returns the keys of a copy entry.
-func (ix *Inter[T]) entryLocation(i int, e entry, id ID) (pk, rk string, err error) {
+func (ix *Inter[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
 	idx := &ix.indexes[i]
-	what := fmt.Sprintf("index %s entry %q of %s", idx.Name, e.value, id)
+	what := fmt.Sprintf("index %s entry %q", idx.Name, e.value)
 	if idx.List != nil {
-		_, err = compound(what, "value", e.value)
+		_, err = compound(op, ix.describe(id), what, e.value)
 		return "", "", err
 	}
-	if pk, err = ix.partitionOf(i, id.PartitionKey); err != nil {
+	if pk, err = ix.partitionOf(op, i, id.PartitionKey); err != nil {
 		return "", "", err
 	}
 	if idx.Global {
-		rk, err = compound(what, "RowKey", e.value, id.PartitionKey, id.RowKey)
+		rk, err = compound(op, ix.describe(id), what+": RowKey", e.value, id.PartitionKey, id.RowKey)
 	} else {
-		rk, err = compound(what, "RowKey", e.value, id.RowKey)
+		rk, err = compound(op, ix.describe(id), what+": RowKey", e.value, id.RowKey)
 	}
 	return pk, rk, err
 }
@@ -462,116 +520,266 @@ func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
 }
 
 // prepare checks v and returns its id.
-func (ix *Inter[T]) prepare(v T) (ID, error) {
-	e, err := tablekit.EncodeEntity(v)
+func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
+	e, err := ix.table.ToEntity(v)
 	if err != nil {
 		return ID{}, err
 	}
 	id := ID{e.PartitionKey, e.RowKey}
-	if err := ix.checkID(id); err != nil {
+	if err := ix.checkID(op, id); err != nil {
 		return id, err
 	}
-	_, err = ix.entriesOf(id, v)
+	_, err = ix.entriesOf(op, id, v)
 	return id, err
 }
 
-// Put inserts v or replaces the stored entity, and has its indexes brought
-// up to date: in queued mode by the worker, soon after; in direct mode
-// before it returns (cost: 1 plus a Sync). In queued mode the write is
-// conditional on the version Put read (see [Inter]), and a concurrent
-// write in between makes Put read again and retry (InterOptions.Retry);
-// cost: 4 transactions (read, 2 queue messages, the write).
-func (ix *Inter[T]) Put(ctx context.Context, v T) error {
-	id, err := ix.prepare(v)
+// Insert adds v, failing with an error matching tablekit.ErrAlreadyExists
+// when the entity exists, and has its indexes brought up to date like
+// Upsert. It returns the entity's new ETag. Cost in queued mode: 3
+// transactions (2 queue messages, the insert); in direct mode 1 plus a
+// Sync.
+func (ix *Inter[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Inter.Insert"
+	id, err := ix.prepare(op, v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
+	etag, err := ix.insert(ctx, id, v)
+	return etag, withOp(op, err)
+}
+
+func (ix *Inter[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error) {
 	if ix.queue == nil {
-		return ix.direct(ctx, id, func(ctx context.Context) error {
-			_, err := ix.table.Upsert(ctx, v, tablekit.Replace)
-			return err
+		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
+			return ix.table.Insert(ctx, v)
 		})
 	}
-	return ix.guarded(ctx, id, ix.storedVersion, true, false, func(ctx context.Context, pre azcore.ETag) error {
-		var err error
-		if pre == "" {
-			_, err = ix.table.Insert(ctx, v)
-		} else {
-			_, err = ix.table.Update(ctx, v, tablekit.Replace, pre)
-		}
-		return err
+	absent := func(context.Context, ID) (azcore.ETag, error) { return "", nil }
+	return ix.guarded(ctx, id, absent, false, false, func(ctx context.Context, _ azcore.ETag) (azcore.ETag, error) {
+		return ix.table.Insert(ctx, v)
 	})
+}
+
+// Upsert inserts v or replaces the stored entity, has its indexes brought
+// up to date, and returns the entity's new ETag: in queued mode by the
+// worker, soon after; in direct mode before it returns (cost: 1 plus a
+// Sync). In queued mode the write is conditional on the version Upsert
+// read (see [Inter]), and a concurrent write in between makes Upsert read
+// again and retry (InterOptions.Retry); cost: 4 transactions (read, 2
+// queue messages, the write).
+func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Inter.Upsert"
+	id, err := ix.prepare(op, v)
+	if err != nil {
+		return "", withOp(op, err)
+	}
+	if ix.queue == nil {
+		etag, err := ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
+			return ix.table.Upsert(ctx, v, tablekit.Replace)
+		})
+		return etag, withOp(op, err)
+	}
+	etag, err := ix.guarded(ctx, id, ix.storedVersion, true, false, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
+		if pre == "" {
+			return ix.table.Insert(ctx, v)
+		}
+		return ix.table.Update(ctx, v, tablekit.Replace, pre)
+	})
+	return etag, withOp(op, err)
 }
 
 // Update replaces the stored entity with v if its ETag is still etag (as
-// read with Get), as Table.Update does, and has the indexes brought up to
-// date like Put. It fails with an error matching
-// tablekit.ErrPreconditionFailed when the entity changed since. With
-// azcore.ETagAny it replaces whatever version is stored (an error matching
-// tablekit.ErrNotFound if there is none); in queued mode it then reads the
-// version first and retries like Put. Cost in queued mode: 3 transactions
-// (4 with ETagAny).
-func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) error {
-	id, err := ix.prepare(v)
+// read with Get, or through a copy index: see [Inter]), as Table.Update
+// does, has the indexes brought up to date like Upsert, and returns the
+// new ETag. It fails with an error matching tablekit.ErrPreconditionFailed
+// when the entity changed since, and tablekit.ErrNotFound when there is
+// none. With azcore.ETagAny it replaces whatever version is stored; in
+// queued mode it then reads the version first and retries like Upsert.
+// "" is refused before anything is sent. Cost in queued mode: 3
+// transactions (4 with ETagAny).
+func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	const op = "Inter.Update"
+	id, err := ix.prepare(op, v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
 	if etag == "" {
-		return invalid(id.String(), "Update needs the ETag read with the entity")
+		return "", invalid(op, ix.describe(id), "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)")
 	}
+	newETag, err := ix.update(ctx, op, id, v, etag)
+	return newETag, withOp(op, err)
+}
+
+func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if ix.queue == nil {
-		return ix.direct(ctx, id, func(ctx context.Context) error {
-			_, err := ix.table.Update(ctx, v, tablekit.Replace, etag)
-			return err
+		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
+			return ix.table.Update(ctx, v, tablekit.Replace, etag)
 		})
 	}
-	version := func(context.Context, ID) (azcore.ETag, error) { return etag, nil }
-	if etag == azcore.ETagAny {
-		version = func(ctx context.Context, id ID) (azcore.ETag, error) {
-			pre, err := ix.storedVersion(ctx, id)
-			if err == nil && pre == "" {
-				err = notFound("index.Update", id.String())
-			}
-			return pre, err
-		}
-	}
-	return ix.guarded(ctx, id, version, etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) error {
-		_, err := ix.table.Update(ctx, v, tablekit.Replace, pre)
-		return err
+	return ix.guarded(ctx, id, ix.versionOf(op, etag), etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
+		return ix.table.Update(ctx, v, tablekit.Replace, pre)
 	})
 }
 
-// Delete deletes the entity pk/rk if it exists and has its index entries
-// removed, like Put. Deleting a missing entity is not an error. Cost in
-// queued mode: 4 transactions (read, 2 queue messages, the delete); 2 when
-// the entity is missing (read, and a request that removes any entries
-// left).
-func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string) error {
+// versionOf returns the version function of a write conditional on etag:
+// etag itself, or for azcore.ETagAny the stored version (read; an error
+// matching tablekit.ErrNotFound when there is none).
+func (ix *Inter[T]) versionOf(op string, etag azcore.ETag) func(context.Context, ID) (azcore.ETag, error) {
+	if etag != azcore.ETagAny {
+		return func(context.Context, ID) (azcore.ETag, error) { return etag, nil }
+	}
+	return func(ctx context.Context, id ID) (azcore.ETag, error) {
+		pre, err := ix.storedVersion(ctx, id)
+		if err == nil && pre == "" {
+			err = notFound(op, ix.describe(id))
+		}
+		return pre, err
+	}
+}
+
+// Modify changes the entity pk/rk by a function, the read-modify-write of
+// optimistic concurrency: it reads the entity (a zero value with the keys
+// set when there is none, as tablekit.Table.Modify does, so Modify creates
+// the entity), calls fn with it, and writes what fn left with Update on
+// the ETag read (or Insert), having the indexes brought up to date. When
+// another writer changed (or created) the entity in between, it reads
+// again and calls fn again, as InterOptions.Retry says; fn may run several
+// times and must only change v, not its keys. An error from fn stops
+// Modify and is returned as it is; nothing is written. It returns the
+// value stored, with its new ETag when T has an etag field. Cost in queued
+// mode: 4 transactions (the read, then as Update or Insert).
+func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	const op = "Inter.Modify"
+	var zero T
 	id := ID{pk, rk}
-	if err := ix.checkID(id); err != nil {
+	if fn == nil {
+		return zero, invalid(op, ix.describe(id), "fn is nil")
+	}
+	if err := ix.checkID(op, id); err != nil {
+		return zero, err
+	}
+	var out T
+	var fnErr error
+	err := retry(ctx, ix.retry, id, func() (bool, error) {
+		e, err := ix.raw.Get(ctx, pk, rk, nil)
+		exists := err == nil
+		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+			return false, err
+		}
+		if !exists {
+			e = tablekit.Entity{PartitionKey: pk, RowKey: rk}
+		}
+		v, err := ix.table.FromEntity(e)
+		if err != nil {
+			return false, err
+		}
+		if err := fn(&v); err != nil {
+			fnErr = err
+			return false, err
+		}
+		ne, err := ix.table.ToEntity(v)
+		if err != nil {
+			return false, err
+		}
+		if ne.PartitionKey != pk || ne.RowKey != rk {
+			return false, invalid(op, ix.describe(id), fmt.Sprintf("fn changed the keys to %s/%s; Modify writes the entity it read", ne.PartitionKey, ne.RowKey))
+		}
+		if _, err := ix.entriesOf(op, id, v); err != nil {
+			return false, err
+		}
+		var etag azcore.ETag
+		if exists {
+			etag, err = ix.update(ctx, op, id, v, e.ETag)
+		} else {
+			etag, err = ix.insert(ctx, id, v)
+		}
+		if err != nil {
+			lost := (errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists)) && !errors.Is(err, tablekit.ErrOutcomeUnknown)
+			return lost, err
+		}
+		ne.ETag = etag
+		out, err = ix.table.FromEntity(ne)
+		return false, err
+	})
+	if fnErr != nil {
+		return zero, fnErr
+	}
+	if err != nil {
+		return zero, withOp(op, err)
+	}
+	return out, nil
+}
+
+// Delete deletes the entity pk/rk if its ETag is still etag (as read with
+// Get, or through a copy index; azcore.ETagAny: any version; "" is
+// refused) and has its index entries removed, like Upsert. It fails with
+// an error matching tablekit.ErrNotFound when there is no such entity, and
+// tablekit.ErrPreconditionFailed when it changed since etag was read. Cost
+// in queued mode: 3 transactions (2 queue messages, the delete); 4 with
+// ETagAny (a read first, retried like Upsert).
+func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	const op = "Inter.Delete"
+	id := ID{pk, rk}
+	if err := ix.checkID(op, id); err != nil {
 		return err
 	}
-	if ix.queue == nil {
-		return ix.direct(ctx, id, func(ctx context.Context) error {
-			_, err := ix.table.DeleteIfExists(ctx, pk, rk)
-			return err
-		})
+	if etag == "" {
+		return invalid(op, ix.describe(id), "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)")
 	}
-	return ix.guarded(ctx, id, ix.storedVersion, true, true, func(ctx context.Context, pre azcore.ETag) error {
+	if ix.queue == nil {
+		_, err := ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
+			return "", ix.table.Delete(ctx, pk, rk, etag)
+		})
+		return withOp(op, err)
+	}
+	_, err := ix.guarded(ctx, id, ix.versionOf(op, etag), etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
+		return "", ix.table.Delete(ctx, pk, rk, pre)
+	})
+	return withOp(op, err)
+}
+
+// DeleteIfExists deletes the entity pk/rk whatever its version, has its
+// index entries removed like Upsert, and reports whether it existed; a
+// missing entity is not an error. When an answer was lost and the entity
+// is gone, it cannot tell whether this call deleted it and reports false,
+// as tablekit.Table.DeleteIfExists does. Cost in queued mode: 4
+// transactions (read, 2 queue messages, the delete); 2 when the entity is
+// missing (read, and a request that removes any entries left).
+func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
+	const op = "Inter.DeleteIfExists"
+	id := ID{pk, rk}
+	if err := ix.checkID(op, id); err != nil {
+		return false, err
+	}
+	var existed bool
+	if ix.queue == nil {
+		_, err := ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
+			var err error
+			existed, err = ix.table.DeleteIfExists(ctx, pk, rk)
+			return "", err
+		})
+		return existed && err == nil, withOp(op, err)
+	}
+	_, err := ix.guarded(ctx, id, ix.storedVersion, true, true, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
+		existed = false
 		err := ix.table.Delete(ctx, pk, rk, pre)
 		var se *tablekit.ServiceError
 		if errors.Is(err, tablekit.ErrNotFound) || (errors.As(err, &se) && se.StatusCode == http.StatusNotFound) {
 			// Deleted meanwhile, or by a try whose answer was lost (the
 			// error then matches ErrOutcomeUnknown): gone either way.
-			return nil
+			return "", nil
 		}
-		return err
+		existed = err == nil
+		return "", err
 	})
+	return existed && err == nil, withOp(op, err)
 }
 
-// Get reads the entity pk/rk itself. Cost: 1 transaction.
+// Get reads the entity pk/rk itself, with its ETag in T's etag field.
+// Cost: 1 transaction.
 func (ix *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	return ix.table.Get(ctx, pk, rk, nil)
+	v, err := ix.table.Get(ctx, pk, rk, nil)
+	return v, withOp("Inter.Get", err)
 }
 
 // current is the stored version of an entity, as Sync sees it.
@@ -582,7 +790,7 @@ type current[T any] struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) readCurrent(ctx context.Context, id ID) (*current[T], error) {
+func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
 	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey, nil)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -590,12 +798,12 @@ func (ix *Inter[T]) readCurrent(ctx context.Context, id ID) (*current[T], error)
 	if err != nil {
 		return nil, err
 	}
-	v, err := tablekit.Decode[T](e)
+	v, err := ix.table.FromEntity(e)
 	if err != nil {
 		return nil, err
 	}
 	cur := &current[T]{etag: e.ETag, entity: e, value: v}
-	if cur.entries, err = ix.entriesOf(id, v); err != nil {
+	if cur.entries, err = ix.entriesOf(op, id, v); err != nil {
 		return nil, err
 	}
 	return cur, nil
@@ -608,8 +816,8 @@ type record struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) statePK(pk string) (string, error) {
-	return compound("sync record of "+pk, "PartitionKey", StatePartitionPrefix, ix.kind, pk)
+func (ix *Inter[T]) statePK(op, pk string) (string, error) {
+	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, StatePartitionPrefix, ix.kind, pk)
 }
 
 func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
@@ -670,6 +878,8 @@ func subset(a, b []entry) bool {
 	return true
 }
 
+const syncOp = "Inter.Sync"
+
 // Sync brings the index entries of the entity pk/rk up to date with its
 // stored version (or removes them when it is gone). It is what the worker
 // runs for each maintenance request; call it directly to repair an entity
@@ -683,11 +893,12 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
 	defer func() { end(err) }()
+	defer func() { err = withOp(syncOp, err) }()
 	id := ID{pk, rk}
-	if err := ix.checkID(id); err != nil {
+	if err := ix.checkID(syncOp, id); err != nil {
 		return err
 	}
-	spk, err := ix.statePK(pk)
+	spk, err := ix.statePK(syncOp, pk)
 	if err != nil {
 		return err
 	}
@@ -716,7 +927,7 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 // Sync created.
 func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
 	pk, rk := id.PartitionKey, id.RowKey
-	cur, err := ix.readCurrent(ctx, id)
+	cur, err := ix.readCurrent(ctx, syncOp, id)
 	if err != nil {
 		return false, err
 	}
@@ -794,7 +1005,7 @@ func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T
 	if idx.List != nil {
 		return idx.List.Add(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
 	}
-	pk, rk, err := ix.entryLocation(i, e, id)
+	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
 		return err
 	}
@@ -827,7 +1038,7 @@ func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 	if idx.List != nil {
 		return idx.List.Remove(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
 	}
-	pk, rk, err := ix.entryLocation(i, e, id)
+	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
 		return err
 	}
@@ -839,11 +1050,12 @@ func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 // stored version: its sync record names the entity's current ETag (or,
 // for a missing entity, there is no record left). Cost: 2 transactions.
 func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
+	const op = "Inter.CaughtUp"
 	id := ID{pk, rk}
-	if err := ix.checkID(id); err != nil {
+	if err := ix.checkID(op, id); err != nil {
 		return false, err
 	}
-	spk, err := ix.statePK(pk)
+	spk, err := ix.statePK(op, pk)
 	if err != nil {
 		return false, err
 	}
@@ -862,56 +1074,66 @@ func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
 	return rec != nil && rec.synced == string(e.ETag), nil
 }
 
-func (ix *Inter[T]) lookupIndex(name string, list bool) (int, error) {
+func (ix *Inter[T]) lookupIndex(op, name string, list bool) (int, error) {
 	i, ok := ix.byName[name]
 	if !ok {
-		return 0, invalid("index.Inter", fmt.Sprintf("no index %q", name))
+		return 0, invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", name))
 	}
 	if list != (ix.indexes[i].List != nil) {
 		if list {
-			return 0, invalid("index.Inter", fmt.Sprintf("index %q is not a List index", name))
+			return 0, invalid(op, ix.table.Name(), fmt.Sprintf("index %q is not a List index", name))
 		}
-		return 0, invalid("index.Inter", fmt.Sprintf("index %q is a List index: use IDs or By", name))
+		return 0, invalid(op, ix.table.Name(), fmt.Sprintf("index %q is a List index: use IDs or By", name))
 	}
 	return i, nil
 }
 
-// decodeInterCopy turns an inter-partition copy back into the entity.
-func decodeInterCopy[T any](e tablekit.Entity) (T, error) {
+// decodeInterCopy turns an inter-partition copy back into the entity, with
+// the ETag of the version it was copied from (PrimaryETag): Update and
+// Delete accept it, and fail with tablekit.ErrPreconditionFailed if the
+// copy lagged behind the entity.
+func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
 	pk, _ := e.Properties[PrimaryPartitionKeyProperty].(string)
 	rk, _ := e.Properties[PrimaryRowKeyProperty].(string)
-	e.PartitionKey, e.RowKey, e.ETag = pk, rk, ""
+	etag, _ := e.Properties[PrimaryETagProperty].(string)
+	e.PartitionKey, e.RowKey, e.ETag = pk, rk, azcore.ETag(etag)
 	delete(e.Properties, PrimaryPartitionKeyProperty)
 	delete(e.Properties, PrimaryRowKeyProperty)
 	delete(e.Properties, PrimaryETagProperty)
-	return tablekit.Decode[T](e)
+	v, err := table.FromEntity(e)
+	return v, withOp(op, err)
 }
 
 // By returns the entities with value in index, in index order: those of
 // entity partition pk, or of all partitions for a Global index (pk is
-// then ignored). Results may lag behind recent writes. Cost: 1 transaction
-// per 1,000 results; for a List index 1 plus 1 point read per entity.
+// then ignored). Results may lag behind recent writes. Each entity carries
+// the ETag of the version it was read from (see [Inter]). Cost: 1
+// transaction per 1,000 results; for a List index 1 plus 1 point read per
+// entity, up to 16 at once.
 func (ix *Inter[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
+	return ix.by(ctx, "Inter.By", pk, index, value)
+}
+
+func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
 	i, ok := ix.byName[index]
 	if !ok {
-		return errSeq[T](invalid("index.Inter", fmt.Sprintf("no index %q", index)))
+		return errSeq[T](invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", index)))
 	}
 	if value == "" {
 		return func(func(T, error) bool) {}
 	}
 	if ix.indexes[i].List != nil {
 		return func(yield func(T, error) bool) {
-			ids, err := ix.IDs(ctx, pk, index, value)
+			list, err := ix.ids(ctx, op, pk, index, value)
 			if err != nil {
 				yield(*new(T), err)
 				return
 			}
-			for _, id := range ids {
-				v, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
-				if errors.Is(err, tablekit.ErrNotFound) {
-					continue
-				}
-				if !yield(v, err) || err != nil {
+			get := func(ctx context.Context, id ID) (T, error) {
+				return ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
+			}
+			for v, err := range fetchOrdered(ctx, idSeq(list), get) {
+				if !yield(v, withOp(op, err)) {
 					return
 				}
 			}
@@ -919,59 +1141,66 @@ func (ix *Inter[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T
 	}
 	lo, hi, err := keys.TupleRange(value)
 	if err != nil {
-		return errSeq[T](keyError("index "+index, "value", err))
+		return errSeq[T](keyError(op, ix.table.Name(), "index "+index+" value", err))
 	}
-	return ix.scan(ctx, i, pk, lo, hi)
+	return ix.scan(ctx, op, i, pk, lo, hi)
 }
 
 // Find returns the first entity with value in index (see By), or an error
-// matching tablekit.ErrNotFound.
+// matching tablekit.ErrNotFound. Cost: 1 transaction; 2 for a List index.
 func (ix *Inter[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	for v, err := range ix.By(ctx, pk, index, value) {
+	const op = "Inter.Find"
+	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, err
 	}
-	return *new(T), notFound("index.Find", fmt.Sprintf("no entity with %s=%q", index, value))
+	return *new(T), notFound(op, fmt.Sprintf("no entity with %s=%q", index, value))
 }
 
 // Range returns the entities whose value in index is in [lo, hi) (hi ""
-// means no upper bound), in index order; see By for pk. Copy indexes only.
+// means no upper bound), in index order, with ETags as By; see By for pk.
+// Copy indexes only. Cost: 1 transaction per 1,000 results.
 func (ix *Inter[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	i, err := ix.lookupIndex(index, false)
+	const op = "Inter.Range"
+	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
 	}
-	lk, err := compound("index "+index, "lo", lo)
+	lk, err := compound(op, ix.table.Name(), "index "+index+" lo", lo)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	var hk string
 	if hi != "" {
-		if hk, err = compound("index "+index, "hi", hi); err != nil {
+		if hk, err = compound(op, ix.table.Name(), "index "+index+" hi", hi); err != nil {
 			return errSeq[T](err)
 		}
 		if hk <= lk {
 			return func(func(T, error) bool) {}
 		}
 	}
-	return ix.scan(ctx, i, pk, lk, hk)
+	return ix.scan(ctx, op, i, pk, lk, hk)
 }
 
 // Prefix returns the entities whose value in index starts with prefix, in
-// index order; see By for pk. Copy indexes only.
+// index order, with ETags as By; see By for pk. Copy indexes only. Cost:
+// as Range.
 func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	i, err := ix.lookupIndex(index, false)
+	const op = "Inter.Prefix"
+	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	lo, hi, err := keys.ComponentPrefixRange(nil, prefix)
 	if err != nil {
-		return errSeq[T](keyError("index "+index, "prefix", err))
+		return errSeq[T](keyError(op, ix.table.Name(), "index "+index+" prefix", err))
 	}
-	return ix.scan(ctx, i, pk, lo, hi)
+	return ix.scan(ctx, op, i, pk, lo, hi)
 }
 
-func (ix *Inter[T]) scan(ctx context.Context, i int, pk, lo, hi string) iter.Seq2[T, error] {
-	ipk, err := ix.partitionOf(i, pk)
+// scan reads index i's copies with RowKeys in [lo, hi), in key order
+// (sorted on the client on Cosmos DB, see keyOrder).
+func (ix *Inter[T]) scan(ctx context.Context, op string, i int, pk, lo, hi string) iter.Seq2[T, error] {
+	ipk, err := ix.partitionOf(op, i, pk)
 	if err != nil {
 		return errSeq[T](err)
 	}
@@ -979,10 +1208,10 @@ func (ix *Inter[T]) scan(ctx context.Context, i int, pk, lo, hi string) iter.Seq
 	return func(yield func(T, error) bool) {
 		for e, err := range copies.Query(ctx, tablekit.RowKeyRange(ipk, lo, hi), keyOrder()) {
 			if err != nil {
-				yield(*new(T), err)
+				yield(*new(T), withOp(op, err))
 				return
 			}
-			if !yield(decodeInterCopy[T](e)) {
+			if !yield(decodeInterCopy(op, ix.table, e)) {
 				return
 			}
 		}
@@ -992,15 +1221,20 @@ func (ix *Inter[T]) scan(ctx context.Context, i int, pk, lo, hi string) iter.Seq
 // IDs returns the ids in the list of value in List index index, for entity
 // partition pk (ignored for a Global index). Cost: 1 transaction.
 func (ix *Inter[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	i, err := ix.lookupIndex(index, true)
+	return ix.ids(ctx, "Inter.IDs", pk, index, value)
+}
+
+func (ix *Inter[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
+	i, err := ix.lookupIndex(op, index, true)
 	if err != nil {
 		return nil, err
 	}
 	if !ix.indexes[i].Global && pk == "" {
-		return nil, invalid("index "+index, "the index is per partition: name the entities' PartitionKey")
+		return nil, invalid(op, ix.table.Name(), fmt.Sprintf("index %q is per partition: name the entities' PartitionKey", index))
 	}
 	if value == "" {
 		return nil, nil
 	}
-	return ix.indexes[i].List.IDs(ctx, ix.listKey(i, pk, value))
+	ids, err := ix.indexes[i].List.IDs(ctx, ix.listKey(i, pk, value))
+	return ids, withOp(op, err)
 }

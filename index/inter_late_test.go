@@ -98,7 +98,7 @@ func TestInterUpdateLandingAfterSafetyNet(t *testing.T) {
 	stop := r.worker(t, r.acct, r.ix, nil)
 	defer stop()
 	e := staff()[0]
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	r.drain(t, ctx)
@@ -106,7 +106,7 @@ func TestInterUpdateLandingAfterSafetyNet(t *testing.T) {
 
 	writer, late := r.lateWriter(t, e.ID)
 	e.LastName = "Smith"
-	if err := writer.Put(ctx, e); !errors.Is(err, errConnectionLost) {
+	if _, err := writer.Upsert(ctx, e); !errors.Is(err, errConnectionLost) {
 		t.Fatalf("Put with its write delayed in the network: %v, want the lost connection", err)
 	}
 	r.drain(t, ctx) // the safety net has run
@@ -118,8 +118,8 @@ func TestInterUpdateLandingAfterSafetyNet(t *testing.T) {
 
 	// A delete delayed the same way.
 	writer, late = r.lateWriter(t, e.ID)
-	if err := writer.Delete(ctx, e.Department, e.ID); !errors.Is(err, errConnectionLost) {
-		t.Fatalf("Delete with its write delayed in the network: %v, want the lost connection", err)
+	if _, err := writer.DeleteIfExists(ctx, e.Department, e.ID); !errors.Is(err, errConnectionLost) {
+		t.Fatalf("DeleteIfExists with its write delayed in the network: %v, want the lost connection", err)
 	}
 	r.drain(t, ctx)
 	close(late.release)
@@ -137,7 +137,7 @@ func TestInterInsertNeverLanding(t *testing.T) {
 	defer stop()
 	e := staff()[0]
 	writer, _ := r.lateWriter(t, e.ID) // never released
-	if err := writer.Put(ctx, e); !errors.Is(err, errConnectionLost) {
+	if _, err := writer.Upsert(ctx, e); !errors.Is(err, errConnectionLost) {
 		t.Fatalf("Put: %v, want the lost connection", err)
 	}
 	r.drain(t, ctx)
@@ -174,7 +174,7 @@ func TestInterInsertLandingAfterSafetyNet(t *testing.T) {
 
 	e := staff()[0]
 	writer, late := r.lateWriter(t, e.ID)
-	if err := writer.Put(ctx, e); !errors.Is(err, errConnectionLost) {
+	if _, err := writer.Upsert(ctx, e); !errors.Is(err, errConnectionLost) {
 		t.Fatalf("Put with its insert delayed in the network: %v, want the lost connection", err)
 	}
 	select {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
@@ -64,7 +65,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 	r.copyRows = mustNewTable[tablekit.Entity](t, acct, r.copies)
 	r.listRows = mustNewTable[tablekit.Entity](t, acct, r.lists)
 	var err error
-	if r.entityList, err = index.NewEntityList(acct.Table(r.lists), nil); err != nil {
+	if r.entityList, err = index.NewEntityList(r.listRows, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r.blobList, err = index.NewBlobList(acct.Container(r.container), nil); err != nil {
@@ -78,7 +79,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Employee] {
 	t.Helper()
 	var lists *index.ListOptions // the defaults
-	entityList, err := index.NewEntityList(acct.Table(r.lists), lists)
+	entityList, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), lists)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +87,10 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 	if err != nil {
 		t.Fatal(err)
 	}
+	copies := mustNewTable[tablekit.Entity](t, acct, r.copies)
 	indexes := []index.InterIndex[Employee]{
-		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: acct.Table(r.copies)},
-		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: acct.Table(r.copies), Properties: []string{"FirstName", "LastName"}},
+		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
+		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
 		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
 	}
@@ -114,7 +116,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 // stop function is called.
 func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.Inter[Employee], opts *archive.WorkerOptions) (stop func()) {
 	t.Helper()
-	o := archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, MaxDequeueCount: 20}
+	o := archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}}
 	if opts != nil {
 		o = *opts
 	}
@@ -316,7 +318,7 @@ func TestInterDirect(t *testing.T) {
 	ctx := testCtx(t)
 	r := newInterRig(t, false)
 	for _, e := range staff() {
-		if err := r.ix.Put(ctx, e); err != nil {
+		if _, err := r.ix.Upsert(ctx, e); err != nil {
 			t.Fatalf("put %s: %v", e.ID, err)
 		}
 	}
@@ -347,7 +349,7 @@ func TestInterDirect(t *testing.T) {
 	e := staff()[0]
 	e.Email, e.LastName = "jon.jones@contoso.com", "Hall"
 	before := r.acct.Meter().Snapshot()
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("direct Put changing 2 indexed values: %v", r.acct.Meter().Snapshot().Sub(before))
@@ -356,8 +358,14 @@ func TestInterDirect(t *testing.T) {
 	equal(t, "Hall after the move", collect(t, r.ix.By(ctx, "Sales", "lastname", "Hall")), []string{"000152", "000223"})
 
 	// Deleting removes every entry and the sync record.
-	if err := r.ix.Delete(ctx, "Sales", "000152"); err != nil {
-		t.Fatal(err)
+	if existed, err := r.ix.DeleteIfExists(ctx, "Sales", "000152"); err != nil || !existed {
+		t.Fatalf("DeleteIfExists = %v, %v", existed, err)
+	}
+	if existed, err := r.ix.DeleteIfExists(ctx, "Sales", "000152"); err != nil || existed {
+		t.Errorf("DeleteIfExists of a missing employee = %v, %v; want false, nil", existed, err)
+	}
+	if err := r.ix.Delete(ctx, "Sales", "000152", azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("Delete of a missing employee: %v, want ErrNotFound", err)
 	}
 	stored := r.check(t, ctx)
 	if len(stored) != len(staff())-1 {
@@ -380,7 +388,7 @@ func TestInterQueued(t *testing.T) {
 	r := newInterRig(t, true)
 	before := r.acct.Meter().Snapshot()
 	for _, e := range staff() {
-		if err := r.ix.Put(ctx, e); err != nil {
+		if _, err := r.ix.Upsert(ctx, e); err != nil {
 			t.Fatalf("put %s: %v", e.ID, err)
 		}
 	}
@@ -403,10 +411,10 @@ func TestInterQueued(t *testing.T) {
 
 	e := staff()[0]
 	e.Email = "jon.jones@contoso.com"
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ix.Delete(ctx, "Sales", "000152"); err != nil {
+	if _, err := r.ix.DeleteIfExists(ctx, "Sales", "000152"); err != nil {
 		t.Fatal(err)
 	}
 	r.drain(t, ctx)
@@ -424,7 +432,7 @@ func TestInterListContention(t *testing.T) {
 	// Two workers, as two processes would run them: each one's handlers
 	// take turns on the index entity, and the two meet its ETag condition.
 	for range 2 {
-		stop := r.worker(t, r.acct, r.build(t, r.acct), &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 10 * time.Second, MaxDequeueCount: 20})
+		stop := r.worker(t, r.acct, r.build(t, r.acct), &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 10 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}})
 		defer stop()
 	}
 	const writers, each = 16, 50
@@ -435,7 +443,7 @@ func TestInterListContention(t *testing.T) {
 			for i := range each {
 				n := w*each + i
 				e := Employee{Department: "Sales", ID: fmt.Sprintf("%06d", n), FirstName: fmt.Sprintf("F%d", n%4), LastName: "Jones", Email: fmt.Sprintf("j%d@contoso.com", n)}
-				if err := r.ix.Put(ctx, e); err != nil {
+				if _, err := r.ix.Upsert(ctx, e); err != nil {
 					errs <- err
 					return
 				}
@@ -516,7 +524,7 @@ func TestInterCrashes(t *testing.T) {
 	// writers are busy.
 	crashCtx, crash := context.WithCancel(context.Background())
 	defer crash()
-	w1, err := archive.NewWorker(workerAcct.Queue(r.queue), handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 50 * time.Millisecond, MaxDequeueCount: 50, PoisonQueue: workerAcct.Queue(r.poison)})
+	w1, err := archive.NewWorker(workerAcct.Queue(r.queue), handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 50 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}, PoisonQueue: workerAcct.Queue(r.poison)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,9 +542,9 @@ func TestInterCrashes(t *testing.T) {
 						FirstName: fmt.Sprintf("F%d", (n+round)%3), LastName: fmt.Sprintf("L%d", (n*round)%4), Email: fmt.Sprintf("e%d.%d@contoso.com", n, round)}
 					var err error
 					if round == 2 && i%3 == 0 {
-						err = writer.Delete(ctx, e.Department, e.ID)
+						_, err = writer.DeleteIfExists(ctx, e.Department, e.ID)
 					} else {
-						err = writer.Put(ctx, e)
+						_, err = writer.Upsert(ctx, e)
 					}
 					if err != nil {
 						failed.Add(1)
@@ -556,7 +564,7 @@ func TestInterCrashes(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Fatal("no write failed: the faults were not injected")
 	}
-	stop := r.worker(t, workerAcct, handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, MaxDequeueCount: 50})
+	stop := r.worker(t, workerAcct, handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}})
 	defer stop()
 	r.drain(t, ctx)
 	stored := r.check(t, ctx)
@@ -568,7 +576,7 @@ func TestInterErrors(t *testing.T) {
 	r := newInterRig(t, false)
 	e := staff()[0]
 	e.Email = strings.Repeat("x", 1100) // over the key size limit
-	if err := r.ix.Put(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
+	if _, err := r.ix.Upsert(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("value over 1 KiB: %v, want ErrInvalidKey", err)
 	}
 	if _, err := r.employeeTable.Get(ctx, e.Department, e.ID, nil); !errors.Is(err, tablekit.ErrNotFound) {
@@ -587,7 +595,7 @@ func TestInterErrors(t *testing.T) {
 	}
 	e = staff()[0]
 	e.Department = "email!Sales"
-	if err := same.Put(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
+	if _, err := same.Upsert(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("entity in the index's partition: %v, want ErrInvalidKey", err)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"iter"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -31,9 +31,12 @@ type Index[T any] struct {
 	// followed by keys.Separator ('!').
 	Name string
 	// Key returns the indexed value of v. "" means v has no entry in this
-	// index. The value is a key component: it must not hold / \ # ? or
-	// control characters (encode numbers with package keys, e.g.
-	// keys.UintN, so that their order is numeric).
+	// index. The value is a key component: any valid UTF-8 string
+	// (keys.Compound escapes '/', '\', '#', '?' and control characters),
+	// as long as the RowKey stays within 1 KiB. Encode numbers with package
+	// keys (e.g. keys.UintN) so that their order is numeric. The value must
+	// not be derived from a property the table encrypts: keys are stored
+	// in clear, so such a write is refused.
 	Key func(v T) string
 	// Unique makes the value identify one entity: the RowKey of a copy is
 	// Compound(Name, value), a lookup is a point query, and a write that
@@ -70,12 +73,26 @@ type IntraOptions struct {
 // (EGT), so they change together or not at all. See the package doc for the
 // layout and the cost of each operation.
 //
+// # Versions and ETags
+//
+// Writes return the entity's new ETag, taken from the transaction's answer
+// (no read). [Intra.Get], and lookups through a List index, give the
+// entity with its ETag in T's etag field. An entity read through a copy
+// index ([Intra.Find], [Intra.By], [Intra.Range], [Intra.Prefix]) carries
+// the ETag of the copy it was read from: every write of the entity
+// rewrites all its copies in the same transaction, so that ETag changes
+// exactly when the entity does, and [Intra.Update] and [Intra.Delete]
+// accept it as the entity's version (at the cost of one query that finds
+// the copy).
+//
 // Every write to the table's entities must go through the Intra, or the
 // indexes go stale. An Intra is safe for concurrent use.
 type Intra[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
+	typed    *tablekit.Table[T] // converts T <-> Entity (ToEntity, FromEntity)
 	name     string
 	indexes  []Index[T]
+	names    []string
 	byName   map[string]int
 	prefixes []string // Compound(name) + "!" per index
 	retry    tablekit.RetryPolicy
@@ -83,55 +100,59 @@ type Intra[T any] struct {
 }
 
 // NewIntra returns an Intra over the entities of table with the given
-// indexes. The entity type T must not have client-side encrypted fields
-// (index copies are written as property bags). It refuses invalid or
-// duplicate index names, a nil Key, and Unique or Properties on a List
-// index.
+// indexes. It reads and writes through table's property-bag view
+// (table.Entities()), so the entities and their copies keep table's
+// client-side encryption, tracing, logger and Cosmos DB mode.
+//
+// It refuses invalid or duplicate index names, a nil Key, and Unique or
+// Properties on a List index. On a table with client-side encryption the
+// copies hold the encrypted properties encrypted, under their own keys;
+// every write whose index value is derived from an encrypted property is
+// refused.
 func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOptions) (*Intra[T], error) {
+	const op = "index.NewIntra"
 	if table == nil {
-		return nil, invalid("index.NewIntra", "table is nil")
+		return nil, invalid(op, "", "table is nil")
 	}
-	if err := probe[T](); err != nil {
+	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	et, err := tablekit.NewTable[tablekit.Entity](table.Client(), &tablekit.TableOptions{Name: table.Name(), Cosmos: table.Cosmos()})
-	if err != nil {
-		return nil, err
-	}
-	ix := &Intra[T]{table: et, name: table.Name(), byName: make(map[string]int)}
+	ix := &Intra[T]{table: table.Entities(), typed: table, name: table.Name(), byName: make(map[string]int)}
+	var err error
 	var o IntraOptions
 	if opts != nil {
 		o = *opts
 	}
-	if ix.retry, err = retryPolicy("index.NewIntra", o.Retry); err != nil {
+	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
 	}
 	if len(indexes) == 0 {
-		return nil, invalid("index.NewIntra", "no indexes")
+		return nil, invalid(op, ix.name, "no indexes")
 	}
 	if len(indexes) >= tablekit.MaxTransactionActions {
-		return nil, &tablekit.ValidationError{Entity: "index.NewIntra", Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Detail: "too many indexes", Err: tablekit.ErrTooLarge}
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Detail: "too many indexes", Err: tablekit.ErrTooLarge}
 	}
 	for i, idx := range indexes {
-		what := fmt.Sprintf("index %d", i)
-		if err := checkName(what, idx.Name); err != nil {
+		field := fmt.Sprintf("indexes[%d]", i)
+		if err := checkName(op, ix.name, field+".Name", idx.Name); err != nil {
 			return nil, err
 		}
 		if _, dup := ix.byName[idx.Name]; dup {
-			return nil, invalid(what, fmt.Sprintf("duplicate index name %q", idx.Name))
+			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("duplicate index name %q", idx.Name))
 		}
 		if idx.Key == nil {
-			return nil, invalid(what, fmt.Sprintf("index %q has no Key function", idx.Name))
+			return nil, invalidField(op, ix.name, field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
 		if idx.List && (idx.Unique || idx.Properties != nil) {
-			return nil, invalid(what, fmt.Sprintf("index %q: a List index holds ids, not copies: Unique and Properties do not apply", idx.Name))
+			return nil, invalidField(op, ix.name, field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Unique and Properties do not apply", idx.Name))
 		}
 		for _, p := range idx.Properties {
 			if p == "" || p == PrimaryRowKeyProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
-				return nil, invalid(what, fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
+				return nil, invalidField(op, ix.name, field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 			}
 		}
 		ix.byName[idx.Name] = i
+		ix.names = append(ix.names, idx.Name)
 		p, _ := keys.Compound(idx.Name)
 		ix.prefixes = append(ix.prefixes, p+string(keys.Separator))
 	}
@@ -141,10 +162,10 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 
 // checkPrimaryKey refuses an entity RowKey that would fall into an index's
 // key range.
-func (ix *Intra[T]) checkPrimaryKey(id ID) error {
+func (ix *Intra[T]) checkPrimaryKey(op string, id ID) error {
 	for i, p := range ix.prefixes {
 		if strings.HasPrefix(id.RowKey, p) {
-			return &tablekit.ValidationError{Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("the RowKey begins with %q, the key prefix of index %q", p, ix.indexes[i].Name), Err: tablekit.ErrInvalidKey}
+			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("the RowKey begins with %q, the key prefix of index %q", p, ix.indexes[i].Name), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	return nil
@@ -158,21 +179,22 @@ func (ix *Intra[T]) describe(id ID) string {
 }
 
 // entryKey returns the RowKey of index i's entry for value ("" for none).
-func (ix *Intra[T]) entryKey(i int, value string, id ID) (string, error) {
+func (ix *Intra[T]) entryKey(op string, i int, value string, id ID) (string, error) {
 	if value == "" {
 		return "", nil
 	}
 	idx := &ix.indexes[i]
 	if idx.List || idx.Unique {
-		return compound(ix.describe(id), "index "+idx.Name, idx.Name, value)
+		return compound(op, ix.describe(id), "index "+idx.Name, idx.Name, value)
 	}
-	return compound(ix.describe(id), "index "+idx.Name, idx.Name, value, id.RowKey)
+	return compound(op, ix.describe(id), "index "+idx.Name, idx.Name, value, id.RowKey)
 }
 
 // version is what a write knows of the stored entity.
 type version struct {
 	etag   azcore.ETag
-	values []string // indexed values, per index
+	entity tablekit.Entity // as read
+	values []string        // indexed values, per index
 }
 
 // image is the entity a write stores.
@@ -182,28 +204,33 @@ type image struct {
 	values []string
 }
 
-func (ix *Intra[T]) imageOf(v T) (*image, error) {
-	e, err := tablekit.EncodeEntity(v)
+func (ix *Intra[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
+
+func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
+	e, err := ix.typed.ToEntity(v)
 	if err != nil {
 		return nil, err
 	}
 	id := ID{e.PartitionKey, e.RowKey}
 	if id.PartitionKey == "" || id.RowKey == "" {
-		return nil, &tablekit.ValidationError{Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
 	}
-	if err := ix.checkPrimaryKey(id); err != nil {
+	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return nil, err
 	}
 	if _, ok := e.Properties[PrimaryRowKeyProperty]; ok {
-		return nil, &tablekit.ValidationError{Entity: ix.describe(id), Property: PrimaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: PrimaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
 	}
 	e.ETag, e.Timestamp = "", time.Time{}
 	im := &image{id: id, entity: e, values: make([]string, len(ix.indexes))}
 	for i := range ix.indexes {
-		im.values[i] = ix.indexes[i].Key(v)
-		if _, err := ix.entryKey(i, im.values[i], id); err != nil {
+		im.values[i] = ix.key(i, v)
+		if _, err := ix.entryKey(op, i, im.values[i], id); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkSecrets(op, ix.describe(id), ix.typed, v, ix.names, im.values, ix.key); err != nil {
+		return nil, err
 	}
 	return im, nil
 }
@@ -217,19 +244,54 @@ func (ix *Intra[T]) read(ctx context.Context, id ID) (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ix.versionOf(e)
-}
-
-func (ix *Intra[T]) versionOf(e tablekit.Entity) (*version, error) {
-	v, err := tablekit.Decode[T](e)
+	v, err := ix.typed.FromEntity(e)
 	if err != nil {
 		return nil, err
 	}
-	ver := &version{etag: e.ETag, values: make([]string, len(ix.indexes))}
+	ver := &version{etag: e.ETag, entity: e, values: make([]string, len(ix.indexes))}
 	for i := range ix.indexes {
-		ver.values[i] = ix.indexes[i].Key(v)
+		ver.values[i] = ix.key(i, v)
 	}
 	return ver, nil
+}
+
+// copyHasETag reports whether one of the index copies of the stored
+// version old carries etag, the ETag of an entity read through a copy
+// index. Every write of the entity rewrites all its copies in its
+// transaction, so a copy keeps its ETag exactly as long as the entity
+// keeps its version. Cost: 1 query (one more per 2 KiB of copy RowKeys).
+func (ix *Intra[T]) copyHasETag(ctx context.Context, id ID, old *version, etag azcore.ETag) (bool, error) {
+	var rks []string
+	for i := range ix.indexes {
+		if ix.indexes[i].List {
+			continue
+		}
+		if rk, _ := ix.entryKey("", i, old.values[i], id); rk != "" {
+			rks = append(rks, rk)
+		}
+	}
+	for len(rks) > 0 {
+		n, size := 0, 0
+		for n < len(rks) && (n == 0 || size+len(rks[n]) <= 2048) {
+			size += len(rks[n])
+			n++
+		}
+		or := make([]tablekit.Filter, n)
+		for j, rk := range rks[:n] {
+			or[j] = tablekit.Where("RowKey eq ?", rk)
+		}
+		f := tablekit.And(tablekit.PartitionEq(id.PartitionKey), tablekit.Or(or...))
+		for e, err := range ix.table.Query(ctx, f, &tablekit.QueryOptions{Select: []string{"RowKey"}}) {
+			if err != nil {
+				return false, err
+			}
+			if e.ETag == etag {
+				return true, nil
+			}
+		}
+		rks = rks[n:]
+	}
+	return false, nil
 }
 
 // What each action of a write's transaction does, to interpret failures.
@@ -251,8 +313,8 @@ type actionInfo struct {
 
 // plan builds the transaction that takes the stored entity from old (nil:
 // absent) to im (nil: deleted). gone lists index RowKeys known to be
-// missing already.
-func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, gone map[string]bool) ([]tablekit.Action[tablekit.Entity], []actionInfo, error) {
+// missing already. The entity's own action comes first.
+func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]tablekit.Action[tablekit.Entity], []actionInfo, error) {
 	var acts []tablekit.Action[tablekit.Entity]
 	var info []actionInfo
 	add := func(a tablekit.Action[tablekit.Entity], ai actionInfo) {
@@ -280,8 +342,8 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 		if im != nil {
 			nv = im.values[i]
 		}
-		ok, _ := ix.entryKey(i, ov, id)
-		nk, err := ix.entryKey(i, nv, id)
+		ok, _ := ix.entryKey(op, i, ov, id)
+		nk, err := ix.entryKey(op, i, nv, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -290,7 +352,7 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 				continue
 			}
 			if ov != "" {
-				a, changed, err := ix.listChange(ctx, id, i, ov, ok, false)
+				a, changed, err := ix.listChange(ctx, op, id, i, ov, ok, false)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -299,7 +361,7 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 				}
 			}
 			if nv != "" {
-				a, changed, err := ix.listChange(ctx, id, i, nv, nk, true)
+				a, changed, err := ix.listChange(ctx, op, id, i, nv, nk, true)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -322,7 +384,7 @@ func (ix *Intra[T]) plan(ctx context.Context, id ID, old *version, im *image, go
 			add(tablekit.UpsertAction(c, tablekit.Replace), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
 		}
 	}
-	if err := ix.checkLimits(id, acts); err != nil {
+	if err := ix.checkLimits(op, id, acts); err != nil {
 		return nil, nil, err
 	}
 	return acts, info, nil
@@ -350,7 +412,7 @@ func (ix *Intra[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
 // listChange reads the index entity of list index i for value and returns
 // the action that adds (or removes) id's RowKey, conditional on the ETag
 // read; changed is false when there is nothing to do.
-func (ix *Intra[T]) listChange(ctx context.Context, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
+func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
 	var none tablekit.Action[tablekit.Entity]
 	cur, err := ix.table.Get(ctx, id.PartitionKey, rk, nil)
 	exists := err == nil
@@ -372,7 +434,7 @@ func (ix *Intra[T]) listChange(ctx context.Context, id ID, i int, value, rk stri
 	}
 	e := tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: rk}
 	if !exists {
-		if err := setIDs(&e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
+		if err := setIDs(op, &e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
 			return none, false, err
 		}
 		return tablekit.InsertAction(e), true, nil
@@ -380,7 +442,7 @@ func (ix *Intra[T]) listChange(ctx context.Context, id ID, i int, value, rk stri
 	if len(ids) == 0 {
 		return tablekit.DeleteAction(e, cur.ETag), true, nil
 	}
-	if err := setIDs(&e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
+	if err := setIDs(op, &e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
 		return none, false, err
 	}
 	return tablekit.UpdateAction(e, tablekit.Replace, cur.ETag), true, nil
@@ -392,9 +454,10 @@ func (ix *Intra[T]) listWhat(pk, rk string, i int, value string) string {
 
 // checkLimits refuses a transaction over the EGT limits with an error that
 // says why it is so large.
-func (ix *Intra[T]) checkLimits(id ID, acts []tablekit.Action[tablekit.Entity]) error {
+func (ix *Intra[T]) checkLimits(op string, id ID, acts []tablekit.Action[tablekit.Entity]) error {
 	if len(acts) > tablekit.MaxTransactionActions {
 		return &tablekit.ValidationError{
+			Op:     op,
 			Entity: ix.describe(id),
 			Limit:  "<= 100 actions per entity group transaction",
 			Size:   len(acts),
@@ -409,10 +472,15 @@ func (ix *Intra[T]) checkLimits(id ID, acts []tablekit.Action[tablekit.Entity]) 
 			total += bodySize(&acts[i].Value)
 		}
 	}
-	if total > tablekit.MaxTransactionBytes {
+	limit, limitText := tablekit.MaxTransactionBytes, "<= 4 MiB per entity group transaction"
+	if ix.table.Cosmos() {
+		limit, limitText = tablekit.MaxCosmosTransactionBytes, "<= 2 MB per entity group transaction on Azure Cosmos DB for Table"
+	}
+	if total > limit {
 		return &tablekit.ValidationError{
+			Op:     op,
 			Entity: ix.describe(id),
-			Limit:  "<= 4 MiB per entity group transaction",
+			Limit:  limitText,
 			Size:   total,
 			Detail: fmt.Sprintf("the entity and its index copies (%d actions) add up to about %d bytes; project fewer properties into the indexes (Index.Properties) or keep large properties in a blob", len(acts), total),
 			Err:    tablekit.ErrTooLarge,
@@ -463,56 +531,98 @@ func classify(err error, info []actionInfo) (failure, *actionInfo) {
 	return failFatal, ai
 }
 
-// writeMode is how a write learns the stored version.
+// writeMode is what a write does and how it learns the stored version.
 type writeMode uint8
 
 const (
-	modeInsert  writeMode = iota // must be new
-	modePut                      // insert first, else read and replace
-	modeVersion                  // the caller's version; stale is an error
-	modeRead                     // read first (delete)
+	modeInsert         writeMode = iota // create only
+	modeUpsert                          // insert first; when the entity exists, read it and replace it
+	modeUpdate                          // read, check the caller's ETag, replace
+	modeModify                          // read, then insert or replace
+	modeDelete                          // read, check the caller's ETag, delete
+	modeDeleteIfExists                  // read, then delete whatever version
 )
 
-// write runs the optimistic-concurrency loop of one write.
-func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, mode writeMode) (err error) {
+// stale is the error of a conditional write whose ETag is no longer the
+// entity's.
+func (ix *Intra[T]) stale(op string, id ID) error {
+	return fmt.Errorf("index: %s: %s changed since the given ETag was read: %w", op, ix.describe(id), tablekit.ErrPreconditionFailed)
+}
+
+// write runs one write of the entity id through the optimistic-concurrency
+// loop: it learns the stored version as mode says, plans the transaction
+// that takes the entity and its index entries from that version to what
+// next returns for it (nil: delete), and sends it, starting again when a
+// concurrent writer got in the way (IntraOptions.Retry). etag is the
+// caller's (modeUpdate, modeDelete). It returns the entity's new ETag
+// ("" after a delete), taken from the transaction's answer, and whether
+// the entity existed (modeDeleteIfExists).
+func (ix *Intra[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, err error) {
 	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Intra.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
 	defer func() { end(err) }()
+	conditional := (mode == modeUpdate || mode == modeDelete) && etag != azcore.ETagAny
 	gone := map[string]bool{}
-	needRead := mode == modeRead
-	return retry(ctx, ix.retry, id, func() (bool, error) {
+	var old *version
+	needRead := mode >= modeUpdate
+	err = retry(ctx, ix.retry, id, func() (bool, error) {
 		if needRead {
 			var err error
 			if old, err = ix.read(ctx, id); err != nil {
 				return false, err
 			}
 			needRead = false
-			if im == nil && old == nil {
-				return false, notFound("index.Delete", ix.describe(id))
+			switch {
+			case old == nil && (mode == modeUpdate || mode == modeDelete):
+				return false, notFound(op, ix.describe(id))
+			case old == nil && mode == modeDeleteIfExists:
+				existed = false
+				return false, nil
+			case old != nil && conditional && etag != old.etag:
+				ok, err := ix.copyHasETag(ctx, id, old, etag)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					return false, ix.stale(op, id)
+				}
 			}
 		}
-		err := ix.attempt(ctx, id, old, im, gone)
+		im, err := next(old)
+		if err != nil {
+			return false, err
+		}
+		etags, err := ix.attempt(ctx, op, id, old, im, gone)
 		if err == nil {
+			existed = old != nil
+			if im != nil && len(etags) > 0 {
+				newETag = etags[0]
+			}
 			return false, nil
 		}
-		var info []actionInfo
 		var pe *planned
-		if errors.As(err, &pe) {
-			info, err = pe.info, pe.err
-		} else {
+		if !errors.As(err, &pe) {
 			return false, err
+		}
+		info := pe.info
+		err = pe.err
+		if mode == modeDeleteIfExists && errors.Is(err, tablekit.ErrOutcomeUnknown) {
+			// The answer was lost and the SDK's retry met a changed or
+			// missing entity: read again, and delete whatever is there.
+			needRead = true
+			return true, err
 		}
 		kind, ai := classify(err, info)
 		switch kind {
 		case failPrimaryExists:
-			if mode != modePut {
+			if mode == modeInsert {
 				return false, err
 			}
 			needRead = true
 		case failPrimaryStale:
-			if mode == modeVersion {
+			if conditional {
 				return false, err
 			}
 			needRead = true
@@ -527,6 +637,7 @@ func (ix *Intra[T]) write(ctx context.Context, id ID, im *image, old *version, m
 		}
 		return true, err
 	})
+	return newETag, existed, err
 }
 
 // planned carries a failed transaction's error with what its actions did.
@@ -539,9 +650,9 @@ func (p *planned) Error() string { return p.err.Error() }
 func (p *planned) Unwrap() error { return p.err }
 
 // attempt plans and sends one transaction, holding the process's locks of
-// the index entities it changes. A failed transaction is returned as a
-// *planned.
-func (ix *Intra[T]) attempt(ctx context.Context, id ID, old *version, im *image, gone map[string]bool) error {
+// the index entities it changes, and returns the actions' new ETags. A
+// failed transaction is returned as a *planned.
+func (ix *Intra[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]azcore.ETag, error) {
 	var lockKeys []string
 	for i := range ix.indexes {
 		if !ix.indexes[i].List {
@@ -558,179 +669,264 @@ func (ix *Intra[T]) attempt(ctx context.Context, id ID, old *version, im *image,
 			continue
 		}
 		for _, v := range []string{ov, nv} {
-			if rk, err := ix.entryKey(i, v, id); err == nil && rk != "" {
+			if rk, err := ix.entryKey(op, i, v, id); err == nil && rk != "" {
 				lockKeys = append(lockKeys, id.PartitionKey+"\x00"+rk)
 			}
 		}
 	}
 	unlock, err := ix.locks.lock(ctx, lockKeys...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
-	acts, info, err := ix.plan(ctx, id, old, im, gone)
+	acts, info, err := ix.plan(ctx, op, id, old, im, gone)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(acts) == 0 {
-		return nil
+		return nil, nil
 	}
-	if _, err := ix.table.Transaction(ctx, acts...); err != nil {
-		return &planned{info: info, err: err}
-	}
-	return nil
-}
-
-// Insert adds v with its index entries in one transaction. It fails with
-// an error matching tablekit.ErrAlreadyExists when the entity exists, and
-// with a *UniqueError when a unique value is taken. Cost: 1 transaction,
-// plus 1 read per List index.
-func (ix *Intra[T]) Insert(ctx context.Context, v T) error {
-	im, err := ix.imageOf(v)
+	etags, err := ix.table.Transaction(ctx, acts...)
 	if err != nil {
-		return err
+		return nil, &planned{info: info, err: err}
 	}
-	return ix.write(ctx, im.id, im, nil, modeInsert)
+	return etags, nil
 }
 
-// Put inserts v, or replaces the stored entity with v, and updates every
+// fixed returns the next function of a write that stores im whatever the
+// stored version.
+func fixed(im *image) func(*version) (*image, error) {
+	return func(*version) (*image, error) { return im, nil }
+}
+
+// Insert adds v with its index entries in one transaction and returns the
+// entity's new ETag. It fails with an error matching
+// tablekit.ErrAlreadyExists when the entity exists, and with a
+// *UniqueError when a unique value is taken. Cost: 1 transaction, plus 1
+// read per List index.
+func (ix *Intra[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Intra.Insert"
+	im, err := ix.imageOf(op, v)
+	if err != nil {
+		return "", withOp(op, err)
+	}
+	etag, _, err := ix.write(ctx, op, im.id, modeInsert, "", fixed(im))
+	return etag, withOp(op, err)
+}
+
+// Upsert inserts v, or replaces the stored entity with v, and updates every
 // index in the same transaction: entries of values v no longer has are
 // removed, a unique value taken by another entity fails with a
-// *UniqueError. A concurrent writer is detected with the stored entity's
-// ETag and the write retried (see IntraOptions.Retry).
+// *UniqueError. It returns the entity's new ETag. A concurrent writer is
+// detected with the stored entity's ETag and the write retried (see
+// IntraOptions.Retry).
 //
-// Put first tries to insert, so a new entity costs 1 transaction; an
-// existing one costs 3 (the refused insert, a read, the replacement). To
-// replace an entity read before, Update costs 1. List indexes add 1 read
-// per changed value.
-func (ix *Intra[T]) Put(ctx context.Context, v T) error {
-	im, err := ix.imageOf(v)
+// Upsert first tries to insert, so a new entity costs 1 transaction; an
+// existing one costs 3 (the refused insert, a read, the replacement): to
+// change an entity known to exist, [Intra.Modify] costs 2 and
+// [Intra.Update] 2. List indexes add 1 read per changed value.
+func (ix *Intra[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "Intra.Upsert"
+	im, err := ix.imageOf(op, v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
-	return ix.write(ctx, im.id, im, nil, modePut)
+	etag, _, err := ix.write(ctx, op, im.id, modeUpsert, "", fixed(im))
+	return etag, withOp(op, err)
 }
 
-// Update replaces prev, the entity as read with [Intra.Get] (it carries
-// the entity's ETag), with v, which must have the same keys, and updates
-// the indexes in the same transaction. It fails with an error matching
-// tablekit.ErrPreconditionFailed when the entity changed since prev was
-// read. T needs an etag field. Cost: 1 transaction, plus 1 read per
-// changed value of a List index.
-func (ix *Intra[T]) Update(ctx context.Context, prev, v T) error {
-	im, err := ix.imageOf(v)
+// Update replaces the stored entity with v if its version is still etag,
+// and updates the indexes in the same transaction; it returns the new
+// ETag. etag is the ETag read with the entity ([Intra.Get], or a lookup:
+// see [Intra]); azcore.ETagAny replaces whatever version is stored; ""
+// is refused before anything is sent. It fails with an error matching
+// tablekit.ErrNotFound when there is no such entity, and
+// tablekit.ErrPreconditionFailed when it changed since etag was read.
+//
+// Cost: 2 transactions (a read of the stored version, whose indexed values
+// the transaction must remove, then the transaction), one more than the
+// former Update(prev, v), which trusted the caller's copy of the old
+// values; 3 when etag comes from a copy index (a query finds the copy).
+// [Intra.Modify] reads and writes in 2 in all, with no separate Get.
+// List indexes add 1 read per changed value.
+func (ix *Intra[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	const op = "Intra.Update"
+	im, err := ix.imageOf(op, v)
 	if err != nil {
-		return err
+		return "", withOp(op, err)
 	}
-	old, err := ix.prevVersion(prev, im.id)
-	if err != nil {
-		return err
+	if etag == "" {
+		return "", invalid(op, ix.describe(im.id), "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)")
 	}
-	return ix.write(ctx, im.id, im, old, modeVersion)
+	newETag, _, err := ix.write(ctx, op, im.id, modeUpdate, etag, fixed(im))
+	return newETag, withOp(op, err)
 }
 
-func (ix *Intra[T]) prevVersion(prev T, id ID) (*version, error) {
-	pe, err := tablekit.EncodeEntity(prev)
+// Modify changes the entity pk/rk by a function, the read-modify-write of
+// optimistic concurrency: it reads the entity (a zero value with the keys
+// set when there is none, as tablekit.Table.Modify does, so Modify creates
+// the entity), calls fn with it, and writes what fn left together with its
+// index entries in one transaction, conditional on the version read. When
+// another writer changed the entity (or one of its index entities) in
+// between, it reads again and calls fn again, as IntraOptions.Retry says;
+// fn may run several times and must only change v, not its keys. An error
+// from fn stops Modify and is returned as it is; nothing is written. A
+// unique value taken by another entity fails with a *UniqueError.
+//
+// Modify returns the value stored, with its new ETag (from the
+// transaction's answer) when T has an etag field. Cost: 2 transactions
+// (the read and the transaction), plus 1 read per changed value of a List
+// index.
+func (ix *Intra[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	const op = "Intra.Modify"
+	var zero T
+	id := ID{pk, rk}
+	if fn == nil {
+		return zero, invalid(op, ix.describe(id), "fn is nil")
+	}
+	if err := ix.checkPrimaryKey(op, id); err != nil {
+		return zero, err
+	}
+	var fnErr error
+	var last *image
+	etag, _, err := ix.write(ctx, op, id, modeModify, "", func(old *version) (*image, error) {
+		base := tablekit.Entity{PartitionKey: pk, RowKey: rk}
+		if old != nil {
+			base = old.entity
+		}
+		v, err := ix.typed.FromEntity(base)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(&v); err != nil {
+			fnErr = err
+			return nil, err
+		}
+		im, err := ix.imageOf(op, v)
+		if err != nil {
+			return nil, err
+		}
+		if im.id != id {
+			return nil, invalid(op, ix.describe(id), fmt.Sprintf("fn changed the keys to %s; Modify writes the entity it read", im.id))
+		}
+		last = im
+		return im, nil
+	})
+	if fnErr != nil {
+		return zero, fnErr
+	}
 	if err != nil {
-		return nil, err
+		return zero, withOp(op, err)
 	}
-	if pe.PartitionKey != id.PartitionKey || pe.RowKey != id.RowKey {
-		return nil, invalid(ix.describe(id), fmt.Sprintf("the previous version has other keys (%s)", ID{pe.PartitionKey, pe.RowKey}))
-	}
-	if pe.ETag == "" {
-		return nil, invalid(ix.describe(id), "the previous version has no ETag: read it with Intra.Get (entities read through an index carry none), into a type with an etag field")
-	}
-	old, err := ix.versionOf(pe)
-	if err != nil {
-		return nil, err
-	}
-	old.etag = pe.ETag
-	return old, nil
+	e := last.entity
+	e.ETag = etag
+	v, err := ix.typed.FromEntity(e)
+	return v, withOp(op, err)
 }
 
 // Delete deletes the entity pk/rk and all its index entries in one
-// transaction. It returns an error matching tablekit.ErrNotFound when there
-// is no such entity. Cost: 2 transactions (a read, then the transaction),
-// plus 1 read per List index.
-func (ix *Intra[T]) Delete(ctx context.Context, pk, rk string) error {
+// transaction if its version is still etag (see [Intra.Update] for etag).
+// It fails with an error matching tablekit.ErrNotFound when there is no
+// such entity, and tablekit.ErrPreconditionFailed when it changed since
+// etag was read. Cost: 2 transactions (a read of the stored version, whose
+// index entries the transaction removes, then the transaction), one more
+// than the former DeleteVersion(prev); 3 when etag comes from a copy
+// index. List indexes add 1 read each.
+func (ix *Intra[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	const op = "Intra.Delete"
 	id := ID{pk, rk}
-	if err := ix.checkPrimaryKey(id); err != nil {
+	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return err
 	}
-	return ix.write(ctx, id, nil, nil, modeRead)
+	if etag == "" {
+		return invalid(op, ix.describe(id), "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)")
+	}
+	_, _, err := ix.write(ctx, op, id, modeDelete, etag, fixed(nil))
+	return withOp(op, err)
 }
 
-// DeleteVersion deletes prev, as read with [Intra.Get], and its index
-// entries in one transaction, if the entity has not changed since; else it
-// fails with an error matching tablekit.ErrPreconditionFailed. Cost: 1
-// transaction, plus 1 read per List index.
-func (ix *Intra[T]) DeleteVersion(ctx context.Context, prev T) error {
-	pe, err := tablekit.EncodeEntity(prev)
-	if err != nil {
-		return err
+// DeleteIfExists deletes the entity pk/rk, whatever its version, and all
+// its index entries in one transaction, and reports whether it existed; a
+// missing entity is not an error. A concurrent write in between makes it
+// read again and retry (IntraOptions.Retry). When an answer was lost and
+// the entity is gone, it cannot tell whether this call deleted it and
+// reports false, as tablekit.Table.DeleteIfExists does. Cost: 2
+// transactions (read, then the transaction); 1 when the entity is missing.
+// List indexes add 1 read each.
+func (ix *Intra[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
+	const op = "Intra.DeleteIfExists"
+	id := ID{pk, rk}
+	if err := ix.checkPrimaryKey(op, id); err != nil {
+		return false, err
 	}
-	id := ID{pe.PartitionKey, pe.RowKey}
-	if err := ix.checkPrimaryKey(id); err != nil {
-		return err
-	}
-	old, err := ix.prevVersion(prev, id)
-	if err != nil {
-		return err
-	}
-	return ix.write(ctx, id, nil, old, modeVersion)
+	_, existed, err := ix.write(ctx, op, id, modeDeleteIfExists, "", fixed(nil))
+	return existed && err == nil, withOp(op, err)
 }
 
-// Get reads the entity pk/rk itself (with its ETag, for Update). Cost: 1
-// transaction.
+// Get reads the entity pk/rk itself, with its ETag in T's etag field.
+// Cost: 1 transaction.
 func (ix *Intra[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	const op = "Intra.Get"
+	v, err := ix.get(ctx, op, pk, rk)
+	return v, withOp(op, err)
+}
+
+func (ix *Intra[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
 	var zero T
-	if err := ix.checkPrimaryKey(ID{pk, rk}); err != nil {
+	if err := ix.checkPrimaryKey(op, ID{pk, rk}); err != nil {
 		return zero, err
 	}
 	e, err := ix.table.Get(ctx, pk, rk, nil)
 	if err != nil {
 		return zero, err
 	}
-	return tablekit.Decode[T](e)
+	return ix.typed.FromEntity(e)
 }
 
-func (ix *Intra[T]) lookupIndex(name string) (int, error) {
+func (ix *Intra[T]) lookupIndex(op, name string) (int, error) {
 	i, ok := ix.byName[name]
 	if !ok {
-		return 0, invalid(ix.name, fmt.Sprintf("no index %q", name))
+		return 0, invalid(op, ix.name, fmt.Sprintf("no index %q", name))
 	}
 	return i, nil
 }
 
-// decodeCopy turns an index copy back into the entity it copies. The ETag
-// is cleared: it is the copy's, not the entity's.
-func decodeCopy[T any](e tablekit.Entity) (T, error) {
+// decodeCopy turns an index copy back into the entity it copies. The copy
+// keeps its own ETag, which stands for the entity's version (see [Intra]).
+func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
 	if rk, ok := e.Properties[PrimaryRowKeyProperty].(string); ok {
 		e.RowKey = rk
 		delete(e.Properties, PrimaryRowKeyProperty)
 	}
-	e.ETag = ""
-	return tablekit.Decode[T](e)
+	v, err := table.FromEntity(e)
+	return v, withOp(op, err)
 }
 
 // Find returns the entity with value in index in partition pk: for a
-// unique index the one entity, else the first in index order. It returns
-// an error matching tablekit.ErrNotFound when there is none. Cost: 1
-// transaction (a point query for a unique index); 2 for a List index.
+// unique index the one entity, else the first in index order, with the
+// ETag Update and Delete accept (see [Intra]). It returns an error
+// matching tablekit.ErrNotFound when there is none. Cost: 1 transaction (a
+// point query for a unique index); 2 for a List index.
 func (ix *Intra[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
+	const op = "Intra.Find"
 	var zero T
-	for v, err := range ix.By(ctx, pk, index, value) {
-		return v, err
+	for v, err := range ix.by(ctx, op, pk, index, value) {
+		return v, withOp(op, err)
 	}
-	return zero, notFound("index.Find", fmt.Sprintf("%s: no entity with %s=%q in partition %q", ix.name, index, value, pk))
+	return zero, notFound(op, fmt.Sprintf("%s: no entity with %s=%q in partition %q", ix.name, index, value, pk))
 }
 
 // By returns the entities of partition pk that have value in index, in
-// index order (by RowKey among equal values). Entities read through a
-// projected index have only the projected fields. Cost: 1 transaction per
-// 1,000 results; for a List index 1 plus 1 point read per entity.
+// index order (by RowKey among equal values), each with the ETag Update
+// and Delete accept (see [Intra]). Entities read through a projected index
+// have only the projected fields. Cost: 1 transaction per 1,000 results;
+// for a List index 1 plus 1 point read per entity, up to 16 at once.
 func (ix *Intra[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	i, err := ix.lookupIndex(index)
+	return ix.by(ctx, "Intra.By", pk, index, value)
+}
+
+func (ix *Intra[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
+	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
 	}
@@ -739,12 +935,12 @@ func (ix *Intra[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T
 	}
 	idx := &ix.indexes[i]
 	if idx.Unique || idx.List {
-		rk, err := compound(ix.name, "index "+index, idx.Name, value)
+		rk, err := compound(op, ix.name, "index "+index, idx.Name, value)
 		if err != nil {
 			return errSeq[T](err)
 		}
 		if idx.List {
-			return ix.listed(ctx, pk, tablekit.PointQuery(pk, rk))
+			return ix.listed(ctx, op, pk, tablekit.PointQuery(pk, rk))
 		}
 		return func(yield func(T, error) bool) {
 			e, err := ix.table.Get(ctx, pk, rk, nil)
@@ -752,30 +948,31 @@ func (ix *Intra[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T
 				return
 			}
 			if err != nil {
-				yield(*new(T), err)
+				yield(*new(T), withOp(op, err))
 				return
 			}
-			yield(decodeCopy[T](e))
+			yield(decodeCopy(op, ix.typed, e))
 		}
 	}
 	lo, hi, err := keys.TupleRange(idx.Name, value)
 	if err != nil {
-		return errSeq[T](keyError(ix.name, "index "+index, err))
+		return errSeq[T](keyError(op, ix.name, "index "+index, err))
 	}
-	return ix.scan(ctx, pk, i, lo, hi)
+	return ix.scan(ctx, op, pk, i, lo, hi)
 }
 
 // Range returns the entities of partition pk whose value in index is in
-// [lo, hi), in index order. hi == "" means no upper bound. Cost: 1
-// transaction per 1,000 results; for a List index 1 per 1,000 index
-// entities plus 1 point read per entity.
+// [lo, hi), in index order, with ETags as By. hi == "" means no upper
+// bound. Cost: 1 transaction per 1,000 results; for a List index 1 per
+// 1,000 index entities plus 1 point read per entity, up to 16 at once.
 func (ix *Intra[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	i, err := ix.lookupIndex(index)
+	const op = "Intra.Range"
+	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	name := ix.indexes[i].Name
-	lk, err := compound(ix.name, "index "+index, name, lo)
+	lk, err := compound(op, ix.name, "index "+index, name, lo)
 	if err != nil {
 		return errSeq[T](err)
 	}
@@ -783,73 +980,80 @@ func (ix *Intra[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Se
 	if hi == "" {
 		_, hk, err = keys.TupleRange(name)
 		if err != nil {
-			return errSeq[T](keyError(ix.name, "index "+index, err))
+			return errSeq[T](keyError(op, ix.name, "index "+index, err))
 		}
-	} else if hk, err = compound(ix.name, "index "+index, name, hi); err != nil {
+	} else if hk, err = compound(op, ix.name, "index "+index, name, hi); err != nil {
 		return errSeq[T](err)
 	}
 	if hk <= lk {
 		return func(func(T, error) bool) {}
 	}
-	return ix.scan(ctx, pk, i, lk, hk)
+	return ix.scan(ctx, op, pk, i, lk, hk)
 }
 
 // Prefix returns the entities of partition pk whose value in index starts
-// with prefix, in index order. Cost: as Range.
+// with prefix, in index order, with ETags as By. Cost: as Range.
 func (ix *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	i, err := ix.lookupIndex(index)
+	const op = "Intra.Prefix"
+	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
 	}
 	name := ix.indexes[i].Name
 	lo, hi, err := keys.ComponentPrefixRange([]string{name}, prefix)
 	if err != nil {
-		return errSeq[T](keyError(ix.name, "index "+index, err))
+		return errSeq[T](keyError(op, ix.name, "index "+index, err))
 	}
 	if hi == "" {
 		if _, hi, err = keys.TupleRange(name); err != nil {
-			return errSeq[T](keyError(ix.name, "index "+index, err))
+			return errSeq[T](keyError(op, ix.name, "index "+index, err))
 		}
 	}
-	return ix.scan(ctx, pk, i, lo, hi)
+	return ix.scan(ctx, op, pk, i, lo, hi)
 }
 
-// scan reads index i's entries with RowKeys in [lo, hi).
-func (ix *Intra[T]) scan(ctx context.Context, pk string, i int, lo, hi string) iter.Seq2[T, error] {
+// scan reads index i's entries with RowKeys in [lo, hi), in key order
+// (sorted on the client on Cosmos DB, see keyOrder).
+func (ix *Intra[T]) scan(ctx context.Context, op, pk string, i int, lo, hi string) iter.Seq2[T, error] {
 	f := tablekit.RowKeyRange(pk, lo, hi)
 	if ix.indexes[i].List {
-		return ix.listed(ctx, pk, f)
+		return ix.listed(ctx, op, pk, f)
 	}
 	return func(yield func(T, error) bool) {
 		for e, err := range ix.table.Query(ctx, f, keyOrder()) {
 			if err != nil {
-				yield(*new(T), err)
+				yield(*new(T), withOp(op, err))
 				return
 			}
-			if !yield(decodeCopy[T](e)) {
+			if !yield(decodeCopy(op, ix.typed, e)) {
 				return
 			}
 		}
 	}
 }
 
-// listed reads the index entities f selects and then each entity they
-// list, in index order.
-func (ix *Intra[T]) listed(ctx context.Context, pk string, f tablekit.Filter) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
+// listed reads the index entities f selects and then the entities they
+// list, up to 16 at once, yielding them in index order.
+func (ix *Intra[T]) listed(ctx context.Context, op, pk string, f tablekit.Filter) iter.Seq2[T, error] {
+	ids := func(yield func(ID, error) bool) {
 		for e, err := range ix.table.Query(ctx, f, keyOrder()) {
 			if err != nil {
-				yield(*new(T), err)
+				yield(ID{}, err)
 				return
 			}
 			for _, rk := range readIDs(&e) {
-				v, err := ix.Get(ctx, pk, rk)
-				if errors.Is(err, tablekit.ErrNotFound) {
-					continue // deleted since the index entity was read
-				}
-				if !yield(v, err) || err != nil {
+				if !yield(ID{pk, rk}, nil) {
 					return
 				}
+			}
+		}
+	}
+	return func(yield func(T, error) bool) {
+		for v, err := range fetchOrdered(ctx, ids, func(ctx context.Context, id ID) (T, error) {
+			return ix.get(ctx, op, id.PartitionKey, id.RowKey)
+		}) {
+			if !yield(v, withOp(op, err)) {
+				return
 			}
 		}
 	}
@@ -858,17 +1062,18 @@ func (ix *Intra[T]) listed(ctx context.Context, pk string, f tablekit.Filter) it
 // IDs returns the ids the index entity of value in List index lists, in
 // RowKey order. Cost: 1 transaction.
 func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	i, err := ix.lookupIndex(index)
+	const op = "Intra.IDs"
+	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return nil, err
 	}
 	if !ix.indexes[i].List {
-		return nil, invalid(ix.name, fmt.Sprintf("index %q is not a List index", index))
+		return nil, invalid(op, ix.name, fmt.Sprintf("index %q is not a List index", index))
 	}
 	if value == "" {
 		return nil, nil
 	}
-	rk, err := compound(ix.name, "index "+index, index, value)
+	rk, err := compound(op, ix.name, "index "+index, index, value)
 	if err != nil {
 		return nil, err
 	}
@@ -877,7 +1082,7 @@ func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	rks := readIDs(&e)
 	ids := make([]ID, len(rks))

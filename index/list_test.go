@@ -32,7 +32,7 @@ func TestPartitionListMoves(t *testing.T) {
 	ctx := testCtx(t)
 	f := newIntra(t, lastNameList(), nil)
 	for _, e := range staff() {
-		if err := f.ix.Put(ctx, e); err != nil {
+		if _, err := f.ix.Upsert(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,11 +55,11 @@ func TestPartitionListMoves(t *testing.T) {
 	next := prev
 	next.LastName = "Hall"
 	before := f.acct.Meter().Snapshot()
-	if err := f.ix.Update(ctx, prev, next); err != nil {
+	if _, err := f.ix.Update(ctx, next, prev.ETag); err != nil {
 		t.Fatal(err)
 	}
-	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 3 || cost.Count(tablekit.ServiceTable, "Transaction") != 1 {
-		t.Errorf("moving an id cost %v, want 2 index entity reads and 1 transaction", cost)
+	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 4 || cost.Count(tablekit.ServiceTable, "Transaction") != 1 {
+		t.Errorf("moving an id cost %v, want a read of the employee, 2 index entity reads and 1 transaction", cost)
 	}
 	got, _ = f.ix.IDs(ctx, "Sales", "lastname", "Jones")
 	equal(t, "Jones after the move", ids(got), []string{"000123", "000200"})
@@ -67,7 +67,7 @@ func TestPartitionListMoves(t *testing.T) {
 	equal(t, "Hall after the move", ids(got), []string{"000152", "000223"})
 
 	// The last Smith leaves: the Smith index entity goes away.
-	if err := f.ix.Delete(ctx, "Sales", "001234"); err != nil {
+	if _, err := f.ix.DeleteIfExists(ctx, "Sales", "001234"); err != nil {
 		t.Fatal(err)
 	}
 	smith, _ := keys.Compound("lastname", "Smith")
@@ -99,7 +99,7 @@ func TestPartitionListContention(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				e := Employee{Department: "Sales", ID: fmt.Sprintf("%06d", w*each+i), FirstName: "J", LastName: "Jones", Email: fmt.Sprintf("j%d@contoso.com", w*each+i)}
-				if err := procs[w%len(procs)].Insert(ctx, e); err != nil {
+				if _, err := procs[w%len(procs)].Insert(ctx, e); err != nil {
 					errs <- err
 					return
 				}
@@ -139,7 +139,7 @@ func TestEntityListLimits(t *testing.T) {
 	ctx := testCtx(t)
 	acct := testenv.Account(t, nil)
 	name := newTable(t, acct)
-	lists, err := index.NewEntityList(acct.Table(name), nil)
+	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, name), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestEntityListLostAnswerSettles(t *testing.T) {
 			return (isWrite(r) || r.Method == http.MethodPost) && strings.Contains(r.URL.Path, "/"+name)
 		}),
 	}})
-	l, err := index.NewEntityList(acct.Table(name), nil)
+	l, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, name), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +93,10 @@ func TestEntityListLostAnswerSettles(t *testing.T) {
 	}
 }
 
-// An Inter Delete whose answer is lost, and whose SDK retry then finds
-// the entity gone, succeeds: the entity is gone either way, and deleting
-// a missing entity is not an error. It used to report
+// An Inter DeleteIfExists whose answer is lost, and whose SDK retry then
+// finds the entity gone, succeeds: the entity is gone either way, and
+// deleting a missing entity is not an error (it reports false: it cannot
+// tell whether this call deleted it). It used to report
 // tablekit.ErrOutcomeUnknown.
 func TestInterDeleteLostAnswerSettles(t *testing.T) {
 	ctx := testCtx(t)
@@ -103,7 +104,7 @@ func TestInterDeleteLostAnswerSettles(t *testing.T) {
 	stop := r.worker(t, r.acct, r.ix, nil)
 	defer stop()
 	e := staff()[0]
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	var armed atomic.Bool
@@ -113,8 +114,8 @@ func TestInterDeleteLostAnswerSettles(t *testing.T) {
 			return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/"+r.employees+"(")
 		}),
 	}})
-	if err := r.build(t, acct).Delete(ctx, e.Department, e.ID); err != nil {
-		t.Errorf("Delete, its answer lost: %v", err)
+	if _, err := r.build(t, acct).DeleteIfExists(ctx, e.Department, e.ID); err != nil {
+		t.Errorf("DeleteIfExists, its answer lost: %v", err)
 	}
 	if armed.Load() {
 		t.Fatal("no answer was lost")
@@ -195,17 +196,17 @@ func TestInterRefusedWriteIsNotLate(t *testing.T) {
 	ctx := testCtx(t)
 	r := newInterRigWith(t, &interRig{queued: true, lastNameOnly: true})
 	e := staff()[0]
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	prev, err := r.ix.Get(ctx, e.Department, e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ix.Put(ctx, e); err != nil { // a new version
+	if _, err := r.ix.Upsert(ctx, e); err != nil { // a new version
 		t.Fatal(err)
 	}
-	err = r.ix.Update(ctx, e, prev.ETag)
+	_, err = r.ix.Update(ctx, e, prev.ETag)
 	if !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Fatalf("Update with a stale ETag: %v, want ErrPreconditionFailed", err)
 	}
@@ -227,7 +228,7 @@ func TestInterSlowSafetyNetIsNoConflict(t *testing.T) {
 	stop := r.worker(t, r.acct, r.ix, nil)
 	defer stop()
 	e := staff()[0]
-	if err := r.ix.Put(ctx, e); err != nil {
+	if _, err := r.ix.Upsert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	prev, err := r.ix.Get(ctx, e.Department, e.ID)
@@ -248,7 +249,7 @@ func TestInterSlowSafetyNetIsNoConflict(t *testing.T) {
 	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{slow}})
 	next := e
 	next.LastName = "Hall"
-	err = r.build(t, acct).Update(ctx, next, prev.ETag)
+	_, err = r.build(t, acct).Update(ctx, next, prev.ETag)
 	if armed.Load() {
 		t.Fatal("the safety net was not slowed down")
 	}

@@ -11,15 +11,17 @@ import (
 	"github.com/tablekit/tablekit/archive"
 )
 
-// direct runs do, the write of the entity, then Sync: the direct mode.
-func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Context) error) error {
-	if err := do(ctx); err != nil {
-		return err
+// direct runs do, the write of the entity, then Sync: the direct mode. It
+// returns the ETag do returns.
+func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Context) (azcore.ETag, error)) (azcore.ETag, error) {
+	etag, err := do(ctx)
+	if err != nil {
+		return "", err
 	}
 	if err := ix.Sync(ctx, id.PartitionKey, id.RowKey); err != nil {
-		return fmt.Errorf("index: %s was written but its indexes were not brought up to date (run Sync to repair): %w", id, err)
+		return etag, fmt.Errorf("index: %s was written but its indexes were not brought up to date (run Sync to repair): %w", id, err)
 	}
-	return nil
+	return etag, nil
 }
 
 // storedVersion returns the ETag of the stored entity id, "" when there is
@@ -40,9 +42,11 @@ func (ix *Inter[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, erro
 // request visible at once, which removes any entries left. With
 // retryConflicts, a write that lost a race to another writer starts again
 // (with a new version and a new safety net), as InterOptions.Retry says.
-func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) error) error {
+// It returns the ETag do returns: the entity's new one.
+func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error)) (azcore.ETag, error) {
 	req := SyncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
-	return retry(ctx, ix.retry, id, func() (bool, error) {
+	var etag azcore.ETag
+	err := retry(ctx, ix.retry, id, func() (bool, error) {
 		pre, err := version(ctx, id)
 		if err != nil {
 			return false, err
@@ -68,7 +72,7 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 			return false, fmt.Errorf("index: %s: requesting index maintenance took longer than InterOptions.Delay (%v), which leaves no time for the write: nothing was written", id, ix.delay)
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
-		err = do(wctx, pre)
+		etag, err = do(wctx, pre)
 		late := errors.Is(wctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err != nil {
@@ -82,6 +86,7 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 		}
 		return false, nil
 	})
+	return etag, err
 }
 
 // repair runs the safety net of one write (see [Inter]): it makes sure the

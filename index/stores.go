@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -88,35 +87,49 @@ type EntityList struct {
 	locks keyLocks
 }
 
-// NewEntityList returns an EntityList storing index entities in table.
-func NewEntityList(table *aztables.Client, opts *ListOptions) (*EntityList, error) {
+// NewEntityList returns an EntityList storing index entities in table,
+// through its property-bag view (table.Entities(): the index entities keep
+// table's tracing, logger and Cosmos DB mode). E is the table's type,
+// whatever it is: the index entities are property bags.
+func NewEntityList[E any](table *tablekit.Table[E], opts *ListOptions) (*EntityList, error) {
+	const op = "index.NewEntityList"
 	if table == nil {
-		return nil, invalid("index.NewEntityList", "table is nil")
+		return nil, invalid(op, "", "table is nil")
 	}
-	p, err := listRetry("index.NewEntityList", opts)
+	p, err := listRetry(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	t, err := tablekit.NewTable[tablekit.Entity](table, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &EntityList{table: t, retry: p}, nil
+	return &EntityList{table: table.Entities(), retry: p}, nil
 }
+
+// TableName returns the name of the table that holds the index entities.
+func (l *EntityList) TableName() string { return l.table.Name() }
 
 // Keys returns the PartitionKey and RowKey of list's index entity.
 func (l *EntityList) Keys(list ListKey) (pk, rk string, err error) {
-	what := "index entity " + list.String()
+	return l.keys("EntityList.Keys", list)
+}
+
+func (l *EntityList) keys(op string, list ListKey) (pk, rk string, err error) {
+	what := "list " + list.String()
 	if list.Partition == "" {
-		pk, err = compound(what, "PartitionKey", list.Index)
+		pk, err = compound(op, l.table.Name(), what+": PartitionKey", list.Index)
 	} else {
-		pk, err = compound(what, "PartitionKey", list.Index, list.Partition)
+		pk, err = compound(op, l.table.Name(), what+": PartitionKey", list.Index, list.Partition)
 	}
 	if err != nil {
 		return "", "", err
 	}
-	rk, err = compound(what, "RowKey", list.Value)
+	rk, err = compound(op, l.table.Name(), what+": RowKey", list.Value)
 	return pk, rk, err
+}
+
+func (l *EntityList) describe(pk, rk string) string {
+	if l.table.Name() == "" {
+		return pk + "/" + rk
+	}
+	return l.table.Name() + ":" + pk + "/" + rk
 }
 
 // Add puts id in the list's index entity, creating it if needed. Cost: 2
@@ -124,17 +137,17 @@ func (l *EntityList) Keys(list ListKey) (pk, rk string, err error) {
 // A write whose answer was lost, and whose SDK retry met the change it may
 // have made, is settled by reading the list again, as a lost race is.
 func (l *EntityList) Add(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, list, id, true)
+	return l.update(ctx, "EntityList.Add", list, id, true)
 }
 
 // Remove takes id out of the list's index entity, deleting it when it
 // becomes empty. Cost: as Add.
 func (l *EntityList) Remove(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, list, id, false)
+	return l.update(ctx, "EntityList.Remove", list, id, false)
 }
 
-func (l *EntityList) update(ctx context.Context, list ListKey, id ID, adding bool) error {
-	pk, rk, err := l.Keys(list)
+func (l *EntityList) update(ctx context.Context, op string, list ListKey, id ID, adding bool) error {
+	pk, rk, err := l.keys(op, list)
 	if err != nil {
 		return err
 	}
@@ -142,15 +155,15 @@ func (l *EntityList) update(ctx context.Context, list ListKey, id ID, adding boo
 	// its first try may have made, has an unknown outcome; the next cycle
 	// reads the list again, which settles it: the update is idempotent.
 	err = retry(ctx, l.retry, ID{pk, rk}, func() (bool, error) {
-		err := l.attempt(ctx, list, pk, rk, id, adding)
+		err := l.attempt(ctx, op, list, pk, rk, id, adding)
 		return err != nil && (isConflict(err) || errors.Is(err, tablekit.ErrOutcomeUnknown)), err
 	})
-	return lastUnsettled(err)
+	return withOp(op, lastUnsettled(err))
 }
 
 // attempt makes one read-modify-write cycle, holding the process's lock of
 // the list.
-func (l *EntityList) attempt(ctx context.Context, list ListKey, pk, rk string, id ID, adding bool) error {
+func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, rk string, id ID, adding bool) error {
 	unlock, err := l.locks.lock(ctx, pk+"\x00"+rk)
 	if err != nil {
 		return err
@@ -174,11 +187,11 @@ func (l *EntityList) attempt(ctx context.Context, list ListKey, pk, rk string, i
 	if !changed {
 		return nil
 	}
-	what := "index entity " + list.String()
+	what := l.describe(pk, rk)
 	e := tablekit.Entity{PartitionKey: pk, RowKey: rk}
 	switch {
 	case !exists:
-		if err = setIDs(&e, ids, what); err != nil {
+		if err = setIDs(op, &e, ids, what); err != nil {
 			return err
 		}
 		_, err = l.table.Insert(ctx, e)
@@ -188,7 +201,7 @@ func (l *EntityList) attempt(ctx context.Context, list ListKey, pk, rk string, i
 			return nil
 		}
 	default:
-		if err = setIDs(&e, ids, what); err != nil {
+		if err = setIDs(op, &e, ids, what); err != nil {
 			return err
 		}
 		_, err = l.table.Update(ctx, e, tablekit.Replace, cur.ETag)
@@ -198,7 +211,8 @@ func (l *EntityList) attempt(ctx context.Context, list ListKey, pk, rk string, i
 
 // IDs returns the ids the list's index entity holds. Cost: 1 transaction.
 func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
-	pk, rk, err := l.Keys(list)
+	const op = "EntityList.IDs"
+	pk, rk, err := l.keys(op, list)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +221,7 @@ func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, withOp(op, err)
 	}
 	return toIDs(readIDs(&e)), nil
 }
@@ -230,21 +244,40 @@ func toIDs(lines []string) []ID {
 // created on first write if it does not exist.
 type BlobList struct {
 	container *container.Client
+	name      string
 	retry     tablekit.RetryPolicy
 	locks     keyLocks
 }
 
 // NewBlobList returns a BlobList storing its blobs in c.
 func NewBlobList(c *container.Client, opts *ListOptions) (*BlobList, error) {
+	const op = "index.NewBlobList"
 	if c == nil {
-		return nil, invalid("index.NewBlobList", "container is nil")
+		return nil, invalid(op, "", "container is nil")
 	}
-	p, err := listRetry("index.NewBlobList", opts)
+	p, err := listRetry(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &BlobList{container: c, retry: p}, nil
+	return &BlobList{container: c, name: containerName(c.URL()), retry: p}, nil
 }
+
+// containerName returns the last segment of a container URL's path.
+func containerName(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		u = p.Path
+	}
+	u = strings.TrimRight(u, "/")
+	name := u[strings.LastIndexByte(u, '/')+1:]
+	if n, err := url.PathUnescape(name); err == nil {
+		return n
+	}
+	return name
+}
+
+// ContainerName returns the name of the blob container that holds the
+// lists.
+func (l *BlobList) ContainerName() string { return l.name }
 
 // BlobName returns the name of list's blob.
 func (l *BlobList) BlobName(list ListKey) string {
@@ -258,13 +291,13 @@ func (l *BlobList) BlobName(list ListKey) string {
 // Add puts id in the list's blob, creating it if needed. Cost: 2
 // transactions (read, conditional upload) per attempt; 1 when id is there.
 func (l *BlobList) Add(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, list, id, true)
+	return withOp("BlobList.Add", l.update(ctx, list, id, true))
 }
 
 // Remove takes id out of the list's blob, deleting it when it becomes
 // empty. Cost: as Add.
 func (l *BlobList) Remove(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, list, id, false)
+	return withOp("BlobList.Remove", l.update(ctx, list, id, false))
 }
 
 // read returns the list's lines and the blob's ETag ("" when absent).
@@ -331,7 +364,9 @@ func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool)
 	} else {
 		cond.IfMatch = &etag
 	}
+	sdkOp := "PutBlob"
 	if len(lines) == 0 {
+		sdkOp = "DeleteBlob"
 		_, err = bb.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond}})
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
 			return false, nil
@@ -358,16 +393,16 @@ func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool)
 		return false, nil
 	}
 	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
-		return true, tablekit.WrapError("PutBlob", err)
+		return true, tablekit.WrapError(sdkOp, err)
 	}
-	return false, tablekit.WrapError("PutBlob", err)
+	return false, tablekit.WrapError(sdkOp, err)
 }
 
 // IDs returns the ids in the list's blob. Cost: 1 transaction.
 func (l *BlobList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
 	lines, _, err := l.read(ctx, l.BlobName(list))
 	if err != nil {
-		return nil, err
+		return nil, withOp("BlobList.IDs", err)
 	}
 	return toIDs(lines), nil
 }

@@ -56,7 +56,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 	env.Say("Option 2: table %s holds the employees and, in the same department partition, one index entity per last name (RowKey lastname!Jones) listing their ids", name)
 	before := env.Account.Meter().Snapshot()
 	for _, e := range siStaff() {
-		if err := local.Insert(ctx, e); err != nil {
+		if _, err := local.Insert(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -83,7 +83,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 	}
 	next := prev
 	next.LastName = "Hall"
-	if err := local.Update(ctx, prev, next); err != nil {
+	if _, err := local.Update(ctx, next, prev.ETag); err != nil {
 		return err
 	}
 	jones, _ := local.IDs(ctx, "Sales", "lastname", "Jones")
@@ -107,7 +107,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 		}
 	}
 	env.Defer(func(ctx context.Context) error { return errors.Join(staff.DeleteTable(ctx), listTbl.DeleteTable(ctx)) })
-	entityList, err := index.NewEntityList(listTbl.Client(), nil)
+	entityList, err := index.NewEntityList(listTbl, nil)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 
 	before = env.Account.Meter().Snapshot()
 	for _, e := range siStaff() {
-		if err := ix.Put(ctx, e); err != nil {
+		if _, err := ix.Upsert(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -192,7 +192,7 @@ func runIndexEntities(ctx context.Context, env *demo.Env) error {
 		return err
 	}
 	lisa.LastName = "Hall"
-	if err := ix.Put(ctx, lisa); err != nil {
+	if _, err := ix.Upsert(ctx, lisa); err != nil {
 		return err
 	}
 	if err := siWaitCaughtUp(ctx, ix, []siEmployee{lisa}); err != nil {

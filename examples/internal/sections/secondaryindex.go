@@ -98,7 +98,7 @@ func runIntraIndex(ctx context.Context, env *demo.Env) error {
 
 	before := env.Account.Meter().Snapshot()
 	for _, e := range siStaff() {
-		if err := ix.Insert(ctx, e); err != nil {
+		if _, err := ix.Insert(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -134,29 +134,29 @@ func runIntraIndex(ctx context.Context, env *demo.Env) error {
 	next := prev
 	next.Email = "jon.jones@contoso.com"
 	before = env.Account.Meter().Snapshot()
-	if err := ix.Update(ctx, prev, next); err != nil {
+	if _, err := ix.Update(ctx, next, prev.ETag); err != nil {
 		return err
 	}
-	env.Say("Jon changes his email: Update with the version read replaces the entity and all copies and deletes email!jonesj@contoso.com, in one transaction (%d), guarded by the ETag", env.Account.Meter().Snapshot().Sub(before).Total())
+	env.Say("Jon changes his email: Update with the version read replaces the entity and all copies and deletes email!jonesj@contoso.com, in one transaction (%d), guarded by the ETag", env.Account.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "Transaction"))
 	s, err = siList(ix.By(ctx, "Sales", "email", "jonesj@contoso.com"))
 	if err != nil {
 		return err
 	}
 	env.Say("by the old email now: %s", s)
-	if err := ix.Update(ctx, prev, next); errors.Is(err, tablekit.ErrPreconditionFailed) {
+	if _, err := ix.Update(ctx, next, prev.ETag); errors.Is(err, tablekit.ErrPreconditionFailed) {
 		env.Say("the same update again with the now stale version is refused: ErrPreconditionFailed")
 	} else {
 		return fmt.Errorf("update with a stale version: %v, want ErrPreconditionFailed", err)
 	}
 	dup := siEmployee{Department: "Sales", ID: "000777", FirstName: "Jo", LastName: "Jonas", Email: "donh@contoso.com"}
 	var ue *index.UniqueError
-	if err := ix.Insert(ctx, dup); errors.As(err, &ue) {
+	if _, err := ix.Insert(ctx, dup); errors.As(err, &ue) {
 		env.Say("hiring someone with Don's email fails atomically: %v", err)
 	} else {
 		return fmt.Errorf("duplicate email: %v, want a UniqueError", err)
 	}
 	before = env.Account.Meter().Snapshot()
-	if err := ix.Delete(ctx, "Sales", "000152"); err != nil {
+	if _, err := ix.DeleteIfExists(ctx, "Sales", "000152"); err != nil {
 		return err
 	}
 	env.Say("Don leaves: Delete reads his entity, then removes it and its 3 copies in one transaction (%v)", env.Account.Meter().Snapshot().Sub(before))
@@ -195,8 +195,8 @@ func runInterIndex(ctx context.Context, env *demo.Env) error {
 	})
 
 	ix, err := index.NewInter(emp, []index.InterIndex[siEmployee]{
-		{Name: "email", Key: func(e siEmployee) string { return e.Email }, Table: copies.Client()},
-		{Name: "anyemail", Key: func(e siEmployee) string { return e.Email }, Table: copies.Client(), Global: true, Properties: []string{"FirstName", "LastName", "Email"}},
+		{Name: "email", Key: func(e siEmployee) string { return e.Email }, Table: copies},
+		{Name: "anyemail", Key: func(e siEmployee) string { return e.Email }, Table: copies, Global: true, Properties: []string{"FirstName", "LastName", "Email"}},
 	}, &index.InterOptions{Queue: client, Delay: 10 * time.Second})
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func runInterIndex(ctx context.Context, env *demo.Env) error {
 
 	before := env.Account.Meter().Snapshot()
 	for _, e := range siStaff() {
-		if err := ix.Put(ctx, e); err != nil {
+		if _, err := ix.Upsert(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -242,7 +242,7 @@ func runInterIndex(ctx context.Context, env *demo.Env) error {
 	env.Say("emails starting with \"a\" across all departments, from the global index: %s", s)
 
 	jon.Email = "jon.jones@contoso.com"
-	if err := ix.Put(ctx, jon); err != nil {
+	if _, err := ix.Upsert(ctx, jon); err != nil {
 		return err
 	}
 	if err := siWaitCaughtUp(ctx, ix, []siEmployee{jon}); err != nil {
