@@ -1,9 +1,0 @@
-package sections_test
-
-import (
-	"testing"
-
-	"github.com/tablekit/tablekit/internal/testenv"
-)
-
-func TestMain(m *testing.M) { testenv.Main(m) }
