@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/jsonw"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -185,9 +186,9 @@ func (p *typePlan) keys(v reflect.Value) (pk, rk string) {
 
 func appendKeys(dst []byte, pk, rk string) []byte {
 	dst = append(dst, `{"PartitionKey":`...)
-	dst = appendJSONString(dst, pk)
+	dst = jsonw.AppendString(dst, pk)
 	dst = append(dst, `,"RowKey":`...)
-	return appendJSONString(dst, rk)
+	return jsonw.AppendString(dst, rk)
 }
 
 func fieldByPath(v reflect.Value, path []int) reflect.Value {
@@ -518,12 +519,12 @@ func (ev *edmValue) appendText(dst []byte) []byte {
 // where the JSON kind does not imply its type.
 func appendEdmValue(dst []byte, name string, ev *edmValue) []byte {
 	dst = append(dst, ',')
-	dst = appendJSONString(dst, name)
+	dst = jsonw.AppendString(dst, name)
 	dst = append(dst, ':')
 	switch ev.token() {
 	case tokString:
 		if ev.edm == EdmString {
-			return appendJSONString(dst, ev.str)
+			return jsonw.AppendString(dst, ev.str)
 		}
 		dst = append(dst, '"')
 		dst = ev.appendText(dst)
@@ -595,58 +596,6 @@ func appendPadded(dst []byte, v, width int) []byte {
 		v /= 10
 	}
 	return append(dst, buf[:width]...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. s must be valid UTF-8
-// (callers check; invalid bytes are replaced by U+FFFD as encoding/json does).
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // utf16Len is the length of s in UTF-16 code units, which is how the service

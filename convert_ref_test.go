@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
 // (frozen) encodeStruct appends the OData JSON of the struct v to dst.
@@ -133,7 +134,7 @@ func (s *encodeState) refAppendValue(dst []byte, fp *fieldPlan, v any) ([]byte, 
 func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v any) ([]byte, error) {
 	mark := len(dst)
 	dst = append(dst, ',')
-	dst = appendJSONString(dst, name)
+	dst = jsonw.AppendString(dst, name)
 	dst = append(dst, ':')
 	var valueSize int
 	switch edm {
@@ -150,7 +151,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 			return dst[:mark], s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
 		}
 		valueSize = 4 + 2*n
-		dst = appendJSONString(dst, str)
+		dst = jsonw.AppendString(dst, str)
 	case EdmBinary:
 		b, ok := v.([]byte)
 		if !ok {

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
 // ErrDecrypt is matched (with [errors.Is]) by read errors for encrypted
@@ -395,7 +397,7 @@ func (s *encodeState) appendEncrypted(dst []byte, name string, edm EdmType, v an
 		return dst, s.fail(name, "<= 64 KiB per property (after encryption, which adds "+fmt.Sprint(len(sealed)-len(pt)+1)+" bytes)", len(sealed), "encrypted value too large", ErrTooLarge)
 	}
 	dst = append(dst, ',')
-	dst = appendJSONString(dst, name)
+	dst = jsonw.AppendString(dst, name)
 	dst = append(dst, `:"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, sealed)
 	dst = append(dst, `","`...)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
 // FormatVersion is the version of the export format this package writes
@@ -80,9 +81,9 @@ func AppendEntity(dst []byte, e *tablekit.Entity) ([]byte, error) {
 		return dst, fmt.Errorf("transfer: entity %q/%q: keys must be valid UTF-8: %w", e.PartitionKey, e.RowKey, tablekit.ErrInvalidKey)
 	}
 	dst = append(dst, `{"PartitionKey":`...)
-	dst = appendString(dst, e.PartitionKey)
+	dst = jsonw.AppendString(dst, e.PartitionKey)
 	dst = append(dst, `,"RowKey":`...)
-	dst = appendString(dst, e.RowKey)
+	dst = jsonw.AppendString(dst, e.RowKey)
 	if !e.Timestamp.IsZero() {
 		dst = append(dst, `,"Timestamp":"`...)
 		dst = appendDateTime(dst, e.Timestamp)
@@ -103,7 +104,7 @@ func AppendEntity(dst []byte, e *tablekit.Entity) ([]byte, error) {
 		if !utf8.ValidString(n) {
 			return dst, fmt.Errorf("transfer: entity %q/%q: property name %q is not valid UTF-8: %w", e.PartitionKey, e.RowKey, n, tablekit.ErrInvalidInput)
 		}
-		dst = appendString(dst, n)
+		dst = jsonw.AppendString(dst, n)
 		dst = append(dst, `:["`...)
 		var err error
 		dst, err = appendValue(dst, e.Properties[n])
@@ -123,7 +124,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 			return dst, fmt.Errorf("string is not valid UTF-8: %w", tablekit.ErrInvalidInput)
 		}
 		dst = append(dst, `Edm.String",`...)
-		return appendString(dst, x), nil
+		return jsonw.AppendString(dst, x), nil
 	case int32:
 		dst = append(dst, `Edm.Int32",`...)
 		return strconv.AppendInt(dst, int64(x), 10), nil
@@ -188,49 +189,6 @@ func appendDateTime(dst []byte, t time.Time) []byte {
 	}
 	dst = append(dst, buf[:]...)
 	return append(dst, 'Z')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s (valid UTF-8) as a JSON string, escaping '"',
-// '\\', control characters and U+2028/U+2029.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			start = i + size
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // lineJSON is any line of an export: the header and trailer have the
