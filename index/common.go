@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -128,26 +129,8 @@ func checkName(op, entity, field, name string) error {
 	return nil
 }
 
-// withOp names op, the exported operation that failed, in err's
-// *tablekit.ValidationError or *tablekit.DecodeError when that names no
-// operation yet, or only a conversion (EncodeEntity, Decode, Table.ToEntity,
-// Table.FromEntity) made on the
-// caller's behalf. tablekit makes these errors fresh for each call, so
-// naming the operation in them is safe.
-func withOp(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) && (ve.Op == "" || ve.Op == "EncodeEntity" || ve.Op == "Decode" || ve.Op == "Table.ToEntity" || ve.Op == "Table.FromEntity") {
-		ve.Op = op
-	}
-	var de *tablekit.DecodeError
-	if errors.As(err, &de) && (de.Op == "" || de.Op == "Decode" || de.Op == "Table.FromEntity") {
-		de.Op = op
-	}
-	return err
-}
+// withOp names op in err's tablekit error (see opname.Set).
+func withOp(op string, err error) error { return opname.Set(op, err) }
 
 // defaultRetry is the default Retry of every option of the package:
 // tablekit.DefaultConflictRetry's 30 attempts and 10 ms first back-off,

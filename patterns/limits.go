@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/opname"
 )
 
 // This file holds what several patterns share: the storage service's size
@@ -168,24 +169,5 @@ func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 	return ctx.Err()
 }
 
-// withOp names op, the exported operation that failed, in err's
-// *tablekit.ValidationError or *tablekit.DecodeError when that names no
-// operation yet, or names only a conversion (EncodeEntity, Decode,
-// Table.ToEntity, Table.FromEntity) the
-// pattern made on the caller's behalf, so that every refusal says who
-// refused. Errors are made fresh for each call (tablekit copies its cached
-// ones), so naming the operation in them is safe.
-func withOp(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) && (ve.Op == "" || ve.Op == "EncodeEntity" || ve.Op == "Decode" || ve.Op == "Table.ToEntity" || ve.Op == "Table.FromEntity") {
-		ve.Op = op
-	}
-	var de *tablekit.DecodeError
-	if errors.As(err, &de) && (de.Op == "" || de.Op == "Decode" || de.Op == "Table.FromEntity") {
-		de.Op = op
-	}
-	return err
-}
+// withOp names op in err's tablekit error (see opname.Set).
+func withOp(op string, err error) error { return opname.Set(op, err) }
