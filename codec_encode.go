@@ -600,19 +600,7 @@ func appendPadded(dst []byte, v, width int) []byte {
 
 // utf16Len is the length of s in UTF-16 code units, which is how the service
 // measures strings.
-func utf16Len(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x80 || c >= 0xC0 { // count lead bytes and ASCII
-			n++
-			if c >= 0xF0 { // 4-byte sequence: a surrogate pair
-				n++
-			}
-		}
-	}
-	return n
-}
+func utf16Len(s string) int { return keys.KeySize(s) / 2 }
 
 // encodeEntity appends the OData JSON of a property-bag entity to dst.
 func encodeEntity(dst []byte, e *Entity, s *encodeState) ([]byte, error) {

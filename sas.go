@@ -529,39 +529,40 @@ func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (_ *Table[T], er
 // [Account.QueueSASURL]), for a client that holds no account key. It checks
 // the URL and that the token has not expired; it does not contact the
 // service.
-func OpenQueueSAS(sasURL string, opts *SASClientOptions) (_ *azqueue.QueueClient, err error) {
-	defer func() { err = withOp("OpenQueueSAS", err) }()
-	p, err := parseSASURL("queue", sasURL)
-	if err != nil {
-		return nil, err
-	}
-	if err := ValidateQueueName(p.resource); err != nil {
-		return nil, err
-	}
-	var q *azqueue.QueueClient
-	err = sasAccount(p, opts, func(a *Account, _, queue, _ azcore.ClientOptions) (err error) {
-		q, err = azqueue.NewQueueClientWithNoCredential(p.endpoint+"/"+p.resource+"?"+p.token, &azqueue.ClientOptions{ClientOptions: queue})
-		return err
-	})
-	return q, err
+func OpenQueueSAS(sasURL string, opts *SASClientOptions) (*azqueue.QueueClient, error) {
+	return openSAS("OpenQueueSAS", "queue", sasURL, opts, ValidateQueueName,
+		func(url string, _, queue, _ azcore.ClientOptions) (*azqueue.QueueClient, error) {
+			return azqueue.NewQueueClientWithNoCredential(url, &azqueue.ClientOptions{ClientOptions: queue})
+		})
 }
 
 // OpenContainerSAS returns a client for the blob container a SAS URL names
 // (as made by [Account.ContainerSASURL]), for a client that holds no
 // account key. It checks the URL and that the token has not expired; it
 // does not contact the service.
-func OpenContainerSAS(sasURL string, opts *SASClientOptions) (_ *container.Client, err error) {
-	defer func() { err = withOp("OpenContainerSAS", err) }()
-	p, err := parseSASURL("container", sasURL)
+func OpenContainerSAS(sasURL string, opts *SASClientOptions) (*container.Client, error) {
+	return openSAS("OpenContainerSAS", "container", sasURL, opts, ValidateContainerName,
+		func(url string, _, _, blob azcore.ClientOptions) (*container.Client, error) {
+			return container.NewClientWithNoCredential(url, &container.ClientOptions{ClientOptions: blob})
+		})
+}
+
+// openSAS checks a queue or container SAS URL (kind) and makes its client
+// with mk, given the resource's URL with its token and the options of each
+// service's client.
+func openSAS[C any](op, kind, sasURL string, opts *SASClientOptions, validate func(string) error,
+	mk func(url string, table, queue, blob azcore.ClientOptions) (C, error)) (_ C, err error) {
+	defer func() { err = withOp(op, err) }()
+	var c C
+	p, err := parseSASURL(kind, sasURL)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
-	if err := ValidateContainerName(p.resource); err != nil {
-		return nil, err
+	if err := validate(p.resource); err != nil {
+		return c, err
 	}
-	var c *container.Client
-	err = sasAccount(p, opts, func(a *Account, _, _, blob azcore.ClientOptions) (err error) {
-		c, err = container.NewClientWithNoCredential(p.endpoint+"/"+p.resource+"?"+p.token, &container.ClientOptions{ClientOptions: blob})
+	err = sasAccount(p, opts, func(_ *Account, table, queue, blob azcore.ClientOptions) (err error) {
+		c, err = mk(p.endpoint+"/"+p.resource+"?"+p.token, table, queue, blob)
 		return err
 	})
 	return c, err

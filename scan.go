@@ -32,13 +32,8 @@ const (
 
 // String returns the policy's name, e.g. "LogTableScans".
 func (p TableScanPolicy) String() string {
-	switch p {
-	case LogTableScans:
-		return "LogTableScans"
-	case AllowTableScans:
-		return "AllowTableScans"
-	case RefuseTableScans:
-		return "RefuseTableScans"
+	if names := [...]string{LogTableScans: "LogTableScans", AllowTableScans: "AllowTableScans", RefuseTableScans: "RefuseTableScans"}; int(p) < len(names) {
+		return names[p]
 	}
 	return fmt.Sprintf("TableScanPolicy(%d)", uint8(p))
 }

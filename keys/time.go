@@ -55,8 +55,13 @@ func TicksToTime(ticks int64) (time.Time, error) {
 // ({0:D19} of DateTime.Ticks): ascending order. The Unix epoch is
 // "0621355968000000000".
 func Ticks(t time.Time) (string, error) {
+	return tickString(AppendTicks, t)
+}
+
+// tickString returns what appendTicks appends for t, as a string.
+func tickString(appendTicks func([]byte, time.Time) ([]byte, error), t time.Time) (string, error) {
 	var b [TicksWidth]byte
-	out, err := AppendTicks(b[:0], t)
+	out, err := appendTicks(b[:0], t)
 	if err != nil {
 		return "", err
 	}
@@ -86,12 +91,7 @@ func ParseTicks(s string) (time.Time, error) {
 // later times sort first: 0001-01-01 is "3155378975999999999",
 // 9999-12-31T23:59:59.9999999 is "0000000000000000000".
 func InvertedTicks(t time.Time) (string, error) {
-	var b [TicksWidth]byte
-	out, err := AppendInvertedTicks(b[:0], t)
-	if err != nil {
-		return "", err
-	}
-	return string(out), nil
+	return tickString(AppendInvertedTicks, t)
 }
 
 // AppendInvertedTicks appends InvertedTicks(t) to dst. On error, dst is

@@ -31,13 +31,8 @@ const (
 
 // String returns "insert", "merge" or "replace".
 func (m Mode) String() string {
-	switch m {
-	case Insert:
-		return "insert"
-	case UpsertMerge:
-		return "merge"
-	case UpsertReplace:
-		return "replace"
+	if names := [...]string{Insert: "insert", UpsertMerge: "merge", UpsertReplace: "replace"}; int(m) < len(names) {
+		return names[m]
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,11 +24,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		pf   progressFlags
 		out  string
 	)
-	src.register(fs, "", "source")
-	sc.register(fs)
-	scan.register(fs, "4 x concurrency")
-	cp.register(fs, "OUT.checkpoint when --out is a file")
-	pf.register(fs)
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency", "OUT.checkpoint when --out is a file")
 	fs.StringVar(&out, "out", "-", "the export file; - for stdout")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -226,12 +223,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		mode     string
 		create   bool
 	)
-	src.register(fs, "", "source")
 	dst.register(fs, "to-", "destination")
-	sc.register(fs)
-	scan.register(fs, "4 x concurrency")
-	cp.register(fs, "tablekit-copy-TABLE-TOTABLE.checkpoint")
-	pf.register(fs)
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency", "tablekit-copy-TABLE-TOTABLE.checkpoint")
 	fs.StringVar(&mode, "mode", "replace", "insert (existing entities fail), merge or replace")
 	fs.BoolVar(&create, "create", false, "create the destination table if it does not exist")
 	if err := parse(fs, args); err != nil {
@@ -300,11 +293,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		budget       time.Duration
 		transactions int
 	)
-	src.register(fs, "", "")
-	sc.register(fs)
-	scan.register(fs, "none: one listing range, the least listing cost; the deletes run in parallel")
-	cp.register(fs, "tablekit-purge-TABLE.checkpoint")
-	pf.register(fs)
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "none: one listing range, the least listing cost; the deletes run in parallel", "tablekit-purge-TABLE.checkpoint")
 	fs.BoolVar(&all, "all", false, "purge the whole table (required when no scope is given)")
 	fs.BoolVar(&dry, "dry-run", false, "delete nothing: count the entities and show the cost in transactions")
 	fs.BoolVar(&anyETag, "any-etag", false, "delete entities even if they changed since they were listed")
@@ -385,11 +374,7 @@ func runCount(ctx context.Context, e *env, args []string) error {
 		cp   checkpointFlags
 		pf   progressFlags
 	)
-	src.register(fs, "", "")
-	sc.register(fs)
-	scan.register(fs, "4 x concurrency")
-	cp.register(fs, "tablekit-count-TABLE.checkpoint")
-	pf.register(fs)
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "4 x concurrency", "tablekit-count-TABLE.checkpoint")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -419,4 +404,16 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "entities: %d\npartitions: %d\nranges: %d\ncost: %d transactions (%d listing requests, %d of them key probes)\n",
 		res.Entities, res.Partitions, res.Ranges, res.Transactions, res.Pages, res.Probes)
 	return nil
+}
+
+// registerScoped registers the flags of a command that reads a scope of a
+// table: the table (its role in the help text, e.g. "source"), the scope,
+// the key-range scan (scanDefault: the help text of its default), the
+// checkpoint (cpDefault: the default file) and progress.
+func registerScoped(fs *flag.FlagSet, src *tableFlags, sc *scopeFlags, scan *scanFlags, cp *checkpointFlags, pf *progressFlags, role, scanDefault, cpDefault string) {
+	src.register(fs, "", role)
+	sc.register(fs)
+	scan.register(fs, scanDefault)
+	cp.register(fs, cpDefault)
+	pf.register(fs)
 }

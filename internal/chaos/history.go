@@ -33,13 +33,8 @@ const (
 
 // String returns "ok", "failed" or "unknown".
 func (o Outcome) String() string {
-	switch o {
-	case OK:
-		return "ok"
-	case Failed:
-		return "failed"
-	case Unknown:
-		return "unknown"
+	if names := [...]string{OK: "ok", Failed: "failed", Unknown: "unknown"}; o > 0 && int(o) < len(names) {
+		return names[o]
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }

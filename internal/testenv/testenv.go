@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
@@ -261,18 +260,11 @@ func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
 	t.Helper()
 	name := TableName(t)
 	client := acct.Table(name)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := client.CreateTable(ctx, nil); err != nil {
-		t.Fatalf("testenv: create table %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		if _, err := client.Delete(ctx, nil); err != nil && !errors.Is(tablekit.WrapError("DeleteTable", err), tablekit.ErrNotFound) {
-			t.Errorf("testenv: delete table %s: %v", name, err)
-		}
-	})
+	create(t, "table "+name, func(ctx context.Context) error { _, err := client.CreateTable(ctx, nil); return err },
+		func(ctx context.Context) error {
+			_, err := client.Delete(ctx, nil)
+			return tablekit.WrapError("DeleteTable", err)
+		})
 	return client
 }
 
@@ -281,18 +273,11 @@ func NewQueue(t testing.TB, acct *tablekit.Account) *azqueue.QueueClient {
 	t.Helper()
 	name := QueueName(t)
 	client := acct.Queue(name)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := client.Create(ctx, nil); err != nil {
-		t.Fatalf("testenv: create queue %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		if _, err := client.Delete(ctx, nil); err != nil && !errors.Is(tablekit.WrapError("DeleteQueue", err), tablekit.ErrNotFound) {
-			t.Errorf("testenv: delete queue %s: %v", name, err)
-		}
-	})
+	create(t, "queue "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
+		func(ctx context.Context) error {
+			_, err := client.Delete(ctx, nil)
+			return tablekit.WrapError("DeleteQueue", err)
+		})
 	return client
 }
 
@@ -302,17 +287,28 @@ func NewContainer(t testing.TB, acct *tablekit.Account) *container.Client {
 	t.Helper()
 	name := ContainerName(t)
 	client := acct.Container(name)
+	create(t, "container "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
+		func(ctx context.Context) error {
+			_, err := client.Delete(ctx, nil)
+			return tablekit.WrapError("DeleteContainer", err)
+		})
+	return client
+}
+
+// create runs mk for t's resource (what names it in messages), failing t
+// if it fails, and runs del when t ends; a resource already gone is fine.
+func create(t testing.TB, what string, mk, del func(ctx context.Context) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if _, err := client.Create(ctx, nil); err != nil {
-		t.Fatalf("testenv: create container %s: %v", name, err)
+	if err := mk(ctx); err != nil {
+		t.Fatalf("testenv: create %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
-		if _, err := client.Delete(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			t.Errorf("testenv: delete container %s: %v", name, err)
+		if err := del(ctx); err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+			t.Errorf("testenv: delete %s: %v", what, err)
 		}
 	})
-	return client
 }
