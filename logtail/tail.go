@@ -319,12 +319,15 @@ func (l *Log[T]) appendAt(ctx context.Context, op, pk string, at time.Time, v T)
 // here only one call can have.) A plain "already exists", with no try that
 // may have been applied, is another entity's key and stays an error.
 func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
-	if !errors.Is(err, tablekit.ErrOutcomeUnknown) || ctx.Err() != nil {
+	if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
 		return false
 	}
 	var se *tablekit.ServiceError
 	if errors.As(err, &se) && se.Code == "EntityAlreadyExists" {
-		return true
+		return true // settled by the answer, even when ctx ended since
+	}
+	if ctx.Err() != nil {
+		return false
 	}
 	// No answer, a 5xx, or a throttled retry after a try whose answer was
 	// lost: look.

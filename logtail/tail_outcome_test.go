@@ -128,3 +128,70 @@ func TestAppendLostThenThrottled(t *testing.T) {
 		t.Fatalf("stored %+v, Append returned %+v", es[0], got)
 	}
 }
+
+// loseFirstInsert lets the first Insert Entity try reach the service and
+// loses its answer; later tries pass.
+type loseFirstInsert struct{ tries atomic.Int32 }
+
+func (p *loseFirstInsert) Do(req *policy.Request) (*http.Response, error) {
+	r := req.Raw()
+	if r.Method != http.MethodPost || strings.Contains(r.URL.Path, "$batch") || strings.HasSuffix(r.URL.Path, "/Tables") {
+		return req.Next()
+	}
+	resp, err := req.Next()
+	if p.tries.Add(1) == 1 && err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer (test: answer lost)")
+	}
+	return resp, err
+}
+
+// cancelAfterConflict ends the call's context once the call (all its
+// tries) has its answer, when that answer is 409: the moment a caller's
+// deadline strikes just after the SDK's retry met the entity.
+type cancelAfterConflict struct{ cancel context.CancelFunc }
+
+func (p *cancelAfterConflict) Do(req *policy.Request) (*http.Response, error) {
+	resp, err := req.Next()
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		p.cancel()
+	}
+	return resp, err
+}
+
+// TestAppendLostAnswerContextEnds: the retry of an Append whose first try
+// was applied meets its own entry, and the caller's context ends just
+// after that answer came. The conflict on the call's own key settles it:
+// Append succeeds. (Before, Append gave up settling once ctx had ended
+// and returned the conflict, as an unknown outcome, for an entry it had
+// stored; the chaos suite found it when a writer's deadline struck at that
+// moment.)
+func TestAppendLostAnswerContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lose := &loseFirstInsert{}
+	acct := testenv.Account(t, &tablekit.Options{
+		PerCallPolicies:  []policy.Policy{&cancelAfterConflict{cancel: cancel}},
+		PerRetryPolicies: []policy.Policy{lose},
+		Retry:            chaos.FastRetry(),
+	})
+	l, _ := newLog(t, acct, nil)
+	got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
+	if n := lose.tries.Load(); n != 2 {
+		t.Fatalf("%d insert tries, want 2 (the lost one and the retry)", n)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the context did not end")
+	}
+	if err != nil {
+		t.Fatalf("Append: %v; the entry is stored under the call's own key", err)
+	}
+	es, lerr := l.Latest(context.Background(), "p", 10, nil)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(es) != 1 || es[0].RowKey != got.RowKey {
+		t.Fatalf("stored %+v, Append returned %+v", es, got)
+	}
+}
