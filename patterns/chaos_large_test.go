@@ -23,26 +23,33 @@ import (
 )
 
 // The large entities chaos suite: concurrent writers, each with its own
-// Account and Large (as separate processes would have), Upsert and DeleteIfExists a
-// few large entities while readers (with their own Accounts and Larges)
-// Get and Query them, with faults injected into table AND blob requests.
+// Account and Large (as separate processes would have), write a few large
+// entities with every verb (Upsert, Insert, Update with the ETag of their
+// own Get or azcore.ETagAny, Modify, Delete with an ETag, DeleteIfExists)
+// while readers (with their own Accounts and Larges) Get and Query them,
+// with faults injected into table AND blob requests.
 //
-// Keys k0 and k1 are stored before the run and never deleted: only Upsert
-// replaces them. Keys c0 and c1 start absent and are upserted and deleted. Every
-// value an Upsert writes is self-identifying (Ver is the write's id, and its
-// Body and Data are derived from it and recorded before the Upsert), Body
-// always goes to a blob and Data does when it is over 1 KiB, so a value
-// has one or two blobs and a replacement changes their number.
+// Keys k0 and k1 are stored before the run and never deleted: Upsert,
+// Update and Modify replace them. Keys c0 and c1 start absent and are
+// written and deleted. Key n0 is a counter: only Modify writes it, adding
+// one to N. Every value a write stores is self-identifying (Ver is the
+// write's id, and its Body and Data are derived from it and recorded
+// before the write), Body always goes to a blob and Data does when it is
+// over 1 KiB, so a value has one or two blobs and a replacement changes
+// their number.
 //
 // Invariants:
 //   - no read (Get, or an entity of a Query) ever fails, and none reports
-//     k0 or k1 missing: they exist throughout every read;
+//     k0, k1 or n0 missing: they exist throughout every read;
 //   - every value read is exactly the complete value recorded under its
-//     Ver, written by an Upsert that did not fail, and not older than a write
-//     acknowledged before the read started; a read of c0 or c1 that finds
-//     nothing comes after a DeleteIfExists that may have removed every Upsert
+//     Ver, written by a write that did not fail, and not older than a
+//     write acknowledged before the read started; a read of c0 or c1 that
+//     finds nothing comes after a delete that may have removed every write
 //     acknowledged before it (the same holds for the final state, and for
 //     a DeleteIfExists that reports the entity absent);
+//   - n0's final N is at least the number of acknowledged Modifies of it,
+//     and at most that plus the ones whose outcome is unknown: no
+//     increment is lost to a concurrent one;
 //   - at the end no stored entity references a missing blob (before and
 //     after Sweep), and after Sweep (no faults, no grace) every blob is
 //     referenced by a stored entity.
@@ -51,7 +58,8 @@ func TestChaosLarge(t *testing.T) {
 		partitionK = "large"
 		readers    = 2
 	)
-	keepKeys := []string{"k0", "k1"}
+	const counterKey = "n0"
+	keepKeys := []string{"k0", "k1", counterKey}
 	churnKeys := []string{"c0", "c1"}
 	allKeys := slices.Concat(keepKeys, churnKeys)
 	chaos.Run(t, func(t *testing.T, seed int64) {
@@ -157,7 +165,9 @@ func TestChaosLarge(t *testing.T) {
 			}
 			for n := range perWriter {
 				key := allKeys[w.Rand.IntN(len(allKeys))]
-				if slices.Contains(churnKeys, key) && w.Rand.IntN(3) == 0 {
+				churn := slices.Contains(churnKeys, key)
+				pick := w.Rand.IntN(10)
+				if churn && pick < 3 {
 					lw := &largeWrite{Kind: "DeleteIfExists", Key: key}
 					w.Do(ctx, "DeleteIfExists", key, lw, func(ctx context.Context) (any, error) {
 						existed, err := large.DeleteIfExists(ctx, partitionK, key)
@@ -166,13 +176,70 @@ func TestChaosLarge(t *testing.T) {
 					})
 					continue
 				}
+				// Update and Delete use the ETag of the writer's own Get
+				// (a read like the readers'), or any version when the Get
+				// failed.
+				readETag := func() (etag azcore.ETag, found bool) {
+					start := time.Now()
+					d, err := large.Get(ctx, partitionK, key, nil)
+					rd := largeRead{who: fmt.Sprintf("writer %d Get", w.Index), key: key, start: start, end: time.Now(), present: err == nil, doc: d, err: err}
+					if errors.Is(err, tablekit.ErrNotFound) && churn {
+						rd.err = nil
+					}
+					rec.read(rd)
+					if err != nil {
+						return azcore.ETagAny, !errors.Is(err, tablekit.ErrNotFound)
+					}
+					return d.ETag, true
+				}
+				if churn && pick == 3 {
+					if etag, found := readETag(); found {
+						lw := &largeWrite{Kind: "Delete", Key: key}
+						w.Do(ctx, "Delete", key, lw, func(ctx context.Context) (any, error) {
+							return nil, large.Delete(ctx, partitionK, key, etag)
+						})
+						continue
+					}
+				}
 				id := fmt.Sprintf("w%02d.%03d", w.Index, n)
 				d := newLargeDoc(partitionK, key, id, 600+w.Rand.IntN(2400), 200+w.Rand.IntN(3800))
-				lw := &largeWrite{Kind: "Upsert", Key: key, ID: id}
+				kind := "Upsert"
+				switch {
+				case key == counterKey || pick == 7:
+					kind = "Modify"
+				case churn && pick == 4:
+					kind = "Insert"
+				case pick == 5 || pick == 6:
+					kind = "Update"
+				}
+				lw := &largeWrite{Kind: kind, Key: key, ID: id}
 				rec.add(lw, d)
-				w.Do(ctx, "Upsert", key, lw, func(ctx context.Context) (any, error) {
-					etag, err := large.Upsert(ctx, d)
-					lw.ETag = etag
+				var etag azcore.ETag
+				if kind == "Update" {
+					etag, _ = readETag() // absent: Update must say ErrNotFound
+					if pick == 6 {
+						etag = azcore.ETagAny
+					}
+				}
+				w.Do(ctx, kind, key, lw, func(ctx context.Context) (any, error) {
+					var err error
+					switch kind {
+					case "Upsert":
+						lw.ETag, err = large.Upsert(ctx, d)
+					case "Insert":
+						lw.ETag, err = large.Insert(ctx, d)
+					case "Update":
+						lw.ETag, err = large.Update(ctx, d, etag)
+					case "Modify":
+						var stored largeDoc
+						stored, err = large.Modify(ctx, partitionK, key, func(v *largeDoc) error {
+							n := v.N
+							*v = d
+							v.N = n + 1
+							return nil
+						})
+						lw.ETag = stored.ETag
+					}
 					return nil, err
 				})
 			}
@@ -217,6 +284,7 @@ func TestChaosLarge(t *testing.T) {
 			rec.read(rd)
 		}
 		checkLargeHistory(h, rec, keepKeys, setupEnd, &v)
+		checkLargeCounter(t, nf, base, h, partitionK, counterKey, &v)
 		if h.Len() < 300 && chaos.Full() {
 			v.Addf("only %d operations ran, want at least 300", h.Len())
 		}
@@ -229,7 +297,8 @@ type largeDoc struct {
 	PK   string      `table:",pk"`
 	RK   string      `table:",rk"`
 	ETag azcore.ETag `table:",etag"`
-	Ver  string      `table:"Ver"` // the id of the Upsert that wrote the value
+	Ver  string      `table:"Ver"` // the id of the write that stored the value
+	N    int         `table:"N"`   // a counter that Modify increments (not part of the value's identity)
 	Body string      `table:"Body"`
 	Data []byte      `table:"Data,omitempty"`
 }
@@ -255,12 +324,15 @@ func largeDocString(d largeDoc) string {
 
 // largeWrite is one op of the suite, as recorded in the history.
 type largeWrite struct {
-	Kind    string // "Upsert" or "DeleteIfExists"
+	Kind    string // "Upsert", "Insert", "Update", "Modify", "Delete" or "DeleteIfExists"
 	Key     string
-	ID      string      // an Upsert's
+	ID      string      // a write's (all but the deletes)
 	Existed bool        // what a DeleteIfExists reported
-	ETag    azcore.ETag // what an Upsert returned
+	ETag    azcore.ETag // what a write returned
 }
+
+// writes reports whether w stores a value (it is not a delete).
+func (w *largeWrite) writes() bool { return w.Kind != "Delete" && w.Kind != "DeleteIfExists" }
 
 type largeValue struct {
 	write *largeWrite // nil for the setup's
@@ -316,17 +388,23 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		return ws
 	}()
 	// changed reports whether op certainly changed the stored state: an
-	// acknowledged Upsert, or a DeleteIfExists that removed the entity.
+	// acknowledged write or Delete, or a DeleteIfExists that removed the
+	// entity.
 	changed := func(w *largeWrite) bool {
-		op := ops[w]
-		if w.Kind == "Upsert" {
-			return op.Outcome == chaos.OK
+		if w.Kind == "DeleteIfExists" {
+			return w.Existed
 		}
-		return w.Existed
+		return ops[w].Outcome == chaos.OK
 	}
 	// mayDelete reports whether op may have removed the entity.
 	mayDelete := func(w *largeWrite) bool {
-		return w.Kind == "DeleteIfExists" && (w.Existed || ops[w].Outcome == chaos.Unknown)
+		switch w.Kind {
+		case "DeleteIfExists":
+			return w.Existed || ops[w].Outcome == chaos.Unknown
+		case "Delete":
+			return ops[w].Outcome != chaos.Failed
+		}
+		return false
 	}
 	// newer returns a write on key, other than w, that certainly changed
 	// the state, started after end and ended before t.
@@ -340,12 +418,12 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		return chaos.Op{}, false
 	}
 	// checkAbsent checks that key may be absent during [start, end]: every
-	// Upsert acknowledged before start is followed by a DeleteIfExists that may have
+	// write acknowledged before start is followed by a delete that may have
 	// removed it and may have run before end.
 	checkAbsent := func(what, key string, start, end time.Time) {
 		for _, y := range sorted {
 			yop := ops[y]
-			if y.Key != key || y.Kind != "Upsert" || yop.Outcome != chaos.OK || !yop.End.Before(start) {
+			if y.Key != key || !y.writes() || yop.Outcome != chaos.OK || !yop.End.Before(start) {
 				continue
 			}
 			ok := false
@@ -357,14 +435,14 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 				}
 			}
 			if !ok {
-				v.Addf("%s found %s absent, but %s was acknowledged before and no DeleteIfExists that may have removed it ran in between", what, key, yop)
+				v.Addf("%s found %s absent, but %s was acknowledged before and no delete that may have removed it ran in between", what, key, yop)
 			}
 		}
 	}
-	// Every acknowledged Upsert returned the entity's new ETag, and every
+	// Every acknowledged write returned the entity's new ETag, and every
 	// entity read carries one.
 	for w, op := range ops {
-		if w.Kind == "Upsert" && op.Outcome == chaos.OK && w.ETag == "" {
+		if w.writes() && op.Outcome == chaos.OK && w.ETag == "" {
 			v.Addf("%s was acknowledged without an ETag", op)
 		}
 	}
@@ -389,7 +467,7 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 		val, ok := rec.values[rd.doc.Ver]
 		switch {
 		case !ok:
-			v.Addf("%s of %s returned %s: no Upsert wrote a value with that Ver", rd.who, rd.key, largeDocString(rd.doc))
+			v.Addf("%s of %s returned %s: no write stored a value with that Ver", rd.who, rd.key, largeDocString(rd.doc))
 			continue
 		case !equalLargeDoc(rd.doc, val.doc):
 			v.Addf("%s of %s returned %s, not the complete value %s that Ver names", rd.who, rd.key, largeDocString(rd.doc), largeDocString(val.doc))
@@ -403,28 +481,28 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 			op := ops[val.write]
 			end = op.End
 			if op.Outcome == chaos.Failed {
-				v.Addf("%s of %s returned %s, written by a Failed Upsert: %s", rd.who, rd.key, largeDocString(rd.doc), op)
+				v.Addf("%s of %s returned %s, written by a Failed %s: %s", rd.who, rd.key, largeDocString(rd.doc), val.write.Kind, op)
 			}
 		}
 		if c, ok := newer(rd.key, val.write, end, rd.start); ok {
 			v.Addf("%s of %s returned %s, older than %s, which ended before the read started", rd.who, rd.key, largeDocString(rd.doc), c)
 		}
 	}
-	// A DeleteIfExists that found nothing is a read that found the entity absent;
-	// one that deleted something found it present.
+	// A DeleteIfExists that found nothing is a read that found the entity
+	// absent; a delete that deleted something found it present.
 	for _, w := range sorted {
 		op := ops[w]
-		if w.Kind != "DeleteIfExists" || op.Outcome != chaos.OK {
+		if w.writes() || op.Outcome != chaos.OK {
 			continue
 		}
-		if !w.Existed {
+		if w.Kind == "DeleteIfExists" && !w.Existed {
 			checkAbsent(fmt.Sprintf("%s", op), w.Key, op.Start, op.End)
 			continue
 		}
 		if !slices.ContainsFunc(sorted, func(p *largeWrite) bool {
-			return p.Key == w.Key && p.Kind == "Upsert" && ops[p].Outcome != chaos.Failed && ops[p].Start.Before(op.End)
+			return p.Key == w.Key && p.writes() && ops[p].Outcome != chaos.Failed && ops[p].Start.Before(op.End)
 		}) {
-			v.Addf("%s deleted %s, but no Upsert that did not fail ran before it", op, w.Key)
+			v.Addf("%s deleted %s, but no write that did not fail ran before it", op, w.Key)
 		}
 	}
 }
@@ -468,4 +546,32 @@ func checkLargeBlobs(t *testing.T, ctx context.Context, tbl *tablekit.Table[tabl
 	}
 	t.Logf("%s: %d entities reference %d blobs; %d blobs stored, %d referenced by none", when, len(entities), refs, len(blobs), orphans)
 	return orphans
+}
+
+// checkLargeCounter checks the counter key's final N against the Modifies
+// of it: at least the acknowledged ones, at most those plus the ones whose
+// outcome is unknown.
+func checkLargeCounter(t *testing.T, ctx context.Context, l *patterns.Large[largeDoc], h *chaos.History, pk, key string, v *chaos.Violations) {
+	t.Helper()
+	acked, unknown := 0, 0
+	for _, op := range h.Ops() {
+		if op.Key != key {
+			continue
+		}
+		switch op.Outcome {
+		case chaos.OK:
+			acked++
+		case chaos.Unknown:
+			unknown++
+		}
+	}
+	d, err := l.Get(ctx, pk, key, nil)
+	if err != nil {
+		v.Addf("final Get of the counter %s: %v", key, err)
+		return
+	}
+	t.Logf("counter %s: N %d after %d acknowledged Modifies and %d with unknown outcome", key, d.N, acked, unknown)
+	if d.N < acked || d.N > acked+unknown {
+		v.Addf("counter %s holds %d; %d Modifies were acknowledged and %d have an unknown outcome", key, d.N, acked, unknown)
+	}
 }

@@ -65,7 +65,7 @@
 //
 //	              Get  Insert  Upsert  Update  Modify  Delete  DeleteIfExists
 //	Wide           ✓     ✓       ✓       ✓       ✓       ✓          ✓
-//	Large          ✓     —       ✓       —       —       —          ✓
+//	Large          ✓     ✓       ✓       ✓       ✓       ✓          ✓
 //	Series         ✓     —       —       —       ✓       —          —
 //	Mixed          ✓     ✓       ✓       ✓       —       ✓          ✓
 //	PeriodTables   —     ✓       ✓       —       —       —          —

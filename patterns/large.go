@@ -10,19 +10,14 @@ import (
 	"io"
 	"iter"
 	"maps"
-	"net/http"
 	"reflect"
 	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
@@ -55,21 +50,21 @@ type LargeOptions struct {
 	// Concurrency is how many blobs are read or written at once (default 8).
 	Concurrency int
 	// Grace is how long a blob may exist without an entity referencing it
-	// before Sweep removes it (default DefaultLargeGrace, one hour). Upsert
-	// relies on it: it writes its entity within Grace/2, by Clock, of
+	// before Sweep removes it (default DefaultLargeGrace, one hour). Every
+	// write relies on it: it writes its entity within Grace/2, by Clock, of
 	// starting to write the entity's blobs, or gives up (see Upsert). Every
 	// Large writing a table, and every Sweep of it, must use the same
 	// Grace (or Sweep a longer one), and the clocks of the machines
 	// running them and the service's must not drift apart by Grace/2.
 	Grace time.Duration
-	// Clock tells the time for Upsert's deadline and Sweep's ages (nil means
+	// Clock tells the time for the writes' deadline and Sweep's ages (nil means
 	// time.Now).
 	Clock tablekit.Clock
-	// Retry says how often Upsert and DeleteIfExists start again when the
-	// entity changed between reading its references and writing it, and
-	// how often a read re-reads an entity whose blob a concurrent Upsert
-	// or DeleteIfExists just removed. The zero value means
-	// tablekit.DefaultConflictRetry.
+	// Retry says how often Upsert, Modify, Update and Delete with
+	// azcore.ETagAny, and DeleteIfExists start again when the entity
+	// changed between reading its references and writing it, and how
+	// often a read re-reads an entity whose blob a concurrent write just
+	// removed. The zero value means tablekit.DefaultConflictRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -101,26 +96,28 @@ type BlobRef struct {
 // fetching several blobs concurrently.
 //
 // Writes keep one invariant: an entity never references a blob that does
-// not exist. Upsert writes the new blobs (under new, unique names) first,
-// then the entity, and only then deletes the blobs of the version it
-// replaced; DeleteIfExists deletes the entity first, then its blobs. A
-// crash in between can only leave blobs no entity references, which Sweep
-// removes once they are older than the grace period (LargeOptions.Grace);
-// Upsert writes its entity within half of it or not at all, so Sweep never
+// not exist. A write (Insert, Upsert, Update, Modify) stores the new
+// blobs (under new, unique names) first, then the entity, and only then
+// deletes the blobs of the version it replaced; a delete (Delete,
+// DeleteIfExists) deletes the entity first, then its blobs. A crash in
+// between can only leave blobs no entity references, which Sweep removes
+// once they are older than the grace period (LargeOptions.Grace); a write
+// stores its entity within half of it or not at all, so Sweep never
 // removes a blob an entity references or is about to reference.
 //
 // Reads never report a present entity as missing: a Get or Query that
-// finds a blob gone (a concurrent Upsert replaced the entity, or
-// DeleteIfExists removed it) reads the entity again and restores the
-// version it finds, and reports tablekit.ErrNotFound only when the entity
-// is gone. Get fills T's etag field with the entity's ETag, and Upsert
-// returns the new one.
+// finds a blob gone (a concurrent write replaced the entity, or a delete
+// removed it) reads the entity again and restores the version it finds,
+// and reports tablekit.ErrNotFound only when the entity is gone. Get
+// fills T's etag field with the entity's ETag, and every write returns
+// the new one.
 //
-// The verbs are Get, Upsert and DeleteIfExists. There is no Insert,
-// Update or Delete with an ETag: every write must know the references of
-// the version it replaces (to delete its blobs afterwards), and the
-// protocol that keeps blobs and references consistent when an answer is
-// lost is built, and tested under faults, for these writes.
+// The verbs are tablekit.Table's: Get, Insert, Upsert, Update (with an
+// ETag), Modify (read-modify-write by a function), Delete (with an ETag)
+// and DeleteIfExists. Every write but Insert first reads the references
+// of the version it replaces (one point query: it deletes that version's
+// blobs afterwards) and is conditional on that version, so Update and
+// Delete check the caller's ETag before writing any blob.
 //
 // T is [tablekit.Entity] or a struct as for [tablekit.Table]. The string
 // and []byte fields of a struct can move to blobs (fields with the json or
@@ -482,313 +479,6 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 	return nil, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: l.refProp, Detail: "not a blob reference written by patterns.Large"}
 }
 
-// Upsert stores v, inserting its entity or replacing whatever version is
-// stored, and returns the entity's new ETag. It reads the references of
-// the entity it replaces, writes the blobs of v's large properties
-// (concurrently), then the entity, conditional on the version whose
-// references it read, then deletes the blobs of that version. When another
-// writer changed the entity in between, Upsert reads its references again
-// and writes again (LargeOptions.Retry; the blobs stay), so the blobs it
-// deletes are exactly those of the version it replaced and concurrent
-// Upserts leave no blob behind. If the entity write fails, the new blobs
-// are deleted when the failure is certain (the service refused the write)
-// and left for Sweep otherwise (the write may have happened). When the
-// entity write's answer was lost (tablekit.ErrOutcomeUnknown), Upsert
-// reads the entity's references: if they are exactly its new blobs (whose
-// names are random and its own), the write was applied and Upsert
-// succeeds; otherwise it returns the error matching
-// tablekit.ErrOutcomeUnknown and leaves its blobs for Sweep, since the
-// write may have been applied and replaced. An insert (the entity did not
-// exist) is sent without the SDK's retries, since a retry whose first try
-// was applied would bring back an entity a concurrent delete removed in
-// between, referencing the blobs that delete removed; when such an insert
-// may have been applied and the entity is absent, Upsert writes again with
-// new blobs, so it may take effect twice around that delete, as a retried
-// insert does. Deleting the replaced blobs is best effort too: any left
-// behind are unreferenced, and Sweep removes them.
-//
-// Upsert sends its entity write within half the grace period
-// (LargeOptions.Grace, by the Clock) of starting to write the blobs, and
-// bounds it by that deadline, so that Sweep cannot have removed a blob the
-// entity references. When the blobs took longer, Upsert writes no entity,
-// deletes its new blobs and fails with an error matching
-// context.DeadlineExceeded.
-//
-// Cost: one point query (the references), one blob write per large
-// property, one entity write (insert or replace), one blob delete per blob
-// of the version replaced; a conflict costs one more point query and
-// entity write.
-func (l *Large[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Large.Upsert"
-	e, err := l.toEntity(v)
-	if err != nil {
-		return "", withOp(op, err)
-	}
-	e.ETag = ""
-	oldRefs, etag, err := l.readRefs(ctx, e.PartitionKey, e.RowKey)
-	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
-		return "", withOp(op, err)
-	}
-	var last error
-	for range l.retry.Attempts(ctx) {
-		newETag, err := l.put(ctx, e, oldRefs, etag)
-		var again *restartPut
-		if !errors.As(err, &again) {
-			return newETag, withOp(op, err)
-		}
-		// The insert may have been applied and then deleted, with its
-		// blobs: write again, with new blobs (the old ones are left for
-		// Sweep).
-		last, oldRefs, etag = again.err, nil, ""
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	return "", last
-}
-
-// restartPut is put's error when its insert may have been applied and the
-// entity is now absent: the Upsert must start again with new blobs.
-type restartPut struct{ err error }
-
-func (r *restartPut) Error() string { return r.err.Error() }
-func (r *restartPut) Unwrap() error { return r.err }
-
-// put writes e's blobs under new names, then e conditional on the version
-// whose references (oldRefs, etag) were read, then deletes the blobs of the
-// version it replaced. It returns the entity's new ETag.
-func (l *Large[T]) put(ctx context.Context, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag) (azcore.ETag, error) {
-	e.Properties = maps.Clone(e.Properties) // split moves the large ones out
-	blobs, err := l.split(&e)
-	if err != nil {
-		return "", err
-	}
-	start := l.clock.Now()
-	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
-		return l.upload(ctx, blobs[i])
-	})
-	if err != nil {
-		if refused(err) {
-			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
-		}
-		return "", err
-	}
-	wctx := ctx
-	if len(blobs) > 0 {
-		left := l.grace/2 - l.clock.Now().Sub(start)
-		if left <= 0 {
-			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
-			return "", fmt.Errorf("patterns: Large.Upsert %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
-		}
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, left)
-		defer cancel()
-	}
-	newETag, oldRefs, unreferenced, err := l.writeEntity(wctx, e, blobs, oldRefs, etag)
-	if err != nil {
-		if unreferenced {
-			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
-		}
-		return "", err
-	}
-	l.deleteBlobs(ctx, refNames(oldRefs))
-	return newETag, nil
-}
-
-// writeEntity writes e conditional on the version whose references
-// (oldRefs, etag; etag "" when there was none) were read, reading them
-// again after a conflict, and returns the entity's new ETag and the
-// references of the version it replaced. On error, unreferenced tells
-// whether no entity can reference the new blobs (the service refused every
-// write, or a later read showed another version), so that they may be
-// deleted.
-func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag) (newETag azcore.ETag, replaced map[string]BlobRef, unreferenced bool, err error) {
-	for range l.retry.Attempts(ctx) {
-		if etag == "" && len(blobs) > 0 {
-			again, done, tag, ierr := l.insert(ctx, e, blobs)
-			switch {
-			case done:
-				return tag, oldRefs, false, ierr
-			case again:
-				err = ierr
-				continue
-			}
-			err = ierr
-		} else if etag == "" {
-			newETag, err = l.table.Insert(ctx, e)
-		} else {
-			newETag, err = l.table.Update(ctx, e, tablekit.Replace, etag)
-		}
-		if err == nil {
-			return newETag, oldRefs, false, nil
-		}
-		if errors.Is(err, tablekit.ErrOutcomeUnknown) {
-			// A try whose answer was lost may have been applied (the
-			// SDK's retry then met its effect). The blob names are new
-			// and random, so an entity referencing exactly them holds
-			// this write, which replaced the version it was conditional
-			// on. Otherwise the write may still have been applied (and
-			// replaced since): its blobs stay, for Sweep.
-			refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
-			if rerr == nil && len(blobs) > 0 && ownRefs(refs, blobs) {
-				return tag, oldRefs, false, nil
-			}
-			return "", nil, false, err
-		}
-		if !isConflict(err) {
-			return "", nil, refused(err), err
-		}
-		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
-		switch {
-		case errors.Is(rerr, tablekit.ErrNotFound):
-			refs, tag = nil, ""
-		case rerr != nil:
-			return "", nil, false, rerr // the conflict may have been our own write
-		}
-		if len(blobs) > 0 && ownRefs(refs, blobs) {
-			// This very write, applied in a try whose answer was lost
-			// (the SDK's retry then conflicted with it): done. Which
-			// version it replaced is unknown; Sweep removes its blobs.
-			return tag, nil, false, nil
-		}
-		oldRefs, etag = refs, tag
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		return "", nil, false, cerr
-	}
-	return "", nil, true, err // every write conflicted and none is stored
-}
-
-// noSDKRetries makes a request of one try: the Azure SDK does not retry it.
-var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
-
-// insert inserts e, whose large properties are in blobs, in one try. The
-// SDK does not retry it: a retried insert whose first try was applied (its
-// answer lost) succeeds again when a delete removed the entity in between,
-// and so brings the entity back referencing the blobs that delete removed.
-// insert reports done with the outcome when it is settled (nil: inserted,
-// with the entity's ETag), again when the insert certainly did not happen
-// and may be tried again (the service throttled it, or it was never sent),
-// and otherwise err for writeEntity to handle (a conflict, or a refusal).
-// When the try may have been applied, insert reads the references: its own
-// blobs mean it was applied; no entity means it may have been applied and
-// deleted since, and the Upsert must start again with new blobs (a
-// *restartPut); another entity leaves the outcome unknown
-// (tablekit.ErrOutcomeUnknown), the blobs for Sweep.
-func (l *Large[T]) insert(ctx context.Context, e tablekit.Entity, blobs []*spilled) (again, done bool, etag azcore.ETag, err error) {
-	etag, err = l.table.Insert(policy.WithRetryOptions(ctx, noSDKRetries), e)
-	var rqe *tablekit.RequestError
-	switch {
-	case err == nil:
-		return false, true, etag, nil
-	case errors.Is(err, tablekit.ErrOutcomeUnknown):
-		refs, tag, rerr := l.readRefs(ctx, e.PartitionKey, e.RowKey)
-		switch {
-		case rerr == nil && ownRefs(refs, blobs):
-			return false, true, tag, nil
-		case errors.Is(rerr, tablekit.ErrNotFound):
-			return false, true, "", &restartPut{err: err}
-		}
-		return false, true, "", err
-	case errors.Is(err, tablekit.ErrThrottled), errors.As(err, &rqe):
-		return true, false, "", err
-	}
-	return false, false, "", err
-}
-
-// ownRefs reports whether refs are exactly the references of blobs.
-func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
-	if len(refs) != len(blobs) {
-		return false
-	}
-	for _, s := range blobs {
-		if refs[s.name] != s.ref {
-			return false
-		}
-	}
-	return true
-}
-
-// refused reports whether err certainly means that nothing was written:
-// input refused before sending, or a 4xx answer of the service.
-func refused(err error) bool {
-	if errors.Is(err, tablekit.ErrOutcomeUnknown) {
-		return false // a 4xx answer to a retry of a try that may have been applied
-	}
-	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) {
-		return true
-	}
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode >= 400 && re.StatusCode < 500 && re.StatusCode != http.StatusRequestTimeout
-	}
-	return false
-}
-
-func spilledNames(s []*spilled) []string {
-	names := make([]string, len(s))
-	for i, x := range s {
-		names[i] = x.ref.Blob
-	}
-	return names
-}
-
-func refNames(refs map[string]BlobRef) []string {
-	names := make([]string, 0, len(refs))
-	for _, r := range refs {
-		names = append(names, r.Blob)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// upload writes one blob, create-only: a blob name is never reused.
-func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
-	ctx, end := tablekit.StartSpan(ctx, l.table.Tracer(), "Large.Spill",
-		tracing.Attribute{Key: "tablekit.property", Value: s.name},
-		tracing.Attribute{Key: "tablekit.blob", Value: s.ref.Blob},
-		tracing.Attribute{Key: "tablekit.bytes", Value: len(s.data)})
-	defer func() { end(err) }()
-	ct := "text/plain; charset=utf-8"
-	if s.ref.Binary {
-		ct = "application/octet-stream"
-	}
-	_, err = l.container.NewBlockBlobClient(s.ref.Blob).Upload(ctx, streaming.NopCloser(bytes.NewReader(s.data)), &blockblob.UploadOptions{
-		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: to.Ptr(ct)},
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{
-			IfNoneMatch: to.Ptr(azcore.ETagAny),
-		}},
-	})
-	err = tablekit.WrapError("PutBlob", err)
-	if errors.Is(err, tablekit.ErrAlreadyExists) {
-		// The name is new and random: only this upload can have created
-		// it, in a try whose answer was lost before the SDK retried.
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("patterns: write blob %s for property %s: %w", s.ref.Blob, s.name, err)
-	}
-	return nil
-}
-
-// deleteBlobs deletes blobs, best effort: Sweep removes what is left.
-func (l *Large[T]) deleteBlobs(ctx context.Context, names []string) {
-	_ = forEach(ctx, len(names), l.conc, func(ctx context.Context, i int) error {
-		_ = l.deleteBlob(ctx, names[i])
-		return nil
-	})
-}
-
-// deleteBlob deletes one blob; a missing blob is not an error.
-func (l *Large[T]) deleteBlob(ctx context.Context, name string) error {
-	_, err := l.container.NewBlobClient(name).Delete(ctx, nil)
-	if err = tablekit.WrapError("DeleteBlob", err); errors.Is(err, tablekit.ErrNotFound) {
-		return nil
-	}
-	return err
-}
-
 // readRefs reads only the reference property of an entity (and its ETag):
 // one point query.
 func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]BlobRef, azcore.ETag, error) {
@@ -983,44 +673,6 @@ func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
 		return nil, fmt.Errorf("blob holds %d bytes, the reference says %d", buf.Len(), ref.Size)
 	}
 	return buf.Bytes(), nil
-}
-
-// DeleteIfExists deletes the entity, whatever its version, then its
-// blobs, and reports whether the entity existed; a missing entity is not
-// an error. The entity delete is conditional on the version whose
-// references were read (starting again when another writer changed it in
-// between, see LargeOptions.Retry), so a concurrent Upsert's blobs are
-// found too. Cost: one point query (the references), one entity delete,
-// one blob delete per blob; a conflict costs one more query and delete.
-func (l *Large[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
-	const op = "Large.DeleteIfExists"
-	var last error
-	for range l.retry.Attempts(ctx) {
-		refs, etag, err := l.readRefs(ctx, pk, rk)
-		if errors.Is(err, tablekit.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, withOp(op, err)
-		}
-		err = l.table.Delete(ctx, pk, rk, etag)
-		if err == nil {
-			for _, name := range refNames(refs) {
-				if err := l.deleteBlob(ctx, name); err != nil {
-					return true, fmt.Errorf("patterns: entity deleted, its blob %s not (Sweep removes it): %w", name, err)
-				}
-			}
-			return true, nil
-		}
-		if !isConflict(err) {
-			return false, withOp(op, err)
-		}
-		last = err
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	return false, last
 }
 
 // SweepOptions configures [Large.Sweep]. A nil *SweepOptions means

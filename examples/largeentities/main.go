@@ -1,8 +1,8 @@
 // Command largeentities shows the large entities pattern: property values
 // too large for a table (a 2 MiB photo, a 100,000-character biography)
-// stored in blobs and referenced from the entity, with updates that never
-// leave a reference to a missing blob and a sweep of the blobs a crashed
-// writer left behind.
+// stored in blobs and referenced from the entity, with updates (optimistic
+// ones too) that never leave a reference to a missing blob and a sweep of
+// the blobs a crashed writer left behind.
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
 // Azurite it starts (Node.js 18+ needed; installed with npm on first use):
@@ -125,7 +125,8 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// to a missing blob.
 	emp.Photo = photo[:1<<20]
 	before = meter.Snapshot()
-	if _, err := l.Upsert(ctx, emp); err != nil {
+	etag2, err := l.Upsert(ctx, emp)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "replacing it wrote new blobs, then the entity, then deleted the old blobs: %s\n", cost(meter.Snapshot().Sub(before)))
@@ -136,6 +137,21 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if newRefs["Bio"].Blob == refs["Bio"].Blob || newRefs["Photo"].Blob == refs["Photo"].Blob || newRefs["Photo"].Size != 1<<20 {
 		return fmt.Errorf("after the replacement the entity references %v", newRefs)
 	}
+
+	// Optimistic concurrency: Update replaces the version whose ETag the
+	// caller read. It reads the stored version's references first and
+	// compares ETags, so a stale ETag costs that read and no blob.
+	before = meter.Snapshot()
+	if _, err := l.Update(ctx, emp, etag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		return fmt.Errorf("Update with the first version's ETag: want ErrPreconditionFailed, got %v", err)
+	}
+	fmt.Fprintf(out, "Update with the first version's ETag fails with ErrPreconditionFailed before writing a blob: %s\n", cost(meter.Snapshot().Sub(before)))
+	emp.Name = "Ada Lovelace"
+	before = meter.Snapshot()
+	if _, err := l.Update(ctx, emp, etag2); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Update with the current ETag writes as Upsert does, conditional on that version: %s\n", cost(meter.Snapshot().Sub(before)))
 
 	// A writer that died after writing its blob, before its entity: Large
 	// names its blobs under its BlobPrefix, by default the table's name

@@ -47,7 +47,10 @@ func (o Outcome) String() string {
 //     or a service answer of 500, 502 or 504 (OperationTimedOut and the
 //     like: Azure may have applied the request): Unknown;
 //   - any other service answer (4xx, 503 ServerBusy, a refused
-//     transaction), input tablekit refused before sending (a
+//     transaction), a conflict a pattern found before writing (an error
+//     matching ErrPreconditionFailed, ErrAlreadyExists or ErrNotFound but
+//     not ErrOutcomeUnknown: tablekit's promise is that such a write did
+//     not happen), input tablekit refused before sending (a
 //     ValidationError, ErrInvalidInput, ErrInvalidKey, ErrTooLarge), and a
 //     stored entity tablekit could not read (a DecodeError): Failed;
 //   - any other error: Unknown, since nothing says it did not happen.
@@ -83,6 +86,10 @@ func OutcomeOf(err error) Outcome {
 			return Unknown
 		}
 		return Failed
+	}
+	if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrAlreadyExists) ||
+		errors.Is(err, tablekit.ErrNotFound) {
+		return Failed // a conflict, found by the service or by a version check before writing
 	}
 	var ve *tablekit.ValidationError
 	if errors.As(err, &ve) || errors.Is(err, tablekit.ErrInvalidInput) ||
