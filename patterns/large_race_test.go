@@ -424,20 +424,10 @@ func TestLargeUpsertEntityAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tables := testenv.Account(t, nil).Endpoints().Table
-	var lose atomic.Pointer[loseAnswer]
-	arm := func() *loseAnswer {
-		p := &loseAnswer{match: func(r *http.Request) bool {
-			return strings.HasPrefix(r.URL.String(), tables) && !strings.Contains(r.URL.Path, "$batch") &&
-				!strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables") &&
-				(r.Method == http.MethodPost || r.Method == http.MethodPut)
-		}}
-		lose.Store(p)
-		return p
-	}
-	arm().done.Store(true) // not armed during setup
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
-		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+	acct, arm := lossAccount(t, func(r *http.Request) bool {
+		return strings.HasPrefix(r.URL.String(), tables) && !strings.Contains(r.URL.Path, "$batch") &&
+			!strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables") &&
+			(r.Method == http.MethodPost || r.Method == http.MethodPut)
 	})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
@@ -465,6 +455,25 @@ func TestLargeUpsertEntityAnswerLost(t *testing.T) {
 			t.Fatalf("blobs after Upsert %s: %v, want only the referenced %s", v.Title, blobs, refs["Scan"].Blob)
 		}
 	}
+}
+
+// lossAccount returns an Account whose requests pass through the
+// loseAnswer (of requests matching match) that the latest call of arm
+// made; until the first arm, none is lost.
+func lossAccount(t *testing.T, match func(*http.Request) bool) (*tablekit.Account, func() *loseAnswer) {
+	t.Helper()
+	var lose atomic.Pointer[loseAnswer]
+	arm := func() *loseAnswer {
+		p := &loseAnswer{match: match}
+		lose.Store(p)
+		return p
+	}
+	arm().done.Store(true)
+	acct := testenv.Account(t, &tablekit.Options{
+		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
+		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+	})
+	return acct, arm
 }
 
 // policyFunc is a policy.Policy made of a function.

@@ -7,12 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -271,18 +268,8 @@ func TestLargeUpdateAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tables := testenv.Account(t, nil).Endpoints().Table
-	var lose atomic.Pointer[loseAnswer]
-	arm := func() *loseAnswer {
-		p := &loseAnswer{match: func(r *http.Request) bool {
-			return strings.HasPrefix(r.URL.String(), tables) && r.Method == http.MethodPut // an If-Match replace
-		}}
-		lose.Store(p)
-		return p
-	}
-	arm().done.Store(true) // not armed during setup
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
-		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+	acct, arm := lossAccount(t, func(r *http.Request) bool {
+		return strings.HasPrefix(r.URL.String(), tables) && r.Method == http.MethodPut // an If-Match replace
 	})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
