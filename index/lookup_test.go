@@ -1,7 +1,6 @@
 package index_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,9 +10,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
+	"github.com/tablekit/tablekit/internal/spantest"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -143,72 +142,15 @@ func TestListLookupsConcurrent(t *testing.T) {
 	}
 }
 
-// spanRecorder is a tracing.Provider that records spans, their parents
-// (found through the context, as OpenTelemetry finds them), attributes and
-// status.
-type spanRecorder struct {
-	mu    sync.Mutex
-	spans []*recordedSpan
-}
-
-type recordedSpan struct {
-	name   string
-	parent *recordedSpan
-	attrs  map[string]any
-	ended  bool
-	failed bool
-}
-
-type spanKey struct{}
-
-func (r *spanRecorder) provider() tracing.Provider {
-	return tracing.NewProvider(func(name, version string) tracing.Tracer {
-		return tracing.NewTracer(func(ctx context.Context, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
-			s := &recordedSpan{name: spanName, attrs: map[string]any{}}
-			s.parent, _ = ctx.Value(spanKey{}).(*recordedSpan)
-			if o != nil {
-				for _, a := range o.Attributes {
-					s.attrs[a.Key] = a.Value
-				}
-			}
-			r.mu.Lock()
-			r.spans = append(r.spans, s)
-			r.mu.Unlock()
-			return context.WithValue(ctx, spanKey{}, s), tracing.NewSpan(tracing.SpanImpl{
-				End: func() {
-					r.mu.Lock()
-					s.ended = true
-					r.mu.Unlock()
-				},
-				SetStatus: func(code tracing.SpanStatus, _ string) {
-					r.mu.Lock()
-					s.failed = code == tracing.SpanStatusError
-					r.mu.Unlock()
-				},
-			})
-		}, nil)
-	}, nil)
-}
-
-func (s *recordedSpan) path() string {
-	var names []string
-	for ; s != nil; s = s.parent {
-		names = append([]string{s.name}, names...)
-	}
-	return strings.Join(names, " > ")
-}
-
-// named returns the recorded spans called name, and the paths of all
-// spans.
-func (r *spanRecorder) named(name string) ([]recordedSpan, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []recordedSpan
+// named returns the spans rec recorded called name, and the paths of all
+// its spans, from one snapshot.
+func named(rec *spantest.Recorder, name string) ([]*spantest.Span, string) {
+	var out []*spantest.Span
 	var paths []string
-	for _, s := range r.spans {
-		paths = append(paths, s.path())
-		if s.name == name {
-			out = append(out, *s)
+	for _, s := range rec.Spans() {
+		paths = append(paths, s.Path())
+		if s.Name == name {
+			out = append(out, s)
 		}
 	}
 	return out, strings.Join(paths, "\n")
@@ -220,8 +162,8 @@ func (r *spanRecorder) named(name string) ([]recordedSpan, string) {
 // ends its span with an error status.
 func TestIndexSpans(t *testing.T) {
 	ctx := testCtx(t)
-	rec := &spanRecorder{}
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.provider()})
+	rec := &spantest.Recorder{}
+	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider()})
 	name := newTable(t, acct)
 	ix, err := index.NewIntra(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
 	if err != nil {
@@ -234,16 +176,16 @@ func TestIndexSpans(t *testing.T) {
 	if _, err := ix.Insert(ctx, jon); err == nil {
 		t.Fatal("a second Insert succeeded")
 	}
-	spans, paths := rec.named("Intra.Write")
+	spans, paths := named(rec, "Intra.Write")
 	if len(spans) != 2 {
 		t.Fatalf("%d Intra.Write spans, want 2:\n%s", len(spans), paths)
 	}
 	for i, s := range spans {
-		if s.parent != nil || !s.ended || s.attrs["tablekit.table"] != name || s.attrs["tablekit.partition_key"] != jon.Department || s.attrs["tablekit.row_key"] != jon.ID {
-			t.Errorf("Intra.Write span %s: ended %v, attributes %v", s.path(), s.ended, s.attrs)
+		if s.Parent != nil || !s.Ended() || s.Attrs["tablekit.table"] != name || s.Attrs["tablekit.partition_key"] != jon.Department || s.Attrs["tablekit.row_key"] != jon.ID {
+			t.Errorf("Intra.Write span %s: ended %v, attributes %v", s.Path(), s.Ended(), s.Attrs)
 		}
-		if s.failed != (i == 1) {
-			t.Errorf("Intra.Write span %d: error status %v, want %v", i, s.failed, i == 1)
+		if s.Failed() != (i == 1) {
+			t.Errorf("Intra.Write span %d: error status %v, want %v", i, s.Failed(), i == 1)
 		}
 	}
 	if !strings.Contains(paths, "Intra.Write > Table.Transaction > ") {
@@ -265,13 +207,13 @@ func TestIndexSpans(t *testing.T) {
 	if _, err := inter.Upsert(ctx, jon); err != nil { // direct mode: the write, then Sync
 		t.Fatal(err)
 	}
-	spans, paths = rec.named("Inter.Sync")
+	spans, paths = named(rec, "Inter.Sync")
 	if len(spans) != 1 {
 		t.Fatalf("%d Inter.Sync spans, want 1:\n%s", len(spans), paths)
 	}
 	s := spans[0]
-	if !s.ended || s.failed || s.attrs["tablekit.table"] != r.employees || s.attrs["tablekit.partition_key"] != jon.Department || s.attrs["tablekit.row_key"] != jon.ID {
-		t.Errorf("Inter.Sync span: ended %v, failed %v, attributes %v", s.ended, s.failed, s.attrs)
+	if !s.Ended() || s.Failed() || s.Attrs["tablekit.table"] != r.employees || s.Attrs["tablekit.partition_key"] != jon.Department || s.Attrs["tablekit.row_key"] != jon.ID {
+		t.Errorf("Inter.Sync span: ended %v, failed %v, attributes %v", s.Ended(), s.Failed(), s.Attrs)
 	}
 	children := 0
 	for _, line := range strings.Split(paths, "\n") {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/spantest"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
@@ -479,62 +479,6 @@ func opOf(err error) string {
 // s0 is a time for stream events.
 var s0 = time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 
-// spanRecorder is a tracing.Provider that records spans with their
-// parents, found through the context as OpenTelemetry finds them (as the
-// root package's tests do, without importing OpenTelemetry).
-type spanRecorder struct {
-	mu    sync.Mutex
-	spans []*recordedSpan
-}
-
-type recordedSpan struct {
-	name   string
-	parent *recordedSpan
-	attrs  map[string]any
-	ended  bool
-	err    bool
-}
-
-type spanKey struct{}
-
-func (r *spanRecorder) provider() tracing.Provider {
-	return tracing.NewProvider(func(name, version string) tracing.Tracer {
-		return tracing.NewTracer(func(ctx context.Context, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
-			s := &recordedSpan{name: spanName, attrs: map[string]any{}}
-			s.parent, _ = ctx.Value(spanKey{}).(*recordedSpan)
-			if o != nil {
-				for _, a := range o.Attributes {
-					s.attrs[a.Key] = a.Value
-				}
-			}
-			r.mu.Lock()
-			r.spans = append(r.spans, s)
-			r.mu.Unlock()
-			return context.WithValue(ctx, spanKey{}, s), tracing.NewSpan(tracing.SpanImpl{
-				End: func() {
-					r.mu.Lock()
-					s.ended = true
-					r.mu.Unlock()
-				},
-				SetStatus: func(code tracing.SpanStatus, _ string) {
-					r.mu.Lock()
-					s.err = s.err || code == tracing.SpanStatusError
-					r.mu.Unlock()
-				},
-			})
-		}, nil)
-	}, nil)
-}
-
-// path returns the names from the root span down to s.
-func (s *recordedSpan) path() string {
-	var names []string
-	for ; s != nil; s = s.parent {
-		names = append([]string{s.name}, names...)
-	}
-	return strings.Join(names, " > ")
-}
-
 // TestLargeSpillSpan: each blob a write spills is uploaded inside a
 // Large.Spill span naming the property, the blob and its size. The Azure
 // SDK's blob client makes no spans of its own (azblob v1.8.0), so the test
@@ -544,25 +488,23 @@ func (s *recordedSpan) path() string {
 func TestLargeSpillSpan(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	rec := &spanRecorder{}
+	rec := &spantest.Recorder{}
 	type sent struct {
 		method, path string
-		span         *recordedSpan
+		span         *spantest.Span
 		open         bool
 	}
 	var mu sync.Mutex
 	var requests []sent
 	watch := policyFunc(func(req *policy.Request) (*http.Response, error) {
-		s, _ := req.Raw().Context().Value(spanKey{}).(*recordedSpan)
-		rec.mu.Lock()
-		open := s != nil && !s.ended
-		rec.mu.Unlock()
+		s := spantest.FromContext(req.Raw().Context())
+		open := s != nil && !s.Ended()
 		mu.Lock()
 		requests = append(requests, sent{req.Raw().Method, req.Raw().URL.Path, s, open})
 		mu.Unlock()
 		return req.Next()
 	})
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.provider(), PerRetryPolicies: []policy.Policy{watch}})
+	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider(), PerRetryPolicies: []policy.Policy{watch}})
 	docs, err := tablekit.OpenTable[Doc](acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -585,12 +527,10 @@ func TestLargeSpillSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	spills := map[string]*recordedSpan{}
-	for _, s := range rec.spans {
-		if s.name == "Large.Spill" {
-			spills[fmt.Sprint(s.attrs["tablekit.blob"])] = s
+	spills := map[string]*spantest.Span{}
+	for _, s := range rec.Spans() {
+		if s.Name == "Large.Spill" {
+			spills[fmt.Sprint(s.Attrs["tablekit.blob"])] = s
 		}
 	}
 	if len(spills) != 2 || len(refs) != 2 {
@@ -601,15 +541,15 @@ func TestLargeSpillSpan(t *testing.T) {
 		if s == nil {
 			t.Fatalf("no Large.Spill span for blob %s", ref.Blob)
 		}
-		if !s.ended || s.err || s.attrs["tablekit.property"] != prop || s.attrs["tablekit.bytes"] != int(ref.Size) {
-			t.Errorf("span of %s: ended %v, error %v, attributes %v", prop, s.ended, s.err, s.attrs)
+		if !s.Ended() || s.Failed() || s.Attrs["tablekit.property"] != prop || s.Attrs["tablekit.bytes"] != int(ref.Size) {
+			t.Errorf("span of %s: ended %v, error %v, attributes %v", prop, s.Ended(), s.Failed(), s.Attrs)
 		}
 		uploads := 0
 		for _, r := range requests {
 			if r.method == http.MethodPut && strings.HasSuffix(r.path, "/"+ref.Blob) {
 				uploads++
 				if r.span != s || !r.open {
-					t.Errorf("the upload of %s was sent in span %v (open %v), not in its open Large.Spill span", ref.Blob, r.span, r.open)
+					t.Errorf("the upload of %s was sent in span %q (open %v), not in its open Large.Spill span", ref.Blob, r.span.Path(), r.open)
 				}
 			}
 		}
@@ -618,8 +558,8 @@ func TestLargeSpillSpan(t *testing.T) {
 		}
 	}
 	for _, r := range requests {
-		if r.method == http.MethodPost && r.span != nil && strings.Contains(r.span.path(), "Large.Spill") {
-			t.Errorf("the entity write was sent inside %s", r.span.path())
+		if r.method == http.MethodPost && r.span != nil && strings.Contains(r.span.Path(), "Large.Spill") {
+			t.Errorf("the entity write was sent inside %s", r.span.Path())
 		}
 	}
 }
