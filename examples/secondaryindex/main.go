@@ -64,10 +64,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "secondaryindex:", err)
 		os.Exit(1)
 	}
+	// The application and the index worker, which would usually run in
+	// another process, each with an Account (and a Meter) of its own.
 	acct, err := tablekit.Open(conn, nil)
+	var workerAcct *tablekit.Account
 	if err == nil {
-		err = run(ctx, acct, os.Stdout)
-		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
+		workerAcct, err = tablekit.Open(conn, nil)
+	}
+	if err == nil {
+		err = run(ctx, acct, workerAcct, os.Stdout)
+		app, worker := acct.Meter().Snapshot(), workerAcct.Meter().Snapshot()
+		fmt.Printf("cost: %d storage transactions (application: %v; worker: %v)\n", app.Total()+worker.Total(), app, worker)
 	}
 	stop()
 	if err != nil {
@@ -77,13 +84,14 @@ func main() {
 }
 
 // run is the example: the intra-partition index, then the inter-partition
-// one. It creates its tables and queue, and deletes them.
-func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
+// one, whose queue worker uses workerAcct. It creates its tables and queue,
+// and deletes them.
+func run(ctx context.Context, acct, workerAcct *tablekit.Account, out io.Writer) error {
 	suffix := rand.Text()[:8]
 	if err := intraPartition(ctx, acct, out, suffix); err != nil {
 		return err
 	}
-	return interPartition(ctx, acct, out, suffix)
+	return interPartition(ctx, acct, workerAcct, out, suffix)
 }
 
 // intraPartition keeps the indexes in each employee's own partition.
@@ -221,9 +229,30 @@ func intraPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 }
 
 // interPartition keeps copies in another table, maintained by a queue
-// worker.
-func interPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, suffix string) error {
+// worker that runs with workerAcct, as another process would.
+func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out io.Writer, suffix string) error {
 	empName, idxName := "Staff"+suffix, "StaffByEmail"+suffix
+	queueName := "secidx-" + strings.ToLower(suffix)
+	// The application and the worker build the same index, each over its
+	// own Account.
+	newInter := func(acct *tablekit.Account) (*index.Inter[Employee], error) {
+		employees, err := tablekit.OpenTable[Employee](acct, empName, nil)
+		if err != nil {
+			return nil, err
+		}
+		copies, err := tablekit.OpenTable[tablekit.Entity](acct, idxName, nil)
+		if err != nil {
+			return nil, err
+		}
+		client, err := archive.OpenClient(acct, queueName, nil)
+		if err != nil {
+			return nil, err
+		}
+		return index.NewInter(employees, []index.InterIndex[Employee]{
+			{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
+			{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true, Properties: []string{"FirstName", "LastName", "Email"}},
+		}, &index.InterOptions{Queue: client, Delay: 10 * time.Second})
+	}
 	employees, err := tablekit.OpenTable[Employee](acct, empName, nil)
 	if err != nil {
 		return err
@@ -241,7 +270,6 @@ func interPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 		}
 		defer t.DeleteTable(context.WithoutCancel(ctx))
 	}
-	queueName := "secidx-" + strings.ToLower(suffix)
 	queue := acct.Queue(queueName)
 	if _, err := queue.Create(ctx, nil); err != nil {
 		return tablekit.WrapError("CreateQueue", err)
@@ -251,14 +279,7 @@ func interPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 	defer acct.Queue(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
 
-	client, err := archive.OpenClient(acct, queueName, nil)
-	if err != nil {
-		return err
-	}
-	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
-		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
-		{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true, Properties: []string{"FirstName", "LastName", "Email"}},
-	}, &index.InterOptions{Queue: client, Delay: 10 * time.Second})
+	ix, err := newInter(acct)
 	if err != nil {
 		return err
 	}
@@ -280,7 +301,11 @@ func interPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 
 	// The worker, usually in another process: any number may share the
 	// queue. It runs Inter.Sync for each message.
-	worker, err := archive.OpenWorker(acct, queueName, ix, &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 50 * time.Millisecond, MaxPollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
+	workerIx, err := newInter(workerAcct)
+	if err != nil {
+		return err
+	}
+	worker, err := archive.OpenWorker(workerAcct, queueName, workerIx, &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 50 * time.Millisecond, MaxPollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}

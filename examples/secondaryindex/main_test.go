@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // narration states the results the patterns promise.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), testenv.Account(t, nil), &out); err != nil {
+	if err := run(context.Background(), testenv.Account(t, nil), testenv.Account(t, nil), &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{
