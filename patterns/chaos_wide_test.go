@@ -19,18 +19,21 @@ import (
 )
 
 // The wide entities chaos suite: concurrent writers, each with its own
-// Account and Wide (as separate processes would have), Upsert and Modify the
-// same few logical entities through a fault-injecting pipeline, while
-// readers (with their own Accounts and Wides) Get them.
+// Account and Wide (as separate processes would have), Upsert, Update
+// (with the version of their own Get, or any version) and Modify the same
+// few logical entities through a fault-injecting pipeline, while readers
+// (with their own Accounts and Wides) Get them.
 //
 // A logical entity holds 40 wide-map entries (X00..X39) plus Base and Ver,
 // 8 properties per physical entity: 6 parts, Base and Ver in part 0. Every value a write produces
 // is self-identifying: Ver is the id of the write (for a Modify, of the
 // attempt: Modify calls its function once per attempt), every entry it
 // sets holds that id, and the test records the complete value under the
-// id before it is sent. An Upsert sets every entry; a Modify sets one or two
-// blocks of 8 consecutive entries (so different Modify calls change different
-// parts) and records the version it read in Base.
+// id before it is sent. An Upsert or Update sets every entry (an Update
+// conditional on the version its writer read records that version's Ver in
+// Base); a Modify sets one or two blocks of 8 consecutive entries (so
+// different Modify calls change different parts) and records the version
+// it read in Base.
 //
 // Invariants:
 //   - every read (a reader's Get, the value a Modify's function is given,
@@ -38,8 +41,9 @@ import (
 //     Ver, written by the last attempt of an op that did not fail (a
 //     conflicting attempt never lands, a Failed write never appears);
 //   - a read is not older than a write acknowledged before it started, and
-//     a Modify's base is not older than a write acknowledged before the
-//     Modify started (writes are conditional on the version they read);
+//     the base of a Modify or of a conditional Update that took effect is
+//     not older than a write acknowledged before it started (writes are
+//     conditional on the version they read);
 //   - the final value is not a write that ended before an acknowledged
 //     write started (an acknowledged write is overwritten only by a later
 //     or concurrent one);
@@ -130,16 +134,37 @@ func TestChaosWide(t *testing.T) {
 				id := fmt.Sprintf("w%02d.%03d", w.Index, n)
 				pad := w.Rand.IntN(200)
 				ww := &wideWrite{Key: rk, ID: id}
-				if w.Rand.IntN(2) == 0 {
+				switch pick := w.Rand.IntN(3); pick {
+				case 0, 1:
 					ww.Kind = "Upsert"
 					d := wideDoc{PK: partitionK, RK: rk, Ver: id, Props: map[string]string{}}
+					etag := azcore.ETagAny
+					if pick == 1 {
+						// An Update: conditional on the version this writer
+						// reads (three times in four), or of any version.
+						ww.Kind = "Update"
+						start := time.Now()
+						cur, err := wide.Get(ctx, partitionK, rk)
+						rec.read(wideRead{who: fmt.Sprintf("writer %d Get", w.Index), key: rk, start: start, end: time.Now(), doc: cur, err: err})
+						if err == nil && w.Rand.IntN(4) != 0 {
+							etag, d.Base, ww.Base = cur.ETag, cur.Ver, cur.Ver
+						}
+						// Give other writers time to make the version read
+						// stale: an Update that still lands on it breaks the
+						// base invariant.
+						time.Sleep(time.Duration(w.Rand.IntN(20)) * time.Millisecond)
+					}
 					for j := range entries {
 						d.Props[fmt.Sprintf("%02d", j)] = wideEntry(id, j, pad)
 					}
 					rec.add(id, ww, d)
-					w.Do(ctx, "Upsert", rk, ww, func(ctx context.Context) (any, error) {
-						etag, err := wide.Upsert(ctx, d)
-						ww.ETag = etag
+					w.Do(ctx, ww.Kind, rk, ww, func(ctx context.Context) (any, error) {
+						var err error
+						if ww.Kind == "Update" {
+							ww.ETag, err = wide.Update(ctx, d, etag)
+						} else {
+							ww.ETag, err = wide.Upsert(ctx, d)
+						}
 						return nil, err
 					})
 					continue
@@ -268,9 +293,10 @@ func wideEntry(id string, j, pad int) string {
 
 // wideWrite is one write op of the suite, as recorded in the history.
 type wideWrite struct {
-	Kind     string // "Upsert" or "Modify"
+	Kind     string // "Upsert", "Update" or "Modify"
 	Key      string
 	ID       string
+	Base     string        // the Ver an Update was conditional on ("" for any version)
 	Blocks   []int         // a Modify's blocks of entries (parts but 0)
 	Attempts []wideAttempt // a Modify's calls of its function, in order
 	ETag     azcore.ETag   // the version the write returned
@@ -352,7 +378,7 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 	// (an Upsert has one value whatever its retries).
 	lastAttempt := func(val wideValue, id string) bool {
 		w := val.write
-		return w == nil || w.Kind == "Upsert" || len(w.Attempts) > 0 && w.Attempts[len(w.Attempts)-1].ID == id
+		return w == nil || w.Kind != "Modify" || len(w.Attempts) > 0 && w.Attempts[len(w.Attempts)-1].ID == id
 	}
 	// span returns the interval of the op that wrote id (the setup's
 	// values end before the run).
@@ -453,21 +479,27 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 			v.Addf("%s %s %s, older than %s, acknowledged before the read started", rd.who, what, docString(rd.doc), newer)
 		}
 	}
-	// Each applied Modify's base must be the version just before it: no
-	// acknowledged write can lie wholly between the base's write and the
-	// Modify.
+	// Each applied Modify's base, and each applied conditional Update's,
+	// must be the version just before it: no acknowledged write can lie
+	// wholly between the base's write and the op.
 	for w, op := range ops {
-		if w.Kind != "Modify" || !applied[w] || len(w.Attempts) == 0 {
+		if !applied[w] {
 			continue
 		}
-		last := w.Attempts[len(w.Attempts)-1]
-		baseVal, ok := rec.values[last.Base]
+		base := w.Base
+		if w.Kind == "Modify" && len(w.Attempts) > 0 {
+			base = w.Attempts[len(w.Attempts)-1].Base
+		}
+		if base == "" {
+			continue
+		}
+		baseVal, ok := rec.values[base]
 		if !ok {
-			v.Addf("%s: its base %s is no value written", op, last.Base)
+			v.Addf("%s: its base %s is no value written", op, base)
 			continue
 		}
 		if newer, ok := newerAcked(w.Key, baseVal, op.Start); ok {
-			v.Addf("%s took effect on base %s although %s was acknowledged between them", op, last.Base, newer)
+			v.Addf("%s took effect on base %s although %s was acknowledged between them", op, base, newer)
 		}
 	}
 	// The final value: not a write that ended before an acknowledged one
