@@ -1,7 +1,9 @@
 package patterns_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -90,10 +92,11 @@ func ExampleWide() {
 
 // Profile has a photo that may be larger than a table property allows.
 type Profile struct {
-	Team  string `table:",pk"`
-	User  string `table:",rk"`
-	Name  string `table:"Name"`
-	Photo []byte `table:"Photo,omitempty"`
+	Team  string      `table:",pk"`
+	User  string      `table:",rk"`
+	Name  string      `table:"Name"`
+	Photo []byte      `table:"Photo,omitempty"`
+	ETag  azcore.ETag `table:",etag"`
 }
 
 func ExampleLarge() {
@@ -123,6 +126,49 @@ func ExampleLarge() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Deleted)
+}
+
+// Optimistic concurrency with large values: Update replaces the version
+// whose ETag was read and refuses a stale one before writing any blob;
+// Modify reads, changes and writes conditionally, trying again when
+// another writer got there first.
+func ExampleLarge_Update() {
+	ctx := context.Background()
+	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
+	photos := acct.Container(fmt.Sprintf("photos-%d", time.Now().UnixNano()%1e9))
+	if _, err := photos.Create(ctx, nil); err != nil {
+		log.Fatal(err)
+	}
+	l, err := patterns.NewLarge(profiles, photos, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	photo := bytes.Repeat([]byte{0xff}, 100<<10) // more than a property holds: a blob
+	if _, err := l.Insert(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
+		log.Fatal(err)
+	}
+	p, err := l.Get(ctx, "eng", "ada", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Name = "Ada Lovelace"
+	if _, err := l.Update(ctx, p, p.ETag); err != nil {
+		log.Fatal(err)
+	}
+	// p.ETag names the version just replaced: refused.
+	_, err = l.Update(ctx, p, p.ETag)
+	fmt.Println(errors.Is(err, tablekit.ErrPreconditionFailed))
+	p, err = l.Modify(ctx, "eng", "ada", func(p *Profile) error {
+		p.Name += ", Countess of Lovelace"
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Name, len(p.Photo))
+	// Output:
+	// true
+	// Ada Lovelace, Countess of Lovelace 102400
 }
 
 func ExampleSeries() {
