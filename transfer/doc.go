@@ -83,7 +83,9 @@
 //     running range stops at the split key (saved as its Cap, so a resumed
 //     run keeps the split). Uneven partitions and an unlucky sample are
 //     evened out this way, at the cost of a few probes and at most one page
-//     read twice per split.
+//     read twice per split. Splits stop while the run's probes would
+//     outnumber the pages it has read plus MaxProbes, so probes (each a
+//     storage transaction) stay a fraction of a large read's cost.
 //
 // Ranges never share a PartitionKey (they are PartitionKey ranges), and they
 // always cover the whole scope, so a key inserted after sampling is read by

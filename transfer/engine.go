@@ -30,9 +30,10 @@ type ScanOptions struct {
 	// Purge's default is none, see [PurgeOptions]).
 	// Later, a reader with no range left to start splits a running range
 	// in two at a key found with up to 4 more probes (see the package
-	// documentation). A negative value turns both off: the scope is read
-	// as one range. A scope of one partition, or Concurrency 1, is never
-	// split.
+	// documentation), while the run's probes stay within the pages it has
+	// read plus MaxProbes. A negative value turns both off: the scope is
+	// read as one range. A scope of one partition, or Concurrency 1, is
+	// never split.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).
@@ -174,10 +175,11 @@ type job struct {
 	// resumed is true when the state was loaded from the checkpoint.
 	resumed bool
 
-	mu    sync.Mutex
-	state jobState
-	base  counts // counts at the start of this run (resumed totals)
-	probe int64  // probes sent in this run
+	mu       sync.Mutex
+	state    jobState
+	base     counts // counts at the start of this run (resumed totals)
+	probe    int64  // probes sent in this run
+	reserved int64  // probes that splits under way may still send
 }
 
 // jobConfig is what the public options of an operation give a job.
@@ -505,6 +507,15 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 			j.mu.Unlock()
 			return nil, nil
 		}
+		// Probes never outnumber the pages this run has read by more than
+		// MaxProbes; they are reserved under mu, so concurrent splits
+		// keep to it.
+		budget := min(4, j.requests.Load()-2*j.probe-j.reserved+int64(j.scan.MaxProbes))
+		if budget <= 0 {
+			j.mu.Unlock()
+			return nil, nil // read more pages first
+		}
+		j.reserved += budget
 		victim.splitting = true
 		pos, end := victim.Pos, victim.end()
 		j.mu.Unlock()
@@ -513,16 +524,17 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 		after := pos + " "
 		var keys []string
 		var err error
+		var sent int64
 		if end == "" || compareKeys(after, end) < 0 {
-			s := &sampler{t: j.t, scope: Range{From: after, To: end}, concurrency: 4, budget: 4}
+			s := &sampler{t: j.t, scope: Range{From: after, To: end}, concurrency: 4, budget: int(budget)}
 			keys, err = s.sample(ctx, 3)
-			j.mu.Lock()
-			j.state.Probes += s.probes.Load()
-			j.probe += s.probes.Load()
-			j.mu.Unlock()
-			j.requests.Add(s.probes.Load())
+			sent = s.probes.Load()
+			j.requests.Add(sent)
 		}
 		j.mu.Lock()
+		j.reserved -= budget
+		j.state.Probes += sent
+		j.probe += sent
 		victim.splitting = false
 		if err != nil {
 			j.mu.Unlock()
