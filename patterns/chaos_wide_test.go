@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,7 +23,10 @@ import (
 // Account and Wide (as separate processes would have), Upsert, Update
 // (with the version of their own Get, or any version) and Modify the same
 // few logical entities through a fault-injecting pipeline, while readers
-// (with their own Accounts and Wides) Get them.
+// (with their own Accounts and Wides) Get them. The entities e0..e2 exist
+// throughout; c0 starts absent and is also inserted (Insert, and the
+// writes above) and deleted (Delete with the version of the writer's own
+// Get, DeleteIfExists).
 //
 // A logical entity holds 40 wide-map entries (X00..X39) plus Base and Ver,
 // 8 properties per physical entity: 6 parts, Base and Ver in part 0. Every value a write produces
@@ -47,9 +51,13 @@ import (
 //   - the final value is not a write that ended before an acknowledged
 //     write started (an acknowledged write is overwritten only by a later
 //     or concurrent one);
+//   - a read (or a Modify's function, or a DeleteIfExists) that finds c0
+//     absent comes after a delete that may have removed every write
+//     acknowledged before it; e0..e2 are never found absent;
 //   - no orphan parts: the stored physical entities of every logical entity
 //     are exactly part 0 and the parts its manifest lists, with the stamps
-//     listed, and every logical entity spans several parts.
+//     listed, and every logical entity spans several parts; a deleted one
+//     leaves no part behind.
 func TestChaosWide(t *testing.T) {
 	const (
 		logical    = 3  // logical entities, shared by every writer
@@ -57,6 +65,7 @@ func TestChaosWide(t *testing.T) {
 		perPart    = 8  // properties per physical entity
 		readers    = 2
 		partitionK = "wide"
+		churnKey   = "c0" // inserted and deleted during the run
 	)
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		ctx := context.Background()
@@ -89,6 +98,10 @@ func TestChaosWide(t *testing.T) {
 		}
 		setupEnd := time.Now()
 		blocks := wideBlocks(t, chaos.NoFaults(ctx), tbl, partitionK, "e0")
+		allKeys := []string{churnKey}
+		for i := range logical {
+			allKeys = append(allKeys, fmt.Sprintf("e%d", i))
+		}
 
 		open := func(inj *chaos.Injector) (*patterns.Wide[wideDoc], error) {
 			acct, err := inj.Open(testenv.ConnectionString(t), nil)
@@ -114,7 +127,7 @@ func TestChaosWide(t *testing.T) {
 		for r, wide := range readerWides {
 			rwg.Go(func() {
 				for i := 0; !stop.Load(); i++ {
-					rk := fmt.Sprintf("e%d", (i+r)%logical)
+					rk := allKeys[(i+r)%len(allKeys)]
 					start := time.Now()
 					d, err := wide.Get(ctx, partitionK, rk)
 					rec.read(wideRead{who: fmt.Sprintf("reader %d", r), key: rk, start: start, end: time.Now(), doc: d, err: err})
@@ -130,15 +143,42 @@ func TestChaosWide(t *testing.T) {
 				return err
 			}
 			for n := range perWriter {
-				rk := fmt.Sprintf("e%d", w.Rand.IntN(logical))
+				rk := allKeys[w.Rand.IntN(len(allKeys))]
 				id := fmt.Sprintf("w%02d.%03d", w.Index, n)
 				pad := w.Rand.IntN(200)
 				ww := &wideWrite{Key: rk, ID: id}
+				if rk == churnKey && w.Rand.IntN(3) == 0 {
+					ww.ID = ""
+					if w.Rand.IntN(2) == 0 {
+						ww.Kind = "DeleteIfExists"
+						w.Do(ctx, ww.Kind, rk, ww, func(ctx context.Context) (any, error) {
+							existed, err := wide.DeleteIfExists(ctx, partitionK, rk)
+							ww.Existed = existed
+							return existed, err
+						})
+						continue
+					}
+					start := time.Now()
+					cur, err := wide.Get(ctx, partitionK, rk)
+					rec.read(wideRead{who: fmt.Sprintf("writer %d Get", w.Index), key: rk, start: start, end: time.Now(), doc: cur, err: err})
+					if err != nil {
+						continue // absent (checked as a read), or failed (a violation)
+					}
+					ww.Kind = "Delete"
+					time.Sleep(time.Duration(w.Rand.IntN(20)) * time.Millisecond)
+					w.Do(ctx, ww.Kind, rk, ww, func(ctx context.Context) (any, error) {
+						return nil, wide.Delete(ctx, partitionK, rk, cur.ETag)
+					})
+					continue
+				}
 				switch pick := w.Rand.IntN(3); pick {
 				case 0, 1:
 					ww.Kind = "Upsert"
 					d := wideDoc{PK: partitionK, RK: rk, Ver: id, Props: map[string]string{}}
 					etag := azcore.ETagAny
+					if pick == 0 && rk == churnKey && w.Rand.IntN(2) == 0 {
+						ww.Kind = "Insert"
+					}
 					if pick == 1 {
 						// An Update: conditional on the version this writer
 						// reads (three times in four), or of any version.
@@ -160,9 +200,12 @@ func TestChaosWide(t *testing.T) {
 					rec.add(id, ww, d)
 					w.Do(ctx, ww.Kind, rk, ww, func(ctx context.Context) (any, error) {
 						var err error
-						if ww.Kind == "Update" {
+						switch ww.Kind {
+						case "Update":
 							ww.ETag, err = wide.Update(ctx, d, etag)
-						} else {
+						case "Insert":
+							ww.ETag, err = wide.Insert(ctx, d)
+						default:
 							ww.ETag, err = wide.Upsert(ctx, d)
 						}
 						return nil, err
@@ -178,6 +221,9 @@ func TestChaosWide(t *testing.T) {
 						aid := fmt.Sprintf("%s.%d", id, len(ww.Attempts))
 						ww.Attempts = append(ww.Attempts, wideAttempt{ID: aid, Base: v.Ver})
 						v.Props = maps.Clone(v.Props)
+						if v.Props == nil {
+							v.Props = map[string]string{} // c0 absent: Modify creates it
+						}
 						for _, b := range ww.Blocks {
 							for _, j := range blocks[b] {
 								v.Props[fmt.Sprintf("%02d", j)] = wideEntry(aid, j, pad)
@@ -214,16 +260,17 @@ func TestChaosWide(t *testing.T) {
 		var v chaos.Violations
 		final := map[string]wideDoc{}
 		finalAt := time.Now()
-		for i := range logical {
-			rk := fmt.Sprintf("e%d", i)
+		for _, rk := range allKeys {
 			d, err := base.Get(chaos.NoFaults(ctx), partitionK, rk)
 			rec.read(wideRead{who: "final Get", key: rk, start: finalAt, end: finalAt, doc: d, err: err})
 			if err == nil {
 				final[rk] = d
 			}
 		}
-		checkWideHistory(h, rec, final, setupEnd, &v)
-		checkWideParts(t, chaos.NoFaults(ctx), tbl, partitionK, logical, &v)
+		if n := checkWideHistory(h, rec, final, churnKey, setupEnd, &v); n > 0 {
+			t.Logf("%d writes that insert took effect twice around a concurrent delete (read at two versions), as a retried insert may", n)
+		}
+		checkWideParts(t, chaos.NoFaults(ctx), tbl, partitionK, allKeys, churnKey, &v)
 		if h.Len() < 300 && chaos.Full() {
 			v.Addf("only %d operations ran, want at least 300", h.Len())
 		}
@@ -293,9 +340,10 @@ func wideEntry(id string, j, pad int) string {
 
 // wideWrite is one write op of the suite, as recorded in the history.
 type wideWrite struct {
-	Kind     string // "Upsert", "Update" or "Modify"
+	Kind     string // "Upsert", "Insert", "Update", "Modify", "Delete" or "DeleteIfExists"
 	Key      string
-	ID       string
+	ID       string        // the value's id ("" for the deletes)
+	Existed  bool          // what a DeleteIfExists reported
 	Base     string        // the Ver an Update was conditional on ("" for any version)
 	Blocks   []int         // a Modify's blocks of entries (parts but 0)
 	Attempts []wideAttempt // a Modify's calls of its function, in order
@@ -369,10 +417,54 @@ func docString(d wideDoc) string {
 
 // checkWideHistory checks every read and the final values against what
 // was written and what the writers were told.
-func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideDoc, setupEnd time.Time, v *chaos.Violations) {
+func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideDoc, churnKey string, setupEnd time.Time, v *chaos.Violations) (appliedTwiceCount int) {
 	ops := map[*wideWrite]chaos.Op{}
 	for _, op := range h.Ops() {
 		ops[op.Value.(*wideWrite)] = op
+	}
+	isDelete := func(w *wideWrite) bool { return w.Kind == "Delete" || w.Kind == "DeleteIfExists" }
+	// changed reports whether w certainly changed the stored state: an
+	// acknowledged write or Delete, a DeleteIfExists that removed the
+	// entity.
+	changed := func(w *wideWrite) bool {
+		if w.Kind == "DeleteIfExists" {
+			return w.Existed
+		}
+		return ops[w].Outcome == chaos.OK
+	}
+	// mayDelete reports whether w may have removed the entity.
+	mayDelete := func(w *wideWrite) bool {
+		switch w.Kind {
+		case "DeleteIfExists":
+			return w.Existed || ops[w].Outcome == chaos.Unknown
+		case "Delete":
+			return ops[w].Outcome != chaos.Failed
+		}
+		return false
+	}
+	// checkAbsent checks that key may be absent during [start, end]:
+	// every write acknowledged before start is followed by a delete that
+	// may have removed it and may have run before end.
+	checkAbsent := func(what, key string, start, end time.Time) {
+		if key != churnKey {
+			v.Addf("%s found %s absent; it exists throughout the run", what, key)
+			return
+		}
+		for y, yop := range ops {
+			if y.Key != key || isDelete(y) || yop.Outcome != chaos.OK || !yop.End.Before(start) {
+				continue
+			}
+			ok := false
+			for d, dop := range ops {
+				if d.Key == key && mayDelete(d) && !dop.End.Before(yop.Start) && !end.Before(dop.Start) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				v.Addf("%s found %s absent, but %s was acknowledged before and no delete that may have removed it ran in between", what, key, yop)
+			}
+		}
 	}
 	// lastAttempt reports whether id is the value of an op's last attempt
 	// (an Upsert has one value whatever its retries).
@@ -401,12 +493,13 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 			applied[val.write] = true
 		}
 	}
-	// newerAcked returns an acknowledged write on key, other than the one
-	// of val, that started after val's write ended and ended before t.
+	// newerAcked returns a write or delete on key, other than the one of
+	// val, that certainly changed the state, started after val's write
+	// ended and ended before t.
 	newerAcked := func(key string, val wideValue, t time.Time) (chaos.Op, bool) {
 		_, end := span(val)
 		for w, op := range ops {
-			if w != val.write && w.Key == key && op.Outcome == chaos.OK && op.Start.After(end) && op.End.Before(t) {
+			if w != val.write && w.Key == key && changed(w) && op.Start.After(end) && op.End.Before(t) {
 				return op, true
 			}
 		}
@@ -416,8 +509,9 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 	// Modify, with the value it stored), and a read of the value a write
 	// made carries the version that write returned.
 	versionOf := maps.Clone(rec.setupETags) // Ver -> the ETag its write returned
+	madeBy := map[string]chaos.Op{}         // Ver -> the op whose write made it
 	for w, op := range ops {
-		if op.Outcome != chaos.OK {
+		if op.Outcome != chaos.OK || isDelete(w) {
 			continue
 		}
 		if w.ETag == "" {
@@ -435,16 +529,40 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 				v.Addf("%s returned %s at version %s, not the value it stored, %s at version %s", op, docString(w.Stored), w.Stored.ETag, docString(want), w.ETag)
 			}
 		}
-		versionOf[ver] = w.ETag
+		versionOf[ver], madeBy[ver] = w.ETag, op
+	}
+	// appliedTwice reports whether op's write may have taken effect twice
+	// around a delete, as any retried insert can: a try that may have
+	// been applied, and a delete of its key that may have removed the
+	// entity while op ran. Each application has a version of its own.
+	twice := map[string]bool{}
+	appliedTwice := func(op chaos.Op) bool {
+		if !op.AnswerLost() {
+			return false
+		}
+		for d, dop := range ops {
+			if d.Key == op.Key && mayDelete(d) && dop.Start.Before(op.End) && dop.End.After(op.Start) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, rd := range rec.reads {
 		if tag, ok := versionOf[rd.doc.Ver]; ok && rd.err == nil && rd.doc.ETag != tag {
-			v.Addf("%s of %s read %s at version %s, but the write that made it returned version %s", rd.who, rd.key, docString(rd.doc), rd.doc.ETag, tag)
+			if op, ok := madeBy[rd.doc.Ver]; ok && appliedTwice(op) {
+				twice[rd.doc.Ver] = true
+				continue
+			}
+			v.Addf("%s of %s read %s at version %s, but the write that made it returned version %s: %s", rd.who, rd.key, docString(rd.doc), rd.doc.ETag, tag, madeBy[rd.doc.Ver])
 		}
 	}
 	reads := 0
 	for _, rd := range rec.reads {
 		reads++
+		if errors.Is(rd.err, tablekit.ErrNotFound) || rd.err == nil && rd.attempt && rd.doc.Ver == "" {
+			checkAbsent(rd.who, rd.key, rd.start, rd.end) // a Modify's function gets a zero value
+			continue
+		}
 		if rd.err != nil {
 			v.Addf("%s of %s failed: %v", rd.who, rd.key, rd.err)
 			continue
@@ -502,6 +620,20 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 			v.Addf("%s took effect on base %s although %s was acknowledged between them", op, base, newer)
 		}
 	}
+	// A DeleteIfExists that found nothing found the entity absent; a
+	// delete that removed something ran after a write that did not fail.
+	for w, op := range ops {
+		if !isDelete(w) || op.Outcome != chaos.OK {
+			continue
+		}
+		if w.Kind == "DeleteIfExists" && !w.Existed {
+			checkAbsent(op.String(), w.Key, op.Start, op.End)
+			continue
+		}
+		if w.Key != churnKey {
+			v.Addf("%s deleted %s, which only c0's writers delete", op, w.Key)
+		}
+	}
 	// The final value: not a write that ended before an acknowledged one
 	// started.
 	keys := map[string]bool{}
@@ -518,20 +650,20 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 			v.Addf("%s: the final value %s was overwritten by no later write, but %s was acknowledged after it", key, docString(d), newer)
 		}
 	}
+	return len(twice)
 }
 
 // checkWideParts reads the physical entities and checks that each logical
 // entity is part 0 plus exactly the parts its manifest lists, with their
 // stamps, spanning several parts, and that nothing else is stored.
-func checkWideParts(t *testing.T, ctx context.Context, tbl *tablekit.Table[tablekit.Entity], pk string, logical int, v *chaos.Violations) {
+func checkWideParts(t *testing.T, ctx context.Context, tbl *tablekit.Table[tablekit.Entity], pk string, rks []string, churnKey string, v *chaos.Violations) {
 	t.Helper()
 	stored := map[string]tablekit.Entity{}
 	for _, e := range rawEntities(t, ctx, tbl, tablekit.Filter{}) {
 		stored[e.PartitionKey+"/"+e.RowKey] = e
 	}
-	total := 0
-	for i := range logical {
-		rk := fmt.Sprintf("e%d", i)
+	total, present := 0, 0
+	for _, rk := range rks {
 		key := func(part int) string {
 			k, err := patterns.WidePartKey(rk, part)
 			if err != nil {
@@ -541,9 +673,12 @@ func checkWideParts(t *testing.T, ctx context.Context, tbl *tablekit.Table[table
 		}
 		p0, ok := stored[key(0)]
 		if !ok {
-			v.Addf("%s: no part 0 is stored", rk)
-			continue
+			if rk != churnKey {
+				v.Addf("%s: no part 0 is stored", rk)
+			}
+			continue // any other part of it is reported below, as belonging to no logical entity
 		}
+		present++
 		stamp, _ := p0.Properties[patterns.WideStampProperty].(string)
 		manifest, _ := p0.Properties[patterns.WideManifestProperty].(string)
 		want := map[string]string{key(0): stamp}
@@ -573,12 +708,12 @@ func checkWideParts(t *testing.T, ctx context.Context, tbl *tablekit.Table[table
 				delete(stored, k)
 			}
 		}
-		if len(want) < 3 {
+		if len(want) < 3 && rk != churnKey { // a Modify may create c0 with a few entries
 			v.Addf("%s spans %d parts, want several", rk, len(want))
 		}
 	}
 	for k := range stored {
 		v.Addf("physical entity %s belongs to no logical entity", k)
 	}
-	t.Logf("%d logical entities stored as %d physical entities", logical, total)
+	t.Logf("%d logical entities stored as %d physical entities", present, total)
 }
