@@ -10,13 +10,16 @@
 //     conditional on the version it read and every read is checked to be
 //     one version, so a logical entity is always one writer's complete
 //     write. Its version is part 0's ETag. Works for [tablekit.Entity] and
-//     for structs with a map field tagged `wide:"Prefix"`.
+//     for structs with a map field tagged `wide:"Prefix"`. A write that
+//     inserts the entity is retried by the Azure SDK when its answer is
+//     lost, so, like any retried insert, it may take effect twice around a
+//     concurrent delete.
 //   - Large entities ([Large]): string and binary properties too large for
 //     a table stored in blobs, the entity keeping references; reads restore
 //     them (concurrently) and never report a present entity as missing,
 //     writes never leave a reference to a missing blob, and [Large.Sweep]
 //     removes blobs a crash left unreferenced once a grace period passed.
-//     An Upsert whose insert may have been applied (its answer lost) and
+//     A write whose insert may have been applied (its answer lost) and
 //     whose entity is then absent writes again with new blobs, so, like any
 //     retried insert, it may take effect twice around a concurrent delete.
 //   - Data series ([Series]): a whole series (e.g. 24 hourly counts,
