@@ -390,22 +390,9 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 	// changed reports whether op certainly changed the stored state: an
 	// acknowledged write or Delete, or a DeleteIfExists that removed the
 	// entity.
-	changed := func(w *largeWrite) bool {
-		if w.Kind == "DeleteIfExists" {
-			return w.Existed
-		}
-		return ops[w].Outcome == chaos.OK
-	}
+	changed := func(w *largeWrite) bool { return certainlyChanged(w.Kind, w.Existed, ops[w].Outcome) }
 	// mayDelete reports whether op may have removed the entity.
-	mayDelete := func(w *largeWrite) bool {
-		switch w.Kind {
-		case "DeleteIfExists":
-			return w.Existed || ops[w].Outcome == chaos.Unknown
-		case "Delete":
-			return ops[w].Outcome != chaos.Failed
-		}
-		return false
-	}
+	mayDelete := func(w *largeWrite) bool { return mayHaveDeleted(w.Kind, w.Existed, ops[w].Outcome) }
 	// newer returns a write on key, other than w, that certainly changed
 	// the state, started after end and ended before t.
 	newer := func(key string, w *largeWrite, end, t time.Time) (chaos.Op, bool) {

@@ -70,3 +70,27 @@ func (is chaosInjectors) byKind() string {
 	}
 	return fmt.Sprintf("%s (%d of %d eligible tries failed, %.1f%%)", strings.Join(parts, " "), faults, eligible, 100*is.faultRate())
 }
+
+// certainlyChanged reports whether an op of kind ("DeleteIfExists",
+// "Delete" or a write) certainly changed the stored state: an
+// acknowledged write or Delete, or a DeleteIfExists that removed the
+// entity (existed).
+func certainlyChanged(kind string, existed bool, outcome chaos.Outcome) bool {
+	if kind == "DeleteIfExists" {
+		return existed
+	}
+	return outcome == chaos.OK
+}
+
+// mayHaveDeleted reports whether an op of kind may have removed the
+// entity: a DeleteIfExists that removed it or whose outcome is unknown,
+// or a Delete that did not fail.
+func mayHaveDeleted(kind string, existed bool, outcome chaos.Outcome) bool {
+	switch kind {
+	case "DeleteIfExists":
+		return existed || outcome == chaos.Unknown
+	case "Delete":
+		return outcome != chaos.Failed
+	}
+	return false
+}

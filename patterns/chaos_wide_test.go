@@ -426,22 +426,9 @@ func checkWideHistory(h *chaos.History, rec *wideRecords, final map[string]wideD
 	// changed reports whether w certainly changed the stored state: an
 	// acknowledged write or Delete, a DeleteIfExists that removed the
 	// entity.
-	changed := func(w *wideWrite) bool {
-		if w.Kind == "DeleteIfExists" {
-			return w.Existed
-		}
-		return ops[w].Outcome == chaos.OK
-	}
+	changed := func(w *wideWrite) bool { return certainlyChanged(w.Kind, w.Existed, ops[w].Outcome) }
 	// mayDelete reports whether w may have removed the entity.
-	mayDelete := func(w *wideWrite) bool {
-		switch w.Kind {
-		case "DeleteIfExists":
-			return w.Existed || ops[w].Outcome == chaos.Unknown
-		case "Delete":
-			return ops[w].Outcome != chaos.Failed
-		}
-		return false
-	}
+	mayDelete := func(w *wideWrite) bool { return mayHaveDeleted(w.Kind, w.Existed, ops[w].Outcome) }
 	// checkAbsent checks that key may be absent during [start, end]:
 	// every write acknowledged before start is followed by a delete that
 	// may have removed it and may have run before end.
