@@ -71,6 +71,26 @@ func (is chaosInjectors) byKind() string {
 	return fmt.Sprintf("%s (%d of %d eligible tries failed, %.1f%%)", strings.Join(parts, " "), faults, eligible, 100*is.faultRate())
 }
 
+// report turns the Injectors off and logs the run: its ops by outcome,
+// the reads made during it and the faults by kind, and the ops not
+// acknowledged by name, outcome and reason. It fails the test when fewer
+// than 15% of the eligible tries faulted.
+func (is chaosInjectors) report(t *testing.T, h *chaos.History, reads int) {
+	t.Helper()
+	is.setEnabled(false)
+	t.Logf("%d ops (%d ok, %d failed, %d unknown); %d reads during the run; faults: %s", h.Len(), h.Count(chaos.OK), h.Count(chaos.Failed), h.Count(chaos.Unknown), reads, is.byKind())
+	if rate := is.faultRate(); rate < 0.15 {
+		t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
+	}
+	reasons := map[string]int{}
+	for _, op := range h.Ops() {
+		if op.Outcome != chaos.OK {
+			reasons[op.Name+" "+op.Outcome.String()+": "+failReason(op.Err)]++
+		}
+	}
+	t.Logf("ops not acknowledged, by reason: %v", reasons)
+}
+
 // certainlyChanged reports whether an op of kind ("DeleteIfExists",
 // "Delete" or a write) certainly changed the stored state: an
 // acknowledged write or Delete, or a DeleteIfExists that removed the

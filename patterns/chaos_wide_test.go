@@ -244,18 +244,7 @@ func TestChaosWide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		injs.setEnabled(false)
-		t.Logf("%d ops (%d ok, %d failed, %d unknown); %d reads during the run; faults: %s", h.Len(), h.Count(chaos.OK), h.Count(chaos.Failed), h.Count(chaos.Unknown), rec.readCount(), injs.byKind())
-		if rate := injs.faultRate(); rate < 0.15 {
-			t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
-		}
-		reasons := map[string]int{}
-		for _, op := range h.Ops() {
-			if op.Outcome != chaos.OK {
-				reasons[op.Outcome.String()+": "+failReason(op.Err)]++
-			}
-		}
-		t.Logf("ops not acknowledged, by reason: %v", reasons)
+		injs.report(t, h, rec.readCount())
 
 		var v chaos.Violations
 		final := map[string]wideDoc{}
