@@ -197,7 +197,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	var last error
 	for range l.retry.Attempts(ctx) {
 		stored, oldRefs, found, err := l.readForModify(ctx, pk, rk)
-		if errors.Is(err, errEntityGone) {
+		if errors.Is(err, errEntityGone) || errors.Is(err, errChangedWhileRead) {
 			last = err
 			continue
 		}
@@ -243,8 +243,8 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // readForModify reads the entity pk/rk with its blob properties restored
 // and the references of the version read (ETag in the entity), or an
 // Entity with only the keys when there is none (found false). It fails
-// with an error matching errEntityGone when a read of a blob found the
-// entity replaced or removed: Modify then reads again.
+// with an error matching errEntityGone or errChangedWhileRead when a read
+// of a blob found the entity removed or replaced: Modify then reads again.
 func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit.Entity, refs map[string]BlobRef, found bool, err error) {
 	e, err := l.table.Get(ctx, pk, rk, nil)
 	if errors.Is(err, tablekit.ErrNotFound) {
@@ -263,10 +263,16 @@ func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit
 	if out.ETag != e.ETag {
 		// load found a blob gone and read a newer version, whose
 		// references this read does not hold: read again.
-		return out, nil, false, &goneError{fmt.Errorf("patterns: %s/%s changed while it was read: %w", pk, rk, tablekit.ErrPreconditionFailed)}
+		return out, nil, false, fmt.Errorf("patterns: %s/%s: %w", pk, rk, errChangedWhileRead)
 	}
 	return out, refs, true, nil
 }
+
+// errChangedWhileRead marks readForModify's error when the entity was
+// replaced while its blobs were read. It matches
+// tablekit.ErrPreconditionFailed, so that Modify's last error says a
+// conflict when every read met one.
+var errChangedWhileRead = fmt.Errorf("the entity changed while it was read: %w", tablekit.ErrPreconditionFailed)
 
 // Delete deletes the entity if its ETag is still etag (azcore.ETagAny: any
 // version), then its blobs. It fails with an error matching
