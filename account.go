@@ -3,6 +3,7 @@ package tablekit
 import (
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,7 +24,8 @@ import (
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
 // the defaults. The same settings apply to the table, queue and blob
-// clients of the Account.
+// clients of the Account. A nil entry in PerCallPolicies or
+// PerRetryPolicies is refused with [ErrInvalidInput].
 type Options struct {
 	// PerCallPolicies are azcore policies run once per operation, before
 	// the retry policy.
@@ -146,16 +148,12 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 	a := &Account{name: cs.accountName, endpoints: cs.endpoints}
 	switch {
 	case cs.accountKey != "":
-		tableCred, err := aztables.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		if err != nil {
-			return nil, connError("AccountKey is not a valid key")
-		}
-		queueCred, err := azqueue.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		if err != nil {
-			return nil, connError("AccountKey is not a valid key")
-		}
-		blobCred, err := azblob.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		if err != nil {
+		// Errors of their own: a ":=" of err here would declare an err
+		// of this case, and the a.build below would set it unchecked.
+		tableCred, tableErr := aztables.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+		queueCred, queueErr := azqueue.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+		blobCred, blobErr := azblob.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+		if errors.Join(tableErr, queueErr, blobErr) != nil {
 			return nil, connError("AccountKey is not a valid key")
 		}
 		a.tableCred = tableCred
@@ -182,9 +180,12 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 			return err
 		})
 	}
+	if errors.Is(err, ErrInvalidInput) {
+		return nil, fmt.Errorf("tablekit: Open: %w", err) // refused options
+	}
 	if err != nil {
-		// The SDK's constructors only fail on malformed URLs, which the
-		// parser has already refused; do not echo a URL that may hold a SAS.
+		// The SDK's constructors check no URL today; should one refuse
+		// what the parser accepted, do not echo a URL that may hold a SAS.
 		return nil, fmt.Errorf("tablekit: cannot create storage clients: %s: %w", redactSecrets(err.Error(), cs), ErrInvalidInput)
 	}
 	return a, nil
@@ -255,6 +256,16 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 // each service: the same retry options, transport and caller policies, and
 // a Meter policy of the service's own as the last per-retry policy.
 func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientOptions) error) error {
+	// azcore calls every policy it is given: a nil one would panic on the
+	// Account's first request.
+	for _, list := range []struct {
+		name     string
+		policies []policy.Policy
+	}{{"PerCallPolicies", opts.PerCallPolicies}, {"PerRetryPolicies", opts.PerRetryPolicies}} {
+		if i := slices.Index(list.policies, nil); i >= 0 {
+			return fmt.Errorf("nil policy in Options.%s[%d]: %w", list.name, i, ErrInvalidInput)
+		}
+	}
 	a.tracing = opts.TracingProvider
 	a.cosmos = opts.Cosmos || isCosmosEndpoint(a.endpoints.Table)
 	a.meter = opts.Meter

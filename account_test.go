@@ -314,6 +314,49 @@ func TestOptionsPoliciesAndRetries(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesNilPolicies: a nil policy would panic on the Account's
+// first request, so every way of opening refuses it. With a shared key,
+// Open once dropped the error of building its clients (staticcheck SA4006,
+// issue 30) and returned an Account with that nil policy inside.
+func TestOpenRefusesNilPolicies(t *testing.T) {
+	pass := policyFunc(func(req *policy.Request) (*http.Response, error) { return req.Next() })
+	open := map[string]func(*tablekit.Options) (*tablekit.Account, error){
+		"shared key": func(o *tablekit.Options) (*tablekit.Account, error) {
+			return tablekit.Open("AccountName=myacct;AccountKey="+testKey, o)
+		},
+		"development storage": func(o *tablekit.Options) (*tablekit.Account, error) {
+			return tablekit.Open("UseDevelopmentStorage=true", o)
+		},
+		"SAS": func(o *tablekit.Options) (*tablekit.Account, error) {
+			return tablekit.Open("TableEndpoint=https://h/t;QueueEndpoint=https://h/q;BlobEndpoint=https://h/b;SharedAccessSignature=sv=1&sig="+testSig, o)
+		},
+		"token credential": func(o *tablekit.Options) (*tablekit.Account, error) {
+			return tablekit.OpenWithCredential("myacct", noCredential{}, o)
+		},
+	}
+	for _, bad := range []struct {
+		opts tablekit.Options
+		want string
+	}{
+		{tablekit.Options{PerCallPolicies: []policy.Policy{nil}}, "nil policy in Options.PerCallPolicies[0]"},
+		{tablekit.Options{PerRetryPolicies: []policy.Policy{pass, nil}}, "nil policy in Options.PerRetryPolicies[1]"},
+	} {
+		for how, open := range open {
+			acct, err := open(&bad.opts)
+			if err == nil {
+				t.Errorf("%s: opened with %s: %+v", how, bad.want, acct.Endpoints())
+				continue
+			}
+			if !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("%s: error %q, want ErrInvalidInput saying %q", how, err, bad.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, testKey) || strings.Contains(msg, testSig) {
+				t.Errorf("%s: error %q shows a secret", how, msg)
+			}
+		}
+	}
+}
+
 type policyFunc func(*policy.Request) (*http.Response, error)
 
 func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
