@@ -172,17 +172,26 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 			w.Write(body)
 			return
 		}
+		// A page the front cannot read is an error, never an empty page.
 		var doc map[string]json.RawMessage
 		var values []json.RawMessage
-		if err := json.Unmarshal(body, &doc); err == nil {
+		err = json.Unmarshal(body, &doc)
+		if err == nil {
 			err = json.Unmarshal(doc["value"], &values)
+		}
+		if err != nil {
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's page of entities: "+err.Error())
+			return
 		}
 		if top == nil {
 			top, header = doc, resp.Header
 		}
 		for _, v := range values {
 			var k struct{ PartitionKey, RowKey string }
-			json.Unmarshal(v, &k)
+			if err := json.Unmarshal(v, &k); err != nil {
+				writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read an entity of the target's page: "+err.Error())
+				return
+			}
 			all = append(all, cosmosEntity{raw: v, key: c.key(k.PartitionKey, k.RowKey)})
 		}
 		npk := resp.Header.Get("x-ms-continuation-NextPartitionKey")

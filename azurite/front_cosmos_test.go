@@ -2,12 +2,16 @@ package azurite_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
@@ -169,4 +173,59 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 			t.Fatalf("the refused batch stored %d entities", n)
 		}
 	})
+}
+
+// TestCosmosUnreadablePage: in Cosmos mode the front reads every page of a
+// query from its target. A page it cannot read is answered with an error,
+// never as an empty page or an entity without keys. Azurite never sends
+// such a page, so the target here is a test server with fixed answers.
+func TestCosmosUnreadablePage(t *testing.T) {
+	t.Parallel()
+	var page atomic.Value // the body the target answers every query with
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
+		w.Write([]byte(page.Load().(string)))
+	}))
+	t.Cleanup(target.Close)
+	f, err := azurite.NewFront(ctxFor(t), azurite.Endpoints{Table: target.URL + "/" + azurite.AccountName}, &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	client := serviceClient(t, f.ConnectionString()).NewClient("cosmospage")
+	query := func() ([]string, error) {
+		var got []string
+		pager := client.NewListEntitiesPager(nil)
+		for pager.More() {
+			resp, err := pager.NextPage(ctxFor(t))
+			if err != nil {
+				return got, err
+			}
+			for _, e := range resp.Entities {
+				got = append(got, string(e))
+			}
+		}
+		return got, nil
+	}
+
+	// A readable page passes, so the cases below fail for their page alone.
+	page.Store(`{"odata.metadata":"m","value":[{"PartitionKey":"p","RowKey":"r"}]}`)
+	if got, err := query(); err != nil || len(got) != 1 || !strings.Contains(got[0], `"RowKey":"r"`) {
+		t.Fatalf("readable page: %q, %v", got, err)
+	}
+	for name, body := range map[string]string{
+		"not JSON":              `<html>502 Bad Gateway</html>`,
+		"no value":              `{"odata.metadata":"m"}`,
+		"value not an array":    `{"odata.metadata":"m","value":{"PartitionKey":"p","RowKey":"r"}}`,
+		"entity not an object":  `{"odata.metadata":"m","value":[1]}`,
+		"key not a string":      `{"odata.metadata":"m","value":[{"PartitionKey":7,"RowKey":"r"}]}`,
+		"truncated after value": `{"odata.metadata":"m","value":[{"PartitionKey":"p","RowKey":"r"}`,
+	} {
+		page.Store(body)
+		got, err := query()
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusBadGateway || re.ErrorCode != "InternalError" {
+			t.Errorf("%s: got entities %q and error %v, want 502 InternalError", name, got, err)
+		}
+	}
 }
