@@ -472,7 +472,7 @@ func checkLargeHistory(h *chaos.History, rec *largeRecords, keepKeys []string, s
 			continue
 		}
 		if w.Kind == "DeleteIfExists" && !w.Existed {
-			checkAbsent(fmt.Sprintf("%s", op), w.Key, op.Start, op.End)
+			checkAbsent(op.String(), w.Key, op.Start, op.End)
 			continue
 		}
 		if !slices.ContainsFunc(sorted, func(p *largeWrite) bool {

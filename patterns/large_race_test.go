@@ -54,9 +54,22 @@ func isBlobRead(blobs string, r *http.Request) bool {
 	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.String(), blobs) && !r.URL.Query().Has("comp")
 }
 
-// isBlobUpload matches the upload of a whole blob (Put Blob).
+// isBlobUpload matches the upload of a whole blob (Put Blob): the PUT with
+// an x-ms-blob-type header.
 func isBlobUpload(blobs string, r *http.Request) bool {
-	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.String(), blobs) && len(r.Header["x-ms-blob-type"]) > 0 // set with this spelling by azblob
+	return r.Method == http.MethodPut && strings.HasPrefix(r.URL.String(), blobs) && hasHeader(r.Header, "x-ms-blob-type")
+}
+
+// hasHeader reports whether h holds the header name, however its key is
+// spelled: azblob sets x-ms-blob-type under that lower-case key, which
+// Header.Get (looking up X-Ms-Blob-Type) does not find.
+func hasHeader(h http.Header, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func doc(name, title string, n int) Doc {
