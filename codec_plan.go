@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
 // The table struct tag is `table:"Name,option,option..."`. The name is the
@@ -72,21 +70,19 @@ type fieldPlan struct {
 // typePlan is everything the codec needs to know about a Go type, computed
 // once per type.
 type typePlan struct {
-	typ      reflect.Type
-	fields   []fieldPlan // custom properties, in declaration order
-	byName   map[string]int
-	pk, rk   []int // field paths, nil when absent
-	etag     []int
-	etagKind reflect.Kind
-	ts       []int
-	hasEncr  bool
+	typ     reflect.Type
+	fields  []fieldPlan // custom properties, in declaration order
+	byName  map[string]int
+	pk, rk  []int // field paths, nil when absent
+	etag    []int
+	ts      []int
+	hasEncr bool
 }
 
 var planCache sync.Map // reflect.Type -> *typePlan or error
 
 var (
 	timeType          = reflect.TypeOf(time.Time{})
-	etagType          = reflect.TypeOf(azcore.ETag(""))
 	bytesType         = reflect.TypeOf([]byte(nil))
 	guidType          = reflect.TypeOf(GUID{})
 	textMarshalerType = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()

@@ -356,7 +356,6 @@ func TestPoisonRaceManyWorkers(t *testing.T) {
 	r := newRig(t, nil)
 	ids := r.seed(t, employees(20))
 	fails := archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error { return errors.New("nope") })
-	var workers []*archive.Worker
 	var stops []func() error
 	for range 3 {
 		opts := r.workerOpts(t)
@@ -365,7 +364,6 @@ func TestPoisonRaceManyWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		workers = append(workers, w)
 		stops = append(stops, runWorker(t, w))
 	}
 	waitFor(t, 60*time.Second, "the queue to empty", func() bool { return approxCount(t, r.queue) == 0 })

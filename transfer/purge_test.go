@@ -32,8 +32,6 @@ func isBatch(r *policy.Request) bool {
 	return r.Raw().Method == http.MethodPost && filepath.Base(r.Raw().URL.Path) == "$batch"
 }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
 // TestPurgePartition: a partition is purged with ceil(n/100) transactions
 // and nothing outside it is touched.
 func TestPurgePartition(t *testing.T) {
