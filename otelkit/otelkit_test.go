@@ -131,7 +131,7 @@ func TestSpansWrapTheSDKRequests(t *testing.T) {
 		t.Errorf("Table.Transaction has %d request spans under it, want 1 (spans: %v)", len(reqs), names(tree))
 	}
 	if v, ok := attr(txs[0], "tablekit.actions"); !ok || v.AsInt64() != 2 {
-		t.Errorf("Table.Transaction tablekit.actions = %v, want 2", v.Emit())
+		t.Errorf("Table.Transaction tablekit.actions = %v, want 2", v.String())
 	}
 
 	exp.Reset()
@@ -234,7 +234,7 @@ func TestWorkerMessageSpan(t *testing.T) {
 		t.Errorf("messaging.message.id = %q, want %q", v.AsString(), id)
 	}
 	if v, _ := attr(m, "tablekit.dequeue_count"); v.AsInt64() != 1 {
-		t.Errorf("tablekit.dequeue_count = %v, want 1", v.Emit())
+		t.Errorf("tablekit.dequeue_count = %v, want 1", v.String())
 	}
 	if v, _ := attr(m, "messaging.destination.name"); v.AsString() != queue {
 		t.Errorf("messaging.destination.name = %q, want %q", v.AsString(), queue)

@@ -186,7 +186,7 @@ func spanTree(spans tracetest.SpanStubs, root string) []string {
 		for _, a := range s.Attributes {
 			switch a.Key {
 			case "tablekit.message_kind", "tablekit.dequeue_count", "tablekit.partition_key", "tablekit.row_key", "http.status_code":
-				line += fmt.Sprintf(" %s=%s", a.Key, a.Value.Emit())
+				line += fmt.Sprintf(" %s=%s", a.Key, a.Value.String())
 			}
 		}
 		if s.Status.Code == codes.Error {
