@@ -260,7 +260,7 @@ func (l *lineJSON) entity() (tablekit.Entity, error) {
 	if l.Timestamp != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
 		if err != nil {
-			return e, fmt.Errorf("Timestamp: %v", err)
+			return e, fmt.Errorf("bad Timestamp: %v", err)
 		}
 		e.Timestamp = t.UTC()
 	}

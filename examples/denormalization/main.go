@@ -147,7 +147,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return err
 	}
 	if back, _ := v.(Employee); back.ETag != second {
-		return fmt.Errorf("Write returned ETag %q; the manager reads %q", second, back.ETag)
+		return fmt.Errorf("the Write returned ETag %q; the manager reads %q", second, back.ETag)
 	}
 	fmt.Fprintln(out, "Write returned the manager's new ETag from the transaction's answer (no read): the stored one")
 

@@ -143,7 +143,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// compares ETags, so a stale ETag costs that read and no blob.
 	before = meter.Snapshot()
 	if _, err := l.Update(ctx, emp, etag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
-		return fmt.Errorf("Update with the first version's ETag: want ErrPreconditionFailed, got %v", err)
+		return fmt.Errorf("an Update with the first version's ETag: want ErrPreconditionFailed, got %v", err)
 	}
 	fmt.Fprintf(out, "Update with the first version's ETag fails with ErrPreconditionFailed before writing a blob: %s\n", cost(meter.Snapshot().Sub(before)))
 	emp.Name = "Ada Lovelace"
@@ -190,7 +190,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "DeleteIfExists removed the entity first, then its blobs (existed: %t): %s\n", existed, cost(meter.Snapshot().Sub(before)))
 	if _, err := l.Get(ctx, "Sales", "000223", nil); !errors.Is(err, tablekit.ErrNotFound) {
-		return fmt.Errorf("Get after DeleteIfExists: want ErrNotFound, got %v", err)
+		return fmt.Errorf("a Get after DeleteIfExists: want ErrNotFound, got %v", err)
 	}
 	res, err = l.Sweep(ctx, &patterns.SweepOptions{DryRun: true})
 	if err != nil {
