@@ -167,7 +167,7 @@ func (r *rawEntity) applyAnnotations(err error) error {
 }
 
 func isIntegerLiteral(b []byte) bool {
-	return bytes.IndexAny(b, ".eE") < 0
+	return !bytes.ContainsAny(b, ".eE")
 }
 
 // forEachObject calls fn with each element of the "value" array of a query

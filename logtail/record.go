@@ -125,7 +125,7 @@ func parseRecord(line []byte) (Record, error) {
 		return Record{}, err
 	}
 	msg := line[TimeWidth+1:]
-	if bytes.IndexAny(msg, "\\\t\n") < 0 {
+	if !bytes.ContainsAny(msg, "\\\t\n") {
 		return Record{Time: t, Message: string(msg)}, nil
 	}
 	out := make([]byte, 0, len(msg))
