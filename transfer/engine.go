@@ -212,7 +212,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 		return nil, validation(c.op, "Resume needs a Checkpoint")
 	}
 	j := &job{
-		op: c.op, t: c.t, scope: c.scope, scan: scan, sel: c.sel,
+		op: c.op, t: c.t, scan: scan, sel: c.sel,
 		meter: c.meter, cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
 	}
 	if j.cpEvery <= 0 {
@@ -222,9 +222,14 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.meter != nil {
 		j.meterStart = j.meter.Snapshot()
 	}
-	j.state = jobState{Version: stateVersion, Op: c.op, Table: c.t.Name(), Scope: c.scope.describe(), Started: j.started.UTC()}
+	j.state = jobState{Version: stateVersion, Op: c.op, Table: c.t.Name(), Started: j.started.UTC()}
+	j.scope = c.scope.at(j.state.Started)
+	if err := j.scope.Filter.Err(); err != nil {
+		return nil, err
+	}
+	j.state.Scope = j.scope.describe()
 	if c.resume {
-		ok, err := j.load(ctx)
+		ok, err := j.load(ctx, c.scope)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +243,10 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	return j, nil
 }
 
-// load reads the checkpoint and checks that it belongs to this job.
-func (j *job) load(ctx context.Context) (bool, error) {
+// load reads the checkpoint and checks that it belongs to this job, whose
+// scope is scope as the caller gave it: a cutoff it sets (OlderThan) is
+// taken from the start of the job's first run.
+func (j *job) load(ctx context.Context, scope Scope) (bool, error) {
 	data, err := j.cp.Load(ctx)
 	if err != nil || data == nil {
 		return false, err
@@ -248,6 +255,8 @@ func (j *job) load(ctx context.Context) (bool, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return false, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
+	resumed := scope.at(s.Started)
+	want := resumed.describe()
 	switch {
 	case s.Version != stateVersion:
 		return false, fmt.Errorf("%w: state version %d, want %d", ErrCorruptCheckpoint, s.Version, stateVersion)
@@ -255,8 +264,10 @@ func (j *job) load(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%w: it is the checkpoint of a %s, not a %s", ErrCorruptCheckpoint, s.Op, j.op)
 	case s.Table != j.state.Table:
 		return false, fmt.Errorf("%w: it is for table %q, not %q", ErrCorruptCheckpoint, s.Table, j.state.Table)
-	case s.Scope != j.state.Scope:
-		return false, fmt.Errorf("%w: it is for scope %q, not %q", ErrCorruptCheckpoint, s.Scope, j.state.Scope)
+	case resumed.Filter.Err() != nil:
+		return false, fmt.Errorf("%w: its start time %v gives no cutoff: %v", ErrCorruptCheckpoint, s.Started, resumed.Filter.Err())
+	case s.Scope != want:
+		return false, fmt.Errorf("%w: it is for scope %q, not %q", ErrCorruptCheckpoint, s.Scope, want)
 	case len(s.Ranges) == 0:
 		return false, fmt.Errorf("%w: it has no ranges", ErrCorruptCheckpoint)
 	}
@@ -266,6 +277,7 @@ func (j *job) load(ctx context.Context) (bool, error) {
 		}
 	}
 	j.state = s
+	j.scope = resumed
 	j.base = s.Counts
 	j.resumed = true
 	return true, nil

@@ -488,3 +488,41 @@ func TestPurgeLostAnswerChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeOlderThanResumes: Scope.OlderThan is measured from the start
+// of the job's first run: a resumed purge keeps that cutoff (an entity
+// written after the first run started survives it), and a resume with
+// another OlderThan is refused.
+func TestPurgeOlderThanResumes(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 3, 300)
+	time.Sleep(1100 * time.Millisecond) // Azurite compares DateTimes to the millisecond
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.json"))
+	opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{OlderThan: time.Second}, Checkpoint: cp}}
+	if _, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{OlderThan: -time.Second}}}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("negative OlderThan: %v, want ErrInvalidInput", err)
+	}
+	o := opts
+	o.Budget = time.Nanosecond
+	if res, err := transfer.Purge(ctx, tbl, &o); err != nil || res.Complete {
+		t.Fatalf("budgeted purge: %+v, %v; want incomplete", res, err)
+	}
+	seed(t, tbl, []tablekit.Entity{{PartitionKey: "p000", RowKey: "late"}})
+	time.Sleep(1100 * time.Millisecond)
+	o = opts
+	o.Resume = true
+	o.Scope.OlderThan = 2 * time.Second
+	if _, err := transfer.Purge(ctx, tbl, &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume with another OlderThan: %v, want ErrCorruptCheckpoint", err)
+	}
+	o.Scope.OlderThan = time.Second
+	res, err := transfer.Purge(ctx, tbl, &o)
+	if err != nil || !res.Complete || res.Deleted != 300 {
+		t.Fatalf("resumed purge: %+v, %v; want 300 deleted", res, err)
+	}
+	if left := readAll(t, tbl); len(left) != 1 {
+		t.Errorf("%d entities left, want only p000/late", len(left))
+	}
+}

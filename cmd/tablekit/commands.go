@@ -29,7 +29,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--mode: %v", err)
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	if !sc.empty() && all {
 		return usagef("--all excludes a scope")
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}

@@ -94,15 +94,17 @@ func (f *scopeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "first PartitionKey of the range (inclusive)")
 	fs.StringVar(&f.to, "to", "", "end of the PartitionKey range (exclusive)")
 	fs.StringVar(&f.filter, "filter", "", "an OData filter the entities must also match, e.g. \"Status eq 'done'\"")
-	fs.StringVar(&f.olderThan, "older-than", "", "only entities last written before this: a duration back from now (720h) or an RFC 3339 time")
+	fs.StringVar(&f.olderThan, "older-than", "", "only entities last written before this: a duration back from the job's start (720h; --resume keeps the first run's cutoff) or an RFC 3339 time")
 }
 
 func (f *scopeFlags) empty() bool {
 	return !f.hasPartition && f.from == "" && f.to == "" && f.filter == "" && f.olderThan == ""
 }
 
-// scope builds the transfer.Scope.
-func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
+// scope builds the transfer.Scope. A duration --older-than becomes
+// Scope.OlderThan, so that the library fixes the cutoff when the job
+// starts and a resumed run keeps it.
+func (f *scopeFlags) scope() (transfer.Scope, error) {
 	var s transfer.Scope
 	if f.hasPartition {
 		if f.from != "" || f.to != "" {
@@ -120,11 +122,15 @@ func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
 		fs = append(fs, tablekit.Where(f.filter))
 	}
 	if f.olderThan != "" {
-		cutoff, err := parseCutoff(f.olderThan, now)
+		age, cutoff, err := parseOlderThan(f.olderThan)
 		if err != nil {
 			return s, err
 		}
-		fs = append(fs, tablekit.Where("Timestamp lt ?", cutoff))
+		if age > 0 {
+			s.OlderThan = age
+		} else {
+			fs = append(fs, tablekit.Where("Timestamp lt ?", cutoff))
+		}
 	}
 	s.Filter = tablekit.And(fs...)
 	if err := s.Filter.Err(); err != nil {
@@ -133,17 +139,19 @@ func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
 	return s, nil
 }
 
-func parseCutoff(s string, now time.Time) (time.Time, error) {
+// parseOlderThan parses --older-than: a positive duration (age) or an
+// RFC 3339 time (cutoff).
+func parseOlderThan(s string) (age time.Duration, cutoff time.Time, err error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, usagef("--older-than %s: the duration must be positive", s)
+			return 0, time.Time{}, usagef("--older-than %s: the duration must be positive", s)
 		}
-		return now.Add(-d).UTC(), nil
+		return d, time.Time{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
+		return 0, t.UTC(), nil
 	}
-	return time.Time{}, usagef("--older-than %q is neither a duration (720h) nor an RFC 3339 time (2024-01-31T00:00:00Z)", s)
+	return 0, time.Time{}, usagef("--older-than %q is neither a duration (720h) nor an RFC 3339 time (2024-01-31T00:00:00Z)", s)
 }
 
 // scanFlags say how to read.

@@ -422,3 +422,59 @@ func TestCLICountKilledResumes(t *testing.T) {
 		t.Errorf("count with --resume and no checkpoint:\n%s", out)
 	}
 }
+
+// TestCLIOlderThanResumes: --older-than with --resume reads the scope of
+// the checkpoint: the cutoff the first run fixed, not one taken from the
+// clock again (which made every resume fail with "it is for scope ...").
+// The README's example: purge --older-than with a budget, then --resume.
+// An entity written after the first run started is out of its scope and
+// survives the resumed purge; a resume with another --older-than is
+// refused.
+func TestCLIOlderThanResumes(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl, dst := newTable(t, acct), newTable(t, acct)
+	old := entities(3, 300, "p")
+	seed(t, tbl, old)
+	time.Sleep(1100 * time.Millisecond) // Azurite compares DateTimes to the millisecond
+	scope := []string{"--table", tbl.Name(), "--older-than", "1s", "--progress", "none"}
+
+	// A finished export, count and copy resume as finished.
+	file := filepath.Join(c.dir, "old.jsonl")
+	c.mustRun(0, append([]string{"export", "--out", file}, scope...)...)
+	c.mustRun(0, append([]string{"export", "--out", file, "--resume"}, scope...)...)
+	if b, err := os.ReadFile(file); err != nil || strings.Count(string(b), "\n") != 302 {
+		t.Errorf("resumed export: %d lines (%v), want 302", strings.Count(string(b), "\n"), err)
+	}
+	cp := filepath.Join(c.dir, "count.checkpoint")
+	c.mustRun(0, append([]string{"count", "--checkpoint", cp}, scope...)...)
+	out, _ := c.mustRun(0, append([]string{"count", "--checkpoint", cp, "--resume"}, scope...)...)
+	if !strings.Contains(out, "entities: 300\n") {
+		t.Errorf("resumed count:\n%s", out)
+	}
+	cp = filepath.Join(c.dir, "copy.checkpoint")
+	c.mustRun(0, append([]string{"copy", "--to-table", dst.Name(), "--checkpoint", cp}, scope...)...)
+	c.mustRun(0, append([]string{"copy", "--to-table", dst.Name(), "--checkpoint", cp, "--resume"}, scope...)...)
+
+	// A purge stopped by its budget before it listed anything.
+	cp = filepath.Join(c.dir, "purge.checkpoint")
+	purge := append([]string{"purge", "--checkpoint", cp}, scope...)
+	c.mustRun(3, append(purge, "--budget", "1ns")...)
+	// Written after the first run started: out of its scope, although
+	// older than 1s when the purge resumes.
+	late := []tablekit.Entity{{PartitionKey: "p000", RowKey: "late"}}
+	seed(t, tbl, late)
+	time.Sleep(1100 * time.Millisecond)
+	_, errOut := c.mustRun(1, "purge", "--checkpoint", cp, "--table", tbl.Name(), "--older-than", "2s", "--resume")
+	if !strings.Contains(errOut, "checkpoint cannot be used") {
+		t.Errorf("resume with another --older-than:\n%s", errOut)
+	}
+	out, _ = c.mustRun(0, append(purge, "--resume")...)
+	if !strings.Contains(out, "purge complete: 300 listed, 300 deleted") {
+		t.Errorf("resumed purge:\n%s", out)
+	}
+	left := dump(t, tbl)
+	if _, ok := left["p000/late"]; len(left) != 1 || !ok {
+		t.Errorf("left %v, want only p000/late", left)
+	}
+}
