@@ -48,34 +48,37 @@ func manyEntities(parts, n int) []tablekit.Entity {
 var errCrash = errors.New("test: the process crashed")
 
 // crashingCheckpoint keeps saves until one records at least after entities
-// written; the save after that one "crashes the process": it persists
-// nothing, fails, and cancels the run, as do all later saves. What the
-// run wrote between its last kept save and the crash is in the table but
-// not in the checkpoint, as after a kill.
+// written; the first later save that records more written "crashes the
+// process": it persists nothing, fails, and cancels the run, as do all
+// later saves. What the run wrote between its last kept save and the crash
+// is in the table but not in the checkpoint, as after a kill.
 type crashingCheckpoint struct {
 	transfer.Checkpoint
 	after  int64
 	cancel context.CancelFunc
 
-	mu             sync.Mutex
-	armed, crashed bool
-	kept           []byte
+	mu      sync.Mutex
+	crashed bool
+	kept    []byte
+	written int64 // in the last kept save
 }
 
 func (c *crashingCheckpoint) Save(ctx context.Context, state []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.crashed || c.armed {
-		c.crashed = true
-		c.cancel()
+	if c.crashed {
 		return errCrash
 	}
 	var s struct{ Counts struct{ Written int64 } }
 	if err := json.Unmarshal(state, &s); err != nil {
 		return err
 	}
-	c.armed = s.Counts.Written >= c.after
-	c.kept = state
+	if c.written >= c.after && s.Counts.Written > c.written {
+		c.crashed = true
+		c.cancel()
+		return errCrash
+	}
+	c.kept, c.written = state, s.Counts.Written
 	return c.Checkpoint.Save(ctx, state)
 }
 
