@@ -106,9 +106,11 @@
 // the checkpoint records when the job started. An export writes the output before the
 // checkpoint that counts it, so output after the last checkpoint is cut off
 // on resume ([ExportResumeOffset]). A copy writes a page before its range
-// moves past it; a resumed copy writes the pages after the checkpoint
-// again (in Insert mode it first looks up what the destination holds: see
-// [Copy]). A purge deletes before it moves on, and listing again what is
+// moves past it (a page with entities that failed for a passing reason,
+// such as throttling, is held back for a resumed run) and saves its plan
+// before its first write; a resumed copy writes the pages after the
+// checkpoint again (in Insert mode it first looks up what the destination
+// holds: see [Copy]). A purge deletes before it moves on, and listing again what is
 // already deleted finds nothing. A count saves its partial counts with
 // each range's token.
 //

@@ -96,6 +96,7 @@ type rangeState struct {
 
 	// Run-time state, under job.mu.
 	running   bool
+	held      bool // stopped for this run by its page function (errHold)
 	splitting bool
 	stuck     *string // Pos at which a split found nothing to split off
 }
@@ -323,8 +324,16 @@ func (j *job) filterOf(r *rangeState) tablekit.Filter {
 }
 
 // pageFunc handles one page of range r, read from the continuation token
-// start. It records its progress with commit before it returns nil.
+// start. It records its progress with commit before it returns nil. It
+// returns errHold, without committing, to stop the range at this page for
+// the rest of the run.
 type pageFunc func(ctx context.Context, r *rangeState, start string, page tablekit.Page[tablekit.Entity]) error
+
+// errHold, returned by a page function, stops its range where it is, not
+// done, while the other ranges go on: a resumed run reads the range again
+// from the page (copy, when entities of the page failed for a passing
+// reason).
+var errHold = errors.New("transfer: range held back for a resumed run")
 
 // run reads every range not done yet, Concurrency at a time, and calls fn
 // for each page. It stops early, leaving the rest for a resumed run, when
@@ -461,6 +470,12 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 		}
 		j.clip(r, &page)
 		if err := fn(ctx, r, token, page); err != nil {
+			if errors.Is(err, errHold) {
+				j.mu.Lock()
+				r.held = true
+				j.mu.Unlock()
+				return nil
+			}
 			return err
 		}
 		if page.Continuation == "" {
@@ -495,7 +510,7 @@ func (j *job) busy() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, r := range j.state.Ranges {
-		if !r.Done && !r.isStuck() {
+		if !r.Done && !r.held && !r.isStuck() {
 			return true
 		}
 	}

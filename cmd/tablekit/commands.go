@@ -126,6 +126,10 @@ func finish(ctx context.Context, err error, complete bool) error {
 	switch {
 	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return fmt.Errorf("interrupted: %w", errIncomplete)
+	case errors.Is(err, transfer.ErrFailures) && !complete:
+		// Entities failed for a passing reason (throttled, no answer):
+		// their pages are left for --resume.
+		return fmt.Errorf("%v; %w", err, errIncomplete)
 	case errors.Is(err, transfer.ErrFailures):
 		return fmt.Errorf("%w: %v", errFailures, err)
 	case err != nil:
