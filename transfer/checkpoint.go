@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Checkpoint stores the state of an export, import, copy, purge or count
@@ -127,6 +128,9 @@ func NewTableCheckpoint(t *tablekit.Table[tablekit.Entity], job string) (*TableC
 func validKey(k string) error {
 	if k == "" {
 		return errors.New("the job name is empty")
+	}
+	if n := keys.KeySize(k); n > keys.MaxKeyLen {
+		return fmt.Errorf("the job name is %d bytes in UTF-16; a key holds at most %d", n, keys.MaxKeyLen)
 	}
 	for _, r := range k {
 		if r == '/' || r == '\\' || r == '#' || r == '?' || r < 0x20 || (r >= 0x7f && r <= 0x9f) {

@@ -16,8 +16,8 @@ import (
 // PartitionKey ranges at once, and how the scope is split into ranges. The
 // zero value means the defaults.
 type ScanOptions struct {
-	// Concurrency is how many ranges are read at once (default 16). 1
-	// reads the ranges one after the other, in key order.
+	// Concurrency is how many ranges are read at once (default 16; at
+	// most 1,024). 1 reads the ranges one after the other, in key order.
 	Concurrency int
 	// Boundaries, when set, splits the scope at these PartitionKeys (in any
 	// order; keys outside the scope are ignored): range i is
@@ -33,7 +33,7 @@ type ScanOptions struct {
 	// documentation), while the run's probes stay within the pages it has
 	// read plus MaxProbes. A negative value turns both off: the scope is
 	// read as one range. A scope of one partition, or Concurrency 1, is
-	// never split.
+	// never split. At most 1,000,000.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).
@@ -49,17 +49,20 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 	if o != nil {
 		s = *o
 	}
-	if s.Concurrency < 0 {
-		return s, validation(op, "ScanOptions.Concurrency must not be negative")
+	if s.Concurrency < 0 || s.Concurrency > maxConcurrency {
+		return s, validation(op, fmt.Sprintf("ScanOptions.Concurrency is %d; it must be 0 (default 16) to %d", s.Concurrency, maxConcurrency))
 	}
 	if s.Concurrency == 0 {
 		s.Concurrency = 16
+	}
+	if s.MaxProbes > maxProbes {
+		return s, validation(op, fmt.Sprintf("ScanOptions.MaxProbes is %d; it must be at most %d (negative: none, 0: default)", s.MaxProbes, maxProbes))
 	}
 	if s.MaxProbes == 0 {
 		s.MaxProbes = 4 * s.Concurrency
 	}
 	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
-		return s, validation(op, "ScanOptions.PageSize must be 0–1000")
+		return s, validation(op, fmt.Sprintf("ScanOptions.PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, tablekit.MaxPageSize))
 	}
 	if err := s.Retry.Validate(op); err != nil {
 		return s, err
@@ -67,6 +70,14 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 	s.Retry = s.Retry.WithDefaults(tablekit.DefaultThrottleRetry)
 	return s, nil
 }
+
+// Bounds of the options: larger values would only start more goroutines
+// (Concurrency, PurgeOptions.Transactions) or send more probes than any
+// table needs, and overflow the arithmetic built on them.
+const (
+	maxConcurrency = 1024
+	maxProbes      = 1_000_000
+)
 
 // keysOnly is the projection of key listings: $select=PartitionKey,RowKey.
 var keysOnly = []string{"PartitionKey", "RowKey"}

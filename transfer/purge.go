@@ -38,9 +38,9 @@ type PurgeOptions struct {
 	// alone and counted in Changed.
 	AnyETag bool
 	// Transactions is how many delete transactions are in flight at once
-	// over all ranges (default 16). They are taken from the partitions
-	// listed in turn, and the listing goes on while they run, up to
-	// Transactions × 1,000 entities ahead of the deletes.
+	// over all ranges (default 16; at most 1,024). They are taken from
+	// the partitions listed in turn, and the listing goes on while they
+	// run, up to Transactions × 1,000 entities ahead of the deletes.
 	Transactions int
 	// Governor paces the delete transactions within the partitions' and
 	// the account's scalability targets, backing off when the service
@@ -134,6 +134,9 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	o := *opts
 	if o.Budget < 0 || o.Transactions < 0 || o.MaxReported < 0 {
 		return PurgeResult{}, validation(op, "Budget, Transactions and MaxReported must not be negative")
+	}
+	if o.Transactions > maxConcurrency {
+		return PurgeResult{}, validation(op, fmt.Sprintf("Transactions is %d; it must be 0 (default 16) to %d", o.Transactions, maxConcurrency))
 	}
 	if o.Transactions == 0 {
 		o.Transactions = 16

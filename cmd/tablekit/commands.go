@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -27,6 +28,9 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency", "OUT.checkpoint when --out is a file")
 	fs.StringVar(&out, "out", "-", "the export file; - for stdout")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
 		return err
 	}
 	scope, err := sc.scope()
@@ -157,10 +161,14 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&in, "in", "-", "the export file; - for stdin")
 	fs.StringVar(&mode, "mode", "insert", "insert (existing entities fail), merge or replace")
 	fs.BoolVar(&create, "create", false, "create the table if it does not exist")
-	fs.IntVar(&batch, "batch", 20000, "entities per bulk write")
+	fs.IntVar(&batch, "batch", 20000, "entities per bulk write (1-100000)")
 	fs.IntVar(&maxFail, "max-failures", 0, "stop after this many failed entities (0: never)")
-	fs.IntVar(&concurrency, "concurrency", 16, "transactions in flight")
+	fs.IntVar(&concurrency, "concurrency", 16, "transactions in flight (1-1024)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(cp.check(), intIn("batch", batch, 1, 100_000), intIn("max-failures", maxFail, 0, math.MaxInt),
+		intIn("concurrency", concurrency, 1, 1024)); err != nil {
 		return err
 	}
 	m, err := transfer.ParseMode(mode)
@@ -234,6 +242,9 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
+		return err
+	}
 	m, err := transfer.ParseMode(mode)
 	if err != nil {
 		return usagef("--mode: %v", err)
@@ -302,8 +313,11 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&dry, "dry-run", false, "delete nothing: count the entities and show the cost in transactions")
 	fs.BoolVar(&anyETag, "any-etag", false, "delete entities even if they changed since they were listed")
 	fs.DurationVar(&budget, "budget", 0, "stop after this long (resume later with --resume); 0: no limit")
-	fs.IntVar(&transactions, "transactions", 16, "delete transactions in flight")
+	fs.IntVar(&transactions, "transactions", 16, "delete transactions in flight (1-1024)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(scan.check(), cp.check(), durationAtLeast("budget", budget, 0), intIn("transactions", transactions, 1, 1024)); err != nil {
 		return err
 	}
 	if sc.empty() && !all {
@@ -380,6 +394,9 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	)
 	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "4 x concurrency", "tablekit-count-TABLE.checkpoint")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
 		return err
 	}
 	scope, err := sc.scope()

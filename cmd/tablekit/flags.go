@@ -161,13 +161,22 @@ type scanFlags struct {
 }
 
 func (f *scanFlags) register(fs *flag.FlagSet, probes string) {
-	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once")
+	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once (1-1024)")
 	fs.IntVar(&f.pageSize, "page-size", 1000, "entities per listing request (1-1000)")
-	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space into ranges (0: default, "+probes+"; -1: none)")
+	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space into ranges (0: default, "+probes+"; -1: none; at most 1000000)")
 	fs.Func("boundary", "split the ranges at this PartitionKey (repeat the flag; no sampling then)", func(s string) error {
 		f.boundaries = append(f.boundaries, s)
 		return nil
 	})
+}
+
+// check refuses values out of range before anything is sent.
+func (f *scanFlags) check() error {
+	return errors.Join(
+		intIn("concurrency", f.concurrency, 1, 1024),
+		intIn("page-size", f.pageSize, 1, 1000),
+		intIn("max-probes", f.maxProbes, -1, 1_000_000),
+	)
 }
 
 func (f *scanFlags) options() transfer.ScanOptions {
@@ -187,7 +196,12 @@ func (f *checkpointFlags) register(fs *flag.FlagSet, deflt string) {
 	fs.StringVar(&f.job, "job", "", "the checkpoint's name in --checkpoint-table (default: OPERATION-TABLE)")
 	fs.BoolVar(&f.none, "no-checkpoint", false, "keep no checkpoint (the run cannot be resumed)")
 	fs.BoolVar(&f.resume, "resume", false, "go on from the checkpoint of an earlier run")
-	fs.DurationVar(&f.every, "checkpoint-every", 5*time.Second, "time between checkpoints")
+	fs.DurationVar(&f.every, "checkpoint-every", 5*time.Second, "time between checkpoints (at least 10ms)")
+}
+
+// check refuses values out of range before anything is sent.
+func (f *checkpointFlags) check() error {
+	return durationAtLeast("checkpoint-every", f.every, 10*time.Millisecond)
 }
 
 // open returns the checkpoint (nil with --no-checkpoint).
@@ -225,6 +239,22 @@ func (f *checkpointFlags) open(ctx context.Context, src *opened, op, deflt strin
 		return nil, nil
 	}
 	return transfer.NewFileCheckpoint(deflt), nil
+}
+
+// intIn returns a usage error unless lo <= v <= hi, saying the range.
+func intIn(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("--%s %d is out of range: it must be from %d to %d", name, v, lo, hi)
+	}
+	return nil
+}
+
+// durationAtLeast returns a usage error unless d >= lo.
+func durationAtLeast(name string, d, lo time.Duration) error {
+	if d < lo {
+		return usagef("--%s %v is out of range: it must be at least %v", name, d, lo)
+	}
+	return nil
 }
 
 // parse parses args, turning flag errors into usage errors.

@@ -531,3 +531,48 @@ func TestCLICopyKilledBeforeCheckpointResumes(t *testing.T) {
 	}
 	sameDump(t, dump(t, src), dump(t, dst))
 }
+
+// TestCLINumericFlagsOutOfRange: every numeric flag out of its range is a
+// usage error (exit 2) that says the range, before anything is sent, and
+// never a crash. A Go program that dies of a fatal runtime error exits 2
+// too, so the test checks the message: `import --batch 1000000000` died
+// of a fatal out-of-memory error.
+func TestCLINumericFlagsOutOfRange(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	file := filepath.Join(c.dir, "in.jsonl")
+	if err := os.WriteFile(file, []byte(`{"tablekit":"export","version":1,"table":"x","created":"2024-01-01T00:00:00Z"}`+"\n"+`{"tablekit":"end","entities":0}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := []string{"--table", tbl.Name()}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "--in", file, "--batch", "1000000000"}, "--batch 1000000000 is out of range: it must be from 1 to 100000"},
+		{[]string{"import", "--in", file, "--batch", "0"}, "--batch 0 is out of range"},
+		{[]string{"import", "--in", file, "--concurrency", "100000000"}, "--concurrency 100000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"import", "--in", file, "--max-failures", "-1"}, "--max-failures -1 is out of range"},
+		{[]string{"import", "--in", file, "--checkpoint-every", "0s"}, "--checkpoint-every 0s is out of range: it must be at least 10ms"},
+		{[]string{"export", "--concurrency", "1000000000"}, "--concurrency 1000000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"export", "--concurrency", "0"}, "--concurrency 0 is out of range"},
+		{[]string{"export", "--concurrency", "99999999999999999999"}, "out of range"},
+		{[]string{"count", "--page-size", "1001"}, "--page-size 1001 is out of range: it must be from 1 to 1000"},
+		{[]string{"count", "--max-probes", "-2"}, "--max-probes -2 is out of range: it must be from -1 to 1000000"},
+		{[]string{"copy", "--to-table", "x", "--max-probes", "9223372036854775807"}, "--max-probes 9223372036854775807 is out of range"},
+		{[]string{"purge", "--all", "--transactions", "1000000000"}, "--transactions 1000000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"purge", "--all", "--transactions", "0"}, "--transactions 0 is out of range"},
+		{[]string{"purge", "--all", "--budget", "-1s"}, "--budget -1s is out of range: it must be at least 0s"},
+		{[]string{"purge", "--all", "--checkpoint-every", "1ns"}, "--checkpoint-every 1ns is out of range"},
+	} {
+		args := append(append(tc.args[:1:1], table...), tc.args[1:]...)
+		_, errOut := c.mustRun(2, args...)
+		if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "Run 'tablekit help") || strings.Contains(errOut, "fatal error") || strings.Contains(errOut, "goroutine ") {
+			t.Errorf("tablekit %s:\n%s\nwant a usage error saying %q", strings.Join(args, " "), errOut, tc.want)
+		}
+	}
+	if n := len(dump(t, tbl)); n != 0 {
+		t.Errorf("the refused commands wrote %d entities", n)
+	}
+}
