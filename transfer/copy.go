@@ -84,10 +84,10 @@ type CopyResult struct {
 //
 // An entity that fails for a passing reason (throttled beyond the
 // retries, an outcome that stays unknown, skipped after other refusals of
-// its transaction) is reported too, and its page is held back: the
-// checkpoint does not move past it, its range stops there for this run,
-// the result says Complete false, and a call with Resume copies the page
-// again. Before that, a page's entities skipped, and (upsert modes) those
+// its transaction) is reported too, and with a Checkpoint its page is held
+// back: the checkpoint does not move past it, its range stops there for
+// this run, the result says Complete false, and a call with Resume copies
+// the page again. Before that, a page's entities skipped, and (upsert modes) those
 // of unknown outcome, are sent again, up to three writes in all.
 //
 // With a Checkpoint, a copy saves its plan before its first write, so that
@@ -309,9 +309,10 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 			send = again
 		}
 	}
+	// Without a checkpoint nothing could resume the page: go on.
 	hold := false
 	for i := range n {
-		hold = hold || errs[i] != nil && !final[i]
+		hold = hold || errs[i] != nil && !final[i] && c.j.cp != nil
 	}
 	update := func(s *counts) {
 		c.requests += int64(requests)

@@ -467,4 +467,23 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 		t.Fatalf("resumed copy: %+v, %v; want every entity written once", res, err)
 	}
 	sameEntities(t, keyed(es), readAll(t, dst))
+
+	// Without a checkpoint nothing could copy a held page later: the
+	// copy goes on past it and reports the failures.
+	inj.SetEnabled(false)
+	other := newTable(t, facct)
+	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other2, err := tablekit.OpenTable[tablekit.Entity](inj2.Account(t, nil), other.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Checkpoint, opts.Resume = nil, false
+	res, err = transfer.Copy(ctx, src, other2, &opts)
+	if !errors.Is(err, transfer.ErrFailures) || !res.Complete || res.Read != int64(len(es)) || res.Failed != 100 || res.Written != int64(len(es))-100 {
+		t.Errorf("copy without a checkpoint: %d read, %d written, %d failed, complete %v, %v; want it to go on past the throttled page",
+			res.Read, res.Written, res.Failed, res.Complete, err)
+	}
 }
