@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Checkpoint stores the state of an export, import, copy, purge or count
@@ -90,7 +92,8 @@ func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
 // job run from a serverless function or another machine can resume where
 // the last run stopped. The entity has PartitionKey "tablekit-checkpoint"
 // and the job's name as RowKey; the state is stored in Binary properties
-// of up to 64 KiB each (State0, State1, ...), up to 960 KiB in all.
+// of up to 64 KiB each (State0, State1, ...), up to 960 KiB in all, with
+// a random SaveID that settles a save whose answer was lost.
 //
 // Saves are conditional on the entity's ETag once it has been loaded or
 // saved: a second run of the same job at once makes one of them fail with
@@ -126,6 +129,9 @@ func validKey(k string) error {
 	if k == "" {
 		return errors.New("the job name is empty")
 	}
+	if n := keys.KeySize(k); n > keys.MaxKeyLen {
+		return fmt.Errorf("the job name is %d bytes in UTF-16; a key holds at most %d", n, keys.MaxKeyLen)
+	}
 	for _, r := range k {
 		if r == '/' || r == '\\' || r == '#' || r == '?' || r < 0x20 || (r >= 0x7f && r <= 0x9f) {
 			return fmt.Errorf("the job name %q has a character keys may not have (/ \\ # ? or a control character)", k)
@@ -158,36 +164,62 @@ func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
 	return out, nil
 }
 
-// Save writes the state into the checkpoint entity.
+// Save writes the state into the checkpoint entity. Each save carries a
+// random SaveID, so that a save whose answer was lost (the service
+// applied it; the SDK's retry of the conditional update then met its new
+// ETag) is settled by reading the entity back: its own SaveID there means
+// it was applied, the ETag it last saved means it was not (it is sent
+// again), anything else is another run's write.
 func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 	const part = tablekit.MaxPropertyBytes
 	parts := (len(state) + part - 1) / part
 	if parts > maxCheckpointParts {
 		return fmt.Errorf("transfer: checkpoint %q: the state is %d bytes, more than a table entity holds (%d): %w", c.job, len(state), maxCheckpointParts*part, tablekit.ErrTooLarge)
 	}
+	id := rand.Text()
 	e := tablekit.Entity{PartitionKey: CheckpointPartition, RowKey: c.job}
 	e.Set("Parts", int32(parts))
 	e.Set("Saved", time.Now().UTC())
+	e.Set("SaveID", id)
 	for i := range parts {
 		e.Set(fmt.Sprintf("State%d", i), state[i*part:min(len(state), (i+1)*part)])
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var etag azcore.ETag
-	var err error
-	if c.etag == "" {
-		etag, err = c.t.Upsert(ctx, e, tablekit.Replace)
-	} else {
-		etag, err = c.t.Update(ctx, e, tablekit.Replace, c.etag)
-		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound) {
-			return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+	for try := 1; ; try++ {
+		var etag azcore.ETag
+		var err error
+		if c.etag == "" {
+			etag, err = c.t.Upsert(ctx, e, tablekit.Replace)
+		} else {
+			etag, err = c.t.Update(ctx, e, tablekit.Replace, c.etag)
 		}
+		if err == nil {
+			c.etag = etag
+			return nil
+		}
+		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || ctx.Err() != nil {
+			if c.etag != "" && (errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound)) {
+				return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+			}
+			return err
+		}
+		stored, gerr := c.t.Get(ctx, CheckpointPartition, c.job, &tablekit.GetOptions{Select: []string{"SaveID"}})
+		switch {
+		case gerr == nil && stored.Properties["SaveID"] == id:
+			c.etag = stored.ETag // applied
+			return nil
+		case gerr != nil && !errors.Is(gerr, tablekit.ErrNotFound):
+			return fmt.Errorf("transfer: checkpoint %q: the save's answer was lost (%v), and reading it back failed: %w", c.job, err, gerr)
+		case c.etag != "" && (gerr != nil || stored.ETag != c.etag):
+			// Written or deleted since this run's last save, and not by
+			// this save.
+			return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+		case try == 3:
+			return err
+		}
+		// Not applied: nothing changed since this run's last save.
 	}
-	if err != nil {
-		return err
-	}
-	c.etag = etag
-	return nil
 }
 
 // ErrCorruptCheckpoint is returned when a saved checkpoint cannot be read

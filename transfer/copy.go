@@ -52,7 +52,8 @@ func (f *CopyFailure) Unwrap() error { return f.Err }
 type CopyResult struct {
 	// Read counts the entities read from the source, Written those
 	// applied to the destination, Failed those that were not (over all
-	// runs of a resumed copy).
+	// runs of a resumed copy; the entities of pages held back for a
+	// resumed run, see [Copy], count in this run's result only).
 	Read, Written, Failed int64
 	// Verified counts, among Written, the entities a resumed copy in
 	// Insert mode found already stored as the source has them (written by
@@ -66,7 +67,8 @@ type CopyResult struct {
 	Ranges       int
 	Probes       int64
 	Transactions int64
-	// Complete is true when every range was copied.
+	// Complete is true when every range was copied. A copy whose
+	// entities failed for a passing reason is not complete.
 	Complete bool
 	// Elapsed is the time this run took.
 	Elapsed time.Duration
@@ -80,17 +82,29 @@ type CopyResult struct {
 // dst refuses are reported in the result and do not stop the copy; then
 // the error matches [ErrFailures].
 //
-// A resumed copy reads again the pages its ranges had read after the last
-// checkpoint, and writes them again: harmless in the upsert modes. In
-// Insert mode, where writing an entity again would fail with
+// An entity that fails for a passing reason (throttled beyond the
+// retries, an outcome that stays unknown, skipped after other refusals of
+// its transaction) is reported too, and with a Checkpoint its page is held
+// back: the checkpoint does not move past it, its range stops there for
+// this run, the result says Complete false, and a call with Resume copies
+// the page again. Before that, a page's entities skipped, and (upsert modes) those
+// of unknown outcome, are sent again, up to three writes in all.
+//
+// With a Checkpoint, a copy saves its plan before its first write, so that
+// a copy killed before its first periodic checkpoint resumes as a resumed
+// copy. A resumed copy reads again the pages its ranges had read after the
+// last checkpoint, and writes them again: harmless in the upsert modes.
+// In Insert mode, where writing an entity again would fail with
 // EntityAlreadyExists, a resumed copy first reads what dst holds for the
 // entities of each range's pages, until a page of which dst holds none
 // (the run being resumed wrote a range's pages in order, so it wrote none
 // after that one): an entity stored with exactly the source's properties
 // is counted as written (and in Verified), one stored with other values is
 // a failure matching tablekit.ErrAlreadyExists, the others are inserted.
-// An insert whose answer was lost (tablekit.ErrOutcomeUnknown) is checked
-// the same way.
+// If an insert after that meets an entity stored as the source has it (the
+// run being resumed had split the range, after its last checkpoint), it
+// counts as written and the look-ups start again. An insert whose answer
+// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
 func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], opts *CopyOptions) (CopyResult, error) {
 	const op = "transfer.Copy"
 	if opts == nil {
@@ -116,15 +130,15 @@ func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], opts *
 	if opts.DestMeter != nil && opts.DestMeter != opts.Meter {
 		destStart = opts.DestMeter.Snapshot()
 	}
-	var failures []*CopyFailure
-	var destRequests int64
+	c := &copier{j: j, dst: dst, w: dst.BulkWriter(opts.Bulk), mode: opts.Mode, maxReported: maxReported,
+		resumedInsert: opts.Mode == Insert && j.resumed, clean: map[*rangeState]bool{}}
 	transactions := func() int64 {
 		n := j.transactions()
 		if opts.DestMeter != nil && opts.DestMeter != opts.Meter {
 			n += opts.DestMeter.Snapshot().Sub(destStart).Service(tablekit.ServiceTable)
 		} else if opts.Meter == nil {
 			j.mu.Lock()
-			n += destRequests
+			n += c.requests
 			j.mu.Unlock()
 		}
 		return n
@@ -135,115 +149,222 @@ func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], opts *
 		p.Transactions = transactions()
 		return p
 	})
-	w := dst.BulkWriter(opts.Bulk)
-	// In a resumed insert copy, the ranges whose next pages the run being
-	// resumed may have written: every range until a page of it is found
-	// not written (a range split off in this run too, as it may hold pages
-	// of its parent that were).
-	resumedInsert := opts.Mode == Insert && j.resumed
-	var verifyMu sync.Mutex
-	clean := map[*rangeState]bool{}
-	err = j.run(ctx, nil, func(ctx context.Context, r *rangeState, _ string, page tablekit.Page[tablekit.Entity]) error {
-		n := len(page.Items)
-		errs := make([]error, n)
-		verified := make([]bool, n)
-		send := make([]int, 0, n)
-		verifyMu.Lock()
-		check := resumedInsert && !clean[r]
-		verifyMu.Unlock()
-		if check && n > 0 {
-			es := make([]*tablekit.Entity, n)
-			for i := range page.Items {
-				es[i] = &page.Items[i]
-			}
-			st, err := lookupStored(ctx, dst, es)
-			if err != nil {
-				return err
-			}
-			found := false
-			for i := range st {
-				switch st[i] {
-				case storedIdentical:
-					verified[i], found = true, true
-				case storedOther:
-					errs[i] = errStoredOther("the source's")
-				default:
-					send = append(send, i)
-				}
-			}
-			if !found {
-				verifyMu.Lock()
-				clean[r] = true
-				verifyMu.Unlock()
-			}
-		} else {
-			for i := range n {
-				send = append(send, i)
-			}
+	if j.cp != nil && !j.resumed {
+		// Saved before the first write: a copy killed before its first
+		// periodic checkpoint then resumes as a resumed copy, which looks
+		// up what it wrote, not as a fresh one (whose inserts would fail).
+		if err := j.save(ctx); err != nil {
+			rep.finish()
+			return CopyResult{}, err
 		}
-		actions := make([]tablekit.Action[tablekit.Entity], len(send))
-		for k, i := range send {
-			actions[k] = opts.Mode.action(page.Items[i])
-		}
-		var res tablekit.BulkResult
-		if len(actions) > 0 {
-			var err error
-			res, err = w.Write(ctx, actions)
-			var be *tablekit.BulkError
-			if err != nil && !errors.As(err, &be) {
-				return err // ctx ended or the writer failed: the page is not committed
-			}
-		}
-		var unknown []*tablekit.Entity
-		var unknownAt []int
-		for _, f := range res.Failed {
-			i := send[f.Index]
-			errs[i] = f.Err
-			if opts.Mode == Insert && errors.Is(f.Err, tablekit.ErrOutcomeUnknown) {
-				unknown, unknownAt = append(unknown, &page.Items[i]), append(unknownAt, i)
-			}
-		}
-		if len(unknown) > 0 {
-			// A lost answer: dst says whether the insert was applied.
-			if st, err := lookupStored(ctx, dst, unknown); err == nil {
-				for k, i := range unknownAt {
-					if st[k] == storedIdentical {
-						errs[i], verified[i] = nil, true
-					}
-				}
-			}
-		}
-		j.commit(r, page.Continuation, page.Continuation == "", int64(n), func(s *jobState) {
-			destRequests += int64(res.Requests)
-			for i := range n {
-				switch {
-				case errs[i] != nil:
-					s.Counts.Failed++
-					if len(failures) < maxReported {
-						e := page.Items[i]
-						failures = append(failures, &CopyFailure{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: errs[i]})
-					}
-				case verified[i]:
-					s.Counts.Written++
-					s.Counts.Verified++
-				default:
-					s.Counts.Written++
-				}
-			}
-		})
-		return nil
-	})
+	}
+	err = j.run(ctx, nil, c.page)
 	rep.finish()
 	j.mu.Lock()
+	n := j.state.Counts
+	n.add(c.held)
 	res := CopyResult{
-		Read: j.state.Counts.Read, Written: j.state.Counts.Written, Failed: j.state.Counts.Failed, Verified: j.state.Counts.Verified,
-		Failures: failures, Ranges: len(j.state.Ranges), Probes: j.state.Probes,
+		Read: n.Read, Written: n.Written, Failed: n.Failed, Verified: n.Verified,
+		Failures: c.failures, Ranges: len(j.state.Ranges), Probes: j.state.Probes,
 		Complete: j.state.Complete, Elapsed: time.Since(j.started),
 	}
 	j.mu.Unlock()
 	res.Transactions = transactions()
-	if err == nil && len(failures) > 0 {
-		err = fmt.Errorf("%w: %d entities failed; first: %v", ErrFailures, res.Failed, failures[0])
+	if err == nil && res.Failed > 0 {
+		if len(res.Failures) > 0 {
+			err = fmt.Errorf("%w: %d entities failed; first: %v", ErrFailures, res.Failed, res.Failures[0])
+		} else {
+			err = fmt.Errorf("%w: %d entities failed, in the runs this one resumed", ErrFailures, res.Failed)
+		}
 	}
 	return res, err
+}
+
+// copier writes the pages of a copy.
+type copier struct {
+	j             *job
+	dst           *tablekit.Table[tablekit.Entity]
+	w             *tablekit.BulkWriter[tablekit.Entity]
+	mode          Mode
+	maxReported   int
+	resumedInsert bool
+
+	// Under j.mu.
+	failures []*CopyFailure
+	requests int64 // transactions sent to dst
+	// held counts the entities of pages held back for a resumed run:
+	// this run's, not the checkpoint's (the resumed run counts them).
+	held counts
+
+	// clean, under cmu, holds the ranges of a resumed insert copy whose
+	// next pages the run being resumed did not write: a range starts
+	// unclean (as does one split off in this run, which may hold pages of
+	// its parent that were written), is clean after a page of which dst
+	// holds none, and unclean again when an insert meets an entity the
+	// resumed run wrote.
+	cmu   sync.Mutex
+	clean map[*rangeState]bool
+}
+
+// copyRounds bounds the writes of one page: entities found not written
+// after a lost answer, skipped, or deleted from dst meanwhile go again.
+const copyRounds = 3
+
+// page writes one page of range r and commits it, or holds the range back
+// (errHold) when an entity of it failed for a passing reason (throttled,
+// an unknown outcome, skipped), so that a resumed run copies the page
+// again instead of moving past it.
+func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tablekit.Page[tablekit.Entity]) error {
+	n := len(page.Items)
+	errs := make([]error, n)
+	final := make([]bool, n) // errs[i] is the entity's own: sending again would not help
+	verified := make([]bool, n)
+	send := make([]int, 0, n)
+	c.cmu.Lock()
+	check := c.resumedInsert && !c.clean[r]
+	c.cmu.Unlock()
+	if check && n > 0 {
+		// The run being resumed may have written this page.
+		st, err := lookupStored(ctx, c.dst, entitiesAt(page.Items, nil))
+		if err != nil {
+			return err
+		}
+		stored := false
+		for i := range st {
+			switch st[i] {
+			case storedIdentical:
+				verified[i], stored = true, true
+			case storedOther:
+				errs[i], final[i], stored = errStoredOther("the source's"), true, true
+			default:
+				send = append(send, i)
+			}
+		}
+		if !stored {
+			c.cmu.Lock()
+			c.clean[r] = true
+			c.cmu.Unlock()
+		}
+	} else {
+		for i := range n {
+			send = append(send, i)
+		}
+	}
+	var requests int
+	for round := 1; len(send) > 0; round++ {
+		actions := make([]tablekit.Action[tablekit.Entity], len(send))
+		for k, i := range send {
+			actions[k] = c.mode.action(page.Items[i])
+			errs[i] = nil
+		}
+		res, err := c.w.Write(ctx, actions)
+		requests += res.Requests
+		var be *tablekit.BulkError
+		if err != nil && !errors.As(err, &be) {
+			c.j.mu.Lock()
+			c.requests += int64(requests)
+			c.j.mu.Unlock()
+			return err // ctx ended or the writer failed: the page is not committed
+		}
+		var again, look []int
+		for _, f := range res.Failed {
+			i := send[f.Index]
+			errs[i], final[i] = f.Err, settled(f.Err)
+			switch {
+			case c.mode == Insert && errors.Is(f.Err, tablekit.ErrOutcomeUnknown),
+				c.resumedInsert && (final[i] && errors.Is(f.Err, tablekit.ErrAlreadyExists) || errors.Is(f.Err, tablekit.ErrSkipped)):
+				// dst says whether it was written (a lost answer, or an
+				// entity the run being resumed wrote).
+				look = append(look, i)
+			case c.mode != Insert && errors.Is(f.Err, tablekit.ErrOutcomeUnknown), errors.Is(f.Err, tablekit.ErrSkipped):
+				again = append(again, i) // an upsert again, or never sent
+			}
+		}
+		if len(look) > 0 {
+			st, err := lookupStored(ctx, c.dst, entitiesAt(page.Items, look))
+			if err == nil {
+				met := false
+				for k, i := range look {
+					switch st[k] {
+					case storedIdentical:
+						met = met || errors.Is(errs[i], tablekit.ErrAlreadyExists) && final[i]
+						errs[i], verified[i] = nil, true
+					case storedOther:
+						errs[i], final[i] = errStoredOther("the source's"), true
+					default:
+						again = append(again, i)
+					}
+				}
+				if met {
+					// The run being resumed wrote here: look up the next
+					// pages too.
+					c.cmu.Lock()
+					c.clean[r] = false
+					c.cmu.Unlock()
+				}
+			}
+		}
+		send = nil
+		if round < copyRounds {
+			send = again
+		}
+	}
+	// Without a checkpoint nothing could resume the page: go on.
+	hold := false
+	for i := range n {
+		hold = hold || errs[i] != nil && !final[i] && c.j.cp != nil
+	}
+	update := func(s *counts) {
+		c.requests += int64(requests)
+		for i := range n {
+			switch {
+			case errs[i] != nil:
+				s.Failed++
+				if len(c.failures) < c.maxReported {
+					e := page.Items[i]
+					c.failures = append(c.failures, &CopyFailure{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: errs[i]})
+				}
+			case verified[i]:
+				s.Written++
+				s.Verified++
+			default:
+				s.Written++
+			}
+		}
+	}
+	if hold {
+		c.j.mu.Lock()
+		c.held.Read += int64(n)
+		update(&c.held)
+		c.j.mu.Unlock()
+		return errHold
+	}
+	c.j.commit(r, page.Continuation, page.Continuation == "", int64(n), func(s *jobState) { update(&s.Counts) })
+	return nil
+}
+
+// add adds o to c (copy's held counts to the checkpoint's).
+func (c *counts) add(o counts) {
+	c.Read += o.Read
+	c.Written += o.Written
+	c.Failed += o.Failed
+	c.Skipped += o.Skipped
+	c.Changed += o.Changed
+	c.Verified += o.Verified
+}
+
+// entitiesAt returns pointers to items[i] for each i of idx (nil: all).
+func entitiesAt(items []tablekit.Entity, idx []int) []*tablekit.Entity {
+	if idx == nil {
+		out := make([]*tablekit.Entity, len(items))
+		for i := range items {
+			out[i] = &items[i]
+		}
+		return out
+	}
+	out := make([]*tablekit.Entity, len(idx))
+	for k, i := range idx {
+		out[k] = &items[i]
+	}
+	return out
 }

@@ -102,12 +102,15 @@
 // [NewFileCheckpoint] keeps it in a local file replaced atomically,
 // [NewTableCheckpoint] in an entity of a table (for a job run from Azure
 // Functions or any machine). A call with Resume goes on from it; the scope
-// and table must be the same. An export writes the output before the
+// and table must be the same. A Scope.OlderThan cutoff is the first run's:
+// the checkpoint records when the job started. An export writes the output before the
 // checkpoint that counts it, so output after the last checkpoint is cut off
 // on resume ([ExportResumeOffset]). A copy writes a page before its range
-// moves past it; a resumed copy writes the pages after the checkpoint
-// again (in Insert mode it first looks up what the destination holds: see
-// [Copy]). A purge deletes before it moves on, and listing again what is
+// moves past it (a page with entities that failed for a passing reason,
+// such as throttling, is held back for a resumed run) and saves its plan
+// before its first write; a resumed copy writes the pages after the
+// checkpoint again (in Insert mode it first looks up what the destination
+// holds: see [Copy]). A purge deletes before it moves on, and listing again what is
 // already deleted finds nothing. A count saves its partial counts with
 // each range's token.
 //

@@ -16,8 +16,8 @@ import (
 // PartitionKey ranges at once, and how the scope is split into ranges. The
 // zero value means the defaults.
 type ScanOptions struct {
-	// Concurrency is how many ranges are read at once (default 16). 1
-	// reads the ranges one after the other, in key order.
+	// Concurrency is how many ranges are read at once (default 16; at
+	// most 1,024). 1 reads the ranges one after the other, in key order.
 	Concurrency int
 	// Boundaries, when set, splits the scope at these PartitionKeys (in any
 	// order; keys outside the scope are ignored): range i is
@@ -33,7 +33,7 @@ type ScanOptions struct {
 	// documentation), while the run's probes stay within the pages it has
 	// read plus MaxProbes. A negative value turns both off: the scope is
 	// read as one range. A scope of one partition, or Concurrency 1, is
-	// never split.
+	// never split. At most 1,000,000.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).
@@ -49,17 +49,20 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 	if o != nil {
 		s = *o
 	}
-	if s.Concurrency < 0 {
-		return s, validation(op, "ScanOptions.Concurrency must not be negative")
+	if s.Concurrency < 0 || s.Concurrency > maxConcurrency {
+		return s, validation(op, fmt.Sprintf("ScanOptions.Concurrency is %d; it must be 0 (default 16) to %d", s.Concurrency, maxConcurrency))
 	}
 	if s.Concurrency == 0 {
 		s.Concurrency = 16
+	}
+	if s.MaxProbes > maxProbes {
+		return s, validation(op, fmt.Sprintf("ScanOptions.MaxProbes is %d; it must be at most %d (negative: none, 0: default)", s.MaxProbes, maxProbes))
 	}
 	if s.MaxProbes == 0 {
 		s.MaxProbes = 4 * s.Concurrency
 	}
 	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
-		return s, validation(op, "ScanOptions.PageSize must be 0–1000")
+		return s, validation(op, fmt.Sprintf("ScanOptions.PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, tablekit.MaxPageSize))
 	}
 	if err := s.Retry.Validate(op); err != nil {
 		return s, err
@@ -67,6 +70,14 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 	s.Retry = s.Retry.WithDefaults(tablekit.DefaultThrottleRetry)
 	return s, nil
 }
+
+// Bounds of the options: larger values would only start more goroutines
+// (Concurrency, PurgeOptions.Transactions) or send more probes than any
+// table needs, and overflow the arithmetic built on them.
+const (
+	maxConcurrency = 1024
+	maxProbes      = 1_000_000
+)
 
 // keysOnly is the projection of key listings: $select=PartitionKey,RowKey.
 var keysOnly = []string{"PartitionKey", "RowKey"}
@@ -96,6 +107,7 @@ type rangeState struct {
 
 	// Run-time state, under job.mu.
 	running   bool
+	held      bool // stopped for this run by its page function (errHold)
 	splitting bool
 	stuck     *string // Pos at which a split found nothing to split off
 }
@@ -212,7 +224,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 		return nil, validation(c.op, "Resume needs a Checkpoint")
 	}
 	j := &job{
-		op: c.op, t: c.t, scope: c.scope, scan: scan, sel: c.sel,
+		op: c.op, t: c.t, scan: scan, sel: c.sel,
 		meter: c.meter, cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
 	}
 	if j.cpEvery <= 0 {
@@ -222,9 +234,14 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.meter != nil {
 		j.meterStart = j.meter.Snapshot()
 	}
-	j.state = jobState{Version: stateVersion, Op: c.op, Table: c.t.Name(), Scope: c.scope.describe(), Started: j.started.UTC()}
+	j.state = jobState{Version: stateVersion, Op: c.op, Table: c.t.Name(), Started: j.started.UTC()}
+	j.scope = c.scope.at(j.state.Started)
+	if err := j.scope.Filter.Err(); err != nil {
+		return nil, err
+	}
+	j.state.Scope = j.scope.describe()
 	if c.resume {
-		ok, err := j.load(ctx)
+		ok, err := j.load(ctx, c.scope)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +255,10 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	return j, nil
 }
 
-// load reads the checkpoint and checks that it belongs to this job.
-func (j *job) load(ctx context.Context) (bool, error) {
+// load reads the checkpoint and checks that it belongs to this job, whose
+// scope is scope as the caller gave it: a cutoff it sets (OlderThan) is
+// taken from the start of the job's first run.
+func (j *job) load(ctx context.Context, scope Scope) (bool, error) {
 	data, err := j.cp.Load(ctx)
 	if err != nil || data == nil {
 		return false, err
@@ -248,6 +267,8 @@ func (j *job) load(ctx context.Context) (bool, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return false, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
+	resumed := scope.at(s.Started)
+	want := resumed.describe()
 	switch {
 	case s.Version != stateVersion:
 		return false, fmt.Errorf("%w: state version %d, want %d", ErrCorruptCheckpoint, s.Version, stateVersion)
@@ -255,8 +276,10 @@ func (j *job) load(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%w: it is the checkpoint of a %s, not a %s", ErrCorruptCheckpoint, s.Op, j.op)
 	case s.Table != j.state.Table:
 		return false, fmt.Errorf("%w: it is for table %q, not %q", ErrCorruptCheckpoint, s.Table, j.state.Table)
-	case s.Scope != j.state.Scope:
-		return false, fmt.Errorf("%w: it is for scope %q, not %q", ErrCorruptCheckpoint, s.Scope, j.state.Scope)
+	case resumed.Filter.Err() != nil:
+		return false, fmt.Errorf("%w: its start time %v gives no cutoff: %v", ErrCorruptCheckpoint, s.Started, resumed.Filter.Err())
+	case s.Scope != want:
+		return false, fmt.Errorf("%w: it is for scope %q, not %q", ErrCorruptCheckpoint, s.Scope, want)
 	case len(s.Ranges) == 0:
 		return false, fmt.Errorf("%w: it has no ranges", ErrCorruptCheckpoint)
 	}
@@ -266,6 +289,7 @@ func (j *job) load(ctx context.Context) (bool, error) {
 		}
 	}
 	j.state = s
+	j.scope = resumed
 	j.base = s.Counts
 	j.resumed = true
 	return true, nil
@@ -311,8 +335,16 @@ func (j *job) filterOf(r *rangeState) tablekit.Filter {
 }
 
 // pageFunc handles one page of range r, read from the continuation token
-// start. It records its progress with commit before it returns nil.
+// start. It records its progress with commit before it returns nil. It
+// returns errHold, without committing, to stop the range at this page for
+// the rest of the run.
 type pageFunc func(ctx context.Context, r *rangeState, start string, page tablekit.Page[tablekit.Entity]) error
+
+// errHold, returned by a page function, stops its range where it is, not
+// done, while the other ranges go on: a resumed run reads the range again
+// from the page (copy, when entities of the page failed for a passing
+// reason).
+var errHold = errors.New("transfer: range held back for a resumed run")
 
 // run reads every range not done yet, Concurrency at a time, and calls fn
 // for each page. It stops early, leaving the rest for a resumed run, when
@@ -449,6 +481,12 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 		}
 		j.clip(r, &page)
 		if err := fn(ctx, r, token, page); err != nil {
+			if errors.Is(err, errHold) {
+				j.mu.Lock()
+				r.held = true
+				j.mu.Unlock()
+				return nil
+			}
 			return err
 		}
 		if page.Continuation == "" {
@@ -483,7 +521,7 @@ func (j *job) busy() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, r := range j.state.Ranges {
-		if !r.Done && !r.isStuck() {
+		if !r.Done && !r.held && !r.isStuck() {
 			return true
 		}
 	}

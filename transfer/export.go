@@ -24,7 +24,8 @@ type JobOptions struct {
 	// CheckpointEvery is the time between checkpoints (default 5 s).
 	CheckpointEvery time.Duration
 	// Resume continues the job saved in Checkpoint (which must belong to
-	// the same operation, table and scope). With nothing saved yet, the
+	// the same operation, table and scope; Scope.OlderThan is measured
+	// from the start of the job's first run). With nothing saved yet, the
 	// job starts from the beginning. Without Resume a job starts from the
 	// beginning and overwrites the checkpoint.
 	Resume bool

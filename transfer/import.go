@@ -72,8 +72,8 @@ type ImportOptions struct {
 	// throttled partitions holds for the whole import.
 	Bulk *tablekit.BulkOptions
 	// BatchSize is the most entities handed to the BulkWriter at once
-	// (default 20,000); the next batch is read while one is written, so
-	// memory holds about two batches.
+	// (default 20,000; at most 100,000); the next batch is read while one
+	// is written, so memory holds about two batches.
 	BatchSize int
 	// MaxFailures stops the import once more than this many entities
 	// failed in this run (0: never stop).
@@ -194,6 +194,8 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 		return ImportResult{}, validation(op, fmt.Sprintf("unknown mode %d", o.Mode))
 	case o.BatchSize < 0 || o.MaxFailures < 0 || o.MaxReported < 0:
 		return ImportResult{}, validation(op, "BatchSize, MaxFailures and MaxReported must not be negative")
+	case o.BatchSize > maxBatchSize:
+		return ImportResult{}, validation(op, fmt.Sprintf("BatchSize is %d; it must be 0 (default 20,000) to %d", o.BatchSize, maxBatchSize))
 	case o.Resume && o.Checkpoint == nil:
 		return ImportResult{}, validation(op, "Resume needs a Checkpoint")
 	}
@@ -246,6 +248,11 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 	}
 	return res, err
 }
+
+// maxBatchSize bounds ImportOptions.BatchSize: larger batches only hold
+// more memory (two batches are in memory at once), and a batch is made
+// with room for BatchSize entities.
+const maxBatchSize = 100_000
 
 // importState is what an import's checkpoint holds.
 type importState struct {

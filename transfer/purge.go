@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,9 +38,9 @@ type PurgeOptions struct {
 	// alone and counted in Changed.
 	AnyETag bool
 	// Transactions is how many delete transactions are in flight at once
-	// over all ranges (default 16). They are taken from the partitions
-	// listed in turn, and the listing goes on while they run, up to
-	// Transactions × 1,000 entities ahead of the deletes.
+	// over all ranges (default 16; at most 1,024). They are taken from
+	// the partitions listed in turn, and the listing goes on while they
+	// run, up to Transactions × 1,000 entities ahead of the deletes.
 	Transactions int
 	// Governor paces the delete transactions within the partitions' and
 	// the account's scalability targets, backing off when the service
@@ -71,14 +72,18 @@ type PurgeResult struct {
 	Changed     int64
 	ChangedKeys []EntityKey
 	// Gone counts the entities that were deleted by someone else between
-	// listing and deleting.
+	// listing and deleting. Deleted+Gone counts exactly the listed
+	// entities that are gone; when a delete transaction's answer was lost
+	// while another writer deleted or rewrote every one of its entities,
+	// the split between the two may be wrong (see [Purge]).
 	Gone int64
 	// Pages counts this run's listing requests (Meter's QueryEntities
 	// when a Meter is given), Probes the key-sampling requests among them.
 	Pages, Probes int64
 	// DeleteTransactions counts this run's entity group transactions sent
 	// (each up to 100 deletes); Transactions all storage transactions of
-	// this run (Meter, or pages + deletes without one).
+	// this run (Meter, or pages + deletes + the reads that settled lost
+	// answers without one).
 	DeleteTransactions, Transactions int64
 	// Ranges and RangesDone count the key ranges and those finished.
 	Ranges, RangesDone int
@@ -103,6 +108,19 @@ type PurgeResult struct {
 // after it was listed is left alone and reported in Changed. An entity
 // deleted by someone else meanwhile is counted in Gone.
 //
+// A delete transaction whose answer was lost is retried by the SDK, and
+// the retry meets what the first try left (404, or 412 for an entity
+// written again since): the BulkWriter cannot tell whether it was applied
+// and says so (tablekit.ErrOutcomeUnknown). For a purge, gone is gone: it
+// settles the transaction by reading the partition's entities of it, keys
+// only. One still stored with the ETag it was listed with proves the
+// transaction was not applied (it is sent again; the others are gone or
+// changed as above); otherwise, if some are absent, it was applied and
+// counts as deleted whole, and an entity stored again since was written
+// after the purge deleted it and is left alone. Only when another writer
+// deleted or rewrote every entity of such a transaction may Deleted count
+// what was Gone.
+//
 // A purge stops when ctx ends, when Budget is spent, or at the first error
 // that is not an entity's own; it then saves its checkpoint (each range
 // resumes at the first page with an entity not yet deleted) and returns
@@ -116,6 +134,9 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	o := *opts
 	if o.Budget < 0 || o.Transactions < 0 || o.MaxReported < 0 {
 		return PurgeResult{}, validation(op, "Budget, Transactions and MaxReported must not be negative")
+	}
+	if o.Transactions > maxConcurrency {
+		return PurgeResult{}, validation(op, fmt.Sprintf("Transactions is %d; it must be 0 (default 16) to %d", o.Transactions, maxConcurrency))
 	}
 	if o.Transactions == 0 {
 		o.Transactions = 16
@@ -175,7 +196,7 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 		}
 	}
 	j.mu.Unlock()
-	res.Transactions = j.transactions() + res.DeleteTransactions
+	res.Transactions = j.transactions() + res.DeleteTransactions + p.reads.Load()
 	res.Pages = j.requests.Load()
 	if o.Meter != nil {
 		d := o.Meter.Snapshot().Sub(j.meterStart)
@@ -190,6 +211,7 @@ type purger struct {
 	o       PurgeOptions
 	w       *tablekit.BulkWriter[tablekit.Entity]
 	deletes atomic.Int64
+	reads   atomic.Int64 // keys-only reads that settled unknown outcomes
 
 	mu          sync.Mutex
 	ranges      map[*rangeState]*rangePurge
@@ -445,10 +467,13 @@ type outcome struct {
 // transaction through the purge's BulkWriter: an entity the service
 // refuses (changed: 412, gone: 404) is taken out and the rest sent again;
 // a throttled transaction waits for its turn at the Governor and is sent
-// again.
+// again; a transaction whose outcome the BulkWriter cannot tell (its
+// answer was lost, and the SDK's retry met the conflict the first try
+// would cause) is settled by reading the partition (see settleDeletes).
 func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outcome, error) {
 	var out outcome
 	actions := make([]tablekit.Action[tablekit.Entity], len(chunk))
+	listed := make(map[string]azcore.ETag, len(chunk))
 	for i, e := range chunk {
 		etag := e.ETag
 		if p.o.AnyETag || etag == "" {
@@ -459,24 +484,26 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			}
 			etag = azcore.ETagAny
 		}
+		listed[e.RowKey] = e.ETag
 		actions[i] = tablekit.Action[tablekit.Entity]{Kind: tablekit.ActionDelete, Value: tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, ETag: etag}
 	}
 	// A transaction still throttled after the BulkWriter's tries (each
 	// paced by the Governor, which slows down at every 503) goes again
 	// after a pause, as Scan.Retry says: a throttle asks a purge to slow
-	// down, not to fail.
+	// down, not to fail. So does what a settled transaction left to delete.
 	retry := p.j.scan.Retry
 	var first error
 	for round := 1; ; round++ {
 		res, err := p.w.Write(ctx, actions)
 		p.deletes.Add(int64(res.Requests))
 		out.deleted += int64(res.Succeeded)
-		var throttled error
+		var throttled, unknownErr error
 		first = nil
-		var again []tablekit.Action[tablekit.Entity]
+		var again, unknown []tablekit.Action[tablekit.Entity]
 		for _, f := range res.Failed {
 			var te *tablekit.TransactionError
-			own := errors.As(f.Err, &te) && !errors.Is(f.Err, tablekit.ErrOutcomeUnknown)
+			maybe := errors.Is(f.Err, tablekit.ErrOutcomeUnknown)
+			own := errors.As(f.Err, &te) && !maybe
 			switch {
 			case own && errors.Is(f.Err, tablekit.ErrPreconditionFailed):
 				v := actions[f.Index].Value
@@ -484,6 +511,11 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 				out.changedKeys = append(out.changedKeys, EntityKey{v.PartitionKey, v.RowKey})
 			case own && te.Code == "ResourceNotFound":
 				out.gone++
+			case maybe && ctx.Err() == nil:
+				// Applied or not: one transaction (the BulkWriter gives an
+				// unknown outcome to what is left of a chunk), all or none.
+				unknown = append(unknown, actions[f.Index])
+				unknownErr = f.Err
 			case tablekit.IsThrottled(f.Err):
 				again = append(again, actions[f.Index])
 				throttled = f.Err
@@ -498,17 +530,132 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		if err != nil && !errors.As(err, &be) && first == nil {
 			first = err
 		}
-		if first != nil || len(again) == 0 {
+		if first != nil {
 			break
 		}
-		first = throttled
+		if len(unknown) > 0 {
+			s, left, err := p.settleDeletes(ctx, unknown, listed)
+			if err != nil {
+				return out, fmt.Errorf("transfer: purge: settling a delete transaction whose outcome was unknown (%v): %w", unknownErr, err)
+			}
+			out.deleted += s.deleted
+			out.changed += s.changed
+			out.gone += s.gone
+			out.changedKeys = append(out.changedKeys, s.changedKeys...)
+			again = append(again, left...)
+		}
+		if len(again) == 0 {
+			break
+		}
 		if round >= retry.MaxAttempts {
+			first = cmp.Or(throttled, unknownErr)
 			break
 		}
-		if !tablekit.Sleep(ctx, retry.Delay(round+1)) {
+		// A throttled transaction pauses; one that was not applied goes
+		// again at once.
+		if throttled != nil && !tablekit.Sleep(ctx, retry.Delay(round+1)) {
 			return out, ctx.Err()
 		}
 		actions = again
 	}
 	return out, first
+}
+
+// settleDeletes decides what became of the deletes of one transaction
+// (actions, of one partition) whose outcome is unknown, by listing what
+// the partition holds of their entities (keys only, one query over their
+// RowKeys), and returns the deletes still to send. listed holds each
+// entity's ETag as it was listed.
+//
+// A transaction is atomic. If an entity is still stored with the ETag it
+// was listed with, the transaction was not applied (had it been, that
+// version would be gone: a new write gets a new ETag): the entities now
+// absent were deleted by someone else (gone), those stored with another
+// ETag were written after listing (changed: left alone and named, unless
+// AnyETag), and the rest are sent again. If none is, but some are absent,
+// the transaction was applied: all its entities were deleted by the purge,
+// and those stored now were written again after that (they are left alone,
+// as any entity written after its listing). If every entity is stored with
+// another ETag, it was not applied: they changed. The one history this
+// cannot tell apart is a transaction not applied whose entities were
+// all deleted or rewritten by other writers meanwhile, which it counts as
+// deleted by the purge: Deleted+Gone stays exact, and so does Deleted when
+// no other writer deletes in the scope.
+func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[tablekit.Entity], listed map[string]azcore.ETag) (outcome, []tablekit.Action[tablekit.Entity], error) {
+	var out outcome
+	pk := actions[0].Value.PartitionKey
+	lo, hi := actions[0].Value.RowKey, actions[0].Value.RowKey
+	for _, a := range actions[1:] {
+		if rk := a.Value.RowKey; compareKeys(rk, lo) < 0 {
+			lo = rk
+		} else if compareKeys(rk, hi) > 0 {
+			hi = rk
+		}
+	}
+	stored, err := p.storedETags(ctx, pk, lo, hi)
+	if err != nil {
+		return out, nil, err
+	}
+	unchanged, absent := 0, 0
+	for _, a := range actions {
+		etag, ok := stored[a.Value.RowKey]
+		switch {
+		case !ok:
+			absent++
+		case etag == listed[a.Value.RowKey]:
+			unchanged++
+		}
+	}
+	if unchanged == 0 && absent > 0 {
+		out.deleted = int64(len(actions))
+		return out, nil, nil
+	}
+	var left []tablekit.Action[tablekit.Entity]
+	for _, a := range actions {
+		etag, ok := stored[a.Value.RowKey]
+		switch {
+		case !ok:
+			out.gone++
+		case etag == listed[a.Value.RowKey] || p.o.AnyETag:
+			left = append(left, a)
+		default:
+			out.changed++
+			out.changedKeys = append(out.changedKeys, EntityKey{pk, a.Value.RowKey})
+		}
+	}
+	return out, left, nil
+}
+
+// storedETags lists, keys only, the entities of partition pk whose RowKeys
+// are from lo to hi, and returns their ETags by RowKey. A page the service
+// throttled or did not answer is read again as Scan.Retry says.
+func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string]azcore.ETag, error) {
+	f := tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("RowKey ge ? and RowKey le ?", lo, hi))
+	out := map[string]azcore.ETag{}
+	opts := &tablekit.QueryOptions{Select: keysOnly}
+	for {
+		var page tablekit.Page[tablekit.Entity]
+		var err error
+		for range p.j.scan.Retry.Attempts(ctx) {
+			p.reads.Add(1)
+			page, err = p.j.t.QueryPage(ctx, f, opts)
+			var rq *tablekit.RequestError
+			if err == nil || !(tablekit.IsThrottled(err) || errors.As(err, &rq)) || ctx.Err() != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page.Items {
+			out[e.RowKey] = e.ETag
+		}
+		if page.Continuation == "" {
+			return out, nil
+		}
+		opts.Continuation = page.Continuation
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -339,5 +340,187 @@ func TestPurgeThrottled(t *testing.T) {
 		if _, ok := left[[2]string{e.PartitionKey, e.RowKey}]; !ok {
 			t.Errorf("entity %s/%s outside the scope was deleted", e.PartitionKey, e.RowKey)
 		}
+	}
+}
+
+// lostAnswers returns an Account whose table transactions lose answers as
+// cfg says (the service applies the try; the SDK's retry meets its
+// effect), and its Injector.
+func lostAnswers(t *testing.T, cfg chaos.Config, opts *tablekit.Options) (*tablekit.Account, *chaos.Injector) {
+	t.Helper()
+	cfg.Services = []string{tablekit.ServiceTable}
+	inj, err := chaos.New(1, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inj.Account(t, opts), inj
+}
+
+// TestPurgeLostAnswer: a delete transaction applied with its answer lost
+// is retried by the SDK and meets 404. For a purge, gone is gone: the
+// purge completes and counts every applied delete exactly. (It stopped
+// with "outcome unknown" for the chunk, and did not count its deletes.)
+func TestPurgeLostAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  chaos.Config
+	}{
+		{"one answer lost", chaos.Config{AnswerLost: 1, MaxConsecutive: 1, MaxFaults: 1}},
+		{"every first answer lost", chaos.Config{AnswerLost: 1, MaxConsecutive: 1}},
+		{"timeout after applying", chaos.Config{TimeoutAfter: 1, MaxConsecutive: 1}},
+		{"every answer lost", chaos.Config{AnswerLost: 1, MaxConsecutive: -1, MaxFaults: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t)
+			cfg := tc.cfg
+			cfg.Operations = []string{"Transaction"}
+			acct, inj := lostAnswers(t, cfg, nil)
+			inj.SetEnabled(false)
+			tbl := newTable(t, acct)
+			var es []tablekit.Entity
+			for i := range 300 {
+				es = append(es, tablekit.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i)})
+			}
+			seed(t, tbl, append(es, tablekit.Entity{PartitionKey: "q", RowKey: "keep"}))
+			inj.SetEnabled(true)
+			pk := "p"
+			res, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{Partition: &pk}}})
+			inj.SetEnabled(false)
+			t.Logf("purge %+v; %v", res, inj.Stats())
+			if inj.Stats().Faults() == 0 {
+				t.Fatal("no answer was lost: the test tested nothing")
+			}
+			if err != nil || !res.Complete {
+				t.Fatalf("purge: %+v, %v", res, err)
+			}
+			if res.Listed != 300 || res.Deleted != 300 || res.Gone != 0 || res.Changed != 0 {
+				t.Errorf("purge result %+v: want 300 listed and deleted, none gone or changed", res)
+			}
+			if left := readAll(t, tbl); len(left) != 1 {
+				t.Errorf("%d entities left, want only q/keep", len(left))
+			}
+		})
+	}
+}
+
+// TestPurgeLostAnswerChanged: the answer to a conditional delete
+// transaction is lost, and one of its entities was rewritten after it was
+// listed. The purge's promise holds: the rewritten entity survives and is
+// named, the others are deleted and counted exactly.
+//
+// "before": the entity was rewritten before the transaction reached the
+// service, which refused it whole (412) and whose answer was lost; the
+// SDK's retry meets the same 412 and cannot tell. "after": the
+// transaction was applied and its answer lost, then the entity was written
+// again before the SDK's retry, which meets 404 for the first delete: the
+// purge's delete of it was applied, and the new entity survives.
+func TestPurgeLostAnswerChanged(t *testing.T) {
+	for _, when := range []string{"before", "after"} {
+		t.Run(when, func(t *testing.T) {
+			ctx := ctxFor(t)
+			plain := testenv.Account(t, nil)
+			tbl := newTable(t, plain)
+			var es []tablekit.Entity
+			for i := range 250 {
+				es = append(es, tablekit.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i), Properties: map[string]any{"V": int32(0)}})
+			}
+			seed(t, tbl, es)
+			rewrite := func(ctx context.Context) {
+				if _, err := tbl.Upsert(chaos.NoFaults(ctx), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+					t.Error(err)
+				}
+			}
+			// The first delete transaction (rows 0000-0099) meets the
+			// rewrite before or after it is applied; the chaos policy
+			// (nearer the service) loses its answer.
+			var once sync.Once
+			interloper := policyFunc(func(r *policy.Request) (*http.Response, error) {
+				first := false
+				if isBatch(r) {
+					once.Do(func() { first = true })
+				}
+				if first && when == "before" {
+					rewrite(r.Raw().Context())
+				}
+				resp, err := r.Next()
+				if first && when == "after" {
+					rewrite(r.Raw().Context())
+				}
+				return resp, err
+			})
+			acct, inj := lostAnswers(t, chaos.Config{AnswerLost: 1, MaxConsecutive: 1, MaxFaults: 1, Operations: []string{"Transaction"}},
+				&tablekit.Options{PerRetryPolicies: []policy.Policy{interloper}})
+			ftbl, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pk := "p"
+			res, err := transfer.Purge(ctx, ftbl, &transfer.PurgeOptions{
+				JobOptions:   transfer.JobOptions{Scope: transfer.Scope{Partition: &pk}},
+				Transactions: 1, // the first transaction sent holds rows 0000-0099
+			})
+			inj.SetEnabled(false)
+			t.Logf("purge %+v; %v", res, inj.Stats())
+			if inj.Stats().Faults() != 1 {
+				t.Fatalf("%d answers lost, want 1", inj.Stats().Faults())
+			}
+			if err != nil || !res.Complete {
+				t.Fatalf("purge: %+v, %v", res, err)
+			}
+			left := readAll(t, tbl)
+			if e, ok := left[[2]string{"p", "0042"}]; len(left) != 1 || !ok || e.Properties["V"] != int32(1) {
+				t.Errorf("left %v, want only the rewritten p/0042", left)
+			}
+			switch when {
+			case "before":
+				if res.Deleted != 249 || res.Changed != 1 || res.Gone != 0 || len(res.ChangedKeys) != 1 || res.ChangedKeys[0].RowKey != "0042" {
+					t.Errorf("result %+v: want 249 deleted, p/0042 changed and named", res)
+				}
+			case "after":
+				// The purge deleted all 250; p/0042 was written again
+				// after that.
+				if res.Deleted != 250 || res.Changed != 0 || res.Gone != 0 {
+					t.Errorf("result %+v: want 250 deleted (p/0042 written again after its delete)", res)
+				}
+			}
+		})
+	}
+}
+
+// TestPurgeOlderThanResumes: Scope.OlderThan is measured from the start
+// of the job's first run: a resumed purge keeps that cutoff (an entity
+// written after the first run started survives it), and a resume with
+// another OlderThan is refused.
+func TestPurgeOlderThanResumes(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 3, 300)
+	time.Sleep(1100 * time.Millisecond) // Azurite compares DateTimes to the millisecond
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.json"))
+	opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{OlderThan: time.Second}, Checkpoint: cp}}
+	if _, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scope: transfer.Scope{OlderThan: -time.Second}}}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("negative OlderThan: %v, want ErrInvalidInput", err)
+	}
+	o := opts
+	o.Budget = time.Nanosecond
+	if res, err := transfer.Purge(ctx, tbl, &o); err != nil || res.Complete {
+		t.Fatalf("budgeted purge: %+v, %v; want incomplete", res, err)
+	}
+	seed(t, tbl, []tablekit.Entity{{PartitionKey: "p000", RowKey: "late"}})
+	time.Sleep(1100 * time.Millisecond)
+	o = opts
+	o.Resume = true
+	o.Scope.OlderThan = 2 * time.Second
+	if _, err := transfer.Purge(ctx, tbl, &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resume with another OlderThan: %v, want ErrCorruptCheckpoint", err)
+	}
+	o.Scope.OlderThan = time.Second
+	res, err := transfer.Purge(ctx, tbl, &o)
+	if err != nil || !res.Complete || res.Deleted != 300 {
+		t.Fatalf("resumed purge: %+v, %v; want 300 deleted", res, err)
+	}
+	if left := readAll(t, tbl); len(left) != 1 {
+		t.Errorf("%d entities left, want only p000/late", len(left))
 	}
 }

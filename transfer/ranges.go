@@ -3,6 +3,7 @@ package transfer
 import (
 	"fmt"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
@@ -36,11 +37,19 @@ func (r Range) String() string {
 }
 
 // Scope says which entities an operation reads: those in Partition (when
-// set) or in the PartitionKey range [From, To), that match Filter.
+// set) or in the PartitionKey range [From, To), that match Filter and, when
+// OlderThan is set, were last written before the job's cutoff.
 type Scope struct {
 	// Filter is an extra OData filter (the zero Filter matches all), for
 	// example tablekit.Where("Timestamp lt ?", cutoff).
 	Filter tablekit.Filter
+	// OlderThan, when positive, limits the scope to entities last written
+	// (their Timestamp) more than OlderThan before the job started. The
+	// cutoff is fixed by the job's first run: a run with Resume uses the
+	// start time recorded in the checkpoint, so that it reads the scope
+	// the checkpoint was made for (a cutoff taken from the clock again
+	// would be another scope, and the checkpoint would be refused).
+	OlderThan time.Duration
 	// Partition, when not nil, limits the operation to that one
 	// PartitionKey; From and To must then be "".
 	Partition *string
@@ -53,6 +62,9 @@ type Scope struct {
 func (s *Scope) validate(op string) error {
 	if err := s.Filter.Err(); err != nil {
 		return err
+	}
+	if s.OlderThan < 0 {
+		return validation(op, fmt.Sprintf("Scope.OlderThan is %v; it must not be negative", s.OlderThan))
 	}
 	for _, k := range []string{s.From, s.To} {
 		if !utf8.ValidString(k) {
@@ -71,6 +83,16 @@ func (s *Scope) validate(op string) error {
 		return validation(op, fmt.Sprintf("Scope.From %q must sort before Scope.To %q", s.From, s.To))
 	}
 	return nil
+}
+
+// at returns the scope of a job started at started: OlderThan becomes a
+// Timestamp condition of Filter, after the caller's.
+func (s Scope) at(started time.Time) Scope {
+	if s.OlderThan > 0 {
+		s.Filter = tablekit.And(s.Filter, tablekit.Where("Timestamp lt ?", started.Add(-s.OlderThan).UTC()))
+		s.OlderThan = 0
+	}
+	return s
 }
 
 // filter returns the filter of the whole scope.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -48,34 +49,37 @@ func manyEntities(parts, n int) []tablekit.Entity {
 var errCrash = errors.New("test: the process crashed")
 
 // crashingCheckpoint keeps saves until one records at least after entities
-// written; the save after that one "crashes the process": it persists
-// nothing, fails, and cancels the run, as do all later saves. What the
-// run wrote between its last kept save and the crash is in the table but
-// not in the checkpoint, as after a kill.
+// written; the first later save that records more written "crashes the
+// process": it persists nothing, fails, and cancels the run, as do all
+// later saves. What the run wrote between its last kept save and the crash
+// is in the table but not in the checkpoint, as after a kill.
 type crashingCheckpoint struct {
 	transfer.Checkpoint
 	after  int64
 	cancel context.CancelFunc
 
-	mu             sync.Mutex
-	armed, crashed bool
-	kept           []byte
+	mu      sync.Mutex
+	crashed bool
+	kept    []byte
+	written int64 // in the last kept save
 }
 
 func (c *crashingCheckpoint) Save(ctx context.Context, state []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.crashed || c.armed {
-		c.crashed = true
-		c.cancel()
+	if c.crashed {
 		return errCrash
 	}
 	var s struct{ Counts struct{ Written int64 } }
 	if err := json.Unmarshal(state, &s); err != nil {
 		return err
 	}
-	c.armed = s.Counts.Written >= c.after
-	c.kept = state
+	if c.written >= c.after && s.Counts.Written > c.written {
+		c.crashed = true
+		c.cancel()
+		return errCrash
+	}
+	c.kept, c.written = state, s.Counts.Written
 	return c.Checkpoint.Save(ctx, state)
 }
 
@@ -334,4 +338,152 @@ func TestCopyResumesInsert(t *testing.T) {
 		t.Fatalf("resumed copy: %+v, %v; want every entity written, some verified", res, err)
 	}
 	sameEntities(t, keyed(es), readAll(t, dst))
+}
+
+// stoppedCopy runs an insert copy of src to dst that stops at its first
+// transaction, before sending it (the context is cancelled), and leaves a
+// checkpoint at path that has written nothing. opts are the copy's.
+func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path string, opts transfer.CopyOptions) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isBatch(r) {
+			cancel()
+			return nil, context.Canceled
+		}
+		return r.Next()
+	})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst2, err := tablekit.OpenTable[tablekit.Entity](stopper, dst.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Checkpoint = transfer.NewFileCheckpoint(path)
+	if res, err := transfer.Copy(cctx, src, dst2, &opts); !errors.Is(err, context.Canceled) || res.Complete || res.Written != 0 {
+		t.Fatalf("stopped copy: %+v, %v", res, err)
+	}
+	if n := len(readAll(t, dst)); n != 0 {
+		t.Fatalf("the stopped copy wrote %d entities", n)
+	}
+}
+
+// TestCopyResumedInsertLookups: a resumed insert copy looks up what the
+// destination holds page after page while it finds entities there, not
+// only entities stored as the source has them, and again after a clean
+// page when an insert meets an entity the run being resumed wrote (a
+// range it had split off after its last checkpoint). It used to stop
+// looking at the first page without an identical entity, and reported
+// every later entity the killed run had written as a conflict.
+func TestCopyResumedInsertLookups(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		other, written   [2]int // rows [from, to) stored with other values, and as the source has them
+		failed, verified int64
+	}{
+		{"conflicts on a page", [2]int{0, 10}, [2]int{100, 400}, 10, 300},
+		{"written after a clean page", [2]int{0, 0}, [2]int{300, 400}, 0, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t)
+			acct := testenv.Account(t, nil)
+			src, dst := newTable(t, acct), newTable(t, acct)
+			es := seedMany(t, src, 1, 600)
+			path := filepath.Join(t.TempDir(), "copy.checkpoint")
+			opts := transfer.CopyOptions{
+				JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}},
+				Mode:       transfer.Insert,
+			}
+			stoppedCopy(t, src, dst, path, opts)
+			// What the killed run wrote, and entities dst held before.
+			want := keyed(es)
+			var pre []tablekit.Entity
+			for i := tc.other[0]; i < tc.other[1]; i++ {
+				e := tablekit.Entity{PartitionKey: es[i].PartitionKey, RowKey: es[i].RowKey, Properties: map[string]any{"N": int64(-1)}}
+				pre = append(pre, e)
+				want[[2]string{e.PartitionKey, e.RowKey}] = e
+			}
+			pre = append(pre, es[tc.written[0]:tc.written[1]]...)
+			seed(t, dst, pre)
+
+			opts.Checkpoint, opts.Resume = transfer.NewFileCheckpoint(path), true
+			res, err := transfer.Copy(ctx, src, dst, &opts)
+			t.Logf("resumed copy: %+v, %v", res, err)
+			if res.Failed != tc.failed || res.Verified != tc.verified || res.Written != int64(len(es))-tc.failed || !res.Complete {
+				t.Errorf("resumed copy: %d failed, %d verified, %d written, complete %v; want %d failed, %d verified, %d written, complete",
+					res.Failed, res.Verified, res.Written, res.Complete, tc.failed, tc.verified, int64(len(es))-tc.failed)
+			}
+			for _, f := range res.Failures {
+				if !errors.Is(f, tablekit.ErrAlreadyExists) || f.RowKey >= es[tc.other[1]].RowKey {
+					t.Errorf("failure %v: want only the entities stored with other values, as conflicts", f)
+				}
+			}
+			sameEntities(t, want, readAll(t, dst))
+		})
+	}
+}
+
+// TestCopyHoldsPassingFailures: a page with entities that failed for a
+// passing reason (here throttled beyond every retry) is not committed:
+// its range stops there for the run, the copy says it is incomplete, and
+// a resumed copy writes those entities. (The page used to be committed,
+// so that --resume never tried them again.)
+func TestCopyHoldsPassingFailures(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	src := newTable(t, acct)
+	es := seedMany(t, src, 2, 600)
+	// The first transaction sent is answered 503 (a governed transaction
+	// is not retried by the SDK: the BulkWriter waits for the Governor).
+	inj, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facct := inj.Account(t, &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}})
+	inj.SetEnabled(false)
+	dst := newTable(t, facct)
+	inj.SetEnabled(true)
+	path := filepath.Join(t.TempDir(), "copy.checkpoint")
+	opts := transfer.CopyOptions{
+		JobOptions: transfer.JobOptions{
+			Checkpoint: transfer.NewFileCheckpoint(path),
+			Scan:       transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}},
+		},
+		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.NoRetries, Governor: tablekit.NewGovernor(nil)},
+	}
+	res, err := transfer.Copy(ctx, src, dst, &opts)
+	t.Logf("first run: read %d, written %d, failed %d, complete %v: %v; %v", res.Read, res.Written, res.Failed, res.Complete, err, inj.Stats())
+	if inj.Stats().Faults() != 1 {
+		t.Fatalf("%d faults injected, want 1", inj.Stats().Faults())
+	}
+	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !tablekit.IsThrottled(res.Failures[0]) {
+		t.Fatalf("first run: %+v, %v; want 100 throttled failures and an incomplete copy", res, err)
+	}
+	opts.Resume = true
+	res, err = transfer.Copy(ctx, src, dst, &opts)
+	if err != nil || !res.Complete || res.Failed != 0 || res.Read != int64(len(es)) || res.Written != int64(len(es)) {
+		t.Fatalf("resumed copy: %+v, %v; want every entity written once", res, err)
+	}
+	sameEntities(t, keyed(es), readAll(t, dst))
+
+	// Without a checkpoint nothing could copy a held page later: the
+	// copy goes on past it and reports the failures.
+	inj.SetEnabled(false)
+	other := newTable(t, facct)
+	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other2, err := tablekit.OpenTable[tablekit.Entity](inj2.Account(t, nil), other.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Checkpoint, opts.Resume = nil, false
+	res, err = transfer.Copy(ctx, src, other2, &opts)
+	if !errors.Is(err, transfer.ErrFailures) || !res.Complete || res.Read != int64(len(es)) || res.Failed != 100 || res.Written != int64(len(es))-100 {
+		t.Errorf("copy without a checkpoint: %d read, %d written, %d failed, complete %v, %v; want it to go on past the throttled page",
+			res.Read, res.Written, res.Failed, res.Complete, err)
+	}
 }

@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -338,5 +340,75 @@ func TestFileCheckpoint(t *testing.T) {
 	bad := transfer.NewFileCheckpoint(filepath.Join(dir, "missing", "cp.json"))
 	if err := bad.Save(ctx, []byte("x")); err == nil {
 		t.Error("save into a missing folder succeeded")
+	}
+}
+
+// TestTableCheckpointLostAnswer: a save whose answer is lost (the SDK's
+// retry of the conditional update meets the new ETag: "outcome unknown")
+// succeeds, since the save can tell its own write; the next save is not
+// mistaken for another run's conflict; a real conflict is still one. A
+// job whose checkpoint saves lose answers finishes (it used to stop at
+// the first).
+func TestTableCheckpointLostAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  chaos.Config
+	}{
+		{"first answer lost", chaos.Config{AnswerLost: 1, MaxConsecutive: 1}},
+		{"timeout after applying", chaos.Config{TimeoutAfter: 1, MaxConsecutive: 1}},
+		{"every answer lost", chaos.Config{AnswerLost: 1, MaxConsecutive: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t)
+			cfg := tc.cfg
+			cfg.Services, cfg.Operations = []string{tablekit.ServiceTable}, []string{"UpdateEntity"}
+			inj, err := chaos.New(1, &cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acct := inj.Account(t, nil)
+			inj.SetEnabled(false)
+			jobs := newTable(t, acct)
+			cp, _ := transfer.NewTableCheckpoint(jobs, "job")
+			if err := cp.Save(ctx, []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			stale, _ := transfer.NewTableCheckpoint(jobs, "job")
+			if _, err := stale.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			inj.SetEnabled(true)
+			for _, state := range []string{"two", "three"} {
+				if err := cp.Save(ctx, []byte(state)); err != nil {
+					t.Fatalf("save %q: %v", state, err)
+				}
+			}
+			if err := stale.Save(ctx, []byte("other run")); !errors.Is(err, transfer.ErrCheckpointConflict) {
+				t.Errorf("save of a stale run: %v, want ErrCheckpointConflict", err)
+			}
+			inj.SetEnabled(false)
+			if inj.Stats().Faults() == 0 {
+				t.Fatal("no answer was lost: the test tested nothing")
+			}
+			other, _ := transfer.NewTableCheckpoint(jobs, "job")
+			if got, err := other.Load(ctx); err != nil || string(got) != "three" {
+				t.Fatalf("load: %q, %v; want the last save", got, err)
+			}
+
+			// A job checkpointed every few pages.
+			data := newTable(t, acct)
+			seedMany(t, data, 4, 800)
+			jcp, _ := transfer.NewTableCheckpoint(jobs, "count")
+			inj.SetEnabled(true)
+			res, err := transfer.Count(ctx, data, &transfer.CountOptions{JobOptions: transfer.JobOptions{
+				Checkpoint: jcp, CheckpointEvery: 5 * time.Millisecond,
+				Scan: transfer.ScanOptions{PageSize: 20, Concurrency: 2, Boundaries: []string{"p002"}},
+			}})
+			inj.SetEnabled(false)
+			t.Logf("count %+v; %v", res, inj.Stats())
+			if err != nil || !res.Complete || res.Entities != 800 {
+				t.Fatalf("count with lost checkpoint answers: %+v, %v", res, err)
+			}
+		})
 	}
 }

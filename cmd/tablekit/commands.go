@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -29,7 +30,10 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	scope, err := sc.scope(time.Now())
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
+		return err
+	}
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -126,6 +130,10 @@ func finish(ctx context.Context, err error, complete bool) error {
 	switch {
 	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return fmt.Errorf("interrupted: %w", errIncomplete)
+	case errors.Is(err, transfer.ErrFailures) && !complete:
+		// Entities failed for a passing reason (throttled, no answer):
+		// their pages are left for --resume.
+		return fmt.Errorf("%v; %w", err, errIncomplete)
 	case errors.Is(err, transfer.ErrFailures):
 		return fmt.Errorf("%w: %v", errFailures, err)
 	case err != nil:
@@ -153,10 +161,14 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&in, "in", "-", "the export file; - for stdin")
 	fs.StringVar(&mode, "mode", "insert", "insert (existing entities fail), merge or replace")
 	fs.BoolVar(&create, "create", false, "create the table if it does not exist")
-	fs.IntVar(&batch, "batch", 20000, "entities per bulk write")
+	fs.IntVar(&batch, "batch", 20000, "entities per bulk write (1-100000)")
 	fs.IntVar(&maxFail, "max-failures", 0, "stop after this many failed entities (0: never)")
-	fs.IntVar(&concurrency, "concurrency", 16, "transactions in flight")
+	fs.IntVar(&concurrency, "concurrency", 16, "transactions in flight (1-1024)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(cp.check(), intIn("batch", batch, 1, 100_000), intIn("max-failures", maxFail, 0, math.MaxInt),
+		intIn("concurrency", concurrency, 1, 1024)); err != nil {
 		return err
 	}
 	m, err := transfer.ParseMode(mode)
@@ -230,11 +242,14 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
+		return err
+	}
 	m, err := transfer.ParseMode(mode)
 	if err != nil {
 		return usagef("--mode: %v", err)
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -298,8 +313,11 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&dry, "dry-run", false, "delete nothing: count the entities and show the cost in transactions")
 	fs.BoolVar(&anyETag, "any-etag", false, "delete entities even if they changed since they were listed")
 	fs.DurationVar(&budget, "budget", 0, "stop after this long (resume later with --resume); 0: no limit")
-	fs.IntVar(&transactions, "transactions", 16, "delete transactions in flight")
+	fs.IntVar(&transactions, "transactions", 16, "delete transactions in flight (1-1024)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := errors.Join(scan.check(), cp.check(), durationAtLeast("budget", budget, 0), intIn("transactions", transactions, 1, 1024)); err != nil {
 		return err
 	}
 	if sc.empty() && !all {
@@ -308,7 +326,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	if !sc.empty() && all {
 		return usagef("--all excludes a scope")
 	}
-	scope, err := sc.scope(time.Now())
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}
@@ -378,7 +396,10 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	scope, err := sc.scope(time.Now())
+	if err := errors.Join(scan.check(), cp.check()); err != nil {
+		return err
+	}
+	scope, err := sc.scope()
 	if err != nil {
 		return err
 	}

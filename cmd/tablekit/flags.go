@@ -94,15 +94,17 @@ func (f *scopeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "first PartitionKey of the range (inclusive)")
 	fs.StringVar(&f.to, "to", "", "end of the PartitionKey range (exclusive)")
 	fs.StringVar(&f.filter, "filter", "", "an OData filter the entities must also match, e.g. \"Status eq 'done'\"")
-	fs.StringVar(&f.olderThan, "older-than", "", "only entities last written before this: a duration back from now (720h) or an RFC 3339 time")
+	fs.StringVar(&f.olderThan, "older-than", "", "only entities last written before this: a duration back from the job's start (720h; --resume keeps the first run's cutoff) or an RFC 3339 time")
 }
 
 func (f *scopeFlags) empty() bool {
 	return !f.hasPartition && f.from == "" && f.to == "" && f.filter == "" && f.olderThan == ""
 }
 
-// scope builds the transfer.Scope.
-func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
+// scope builds the transfer.Scope. A duration --older-than becomes
+// Scope.OlderThan, so that the library fixes the cutoff when the job
+// starts and a resumed run keeps it.
+func (f *scopeFlags) scope() (transfer.Scope, error) {
 	var s transfer.Scope
 	if f.hasPartition {
 		if f.from != "" || f.to != "" {
@@ -120,11 +122,15 @@ func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
 		fs = append(fs, tablekit.Where(f.filter))
 	}
 	if f.olderThan != "" {
-		cutoff, err := parseCutoff(f.olderThan, now)
+		age, cutoff, err := parseOlderThan(f.olderThan)
 		if err != nil {
 			return s, err
 		}
-		fs = append(fs, tablekit.Where("Timestamp lt ?", cutoff))
+		if age > 0 {
+			s.OlderThan = age
+		} else {
+			fs = append(fs, tablekit.Where("Timestamp lt ?", cutoff))
+		}
 	}
 	s.Filter = tablekit.And(fs...)
 	if err := s.Filter.Err(); err != nil {
@@ -133,17 +139,19 @@ func (f *scopeFlags) scope(now time.Time) (transfer.Scope, error) {
 	return s, nil
 }
 
-func parseCutoff(s string, now time.Time) (time.Time, error) {
+// parseOlderThan parses --older-than: a positive duration (age) or an
+// RFC 3339 time (cutoff).
+func parseOlderThan(s string) (age time.Duration, cutoff time.Time, err error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, usagef("--older-than %s: the duration must be positive", s)
+			return 0, time.Time{}, usagef("--older-than %s: the duration must be positive", s)
 		}
-		return now.Add(-d).UTC(), nil
+		return d, time.Time{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
+		return 0, t.UTC(), nil
 	}
-	return time.Time{}, usagef("--older-than %q is neither a duration (720h) nor an RFC 3339 time (2024-01-31T00:00:00Z)", s)
+	return 0, time.Time{}, usagef("--older-than %q is neither a duration (720h) nor an RFC 3339 time (2024-01-31T00:00:00Z)", s)
 }
 
 // scanFlags say how to read.
@@ -153,13 +161,22 @@ type scanFlags struct {
 }
 
 func (f *scanFlags) register(fs *flag.FlagSet, probes string) {
-	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once")
+	fs.IntVar(&f.concurrency, "concurrency", 16, "PartitionKey ranges read at once (1-1024)")
 	fs.IntVar(&f.pageSize, "page-size", 1000, "entities per listing request (1-1000)")
-	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space into ranges (0: default, "+probes+"; -1: none)")
+	fs.IntVar(&f.maxProbes, "max-probes", 0, "keys-only probes to sample the key space into ranges (0: default, "+probes+"; -1: none; at most 1000000)")
 	fs.Func("boundary", "split the ranges at this PartitionKey (repeat the flag; no sampling then)", func(s string) error {
 		f.boundaries = append(f.boundaries, s)
 		return nil
 	})
+}
+
+// check refuses values out of range before anything is sent.
+func (f *scanFlags) check() error {
+	return errors.Join(
+		intIn("concurrency", f.concurrency, 1, 1024),
+		intIn("page-size", f.pageSize, 1, 1000),
+		intIn("max-probes", f.maxProbes, -1, 1_000_000),
+	)
 }
 
 func (f *scanFlags) options() transfer.ScanOptions {
@@ -179,7 +196,12 @@ func (f *checkpointFlags) register(fs *flag.FlagSet, deflt string) {
 	fs.StringVar(&f.job, "job", "", "the checkpoint's name in --checkpoint-table (default: OPERATION-TABLE)")
 	fs.BoolVar(&f.none, "no-checkpoint", false, "keep no checkpoint (the run cannot be resumed)")
 	fs.BoolVar(&f.resume, "resume", false, "go on from the checkpoint of an earlier run")
-	fs.DurationVar(&f.every, "checkpoint-every", 5*time.Second, "time between checkpoints")
+	fs.DurationVar(&f.every, "checkpoint-every", 5*time.Second, "time between checkpoints (at least 10ms)")
+}
+
+// check refuses values out of range before anything is sent.
+func (f *checkpointFlags) check() error {
+	return durationAtLeast("checkpoint-every", f.every, 10*time.Millisecond)
 }
 
 // open returns the checkpoint (nil with --no-checkpoint).
@@ -217,6 +239,22 @@ func (f *checkpointFlags) open(ctx context.Context, src *opened, op, deflt strin
 		return nil, nil
 	}
 	return transfer.NewFileCheckpoint(deflt), nil
+}
+
+// intIn returns a usage error unless lo <= v <= hi, saying the range.
+func intIn(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("--%s %d is out of range: it must be from %d to %d", name, v, lo, hi)
+	}
+	return nil
+}
+
+// durationAtLeast returns a usage error unless d >= lo.
+func durationAtLeast(name string, d, lo time.Duration) error {
+	if d < lo {
+		return usagef("--%s %v is out of range: it must be at least %v", name, d, lo)
+	}
+	return nil
 }
 
 // parse parses args, turning flag errors into usage errors.

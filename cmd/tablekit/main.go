@@ -22,7 +22,8 @@
 //
 // Progress goes to stderr: a progress bar on a terminal, plain lines every
 // few seconds otherwise. Exit codes: 0 done; 1 failed; 2 bad usage; 3
-// stopped before the end (budget spent or interrupted: run again with
+// stopped before the end (budget spent, interrupted, or a copy whose
+// entities failed for a passing reason such as throttling: run again with
 // --resume); 4 done, but some entities failed (listed on stderr).
 package main
 

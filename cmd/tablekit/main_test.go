@@ -422,3 +422,157 @@ func TestCLICountKilledResumes(t *testing.T) {
 		t.Errorf("count with --resume and no checkpoint:\n%s", out)
 	}
 }
+
+// TestCLIOlderThanResumes: --older-than with --resume reads the scope of
+// the checkpoint: the cutoff the first run fixed, not one taken from the
+// clock again (which made every resume fail with "it is for scope ...").
+// The README's example: purge --older-than with a budget, then --resume.
+// An entity written after the first run started is out of its scope and
+// survives the resumed purge; a resume with another --older-than is
+// refused.
+func TestCLIOlderThanResumes(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl, dst := newTable(t, acct), newTable(t, acct)
+	old := entities(3, 300, "p")
+	seed(t, tbl, old)
+	time.Sleep(1100 * time.Millisecond) // Azurite compares DateTimes to the millisecond
+	scope := []string{"--table", tbl.Name(), "--older-than", "1s", "--progress", "none"}
+
+	// A finished export, count and copy resume as finished.
+	file := filepath.Join(c.dir, "old.jsonl")
+	c.mustRun(0, append([]string{"export", "--out", file}, scope...)...)
+	c.mustRun(0, append([]string{"export", "--out", file, "--resume"}, scope...)...)
+	if b, err := os.ReadFile(file); err != nil || strings.Count(string(b), "\n") != 302 {
+		t.Errorf("resumed export: %d lines (%v), want 302", strings.Count(string(b), "\n"), err)
+	}
+	cp := filepath.Join(c.dir, "count.checkpoint")
+	c.mustRun(0, append([]string{"count", "--checkpoint", cp}, scope...)...)
+	out, _ := c.mustRun(0, append([]string{"count", "--checkpoint", cp, "--resume"}, scope...)...)
+	if !strings.Contains(out, "entities: 300\n") {
+		t.Errorf("resumed count:\n%s", out)
+	}
+	cp = filepath.Join(c.dir, "copy.checkpoint")
+	c.mustRun(0, append([]string{"copy", "--to-table", dst.Name(), "--checkpoint", cp}, scope...)...)
+	c.mustRun(0, append([]string{"copy", "--to-table", dst.Name(), "--checkpoint", cp, "--resume"}, scope...)...)
+
+	// A purge stopped by its budget before it listed anything.
+	cp = filepath.Join(c.dir, "purge.checkpoint")
+	purge := append([]string{"purge", "--checkpoint", cp}, scope...)
+	c.mustRun(3, append(purge, "--budget", "1ns")...)
+	// Written after the first run started: out of its scope, although
+	// older than 1s when the purge resumes.
+	late := []tablekit.Entity{{PartitionKey: "p000", RowKey: "late"}}
+	seed(t, tbl, late)
+	time.Sleep(1100 * time.Millisecond)
+	_, errOut := c.mustRun(1, "purge", "--checkpoint", cp, "--table", tbl.Name(), "--older-than", "2s", "--resume")
+	if !strings.Contains(errOut, "checkpoint cannot be used") {
+		t.Errorf("resume with another --older-than:\n%s", errOut)
+	}
+	out, _ = c.mustRun(0, append(purge, "--resume")...)
+	if !strings.Contains(out, "purge complete: 300 listed, 300 deleted") {
+		t.Errorf("resumed purge:\n%s", out)
+	}
+	left := dump(t, tbl)
+	if _, ok := left["p000/late"]; len(left) != 1 || !ok {
+		t.Errorf("left %v, want only p000/late", left)
+	}
+}
+
+// TestCLICopyKilledBeforeCheckpointResumes: an insert copy killed with
+// SIGKILL before its first periodic checkpoint resumes with --resume as a
+// resumed copy: the entities it wrote are found stored, none fails, and
+// the destination ends equal to the source. (The copy saved nothing
+// before its first write, so the resumed run started afresh and every
+// entity the killed run had copied failed with EntityAlreadyExists.)
+func TestCLICopyKilledBeforeCheckpointResumes(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	src, dst := newTable(t, acct), newTable(t, acct)
+	seed(t, src, entities(8, 16000, "p"))
+	cp := filepath.Join(c.dir, "copy.checkpoint")
+	args := []string{"copy", "--table", src.Name(), "--to-table", dst.Name(), "--mode", "insert", "--checkpoint", cp,
+		"--checkpoint-every", "1h", "--concurrency", "1", "--page-size", "100", "--progress", "none"}
+	cmd := c.cmd(args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once it has copied the first partition (one range, read in
+	// key order: p000 comes first).
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := dst.Get(context.Background(), "p001", "000001", nil); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("nothing of p001 copied within 2 minutes; stderr:\n%s", errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("copy was not killed (it finished first: %v); make it slower\n%s", err, errOut.String())
+	}
+	n := len(dump(t, dst))
+	if n < 2000 || n == 16000 {
+		t.Fatalf("after the kill %d of 16000 entities are copied, want some", n)
+	}
+	t.Logf("killed with %d of 16000 entities copied", n)
+
+	_, errText := c.mustRun(0, append(args, "--resume", "--concurrency", "4")...)
+	if !strings.Contains(errText, "16000 read, 16000 written, 0 failed") || !strings.Contains(errText, "resumed: ") {
+		t.Errorf("resumed copy:\n%s", errText)
+	}
+	sameDump(t, dump(t, src), dump(t, dst))
+}
+
+// TestCLINumericFlagsOutOfRange: every numeric flag out of its range is a
+// usage error (exit 2) that says the range, before anything is sent, and
+// never a crash. A Go program that dies of a fatal runtime error exits 2
+// too, so the test checks the message: `import --batch 1000000000` died
+// of a fatal out-of-memory error.
+func TestCLINumericFlagsOutOfRange(t *testing.T) {
+	c := newCLI(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	file := filepath.Join(c.dir, "in.jsonl")
+	if err := os.WriteFile(file, []byte(`{"tablekit":"export","version":1,"table":"x","created":"2024-01-01T00:00:00Z"}`+"\n"+`{"tablekit":"end","entities":0}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := []string{"--table", tbl.Name()}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "--in", file, "--batch", "1000000000"}, "--batch 1000000000 is out of range: it must be from 1 to 100000"},
+		{[]string{"import", "--in", file, "--batch", "0"}, "--batch 0 is out of range"},
+		{[]string{"import", "--in", file, "--concurrency", "100000000"}, "--concurrency 100000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"import", "--in", file, "--max-failures", "-1"}, "--max-failures -1 is out of range"},
+		{[]string{"import", "--in", file, "--checkpoint-every", "0s"}, "--checkpoint-every 0s is out of range: it must be at least 10ms"},
+		{[]string{"export", "--concurrency", "1000000000"}, "--concurrency 1000000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"export", "--concurrency", "0"}, "--concurrency 0 is out of range"},
+		{[]string{"export", "--concurrency", "99999999999999999999"}, "out of range"},
+		{[]string{"count", "--page-size", "1001"}, "--page-size 1001 is out of range: it must be from 1 to 1000"},
+		{[]string{"count", "--max-probes", "-2"}, "--max-probes -2 is out of range: it must be from -1 to 1000000"},
+		{[]string{"copy", "--to-table", "x", "--max-probes", "9223372036854775807"}, "--max-probes 9223372036854775807 is out of range"},
+		{[]string{"purge", "--all", "--transactions", "1000000000"}, "--transactions 1000000000 is out of range: it must be from 1 to 1024"},
+		{[]string{"purge", "--all", "--transactions", "0"}, "--transactions 0 is out of range"},
+		{[]string{"purge", "--all", "--budget", "-1s"}, "--budget -1s is out of range: it must be at least 0s"},
+		{[]string{"purge", "--all", "--checkpoint-every", "1ns"}, "--checkpoint-every 1ns is out of range"},
+	} {
+		args := append(append(tc.args[:1:1], table...), tc.args[1:]...)
+		_, errOut := c.mustRun(2, args...)
+		if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "Run 'tablekit help") || strings.Contains(errOut, "fatal error") || strings.Contains(errOut, "goroutine ") {
+			t.Errorf("tablekit %s:\n%s\nwant a usage error saying %q", strings.Join(args, " "), errOut, tc.want)
+		}
+	}
+	if n := len(dump(t, tbl)); n != 0 {
+		t.Errorf("the refused commands wrote %d entities", n)
+	}
+}
