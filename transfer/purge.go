@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,9 +279,16 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	items := append(rp.carry, page.Items...)
 	old := len(rp.carry)
 	last := page.Continuation == ""
-	// Cut into partitions (contiguous in a listing) and those into
-	// transactions of 100; keep the last partition's tail unless the range
-	// is done.
+	unordered := p.j.unordered
+	if unordered {
+		// Results out of key order (Cosmos DB): a partition's entities
+		// are not contiguous, and the next page may hold more of any of
+		// them. Group the page's by partition and carry nothing over.
+		slices.SortStableFunc(items, func(a, b tablekit.Entity) int { return strings.Compare(a.PartitionKey, b.PartitionKey) })
+	}
+	// Cut into partitions (contiguous in a listing in key order) and
+	// those into transactions of 100; keep the last partition's tail
+	// unless the range is done.
 	var chunks [][]tablekit.Entity
 	keep := 0
 	for i := 0; i < len(items); {
@@ -288,7 +297,7 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 			j++
 		}
 		part := items[i:j]
-		if j == len(items) && !last {
+		if j == len(items) && !last && !unordered {
 			keep = len(part) % tablekit.MaxTransactionActions
 			part = part[:len(part)-keep]
 		}
