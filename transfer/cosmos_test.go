@@ -2,10 +2,12 @@ package transfer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -162,9 +164,72 @@ func TestCosmosCountResumes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities == 0 || res.Entities >= 2000 {
 		t.Fatalf("stopped count: %+v, %v", res, err)
 	}
+	first := res.Pages
 	opts.Resume = true
 	res, err = transfer.Count(ctx, tbls[0], &opts)
 	if err != nil || !res.Complete || res.Entities != 2000 || res.Partitions != 40 || res.DeleteTransactions != 40 {
 		t.Errorf("resumed count: %+v, %v; want 2000 entities, 40 partitions, 40 delete transactions", res, err)
+	}
+	// 2,000 entities in pages of 40 over 3 ranges: at most 52 pages in one
+	// go; the resumed run went on from the tokens.
+	if first+res.Pages > 53 {
+		t.Errorf("%d pages, then %d resumed: the resumed count started over", first, res.Pages)
+	}
+}
+
+// TestCosmosCountResumesLargeTally: a range whose open tally is too large
+// for a checkpoint (more than 256 KiB of PartitionKeys) is saved as not
+// started, and the resumed count, which reads it again, is exact.
+func TestCosmosCountResumesLargeTally(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	var es []tablekit.Entity
+	for i := range 1000 {
+		es = append(es, tablekit.Entity{PartitionKey: fmt.Sprintf("%04d%s", i, strings.Repeat("k", 400)), RowKey: "1"})
+	}
+	seed(t, tbl, es)
+	var pages atomic.Int32
+	cctx, cancel := context.WithCancel(ctx)
+	stop := policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isQuery(r) && pages.Add(1) == 8 {
+			cancel()
+		}
+		return r.Next()
+	})
+	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 5}},
+		&tablekit.Options{Cosmos: true, PerRetryPolicies: []policy.Policy{stop}}, tbl)
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
+	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}}}
+	res, err := transfer.Count(cctx, tbls[0], &opts)
+	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities < 700 {
+		t.Fatalf("stopped count: %+v, %v; want 7 pages of 100 counted", res, err)
+	}
+	data, err := cp.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Ranges []struct {
+			Token string
+			Read  int64
+			Tally map[string]int64
+		}
+		Counts struct{ Read int64 }
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Ranges) != 1 {
+		t.Fatalf("checkpoint with %d ranges, want 1", len(saved.Ranges))
+	}
+	if r := saved.Ranges[0]; r.Token != "" || r.Read != 0 || len(r.Tally) != 0 || saved.Counts.Read != 0 || len(data) > 64<<10 {
+		t.Fatalf("checkpoint of %d bytes: a token of %d bytes, %d read, %d partitions tallied, %d read in all; want the range saved as not started",
+			len(data), len(r.Token), r.Read, len(r.Tally), saved.Counts.Read)
+	}
+	opts.Resume = true
+	res, err = transfer.Count(ctx, tbls[0], &opts)
+	if err != nil || !res.Complete || res.Entities != 1000 || res.Partitions != 1000 || res.DeleteTransactions != 1000 {
+		t.Errorf("resumed count: %+v, %v; want 1000 entities in 1000 partitions", res, err)
 	}
 }
