@@ -199,7 +199,7 @@ func (o *FrontOptions) validate() error {
 func (f *Front) startService(ctx context.Context, kind serviceKind, target string, transport *http.Transport) (*frontService, error) {
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("azurite: front target %q is not an http(s) URL", target)
+		return nil, fmt.Errorf("azurite: front target %q is not an http(s) URL", redactSAS(target))
 	}
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
@@ -227,7 +227,7 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			s.writeError(w, r, http.StatusBadGateway, "InternalError", "The front could not reach the target: "+err.Error())
+			s.writeError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 		},
 	}
 	s.server = &http.Server{

@@ -156,13 +156,13 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		}
 		resp, err := s.fetch(r, page)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not reach the target: "+err.Error())
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 			return
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's answer: "+err.Error())
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
