@@ -13,7 +13,7 @@ import (
 
 // TestFrontAnswersNoSecret: when the front cannot reach its target, its
 // 502 answer says so without the request's SAS signature, in every mode
-// (passed on, Cosmos DB), in the body and the headers.
+// (passed on, Cosmos DB, Azure's paging), in the body and the headers.
 func TestFrontAnswersNoSecret(t *testing.T) {
 	t.Parallel()
 	// A target that refuses connections: a port that was free a moment
@@ -29,6 +29,7 @@ func TestFrontAnswersNoSecret(t *testing.T) {
 	modes := map[string]*azurite.FrontOptions{
 		"passed on": {},
 		"cosmos":    {Cosmos: &azurite.CosmosOptions{Seed: 1}},
+		"paging":    {Paging: &azurite.PagingOptions{Seed: 1}},
 	}
 	for name, opts := range modes {
 		t.Run(name, func(t *testing.T) {
