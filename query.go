@@ -25,7 +25,8 @@ const MaxPageSize = 1000
 type QueryOptions struct {
 	// PageSize is the most entities asked for per request (1–1000; 0 means
 	// the service's maximum, 1000). The service may return fewer, even none,
-	// before the end; tablekit keeps reading.
+	// before the end: Query reads on, QueryPage returns such pages as they
+	// are.
 	PageSize int
 	// Limit stops Query after this many entities (0: no limit).
 	Limit int
@@ -92,6 +93,8 @@ func (c *Cursor) Token() string {
 
 // Page is one page of query results.
 type Page[T any] struct {
+	// Items are the page's entities: possibly none although Continuation
+	// is not "" (see Table.QueryPage).
 	Items []T
 	// Continuation resumes the query after this page in any process (pass
 	// it in QueryOptions.Continuation); "" when the query is complete.
@@ -496,9 +499,13 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 }
 
 // QueryPage returns the next page of entities that match f, starting at
-// opts.Continuation. A page holds at most opts.PageSize entities and is
-// empty only when the query is complete; its Continuation resumes the query,
-// also in another process.
+// opts.Continuation: one request, whose answer it returns as it is. A page
+// holds at most opts.PageSize entities and may hold fewer, or none, before
+// the end: the service ends a page when it has worked on it for 5 seconds
+// or reaches a partition boundary, and then returns a Continuation even
+// with no entities. Read on while Continuation is not "" (an empty page
+// says nothing about what comes next); Continuation resumes the query, also
+// in another process. [Table.Query] reads past such pages itself.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
 	defer func() { err = withOp("QueryPage", err) }()
 	q, err := t.prepare(f, opts)
@@ -512,16 +519,11 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 	if err != nil {
 		return Page[T]{}, err
 	}
-	var items []T
-	for {
-		items, err = t.fetch(ctx, "QueryPage", q, q.pageSize, items)
-		if err != nil {
-			return Page[T]{}, err
-		}
-		if len(items) > 0 || !q.more() {
-			return Page[T]{Items: items, Continuation: q.token()}, nil
-		}
+	items, err := t.fetch(ctx, "QueryPage", q, q.pageSize, nil)
+	if err != nil {
+		return Page[T]{}, err
 	}
+	return Page[T]{Items: items, Continuation: q.token()}, nil
 }
 
 // Top returns the first n entities that match f, in key order, reading
