@@ -172,9 +172,10 @@ type job struct {
 	// its output).
 	beforeSave func() error
 	// rangeEnd, when set, runs when the reading of a range stops, however
-	// it stops, and may return an error of work the page function left
-	// running (purge waits there for its delete transactions).
-	rangeEnd func(r *rangeState) error
+	// it stops (err is the reading's error: nil at the range's end or when
+	// stop said so), and may return an error of work the page function
+	// left running (purge waits there for its delete transactions).
+	rangeEnd func(r *rangeState, err error) error
 	// persist, when set, returns the state to save in place of the state
 	// itself (count leaves out open tallies too large to save); it runs
 	// under mu and must not change s.
@@ -442,7 +443,7 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
 	err := j.readRange(ctx, r, stop, fn)
 	if j.rangeEnd != nil {
-		if e := j.rangeEnd(r); err == nil {
+		if e := j.rangeEnd(r, err); err == nil {
 			err = e
 		}
 	}

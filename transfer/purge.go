@@ -234,6 +234,11 @@ type rangePurge struct {
 	// start is the continuation token of the page the first carried
 	// entity came from: where the range resumes after a stop.
 	start string
+	// next is the continuation token of the last page listed, and ctx the
+	// context it was listed with: when the listing stops there (the
+	// budget), the carry is deleted and the range resumes at next.
+	next string
+	ctx  context.Context
 	// pages are the pages whose transactions are under way, in listing
 	// order; a page's progress is committed once it and every page before
 	// it are done.
@@ -317,7 +322,7 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 		}
 	}
 	rp.carry = append([]tablekit.Entity(nil), items[len(items)-keep:]...)
-	rp.start = resume
+	rp.start, rp.next, rp.ctx = resume, page.Continuation, ctx
 	pg := &purgePage{resume: resume, last: last, read: int64(len(page.Items)), left: len(chunks)}
 	p.mu.Lock()
 	rp.pages = append(rp.pages, pg)
@@ -434,10 +439,25 @@ func (p *purger) settle(r *rangeState, rp *rangePurge) {
 }
 
 // rangeEnd waits for the transactions of r still under way when its
-// listing stops (at its end, at the budget, or on an error) and returns
-// the first error one of them met.
-func (p *purger) rangeEnd(r *rangeState) error {
+// listing stops (at its end, at the budget, or on an error, listErr) and
+// returns the first error one of them met. When the budget stopped the
+// listing, the carry (the start of a partition whose transaction waited
+// for the next page) is deleted in a transaction of its own, so that the
+// range moves past the last page listed: without it, a budget of about
+// one page would list the same page run after run and delete nothing.
+func (p *purger) rangeEnd(r *rangeState, listErr error) error {
 	rp := p.rangeOf(r)
+	if listErr == nil && len(rp.carry) > 0 {
+		pg := &purgePage{resume: rp.next, left: 1}
+		p.mu.Lock()
+		rp.pages = append(rp.pages, pg)
+		p.mu.Unlock()
+		// On failure (the context ended) the page stays uncommitted: the
+		// carry is listed again on resume.
+		if p.enqueue(&purgeChunk{ctx: rp.ctx, r: r, rp: rp, pg: pg, entities: rp.carry}) == nil {
+			rp.carry = nil
+		}
+	}
 	rp.inflight.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
