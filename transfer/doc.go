@@ -176,7 +176,8 @@
 // ChangedKeys) unless AnyETag is set; one deleted meanwhile by someone else
 // is counted (Gone). A partition of n entities takes ceil(n/100)
 // transactions: a page's last partial transaction waits for the next page
-// of its range (on Table storage; on Cosmos DB see above). By default a purge lists its scope as one range, with no
+// of its range (on Table storage; on Cosmos DB see above), unless the
+// Budget stops the listing there: it is then sent as it is. By default a purge lists its scope as one range, with no
 // key probes, and runs its delete transactions in parallel (taken from the
 // partitions in turn, paced by a tablekit.Governor that backs off when the
 // service throttles) while the listing goes on ahead: its cost is the
