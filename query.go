@@ -232,6 +232,11 @@ func (q *query) token() string {
 	if q.nextRK != nil {
 		c.RK = *q.nextRK
 	}
+	if q.skipTo != nil {
+		// Resuming a Cursor's token, the pages read so far held only what
+		// the Cursor's loop had yielded: the next page skips on.
+		c.After, c.AfterPK, c.AfterRK, c.AfterN = true, q.skipTo[0], q.skipTo[1], q.skipN
+	}
 	c.Query = q.hash
 	return encodeToken(c)
 }
@@ -295,10 +300,12 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	if err := each(func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
-	rest, passed := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
+	rest, passed, left := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
 	q.skipped = len(objs) - len(rest)
 	if passed {
 		q.skipTo = nil
+	} else {
+		q.skipN = left
 	}
 	for _, obj := range rest {
 		if err := fn(obj); err != nil {
@@ -474,28 +481,32 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 }
 
 // skipThrough drops the entities of a page up to and including the one
-// with keys, the n-th of the page when it was read: when it is there,
-// exactly those before it; when it was deleted meanwhile, those whose keys
-// sort at or before it (in the service's UTF-16 order), or, when results
-// are not in key order (unordered), the first n-1. passed reports whether
-// the page reached that point; if not, the next page must be skipped
-// through too.
-func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool) {
+// with keys, the n-th from the page's start when it was read: when it is
+// there, exactly those before it; when it was deleted meanwhile, those
+// whose keys sort at or before it (in the service's UTF-16 order), or,
+// when results are not in key order (unordered), the first n-1. passed
+// reports whether the page reached that point; if not (the page is
+// shorter: read with a smaller page size, or cut short by the service),
+// the next page must be skipped through too, with n left in place of n.
+func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool, left int) {
 	for i, obj := range objs {
 		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
-			return objs[i+1:], true
+			return objs[i+1:], true, 0
 		}
 	}
 	if unordered {
-		return objs[min(max(n-1, 0), len(objs)):], true
+		if len(objs) >= n {
+			return objs[max(n-1, 0):], true, 0
+		}
+		return nil, false, n - len(objs)
 	}
 	for i, obj := range objs {
 		pk, rk, err := objectKeys(obj)
 		if err == nil && compareKeys(pk, rk, keys[0], keys[1]) > 0 {
-			return objs[i:], true
+			return objs[i:], true, 0
 		}
 	}
-	return nil, false
+	return nil, false, max(n-len(objs), 0)
 }
 
 // QueryPage returns the next page of entities that match f, starting at

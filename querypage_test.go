@@ -154,3 +154,93 @@ func TestQueryPageReturnsEmptyPages(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorTokenInShorterPages: a Cursor's token, taken after 37
+// entities of a page of 100, read on with QueryPage in pages of 7 (the
+// service may cut pages too: the front pages as Azure may), continues
+// right after the 37th, each entity once, also on Cosmos DB where only
+// positions say what was yielded; so does one whose 37th entity was
+// deleted meanwhile.
+func TestCursorTokenInShorterPages(t *testing.T) {
+	ctx := context.Background()
+	name := testenv.TableName(t)
+	owner, err := tablekit.OpenTable[pagedItem](testenv.Account(t, nil), name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.DeleteTable(context.Background()) })
+	var items []pagedItem
+	for i := range 150 {
+		items = append(items, pagedItem{PK: fmt.Sprintf("p%d", i%3), RK: fmt.Sprintf("%04d", i), N: i})
+	}
+	if _, err := owner.BulkWriter(nil).Upsert(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	cs := testenv.ConnectionString(t)
+	target := tableEndpointRe.FindString(cs)[len("TableEndpoint="):]
+	for _, mode := range []struct {
+		name   string
+		cosmos *azurite.CosmosOptions
+	}{{"storage", nil}, {"cosmos", &azurite.CosmosOptions{Seed: 9}}} {
+		for _, deleteLast := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, deleted %v", mode.name, deleteLast), func(t *testing.T) {
+				front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: target}, &azurite.FrontOptions{
+					NoLimits: true, NoSASRanges: true, Cosmos: mode.cosmos, Paging: &azurite.PagingOptions{Seed: 4},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer front.Close()
+				acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{Cosmos: mode.cosmos != nil})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tbl, err := tablekit.OpenTable[pagedItem](acct, name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := tablekit.Where("PartitionKey ge ?", "p")
+				seen := map[string]int{}
+				var cur tablekit.Cursor
+				var last pagedItem
+				for it, err := range tbl.Query(ctx, f, &tablekit.QueryOptions{PageSize: 100, Cursor: &cur}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					seen[it.PK+"/"+it.RK]++
+					if last = it; len(seen) == 37 {
+						break
+					}
+				}
+				if deleteLast {
+					if err := owner.Delete(ctx, last.PK, last.RK, "*"); err != nil {
+						t.Fatal(err)
+					}
+					defer owner.Upsert(ctx, last, tablekit.Replace)
+				}
+				opts := &tablekit.QueryOptions{PageSize: 7, Continuation: cur.Token()}
+				for {
+					page, err := tbl.QueryPage(ctx, f, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, it := range page.Items {
+						seen[it.PK+"/"+it.RK]++
+					}
+					if page.Continuation == "" {
+						break
+					}
+					opts.Continuation = page.Continuation
+				}
+				for _, it := range items {
+					if n := seen[it.PK+"/"+it.RK]; n != 1 {
+						t.Errorf("%s/%s read %d times", it.PK, it.RK, n)
+					}
+				}
+			})
+		}
+	}
+}

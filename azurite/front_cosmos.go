@@ -103,7 +103,7 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 		return
 	}
-	id := queryIdentity(r, q, tok)
+	id := queryIdentity(q, tok)
 	var after *orderKey
 	if tok.After {
 		k := c.key(tok.PK, tok.RK)
@@ -184,7 +184,7 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 	}
 	end := min(start+pageSize, len(all))
 	n, trailing := end-start, false
-	if p := s.front.paging; p != nil {
+	if p := s.front.paging; p != nil && !isPointQuery(r.URL.Query().Get("$filter")) {
 		pks := make([]string, 0, end-start)
 		for _, e := range all[start:end] {
 			pks = append(pks, e.key.pk)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +26,10 @@ import (
 //   - the last page of a query may carry a continuation token, and the
 //     page it leads to is empty without one.
 //
-// Which pages do is decided from Seed, the query (table, $filter,
-// $select, $top) and its position in the results, so the same query over
-// the same entities pages the same way every time; no answer waits. Each
+// A point query (PartitionKey eq and RowKey eq) is answered whole, as the
+// service looks its entity up at once. Which pages do is decided from Seed, the query ($filter, $select, $top)
+// and its position in the results, so the same query over the same
+// entities pages the same way every time, in any table; no answer waits. Each
 // entity still comes exactly once over a query's pages, in the order the
 // target (or Cosmos mode) gives. Continuation tokens are the front's own.
 type PagingOptions struct {
@@ -161,11 +163,21 @@ func (p *paging) cut(query string, pks []string, more bool, empty int) pageCut {
 	return pageCut{n: n, trailing: !more && n > 0 && (x>>40)%4 == 0}
 }
 
-// queryIdentity names a query for the pager's decisions: its table and
-// the parameters that shape its results, and its position.
-func queryIdentity(r *http.Request, q url.Values, tok pageToken) string {
+// pointQuery matches the filter of a point query: one PartitionKey and
+// one RowKey, as tablekit and the SDKs write it.
+var pointQuery = regexp.MustCompile(`^\(?PartitionKey eq '(?:[^']|'')*'\)? and \(?RowKey eq '(?:[^']|'')*'\)?$`)
+
+// isPointQuery reports whether a query's filter names one entity: the
+// service looks it up at once, and answers it whole.
+func isPointQuery(filter string) bool { return pointQuery.MatchString(strings.TrimSpace(filter)) }
+
+// queryIdentity names a query for the pager's decisions: the parameters
+// that shape its results, and its position. The table's name is left out,
+// so that a test's tables, named afresh on each run, page the same way on
+// every run.
+func queryIdentity(q url.Values, tok pageToken) string {
 	pos, _ := json.Marshal(tok)
-	return strings.Join([]string{r.URL.Path, q.Get("$filter"), q.Get("$select"), q.Get("$top"), string(pos)}, "\x00")
+	return strings.Join([]string{q.Get("$filter"), q.Get("$select"), q.Get("$top"), string(pos)}, "\x00")
 }
 
 // withKeys returns q with PartitionKey and RowKey added to its $select
@@ -210,7 +222,7 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 		return
 	}
-	id := queryIdentity(r, q, tok)
+	id := queryIdentity(q, tok)
 	base, dropped := withKeys(q)
 	base.Del("$top")
 	base.Del("NextPartitionKey")
@@ -282,7 +294,10 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		if len(rest) > 0 || tnext == "" {
 			break
 		}
-		tok = pageToken{TPK: tpk, TRK: trk} // this target page is done: on to the next
+		// This target page is done: on to the next, still after the last
+		// entity returned (a target that pages as Azure may, such as
+		// another front, can answer the same position again).
+		tok = pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
 	}
 
 	avail := rest[:min(top, len(rest))]
@@ -290,11 +305,15 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 	for i, v := range avail {
 		pks[i], _ = rawKeys(v)
 	}
-	c := p.cut(id, pks, len(rest) > len(avail) || tnext != "", tok.Empty)
+	more := len(rest) > len(avail) || tnext != ""
+	c := pageCut{n: len(avail)}
+	if !isPointQuery(q.Get("$filter")) {
+		c = p.cut(id, pks, more, tok.Empty)
+	}
 	out := avail[:c.n]
 	var next *pageToken
 	switch {
-	case c.n == 0 && (len(rest) > 0 || tnext != ""):
+	case c.n == 0 && more:
 		t := tok
 		t.Empty++
 		next = &t
@@ -302,7 +321,11 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		pk, rk := rawKeys(out[c.n-1])
 		next = &pageToken{TPK: tok.TPK, TRK: tok.TRK, After: true, PK: pk, RK: rk, N: skipped + c.n}
 	case tnext != "":
-		next = &pageToken{TPK: tpk, TRK: trk}
+		next = &pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
+		if c.n > 0 {
+			next.After = true
+			next.PK, next.RK = rawKeys(out[c.n-1])
+		}
 	}
 	s.writePage(w, doc, header, out, dropped, next)
 }

@@ -158,6 +158,20 @@ func EnforcesSASRanges() bool {
 	return err == nil && o != nil && !o.NoSASRanges
 }
 
+// PagesAsAzure reports whether the test account may answer a query in
+// pages as Azure does, cut short or empty with a continuation token, so
+// that it takes more requests than its results fill: a real account does;
+// Azurite, which always answers full pages, does only behind a front with
+// Paging (TABLEKIT_FRONT=strict). Tests that count a query's requests
+// expect Azurite's exact counts only when it does not.
+func PagesAsAzure() bool {
+	if os.Getenv(ConnectionStringEnv) != "" {
+		return true
+	}
+	o, err := FrontOptions()
+	return err == nil && o != nil && o.Paging != nil
+}
+
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
 func ExampleAccount() *tablekit.Account {
