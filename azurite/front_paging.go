@@ -313,7 +313,7 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 	out := avail[:c.n]
 	var next *pageToken
 	switch {
-	case c.n == 0 && more:
+	case c.n == 0 && (len(rest) > 0 || tnext != ""):
 		t := tok
 		t.Empty++
 		next = &t
