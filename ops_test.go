@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // fillPartition writes n wireItems to partition pk, RowKeys "00000".."n-1".
@@ -54,7 +55,8 @@ func TestExistsAndCount(t *testing.T) {
 	if err != nil || n != 2500 {
 		t.Fatalf("Count = %d, %v; want 2500", n, err)
 	}
-	if pages := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); pages != 3 {
+	// Pages of 1,000: 3 from Azurite; Azure may cut pages short.
+	if pages := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) {
 		t.Errorf("Count of 2,500 entities took %d pages, want 3", pages)
 	}
 	if n, err := tbl.Count(ctx, tablekit.Where("PartitionKey eq ? and N ge ?", "p", 2000)); err != nil || n != 500 {
