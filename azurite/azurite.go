@@ -138,9 +138,9 @@ type Options struct {
 	// Output, if not nil, receives a copy of everything Azurite prints.
 	Output io.Writer
 
-	// Front, if not nil, puts a strict front (see [NewFront]) before the
-	// started Azurite: the Server's endpoints and connection string are
-	// then the front's, and [Server.Direct] gives Azurite's own.
+	// Front, if not nil, puts a front with these options (see [NewFront])
+	// before the started Azurite: the Server's endpoints and connection
+	// string are then the front's, and [Server.Direct] gives Azurite's own.
 	Front *FrontOptions
 }
 

@@ -151,8 +151,8 @@ const maxTableBody = 8 << 20
 // NewFront starts a front before the services of target, on free loopback
 // ports, and returns once it listens. It serves plain HTTP (whatever the
 // target's scheme), and its [Front.Endpoints] have the same paths as
-// target's. Call [Front.Close] to stop it. A nil opts means a strict front
-// (see [FrontOptions]).
+// target's. Call [Front.Close] to stop it. A nil opts means the zero
+// [FrontOptions]: Azure's limits and SAS ranges.
 func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front, error) {
 	var o FrontOptions
 	if opts != nil {
