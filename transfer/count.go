@@ -50,8 +50,8 @@ type CountResult struct {
 //
 // On Azure Cosmos DB for Table, whose results are in no key order, a range
 // keeps a tally of every partition it meets until it is done: memory grows
-// with the partitions of the ranges being read (about 100 bytes each), and
-// a checkpoint saves at most 256 KiB of them (a range whose
+// with the partitions of the ranges being read (about 100 bytes each, plus
+// the key), and a checkpoint saves at most 256 KiB of them (a range whose
 // tally does not fit is saved as not started and read again on resume).
 // Split a scope of very many partitions into more ranges (Concurrency,
 // MaxProbes, Boundaries) to keep both small.

@@ -33,9 +33,9 @@ type ScanOptions struct {
 	// in two at a key found with up to 4 more probes (see the package
 	// documentation), while the run's probes stay within the pages it has
 	// read plus MaxProbes; not on Cosmos DB, where the sampler aims at 4
-	// ranges per reader instead of 2. A negative value turns both off: the scope is
-	// read as one range. A scope of one partition, or Concurrency 1, is
-	// never split.
+	// ranges per reader instead of 2. A negative value turns both off: the
+	// scope is read as one range. A scope of one partition, or Concurrency
+	// 1, is never split.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).

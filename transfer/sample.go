@@ -58,11 +58,11 @@ type sampler struct {
 
 // probe returns the first PartitionKey in [x, to), if any (to "": the
 // scope's end). Where results are not in key order it returns some
-// PartitionKey in [x, to): every probe below a key the service returns
-// first would find that one, so the caller bounds to at the next key it
-// knows. A page may come back empty before the end (the service's time
-// limit, a partition boundary): the probe then reads on, each page one
-// more probe.
+// PartitionKey in [x, to), the one the service happens to return first:
+// unbounded probes at several points below it would all find that one,
+// so probeAll bounds each. A page may come back empty before the end (the
+// service's time limit, a partition boundary): the probe then reads on,
+// each page one more probe.
 func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error) {
 	if s.scope.From != "" && compareKeys(x, s.scope.From) < 0 {
 		x = s.scope.From
