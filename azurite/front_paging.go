@@ -27,11 +27,13 @@ import (
 //     page it leads to is empty without one.
 //
 // A point query (PartitionKey eq and RowKey eq) is answered whole, as the
-// service looks its entity up at once. Which pages do is decided from Seed, the query ($filter, $select, $top)
-// and its position in the results, so the same query over the same
-// entities pages the same way every time, in any table; no answer waits. Each
-// entity still comes exactly once over a query's pages, in the order the
-// target (or Cosmos mode) gives. Continuation tokens are the front's own.
+// service looks its entity up at once. Which pages are cut is decided from
+// Seed, the query ($filter, $select, $top) and its position in the
+// results, so the same query over the same entities pages the same way
+// every time, in any table; no answer waits. Each entity still comes
+// exactly once over a query's pages, in the order the target (or Cosmos
+// mode) gives, also when entities are inserted or deleted between pages.
+// Continuation tokens are the front's own.
 type PagingOptions struct {
 	// Seed picks which pages are cut short or empty.
 	Seed uint64
