@@ -32,7 +32,9 @@ type CountResult struct {
 	// DeleteTransactions is what deleting the scope would take in entity
 	// group transactions: the sum over partitions of ceil(n/100). A
 	// [Purge] of the same scope, read the same way, costs about Pages +
-	// DeleteTransactions.
+	// DeleteTransactions on Table storage; more on Cosmos DB, where it
+	// groups each page's entities by partition (see the package
+	// documentation).
 	DeleteTransactions int64
 	// Ranges is the number of ranges read.
 	Ranges int
