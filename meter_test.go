@@ -50,19 +50,20 @@ func TestMeterCountsTableOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	pager := client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'p'")})
-	var rows int
+	var rows, pages int64
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows += len(page.Entities)
+		rows += int64(len(page.Entities))
+		pages++ // 1 from Azurite; Azure may answer an empty page first
 	}
 	if rows != 1 {
 		t.Fatalf("query returned %d entities, want 1", rows)
 	}
 	wantCounts(t, meter.Snapshot().Sub(start), tablekit.ServiceTable, map[string]int64{
-		"CreateTable": 1, "InsertEntity": 1, "GetEntity": 1, "QueryEntities": 1,
+		"CreateTable": 1, "InsertEntity": 1, "GetEntity": 1, "QueryEntities": pages,
 	})
 
 	// Upserts, a transaction, a delete.

@@ -53,14 +53,16 @@ func ExampleTable_Count() {
 	fmt.Println("exists:", ok, err)
 	ok, err = emp.Exists(ctx, "Sales", "999999")
 	fmt.Println("exists:", ok, err)
+	fmt.Println("transactions:", acct.Meter().Snapshot().Sub(before).Total()) // a point query each
+	// Count reads keys only, a transaction per page of up to 1,000 (the
+	// service may answer more pages: see Table.QueryPage).
 	n, err := emp.Count(ctx, tablekit.RowKeyRange("Sales", "000101", "000104"))
 	fmt.Println("in range:", n, err)
-	fmt.Println("transactions:", acct.Meter().Snapshot().Sub(before).Total())
 	// Output:
 	// exists: true <nil>
 	// exists: false <nil>
+	// transactions: 2
 	// in range: 3 <nil>
-	// transactions: 3
 }
 
 // Collect gathers a query into a slice, with a cap: a result larger than

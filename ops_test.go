@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // fillPartition writes n wireItems to partition pk, RowKeys "00000".."n-1".
@@ -54,7 +55,8 @@ func TestExistsAndCount(t *testing.T) {
 	if err != nil || n != 2500 {
 		t.Fatalf("Count = %d, %v; want 2500", n, err)
 	}
-	if pages := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); pages != 3 {
+	// Pages of 1,000: 3 from Azurite; Azure may cut pages short.
+	if pages := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) {
 		t.Errorf("Count of 2,500 entities took %d pages, want 3", pages)
 	}
 	if n, err := tbl.Count(ctx, tablekit.Where("PartitionKey eq ? and N ge ?", "p", 2000)); err != nil || n != 500 {
@@ -178,9 +180,19 @@ func TestCursorResumesBrokenLoop(t *testing.T) {
 	if err := tbl.Delete(ctx, "p", rks[9], azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
-	page, err := tbl.QueryPage(ctx, tablekit.PartitionEq("p"), &tablekit.QueryOptions{Continuation: cur.Token(), PageSize: 5})
-	if err != nil || len(page.Items) == 0 || page.Items[0].RK != rks[10] {
-		t.Errorf("QueryPage from a cursor after a deletion: %+v, %v", page.Items, err)
+	// Pages of 5 from the token: the first ones hold only what the loop
+	// had yielded, and come back empty (with a continuation) once that is
+	// skipped; the first entity of the first page that is not is rks[10].
+	opts := &tablekit.QueryOptions{Continuation: cur.Token(), PageSize: 5}
+	for {
+		page, err := tbl.QueryPage(ctx, tablekit.PartitionEq("p"), opts)
+		if err != nil || len(page.Items) > 0 || page.Continuation == "" {
+			if err != nil || len(page.Items) == 0 || page.Items[0].RK != rks[10] {
+				t.Errorf("QueryPage from a cursor after a deletion: %+v, %v", page.Items, err)
+			}
+			break
+		}
+		opts.Continuation = page.Continuation
 	}
 	// A token belongs to its filter.
 	if _, err := tbl.QueryPage(ctx, tablekit.PartitionEq("q"), &tablekit.QueryOptions{Continuation: cur.Token()}); !errors.Is(err, tablekit.ErrInvalidInput) {

@@ -25,7 +25,8 @@ const MaxPageSize = 1000
 type QueryOptions struct {
 	// PageSize is the most entities asked for per request (1–1000; 0 means
 	// the service's maximum, 1000). The service may return fewer, even none,
-	// before the end; tablekit keeps reading.
+	// before the end: Query reads on, QueryPage returns such pages as they
+	// are.
 	PageSize int
 	// Limit stops Query after this many entities (0: no limit).
 	Limit int
@@ -92,6 +93,8 @@ func (c *Cursor) Token() string {
 
 // Page is one page of query results.
 type Page[T any] struct {
+	// Items are the page's entities: possibly none although Continuation
+	// is not "" (see Table.QueryPage).
 	Items []T
 	// Continuation resumes the query after this page in any process (pass
 	// it in QueryOptions.Continuation); "" when the query is complete.
@@ -229,6 +232,11 @@ func (q *query) token() string {
 	if q.nextRK != nil {
 		c.RK = *q.nextRK
 	}
+	if q.skipTo != nil {
+		// Resuming a Cursor's token, the pages read so far held only what
+		// the Cursor's loop had yielded: the next page skips on.
+		c.After, c.AfterPK, c.AfterRK, c.AfterN = true, q.skipTo[0], q.skipTo[1], q.skipN
+	}
 	c.Query = q.hash
 	return encodeToken(c)
 }
@@ -292,10 +300,12 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	if err := each(func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
-	rest, passed := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
+	rest, passed, left := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
 	q.skipped = len(objs) - len(rest)
 	if passed {
 		q.skipTo = nil
+	} else {
+		q.skipN = left
 	}
 	for _, obj := range rest {
 		if err := fn(obj); err != nil {
@@ -471,34 +481,42 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 }
 
 // skipThrough drops the entities of a page up to and including the one
-// with keys, the n-th of the page when it was read: when it is there,
-// exactly those before it; when it was deleted meanwhile, those whose keys
-// sort at or before it (in the service's UTF-16 order), or, when results
-// are not in key order (unordered), the first n-1. passed reports whether
-// the page reached that point; if not, the next page must be skipped
-// through too.
-func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool) {
+// with keys, the n-th from the page's start when it was read: when it is
+// there, exactly those before it; when it was deleted meanwhile, those
+// whose keys sort at or before it (in the service's UTF-16 order), or,
+// when results are not in key order (unordered), the first n-1. passed
+// reports whether the page reached that point; if not (the page is
+// shorter: read with a smaller page size, or cut short by the service),
+// the next page must be skipped through too, with n left in place of n.
+func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool, left int) {
 	for i, obj := range objs {
 		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
-			return objs[i+1:], true
+			return objs[i+1:], true, 0
 		}
 	}
 	if unordered {
-		return objs[min(max(n-1, 0), len(objs)):], true
+		if len(objs) >= n {
+			return objs[max(n-1, 0):], true, 0
+		}
+		return nil, false, n - len(objs)
 	}
 	for i, obj := range objs {
 		pk, rk, err := objectKeys(obj)
 		if err == nil && compareKeys(pk, rk, keys[0], keys[1]) > 0 {
-			return objs[i:], true
+			return objs[i:], true, 0
 		}
 	}
-	return nil, false
+	return nil, false, max(n-len(objs), 0)
 }
 
 // QueryPage returns the next page of entities that match f, starting at
-// opts.Continuation. A page holds at most opts.PageSize entities and is
-// empty only when the query is complete; its Continuation resumes the query,
-// also in another process.
+// opts.Continuation: one request, whose answer it returns as it is. A page
+// holds at most opts.PageSize entities and may hold fewer, or none, before
+// the end: the service ends a page when it has worked on it for 5 seconds
+// or reaches a partition boundary, and then returns a Continuation even
+// with no entities. Read on while Continuation is not "" (an empty page
+// says nothing about what comes next); Continuation resumes the query, also
+// in another process. [Table.Query] reads past such pages itself.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
 	defer func() { err = withOp("QueryPage", err) }()
 	q, err := t.prepare(f, opts)
@@ -512,16 +530,11 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 	if err != nil {
 		return Page[T]{}, err
 	}
-	var items []T
-	for {
-		items, err = t.fetch(ctx, "QueryPage", q, q.pageSize, items)
-		if err != nil {
-			return Page[T]{}, err
-		}
-		if len(items) > 0 || !q.more() {
-			return Page[T]{Items: items, Continuation: q.token()}, nil
-		}
+	items, err := t.fetch(ctx, "QueryPage", q, q.pageSize, nil)
+	if err != nil {
+		return Page[T]{}, err
 	}
+	return Page[T]{Items: items, Continuation: q.token()}, nil
 }
 
 // Top returns the first n entities that match f, in key order, reading

@@ -274,14 +274,20 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ 
 		if opts != nil {
 			sel = opts.Select
 		}
-		page, err := t.QueryPage(ctx, PointQuery(pk, rk), &QueryOptions{Select: sel, PageSize: 1})
-		if err != nil {
-			return zero, err
+		o := &QueryOptions{Select: sel, PageSize: 1}
+		for {
+			page, err := t.QueryPage(ctx, PointQuery(pk, rk), o)
+			if err != nil {
+				return zero, err
+			}
+			if len(page.Items) > 0 {
+				return page.Items[0], nil
+			}
+			if page.Continuation == "" {
+				return zero, t.notFound("Get", pk, rk)
+			}
+			o.Continuation = page.Continuation // an empty page before the end
 		}
-		if len(page.Items) == 0 {
-			return zero, t.notFound("Get", pk, rk)
-		}
-		return page.Items[0], nil
 	}
 	data, etag, found, err := t.readRaw(ctx, pk, rk)
 	if err != nil {

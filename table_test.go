@@ -444,9 +444,11 @@ func TestContinuationTokenResumesInNewTable(t *testing.T) {
 	}
 	f := tablekit.Where("PartitionKey eq ? and RowKey ge ?", "D", "0005")
 	page, err := first.QueryPage(ctx, f, &tablekit.QueryOptions{PageSize: 10})
-	if err != nil || len(page.Items) != 10 || page.Continuation == "" {
+	// Azurite answers 10; Azure may answer fewer, even none.
+	if err != nil || len(page.Items) > 10 || page.Continuation == "" || (!testenv.PagesAsAzure() && len(page.Items) != 10) {
 		t.Fatalf("first page: %d items, token %q, %v", len(page.Items), page.Continuation, err)
 	}
+	firstIDs := len(page.Items)
 	token := page.Continuation // saved, e.g. in a web page's "next" link
 
 	// A later process: a new Account and Table value.
@@ -468,7 +470,7 @@ func TestContinuationTokenResumesInNewTable(t *testing.T) {
 		}
 		token = page.Continuation
 	}
-	if want := seq("", 30)[15:]; !slices.Equal(rest, want) {
+	if want := seq("", 30)[5+firstIDs:]; !slices.Equal(rest, want) {
 		t.Errorf("resumed query returned %v, want %v", rest, want)
 	}
 	// A token used with another filter is refused, not misapplied.
@@ -560,8 +562,15 @@ func TestInteropWithPlainSDK(t *testing.T) {
 	}
 	f := "Salary eq 2.0 and Age eq 5L"
 	pager := emp.Client().NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
-	page, err := pager.NextPage(ctx)
-	if err != nil || len(page.Entities) != 1 {
-		t.Fatalf("typed filter through the SDK found %d entities: %v", len(page.Entities), err)
+	found := 0
+	for pager.More() { // a page may come back empty before the end
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found += len(page.Entities)
+	}
+	if found != 1 {
+		t.Fatalf("typed filter through the SDK found %d entities", found)
 	}
 }

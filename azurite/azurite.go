@@ -29,8 +29,9 @@
 // endpoint ([NewFront]) that answers as Azure does where Azurite is
 // lenient, with Azure's status codes, x-ms-error-code headers and bodies
 // (OData JSON for tables, XML for queues and blobs). Each behaviour is
-// turned on or off in [FrontOptions]; the zero value is strict (limits
-// and SAS ranges) and neither throttles, delays nor reorders:
+// turned on or off in [FrontOptions]; the zero value enforces the limits
+// and SAS ranges and neither throttles, delays, reorders nor pages as
+// Azure may (the front spec "strict" adds Azure's paging):
 //
 //   - Entity limits (insert, update, merge, upsert, and every action of a
 //     batch): keys without / \ # ? or control characters (400
@@ -63,6 +64,10 @@
 //   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
 //     order that is not key order (the same for the same seed) and Cosmos
 //     DB's limits where they differ.
+//   - Azure's paging ([PagingOptions]): pages cut short at a partition
+//     boundary or anywhere (as after the 5 s a query may run on the
+//     server), empty pages that carry a continuation token, and a token on
+//     the last page, seeded and deterministic, with no real waits.
 //
 // [Front.Stats] counts what the front did. [ParseFrontSpec] reads the
 // options from a short text such as "strict,throttle=0.05"; tablekit's
@@ -133,9 +138,9 @@ type Options struct {
 	// Output, if not nil, receives a copy of everything Azurite prints.
 	Output io.Writer
 
-	// Front, if not nil, puts a strict front (see [NewFront]) before the
-	// started Azurite: the Server's endpoints and connection string are
-	// then the front's, and [Server.Direct] gives Azurite's own.
+	// Front, if not nil, puts a front with these options (see [NewFront])
+	// before the started Azurite: the Server's endpoints and connection
+	// string are then the front's, and [Server.Direct] gives Azurite's own.
 	Front *FrontOptions
 }
 

@@ -46,9 +46,10 @@ func (e Endpoints) ConnectionString(account, key string) string {
 	return b.String()
 }
 
-// FrontOptions configures a [Front]. The zero value is a strict front: it
-// enforces Azure's entity and batch limits and SAS PartitionKey/RowKey
-// ranges, and neither throttles, delays nor reorders.
+// FrontOptions configures a [Front]. The zero value enforces Azure's
+// entity and batch limits and SAS PartitionKey/RowKey ranges, and neither
+// throttles, delays, reorders nor pages as Azure may (the front spec
+// "strict" adds Paging: see [ParseFrontSpec]).
 type FrontOptions struct {
 	// NoLimits turns off the checks of Azure's entity and batch limits
 	// (key characters and size, property names, count and size, entity
@@ -71,6 +72,13 @@ type FrontOptions struct {
 	// Cosmos DB for Table where it differs from Table storage: query
 	// results out of key order and Cosmos's limits.
 	Cosmos *CosmosOptions
+
+	// Paging, if not nil, makes query answers page as Azure's may: pages
+	// cut short at a partition boundary or anywhere (the 5 s a query may
+	// run on the server), empty pages that carry a continuation token,
+	// and a continuation token on the last page (see PagingOptions).
+	// Seeded and deterministic; with Cosmos too, its pages are cut so.
+	Paging *PagingOptions
 }
 
 // FrontStats counts what a [Front] has done since it started.
@@ -101,6 +109,7 @@ type FrontStats struct {
 type Front struct {
 	opts     FrontOptions
 	cosmos   *cosmosMode
+	paging   *paging
 	throttle *throttle
 	services []*frontService
 	ends     Endpoints
@@ -142,8 +151,8 @@ const maxTableBody = 8 << 20
 // NewFront starts a front before the services of target, on free loopback
 // ports, and returns once it listens. It serves plain HTTP (whatever the
 // target's scheme), and its [Front.Endpoints] have the same paths as
-// target's. Call [Front.Close] to stop it. A nil opts means a strict front
-// (see [FrontOptions]).
+// target's. Call [Front.Close] to stop it. A nil opts means the zero
+// [FrontOptions]: Azure's limits and SAS ranges.
 func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front, error) {
 	var o FrontOptions
 	if opts != nil {
@@ -158,6 +167,9 @@ func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front
 	}
 	if o.Cosmos != nil {
 		f.cosmos = &cosmosMode{seed: o.Cosmos.Seed, sortWithin: o.Cosmos.SortWithinPartition}
+	}
+	if o.Paging != nil {
+		f.paging = &paging{seed: o.Paging.Seed}
 	}
 	transport := &http.Transport{
 		Proxy:               nil,
@@ -199,7 +211,7 @@ func (o *FrontOptions) validate() error {
 func (f *Front) startService(ctx context.Context, kind serviceKind, target string, transport *http.Transport) (*frontService, error) {
 	u, err := url.Parse(target)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("azurite: front target %q is not an http(s) URL", target)
+		return nil, fmt.Errorf("azurite: front target %q is not an http(s) URL", redactSAS(target))
 	}
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
@@ -227,7 +239,7 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			s.writeError(w, r, http.StatusBadGateway, "InternalError", "The front could not reach the target: "+err.Error())
+			s.writeError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 		},
 	}
 	s.server = &http.Server{

@@ -2,7 +2,6 @@ package azurite
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
@@ -11,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // CosmosOptions makes a [Front]'s table endpoint behave like Azure Cosmos
@@ -43,9 +41,6 @@ type cosmosMode struct {
 	seed       uint64
 	sortWithin bool
 }
-
-// cosmosTokenPrefix marks the front's continuation tokens.
-const cosmosTokenPrefix = "cosmos."
 
 // orderKey is an entity's place in the Cosmos order.
 type orderKey struct {
@@ -102,39 +97,21 @@ type cosmosEntity struct {
 func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) {
 	c := s.front.cosmos
 	q := r.URL.Query()
-	pageSize := 1000
-	if top := q.Get("$top"); top != "" {
-		n, err := strconv.Atoi(top)
-		if err != nil || n <= 0 {
-			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
-			return
-		}
-		pageSize = n
+	pageSize, ok := queryTop(q)
+	tok, tokOK := readPageToken(q)
+	if !ok || !tokOK {
+		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+		return
 	}
+	id := queryIdentity(q, tok)
 	var after *orderKey
-	if npk, nrk := q.Get("NextPartitionKey"), q.Get("NextRowKey"); npk != "" || nrk != "" {
-		pk, ok1 := decodeToken(npk)
-		rk, ok2 := decodeToken(nrk)
-		if !ok1 || !ok2 {
-			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
-			return
-		}
-		k := c.key(pk, rk)
+	if tok.After {
+		k := c.key(tok.PK, tok.RK)
 		after = &k
 	}
 	// Make sure the keys come back to order by, and drop them after if
 	// the caller did not select them.
-	var dropped []string
-	if sel := q.Get("$select"); sel != "" {
-		fields := strings.Split(sel, ",")
-		for _, k := range []string{"PartitionKey", "RowKey"} {
-			if !slices.ContainsFunc(fields, func(f string) bool { return strings.TrimSpace(f) == k }) {
-				fields = append(fields, k)
-				dropped = append(dropped, k)
-			}
-		}
-		q.Set("$select", strings.Join(fields, ","))
-	}
+	q, dropped := withKeys(q)
 	q.Del("$top")
 	q.Del("NextPartitionKey")
 	q.Del("NextRowKey")
@@ -145,24 +122,24 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		top    map[string]json.RawMessage
 		header http.Header
 	)
-	next := url.Values{}
+	target := url.Values{}
 	for {
 		page := url.Values{}
 		for k, v := range q {
 			page[k] = v
 		}
-		for k, v := range next {
+		for k, v := range target {
 			page[k] = v
 		}
 		resp, err := s.fetch(r, page)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not reach the target: "+err.Error())
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 			return
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's answer: "+err.Error())
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
@@ -199,9 +176,9 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		if npk == "" && nrk == "" {
 			break
 		}
-		next = url.Values{"NextPartitionKey": {npk}}
+		target = url.Values{"NextPartitionKey": {npk}}
 		if nrk != "" {
-			next.Set("NextRowKey", nrk)
+			target.Set("NextRowKey", nrk)
 		}
 	}
 	slices.SortFunc(all, func(a, b cosmosEntity) int { return compareOrder(a.key, b.key) })
@@ -215,38 +192,30 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		})
 	}
 	end := min(start+pageSize, len(all))
-	out := make([]json.RawMessage, 0, end-start)
-	for _, e := range all[start:end] {
-		out = append(out, dropFields(e.raw, dropped))
+	n, trailing := end-start, false
+	if p := s.front.paging; p != nil && !isPointQuery(r.URL.Query().Get("$filter")) {
+		pks := make([]string, 0, end-start)
+		for _, e := range all[start:end] {
+			pks = append(pks, e.key.pk)
+		}
+		cut := p.cut(id, pks, end < len(all), tok.Empty)
+		n, trailing = cut.n, cut.trailing
 	}
-	if top == nil {
-		top = map[string]json.RawMessage{}
+	page := make([]json.RawMessage, 0, n)
+	for _, e := range all[start : start+n] {
+		page = append(page, e.raw)
 	}
-	top["value"] = marshalJSON(out)
-	body := marshalJSON(top)
-
-	copyHeader(w.Header(), header)
-	h := w.Header()
-	h.Del("x-ms-continuation-NextPartitionKey")
-	h.Del("x-ms-continuation-NextRowKey")
-	if end < len(all) {
-		last := all[end-1].key
-		h.Set("x-ms-continuation-NextPartitionKey", cosmosTokenPrefix+base64.RawURLEncoding.EncodeToString([]byte(last.pk)))
-		h.Set("x-ms-continuation-NextRowKey", cosmosTokenPrefix+base64.RawURLEncoding.EncodeToString([]byte(last.rk)))
+	var next *pageToken
+	switch {
+	case n == 0 && start < len(all):
+		t := tok
+		t.Empty++
+		next = &t
+	case start+n < len(all) || trailing:
+		last := all[start+n-1].key
+		next = &pageToken{After: true, PK: last.pk, RK: last.rk}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(body)
-}
-
-// decodeToken decodes one of the front's continuation tokens.
-func decodeToken(t string) (string, bool) {
-	rest, ok := strings.CutPrefix(t, cosmosTokenPrefix)
-	if !ok {
-		return "", false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	return string(b), err == nil
+	s.writePage(w, top, header, page, dropped, next)
 }
 
 // fetch sends r again to the target with the query q (the table

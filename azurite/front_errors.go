@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -141,4 +144,25 @@ func responseBoundary(req, from, to string) string {
 		return to + "_" + rest
 	}
 	return to + "_" + newRequestID()
+}
+
+// sasSignature matches the signature of a SAS token in a URL's query
+// (sig=..., also percent-encoded as sig%3D...).
+var sasSignature = regexp.MustCompile(`(?i)\bsig(=|%3d)[^&\s"'<>]*`)
+
+// redactSAS replaces the signatures of SAS tokens in s.
+func redactSAS(s string) string {
+	return sasSignature.ReplaceAllString(s, "sig=REDACTED")
+}
+
+// unreachable is the message of an answer to a request the front could
+// not pass on (what, e.g. "reach the target"): err's text without the
+// request's URL, whose query may hold a SAS token, and with any SAS
+// signature left redacted. No secret of a request goes into an answer.
+func unreachable(what string, err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		err = ue.Err
+	}
+	return "The front could not " + what + ": " + redactSAS(err.Error())
 }

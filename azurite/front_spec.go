@@ -10,9 +10,10 @@ import (
 // ParseFrontSpec turns a short text, as kept in an environment variable,
 // into FrontOptions. It is a comma-separated list of:
 //
-//	strict          Azure's entity and batch limits and SAS ranges (= limits,sas)
+//	strict          Azure's entity and batch limits, SAS ranges and paging (= limits,sas,paging)
 //	limits          Azure's entity and batch limits
 //	sas             SAS PartitionKey/RowKey ranges
+//	paging          Azure's paging: short and empty pages (seed 0); paging=7 with seed 7
 //	throttle        Azure's scalability targets (2,000 entities/s per partition, 20,000 requests/s)
 //	throttle=0.05   the targets scaled (here 100 entities/s and 1,000 requests/s)
 //	latency=20ms    a delay before every request
@@ -42,6 +43,18 @@ func ParseFrontSpec(spec string) (*FrontOptions, error) {
 				return nil, err
 			}
 			o.NoLimits, o.NoSASRanges = false, false
+			if o.Paging == nil {
+				o.Paging = &PagingOptions{}
+			}
+		case "paging":
+			o.Paging = &PagingOptions{}
+			if hasArg {
+				seed, err := strconv.ParseUint(arg, 10, 64)
+				if err != nil {
+					return nil, bad(fmt.Errorf("the seed must be a whole number"))
+				}
+				o.Paging.Seed = seed
+			}
 		case "limits":
 			if err := noArg(); err != nil {
 				return nil, err
@@ -77,7 +90,7 @@ func ParseFrontSpec(spec string) (*FrontOptions, error) {
 				o.Cosmos.Seed = seed
 			}
 		default:
-			return nil, bad(fmt.Errorf("unknown; want strict, limits, sas, throttle[=scale], latency=DURATION or cosmos[=seed]"))
+			return nil, bad(fmt.Errorf("unknown; want strict, limits, sas, paging[=seed], throttle[=scale], latency=DURATION or cosmos[=seed]"))
 		}
 	}
 	return o, nil

@@ -285,11 +285,14 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if !s.admit(w, r, "", 0) {
 			return
 		}
-		if f.cosmos != nil {
+		switch {
+		case f.cosmos != nil:
 			s.serveCosmosQuery(w, r)
-			return
+		case f.paging != nil:
+			s.servePagedQuery(w, r)
+		default:
+			s.forward(w, r)
 		}
-		s.forward(w, r)
 
 	default:
 		if !s.admit(w, r, "", 0) {

@@ -40,6 +40,7 @@ func TestFront(t *testing.T) {
 	t.Run("throttle", env.testThrottle)
 	t.Run("latency", env.testLatency)
 	t.Run("cosmos", env.testCosmos)
+	t.Run("paging", env.testPaging)
 	t.Run("off", env.testOff)
 }
 

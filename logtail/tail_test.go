@@ -167,7 +167,8 @@ func TestLogTail(t *testing.T) {
 	if !slices.Equal(ns(latest7), want) {
 		t.Fatalf("Latest(10) with page size 7 = %v, want %v", ns(latest7), want)
 	}
-	if n := cost.Count("table", "QueryEntities"); n != 2 {
+	// 2 pages from Azurite; Azure may cut pages short.
+	if n := cost.Count("table", "QueryEntities"); n < 2 || (n != 2 && !testenv.PagesAsAzure()) {
 		t.Fatalf("Latest(10) with page size 7 took %d queries (%v), want 2", n, cost)
 	}
 
@@ -428,8 +429,8 @@ func TestPerCallPageSize(t *testing.T) {
 		if !slices.Equal(ns(got), want) {
 			t.Fatalf("Latest(10, %+v) = %v, want %v", tc.opts, ns(got), want)
 		}
-		if q := cost.Count("table", "QueryEntities"); q != int64(tc.queries) {
-			t.Errorf("Latest(10, %+v) took %d queries, want %d", tc.opts, q, tc.queries)
+		if q := cost.Count("table", "QueryEntities"); q < int64(tc.queries) || (q != int64(tc.queries) && !testenv.PagesAsAzure()) {
+			t.Errorf("Latest(10, %+v) took %d queries, want %d (more only where pages may be cut short)", tc.opts, q, tc.queries)
 		}
 	}
 	for _, tc := range []struct {

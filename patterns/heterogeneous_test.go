@@ -224,8 +224,10 @@ func TestMixedByRowKeyPrefix(t *testing.T) {
 		}
 		n++
 	}
-	if n != 1 || acct.Meter().Snapshot().Sub(before).Total() != 1 {
-		t.Fatalf("QueryKind[EmployeeV2]: %d", n)
+	// One query, of one page from Azurite (Azure may answer an empty page
+	// first).
+	if cost := acct.Meter().Snapshot().Sub(before).Total(); n != 1 || cost < 1 || (cost != 1 && !testenv.PagesAsAzure()) {
+		t.Fatalf("QueryKind[EmployeeV2]: %d values, %d transactions", n, cost)
 	}
 }
 

@@ -76,7 +76,8 @@ func TestStreamShardsAndWindow(t *testing.T) {
 	if n != 4000 {
 		t.Fatalf("window returned %d events, want 4000", n)
 	}
-	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "QueryEntities") != 8 || cost.Total() != 8 {
+	// One page per shard from Azurite; Azure may cut a shard's pages short.
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "QueryEntities") != cost.Total() || cost.Total() < 8 || (cost.Total() != 8 && !testenv.PagesAsAzure()) {
 		t.Fatalf("window cost %v; want one query per shard", cost)
 	}
 

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -31,7 +32,9 @@ type CountResult struct {
 	// DeleteTransactions is what deleting the scope would take in entity
 	// group transactions: the sum over partitions of ceil(n/100). A
 	// [Purge] of the same scope, read the same way, costs about Pages +
-	// DeleteTransactions.
+	// DeleteTransactions on Table storage; more on Cosmos DB, where it
+	// groups each page's entities by partition (see the package
+	// documentation).
 	DeleteTransactions int64
 	// Ranges is the number of ranges read.
 	Ranges int
@@ -46,6 +49,14 @@ type CountResult struct {
 // them, and reports what it cost and what a purge of the scope would cost.
 // When ctx ends it saves its checkpoint (if any) and returns the
 // context's error with what it counted so far.
+//
+// On Azure Cosmos DB for Table, whose results are in no key order, a range
+// keeps a tally of every partition it meets until it is done: memory grows
+// with the partitions of the ranges being read (about 100 bytes each, plus
+// the key), and a checkpoint saves at most 256 KiB of them (a range whose
+// tally does not fit is saved as not started and read again on resume).
+// Split a scope of very many partitions into more ranges (Concurrency,
+// MaxProbes, Boundaries) to keep both small.
 func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountOptions) (CountResult, error) {
 	if opts == nil {
 		opts = &CountOptions{}
@@ -55,31 +66,49 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 		return CountResult{}, err
 	}
 	rep := startReporter(ctx, opts.OnProgress, opts.ProgressEvery, func() Progress { return j.progress(false) })
-	// Entities of one partition are contiguous within a range, and ranges
-	// never share a partition: a partition is counted whole at each change
-	// of key. The open tally of each range is part of its state, updated
-	// with its token, so that a resumed count goes on with it.
-	var pages int64
-	closeTally := func(s *jobState, r *rangeState) {
-		if r.TallyN > 0 {
-			s.Partitions++
-			s.DeleteTx += (r.TallyN + tablekit.MaxTransactionActions - 1) / tablekit.MaxTransactionActions
+	for _, r := range j.state.Ranges {
+		if r.TallyN > 0 { // a checkpoint written before Tally
+			r.Tally = map[string]int64{r.TallyPK: r.TallyN}
 		}
 		r.TallyPK, r.TallyN = "", 0
+	}
+	if j.unordered {
+		j.persist = persistTallies
+	}
+	// Ranges never share a partition, so the partitions of the scope are
+	// the sum of each range's. A range tallies the entities of each
+	// partition it meets and closes a partition's tally when no more of
+	// it can come: where results are in key order, at the next
+	// PartitionKey; where they are not (Cosmos DB), at the range's end.
+	// The open tallies are part of the range's state, saved with its
+	// token, so that a resumed count goes on with them.
+	var pages int64
+	closeTallies := func(s *jobState, r *rangeState, keep string) {
+		for pk, n := range r.Tally {
+			if pk == keep {
+				continue
+			}
+			s.Partitions++
+			s.DeleteTx += (n + tablekit.MaxTransactionActions - 1) / tablekit.MaxTransactionActions
+			delete(r.Tally, pk)
+		}
 	}
 	err = j.run(ctx, nil, func(ctx context.Context, r *rangeState, _ string, page tablekit.Page[tablekit.Entity]) error {
 		last := page.Continuation == ""
 		j.commit(r, page.Continuation, last, int64(len(page.Items)), func(s *jobState) {
 			pages++
-			for i := range page.Items {
-				if pk := page.Items[i].PartitionKey; r.TallyN == 0 || pk != r.TallyPK {
-					closeTally(s, r)
-					r.TallyPK = pk
-				}
-				r.TallyN++
+			if r.Tally == nil && len(page.Items) > 0 {
+				r.Tally = map[string]int64{}
 			}
-			if last {
-				closeTally(s, r)
+			for i := range page.Items {
+				r.Tally[page.Items[i].PartitionKey]++
+			}
+			switch {
+			case last:
+				closeTallies(s, r, "")
+				r.Tally = nil
+			case !j.unordered && len(page.Items) > 0:
+				closeTallies(s, r, page.Items[len(page.Items)-1].PartitionKey)
 			}
 		})
 		return nil
@@ -97,4 +126,44 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 		res.Pages = opts.Meter.Snapshot().Sub(j.meterStart).Count(tablekit.ServiceTable, "QueryEntities")
 	}
 	return res, err
+}
+
+// maxSavedTally bounds the open tallies a checkpoint of a count on Azure
+// Cosmos DB for Table holds, in bytes of PartitionKeys (plus 16 bytes
+// each), so that the checkpoint stays small and fits a TableCheckpoint:
+// ranges whose tallies do not fit are saved as not started.
+const maxSavedTally = 256 << 10
+
+// persistTallies returns s, or a copy of it in which the unfinished
+// ranges whose open tallies do not fit in maxSavedTally are not started
+// (no token, no entities read, no tally). It runs under the job's mu, on
+// the state of a count where results are not in key order, so that no
+// partition of an unfinished range has been closed yet.
+func persistTallies(s *jobState) *jobState {
+	budget := maxSavedTally
+	var out *jobState
+	for i, r := range s.Ranges {
+		if r.Done || len(r.Tally) == 0 {
+			continue
+		}
+		size := 0
+		for pk := range r.Tally {
+			size += len(pk) + 16
+		}
+		if size <= budget {
+			budget -= size
+			continue
+		}
+		if out == nil {
+			c := *s
+			c.Ranges = slices.Clone(s.Ranges)
+			out = &c
+		}
+		out.Ranges[i] = &rangeState{Range: r.Range, Cap: r.Cap}
+		out.Counts.Read -= r.Read
+	}
+	if out == nil {
+		return s
+	}
+	return out
 }

@@ -52,12 +52,14 @@
 //
 // # Order of lines
 //
-// Lines of one range are in key order (PartitionKey, then RowKey). Ranges
-// are read in parallel and each page (up to 1,000 entities) of a range is
-// written at once, so pages of different ranges interleave. With
-// ScanOptions.Concurrency 1 ranges run one after the other and the whole
-// export is in key order. Import does not need any order; an entity that
-// appears twice is written in line order.
+// Lines of one range are in the order the service returns them: key order
+// (PartitionKey, then RowKey) on Table storage, no order on Azure Cosmos
+// DB for Table. Ranges are read in parallel and each page (up to 1,000
+// entities) of a range is written at once, so pages of different ranges
+// interleave. With ScanOptions.Concurrency 1 ranges run one after the
+// other and, on Table storage, the whole export is in key order. Import
+// does not need any order; an entity that appears twice is written in
+// line order.
 //
 // # Splitting
 //
@@ -85,13 +87,61 @@
 //     evened out this way, at the cost of a few probes and at most one page
 //     read twice per split. Splits stop while the run's probes would
 //     outnumber the pages it has read plus MaxProbes, so probes (each a
-//     storage transaction) stay a fraction of a large read's cost.
+//     storage transaction) stay a fraction of a large read's cost. This
+//     needs results in key order: on Cosmos DB running ranges are not
+//     split (see "Cosmos DB" below).
 //
 // Ranges never share a PartitionKey (they are PartitionKey ranges), and they
 // always cover the whole scope, so a key inserted after sampling is read by
 // exactly one range. A single partition is one range; splitting inside a
 // partition is not done. Keys compare as the service compares them, by
 // UTF-16 code units.
+//
+// # Pages
+//
+// The service may end a page before PageSize entities, or return one with
+// no entity and a continuation token: after 5 seconds of work on the
+// server, or at a partition boundary. Each page is handled as it comes,
+// empty or not: its token is what a checkpoint saves, and a Budget or a
+// cancelled context is checked between pages, so a long stretch of empty
+// pages neither holds a job past its budget nor makes a resumed job start
+// over.
+//
+// # Cosmos DB
+//
+// Azure Cosmos DB for Table returns query results in no key order, not even
+// within a partition ([tablekit.Table.Cosmos] says whether a table is
+// there). Nothing in this package relies on that order where it is not
+// kept:
+//
+//   - Ranges are PartitionKey ranges, each read with a query filtered to
+//     it, so they cover the scope exactly whatever the order. A probe on
+//     Cosmos DB finds some key of its interval rather than the first, so
+//     the probes of a round are bounded to disjoint intervals, and the
+//     plan aims at 4 ranges per reader instead of 2.
+//   - A running range is never split: no page says which keys are still to
+//     come, so its query must be read to its end, and a split would read
+//     the split-off part twice without ending the range sooner. The work
+//     is balanced by the plan alone: with the defaults a read runs at the
+//     pace of its largest range (a single partition is never split, on
+//     either service). Give Boundaries when the key distribution is known.
+//   - Export and Copy read each entity once, in one page request per 1,000
+//     entities plus the probes, and resume from their tokens as on Table
+//     storage; Copy's BulkWriter groups each page's entities by partition.
+//   - Purge groups each page's entities by partition and deletes them in
+//     transactions of up to 100, carrying nothing over to the next page: a
+//     partition costs ceil(n/100) transactions for each page it appears in,
+//     up to one per entity when a page holds many partitions. Cosmos DB
+//     charges request units per delete, batched or not.
+//   - Count keeps, for each range being read, a tally of every partition
+//     it has met until the range is done (memory grows with the partitions
+//     of the ranges being read, about 100 bytes each), and a checkpoint
+//     saves at most 256 KiB of such tallies: a range whose tally does not
+//     fit is saved as not started and counted again on resume. Split a
+//     scope of very many partitions into more ranges to keep both small.
+//
+// Cosmos DB throttles in request units per second (429), which the page
+// reads and the purge's Governor treat as throttling, as they treat 503s.
 //
 // # Resuming
 //
@@ -129,7 +179,8 @@
 // ChangedKeys) unless AnyETag is set; one deleted meanwhile by someone else
 // is counted (Gone). A partition of n entities takes ceil(n/100)
 // transactions: a page's last partial transaction waits for the next page
-// of its range. By default a purge lists its scope as one range, with no
+// of its range (on Table storage; on Cosmos DB see above), unless the
+// Budget stops the listing there: it is then sent as it is. By default a purge lists its scope as one range, with no
 // key probes, and runs its delete transactions in parallel (taken from the
 // partitions in turn, paced by a tablekit.Governor that backs off when the
 // service throttles) while the listing goes on ahead: its cost is the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,8 @@ import (
 // zero value means the defaults.
 type ScanOptions struct {
 	// Concurrency is how many ranges are read at once (default 16; at
-	// most 1,024). 1 reads the ranges one after the other, in key order.
+	// most 1,024). 1 reads the ranges one after the other, in key order of
+	// their bounds.
 	Concurrency int
 	// Boundaries, when set, splits the scope at these PartitionKeys (in any
 	// order; keys outside the scope are ignored): range i is
@@ -31,9 +33,10 @@ type ScanOptions struct {
 	// Later, a reader with no range left to start splits a running range
 	// in two at a key found with up to 4 more probes (see the package
 	// documentation), while the run's probes stay within the pages it has
-	// read plus MaxProbes. A negative value turns both off: the scope is
-	// read as one range. A scope of one partition, or Concurrency 1, is
-	// never split. At most 1,000,000.
+	// read plus MaxProbes; not on Cosmos DB, where the sampler aims at 4
+	// ranges per reader instead of 2. A negative value turns both off: the
+	// scope is read as one range. A scope of one partition, or Concurrency
+	// 1, is never split. At most 1,000,000.
 	MaxProbes int
 	// PageSize is the most entities read per request (1–1000; default
 	// 1000).
@@ -100,8 +103,14 @@ type rangeState struct {
 	// it): a split of the range falls after it.
 	Pos string `json:"pos,omitempty"`
 
-	// TallyPK and TallyN are count's open tally: the partition the range
-	// was counting at its token, and its entities counted so far.
+	// Tally is count's open tally at the range's token: the entities
+	// counted so far of each partition the range has met and not closed.
+	// Where results come in key order it holds at most the partition the
+	// range was in; where they do not (Cosmos DB), every partition the
+	// range has met, closed when the range is done.
+	Tally map[string]int64 `json:"tally,omitempty"`
+	// TallyPK and TallyN are the open tally as checkpoints written before
+	// Tally kept it; load moves them into Tally.
 	TallyPK string `json:"tallyPK,omitempty"`
 	TallyN  int64  `json:"tallyN,omitempty"`
 
@@ -176,13 +185,22 @@ type job struct {
 	// its output).
 	beforeSave func() error
 	// rangeEnd, when set, runs when the reading of a range stops, however
-	// it stops, and may return an error of work the page function left
-	// running (purge waits there for its delete transactions).
-	rangeEnd func(r *rangeState) error
+	// it stops (err is the reading's error: nil at the range's end or when
+	// stop said so), and may return an error of work the page function
+	// left running (purge waits there for its delete transactions).
+	rangeEnd func(r *rangeState, err error) error
+	// persist, when set, returns the state to save in place of the state
+	// itself (count leaves out open tallies too large to save); it runs
+	// under mu and must not change s.
+	persist func(s *jobState) *jobState
 
 	started time.Time
 	total   int64 // expected entities, -1 unknown
 	splits  bool  // idle readers split running ranges
+	// unordered is true when the service does not return results in key
+	// order (Azure Cosmos DB for Table): see "Cosmos DB" in the package
+	// documentation.
+	unordered bool
 
 	// resumed is true when the state was loaded from the checkpoint.
 	resumed bool
@@ -230,7 +248,12 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
 	}
-	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil
+	j.unordered = c.t.Cosmos()
+	// A running range is split only where results come in key order: a
+	// page then says that the range is done below its last key. Where they
+	// do not, a range's query must be read to its end whatever is split
+	// off, so the scope is cut into more ranges before reading instead.
+	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil && !j.unordered
 	if j.meter != nil {
 		j.meterStart = j.meter.Snapshot()
 	}
@@ -307,9 +330,15 @@ func (j *job) plan(ctx context.Context) error {
 			return err
 		}
 	case j.scan.Concurrency > 1 && j.scan.MaxProbes > 0:
-		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes}
+		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes, unordered: j.unordered}
+		// Two ranges per reader, where idle readers split running ranges
+		// later; four where they cannot (results out of key order).
+		perReader := 2
+		if j.unordered {
+			perReader = 4
+		}
 		var err error
-		bounds, err = s.sample(ctx, 2*j.scan.Concurrency)
+		bounds, err = s.sample(ctx, perReader*j.scan.Concurrency)
 		if len(bounds) > 0 {
 			bounds = bounds[1:] // the first key starts the first range anyway
 		}
@@ -447,7 +476,7 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 func (j *job) runRange(ctx context.Context, r *rangeState, stop func() bool, fn pageFunc) error {
 	err := j.readRange(ctx, r, stop, fn)
 	if j.rangeEnd != nil {
-		if e := j.rangeEnd(r); err == nil {
+		if e := j.rangeEnd(r, err); err == nil {
 			err = e
 		}
 	}
@@ -497,20 +526,26 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 }
 
 // clip drops from page what lies at or after r's Cap (split off to
-// another range) and ends the range there; it records the last key
-// received, below which no split may fall.
+// another range). Where results come in key order, the range ends at the
+// first such entity, and clip records the last key received, below which
+// no split may fall. Where they do not, the range reads on to the end of
+// its query and only drops them: an entity below Cap may still come.
 func (j *job) clip(r *rangeState, page *tablekit.Page[tablekit.Entity]) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if r.Cap != "" {
-		for i := range page.Items {
-			if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
-				page.Items, page.Continuation = page.Items[:i], ""
-				break
+		if j.unordered {
+			page.Items = slices.DeleteFunc(page.Items, func(e tablekit.Entity) bool { return compareKeys(e.PartitionKey, r.Cap) >= 0 })
+		} else {
+			for i := range page.Items {
+				if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
+					page.Items, page.Continuation = page.Items[:i], ""
+					break
+				}
 			}
 		}
 	}
-	if n := len(page.Items); n > 0 {
+	if n := len(page.Items); n > 0 && !j.unordered {
 		r.Pos = page.Items[n-1].PartitionKey
 	}
 }
@@ -644,7 +679,11 @@ func (j *job) save(ctx context.Context) error {
 			return err
 		}
 	}
-	data, err := json.Marshal(&j.state)
+	state := &j.state
+	if j.persist != nil {
+		state = j.persist(state)
+	}
+	data, err := json.Marshal(state)
 	j.mu.Unlock()
 	if err != nil {
 		return err

@@ -77,7 +77,8 @@ type ExportResult struct {
 // (see the package documentation): a header line, one line per entity, and
 // a trailer line once everything is written. Ranges are read in parallel;
 // each page of a range is written with one call to w, so lines of one range
-// are in key order and pages of different ranges interleave.
+// are in the service's order (key order on Table storage, none on Cosmos
+// DB) and pages of different ranges interleave.
 //
 // With a Checkpoint, the state (each range's continuation token and the
 // number of bytes written) is saved every CheckpointEvery; before each

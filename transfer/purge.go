@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,6 +256,11 @@ type rangePurge struct {
 	// start is the continuation token of the page the first carried
 	// entity came from: where the range resumes after a stop.
 	start string
+	// next is the continuation token of the last page listed, and ctx the
+	// context it was listed with: when the listing stops there (the
+	// budget), the carry is deleted and the range resumes at next.
+	next string
+	ctx  context.Context
 	// pages are the pages whose transactions are under way, in listing
 	// order; a page's progress is committed once it and every page before
 	// it are done.
@@ -299,9 +306,16 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	items := append(rp.carry, page.Items...)
 	old := len(rp.carry)
 	last := page.Continuation == ""
-	// Cut into partitions (contiguous in a listing) and those into
-	// transactions of 100; keep the last partition's tail unless the range
-	// is done.
+	unordered := p.j.unordered
+	if unordered {
+		// Results out of key order (Cosmos DB): a partition's entities
+		// are not contiguous, and the next page may hold more of any of
+		// them. Group the page's by partition and carry nothing over.
+		slices.SortStableFunc(items, func(a, b tablekit.Entity) int { return strings.Compare(a.PartitionKey, b.PartitionKey) })
+	}
+	// Cut into partitions (contiguous in a listing in key order) and
+	// those into transactions of 100; keep the last partition's tail
+	// unless the range is done.
 	var chunks [][]tablekit.Entity
 	keep := 0
 	for i := 0; i < len(items); {
@@ -310,7 +324,7 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 			j++
 		}
 		part := items[i:j]
-		if j == len(items) && !last {
+		if j == len(items) && !last && !unordered {
 			keep = len(part) % tablekit.MaxTransactionActions
 			part = part[:len(part)-keep]
 		}
@@ -330,7 +344,7 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 		}
 	}
 	rp.carry = append([]tablekit.Entity(nil), items[len(items)-keep:]...)
-	rp.start = resume
+	rp.start, rp.next, rp.ctx = resume, page.Continuation, ctx
 	pg := &purgePage{resume: resume, last: last, read: int64(len(page.Items)), left: len(chunks)}
 	p.mu.Lock()
 	rp.pages = append(rp.pages, pg)
@@ -447,10 +461,25 @@ func (p *purger) settle(r *rangeState, rp *rangePurge) {
 }
 
 // rangeEnd waits for the transactions of r still under way when its
-// listing stops (at its end, at the budget, or on an error) and returns
-// the first error one of them met.
-func (p *purger) rangeEnd(r *rangeState) error {
+// listing stops (at its end, at the budget, or on an error, listErr) and
+// returns the first error one of them met. When the budget stopped the
+// listing, the carry (the start of a partition whose transaction waited
+// for the next page) is deleted in a transaction of its own, so that the
+// range moves past the last page listed: without it, a budget of about
+// one page would list the same page run after run and delete nothing.
+func (p *purger) rangeEnd(r *rangeState, listErr error) error {
 	rp := p.rangeOf(r)
+	if listErr == nil && len(rp.carry) > 0 {
+		pg := &purgePage{resume: rp.next, left: 1}
+		p.mu.Lock()
+		rp.pages = append(rp.pages, pg)
+		p.mu.Unlock()
+		// On failure (the context ended) the page stays uncommitted: the
+		// carry is listed again on resume.
+		if p.enqueue(&purgeChunk{ctx: rp.ctx, r: r, rp: rp, pg: pg, entities: rp.carry}) == nil {
+			rp.carry = nil
+		}
+	}
 	rp.inflight.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -284,7 +284,9 @@ func TestPurgeDefaultCost(t *testing.T) {
 	}
 	d := acct.Meter().Snapshot().Sub(before)
 	pages, deletes := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction")
-	if pages != 3 || deletes != 30 || d.Service(tablekit.ServiceTable) != 33 || res.Probes != 0 {
+	// 3 pages from Azurite; Azure may cut pages short, and a partition's
+	// transactions still fill up across them.
+	if pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) || deletes != 30 || d.Service(tablekit.ServiceTable) != pages+30 || res.Probes != 0 {
 		t.Errorf("Meter %v (%d pages, %d transactions), result %+v; want 3 pages + 30 transactions, no probes", d, pages, deletes, res)
 	}
 }

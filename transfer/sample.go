@@ -31,6 +31,12 @@ import (
 // few round trips. Probes see only keys, never the scope's filter, and a
 // key inserted after sampling still falls in exactly one range: ranges
 // always cover the whole scope.
+//
+// Where results are not in key order (Cosmos DB), a probe finds some key
+// at or after its point, not the first: the keys found are still keys of
+// the scope, and any keys cut it into ranges that cover it, so sampling
+// stays correct; the gap before the first key found is probed too, as it
+// may hold keys.
 const (
 	perGap        = 24
 	maxRounds     = 8
@@ -43,28 +49,49 @@ type sampler struct {
 	scope       Range
 	concurrency int
 	budget      int
-	probes      atomic.Int64
-	visited     map[string]bool
+	// unordered is true when the service does not return results in key
+	// order: a probe then finds a key at or after its point, not the first.
+	unordered bool
+	probes    atomic.Int64
+	visited   map[string]bool
 }
 
-// probe returns the first PartitionKey in [x, scope.To), if any.
-func (s *sampler) probe(ctx context.Context, x string) (string, bool, error) {
+// probe returns the first PartitionKey in [x, to), if any (to "": the
+// scope's end). Where results are not in key order it returns some
+// PartitionKey in [x, to), the one the service happens to return first:
+// unbounded probes at several points below it would all find that one,
+// so probeAll bounds each. A page may come back empty before the end (the
+// service's time limit, a partition boundary): the probe then reads on,
+// each page one more probe.
+func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error) {
 	if s.scope.From != "" && compareKeys(x, s.scope.From) < 0 {
 		x = s.scope.From
 	}
-	s.probes.Add(1)
-	page, err := s.t.QueryPage(ctx, Range{From: x, To: s.scope.To}.Filter(), &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true})
-	if err != nil || len(page.Items) == 0 {
-		return "", false, err
+	if to == "" {
+		to = s.scope.To
 	}
-	return page.Items[0].PartitionKey, true, nil
+	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true}
+	for {
+		s.probes.Add(1)
+		page, err := s.t.QueryPage(ctx, Range{From: x, To: to}.Filter(), opts)
+		if err != nil {
+			return "", false, err
+		}
+		if len(page.Items) > 0 {
+			return page.Items[0].PartitionKey, true, nil
+		}
+		if page.Continuation == "" {
+			return "", false, nil
+		}
+		opts.Continuation = page.Continuation
+	}
 }
 
 // sample returns up to about target sorted keys found in scope, the first
 // key of the scope first (none when the scope is empty).
 func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	s.visited = map[string]bool{}
-	first, ok, err := s.probe(ctx, s.scope.From)
+	first, ok, err := s.probe(ctx, s.scope.From, "")
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -83,7 +110,7 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 		if len(points) > allowed {
 			points = spread(points, allowed)
 		}
-		found, err := s.probeAll(ctx, points)
+		found, err := s.probeAll(ctx, points, known)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +126,16 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 }
 
 // probeAll runs probes at points in parallel and returns the keys found.
-func (s *sampler) probeAll(ctx context.Context, points []string) ([]string, error) {
+// Where results are not in key order, each probe is bounded by the next
+// point or known key after it, so that probes of one round cover disjoint
+// intervals and each finds a key of its own if its interval holds any.
+func (s *sampler) probeAll(ctx context.Context, points, known []string) ([]string, error) {
+	var bounds []string
+	if s.unordered {
+		bounds = append(slices.Clone(points), known...)
+		slices.SortFunc(bounds, compareKeys)
+		bounds = slices.Compact(bounds)
+	}
 	var (
 		mu    sync.Mutex
 		found []string
@@ -112,7 +148,13 @@ func (s *sampler) probeAll(ctx context.Context, points []string) ([]string, erro
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			k, ok, err := s.probe(ctx, p)
+			to := ""
+			if s.unordered {
+				if i, found := slices.BinarySearchFunc(bounds, p, compareKeys); found && i+1 < len(bounds) {
+					to = bounds[i+1]
+				}
+			}
+			k, ok, err := s.probe(ctx, p, to)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -137,6 +179,10 @@ func (s *sampler) points(known []string, each int) []string {
 		pick := spread(first, each)
 		out = append(out, pick...)
 		out = append(out, spread(then, each-len(pick))...)
+	}
+	if s.unordered {
+		// The first key found need not be the scope's first.
+		add(s.pointsBefore(known, s.scope.From, known[0]))
 	}
 	for i := 0; i+1 < len(known); i++ {
 		add(s.gapPoints(known, known[i], known[i+1]))
@@ -225,6 +271,32 @@ func (s *sampler) gapPoints(known []string, k1, k2 string) (at, below []string) 
 		}
 	}
 	return at, below
+}
+
+// pointsBefore returns points strictly between lo and hi along hi's path:
+// at the position where they differ, then one position deeper each time
+// (hi[:d] followed by a character below hi[d]), for the gap before the
+// first key found, whose start lo may be a prefix of hi.
+func (s *sampler) pointsBefore(known []string, lo, hi string) (at, deeper []string) {
+	rl, rh := []rune(lo), []rune(hi)
+	m := commonPrefix(rl, rh)
+	if m >= len(rh) {
+		return nil, nil
+	}
+	for d := m; d < len(rh) && d <= maxProbeDepth; d++ {
+		for _, c := range alphabet(known, d) {
+			if c >= rh[d] || (d == m && m < len(rl) && c <= rl[m]) {
+				continue
+			}
+			p := string(rh[:d]) + string(c)
+			if d == m {
+				at = append(at, p)
+			} else {
+				deeper = append(deeper, p)
+			}
+		}
+	}
+	return at, deeper
 }
 
 // Character classes of probe alphabets.

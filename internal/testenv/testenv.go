@@ -11,7 +11,8 @@
 // test ends.
 //
 // With TABLEKIT_FRONT set (see [FrontEnv]), the Azurite is started behind
-// package azurite's strict front, so the same tests meet Azure's limits:
+// package azurite's strict front, so the same tests meet Azure's limits
+// and paging:
 //
 //	TABLEKIT_FRONT=strict go test ./ ./patterns
 package testenv
@@ -41,9 +42,10 @@ const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 // FrontEnv names the environment variable that puts package azurite's
 // front before the tests' Azurite. Its value is a front spec
 // ([azurite.ParseFrontSpec]): "strict" turns on Azure's entity and batch
-// limits and SAS PartitionKey/RowKey ranges, and neither throttles,
-// delays nor reorders, so functional tests stay deterministic; add
-// "throttle=0.05", "latency=20ms" or "cosmos" for more. Unset, empty or
+// limits, SAS PartitionKey/RowKey ranges and Azure's paging (short and
+// empty pages, seeded), and neither throttles, delays nor reorders, so
+// functional tests stay deterministic; add "throttle=0.05",
+// "latency=20ms" or "cosmos" for more. Unset, empty or
 // "off": no front. It is ignored when AZURE_STORAGE_CONNECTION_STRING is
 // set (a real account enforces Azure's rules itself).
 const FrontEnv = "TABLEKIT_FRONT"
@@ -154,6 +156,20 @@ func EnforcesSASRanges() bool {
 	}
 	o, err := FrontOptions()
 	return err == nil && o != nil && !o.NoSASRanges
+}
+
+// PagesAsAzure reports whether the test account may answer a query in
+// pages as Azure does, cut short or empty with a continuation token, so
+// that it takes more requests than its results fill: a real account does;
+// Azurite, which always answers full pages, does only behind a front with
+// Paging (TABLEKIT_FRONT=strict). Tests that count a query's requests
+// expect Azurite's exact counts only when it does not.
+func PagesAsAzure() bool {
+	if os.Getenv(ConnectionStringEnv) != "" {
+		return true
+	}
+	o, err := FrontOptions()
+	return err == nil && o != nil && o.Paging != nil
 }
 
 // ExampleAccount opens an Account on the shared test account for an

@@ -1,0 +1,353 @@
+package azurite
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PagingOptions makes a [Front] page query results as Azure may, where
+// Azurite always answers full pages ($top entities, 1,000 by default) until
+// the last. Azure ends a page early when the query has run for 5 seconds
+// on the server or reaches a partition boundary, and then returns a
+// continuation token even with no entities. So, through the front:
+//   - a page may hold no entity and carry a continuation token (never more
+//     than two such pages in a row at one position);
+//   - a page may end at a partition boundary, or anywhere, before $top
+//     entities, with a continuation token;
+//   - the last page of a query may carry a continuation token, and the
+//     page it leads to is empty without one.
+//
+// A point query (PartitionKey eq and RowKey eq) is answered whole, as the
+// service looks its entity up at once. Which pages are cut is decided from
+// Seed, the query ($filter, $select, $top) and its position in the
+// results, so the same query over the same entities pages the same way
+// every time, in any table; no answer waits. Each entity still comes
+// exactly once over a query's pages, in the order the target (or Cosmos
+// mode) gives, also when entities are inserted or deleted between pages.
+// Continuation tokens are the front's own.
+type PagingOptions struct {
+	// Seed picks which pages are cut short or empty.
+	Seed uint64
+}
+
+// maxEmptyPages is the most empty pages with a continuation the front
+// answers in a row at one position.
+const maxEmptyPages = 2
+
+// pageTokenPrefix marks the front's continuation tokens (in
+// NextPartitionKey; NextRowKey holds pageTokenRowKey).
+const (
+	pageTokenPrefix = "front."
+	pageTokenRowKey = "front"
+)
+
+// pageToken is the position of a query read through the front.
+type pageToken struct {
+	// TPK and TRK are the target's continuation of the target page that
+	// holds the position ("" for the first): passed-on queries only.
+	TPK string `json:"tpk,omitempty"`
+	TRK string `json:"trk,omitempty"`
+	// After, when set, says the results up to and including the entity
+	// PK/RK have been returned; N is its position in the target's page,
+	// from 1 (passed-on queries only; a hint for how many to ask for).
+	After bool   `json:"a,omitempty"`
+	PK    string `json:"pk,omitempty"`
+	RK    string `json:"rk,omitempty"`
+	N     int    `json:"n,omitempty"`
+	// Empty counts the empty pages answered in a row at this position.
+	Empty int `json:"e,omitempty"`
+}
+
+// encode returns the token as NextPartitionKey's value.
+func (t pageToken) encode() string {
+	b, _ := json.Marshal(t)
+	return pageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// readPageToken reads the continuation of a query request: ok false when
+// it has one that is not the front's.
+func readPageToken(q url.Values) (tok pageToken, ok bool) {
+	npk, nrk := q.Get("NextPartitionKey"), q.Get("NextRowKey")
+	if npk == "" && nrk == "" {
+		return tok, true
+	}
+	rest, found := strings.CutPrefix(npk, pageTokenPrefix)
+	if !found {
+		return tok, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || json.Unmarshal(b, &tok) != nil {
+		return tok, false
+	}
+	return tok, true
+}
+
+// setPageToken sets (or, for nil, removes) the continuation headers of an
+// answer.
+func setPageToken(h http.Header, tok *pageToken) {
+	h.Del("x-ms-continuation-NextPartitionKey")
+	h.Del("x-ms-continuation-NextRowKey")
+	if tok != nil {
+		h.Set("x-ms-continuation-NextPartitionKey", tok.encode())
+		h.Set("x-ms-continuation-NextRowKey", pageTokenRowKey)
+	}
+}
+
+// queryTop reads a query's $top (1,000 when absent); ok false when it is
+// not a positive number.
+func queryTop(q url.Values) (int, bool) {
+	top := q.Get("$top")
+	if top == "" {
+		return 1000, true
+	}
+	n, err := strconv.Atoi(top)
+	return n, err == nil && n > 0
+}
+
+// paging is the front's Azure-like pager.
+type paging struct {
+	seed uint64
+}
+
+// pageCut is how a page is cut.
+type pageCut struct {
+	n int // entities the page returns
+	// trailing: the page ends the results yet carries a continuation.
+	trailing bool
+}
+
+// cut decides how many of the entities available at a position the page
+// returns: pks are the PartitionKeys of at most $top entities that come
+// next, more says whether results go on after them, empty is how many
+// empty pages were answered in a row at this position, and query names
+// the query and position (the same ones decide the same).
+func (p *paging) cut(query string, pks []string, more bool, empty int) pageCut {
+	h := fnv.New64a()
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], p.seed)
+	h.Write(seed[:])
+	h.Write([]byte(query))
+	x := mix64(h.Sum64())
+	n := len(pks)
+	if n == 0 && !more {
+		return pageCut{} // the end
+	}
+	roll, pick := x%100, x>>8
+	switch {
+	case roll < 15 && empty < maxEmptyPages:
+		return pageCut{} // the server's time ran out before it found any
+	case roll < 40:
+		// A partition boundary within the page.
+		var at []int
+		for i := 1; i < n; i++ {
+			if pks[i] != pks[i-1] {
+				at = append(at, i)
+			}
+		}
+		if len(at) > 0 {
+			return pageCut{n: at[pick%uint64(len(at))]}
+		}
+	case roll < 60:
+		// The server's time ran out partway.
+		if n > 1 {
+			return pageCut{n: 1 + int(pick%uint64(n-1))}
+		}
+	}
+	return pageCut{n: n, trailing: !more && n > 0 && (x>>40)%4 == 0}
+}
+
+// pointQuery matches the filter of a point query: one PartitionKey and
+// one RowKey, as tablekit and the SDKs write it.
+var pointQuery = regexp.MustCompile(`^\(?PartitionKey eq '(?:[^']|'')*'\)? and \(?RowKey eq '(?:[^']|'')*'\)?$`)
+
+// isPointQuery reports whether a query's filter names one entity: the
+// service looks it up at once, and answers it whole.
+func isPointQuery(filter string) bool { return pointQuery.MatchString(strings.TrimSpace(filter)) }
+
+// queryIdentity names a query for the pager's decisions: the parameters
+// that shape its results, and its position. The table's name is left out,
+// so that a test's tables, named afresh on each run, page the same way on
+// every run.
+func queryIdentity(q url.Values, tok pageToken) string {
+	pos, _ := json.Marshal(tok)
+	return strings.Join([]string{q.Get("$filter"), q.Get("$select"), q.Get("$top"), string(pos)}, "\x00")
+}
+
+// withKeys returns q with PartitionKey and RowKey added to its $select
+// (when it has one), and the names it added, to take out of the answer.
+func withKeys(q url.Values) (url.Values, []string) {
+	sel := q.Get("$select")
+	if sel == "" {
+		return q, nil
+	}
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = v
+	}
+	fields := strings.Split(sel, ",")
+	var added []string
+	for _, k := range []string{"PartitionKey", "RowKey"} {
+		if !slices.ContainsFunc(fields, func(f string) bool { return strings.TrimSpace(f) == k }) {
+			fields = append(fields, k)
+			added = append(added, k)
+		}
+	}
+	out.Set("$select", strings.Join(fields, ","))
+	return out, added
+}
+
+// entityKeys reads the keys of an entity's JSON.
+func rawKeys(raw json.RawMessage) (pk, rk string) {
+	var k struct{ PartitionKey, RowKey string }
+	json.Unmarshal(raw, &k)
+	return k.PartitionKey, k.RowKey
+}
+
+// servePagedQuery answers a query passed on to the target as Azure may
+// page it (see PagingOptions): it reads the target's page at the
+// position, after the entities already returned, and cuts it.
+func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
+	p := s.front.paging
+	q := r.URL.Query()
+	top, ok := queryTop(q)
+	tok, tokOK := readPageToken(q)
+	if !ok || !tokOK {
+		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+		return
+	}
+	id := queryIdentity(q, tok)
+	base, dropped := withKeys(q)
+	base.Del("$top")
+	base.Del("NextPartitionKey")
+	base.Del("NextRowKey")
+
+	s.front.forwarded.Add(1)
+	var (
+		doc        map[string]json.RawMessage
+		header     http.Header
+		rest       []json.RawMessage
+		skipped    int
+		tpk, tnext string // the target's continuation after its page
+		trk        string
+	)
+	for {
+		page := url.Values{}
+		for k, v := range base {
+			page[k] = v
+		}
+		if tok.TPK != "" || tok.TRK != "" {
+			page.Set("NextPartitionKey", tok.TPK)
+			if tok.TRK != "" {
+				page.Set("NextRowKey", tok.TRK)
+			}
+		}
+		// Enough for the entities already returned from this target page
+		// and a full page after them.
+		page.Set("$top", strconv.Itoa(min(1000, top+tok.N)))
+		resp, err := s.fetch(r, page)
+		if err != nil {
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			copyHeader(w.Header(), resp.Header)
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(resp.StatusCode)
+			w.Write(body)
+			return
+		}
+		doc = nil
+		var values []json.RawMessage
+		if err := json.Unmarshal(body, &doc); err == nil {
+			json.Unmarshal(doc["value"], &values)
+		}
+		header = resp.Header
+		tpk = resp.Header.Get("x-ms-continuation-NextPartitionKey")
+		trk = resp.Header.Get("x-ms-continuation-NextRowKey")
+		tnext = tpk + trk
+		// Skip what earlier pages returned: the target answers in key
+		// order, so everything up to the last entity returned.
+		skipped = 0
+		if tok.After {
+			for skipped < len(values) {
+				pk, rk := rawKeys(values[skipped])
+				if c := compareKeys(pk, tok.PK); c > 0 || c == 0 && compareKeys(rk, tok.RK) > 0 {
+					break
+				}
+				skipped++
+			}
+		}
+		rest = values[skipped:]
+		if len(rest) > 0 || tnext == "" {
+			break
+		}
+		// This target page is done: on to the next, still after the last
+		// entity returned (a target that pages as Azure may, such as
+		// another front, can answer the same position again).
+		tok = pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
+	}
+
+	avail := rest[:min(top, len(rest))]
+	pks := make([]string, len(avail))
+	for i, v := range avail {
+		pks[i], _ = rawKeys(v)
+	}
+	more := len(rest) > len(avail) || tnext != ""
+	c := pageCut{n: len(avail)}
+	if !isPointQuery(q.Get("$filter")) {
+		c = p.cut(id, pks, more, tok.Empty)
+	}
+	out := avail[:c.n]
+	var next *pageToken
+	switch {
+	case c.n == 0 && (len(rest) > 0 || tnext != ""):
+		t := tok
+		t.Empty++
+		next = &t
+	case c.n < len(rest) || c.trailing:
+		pk, rk := rawKeys(out[c.n-1])
+		next = &pageToken{TPK: tok.TPK, TRK: tok.TRK, After: true, PK: pk, RK: rk, N: skipped + c.n}
+	case tnext != "":
+		next = &pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
+		if c.n > 0 {
+			next.After = true
+			next.PK, next.RK = rawKeys(out[c.n-1])
+		}
+	}
+	s.writePage(w, doc, header, out, dropped, next)
+}
+
+// writePage answers a query with the entities of a page (taking the
+// names dropped out of each), the rest of the target's answer (top, its
+// headers) and the front's continuation token next (nil: none).
+func (s *frontService) writePage(w http.ResponseWriter, top map[string]json.RawMessage, header http.Header, page []json.RawMessage, dropped []string, next *pageToken) {
+	out := make([]json.RawMessage, 0, len(page))
+	for _, e := range page {
+		out = append(out, dropFields(e, dropped))
+	}
+	if top == nil {
+		top = map[string]json.RawMessage{}
+	}
+	top["value"] = marshalJSON(out)
+	body := marshalJSON(top)
+	copyHeader(w.Header(), header)
+	setPageToken(w.Header(), next)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
