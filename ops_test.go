@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // fillPartition writes n wireItems to partition pk, RowKeys "00000".."n-1".
@@ -137,7 +138,7 @@ func TestCursorResumesBrokenLoop(t *testing.T) {
 				break
 			}
 		}
-		again, err := tablekit.NewTable[wireItem](tbl.Client(), nil)
+		again, err := tablekit.OpenTable[wireItem](testenv.Account(t, nil), tbl.Name(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

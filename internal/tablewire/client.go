@@ -305,12 +305,12 @@ func (c *Client) DeleteEntity(ctx context.Context, table, pk, rk string, ifMatch
 	return err
 }
 
-// SubmitTransaction sends an entity group transaction: body is its
+// Transaction sends an entity group transaction: body is its
 // multipart/mixed request body with the given batch boundary (its entity
 // URLs based on [Client.Endpoint]). It returns the service's 202 answer,
 // whose body (also returned) holds each action's outcome; any other
 // status is an *azcore.ResponseError.
-func (c *Client) SubmitTransaction(ctx context.Context, body []byte, boundary string, call Call) (_ *http.Response, _ []byte, err error) {
+func (c *Client) Transaction(ctx context.Context, body []byte, boundary string, call Call) (_ *http.Response, _ []byte, err error) {
 	ctx, end := runtime.StartSpan(ctx, spanName(Transaction), c.tracer, nil)
 	defer func() { end(err) }()
 	req, err := c.newRequest(ctx, http.MethodPost, c.endpoint+"/$batch")
