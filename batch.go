@@ -244,7 +244,13 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	}
 	out, ok := parseBatchResponse(answer, len(enc))
 	if !ok {
-		return nil, fmt.Errorf("tablekit: Transaction: cannot read the service's answer (%d bytes, %d actions sent)", len(answer), len(enc))
+		// A 202 says the service processed the transaction, but whether
+		// it applied it is in the answer it sent: without it, the outcome
+		// is unknown, for this call and for a caller that sends the same
+		// transaction again.
+		att.maybeApplied.Store(true)
+		return nil, &RequestError{Op: "Transaction", unknown: true,
+			Err: fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", tablewire.ErrUnreadableAnswer, len(answer), len(enc))}
 	}
 	if !out.failed {
 		return out.etags, nil

@@ -398,7 +398,10 @@ func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
 	}
 	var rqe *RequestError
 	if errors.As(werr, &rqe) && !notSent(err) {
+		// No answer, or one that could not be read: the request may have
+		// been applied, and a caller that sends it again must know.
 		rqe.unknown = true
+		att.maybeApplied.Store(true)
 		return werr
 	}
 	var se *ServiceError

@@ -1,6 +1,7 @@
 package tablekit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -245,6 +247,67 @@ func TestAdminClientSharesThePipeline(t *testing.T) {
 	}
 	if seen.Load() != 3 {
 		t.Errorf("the caller's policy saw %d requests, want 3", seen.Load())
+	}
+}
+
+// TestUnreadableTransactionAnswer: a 202 answer to a transaction that
+// cannot be read (not a batch answer, or a body cut short) may hide an
+// applied transaction: the error matches ErrOutcomeUnknown, and a
+// BulkWriter that sends the chunk again recognises the conflict its
+// earlier try caused.
+func TestUnreadableTransactionAnswer(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		answer func(resp *http.Response) *http.Response
+	}{
+		{"not a batch answer", func(resp *http.Response) *http.Response {
+			resp.Body = io.NopCloser(strings.NewReader("<html>upstream proxy says hello</html>"))
+			return resp
+		}},
+		{"cut short", func(resp *http.Response) *http.Response {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:len(body)/2]), iotest.ErrReader(io.ErrUnexpectedEOF)))
+			return resp
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var spoil atomic.Int32
+			acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+				resp, err := req.Next()
+				if err == nil && isBatch(req.Raw()) && resp.StatusCode == http.StatusAccepted && spoil.Add(-1) >= 0 {
+					resp = tc.answer(resp)
+				}
+				return resp, err
+			})}})
+			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoil.Store(1)
+			_, err = tbl.Transaction(ctx, tablekit.InsertAction(wireItem{PK: "p", RK: "1", N: 1}), tablekit.InsertAction(wireItem{PK: "p", RK: "2", N: 2}))
+			var re *tablekit.RequestError
+			if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.As(err, &re) || re.Op != "Transaction" {
+				t.Fatalf("got %v, want a RequestError matching ErrOutcomeUnknown", err)
+			}
+			if got, err := tbl.Get(ctx, "p", "2", nil); err != nil || got.N != 2 {
+				t.Fatalf("the transaction was applied, yet %+v, %v", got, err)
+			}
+
+			// A BulkWriter sends the chunk again with the same attempts
+			// record: the retry's conflict is not believed.
+			spoil.Store(1)
+			res, err := tbl.BulkWriter(&tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond}}).
+				Insert(ctx, []wireItem{{PK: "q", RK: "1"}, {PK: "q", RK: "2"}})
+			if err == nil || len(res.Failed) != 2 {
+				t.Fatalf("bulk insert after an unreadable answer: %+v, %v", res, err)
+			}
+			for _, f := range res.Failed {
+				if !errors.Is(f.Err, tablekit.ErrOutcomeUnknown) || errors.Is(f.Err, tablekit.ErrAlreadyExists) {
+					t.Errorf("item %d: %v, want only ErrOutcomeUnknown", f.Index, f.Err)
+				}
+			}
+		})
 	}
 }
 
