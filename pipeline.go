@@ -157,9 +157,9 @@ func governedRetry(retry policy.RetryOptions) policy.RetryOptions {
 // which tablekit keeps free of wire state, and it would copy the retry
 // options into a new context on every governed call.
 func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos bool) (*tablewire.Client, error) {
-	plOpts := runtime.PipelineOptions{PerRetry: []policy.Policy{auth, writePolicy{}}}
-	if auth == nil {
-		plOpts.PerRetry = plOpts.PerRetry[1:]
+	plOpts := runtime.PipelineOptions{PerRetry: []policy.Policy{writePolicy{}}}
+	if auth != nil {
+		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}
 	}
 	pl := runtime.NewPipeline("tablekit", tracerVersion, plOpts, &o)
 	governed := o
