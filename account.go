@@ -177,12 +177,12 @@ func (a *Account) openWithKey(cs *connString, opts *Options) error {
 	if err != nil {
 		return badKey
 	}
-	wireKey, err := tablewire.NewSharedKey(cs.accountName, cs.accountKey)
+	sharedKey, err := tablewire.NewSharedKey(cs.accountName, cs.accountKey)
 	if err != nil {
 		return badKey
 	}
 	a.tableCred = tableCred
-	err = a.build(opts, wireKey, func(table, queue, blob azcore.ClientOptions) (err error) {
+	err = a.build(opts, sharedKey, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClientWithSharedKey(cs.endpoints.Table, tableCred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
