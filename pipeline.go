@@ -18,7 +18,7 @@ import (
 // (internal/tablewire) on an azcore pipeline its Account builds once:
 //
 //	per call:  the caller's PerCallPolicies, meterCallPolicy
-//	retry:     azcore's (two pipelines, see newTablePipelines)
+//	retry:     azcore's (two pipelines, see newTableWire)
 //	per try:   the credential (Shared Key, SAS or bearer token), writePolicy,
 //	           redactPolicy, the caller's PerRetryPolicies (a fault
 //	           injector), the Meter's policy, then azcore's HTTP tracing,
@@ -56,7 +56,6 @@ func stateOf(req *policy.Request) *writeState {
 // throttling or a lost answer) gives it the same record, so that a
 // conflict its earlier tries caused is recognised as such.
 type attempts struct {
-	tries atomic.Int32
 	// maybeApplied is set when a try ended in a way that leaves open
 	// whether the service applied it: a transport error after the request
 	// may have been written, a 408, 500, 502 or 504 answer, or an answer
@@ -82,7 +81,6 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if ws.att == nil {
 		return resp, err
 	}
-	ws.att.tries.Add(1)
 	switch {
 	case err != nil:
 		if !notSent(err) {
