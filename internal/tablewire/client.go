@@ -105,7 +105,10 @@ type Options struct {
 // "http://127.0.0.1:10002/devstoreaccount1") that sends on pl.
 func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, error) {
 	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil {
+		return nil, errors.New("tablewire: the table endpoint is not a valid URL")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("tablewire: %q is not a table endpoint URL (http or https, no query)", (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
 	}
 	c := &Client{endpoint: strings.TrimRight(endpoint, "/"), pipeline: pl, throttling: pl}

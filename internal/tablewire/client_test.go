@@ -273,7 +273,7 @@ func TestSpans(t *testing.T) {
 type spanKey struct{}
 
 func TestNewClientChecksTheEndpoint(t *testing.T) {
-	for _, ep := range []string{"", "ftp://x", "https://a.table.core.windows.net/?sv=1&sig=secret", "no scheme"} {
+	for _, ep := range []string{"", "ftp://x", "https://a.table.core.windows.net/?sv=1&sig=secret", "no scheme", "http://[::1", "%zz?sig=secret"} {
 		_, err := NewClient(ep, runtime.Pipeline{}, nil)
 		if err == nil || strings.Contains(err.Error(), "secret") {
 			t.Errorf("NewClient(%q): %v", ep, err)
