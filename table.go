@@ -81,7 +81,7 @@ func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[
 
 // openTable is OpenTable without naming the operation in its errors.
 func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T], error) {
-	if acct == nil || acct.wire == nil {
+	if acct == nil || acct.wire == nil || acct.tables == nil {
 		return nil, &ValidationError{Detail: "nil or zero *Account (make one with Open or OpenWithCredential)", Err: ErrInvalidInput}
 	}
 	if err := ValidateTableName(name); err != nil {
