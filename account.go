@@ -15,17 +15,20 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
-// the defaults. The same settings apply to the table, queue and blob
-// clients of the Account. A nil entry in PerCallPolicies or
-// PerRetryPolicies is refused with [ErrInvalidInput].
+// the defaults. The same settings apply to every client of the Account:
+// the Tables' own entity requests, and the SDK's table, queue and blob
+// clients. A nil entry in PerCallPolicies or PerRetryPolicies is refused
+// with [ErrInvalidInput].
 type Options struct {
 	// PerCallPolicies are azcore policies run once per operation, before
 	// the retry policy.
@@ -100,14 +103,17 @@ type Endpoints struct {
 	Table, Queue, Blob string
 }
 
-// Account is a storage account: it hands out clients of its table, queue
-// and blob services that share one set of client options (retries,
+// Account is a storage account. Its Tables ([OpenTable]) read and write
+// entities through a Table service client of tablekit's own, and it hands
+// out the SDK's clients of its table (administration), queue and blob
+// services; all share one set of client options (credential, retries,
 // transport, policies) and one [Meter]. An Account is safe for concurrent
 // use, and its client getters are cheap: call them where needed.
 type Account struct {
 	name      string
 	endpoints Endpoints
-	tables    *aztables.ServiceClient
+	tables    *aztables.ServiceClient // table administration
+	wire      *tablewire.Client       // entities (see pipeline.go)
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
@@ -146,49 +152,80 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 		opts = &Options{}
 	}
 	a := &Account{name: cs.accountName, endpoints: cs.endpoints}
-	switch {
-	case cs.accountKey != "":
-		// Errors of their own: a ":=" of err here would declare an err
-		// of this case, and the a.build below would set it unchecked.
-		tableCred, tableErr := aztables.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		queueCred, queueErr := azqueue.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		blobCred, blobErr := azblob.NewSharedKeyCredential(cs.accountName, cs.accountKey)
-		if errors.Join(tableErr, queueErr, blobErr) != nil {
-			return nil, connError("AccountKey is not a valid key")
-		}
-		a.tableCred = tableCred
-		err = a.build(opts, func(table, queue, blob azcore.ClientOptions) (err error) {
-			if a.tables, err = aztables.NewServiceClientWithSharedKey(cs.endpoints.Table, tableCred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
-				return err
-			}
-			if a.queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.endpoints.Queue, queueCred, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
-				return err
-			}
-			a.blobs, err = azblob.NewClientWithSharedKeyCredential(cs.endpoints.Blob, blobCred, &azblob.ClientOptions{ClientOptions: blob})
-			return err
-		})
-	default:
-		sas := "?" + cs.sas
-		err = a.build(opts, func(table, queue, blob azcore.ClientOptions) (err error) {
-			if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
-				return err
-			}
-			if a.queues, err = azqueue.NewServiceClientWithNoCredential(cs.endpoints.Queue+sas, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
-				return err
-			}
-			a.blobs, err = azblob.NewClientWithNoCredential(cs.endpoints.Blob+sas, &azblob.ClientOptions{ClientOptions: blob})
-			return err
-		})
-	}
-	if errors.Is(err, ErrInvalidInput) {
-		return nil, fmt.Errorf("tablekit: Open: %w", err) // refused options
+	if cs.accountKey != "" {
+		err = a.openWithKey(cs, opts)
+	} else {
+		err = a.openWithSAS(cs, opts)
 	}
 	if err != nil {
-		// The SDK's constructors check no URL today; should one refuse
-		// what the parser accepted, do not echo a URL that may hold a SAS.
-		return nil, fmt.Errorf("tablekit: cannot create storage clients: %s: %w", redactSecrets(err.Error(), cs), ErrInvalidInput)
+		return nil, err
 	}
 	return a, nil
+}
+
+// openWithKey makes the Account's clients for a connection string with
+// an account key.
+func (a *Account) openWithKey(cs *connString, opts *Options) error {
+	badKey := connError("AccountKey is not a valid key")
+	tableCred, err := aztables.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	if err != nil {
+		return badKey
+	}
+	queueCred, err := azqueue.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	if err != nil {
+		return badKey
+	}
+	blobCred, err := azblob.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	if err != nil {
+		return badKey
+	}
+	sharedKey, err := tablewire.NewSharedKey(cs.accountName, cs.accountKey)
+	if err != nil {
+		return badKey
+	}
+	a.tableCred = tableCred
+	err = a.build(opts, sharedKey, func(table, queue, blob azcore.ClientOptions) (err error) {
+		if a.tables, err = aztables.NewServiceClientWithSharedKey(cs.endpoints.Table, tableCred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
+			return err
+		}
+		if a.queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.endpoints.Queue, queueCred, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
+			return err
+		}
+		a.blobs, err = azblob.NewClientWithSharedKeyCredential(cs.endpoints.Blob, blobCred, &azblob.ClientOptions{ClientOptions: blob})
+		return err
+	})
+	return clientsError(err, cs)
+}
+
+// openWithSAS makes the Account's clients for a connection string with a
+// shared access signature.
+func (a *Account) openWithSAS(cs *connString, opts *Options) error {
+	sas := "?" + cs.sas
+	err := a.build(opts, tablewire.NewSAS(cs.sas), func(table, queue, blob azcore.ClientOptions) (err error) {
+		if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
+			return err
+		}
+		if a.queues, err = azqueue.NewServiceClientWithNoCredential(cs.endpoints.Queue+sas, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
+			return err
+		}
+		a.blobs, err = azblob.NewClientWithNoCredential(cs.endpoints.Blob+sas, &azblob.ClientOptions{ClientOptions: blob})
+		return err
+	})
+	return clientsError(err, cs)
+}
+
+// clientsError is the error of Open when making its clients failed:
+// refused options as they are, else a constructor's error. The SDK's
+// constructors check no URL today; should one refuse what the parser
+// accepted, the error does not echo a URL that may hold a SAS.
+func clientsError(err error, cs *connString) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrInvalidInput) {
+		return fmt.Errorf("tablekit: Open: %w", err) // refused options
+	}
+	return fmt.Errorf("tablekit: cannot create storage clients: %s: %w", redactSecrets(err.Error(), cs), ErrInvalidInput)
 }
 
 // OpenWithCredential opens the account accountName with a token
@@ -236,7 +273,8 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		*o.target = ep
 	}
 	a := &Account{name: accountName, endpoints: eps}
-	err := a.build(opts, func(table, queue, blob azcore.ClientOptions) (err error) {
+	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)}, nil)
+	err := a.build(opts, auth, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClient(eps.Table, cred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
@@ -253,9 +291,12 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 }
 
 // build makes the shared client options and calls mk with the options of
-// each service: the same retry options, transport and caller policies, and
-// a Meter policy of the service's own as the last per-retry policy.
-func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientOptions) error) error {
+// each service to make the SDK's clients: the same retry options,
+// transport and caller policies, and a Meter policy of the service's own
+// as the last per-retry policy. It then makes the Account's table
+// data-plane client with the table options and auth, the credential's
+// policy (see pipeline.go).
+func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue, blob azcore.ClientOptions) error) error {
 	// azcore calls every policy it is given: a nil one would panic on the
 	// Account's first request.
 	for _, list := range []struct {
@@ -301,15 +342,12 @@ func (a *Account) build(opts *Options, mk func(table, queue, blob azcore.ClientO
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)
-	// tablekit's own transaction encoding and lost-answer detection
-	// (wire.go). The attempt policy goes first among the per-retry
-	// policies, so it sees what the caller's fault-injecting policies return.
-	table.PerCallPolicies = slices.Clone(table.PerCallPolicies)
-	retry := opts.Retry
-	installPolicies(&table, &retry)
-	return mk(table,
-		forService(ServiceQueue, a.endpoints.Queue),
-		forService(ServiceBlob, a.endpoints.Blob))
+	if err := mk(table, forService(ServiceQueue, a.endpoints.Queue), forService(ServiceBlob, a.endpoints.Blob)); err != nil {
+		return err
+	}
+	var err error
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, newTracer(opts.TracingProvider, "Microsoft.Tables"), a.cosmos)
+	return err
 }
 
 // newHTTPClient returns the default transport: a connection pool sized for
@@ -349,11 +387,16 @@ func (a *Account) Meter() *Meter { return a.meter }
 // through it share (see [Options].Governor).
 func (a *Account) Governor() *Governor { return a.governor }
 
-// Tables returns the table service client.
+// Tables returns the SDK's table service client, for what tablekit leaves
+// to the SDK: creating, deleting and listing tables, access policies,
+// service properties. It shares the Account's options, credential and
+// policies (its requests are counted by the Meter). Read and write
+// entities with a [Table] ([OpenTable]).
 func (a *Account) Tables() *aztables.ServiceClient { return a.tables }
 
-// Table returns a client for the table called name. It does not check the
-// name nor contact the service; see [ValidateTableName].
+// Table returns the SDK's client of the table called name, for table
+// administration (see [Account.Tables]). It does not check the name nor
+// contact the service; see [ValidateTableName].
 func (a *Account) Table(name string) *aztables.Client { return a.tables.NewClient(name) }
 
 // Queues returns the queue service client.

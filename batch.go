@@ -11,11 +11,8 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // Limits of one entity group transaction.
@@ -135,58 +132,8 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 	default:
 		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
 	}
-	if !t.wire {
-		if err := t.checkSDKTransaction(&ea); err != nil {
-			return ea, err
-		}
-	}
-	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + keyLiteralLen(ea.pk) + keyLiteralLen(ea.rk) + len(ea.etag)
+	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + tablewire.KeyLiteralLen(ea.pk) + tablewire.KeyLiteralLen(ea.rk) + len(ea.etag)
 	return ea, nil
-}
-
-// checkSDKTransaction refuses what the SDK's SubmitTransaction cannot send,
-// for tables whose client lacks tablekit's policies.
-func (t *Table[T]) checkSDKTransaction(ea *encodedAction) error {
-	if ea.kind != ActionInsert {
-		if err := t.checkAddressable(ea.kind.String(), ea.pk, ea.rk); err != nil {
-			return err
-		}
-	}
-	if (ea.kind == ActionUpsert || ea.kind == ActionUpdate) && (strings.ContainsRune(ea.pk, '\'') || strings.ContainsRune(ea.rk, '\'')) {
-		return &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "the Azure SDK's SubmitTransaction cannot address a key containing ' in an update or upsert; open the table through a tablekit.Account, or add tablekit.InstallPolicies to the client's options", Err: ErrInvalidKey}
-	}
-	return nil
-}
-
-// sdkAction converts an encoded action for the SDK's SubmitTransaction.
-func (ea *encodedAction) sdkAction() aztables.TransactionAction {
-	var a aztables.TransactionAction
-	switch {
-	case ea.kind == ActionDelete:
-		// A delete has no body: the keys only build the request URL, in
-		// which the SDK does not double single quotes itself.
-		data := appendKeys(nil, strings.ReplaceAll(ea.pk, "'", "''"), strings.ReplaceAll(ea.rk, "'", "''"))
-		a.Entity = append(data, '}')
-		a.ActionType = aztables.TransactionTypeDelete
-	case ea.kind == ActionInsert:
-		a.ActionType = aztables.TransactionTypeAdd
-	case ea.kind == ActionUpsert && ea.mode == Merge:
-		a.ActionType = aztables.TransactionTypeInsertMerge
-	case ea.kind == ActionUpsert:
-		a.ActionType = aztables.TransactionTypeInsertReplace
-	case ea.mode == Merge:
-		a.ActionType = aztables.TransactionTypeUpdateMerge
-	default:
-		a.ActionType = aztables.TransactionTypeUpdateReplace
-	}
-	if ea.body != nil {
-		a.Entity = ea.body
-	}
-	if ea.etag != "" {
-		etag := ea.etag
-		a.IfMatch = &etag
-	}
-	return a
 }
 
 // Transaction runs the actions as one entity group transaction: all of them
@@ -213,7 +160,7 @@ func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags
 		tracing.Attribute{Key: attrPartition, Value: enc[0].pk},
 		tracing.Attribute{Key: attrActions, Value: len(enc)})
 	defer func() { end(err) }()
-	return t.submit(ctx, enc)
+	return t.submit(ctx, enc, sendOptions{att: &attempts{}, gov: t.governor})
 }
 
 func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, error) {
@@ -262,84 +209,57 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 	return enc, nil
 }
 
-// placeholder is the action SubmitTransaction is given when the wire policy
-// sends tablekit's own body. Should it ever be sent, it changes nothing: a
-// delete of a reserved key on a condition no ETag meets.
-var placeholder = []aztables.TransactionAction{{
-	ActionType: aztables.TransactionTypeDelete,
-	Entity:     []byte(`{"PartitionKey":"tablekit-placeholder","RowKey":"tablekit-placeholder"}`),
-	IfMatch:    to.Ptr(azcore.ETag(`W/"tablekit-placeholder"`)),
-}}
+// sendOptions says how submit sends a transaction.
+type sendOptions struct {
+	// att records what the transaction's tries left open; a caller that
+	// sends the same transaction again passes the same record.
+	att *attempts
+	// gov, when not nil, is told of every throttled try.
+	gov *Governor
+	// governed leaves throttled answers to the caller, which paces and
+	// repeats the transaction itself (see newTableWire).
+	governed bool
+}
 
 // submit sends an encoded transaction and returns the actions' ETags.
-func (t *Table[T]) submit(ctx context.Context, enc []encodedAction) ([]azcore.ETag, error) {
-	ctx, att := withAttempts(ctx)
-	ctx = withWriteHint(ctx, t.wireName, enc[0].pk, len(enc))
-	var resp *http.Response
-	ctx = policy.WithCaptureResponse(ctx, &resp)
-	actions := placeholder
-	var wc *wireCall
-	if t.wire {
-		batch, changeset := boundaries()
-		wc = &wireCall{
-			contentType: "multipart/mixed; boundary=" + batch,
-			body: func(base string) []byte {
-				size := 256
-				for i := range enc {
-					size += enc[i].size
-				}
-				return appendBatchBody(make([]byte, 0, size), base, t.wireName, batch, changeset, enc)
-			},
+func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOptions) ([]azcore.ETag, error) {
+	att := o.att
+	batch, changeset := boundaries()
+	size := 256
+	for i := range enc {
+		size += enc[i].size
+	}
+	body := appendBatchBody(make([]byte, 0, size), t.wire.Endpoint(), t.name, batch, changeset, enc)
+	ws := &writeState{table: t.name, pk: enc[0].pk, entities: len(enc), att: att, gov: o.gov}
+	resp, answer, err := t.wire.Transaction(ctx, body, batch, tablewire.Call{Value: ws, OwnThrottling: o.governed})
+	if err != nil {
+		werr := t.wrapWrite("Transaction", "", "", err, att)
+		var se *ServiceError
+		if errors.As(werr, &se) {
+			// The batch itself was refused (e.g. 413 RequestBodyTooLarge,
+			// 403, 503 ServerBusy) or never answered (500, 504).
+			return nil, &TransactionError{Index: -1, Code: se.Code, Err: werr}
 		}
-		ctx = context.WithValue(ctx, wireKey{}, wc)
-	} else {
-		actions = make([]aztables.TransactionAction, len(enc))
-		for i := range enc {
-			actions[i] = enc[i].sdkAction()
-		}
+		return nil, werr
 	}
-	_, sdkErr := t.client.SubmitTransaction(ctx, actions, nil)
-	var err error
-	if wc != nil && !wc.swapped {
-		if sdkErr == nil {
-			sdkErr = errors.New("the placeholder was sent")
-		}
-		return nil, fmt.Errorf("tablekit: Transaction: the table client lost tablekit's wire policy (%v): %w", sdkErr, ErrInvalidInput)
-	}
-	if resp == nil {
-		return nil, t.wrapWrite("Transaction", "", "", sdkErr, att)
-	}
-	var payload []byte
-	if wc != nil && wc.answered {
-		payload = wc.answer
-	} else if payload, err = runtime.Payload(resp); err != nil {
-		return nil, t.wrapWrite("Transaction", "", "", err, att)
-	}
-	if resp.StatusCode != http.StatusAccepted {
-		// The batch itself was refused (e.g. 413 RequestBodyTooLarge,
-		// 403, 503 ServerBusy) or never answered (500, 504).
-		if sdkErr == nil {
-			sdkErr = runtime.NewResponseError(resp)
-		}
-		se := t.wrapWrite("Transaction", "", "", sdkErr, att)
-		code := resp.Header.Get("x-ms-error-code")
-		return nil, &TransactionError{Index: -1, Code: code, Err: se}
-	}
-	out, ok := parseBatchResponse(payload, len(enc))
+	out, ok := parseBatchResponse(answer, len(enc))
 	if !ok {
-		return nil, fmt.Errorf("tablekit: Transaction: cannot read the service's answer (%d bytes, %d actions sent)", len(payload), len(enc))
+		// A 202 says the service processed the transaction, but whether
+		// it applied it is in the answer it sent: without it, the outcome
+		// is unknown, for this call and for a caller that sends the same
+		// transaction again.
+		att.maybeApplied.Store(true)
+		return nil, &RequestError{Op: "Transaction", unknown: true,
+			Err: fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", tablewire.ErrUnreadableAnswer, len(answer), len(enc))}
 	}
 	if !out.failed {
 		return out.etags, nil
 	}
-	re, _ := sdkErr.(*azcore.ResponseError)
-	if re == nil {
-		re = &azcore.ResponseError{StatusCode: resp.StatusCode, RawResponse: resp}
-	}
 	terr := &TransactionError{
 		Index: out.index,
 		Code:  out.code,
-		Err:   &ServiceError{StatusCode: out.status, Code: out.code, Op: "Transaction", Table: t.name, sentinel: sentinelFor(out.status, out.code), resp: re},
+		Err: &ServiceError{StatusCode: out.status, Code: out.code, Op: "Transaction", Table: t.name, sentinel: sentinelFor(out.status, out.code),
+			resp: &azcore.ResponseError{StatusCode: resp.StatusCode, ErrorCode: out.code, RawResponse: resp}},
 	}
 	if att.maybeApplied.Load() && retryConflict(out.code) {
 		return nil, unsettledTransaction(terr)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // The wire format of an entity group transaction, as the Table service
@@ -59,7 +60,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		dst = append(dst, '/')
 		dst = append(dst, table...)
 		if a.kind != ActionInsert {
-			dst = appendKeyPredicate(dst, a.pk, a.rk)
+			dst = tablewire.AppendKeyPredicate(dst, a.pk, a.rk)
 		}
 		dst = append(dst, " HTTP/1.1\r\n"...)
 		if a.body != nil {
@@ -98,53 +99,6 @@ func (a *encodedAction) method() string {
 		return "MERGE"
 	}
 	return http.MethodPut
-}
-
-// appendKeyPredicate appends "(PartitionKey='pk',RowKey='rk')" with the
-// keys as OData string literals (' doubled), percent-encoded for a URL
-// path.
-func appendKeyPredicate(dst []byte, pk, rk string) []byte {
-	dst = append(dst, "(PartitionKey='"...)
-	dst = appendKeyLiteral(dst, pk)
-	dst = append(dst, "',RowKey='"...)
-	dst = appendKeyLiteral(dst, rk)
-	return append(dst, "')"...)
-}
-
-// appendKeyLiteral appends key with ' doubled and every byte outside the
-// unreserved URL characters percent-encoded, so that the service reads
-// back exactly key, whatever it holds.
-func appendKeyLiteral(dst []byte, key string) []byte {
-	const hexDigits = "0123456789ABCDEF"
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
-			dst = append(dst, c)
-		case c == '\'':
-			dst = append(dst, "%27%27"...)
-		default:
-			dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
-		}
-	}
-	return dst
-}
-
-// keyLiteralLen is len(appendKeyLiteral(nil, key)).
-func keyLiteralLen(key string) int {
-	n := 0
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
-			n++
-		case c == '\'':
-			n += 6
-		default:
-			n += 3
-		}
-	}
-	return n
 }
 
 // batchOutcome is what a transaction's answer says.

@@ -401,11 +401,10 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
 	gov, table, pk := s.w.opts.Governor, s.w.t.name, chunk[0].enc.pk
-	newAttempts := func() context.Context {
-		ctx, _ := withAttempts(withGoverned(sctx))
-		return withThrottleHook(ctx, func(err error) { gov.Throttled(table, pk, len(chunk), err) })
-	}
-	ctx := newAttempts()
+	// The Governor paces the chunk and handles its throttled answers: it
+	// is told of each throttled try at once, and the SDK does not retry
+	// them (see newTableWire).
+	send := sendOptions{att: &attempts{}, gov: gov, governed: true}
 	throttled, refusals := 0, 0
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
@@ -423,7 +422,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			s.failChunk(chunk, err)
 			return requests - 1
 		}
-		etags, err := s.w.t.submit(ctx, enc)
+		etags, err := s.w.t.submit(sctx, enc, send)
 		gov.Done(table, pk, len(enc), err)
 		if err == nil {
 			for i, it := range chunk {
@@ -460,7 +459,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			chunk = append(chunk[:te.Index], chunk[te.Index+1:]...)
 			// The refused transaction changed nothing: what follows is a
 			// new request with nothing left open.
-			ctx = newAttempts()
+			send.att = &attempts{}
 		default:
 			s.failChunk(chunk, err)
 			return requests

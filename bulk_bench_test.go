@@ -38,7 +38,7 @@ func benchRows() []benchRow {
 
 func benchTable(b *testing.B) (*tablekit.Table[benchRow], []benchRow) {
 	acct := testenv.Account(b, nil)
-	tbl, err := tablekit.NewTable[benchRow](testenv.NewTable(b, acct), nil)
+	tbl, err := tablekit.OpenTable[benchRow](acct, testenv.CreateTable(b, acct), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

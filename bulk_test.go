@@ -15,7 +15,7 @@ import (
 func newWireItems(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 	t.Helper()
 	acct := testenv.Account(t, nil)
-	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

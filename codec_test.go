@@ -259,7 +259,7 @@ func TestNewTablePlanErrors(t *testing.T) {
 			t.Errorf("got %v, want it to mention %q", err, want)
 		}
 	}
-	_, err := NewTable[noKeys](nil, nil)
+	_, err := OpenTable[noKeys](nil, "Items", nil)
 	check(err, "nil")
 	_, err = planFor(reflect.TypeFor[badField]())
 	check(err, `"C"`)

@@ -85,7 +85,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	ring.Add("k1", k1)
 	slog.Info("key ring", "ring", ring)
 	texts = append(texts, fmt.Sprintf("%v %+v %#v %s", ring, ring, ring, ring))
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Name: name, Encryption: &tablekit.Encryption{Keys: ring}})
+	tbl, err := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,12 +101,12 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	record("get tampered", err)
 	other := tablekit.NewKeyRing()
 	other.Add("k2", k2)
-	tbl2, _ := tablekit.NewTable[patient](client, &tablekit.TableOptions{Name: name, Encryption: &tablekit.Encryption{Keys: other}})
+	tbl2, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: other}})
 	_, err = tbl2.Get(ctx, "W", "1", nil)
 	record("get missing key", err)
 	wrong := tablekit.NewKeyRing()
 	wrong.Add("k1", k2)
-	tbl3, _ := tablekit.NewTable[patient](client, &tablekit.TableOptions{Name: name, Encryption: &tablekit.Encryption{Keys: wrong}})
+	tbl3, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: wrong}})
 	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}, tablekit.Replace); err != nil {
 		t.Fatal(err)
 	}

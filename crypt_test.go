@@ -87,9 +87,10 @@ func putRaw(t *testing.T, client *aztables.Client, m map[string]any) {
 func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
 	ring := newRing(t, "k1")
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
+	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 		break
 	}
 	// A table without encryption refuses a struct tagged encrypt.
-	if _, err := tablekit.NewTable[patient](client, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := tablekit.OpenTable[patient](acct, tableName, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Fatalf("no Encryption: %v", err)
 	}
 }
@@ -166,9 +167,10 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 func TestEncryptionEntityRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
 	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"Card", "Limit", "Ratio", "Flag", "Id"}}
-	tbl, err := tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Encryption: enc})
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: enc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 		Limit int64  `table:"Limit,encrypt"`
 		Owner string
 	}
-	st, err := tablekit.NewTable[card](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: enc.Keys, Properties: []string{"Card"}}})
+	st, err := tablekit.OpenTable[card](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: enc.Keys, Properties: []string{"Card"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +212,9 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Name: "patients", Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
+	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +232,8 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	putRaw(t, client, attacker)
 	_, err = tbl.Get(ctx, "W1", "attacker", nil)
 	var de *tablekit.DecodeError
-	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Op != "Get" || de.Property != "SSN" || de.Entity != "patients:W1/attacker" ||
-		!strings.HasPrefix(err.Error(), `tablekit: Get: cannot decrypt entity "patients:W1/attacker" property "SSN": `) {
+	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Op != "Get" || de.Property != "SSN" || de.Entity != tableName+":W1/attacker" ||
+		!strings.HasPrefix(err.Error(), `tablekit: Get: cannot decrypt entity "`+tableName+`:W1/attacker" property "SSN": `) {
 		t.Fatalf("copied to another row: %v", err)
 	}
 	if errors.As(err, new(*tablekit.ValidationError)) {
@@ -261,8 +264,9 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 func TestEncryptionTamperedByteFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
+	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +299,10 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 func TestEncryptionKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
 	ring := newRing(t, "k1")
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
+	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +344,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	if err := ring.Remove("k1"); err != nil {
 		t.Fatal(err)
 	}
-	fresh, _ := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
+	fresh, _ := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	for p, err := range fresh.Query(ctx, tablekit.PartitionEq("W"), nil) {
 		if err != nil {
 			t.Fatal(err)
@@ -351,7 +356,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	// A row still on a removed key fails clearly.
 	k1 := tablekit.NewKeyRing()
 	k1.Add("k1", tablekit.GenerateKey())
-	w1, _ := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: k1}})
+	w1, _ := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: k1}})
 	if _, err := w1.Insert(ctx, patient{Ward: "W", ID: "stale", SSN: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -364,9 +369,9 @@ func TestEncryptionKeyRotation(t *testing.T) {
 func TestEncryptionMergeAndTransaction(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
+	tableName := testenv.CreateTable(t, acct)
 	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"A", "B"}}
-	tbl, err := tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Encryption: enc})
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: enc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +412,10 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 // build on.
 func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	ctx := context.Background()
-	client := testenv.NewTable(t, testenv.Account(t, nil))
-	tbl, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
+	acct := testenv.Account(t, nil)
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
+	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // Sentinel errors, checked with [errors.Is]. A service failure returned by
@@ -278,7 +279,8 @@ func (e *ServiceError) Unwrap() []error {
 }
 
 // RequestError is a request that got no answer from the service: the
-// connection could not be made, broke, or timed out. It unwraps to the
+// connection could not be made, broke, or timed out, or the answer could
+// not be read. It unwraps to the
 // transport's error (often a *url.Error). For a write that may have
 // reached the service it also matches [ErrOutcomeUnknown].
 type RequestError struct {
@@ -379,7 +381,7 @@ func wrapError(op, table, pk, rk string, err error) error {
 	}
 	var ue *url.Error
 	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tablewire.ErrUnreadableAnswer) {
 		return &RequestError{Op: op, Err: err}
 	}
 	return err
@@ -396,7 +398,10 @@ func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
 	}
 	var rqe *RequestError
 	if errors.As(werr, &rqe) && !notSent(err) {
+		// No answer, or one that could not be read: the request may have
+		// been applied, and a caller that sends it again must know.
 		rqe.unknown = true
+		att.maybeApplied.Store(true)
 		return werr
 	}
 	var se *ServiceError

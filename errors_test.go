@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
 )
 
@@ -20,14 +19,16 @@ type opItem struct {
 // TestRefusalsNameTheOperation: every input refused before sending comes
 // back as a *ValidationError whose Op names the exported operation the
 // caller used, and its message starts with it. Nothing here reaches a
-// service: the client points at a closed port.
+// service: the account points at closed ports.
 func TestRefusalsNameTheOperation(t *testing.T) {
 	ctx := context.Background()
-	client, err := aztables.NewClientWithNoCredential("http://127.0.0.1:1/devstoreaccount1/Items", nil)
+	acct, err := tablekit.Open("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"+
+		"TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tablekit.NewTable[opItem](client, &tablekit.TableOptions{Name: "Items"})
+	const tableName = "Items"
+	tbl, err := tablekit.OpenTable[opItem](acct, tableName, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +37,9 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		op   string
 		call func() error
 	}{
-		{"NewTable", func() error { _, err := tablekit.NewTable[opItem](nil, nil); return err }},
-		{"NewTable", func() error { _, err := tablekit.NewTable[int](client, nil); return err }},
+		{"OpenTable", func() error { _, err := tablekit.OpenTable[int](acct, tableName, nil); return err }},
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](nil, "Items", nil); return err }},
+		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](&tablekit.Account{}, "Items", nil); return err }},
 		{"Get", func() error { _, err := tbl.Get(ctx, "p", badKey, nil); return err }},
 		{"Exists", func() error { _, err := tbl.Exists(ctx, badKey, "r"); return err }},
 		{"Insert", func() error { _, err := tbl.Insert(ctx, opItem{PK: badKey, RK: "r"}); return err }},
@@ -78,7 +79,7 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		}},
 		{"Top", func() error { _, err := tbl.Top(ctx, tablekit.PartitionEq("p"), 0, nil); return err }},
 		{"Count", func() error {
-			strict, err := tablekit.NewTable[opItem](client, &tablekit.TableOptions{Name: "Items", TableScans: tablekit.RefuseTableScans})
+			strict, err := tablekit.OpenTable[opItem](acct, tableName, &tablekit.TableOptions{TableScans: tablekit.RefuseTableScans})
 			if err != nil {
 				return err
 			}

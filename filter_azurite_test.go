@@ -78,7 +78,8 @@ func filterHex(p []byte) string {
 func TestFilterAzurite(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
+	tableName := testenv.CreateTable(t, acct)
+	client := acct.Table(tableName)
 
 	base := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	const hostile = "x' or PartitionKey ne '"

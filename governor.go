@@ -230,16 +230,18 @@ func (g *Governor) Done(table, pk string, entities int, err error) {
 
 // Do runs write, a request writing entities entities to partition pk of
 // table, at the Governor's pace: it waits for the partition's turn (see
-// Wait), runs write with a context that reports each throttled try to the
-// Governor as it happens (also those the SDK then retries, for requests
-// made through a Table or an Account's clients), and reports write's
-// outcome (see Done). It returns write's error, or ctx's if it ended
-// while waiting.
+// Wait), runs write, and reports its outcome (see Done). It returns
+// write's error, or ctx's if it ended while waiting.
+//
+// Every throttled try of a write made through a [Table] is reported to
+// the Table's Governor as it happens, also those the SDK then retries:
+// when g is that Governor (for a Table opened through an Account, the
+// Account's, by default), it learns of them before write returns.
 func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write func(ctx context.Context) error) error {
 	if err := g.Wait(ctx, table, pk, entities); err != nil {
 		return err
 	}
-	err := write(withThrottleHook(ctx, func(err error) { g.Throttled(table, pk, entities, err) }))
+	err := write(ctx)
 	g.Done(table, pk, entities, err)
 	return err
 }

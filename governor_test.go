@@ -102,9 +102,6 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if mine, _ := tablekit.OpenTable[wireItem](acct, name, &tablekit.TableOptions{Governor: own}); mine.Governor() != own {
 		t.Error("TableOptions.Governor is not used")
 	}
-	if plain, _ := tablekit.NewTable[wireItem](acct.Table(name), nil); plain.Governor() == nil || plain.Governor() == acct.Governor() {
-		t.Error("NewTable without a Governor should get one of its own")
-	}
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}

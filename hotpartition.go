@@ -1,7 +1,6 @@
 package tablekit
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 )
 
 // The Meter keeps, for every partition written through it, a moving
@@ -98,20 +99,6 @@ func (m *Meter) HotPartitions(min float64) []PartitionRate {
 	return out
 }
 
-// writeHint tells the Meter which partition a request writes and how many
-// entities: tablekit's write paths put it in the request context (a
-// transaction's body is not worth parsing again).
-type writeHint struct {
-	table, pk string
-	entities  int
-}
-
-type writeHintKey struct{}
-
-func withWriteHint(ctx context.Context, table, pk string, entities int) context.Context {
-	return context.WithValue(ctx, writeHintKey{}, writeHint{table, pk, entities})
-}
-
 // HotPartitionWarning configures the warning an Account logs when a
 // partition is written near its target.
 type HotPartitionWarning struct {
@@ -123,15 +110,17 @@ type HotPartitionWarning struct {
 
 // noteWrite records a table write that got an answer, and warns once a
 // minute per partition when its rate nears the target.
-func (p *meterPolicy) noteWrite(req *http.Request, op string, resp *http.Response) {
+func (p *meterPolicy) noteWrite(req *policy.Request, op string, resp *http.Response) {
 	if resp.StatusCode >= 300 {
 		return
 	}
 	var id partitionID
 	n := 1
-	if h, ok := req.Context().Value(writeHintKey{}).(writeHint); ok {
-		id, n = partitionID{h.table, h.pk}, h.entities
-	} else if table, pk, ok := keysFromPath(p.resourcePath(req.URL)); ok {
+	if ws := stateOf(req); ws != nil {
+		// tablekit's own writes say which partition they write, and how
+		// many entities (a transaction's body is not worth parsing again).
+		id, n = partitionID{ws.table, ws.pk}, ws.entities
+	} else if table, pk, ok := keysFromPath(p.resourcePath(req.Raw().URL)); ok {
 		id = partitionID{table, pk}
 	} else {
 		return // an insert or transaction from outside tablekit: not worth parsing

@@ -21,7 +21,7 @@ func TestHotPartitionWarning(t *testing.T) {
 		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 		Fraction: 100.0 / tablekit.PartitionTarget, // warn at 100 entities/s
 	}})
-	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

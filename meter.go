@@ -1,7 +1,6 @@
 package tablekit
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit/internal/storageop"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // The services a [Meter] counts.
@@ -117,8 +117,14 @@ type meterPolicy struct {
 
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
-	op := classify(p.service, raw.Method, p.resourcePath(raw.URL), raw.URL.Query(), raw.Header)
-	if tries, ok := raw.Context().Value(meterTriesKey{}).(*atomic.Int32); ok && tries.Add(1) > 1 {
+	var op string
+	if wop, ok := tablewire.OperationOf(req); ok {
+		op = string(wop) // tablekit's own table requests say what they are
+	} else {
+		op = classify(p.service, raw.Method, p.resourcePath(raw.URL), raw.URL.Query(), raw.Header)
+	}
+	var tries *meterTries
+	if req.OperationValue(&tries) && tries.n.Add(1) > 1 {
 		bump(&p.meter.retries, meterKey{p.service, op})
 	}
 	resp, err := req.Next()
@@ -129,7 +135,7 @@ func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		switch op {
 		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
-			p.noteWrite(raw, op, resp)
+			p.noteWrite(req, op, resp)
 		}
 	}
 	return resp, err
@@ -262,17 +268,18 @@ func (s MeterSnapshot) Counts() []MeterCount {
 	return out
 }
 
-// meterTriesKey is the context key of a call's try count, set by
-// meterCallPolicy and read by the Meter's per-retry policy.
-type meterTriesKey struct{}
+// meterTries counts the tries of one call: meterCallPolicy attaches it to
+// the request (an operation value, which the retry policy's clones of the
+// request share), and the Meter's per-retry policy counts with it, so that
+// it tells retries from first tries.
+type meterTries struct{ n atomic.Int32 }
 
-// meterCallPolicy gives each call a try counter, so the Meter's per-retry
-// policy can tell retries from first tries.
+// meterCallPolicy gives each call a try counter.
 type meterCallPolicy struct{}
 
 func (meterCallPolicy) Do(req *policy.Request) (*http.Response, error) {
-	ctx := context.WithValue(req.Raw().Context(), meterTriesKey{}, new(atomic.Int32))
-	return req.Clone(ctx).Next()
+	req.SetOperationValue(&meterTries{})
+	return req.Next()
 }
 
 // String lists the counts by service and operation, sorted, e.g.

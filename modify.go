@@ -49,13 +49,14 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	var err error
 	for range o.Retry.WithDefaults(DefaultConflictRetry).Attempts(ctx) {
 		// One read gives the value and the ETag it is conditional on.
-		body, etag, found, rerr := t.readRaw(ctx, pk, rk)
+		e, found, rerr := t.readIfExists(ctx, "Modify", pk, rk)
 		if rerr != nil {
 			return zero, rerr
 		}
+		etag := e.ETag
 		v := t.withKeys(pk, rk)
 		if found {
-			if err := t.decode("Modify", body, &v); err != nil {
+			if err := t.decode("Modify", e.Body, &v); err != nil {
 				return zero, err
 			}
 			t.setETag(&v, etag)

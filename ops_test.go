@@ -139,7 +139,7 @@ func TestCursorResumesBrokenLoop(t *testing.T) {
 				break
 			}
 		}
-		again, err := tablekit.NewTable[wireItem](tbl.Client(), nil)
+		again, err := tablekit.OpenTable[wireItem](testenv.Account(t, nil), tbl.Name(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,11 @@
 package tablekit
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // A write whose answer is lost (a broken connection, a 500 timeout) is
@@ -32,50 +29,16 @@ func retryConflict(code string) bool {
 	return false
 }
 
-// readRaw reads one entity's JSON as the service sent it. found is false
-// when it does not exist.
-func (t *Table[T]) readRaw(ctx context.Context, pk, rk string) (body []byte, etag azcore.ETag, found bool, err error) {
-	if pk == "" || rk == "" {
-		// GetEntity cannot address an empty key; a point query can.
-		q := &query{op: "Get", filter: pointFilter(pk, rk)}
-		var objs [][]byte
-		if err := t.fetchRaw(ctx, q, 1, func(obj []byte) error { objs = append(objs, bytes.Clone(obj)); return nil }); err != nil {
-			return nil, "", false, err
-		}
-		if len(objs) == 0 {
-			return nil, "", false, nil
-		}
-		var e Entity
-		if err := decodeEntity(objs[0], &e, &decodeState{table: t.name}); err != nil {
-			return nil, "", false, err
-		}
-		return objs[0], e.ETag, true, nil
+// readIfExists reads one entity's JSON as the service sent it and its
+// ETag; found is false when there is no such entity (a missing table is
+// an error).
+func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e tablewire.Entity, found bool, err error) {
+	e, err = t.read(ctx, op, pk, rk, "")
+	var se *ServiceError
+	if errors.As(err, &se) && errors.Is(err, ErrNotFound) && se.Code != "TableNotFound" {
+		return e, false, nil
 	}
-	var resp *http.Response
-	rctx := policy.WithCaptureResponse(ctx, &resp)
-	var rc *readCall
-	if t.wire {
-		rc = &readCall{empty: "{}"}
-		rctx = context.WithValue(rctx, readKey{}, rc)
-	}
-	r, err := t.client.GetEntity(rctx, pk, rk, nil)
-	if err != nil {
-		err = t.wrap("Get", pk, rk, err)
-		if errors.Is(err, ErrNotFound) {
-			return nil, "", false, nil
-		}
-		return nil, "", false, err
-	}
-	body = r.Value
-	if rc != nil && rc.ok {
-		return rc.body, r.ETag, true, nil
-	}
-	if resp != nil {
-		if raw, perr := runtime.Payload(resp); perr == nil {
-			body = raw
-		}
-	}
-	return body, r.ETag, true, nil
+	return e, err == nil, err
 }
 
 // unsettledTransaction is the error of a transaction whose retry failed

@@ -1,20 +1,17 @@
 package tablekit
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"iter"
-	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // MaxPageSize is the most entities the service returns in one page.
@@ -164,6 +161,9 @@ type query struct {
 	skipTo  *[2]string
 	skipN   int
 	skipped int // entities the last fetch skipped
+	// entities is about how many entities the last page fetched holds
+	// (at least as many), to size what they are decoded into.
+	entities int
 }
 
 func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
@@ -184,21 +184,8 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		return nil, &ValidationError{Property: "Limit", Detail: "negative limit", Err: ErrInvalidInput}
 	}
 	q := &query{filter: text, pageSize: opts.PageSize}
-	if len(opts.Select) > 0 {
-		sel := make([]string, 0, len(opts.Select)+2)
-		sel = append(sel, "PartitionKey", "RowKey")
-		for _, s := range opts.Select {
-			if s == "PartitionKey" || s == "RowKey" {
-				continue
-			}
-			if s != "Timestamp" {
-				if err := validPropertyName(s); err != nil {
-					return nil, &ValidationError{Property: s, Detail: "Select: " + err.Error(), Err: ErrInvalidInput}
-				}
-			}
-			sel = append(sel, s)
-		}
-		q.sel = strings.Join(sel, ",")
+	if q.sel, err = selectText(opts.Select); err != nil {
+		return nil, err
 	}
 	q.hash = queryHash(q.filter, q.sel)
 	if opts.Continuation != "" {
@@ -214,6 +201,28 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		}
 	}
 	return q, nil
+}
+
+// selectText returns the $select text of a projection to the properties
+// names (and the keys, always read), or "" for all properties.
+func selectText(names []string) (string, error) {
+	if len(names) == 0 {
+		return "", nil
+	}
+	sel := make([]string, 0, len(names)+2)
+	sel = append(sel, "PartitionKey", "RowKey")
+	for _, s := range names {
+		if s == "PartitionKey" || s == "RowKey" {
+			continue
+		}
+		if s != "Timestamp" {
+			if err := validPropertyName(s); err != nil {
+				return "", &ValidationError{Property: s, Detail: "Select: " + err.Error(), Err: ErrInvalidInput}
+			}
+		}
+		sel = append(sel, s)
+	}
+	return strings.Join(sel, ","), nil
 }
 
 // more reports whether the service said there are more results.
@@ -245,6 +254,9 @@ func (q *query) token() string {
 // and appends its entities to items.
 func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, items []T) ([]T, error) {
 	err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
+		if items == nil {
+			items = make([]T, 0, q.entities)
+		}
 		var v T
 		if err := t.decode(op, obj, &v); err != nil {
 			return err
@@ -256,28 +268,17 @@ func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, item
 }
 
 // fetchRaw reads one service page and calls fn with each entity's JSON as
-// the service sent it (the SDK's decoded entities have lost the type of
-// whole-number doubles); obj aliases the response body. On the first page
-// of a query resumed from a Cursor's token, it skips what was yielded.
+// the service sent it; obj aliases the answer's body. On the first page of
+// a query resumed from a Cursor's token, it skips what was yielded.
 func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
-	o := &aztables.ListEntitiesOptions{NextPartitionKey: q.nextPK, NextRowKey: q.nextRK}
-	if q.filter != "" {
-		o.Filter = &q.filter
+	wq := tablewire.Query{Filter: q.filter, Select: q.sel, Top: top}
+	if q.nextPK != nil {
+		wq.NextPartitionKey = *q.nextPK
 	}
-	if q.sel != "" {
-		o.Select = &q.sel
+	if q.nextRK != nil {
+		wq.NextRowKey = *q.nextRK
 	}
-	if top > 0 {
-		o.Top = to.Ptr(int32(top))
-	}
-	var raw *http.Response
-	ctx = policy.WithCaptureResponse(ctx, &raw)
-	var rc *readCall
-	if t.wire {
-		rc = &readCall{empty: `{"value":[]}`}
-		ctx = context.WithValue(ctx, readKey{}, rc)
-	}
-	resp, err := t.client.NewListEntitiesPager(o).NextPage(ctx)
+	page, err := t.wire.QueryEntities(ctx, t.name, &wq, tablewire.Call{})
 	if err != nil {
 		op := q.op
 		if op == "" {
@@ -285,19 +286,15 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 		}
 		return t.wrap(op, "", "", err)
 	}
-	q.nextPK, q.nextRK = resp.NextPartitionKey, resp.NextRowKey
-	// each calls fn with every entity of the page as the service sent it.
-	each := func(fn func(obj []byte) error) error {
-		if rc != nil && rc.ok {
-			return forEachObject(rc.body, fn)
-		}
-		return t.eachObject(raw, resp.Entities, fn)
-	}
+	q.nextPK, q.nextRK = nonEmpty(page.NextPartitionKey), nonEmpty(page.NextRowKey)
+	// Every entity has a PartitionKey (also when projected); a string
+	// value holding the text only makes the estimate larger.
+	q.entities = bytes.Count(page.Body, []byte(`"PartitionKey":`))
 	if q.skipTo == nil {
-		return each(fn)
+		return forEachObject(page.Body, fn)
 	}
 	var objs [][]byte
-	if err := each(func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+	if err := forEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
 	rest, passed, left := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
@@ -315,26 +312,12 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	return nil
 }
 
-// eachObject calls fn with each entity of a page: from the raw response
-// body when there is one, else from the SDK's re-encoded entities.
-func (t *Table[T]) eachObject(raw *http.Response, entities [][]byte, fn func(obj []byte) error) error {
-	if raw != nil {
-		if body, err := runtime.Payload(raw); err == nil {
-			return forEachObject(body, fn)
-		}
+// nonEmpty returns &s, or nil when s is "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
 	}
-	for _, obj := range entities {
-		if err := fn(obj); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pointFilter is the filter text of PointQuery(pk, rk).
-func pointFilter(pk, rk string) string {
-	text, _ := PointQuery(pk, rk).Build()
-	return text
+	return &s
 }
 
 // Query returns the entities that match f (the zero Filter matches all),

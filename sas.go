@@ -16,6 +16,7 @@ import (
 	blobsas "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
+	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -480,7 +481,7 @@ func sasAccount(p *parsedSAS, opts *SASClientOptions, mk func(a *Account, table,
 	}
 	o.PerRetryPolicies = append(append([]policy.Policy(nil), o.PerRetryPolicies...), redactPolicy{})
 	a := &Account{name: p.account, endpoints: Endpoints{Table: p.endpoint, Queue: p.endpoint, Blob: p.endpoint}}
-	err := a.build(&o, func(table, queue, blob azcore.ClientOptions) error { return mk(a, table, queue, blob) })
+	err := a.build(&o, tablewire.NewSAS(p.token), func(table, queue, blob azcore.ClientOptions) error { return mk(a, table, queue, blob) })
 	if err != nil {
 		return sasError(p.shown, "cannot create the client: %s", redactSecretText(err.Error()))
 	}
@@ -505,24 +506,20 @@ func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (_ *Table[T], er
 	if tn := p.tokenValue("tn"); tn != "" && !strings.EqualFold(tn, p.resource) {
 		return nil, sasError(p.shown, "the SAS token is for table %q, not %q", tn, p.resource)
 	}
-	var client *aztables.Client
-	err = sasAccount(p, opts, func(a *Account, table, _, _ azcore.ClientOptions) error {
-		svc, err := aztables.NewServiceClientWithNoCredential(p.endpoint+"/?"+p.token, &aztables.ClientOptions{ClientOptions: table})
-		if err != nil {
-			return err
-		}
-		client = svc.NewClient(p.resource)
-		return nil
+	var acct *Account
+	err = sasAccount(p, opts, func(a *Account, table, _, _ azcore.ClientOptions) (err error) {
+		a.tables, err = aztables.NewServiceClientWithNoCredential(p.endpoint+"/?"+p.token, &aztables.ClientOptions{ClientOptions: table})
+		acct = a
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	var to TableOptions
-	if opts != nil && opts.Table != nil {
-		to = *opts.Table
+	var to *TableOptions
+	if opts != nil {
+		to = opts.Table
 	}
-	to.Name = p.resource
-	return NewTable[T](client, &to)
+	return openTable[T](acct, p.resource, to)
 }
 
 // OpenQueueSAS returns a client for the queue a SAS URL names (as made by

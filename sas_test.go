@@ -54,8 +54,8 @@ func statusOf(err error) int {
 func TestTableSASScopedToPartition(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	name, client := newNamedTable(t, acct)
-	owner, err := tablekit.NewTable[order](client, &tablekit.TableOptions{Name: name})
+	name, _ := newNamedTable(t, acct)
+	owner, err := tablekit.OpenTable[order](acct, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ var ErrTableScan = fmt.Errorf("tablekit: table scan refused: %w", ErrInvalidInpu
 // validate checks that p is one of the policies.
 func (p TableScanPolicy) validate(table string) error {
 	if p > RefuseTableScans {
-		return &ValidationError{Op: "NewTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.String(), Err: ErrInvalidInput}
+		return &ValidationError{Op: "OpenTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.String(), Err: ErrInvalidInput}
 	}
 	return nil
 }

@@ -26,8 +26,7 @@ type scanRow struct {
 func scanTable(t *testing.T, policy tablekit.TableScanPolicy, logger *slog.Logger) (*tablekit.Account, *tablekit.Table[scanRow]) {
 	t.Helper()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[scanRow](client, &tablekit.TableOptions{Name: "scans", TableScans: policy, Logger: logger})
+	tbl, err := tablekit.OpenTable[scanRow](acct, testenv.CreateTable(t, acct), &tablekit.TableOptions{TableScans: policy, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +85,7 @@ func TestTableScanRefusedSendsNothing(t *testing.T) {
 			t.Errorf("%s(%q): err %v, want a *ValidationError matching ErrTableScan", op, f, err)
 			return
 		}
-		if ve.Op != op || ve.Entity != "scans" || !strings.Contains(ve.Detail, f.Explain().String()) {
+		if ve.Op != op || ve.Entity != tbl.Name() || !strings.Contains(ve.Detail, f.Explain().String()) {
 			t.Errorf("%s(%q): error %+v does not name the operation, table and plan", op, f, ve)
 		}
 	}
@@ -157,9 +156,9 @@ func TestTableScanLogged(t *testing.T) {
 		t.Fatalf("%d log records, want 2:\n%s", len(recs), buf.String())
 	}
 	want := []map[string]any{
-		{"level": "WARN", "msg": "tablekit: table scan", "table": "scans", "op": "Query", "filter": "LastName eq 'Jones'",
+		{"level": "WARN", "msg": "tablekit: table scan", "table": tbl.Name(), "op": "Query", "filter": "LastName eq 'Jones'",
 			"class": "table scan", "reason": string(tablekit.ReasonPropertiesOnly)},
-		{"level": "WARN", "msg": "tablekit: table scan", "table": "scans", "op": "QueryPage", "filter": "RowKey eq '3'",
+		{"level": "WARN", "msg": "tablekit: table scan", "table": tbl.Name(), "op": "QueryPage", "filter": "RowKey eq '3'",
 			"class": "table scan", "reason": string(tablekit.ReasonRowKeyOnly)},
 	}
 	for i, w := range want {
@@ -186,7 +185,7 @@ func TestTableScanAllowed(t *testing.T) {
 
 func TestTableScanPolicyValidated(t *testing.T) {
 	acct := testenv.Account(t, nil)
-	_, err := tablekit.NewTable[scanRow](acct.Table("nosuchtable"), &tablekit.TableOptions{TableScans: tablekit.TableScanPolicy(9)})
+	_, err := tablekit.OpenTable[scanRow](acct, "nosuchtable", &tablekit.TableOptions{TableScans: tablekit.TableScanPolicy(9)})
 	if !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("unknown policy: %v", err)
 	}

@@ -4,24 +4,18 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"reflect"
 	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // TableOptions configures a [Table]. A nil *TableOptions means defaults.
 type TableOptions struct {
-	// Name is the table's name, used in error messages. OpenTable sets it;
-	// set it when building a Table from an *aztables.Client with NewTable,
-	// because the SDK client does not expose its name.
-	Name string
-
 	// Cosmos says that the table is on Azure Cosmos DB for Table, whose
 	// query results are not in key order; OpenTable takes it from the
 	// Account (see Account.Cosmos).
@@ -57,9 +51,8 @@ type TableOptions struct {
 // return a *[ValidationError] for bad input; service failures match the
 // sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...).
 type Table[T any] struct {
-	client   *aztables.Client
-	wire     bool   // client has tablekit's policies (wire.go)
-	wireName string // the table's name, as the client addresses it
+	wire     *tablewire.Client // entities
+	admin    *aztables.Client  // the table itself (create, delete, access policies)
 	name     string
 	plan     *typePlan // nil when T is Entity
 	isEntity bool
@@ -71,34 +64,51 @@ type Table[T any] struct {
 	governor *Governor
 }
 
-// NewTable returns a Table over client for values of T. It fails, naming the
-// field, when T is not a struct with `table:",pk"` and `table:",rk"` string
-// fields (or Entity), or has a field of an unsupported type.
+// OpenTable returns a Table for the table called name in acct, for values
+// of T. It checks the name, and fails, naming the field, when T is not a
+// struct with `table:",pk"` and `table:",rk"` string fields (or Entity),
+// or has a field of an unsupported type. It does not contact the service:
+// see [Table.CreateIfNotExists].
 //
-// A client made by an [Account] (or with [InstallPolicies] in its options)
-// gets tablekit's own transaction encoding: any valid key in any action,
-// entities with an empty key addressed, and lost answers told from
-// conflicts. Other clients go through the SDK's SubmitTransaction and its
-// limits (see InstallPolicies). Reads are exact with any client.
-func NewTable[T any](client *aztables.Client, opts *TableOptions) (_ *Table[T], err error) {
-	defer func() { err = withOp("NewTable", err) }()
-	if client == nil {
-		return nil, &ValidationError{Detail: "nil *aztables.Client", Err: ErrInvalidInput}
+// The Table reads and writes entities through the Account's own Table
+// service client, on the Account's pipeline (credential, retries, Meter,
+// tracing, policies), and takes the Account's Cosmos DB mode, tracing and
+// Governor unless opts says otherwise.
+func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[T], err error) {
+	defer func() { err = withOp("OpenTable", err) }()
+	return openTable[T](acct, name, opts)
+}
+
+// openTable is OpenTable without naming the operation in its errors.
+func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T], error) {
+	if acct == nil || acct.wire == nil || acct.tables == nil {
+		return nil, &ValidationError{Detail: "nil or zero *Account (make one with Open or OpenWithCredential)", Err: ErrInvalidInput}
 	}
-	if opts == nil {
-		opts = &TableOptions{}
-	}
-	if err := opts.TableScans.validate(opts.Name); err != nil {
+	if err := ValidateTableName(name); err != nil {
 		return nil, err
 	}
-	t := &Table[T]{client: client, name: opts.Name, scans: opts.TableScans, logger: opts.Logger, governor: opts.Governor, tracer: newTracer(opts.TracingProvider, "Microsoft.Tables")}
-	if t.governor == nil {
-		t.governor = NewGovernor(&GovernorOptions{Logger: opts.Logger})
+	o := TableOptions{}
+	if opts != nil {
+		o = *opts
 	}
-	t.cosmos = opts.Cosmos
-	t.wireName, t.wire = probeWire(client)
-	if t.name == "" {
-		t.name = t.wireName
+	if err := o.TableScans.validate(name); err != nil {
+		return nil, err
+	}
+	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
+		o.TracingProvider = acct.tracing
+	}
+	t := &Table[T]{
+		wire:     acct.wire,
+		admin:    acct.tables.NewClient(name),
+		name:     name,
+		cosmos:   o.Cosmos || acct.cosmos,
+		scans:    o.TableScans,
+		logger:   o.Logger,
+		governor: o.Governor,
+		tracer:   newTracer(o.TracingProvider, "Microsoft.Tables"),
+	}
+	if t.governor == nil {
+		t.governor = acct.governor
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
@@ -113,8 +123,7 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (_ *Table[T], 
 		}
 		t.plan = plan
 	}
-	crypt, cerr := newCryptContext(opts.Encryption, t.plan)
-	err = cerr
+	crypt, err := newCryptContext(o.Encryption, t.plan)
 	if err != nil {
 		return nil, err
 	}
@@ -125,41 +134,17 @@ func NewTable[T any](client *aztables.Client, opts *TableOptions) (_ *Table[T], 
 	return t, nil
 }
 
-// OpenTable checks the table name and returns a Table for it in acct.
-func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[T], err error) {
-	defer func() { err = withOp("OpenTable", err) }()
-	if acct == nil {
-		return nil, &ValidationError{Detail: "nil *Account", Err: ErrInvalidInput}
-	}
-	if err := ValidateTableName(name); err != nil {
-		return nil, err
-	}
-	o := TableOptions{}
-	if opts != nil {
-		o = *opts
-	}
-	o.Name = name
-	o.Cosmos = o.Cosmos || acct.cosmos
-	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
-		o.TracingProvider = acct.tracing
-	}
-	if o.Governor == nil {
-		o.Governor = acct.governor
-	}
-	return NewTable[T](acct.Table(name), &o)
-}
+// Client returns the SDK's client of the table, for what tablekit leaves
+// to the SDK (access policies, ...; see [Account.Tables]). It shares the
+// Account's options, credential and policies.
+func (t *Table[T]) Client() *aztables.Client { return t.admin }
 
-// Client returns the SDK client the table uses.
-func (t *Table[T]) Client() *aztables.Client { return t.client }
-
-// Name returns the table's name: as given in TableOptions, else as the
-// client addresses it when the client comes from an Account (or has
-// InstallPolicies), else "".
+// Name returns the table's name.
 func (t *Table[T]) Name() string { return t.name }
 
 // CreateIfNotExists creates the table unless it exists.
 func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
-	_, err := t.client.CreateTable(ctx, nil)
+	_, err := t.admin.CreateTable(ctx, nil)
 	if err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == string(aztables.TableAlreadyExists) {
@@ -173,7 +158,7 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 // DeleteTable deletes the table and everything in it. It returns an error
 // matching ErrNotFound when the table does not exist.
 func (t *Table[T]) DeleteTable(ctx context.Context) error {
-	_, err := t.client.Delete(ctx, nil)
+	_, err := t.admin.Delete(ctx, nil)
 	return WrapError("DeleteTable", err)
 }
 
@@ -240,18 +225,6 @@ func (t *Table[T]) checkKeys(pk, rk string) error {
 	return s.checkKeys(pk, rk)
 }
 
-// checkAddressable refuses operations the SDK cannot address by key.
-func (t *Table[T]) checkAddressable(op, pk, rk string) error {
-	if pk == "" || rk == "" {
-		return &ValidationError{
-			Entity: t.name + ":" + pk + "/" + rk,
-			Detail: op + " needs a non-empty PartitionKey and RowKey: the Azure SDK for Go cannot address an entity with an empty key (Insert and queries can); open the table through a tablekit.Account, or add tablekit.InstallPolicies to the client's options",
-			Err:    ErrInvalidKey,
-		}
-	}
-	return nil
-}
-
 // GetOptions configures [Table.Get].
 type GetOptions struct {
 	// Select lists the properties to read (projection); nil reads all.
@@ -260,48 +233,40 @@ type GetOptions struct {
 }
 
 // Get reads one entity. It returns an error matching ErrNotFound when the
-// entity does not exist.
+// entity (or the table) does not exist.
 func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ T, err error) {
 	defer func() { err = withOp("Get", err) }()
 	var zero T
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
 	}
-	if (opts != nil && len(opts.Select) > 0) || pk == "" || rk == "" {
-		// GetEntity has no $select and cannot address empty keys: a point
-		// query costs the same one transaction.
-		var sel []string
-		if opts != nil {
-			sel = opts.Select
-		}
-		o := &QueryOptions{Select: sel, PageSize: 1}
-		for {
-			page, err := t.QueryPage(ctx, PointQuery(pk, rk), o)
-			if err != nil {
-				return zero, err
-			}
-			if len(page.Items) > 0 {
-				return page.Items[0], nil
-			}
-			if page.Continuation == "" {
-				return zero, t.notFound("Get", pk, rk)
-			}
-			o.Continuation = page.Continuation // an empty page before the end
+	var sel string
+	if opts != nil {
+		if sel, err = selectText(opts.Select); err != nil {
+			return zero, err
 		}
 	}
-	data, etag, found, err := t.readRaw(ctx, pk, rk)
+	e, err := t.read(ctx, "Get", pk, rk, sel)
 	if err != nil {
 		return zero, err
 	}
-	if !found {
-		return zero, t.notFound("Get", pk, rk)
-	}
 	var v T
-	if err := t.decode("Get", data, &v); err != nil {
+	if err := t.decode("Get", e.Body, &v); err != nil {
 		return zero, err
 	}
-	t.setETag(&v, etag)
+	t.setETag(&v, e.ETag)
 	return v, nil
+}
+
+// read reads one entity's JSON as the service sent it (projected to sel,
+// a $select text, when not ""), and its ETag. A missing entity is a
+// *ServiceError matching ErrNotFound.
+func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (tablewire.Entity, error) {
+	e, err := t.wire.GetEntity(ctx, t.name, pk, rk, sel, tablewire.Call{})
+	if err != nil {
+		return e, t.wrap(op, pk, rk, err)
+	}
+	return e, nil
 }
 
 func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
@@ -395,47 +360,20 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 }
 
 // writeEncoded sends one encoded write, settling a lost answer (outcome.go).
-// Keys the SDK cannot address (empty ones) go as a one-action transaction
-// when the client has tablekit's policies.
 func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction) (azcore.ETag, error) {
-	if a.kind != ActionInsert && (a.pk == "" || a.rk == "") {
-		if !t.wire {
-			return "", t.checkAddressable(op, a.pk, a.rk)
-		}
-		a.size = len(a.body) + batchPartFixed + batchBaseURLMax + len(t.name) + len(a.etag)
-		etags, err := t.submit(ctx, []encodedAction{*a})
-		var te *TransactionError
-		if errors.As(err, &te) {
-			// One action: report the service error as a single write would.
-			err = te.Err
-			if se, ok := err.(*ServiceError); ok {
-				se.Op, se.PartitionKey, se.RowKey = op, a.pk, a.rk
-			}
-		}
-		if err != nil {
-			return "", err
-		}
-		return etags[0], nil
-	}
-	ctx, att := withAttempts(ctx)
-	ctx = withWriteHint(ctx, t.wireName, a.pk, 1)
+	att := &attempts{}
+	call := tablewire.Call{Value: &writeState{table: t.name, pk: a.pk, entities: 1, att: att, gov: t.governor}}
 	var etag azcore.ETag
 	var err error
 	switch a.kind {
 	case ActionInsert:
-		var r aztables.AddEntityResponse
-		r, err = t.client.AddEntity(ctx, a.body, &aztables.AddEntityOptions{Format: to.Ptr(aztables.MetadataFormatNone)})
-		etag = r.ETag
-	case ActionUpsert:
-		var r aztables.UpsertEntityResponse
-		r, err = t.client.UpsertEntity(ctx, a.body, &aztables.UpsertEntityOptions{UpdateMode: sdkMode(a.mode)})
-		etag = r.ETag
-	case ActionUpdate:
-		var r aztables.UpdateEntityResponse
-		r, err = t.client.UpdateEntity(ctx, a.body, &aztables.UpdateEntityOptions{UpdateMode: sdkMode(a.mode), IfMatch: &a.etag})
-		etag = r.ETag
+		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
+	case ActionUpsert, ActionUpdate:
+		// An upsert has no ETag: without If-Match the service inserts or
+		// replaces (merges).
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.mode == Merge, a.etag, call)
 	case ActionDelete:
-		_, err = t.client.DeleteEntity(ctx, a.pk, a.rk, &aztables.DeleteEntityOptions{IfMatch: &a.etag})
+		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
 	}
 	if err != nil {
 		return t.settleWrite(op, a, err, att)
@@ -451,23 +389,6 @@ func (t *Table[T]) wrap(op, pk, rk string, err error) error {
 // wrapWrite is wrapWriteError for a write to this table.
 func (t *Table[T]) wrapWrite(op, pk, rk string, err error, att *attempts) error {
 	return wrapWriteError(op, t.name, pk, rk, err, att)
-}
-
-// notFound is the error of a read that found no entity, shaped like the
-// service's 404 (it unwraps to an *azcore.ResponseError too).
-func (t *Table[T]) notFound(op, pk, rk string) error {
-	return &ServiceError{
-		StatusCode: http.StatusNotFound, Code: "ResourceNotFound", Op: op,
-		Table: t.name, PartitionKey: pk, RowKey: rk, sentinel: ErrNotFound,
-		resp: &azcore.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: "ResourceNotFound"},
-	}
-}
-
-func sdkMode(m UpdateMode) aztables.UpdateMode {
-	if m == Merge {
-		return aztables.UpdateModeMerge
-	}
-	return aztables.UpdateModeReplace
 }
 
 // describeKeys formats keys for messages.
@@ -488,15 +409,14 @@ func describeKeys(table, pk, rk string) string {
 func (t *Table[T]) Governor() *Governor { return t.governor }
 
 // Entities returns a view of the same table as property bags: the same
-// client, name, encryption, tracing, Cosmos mode, table-scan policy and
-// logger. Pattern packages that store a shape other than T (parts, blob
+// clients, name, encryption, tracing, Cosmos mode, table-scan policy,
+// logger and Governor. Pattern packages that store a shape other than T (parts, blob
 // references, counters) build on it, so users pass the *Table[T] they
 // already have.
 func (t *Table[T]) Entities() *Table[Entity] {
 	return &Table[Entity]{
-		client:   t.client,
 		wire:     t.wire,
-		wireName: t.wireName,
+		admin:    t.admin,
 		name:     t.name,
 		isEntity: true,
 		crypt:    t.crypt,

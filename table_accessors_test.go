@@ -5,19 +5,19 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
 )
 
 // ETagOf and EncryptedProperties need no service: they read the value and
 // the table's configuration.
 func TestETagOfAndEncryptedProperties(t *testing.T) {
-	client, err := aztables.NewClientWithNoCredential("http://127.0.0.1:1/devstoreaccount1/T", nil)
+	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // nothing is sent
 	if err != nil {
 		t.Fatal(err)
 	}
+	const tableName = "Patients"
 	ring := newRing(t, "k1")
-	pt, err := tablekit.NewTable[patient](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
+	pt, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 		t.Errorf("EncryptedProperties = %v, want %v", got, want)
 	}
 
-	et, err := tablekit.NewTable[tablekit.Entity](client, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: []string{"SSN"}}})
+	et, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: []string{"SSN"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 		PK string `table:",pk"`
 		RK string `table:",rk"`
 	}
-	p, err := tablekit.NewTable[plain](client, nil)
+	p, err := tablekit.OpenTable[plain](acct, tableName, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,8 +42,7 @@ type Employee struct {
 func newEmployees(t *testing.T) (*tablekit.Account, *tablekit.Table[Employee]) {
 	t.Helper()
 	acct := testenv.Account(t, nil)
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[Employee](client, &tablekit.TableOptions{Name: "employees"})
+	tbl, err := tablekit.OpenTable[Employee](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +534,7 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 			return err
 		}, tablekit.ErrTooLarge},
 		{"entity with unsupported value", func() error {
-			tbl, _ := tablekit.NewTable[tablekit.Entity](emp.Client(), nil)
+			tbl := emp.Entities()
 			_, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"X": struct{}{}}})
 			return err
 		}, tablekit.ErrInvalidInput},
@@ -548,7 +547,7 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
 		t.Errorf("bad input sent %d requests", n)
 	}
-	if _, err := tablekit.NewTable[struct{ X chan int }](emp.Client(), nil); err == nil || !strings.Contains(err.Error(), "X") {
+	if _, err := tablekit.OpenTable[struct{ X chan int }](acct, emp.Name(), nil); err == nil || !strings.Contains(err.Error(), "X") {
 		t.Errorf("unsupported field: %v", err)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 )
 
-// Tracing. An Account opened with Options.TracingProvider gives it to every
-// client it builds, so the SDK's request spans are emitted, and tablekit
-// starts spans of its own for its logical operations (a transaction, a
-// bulk write and each of its chunks; the pattern packages add theirs) as
-// the parents of the SDK's spans. Span names follow the Azure SDK's
-// "<Type>.<Method>" convention, with az.namespace set.
+// Tracing. An Account opened with Options.TracingProvider traces every
+// request: a span per Table service REST call (internal/tablewire's,
+// "Tables.<Operation>"; aztables' own for table administration) with
+// azcore's span per HTTP try below it; and tablekit starts spans of its own
+// for its logical operations (a transaction, a bulk write and each of its
+// chunks; the pattern packages add theirs) as their parents. Span names
+// follow the Azure SDK's "<Type>.<Method>" convention, with az.namespace
+// set.
 
 // TracerName is the module name tablekit's tracers are made with.
 const TracerName = "github.com/tablekit/tablekit"
@@ -36,7 +38,7 @@ func newTracer(provider tracing.Provider, namespace string) tracing.Tracer {
 //
 // Unlike the SDK's own nesting rule (an SDK method called by another shows
 // no span of its own), tablekit's spans nest: a bulk write's chunks are
-// children of the write, and the SDK's method and request spans children
+// children of the write, and the REST call and request spans children
 // of the tablekit span that made them.
 func StartSpan(ctx context.Context, tracer tracing.Tracer, name string, attrs ...tracing.Attribute) (context.Context, func(error)) {
 	if !tracer.Enabled() {

@@ -32,8 +32,8 @@ func TestTablekitSpansParentTheSDKs(t *testing.T) {
 	}
 	got := strings.Join(rec.Paths(), "\n")
 	for _, want := range []string{
-		"Table.Transaction > Client.SubmitTransaction > HTTP POST",
-		"BulkWriter.Write > BulkWriter.Chunk > Client.SubmitTransaction > HTTP POST",
+		"Table.Transaction > Tables.Transaction > HTTP POST",
+		"BulkWriter.Write > BulkWriter.Chunk > Tables.Transaction > HTTP POST",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no span path %q in:\n%s", want, got)

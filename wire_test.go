@@ -1,6 +1,7 @@
 package tablekit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,11 +12,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -42,7 +43,7 @@ type wireItem struct {
 func TestTransactionAnyKeyEveryAction(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +138,7 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 
 func getETag(t *testing.T, tbl *tablekit.Table[wireItem], pk, rk string) azcore.ETag {
 	t.Helper()
-	ent, err := tablekit.NewTable[tablekit.Entity](tbl.Client(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := ent.Get(context.Background(), pk, rk, nil)
+	e, err := tbl.Entities().Get(context.Background(), pk, rk, nil)
 	if err != nil {
 		t.Fatalf("get %q/%q: %v", pk, rk, err)
 	}
@@ -160,81 +157,157 @@ func checkETags(t *testing.T, tbl *tablekit.Table[wireItem], pk string, rks []st
 	}
 }
 
-// TestTableOverPlainClient: a Table over an aztables client made without
-// tablekit reads exact types, returns ETags from transactions, and refuses
-// (before sending) what the SDK's SubmitTransaction cannot address; with
-// InstallPolicies it gets the whole wire.
-func TestTableOverPlainClient(t *testing.T) {
+// TestSingleEntityAnyKey addresses entities whose keys hold quotes,
+// percent signs, plus signs, spaces, any Unicode or nothing at all, and the
+// longest keys, with every single-entity operation: each is one request of
+// its own REST operation (the URL addresses the entity directly), and
+// reads back exactly what was written.
+func TestSingleEntityAnyKey(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	name := tableNameOf(t, acct)
-	cs := testenv.ConnectionString(t)
-	svc, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := tablekit.NewTable[tablekit.Entity](svc.NewClient(name), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plain.Name() != "" {
-		t.Errorf("a plain client's table knows its name %q", plain.Name())
-	}
-	// A whole-number Double written by tablekit reads back as float64.
-	writer, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := writer.Insert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "d", Properties: map[string]any{"D": 1.0, "Z": 0.0}}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := plain.Get(ctx, "p", "d", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d, ok := got.Properties["D"].(float64); !ok || d != 1 {
-		t.Errorf("Get through a plain client: D = %#v, want float64 1", got.Properties["D"])
-	}
-	for e, err := range plain.Query(ctx, tablekit.PartitionEq("p"), nil) {
-		if err != nil {
-			t.Fatal(err)
+	for _, pk := range []string{wirePK, ""} {
+		for i, rk := range wireKeys {
+			meter := acct.Meter().Snapshot()
+			etag, err := tbl.Insert(ctx, wireItem{PK: pk, RK: rk, N: i, Tag: "v1"})
+			if err != nil {
+				t.Fatalf("insert %q/%q: %v", pk, rk, err)
+			}
+			got, err := tbl.Get(ctx, pk, rk, nil)
+			if err != nil || got != (wireItem{PK: pk, RK: rk, N: i, Tag: "v1"}) {
+				t.Fatalf("get %q/%q: %+v, %v", pk, rk, got, err)
+			}
+			if etag, err = tbl.Update(ctx, wireItem{PK: pk, RK: rk, N: i + 1}, tablekit.Merge, etag); err != nil {
+				t.Fatalf("merge %q/%q: %v", pk, rk, err)
+			}
+			if etag, err = tbl.Update(ctx, wireItem{PK: pk, RK: rk, N: i + 2, Tag: "v2"}, tablekit.Replace, etag); err != nil {
+				t.Fatalf("replace %q/%q: %v", pk, rk, err)
+			}
+			if _, err := tbl.Upsert(ctx, wireItem{PK: pk, RK: rk, N: i + 3}, tablekit.Merge); err != nil {
+				t.Fatalf("upsert %q/%q: %v", pk, rk, err)
+			}
+			got, err = tbl.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"Tag"}})
+			if err != nil || got != (wireItem{PK: pk, RK: rk, Tag: "v2"}) {
+				t.Fatalf("get %q/%q with Select: %+v, %v", pk, rk, got, err)
+			}
+			if _, err := tbl.Update(ctx, wireItem{PK: pk, RK: rk}, tablekit.Replace, etag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+				t.Fatalf("update %q/%q with a stale ETag: %v", pk, rk, err)
+			}
+			if err := tbl.Delete(ctx, pk, rk, azcore.ETagAny); err != nil {
+				t.Fatalf("delete %q/%q: %v", pk, rk, err)
+			}
+			if _, err := tbl.Get(ctx, pk, rk, nil); !errors.Is(err, tablekit.ErrNotFound) {
+				t.Fatalf("get %q/%q after delete: %v", pk, rk, err)
+			}
+			used := acct.Meter().Snapshot().Sub(meter)
+			for op, n := range map[string]int64{"InsertEntity": 1, "GetEntity": 3, "MergeEntity": 2, "UpdateEntity": 2, "DeleteEntity": 1} {
+				if got := used.Count(tablekit.ServiceTable, op); got != n {
+					t.Errorf("%q/%q: %d %s requests, want %d (%s)", pk, rk, got, op, n, used)
+				}
+			}
+			if used.Total() != 9 {
+				t.Errorf("%q/%q: %s, want 9 requests", pk, rk, used)
+			}
 		}
-		if z, ok := e.Properties["Z"].(float64); !ok || z != 0 {
-			t.Errorf("Query through a plain client: Z = %#v, want float64 0", e.Properties["Z"])
-		}
 	}
+}
 
-	// Transactions go through the SDK, with ETags.
-	etags, err := plain.Transaction(ctx,
-		tablekit.InsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "a"}),
-		tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "b"}, tablekit.Merge))
-	if err != nil || len(etags) != 2 || etags[0] == "" || etags[1] == "" {
-		t.Fatalf("plain transaction: %v, %q", err, etags)
-	}
-	_, err = plain.Transaction(ctx, tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "o'k"}, tablekit.Merge))
-	if !errors.Is(err, tablekit.ErrInvalidKey) || !strings.Contains(err.Error(), "InstallPolicies") {
-		t.Errorf("plain client, upsert of ' key: %v", err)
-	}
-
-	// The same client with tablekit's policies has the whole wire.
-	opts := &aztables.ClientOptions{}
-	tablekit.InstallPolicies(&opts.ClientOptions)
-	svc2, err := aztables.NewServiceClientFromConnectionString(cs, opts)
+// TestAdminClientSharesThePipeline: the SDK clients an Account hands out
+// for table administration are built with the Account's policies: the
+// Meter counts their requests and the caller's policies see them.
+func TestAdminClientSharesThePipeline(t *testing.T) {
+	ctx := context.Background()
+	var seen atomic.Int32
+	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+		seen.Add(1)
+		return req.Next()
+	})}})
+	name := testenv.TableName(t)
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := tablekit.NewTable[tablekit.Entity](svc2.NewClient(name), nil)
-	if err != nil {
+	before := acct.Meter().Snapshot()
+	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if full.Name() != name {
-		t.Errorf("Name() = %q, want %q", full.Name(), name)
+	t.Cleanup(func() { tbl.DeleteTable(context.Background()) })
+	if _, err := tbl.Client().GetAccessPolicy(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := full.Transaction(ctx, tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "o'k", Properties: map[string]any{"X": "y"}}, tablekit.Merge)); err != nil {
-		t.Fatalf("upsert of ' key with InstallPolicies: %v", err)
+	if _, err := acct.Tables().NewListTablesPager(nil).NextPage(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if e, err := writer.Get(ctx, "p", "o'k", nil); err != nil || e.Properties["X"] != "y" {
-		t.Errorf("upserted ' key: %+v, %v", e, err)
+	used := acct.Meter().Snapshot().Sub(before)
+	if used.Count(tablekit.ServiceTable, "CreateTable") != 1 || used.Count(tablekit.ServiceTable, "QueryTables") != 1 || used.Total() != 3 {
+		t.Errorf("the Meter saw %s, want CreateTable, QueryTables and the access policy read", used)
+	}
+	if seen.Load() != 3 {
+		t.Errorf("the caller's policy saw %d requests, want 3", seen.Load())
+	}
+}
+
+// TestUnreadableTransactionAnswer: a 202 answer to a transaction that
+// cannot be read (not a batch answer, or a body cut short) may hide an
+// applied transaction: the error matches ErrOutcomeUnknown, and a
+// BulkWriter that sends the chunk again recognises the conflict its
+// earlier try caused.
+func TestUnreadableTransactionAnswer(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		answer func(resp *http.Response) *http.Response
+	}{
+		{"not a batch answer", func(resp *http.Response) *http.Response {
+			resp.Body = io.NopCloser(strings.NewReader("<html>upstream proxy says hello</html>"))
+			return resp
+		}},
+		{"cut short", func(resp *http.Response) *http.Response {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:len(body)/2]), iotest.ErrReader(io.ErrUnexpectedEOF)))
+			return resp
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var spoil atomic.Int32
+			acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+				resp, err := req.Next()
+				if err == nil && isBatch(req.Raw()) && resp.StatusCode == http.StatusAccepted && spoil.Add(-1) >= 0 {
+					resp = tc.answer(resp)
+				}
+				return resp, err
+			})}})
+			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spoil.Store(1)
+			_, err = tbl.Transaction(ctx, tablekit.InsertAction(wireItem{PK: "p", RK: "1", N: 1}), tablekit.InsertAction(wireItem{PK: "p", RK: "2", N: 2}))
+			var re *tablekit.RequestError
+			if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.As(err, &re) || re.Op != "Transaction" {
+				t.Fatalf("got %v, want a RequestError matching ErrOutcomeUnknown", err)
+			}
+			if got, err := tbl.Get(ctx, "p", "2", nil); err != nil || got.N != 2 {
+				t.Fatalf("the transaction was applied, yet %+v, %v", got, err)
+			}
+
+			// A BulkWriter sends the chunk again with the same attempts
+			// record: the retry's conflict is not believed.
+			spoil.Store(1)
+			res, err := tbl.BulkWriter(&tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond}}).
+				Insert(ctx, []wireItem{{PK: "q", RK: "1"}, {PK: "q", RK: "2"}})
+			if err == nil || len(res.Failed) != 2 {
+				t.Fatalf("bulk insert after an unreadable answer: %+v, %v", res, err)
+			}
+			for _, f := range res.Failed {
+				if !errors.Is(f.Err, tablekit.ErrOutcomeUnknown) || errors.Is(f.Err, tablekit.ErrAlreadyExists) {
+					t.Errorf("item %d: %v, want only ErrOutcomeUnknown", f.Index, f.Err)
+				}
+			}
+		})
 	}
 }
 
@@ -318,7 +391,7 @@ func TestLostAnswer(t *testing.T) {
 		PerRetryPolicies: []policy.Policy{drop},
 		Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
 	})
-	tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +577,7 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 				PerRetryPolicies: []policy.Policy{p},
 				Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond},
 			})
-			tbl, err := tablekit.NewTable[wireItem](testenv.NewTable(t, acct), nil)
+			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -516,5 +589,54 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 				t.Errorf("%d tries, want 2", p.tries.Load())
 			}
 		})
+	}
+}
+
+// TestEmptyPagesAsTheyCome: Azure may answer a query page with no entities
+// and a continuation (after 5 s of work, at a partition boundary). Here a
+// policy empties the first page's answer, keeping its continuation:
+// QueryPage returns that page as it came, empty and with a Continuation,
+// and the next QueryPage goes on from there; Query reads past it.
+func TestEmptyPagesAsTheyCome(t *testing.T) {
+	ctx := context.Background()
+	var empty atomic.Int32
+	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+		resp, err := req.Next()
+		if err == nil && req.Raw().Method == http.MethodGet && strings.HasSuffix(req.Raw().URL.Path, "()") && empty.Add(-1) >= 0 {
+			resp.Body = io.NopCloser(strings.NewReader(`{"value":[]}`))
+		}
+		return resp, err
+	})}})
+	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rk := range []string{"a", "b", "c"} {
+		if _, err := tbl.Insert(ctx, wireItem{PK: "p", RK: rk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty.Store(1)
+	opts := &tablekit.QueryOptions{PageSize: 1}
+	page, err := tbl.QueryPage(ctx, tablekit.PartitionEq("p"), opts)
+	if err != nil || len(page.Items) != 0 || page.Continuation == "" {
+		t.Fatalf("first page: %+v, %v; want an empty page with a continuation", page, err)
+	}
+	opts.Continuation = page.Continuation
+	page, err = tbl.QueryPage(ctx, tablekit.PartitionEq("p"), opts)
+	if err != nil || len(page.Items) != 1 || page.Items[0].RK != "b" {
+		t.Fatalf("second page: %+v, %v; want b", page, err)
+	}
+
+	empty.Store(1)
+	var got []string
+	for e, err := range tbl.Query(ctx, tablekit.PartitionEq("p"), &tablekit.QueryOptions{PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.RK)
+	}
+	if strings.Join(got, ",") != "b,c" {
+		t.Errorf("Query past an empty page: %q, want b,c", got)
 	}
 }

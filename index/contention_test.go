@@ -87,7 +87,7 @@ func TestIntraListContentionDefaults(t *testing.T) {
 	f := newIntraOn(t, latencyAccount(t), lastNameList(), nil)
 	procs := make([]*index.Intra[Employee], contendedWriters)
 	for w := range procs {
-		ix, err := index.NewIntra(mustTable[Employee](t, f.raw), lastNameList(), nil)
+		ix, err := index.NewIntra(mustTable[Employee](t, f), lastNameList(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

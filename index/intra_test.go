@@ -38,8 +38,8 @@ func newIntra(t *testing.T, indexes []index.Index[Employee], opts *index.IntraOp
 
 func newIntraOn(t *testing.T, acct *tablekit.Account, indexes []index.Index[Employee], opts *index.IntraOptions) *intraFixture {
 	t.Helper()
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[Employee](client, nil)
+	name := testenv.CreateTable(t, acct)
+	tbl, err := tablekit.OpenTable[Employee](acct, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func newIntraOn(t *testing.T, acct *tablekit.Account, indexes []index.Index[Empl
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := tablekit.NewTable[tablekit.Entity](client, nil)
+	raw, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func TestIntraConcurrentWriters(t *testing.T) {
 
 	// With a single attempt, a writer that loses the race gets an error
 	// matching ErrPreconditionFailed.
-	strict, err := index.NewIntra(mustTable[Employee](t, f.raw), employeeIndexes(), &index.IntraOptions{Retry: tablekit.NoRetries})
+	strict, err := index.NewIntra(mustTable[Employee](t, f), employeeIndexes(), &index.IntraOptions{Retry: tablekit.NoRetries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,9 +429,10 @@ func TestIntraConcurrentWriters(t *testing.T) {
 	}
 }
 
-func mustTable[T any](t *testing.T, raw *tablekit.Table[tablekit.Entity]) *tablekit.Table[T] {
+// mustTable returns a Table[T] over the fixture's table.
+func mustTable[T any](t *testing.T, f *intraFixture) *tablekit.Table[T] {
 	t.Helper()
-	tbl, err := tablekit.NewTable[T](raw.Client(), &tablekit.TableOptions{Name: raw.Name()})
+	tbl, err := tablekit.OpenTable[T](f.acct, f.raw.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

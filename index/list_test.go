@@ -86,7 +86,7 @@ func TestPartitionListContention(t *testing.T) {
 	f := newIntra(t, lastNameList(), nil)
 	var procs []*index.Intra[Employee]
 	for range 4 {
-		ix, err := index.NewIntra(mustTable[Employee](t, f.raw), lastNameList(), nil)
+		ix, err := index.NewIntra(mustTable[Employee](t, f), lastNameList(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

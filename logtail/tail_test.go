@@ -51,7 +51,7 @@ func TestDotnetVector(t *testing.T) {
 
 func newLog(t *testing.T, acct *tablekit.Account, opts *logtail.Options) (*logtail.Log[event], *tablekit.Table[event]) {
 	t.Helper()
-	tbl, err := tablekit.NewTable[event](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[event](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestLogTail(t *testing.T) {
 	// A row a .NET program wrote with the guide's formula, between
 	// entries 992 and 993.
 	netTime := base.Add(402*time.Millisecond + 500*time.Microsecond)
-	raw, err := tablekit.NewTable[tablekit.Entity](tbl.Client(), nil)
+	raw, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestLogTailInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tablekit.NewTable[event](acct.Table("Unused"), nil)
+	tbl, err := tablekit.OpenTable[event](acct, "Unused", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,13 @@
 //		TracingProvider: otelkit.TracingProvider(tp),
 //	})
 //
-// The Account's clients then emit the SDK's spans (one per method call and
-// one per HTTP try), and tablekit's own spans ("Table.Transaction",
-// "BulkWriter.Write", "BulkWriter.Chunk", "Worker.Handle", ...) are their
-// parents. (Of the SDK modules tablekit uses, aztables traces its calls;
-// azqueue v1.0.1 and azblob v1.8.0 emit no spans, so queue and blob
-// requests appear only inside tablekit's spans, e.g. Large.Spill.) Span
+// The Account then emits a span per Table service REST call
+// ("Tables.GetEntity", "Tables.Transaction", ...; aztables' own for table
+// administration) and azcore's span per HTTP try, and tablekit's own spans
+// ("Table.Transaction", "BulkWriter.Write", "BulkWriter.Chunk",
+// "Worker.Handle", ...) are their parents. (azqueue v1.0.1 and azblob
+// v1.8.0 emit no spans, so queue and blob requests appear only inside
+// tablekit's spans, e.g. Large.Spill.) Span
 // names follow the Azure SDK's "<Type>.<Method>" convention,
 // with the az.namespace attribute; tablekit's attributes are prefixed
 // "tablekit.", the worker's message attributes follow OpenTelemetry's

@@ -95,7 +95,7 @@ func TestChaosLarge(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			mine, err := tablekit.NewTable[largeDoc](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
+			mine, err := tablekit.OpenTable[largeDoc](acct, tbl.Name(), nil)
 			if err != nil {
 				return nil, err
 			}

@@ -42,7 +42,7 @@ func TestChaosSeries(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			mine, err := tablekit.NewTable[tablekit.Entity](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
+			mine, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
 			if err != nil {
 				return err
 			}

@@ -108,7 +108,7 @@ func TestChaosWide(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			mine, err := tablekit.NewTable[wideDoc](acct.Table(tbl.Name()), &tablekit.TableOptions{Name: tbl.Name()})
+			mine, err := tablekit.OpenTable[wideDoc](acct, tbl.Name(), nil)
 			if err != nil {
 				return nil, err
 			}

@@ -91,6 +91,7 @@ func openEntityTable(t *testing.T, acct *tablekit.Account, name string) *tableki
 	if err != nil {
 		t.Fatal(err)
 	}
+	accounts.Store(tbl, acct)
 	return tbl
 }
 

@@ -189,7 +189,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 			return nil, &tablekit.ValidationError{Op: op, Entity: prefix, Detail: "a table prefix holds only ASCII letters and digits", Err: tablekit.ErrInvalidKey}
 		}
 	}
-	if _, err := tablekit.NewTable[T](acct.Table(prefix+sample), p.topts); err != nil {
+	if _, err := tablekit.OpenTable[T](acct, prefix+sample, p.topts); err != nil {
 		return nil, withOp(op, err)
 	}
 	return p, nil

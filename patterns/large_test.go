@@ -231,10 +231,7 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 		Retry:            policy.RetryOptions{MaxRetries: -1},
 	})
 	crash.endpoint = acct.Endpoints().Table
-	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := openEntityTable(t, acct, name)
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,18 +16,26 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // as a Table[Entity].
 func entityTable(t *testing.T, acct *tablekit.Account) *tablekit.Table[tablekit.Entity] {
 	t.Helper()
-	client := testenv.NewTable(t, acct)
-	tbl, err := tablekit.NewTable[tablekit.Entity](client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return openEntityTable(t, acct, testenv.CreateTable(t, acct))
 }
 
-// typed returns a Table[T] over the same table as tbl.
-func typed[T any](t testing.TB, tbl *tablekit.Table[tablekit.Entity]) *tablekit.Table[T] {
+// accounts remembers the Account each table of entityTable and
+// openEntityTable was opened on, for typed.
+var accounts sync.Map // *tablekit.Table[tablekit.Entity] -> *tablekit.Account
+
+// typed returns a Table[T] over the same table as tbl (from entityTable or
+// openEntityTable), on the same Account, with opts.
+func typed[T any](t testing.TB, tbl *tablekit.Table[tablekit.Entity], opts ...*tablekit.TableOptions) *tablekit.Table[T] {
 	t.Helper()
-	typed, err := tablekit.NewTable[T](tbl.Client(), &tablekit.TableOptions{Name: tbl.Name()})
+	acct, ok := accounts.Load(tbl)
+	if !ok {
+		t.Fatalf("typed: table %s was not opened by entityTable or openEntityTable", tbl.Name())
+	}
+	var o *tablekit.TableOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	typed, err := tablekit.OpenTable[T](acct.(*tablekit.Account), tbl.Name(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

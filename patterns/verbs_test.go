@@ -203,11 +203,7 @@ func encryptedTable[T any](t *testing.T, tbl *tablekit.Table[tablekit.Entity], p
 	if err := ring.Add("k1", tablekit.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := tablekit.NewTable[T](tbl.Client(), &tablekit.TableOptions{Name: tbl.Name(), Encryption: &tablekit.Encryption{Keys: ring, Properties: properties}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enc
+	return typed[T](t, tbl, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: properties}})
 }
 
 // isCiphertext reports whether a stored value is tablekit's ciphertext.

@@ -307,7 +307,7 @@ func TestWideTypedMap(t *testing.T) {
 		RK   string         `table:",rk"`
 		Days map[string]int `wide:"D"`
 	}
-	if nd, err := tablekit.NewTable[noDash](tbl.Client(), nil); err == nil {
+	if nd, err := tablekit.OpenTable[noDash](acct, tbl.Name(), nil); err == nil {
 		if _, err := patterns.NewWide(nd, nil); err == nil {
 			t.Fatal("a wide field without table:\"-\" was accepted")
 		}

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 // newTable creates a fresh table on acct for the test.
 func newTable(t testing.TB, acct *tablekit.Account) *tablekit.Table[tablekit.Entity] {
 	t.Helper()
-	tbl, err := tablekit.NewTable[tablekit.Entity](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func (c *cli) mustRun(want int, args ...string) (string, string) {
 
 func newTable(t *testing.T, acct *tablekit.Account) *tablekit.Table[tablekit.Entity] {
 	t.Helper()
-	tbl, err := tablekit.NewTable[tablekit.Entity](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

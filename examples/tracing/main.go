@@ -1,9 +1,11 @@
 // Command tracing shows tablekit's OpenTelemetry traces: the span tree of
-// one archive move, with tablekit's spans as the parents of the Azure SDK's.
+// one archive move, with tablekit's spans as the parents of the Azure SDK's
+// HTTP spans.
 //
 // The tree is what an exporter receives: the worker's span for the message,
-// the move and its steps, and under each step the SDK's spans for the call
-// and its HTTP request.
+// the move and its steps, and under each step the span of its Table
+// service REST call (named as the Meter counts it, e.g. Tables.GetEntity)
+// and azcore's span of its HTTP request.
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
 // Azurite it starts (Node.js 18+ needed; installed with npm on first use):
@@ -133,13 +135,13 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 
 	got := spans.GetSpans()
 	tree := spanTree(got, "Worker.Handle")
-	fmt.Fprintln(out, "the Account was opened with Options.TracingProvider = otelkit.TracingProvider(tp): the SDK's spans for calls and HTTP requests have")
-	fmt.Fprintln(out, "tablekit's spans as parents. The worker handled one move; the trace of its message, as the exporter received it:")
+	fmt.Fprintln(out, "the Account was opened with Options.TracingProvider = otelkit.TracingProvider(tp): the spans of REST calls and HTTP requests have")
+	fmt.Fprintln(out, "tablekit's operation spans as parents. The worker handled one move; the trace of its message, as the exporter received it:")
 	for _, line := range tree {
 		fmt.Fprintln(out, line)
 	}
 	// The expected shape: the worker's span, the move, its three steps,
-	// and under each step the SDK's span for the call and for its request.
+	// and under each step the span of its REST call and of its request.
 	var shape []string
 	for _, line := range tree {
 		name, _, _ := strings.Cut(line, " (")
@@ -148,9 +150,9 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	want := []string{
 		"Worker.Handle",
 		"    Mover.Move",
-		"        Mover.Read", "            Client.GetEntity", "                HTTP GET",
-		"        Mover.WriteArchive", "            Client.UpsertEntity", "                HTTP PUT",
-		"        Mover.DeleteCurrent", "            Client.DeleteEntity", "                HTTP DELETE",
+		"        Mover.Read", "            Tables.GetEntity", "                HTTP GET",
+		"        Mover.WriteArchive", "            Tables.UpdateEntity", "                HTTP PUT",
+		"        Mover.DeleteCurrent", "            Tables.DeleteEntity", "                HTTP DELETE",
 	}
 	if !slices.Equal(shape, want) {
 		return fmt.Errorf("the span tree is\n%s\nwant\n%s", strings.Join(shape, "\n"), strings.Join(want, "\n"))

@@ -42,14 +42,14 @@ type identityState struct {
 // tries (guarded by the Injector's mutex).
 type callState struct{ consecutive int }
 
-type callKey struct{}
-
 // callPolicy gives every call (an operation, before the SDK's retries) a
-// callState of its own in its context.
+// callState of its own, attached to the request as an operation value,
+// which the retry policy's clones of the request share.
 type callPolicy struct{}
 
 func (callPolicy) Do(req *policy.Request) (*http.Response, error) {
-	return req.WithContext(context.WithValue(req.Raw().Context(), callKey{}, &callState{})).Next()
+	req.SetOperationValue(&callState{})
+	return req.Next()
 }
 
 // New returns an enabled Injector that injects the faults cfg describes

@@ -45,7 +45,7 @@ func setup(t *testing.T, seed int64, cfg *chaos.Config) (*chaos.Injector, *table
 	}
 	acct := inj.Account(t, nil)
 	inj.SetEnabled(false)
-	tbl, err := tablekit.NewTable[item](testenv.NewTable(t, acct), nil)
+	tbl, err := tablekit.OpenTable[item](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,8 @@ func (p *faultPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the request body: %w", err)
 	}
-	call, _ := ctx.Value(callKey{}).(*callState)
+	var call *callState
+	req.OperationValue(&call)
 	d := inj.decide(id, service, op, call)
 	if d.kind == "" {
 		return req.Next()

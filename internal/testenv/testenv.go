@@ -271,8 +271,9 @@ func suffix(n int) string {
 	return string(buf)
 }
 
-// NewTable creates a table for t on acct and deletes it when t ends.
-func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
+// CreateTable creates a table for t on acct, deletes it when t ends, and
+// returns its name.
+func CreateTable(t testing.TB, acct *tablekit.Account) string {
 	t.Helper()
 	name := TableName(t)
 	client := acct.Table(name)
@@ -281,7 +282,25 @@ func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
 			_, err := client.Delete(ctx, nil)
 			return tablekit.WrapError("DeleteTable", err)
 		})
-	return client
+	return name
+}
+
+// NewTable creates a table for t on acct (see [CreateTable]) and returns
+// the SDK's client of it, for tests that check what the SDK sees.
+func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
+	t.Helper()
+	return acct.Table(CreateTable(t, acct))
+}
+
+// OpenTable creates a table for t on acct (see [CreateTable]) and returns
+// a Table of T over it, opened with opts; it fails t if either fails.
+func OpenTable[T any](t testing.TB, acct *tablekit.Account, opts *tablekit.TableOptions) *tablekit.Table[T] {
+	t.Helper()
+	tbl, err := tablekit.OpenTable[T](acct, CreateTable(t, acct), opts)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return tbl
 }
 
 // NewQueue creates a queue for t on acct and deletes it when t ends.

@@ -1,0 +1,394 @@
+package tablewire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+)
+
+// APIVersion is the x-ms-version every request is sent with: the version
+// aztables, Microsoft's JavaScript and Python clients send; nothing in the
+// Table service's data plane has changed since.
+const APIVersion = "2019-02-02"
+
+// Operation names a request as the Table service REST API names its
+// operation, and as tablekit's Meter counts it.
+type Operation string
+
+// The operations a Client sends.
+const (
+	GetEntity     Operation = "GetEntity"     // GET one entity
+	QueryEntities Operation = "QueryEntities" // GET a page of a query
+	InsertEntity  Operation = "InsertEntity"  // POST one entity
+	UpdateEntity  Operation = "UpdateEntity"  // PUT: replace (If-Match) or insert-or-replace
+	MergeEntity   Operation = "MergeEntity"   // PATCH (or tunnelled MERGE): merge (If-Match) or insert-or-merge
+	DeleteEntity  Operation = "DeleteEntity"  // DELETE one entity (If-Match)
+	Transaction   Operation = "Transaction"   // POST $batch: one entity group transaction
+)
+
+// spanName is the name of the span a Client starts for each request of op:
+// "Tables." and the operation, after the Azure SDK's "<Type>.<Method>"
+// convention (tablekit's own spans, such as "Table.Transaction", are
+// their parents).
+func spanName(op Operation) string {
+	switch op {
+	case GetEntity:
+		return "Tables.GetEntity"
+	case QueryEntities:
+		return "Tables.QueryEntities"
+	case InsertEntity:
+		return "Tables.InsertEntity"
+	case UpdateEntity:
+		return "Tables.UpdateEntity"
+	case MergeEntity:
+		return "Tables.MergeEntity"
+	case DeleteEntity:
+		return "Tables.DeleteEntity"
+	case Transaction:
+		return "Tables.Transaction"
+	}
+	return "Tables." + string(op)
+}
+
+// OperationOf returns the Operation of a request a Client sent, for the
+// policies of its pipeline; ok is false for a request of another client
+// (for example an aztables client sharing the policies).
+func OperationOf(req *policy.Request) (op Operation, ok bool) {
+	ok = req.OperationValue(&op)
+	return op, ok
+}
+
+// ErrUnreadableAnswer is matched by the error of a request whose answer
+// came but could not be read (the connection broke in its body, or the body
+// is not what the service sends): the request reached the service, which
+// may have applied it.
+var ErrUnreadableAnswer = errors.New("tablewire: the service's answer could not be read")
+
+// Client sends Table service data-plane requests to one account's table
+// endpoint. It is safe for concurrent use.
+type Client struct {
+	endpoint    string
+	pipeline    runtime.Pipeline
+	throttling  runtime.Pipeline // for calls that handle throttling themselves
+	tracer      tracing.Tracer
+	mergeTunnel bool
+}
+
+// Options configures a [Client]. A nil *Options means defaults.
+type Options struct {
+	// OwnThrottling is the pipeline of calls made with Call.OwnThrottling:
+	// the same policies as the Client's pipeline, with a retry policy that
+	// does not retry throttled answers (429, 503), because the caller
+	// paces and repeats such calls itself. nil: the Client's pipeline.
+	OwnThrottling *runtime.Pipeline
+	// Tracer starts a span per request (see the Operation constants),
+	// whose child is azcore's HTTP span; the zero Tracer starts none.
+	Tracer tracing.Tracer
+	// MergeTunnel sends merges as POST with "X-HTTP-Method: MERGE", as
+	// Azure Cosmos DB for Table requires; else they go as PATCH.
+	MergeTunnel bool
+}
+
+// NewClient returns a Client of the table endpoint (for example
+// "https://myaccount.table.core.windows.net" or, for Azurite,
+// "http://127.0.0.1:10002/devstoreaccount1") that sends on pl.
+func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, errors.New("tablewire: the table endpoint is not a valid URL")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("tablewire: %q is not a table endpoint URL (http or https, no query)", (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
+	}
+	c := &Client{endpoint: strings.TrimRight(endpoint, "/"), pipeline: pl, throttling: pl}
+	if opts != nil {
+		if opts.OwnThrottling != nil {
+			c.throttling = *opts.OwnThrottling
+		}
+		c.tracer = opts.Tracer
+		c.mergeTunnel = opts.MergeTunnel
+	}
+	return c, nil
+}
+
+// Endpoint returns the table endpoint, without a trailing slash: the base
+// of the entity URLs in a transaction's body.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Call is what a caller attaches to one request besides its parameters.
+type Call struct {
+	// Value, when not nil, travels with the request to the pipeline's
+	// policies (policy.Request.SetOperationValue; read it with
+	// OperationValue), through every retry of the request.
+	Value any
+	// OwnThrottling sends the request on the Options.OwnThrottling
+	// pipeline: the caller handles throttled answers itself.
+	OwnThrottling bool
+}
+
+// Entity is the answer to a point read.
+type Entity struct {
+	// Body is the entity's JSON as the service sent it (minimal metadata).
+	Body []byte
+	// ETag is the entity's version, from the ETag header.
+	ETag azcore.ETag
+}
+
+// GetEntity reads the entity with keys pk and rk of table; sel, when not
+// "", is its $select (comma-separated property names). A missing entity
+// or table is an *azcore.ResponseError with status 404, like every other
+// failure the service reports.
+func (c *Client) GetEntity(ctx context.Context, table, pk, rk, sel string, call Call) (_ Entity, err error) {
+	ctx, end := runtime.StartSpan(ctx, spanName(GetEntity), c.tracer, nil)
+	defer func() { end(err) }()
+	u := c.entityURL(table, pk, rk)
+	if sel != "" {
+		u += "?$select=" + url.QueryEscape(sel)
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, u)
+	if err != nil {
+		return Entity{}, err
+	}
+	resp, body, err := c.send(req, GetEntity, call, http.StatusOK)
+	if err != nil {
+		return Entity{}, err
+	}
+	return Entity{Body: body, ETag: azcore.ETag(resp.Header.Get("ETag"))}, nil
+}
+
+// Query is the query of one page.
+type Query struct {
+	// Filter is the $filter expression; "" matches every entity.
+	Filter string
+	// Select is the $select list; "" reads every property.
+	Select string
+	// Top is the most entities the page may hold (1–1000); 0 means the
+	// service's maximum.
+	Top int
+	// NextPartitionKey and NextRowKey are the continuation of the page to
+	// read, from the previous Page ("" for the first page).
+	NextPartitionKey, NextRowKey string
+}
+
+// Page is one page of a query's answer. The service may answer a page with
+// no entities that still has a continuation: the query is complete only
+// when both continuation keys are "".
+type Page struct {
+	// Body is the answer as the service sent it: {"value":[...], ...}.
+	Body []byte
+	// NextPartitionKey and NextRowKey continue the query (the
+	// x-ms-continuation-* headers); opaque, "" when absent.
+	NextPartitionKey, NextRowKey string
+}
+
+// QueryEntities reads one page of a query of table.
+func (c *Client) QueryEntities(ctx context.Context, table string, q *Query, call Call) (_ Page, err error) {
+	ctx, end := runtime.StartSpan(ctx, spanName(QueryEntities), c.tracer, nil)
+	defer func() { end(err) }()
+	var b strings.Builder
+	b.Grow(len(c.endpoint) + len(table) + 3 + len(q.Filter)*3/2 + len(q.Select) + len(q.NextPartitionKey) + len(q.NextRowKey) + 64)
+	b.WriteString(c.endpoint)
+	b.WriteByte('/')
+	b.WriteString(table)
+	b.WriteString("()")
+	sep := byte('?')
+	param := func(name, value string) {
+		if value == "" {
+			return
+		}
+		b.WriteByte(sep)
+		sep = '&'
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(value))
+	}
+	param("$filter", q.Filter)
+	param("$select", q.Select)
+	if q.Top > 0 {
+		param("$top", strconv.Itoa(q.Top))
+	}
+	param("NextPartitionKey", q.NextPartitionKey)
+	param("NextRowKey", q.NextRowKey)
+	req, err := c.newRequest(ctx, http.MethodGet, b.String())
+	if err != nil {
+		return Page{}, err
+	}
+	resp, body, err := c.send(req, QueryEntities, call, http.StatusOK)
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{
+		Body:             body,
+		NextPartitionKey: resp.Header.Get("x-ms-continuation-NextPartitionKey"),
+		NextRowKey:       resp.Header.Get("x-ms-continuation-NextRowKey"),
+	}, nil
+}
+
+// InsertEntity inserts the entity body (its OData JSON, keys included)
+// into table and returns its ETag. The service is asked not to echo the
+// entity (Prefer: return-no-content). An existing entity is a 409
+// EntityAlreadyExists *azcore.ResponseError.
+func (c *Client) InsertEntity(ctx context.Context, table string, body []byte, call Call) (_ azcore.ETag, err error) {
+	ctx, end := runtime.StartSpan(ctx, spanName(InsertEntity), c.tracer, nil)
+	defer func() { end(err) }()
+	req, err := c.newRequest(ctx, http.MethodPost, c.endpoint+"/"+table)
+	if err != nil {
+		return "", err
+	}
+	req.Raw().Header["Prefer"] = []string{"return-no-content"}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
+		return "", err
+	}
+	resp, _, err := c.send(req, InsertEntity, call, http.StatusNoContent, http.StatusCreated)
+	if err != nil {
+		return "", err
+	}
+	return azcore.ETag(resp.Header.Get("ETag")), nil
+}
+
+// UpdateEntity writes the entity body to the entity with keys pk and rk of
+// table: it replaces the stored entity (PUT), or with merge merges into it,
+// and returns the new ETag. With ifMatch it requires the stored entity's
+// ETag to match (azcore.ETagAny: any version, but it must exist); without
+// it, it inserts the entity when there is none (insert-or-replace,
+// insert-or-merge).
+func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []byte, merge bool, ifMatch azcore.ETag, call Call) (_ azcore.ETag, err error) {
+	op, method := UpdateEntity, http.MethodPut
+	if merge {
+		op, method = MergeEntity, http.MethodPatch
+		if c.mergeTunnel {
+			method = http.MethodPost
+		}
+	}
+	ctx, end := runtime.StartSpan(ctx, spanName(op), c.tracer, nil)
+	defer func() { end(err) }()
+	req, err := c.newRequest(ctx, method, c.entityURL(table, pk, rk))
+	if err != nil {
+		return "", err
+	}
+	if merge && c.mergeTunnel {
+		req.Raw().Header["X-Http-Method"] = []string{"MERGE"}
+	}
+	if ifMatch != "" {
+		req.Raw().Header["If-Match"] = []string{string(ifMatch)}
+	}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
+		return "", err
+	}
+	resp, _, err := c.send(req, op, call, http.StatusNoContent)
+	if err != nil {
+		return "", err
+	}
+	return azcore.ETag(resp.Header.Get("ETag")), nil
+}
+
+// DeleteEntity deletes the entity with keys pk and rk of table if its ETag
+// matches ifMatch (azcore.ETagAny: any version), which the service
+// requires.
+func (c *Client) DeleteEntity(ctx context.Context, table, pk, rk string, ifMatch azcore.ETag, call Call) (err error) {
+	ctx, end := runtime.StartSpan(ctx, spanName(DeleteEntity), c.tracer, nil)
+	defer func() { end(err) }()
+	req, err := c.newRequest(ctx, http.MethodDelete, c.entityURL(table, pk, rk))
+	if err != nil {
+		return err
+	}
+	req.Raw().Header["If-Match"] = []string{string(ifMatch)}
+	_, _, err = c.send(req, DeleteEntity, call, http.StatusNoContent)
+	return err
+}
+
+// Transaction sends an entity group transaction: body is its
+// multipart/mixed request body with the given batch boundary (its entity
+// URLs based on [Client.Endpoint]). It returns the service's 202 answer,
+// whose body (also returned) holds each action's outcome; any other
+// status is an *azcore.ResponseError.
+func (c *Client) Transaction(ctx context.Context, body []byte, boundary string, call Call) (_ *http.Response, _ []byte, err error) {
+	ctx, end := runtime.StartSpan(ctx, spanName(Transaction), c.tracer, nil)
+	defer func() { end(err) }()
+	req, err := c.newRequest(ctx, http.MethodPost, c.endpoint+"/$batch")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "multipart/mixed; boundary="+boundary); err != nil {
+		return nil, nil, err
+	}
+	return c.send(req, Transaction, call, http.StatusAccepted)
+}
+
+// entityURL is the URL of one entity.
+func (c *Client) entityURL(table, pk, rk string) string {
+	b := make([]byte, 0, len(c.endpoint)+1+len(table)+KeyPredicateLen(pk, rk))
+	b = append(b, c.endpoint...)
+	b = append(b, '/')
+	b = append(b, table...)
+	b = AppendKeyPredicate(b, pk, rk)
+	return string(b)
+}
+
+// newRequest returns a request with the headers every data-plane request
+// has.
+func (c *Client) newRequest(ctx context.Context, method, u string) (*policy.Request, error) {
+	req, err := runtime.NewRequest(ctx, method, u)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Raw().Header
+	h["X-Ms-Version"] = []string{APIVersion}
+	h["Dataserviceversion"] = []string{"3.0"}
+	h["Accept"] = []string{"application/json;odata=minimalmetadata"}
+	return req, nil
+}
+
+// send sends req as op and returns the answer with its body, read in
+// full, when its status is one of want; else an *azcore.ResponseError, a
+// transport error, or an error matching ErrUnreadableAnswer.
+func (c *Client) send(req *policy.Request, op Operation, call Call, want ...int) (*http.Response, []byte, error) {
+	req.SetOperationValue(op)
+	if call.Value != nil {
+		req.SetOperationValue(call.Value)
+	}
+	pl := &c.pipeline
+	if call.OwnThrottling {
+		pl = &c.throttling
+	}
+	resp, err := pl.Do(req)
+	if err != nil {
+		switch {
+		case resp == nil:
+			return nil, nil, err
+		case isContextError(err):
+			// The retry policy ends a call whose context ended after a
+			// try with the context's error, even when that try was
+			// answered: a success answered and read settles the outcome.
+			if body, perr := runtime.Payload(resp); perr == nil && runtime.HasStatusCode(resp, want...) {
+				return resp, body, nil
+			}
+			return nil, nil, err
+		}
+		// An answer came, but its body could not be read.
+		return nil, nil, fmt.Errorf("%w (HTTP %d): %w", ErrUnreadableAnswer, resp.StatusCode, err)
+	}
+	if !runtime.HasStatusCode(resp, want...) {
+		return nil, nil, runtime.NewResponseError(resp)
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (HTTP %d): %w", ErrUnreadableAnswer, resp.StatusCode, err)
+	}
+	return resp, body, nil
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
