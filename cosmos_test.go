@@ -164,6 +164,8 @@ func TestCosmosMerges(t *testing.T) {
 	before := acct.Meter().Snapshot()
 	if etag, err = tbl.Update(ctx, wireItem{PK: "m", RK: "o'k", N: 2}, tablekit.Merge, etag); err != nil {
 		t.Fatalf("update merge: %v", err)
+	} else if etag == "" {
+		t.Error("update merge returned no ETag")
 	}
 	if _, err = tbl.Upsert(ctx, wireItem{PK: "m", RK: "o'k", N: 3}, tablekit.Merge); err != nil {
 		t.Fatalf("upsert merge: %v", err)
