@@ -15,7 +15,7 @@
 //     tagged encrypt (which the table refuses at run time: the service
 //     stores only ciphertext);
 //   - where the Where call is the whole filter of such a method, a table
-//     scan (Explain's ClassTableScan), unless the call passes
+//     scan (Explain's class queryplan.TableScan), unless the call passes
 //     &tablekit.QueryOptions{AllowTableScan: true} or the -scan=false flag
 //     is given.
 //
@@ -35,6 +35,7 @@ import (
 	"golang.org/x/tools/go/types/typeutil"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/queryplan"
 )
 
 // tablekitPath is the import path of package tablekit.
@@ -160,7 +161,7 @@ func checkWhere(pass *analysis.Pass, call *ast.CallExpr, u *use) {
 		return
 	}
 	plan := f.Explain()
-	if plan.Class == tablekit.ClassUnknown {
+	if plan.Class == queryplan.Unknown {
 		pass.ReportRangef(call.Args[0], "tablekit.Where: filter %q is not understood: %v", format, plan.Err)
 		return
 	}
