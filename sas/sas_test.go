@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +32,6 @@ func newSigner(t *testing.T) *sas.Signer {
 	}
 	return s
 }
-
-// onAzurite reports whether the tests run against the local Azurite
-// (rather than an account in AZURE_STORAGE_CONNECTION_STRING).
-func onAzurite() bool { return os.Getenv(testenv.ConnectionStringEnv) == "" }
 
 type order struct {
 	Customer string `table:",pk"`
