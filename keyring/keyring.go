@@ -34,11 +34,18 @@ import (
 )
 
 // KeySize is the size of a property encryption key: 32 bytes (AES-256).
-const KeySize = cryptkey.Size
+const KeySize = 32
 
 // MaxKeyIDLength is the longest key id an encrypted value can name, in
 // bytes; long enough for an Azure Key Vault key URL.
-const MaxKeyIDLength = cryptkey.MaxIDLength
+const MaxKeyIDLength = 255
+
+// The root package checks keys and ids against internal/cryptkey: these
+// fail to compile unless the two agree.
+var (
+	_ = [1]struct{}{}[KeySize-cryptkey.Size]
+	_ = [1]struct{}{}[MaxKeyIDLength-cryptkey.MaxIDLength]
+)
 
 // GenerateKey returns a new random KeySize-byte key from crypto/rand.
 func GenerateKey() []byte {
