@@ -2,7 +2,6 @@ package tablekit
 
 import (
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/connstr"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -120,16 +120,7 @@ type Account struct {
 	governor  *Governor
 	tracing   tracing.Provider
 	cosmos    bool
-	// tableCred is the shared key the Account was opened with (nil for a
-	// SAS or token credential); kept for signing SAS tokens.
-	tableCred *aztables.SharedKeyCredential
 }
-
-// Well-known settings of the local storage emulator (Azurite).
-const (
-	devAccountName = "devstoreaccount1"
-	devAccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-)
 
 // Open opens the account a connection string names. It accepts:
 //
@@ -151,8 +142,8 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &Account{name: cs.accountName, endpoints: cs.endpoints}
-	if cs.accountKey != "" {
+	a := &Account{name: cs.AccountName, endpoints: Endpoints(cs.Endpoints)}
+	if cs.AccountKey != "" {
 		err = a.openWithKey(cs, opts)
 	} else {
 		err = a.openWithSAS(cs, opts)
@@ -165,33 +156,32 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 
 // openWithKey makes the Account's clients for a connection string with
 // an account key.
-func (a *Account) openWithKey(cs *connString, opts *Options) error {
+func (a *Account) openWithKey(cs *connstr.String, opts *Options) error {
 	badKey := connError("AccountKey is not a valid key")
-	tableCred, err := aztables.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	tableCred, err := aztables.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
-	queueCred, err := azqueue.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	queueCred, err := azqueue.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
-	blobCred, err := azblob.NewSharedKeyCredential(cs.accountName, cs.accountKey)
+	blobCred, err := azblob.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
-	sharedKey, err := tablewire.NewSharedKey(cs.accountName, cs.accountKey)
+	sharedKey, err := tablewire.NewSharedKey(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
-	a.tableCred = tableCred
 	err = a.build(opts, sharedKey, func(table, queue, blob azcore.ClientOptions) (err error) {
-		if a.tables, err = aztables.NewServiceClientWithSharedKey(cs.endpoints.Table, tableCred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
+		if a.tables, err = aztables.NewServiceClientWithSharedKey(cs.Endpoints.Table, tableCred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
-		if a.queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.endpoints.Queue, queueCred, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
+		if a.queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.Endpoints.Queue, queueCred, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
 			return err
 		}
-		a.blobs, err = azblob.NewClientWithSharedKeyCredential(cs.endpoints.Blob, blobCred, &azblob.ClientOptions{ClientOptions: blob})
+		a.blobs, err = azblob.NewClientWithSharedKeyCredential(cs.Endpoints.Blob, blobCred, &azblob.ClientOptions{ClientOptions: blob})
 		return err
 	})
 	return clientsError(err, cs)
@@ -199,16 +189,16 @@ func (a *Account) openWithKey(cs *connString, opts *Options) error {
 
 // openWithSAS makes the Account's clients for a connection string with a
 // shared access signature.
-func (a *Account) openWithSAS(cs *connString, opts *Options) error {
-	sas := "?" + cs.sas
-	err := a.build(opts, tablewire.NewSAS(cs.sas), func(table, queue, blob azcore.ClientOptions) (err error) {
-		if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
+func (a *Account) openWithSAS(cs *connstr.String, opts *Options) error {
+	sas := "?" + cs.SAS
+	err := a.build(opts, tablewire.NewSAS(cs.SAS), func(table, queue, blob azcore.ClientOptions) (err error) {
+		if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.Endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
-		if a.queues, err = azqueue.NewServiceClientWithNoCredential(cs.endpoints.Queue+sas, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
+		if a.queues, err = azqueue.NewServiceClientWithNoCredential(cs.Endpoints.Queue+sas, &azqueue.ClientOptions{ClientOptions: queue}); err != nil {
 			return err
 		}
-		a.blobs, err = azblob.NewClientWithNoCredential(cs.endpoints.Blob+sas, &azblob.ClientOptions{ClientOptions: blob})
+		a.blobs, err = azblob.NewClientWithNoCredential(cs.Endpoints.Blob+sas, &azblob.ClientOptions{ClientOptions: blob})
 		return err
 	})
 	return clientsError(err, cs)
@@ -218,14 +208,14 @@ func (a *Account) openWithSAS(cs *connString, opts *Options) error {
 // refused options as they are, else a constructor's error. The SDK's
 // constructors check no URL today; should one refuse what the parser
 // accepted, the error does not echo a URL that may hold a SAS.
-func clientsError(err error, cs *connString) error {
+func clientsError(err error, cs *connstr.String) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, ErrInvalidInput) {
 		return fmt.Errorf("tablekit: Open: %w", err) // refused options
 	}
-	return fmt.Errorf("tablekit: cannot create storage clients: %s: %w", redactSecrets(err.Error(), cs), ErrInvalidInput)
+	return fmt.Errorf("tablekit: cannot create storage clients: %s: %w", cs.Redact(err.Error()), ErrInvalidInput)
 }
 
 // OpenWithCredential opens the account accountName with a token
@@ -239,7 +229,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 	if cred == nil {
 		return nil, fmt.Errorf("tablekit: OpenWithCredential: nil credential: %w", ErrInvalidInput)
 	}
-	if problem := accountNameProblem(accountName); problem != "" {
+	if problem := connstr.AccountNameProblem(accountName); problem != "" {
 		return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
 	}
 	suffix := opts.EndpointSuffix
@@ -266,7 +256,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		if o.override == "" {
 			continue
 		}
-		ep, problem := checkEndpoint(o.name, o.override)
+		ep, problem := connstr.CheckEndpoint(o.name, o.override)
 		if problem != "" {
 			return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
 		}
@@ -331,9 +321,9 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	}
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
-		// redactPolicy first: it strips a SAS signature from transport
+		// RedactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
-		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
+		o.PerRetryPolicies = append([]policy.Policy{connstr.RedactPolicy{}}, opts.PerRetryPolicies...)
 		hot := opts.HotPartition
 		if hot.Logger == nil {
 			hot.Logger = opts.Logger
@@ -434,251 +424,18 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// connString is a parsed connection string.
-type connString struct {
-	accountName string
-	accountKey  string // base64, as given
-	sas         string // query string without '?'
-	endpoints   Endpoints
-}
-
 // connError reports a connection string problem. msg must not contain a
 // secret.
 func connError(msg string, args ...any) error {
 	return fmt.Errorf("tablekit: connection string: "+msg+": %w", append(args, ErrInvalidInput)...)
 }
 
-// connSettings are the settings a storage connection string may have, by
-// lower-case name.
-var connSettings = map[string]string{
-	"defaultendpointsprotocol":   "DefaultEndpointsProtocol",
-	"accountname":                "AccountName",
-	"accountkey":                 "AccountKey",
-	"endpointsuffix":             "EndpointSuffix",
-	"sharedaccesssignature":      "SharedAccessSignature",
-	"usedevelopmentstorage":      "UseDevelopmentStorage",
-	"developmentstorageproxyuri": "DevelopmentStorageProxyUri",
-	"tableendpoint":              "TableEndpoint",
-	"queueendpoint":              "QueueEndpoint",
-	"blobendpoint":               "BlobEndpoint",
-	"fileendpoint":               "FileEndpoint",
-	"tablesecondaryendpoint":     "TableSecondaryEndpoint",
-	"queuesecondaryendpoint":     "QueueSecondaryEndpoint",
-	"blobsecondaryendpoint":      "BlobSecondaryEndpoint",
-	"filesecondaryendpoint":      "FileSecondaryEndpoint",
-}
-
-// parseConnectionString parses and checks a storage connection string.
-func parseConnectionString(s string) (*connString, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, connError(`it is empty (set AZURE_STORAGE_CONNECTION_STRING, or use "UseDevelopmentStorage=true" for a local Azurite)`)
-	}
-	settings := map[string]string{}
-	for i, part := range strings.Split(s, ";") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(part, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			// Do not echo the part: it may be a pasted key.
-			return nil, connError("part %d is not of the form Name=value (parts are separated by ';')", i+1)
-		}
-		canon, known := connSettings[strings.ToLower(name)]
-		if !known {
-			if isPlainName(name) {
-				return nil, connError("unknown setting %q", name)
-			}
-			return nil, connError("part %d has an unknown setting name", i+1)
-		}
-		if _, dup := settings[canon]; dup {
-			return nil, connError("%s is set twice", canon)
-		}
-		settings[canon] = strings.TrimSpace(value)
-	}
-	if len(settings) == 0 {
-		return nil, connError(`it has no settings (set AZURE_STORAGE_CONNECTION_STRING, or use "UseDevelopmentStorage=true" for a local Azurite)`)
-	}
-
-	if v, ok := settings["UseDevelopmentStorage"]; ok {
-		if !strings.EqualFold(v, "true") {
-			return nil, connError(`UseDevelopmentStorage must be "true", not %q`, v)
-		}
-		for name := range settings {
-			if name != "UseDevelopmentStorage" {
-				return nil, connError("UseDevelopmentStorage=true cannot be combined with %s", name)
-			}
-		}
-		return &connString{
-			accountName: devAccountName,
-			accountKey:  devAccountKey,
-			endpoints: Endpoints{
-				Table: "http://127.0.0.1:10002/" + devAccountName,
-				Queue: "http://127.0.0.1:10001/" + devAccountName,
-				Blob:  "http://127.0.0.1:10000/" + devAccountName,
-			},
-		}, nil
-	}
-	if _, ok := settings["DevelopmentStorageProxyUri"]; ok {
-		return nil, connError("DevelopmentStorageProxyUri is only valid with UseDevelopmentStorage=true, which tablekit does not combine with a proxy")
-	}
-
-	cs := &connString{accountName: settings["AccountName"]}
-	if cs.accountName != "" {
-		if problem := accountNameProblem(cs.accountName); problem != "" {
-			return nil, connError("AccountName: %s", problem)
-		}
-	}
-	key, hasKey := settings["AccountKey"]
-	sas, hasSAS := settings["SharedAccessSignature"]
-	switch {
-	case hasKey:
-		if key == "" {
-			return nil, connError("AccountKey is empty")
-		}
-		if _, err := base64.StdEncoding.DecodeString(key); err != nil {
-			return nil, connError("AccountKey is not valid base64 (copy the whole key, including any trailing '=')")
-		}
-		if cs.accountName == "" {
-			return nil, connError("missing AccountName (required with AccountKey)")
-		}
-		cs.accountKey = key
-	case hasSAS:
-		sas = strings.TrimPrefix(sas, "?")
-		q, err := url.ParseQuery(sas)
-		if err != nil {
-			return nil, connError("SharedAccessSignature is not a valid query string")
-		}
-		if q.Get("sig") == "" {
-			return nil, connError("SharedAccessSignature has no sig parameter")
-		}
-		cs.sas = sas
-	case cs.accountName != "":
-		return nil, connError("missing AccountKey (or SharedAccessSignature) for account %q", cs.accountName)
-	default:
-		return nil, connError("missing AccountName and AccountKey (or UseDevelopmentStorage=true)")
-	}
-
-	protocol := "https"
-	if p, ok := settings["DefaultEndpointsProtocol"]; ok {
-		protocol = strings.ToLower(p)
-		if protocol != "http" && protocol != "https" {
-			return nil, connError("DefaultEndpointsProtocol must be http or https, not %q", p)
-		}
-	}
-	suffix := "core.windows.net"
-	if v, ok := settings["EndpointSuffix"]; ok {
-		if v == "" || strings.ContainsAny(v, "/:?#@ ") {
-			return nil, connError("EndpointSuffix %q must be a DNS suffix such as core.windows.net", v)
-		}
-		suffix = v
-	}
-	for _, svc := range []struct {
-		setting, sub string
-		target       *string
-	}{
-		{"TableEndpoint", "table", &cs.endpoints.Table},
-		{"QueueEndpoint", "queue", &cs.endpoints.Queue},
-		{"BlobEndpoint", "blob", &cs.endpoints.Blob},
-	} {
-		if v, ok := settings[svc.setting]; ok {
-			ep, problem := checkEndpoint(svc.setting, v)
-			if problem != "" {
-				return nil, connError("%s", problem)
-			}
-			*svc.target = ep
-			continue
-		}
-		if cs.accountName == "" {
-			return nil, connError("missing %s (needed when there is no AccountName to derive it from)", svc.setting)
-		}
-		*svc.target = protocol + "://" + cs.accountName + "." + svc.sub + "." + suffix
-	}
-	if cs.accountName == "" {
-		cs.accountName = accountFromEndpoint(cs.endpoints.Table)
+// parseConnectionString parses and checks a storage connection string
+// (see internal/connstr, which package sas shares).
+func parseConnectionString(s string) (*connstr.String, error) {
+	cs, err := connstr.Parse(s)
+	if err != nil {
+		return nil, connError("%s", err)
 	}
 	return cs, nil
-}
-
-// checkEndpoint checks an explicit service endpoint and returns it without
-// a trailing slash, or a description of what is wrong with it. The
-// description names the setting but shows the URL only without its query,
-// which may hold a SAS.
-func checkEndpoint(setting, v string) (endpoint, problem string) {
-	u, err := url.Parse(v)
-	if err != nil {
-		return "", setting + " is not a valid URL"
-	}
-	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	switch {
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return "", fmt.Sprintf("%s %q is not an absolute http:// or https:// URL", setting, shown)
-	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Sprintf("%s %q must not have a query or fragment (put a SAS in SharedAccessSignature)", setting, shown)
-	case u.User != nil:
-		return "", fmt.Sprintf("%s %q must not contain user info", setting, shown)
-	}
-	return strings.TrimRight(u.String(), "/"), ""
-}
-
-// accountNameProblem says what is wrong with a storage account name, or
-// returns "".
-func accountNameProblem(name string) string {
-	if name == "" {
-		return "account name is empty"
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return fmt.Sprintf("account name %q may have only letters and digits", name)
-		}
-	}
-	if len(name) > 63 {
-		return fmt.Sprintf("account name is %d characters long, more than 63", len(name))
-	}
-	return ""
-}
-
-// accountFromEndpoint guesses the account name from a service URL: the
-// first path segment of an IP-style (Azurite) URL, else the first label of
-// the host.
-func accountFromEndpoint(ep string) string {
-	u, err := url.Parse(ep)
-	if err != nil {
-		return ""
-	}
-	host := u.Hostname()
-	if net.ParseIP(host) != nil || host == "localhost" {
-		first, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-		return first
-	}
-	first, _, _ := strings.Cut(host, ".")
-	return first
-}
-
-// isPlainName reports whether s looks like a setting name rather than a
-// fragment of a key or signature, so that it is safe to show.
-func isPlainName(s string) bool {
-	if len(s) > 40 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-// redactSecrets removes the key and SAS of cs from msg.
-func redactSecrets(msg string, cs *connString) string {
-	for _, secret := range []string{cs.accountKey, cs.sas} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "REDACTED")
-		}
-	}
-	if i := strings.Index(msg, "sig="); i >= 0 {
-		msg = msg[:i] + "sig=REDACTED"
-	}
-	return msg
 }

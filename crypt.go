@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/cryptkey"
 	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
@@ -103,12 +104,12 @@ func edmFromCode(c byte) (EdmType, bool) {
 // an unencrypted value.
 //
 // Keys come from Keys and rotate without rewriting anything at once: new
-// values use the current key, old values name theirs (see [KeyRing.Rotate],
+// values use the current key, old values name theirs (see package keyring,
 // [CiphertextKeyID]). AES-GCM with random 96-bit nonces is safe for about
 // 2^32 values per key; rotate long before that.
 type Encryption struct {
 	// Keys supplies the keys: the current one for writes, any by id for
-	// reads. Required. [KeyRing] is the local implementation.
+	// reads. Required. keyring.KeyRing is the in-memory implementation.
 	Keys KeyResolver
 	// Properties names the properties to encrypt in a Table[Entity]. Struct
 	// tables use the encrypt tag option instead; if Properties is set for a
@@ -138,7 +139,7 @@ func newCryptContext(enc *Encryption, plan *typePlan) (*cryptContext, error) {
 		return nil, nil
 	}
 	if enc.Keys == nil {
-		return nil, &ValidationError{Property: "Encryption.Keys", Detail: "encryption needs a KeyResolver (for example a tablekit.KeyRing)", Err: ErrInvalidInput}
+		return nil, &ValidationError{Property: "Encryption.Keys", Detail: "encryption needs a KeyResolver (for example a *keyring.KeyRing)", Err: ErrInvalidInput}
 	}
 	c := &cryptContext{properties: map[string]bool{}, keys: enc.Keys}
 	for _, name := range enc.Properties {
@@ -202,8 +203,8 @@ func (c *cryptContext) cipherFor(id string, key []byte) (cipher.AEAD, error) {
 		}
 		key = k
 	}
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("the key resolver returned a %d-byte key for id %q; AES-256 needs %d bytes", len(key), id, KeySize)
+	if len(key) != cryptkey.Size {
+		return nil, fmt.Errorf("the key resolver returned a %d-byte key for id %q; AES-256 needs %d bytes", len(key), id, cryptkey.Size)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -275,7 +276,7 @@ func parseCiphertext(b []byte) (parsedCiphertext, error) {
 		return p, fmt.Errorf("the encrypted value's header is malformed or truncated (%d bytes)", len(b))
 	}
 	p.keyID = string(b[idStart : idStart+n])
-	if keyIDProblem(p.keyID) != "" {
+	if cryptkey.IDProblem(p.keyID) != "" {
 		return p, errors.New("the encrypted value's key id is malformed")
 	}
 	hdrEnd := idStart + n + encNonceSize
@@ -386,7 +387,7 @@ func (s *encodeState) appendEncrypted(dst []byte, name string, edm EdmType, v an
 		}
 		return dst, &ValidationError{Entity: s.describe(), Property: name, Detail: "no encryption key: " + detail, Err: err}
 	}
-	if p := keyIDProblem(id); p != "" {
+	if p := cryptkey.IDProblem(id); p != "" {
 		return dst, s.fail(name, "", 0, "the key resolver's current key id is invalid: "+p, ErrInvalidInput)
 	}
 	sealed, err := c.seal(id, key, s.pk, s.rk, name, pt)

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // A struct with encrypted fields: tag them encrypt and give the Table an
@@ -25,7 +26,7 @@ func ExampleEncryption() {
 		fmt.Println(err)
 		return
 	}
-	ring := tablekit.NewKeyRing()
+	ring := new(keyring.KeyRing)
 	ring.Add("2025-06", loadKey()) // keep keys out of the storage account (e.g. in Key Vault)
 	emp, err := tablekit.OpenTable[Employee](acct, "Employees", &tablekit.TableOptions{
 		Encryption: &tablekit.Encryption{Keys: ring},
@@ -46,26 +47,7 @@ func ExampleEncryption() {
 	fmt.Println(e.SSN)
 }
 
-func loadKey() []byte { return tablekit.GenerateKey() }
-
-// Key rotation: new writes use the current key; values keep naming the key
-// that encrypted them, so old rows decrypt while the ring still has it.
-func ExampleKeyRing_Rotate() {
-	ring := tablekit.NewKeyRing()
-	ring.Add("2025-q1", tablekit.GenerateKey())
-	fmt.Println(ring.Current())
-
-	ring.Rotate("2025-q2", tablekit.GenerateKey())
-	fmt.Println(ring.Current(), ring.IDs())
-
-	// After every row has been rewritten (read, then Update), retire q1.
-	ring.Remove("2025-q1")
-	fmt.Println(ring) // never prints key material
-	// Output:
-	// 2025-q1
-	// 2025-q2 [2025-q1 2025-q2]
-	// KeyRing{current: "2025-q2", keys: [2025-q2]}
-}
+func loadKey() []byte { return keyring.GenerateKey() }
 
 // Filters on encrypted properties are refused: the service only sees
 // ciphertext.
@@ -76,7 +58,7 @@ func ExampleEncryption_filter() {
 		return
 	}
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, "People", &tablekit.TableOptions{
-		Encryption: &tablekit.Encryption{Keys: tablekit.NewKeyRing(), Properties: []string{"SSN"}},
+		Encryption: &tablekit.Encryption{Keys: new(keyring.KeyRing), Properties: []string{"SSN"}},
 	})
 	if err != nil {
 		fmt.Println(err)

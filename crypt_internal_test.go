@@ -3,13 +3,18 @@ package tablekit
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/cryptkey"
 )
 
 type secretDoc struct {
@@ -30,15 +35,74 @@ type secretDoc struct {
 	Empty string    `table:",omitempty,encrypt"`
 }
 
-func testRing(t testing.TB, ids ...string) *KeyRing {
+func testRing(t testing.TB, ids ...string) *testKeys {
 	t.Helper()
-	r := NewKeyRing()
+	r := newTestKeys()
 	for _, id := range ids {
-		if err := r.Add(id, GenerateKey()); err != nil {
+		if err := r.Add(id, generateKey()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return r
+}
+
+// testKeys is a KeyResolver for this package's internal tests, which
+// cannot import package keyring (it imports this package): keys by id, the
+// first added current until Rotate.
+type testKeys struct {
+	mu      sync.Mutex
+	keys    map[string][]byte
+	current string
+}
+
+func newTestKeys() *testKeys { return &testKeys{keys: map[string][]byte{}} }
+
+func generateKey() []byte {
+	k := make([]byte, cryptkey.Size)
+	rand.Read(k)
+	return k
+}
+
+func (r *testKeys) Add(id string, key []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.keys[id]; ok {
+		return fmt.Errorf("key %q added twice", id)
+	}
+	r.keys[id] = bytes.Clone(key)
+	if r.current == "" {
+		r.current = id
+	}
+	return nil
+}
+
+func (r *testKeys) Rotate(id string, key []byte) error {
+	if err := r.Add(id, key); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.current = id
+	return nil
+}
+
+func (r *testKeys) CurrentKey(ctx context.Context) (string, []byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current == "" {
+		return "", nil, fmt.Errorf("no current key: %w", ErrKeyNotFound)
+	}
+	return r.current, bytes.Clone(r.keys[r.current]), nil
+}
+
+func (r *testKeys) ResolveKey(ctx context.Context, id string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.keys[id]
+	if !ok {
+		return nil, fmt.Errorf("no key %q: %w", id, ErrKeyNotFound)
+	}
+	return bytes.Clone(k), nil
 }
 
 func testCrypt(t testing.TB, keys KeyResolver, plan *typePlan, props ...string) *cryptContext {
@@ -213,7 +277,7 @@ func TestCryptKeys(t *testing.T) {
 	if id, err := CiphertextKeyID(raw1); err != nil || id != "k1" {
 		t.Fatalf("CiphertextKeyID = %q, %v", id, err)
 	}
-	if err := ring.Rotate("k2", GenerateKey()); err != nil {
+	if err := ring.Rotate("k2", generateKey()); err != nil {
 		t.Fatal(err)
 	}
 	raw2 := sealedValue(t, c, "p", "r", "A", "two")
@@ -228,7 +292,7 @@ func TestCryptKeys(t *testing.T) {
 	}
 
 	// A reader without k1 (a fresh context: nothing cached).
-	ring2 := NewKeyRing()
+	ring2 := newTestKeys()
 	k2, _ := ring.ResolveKey(t.Context(), "k2")
 	ring2.Add("k2", k2)
 	c2 := testCrypt(t, ring2, nil, "A")
@@ -238,15 +302,15 @@ func TestCryptKeys(t *testing.T) {
 		t.Fatalf("missing key: %v", err)
 	}
 	// Same id, different key: authentication fails.
-	ring3 := NewKeyRing()
-	ring3.Add("k1", GenerateKey())
+	ring3 := newTestKeys()
+	ring3.Add("k1", generateKey())
 	c3 := testCrypt(t, ring3, nil, "A")
 	err = decodeEntity(entityWith("p", "r", "A", raw1), &e, &decodeState{crypt: c3})
 	if !errors.Is(err, ErrDecrypt) || errors.Is(err, ErrKeyNotFound) {
 		t.Fatalf("wrong key: %v", err)
 	}
 	// No key at all: writing fails with ErrKeyNotFound.
-	c4 := testCrypt(t, NewKeyRing(), nil, "A")
+	c4 := testCrypt(t, newTestKeys(), nil, "A")
 	_, err = encodeEntity(nil, &Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "x"}}, &encodeState{crypt: c4})
 	if !errors.Is(err, ErrKeyNotFound) {
 		t.Fatalf("empty ring: %v", err)
@@ -257,10 +321,10 @@ func TestCryptKeys(t *testing.T) {
 type changingResolver struct{}
 
 func (changingResolver) CurrentKey(ctx context.Context) (string, []byte, error) {
-	return "k", GenerateKey(), nil
+	return "k", generateKey(), nil
 }
 func (changingResolver) ResolveKey(ctx context.Context, id string) ([]byte, error) {
-	return GenerateKey(), nil
+	return generateKey(), nil
 }
 
 func TestCryptResolverMustBeStable(t *testing.T) {
@@ -368,8 +432,8 @@ func TestLooksEncrypted(t *testing.T) {
 // FuzzDecrypt: decrypting arbitrary bytes never panics, and arbitrary
 // plaintexts that do authenticate never panic the decoder either.
 func FuzzDecrypt(f *testing.F) {
-	ring := NewKeyRing()
-	ring.Add("k1", bytes.Repeat([]byte{7}, KeySize))
+	ring := newTestKeys()
+	ring.Add("k1", bytes.Repeat([]byte{7}, cryptkey.Size))
 	c, err := newCryptContext(&Encryption{Keys: ring, Properties: []string{"A"}}, nil)
 	if err != nil {
 		f.Fatal(err)

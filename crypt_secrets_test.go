@@ -18,6 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
+	"github.com/tablekit/tablekit/sas"
 )
 
 // TestNoSecretsInErrorsOrLogs drives the encryption and SAS code through
@@ -51,7 +53,8 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	}
 
 	acct := testenv.Account(t, &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}})
-	name, client := newNamedTable(t, acct)
+	name := testenv.CreateTable(t, acct)
+	client := acct.Table(name)
 
 	// Secrets to look for.
 	var accountKey string
@@ -73,7 +76,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 			secrets[what+" signature"] = sig
 		}
 	}
-	k1, k2 := tablekit.GenerateKey(), tablekit.GenerateKey()
+	k1, k2 := keyring.GenerateKey(), keyring.GenerateKey()
 	for i, k := range [][]byte{k1, k2} {
 		secrets[fmt.Sprintf("key %d (base64)", i+1)] = base64.StdEncoding.EncodeToString(k)
 		secrets[fmt.Sprintf("key %d (hex)", i+1)] = hex.EncodeToString(k)
@@ -81,10 +84,10 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	}
 
 	// Encryption: success, tampering, a missing key, a wrong key.
-	ring := tablekit.NewKeyRing()
+	ring := new(keyring.KeyRing)
 	ring.Add("k1", k1)
 	slog.Info("key ring", "ring", ring)
-	texts = append(texts, fmt.Sprintf("%v %+v %#v %s", ring, ring, ring, ring))
+	texts = append(texts, fmt.Sprintf("%v %+v %#v", ring, ring, ring))
 	tbl, err := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +102,12 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	putRaw(t, client, m)
 	_, err = tbl.Get(ctx, "W", "1", nil)
 	record("get tampered", err)
-	other := tablekit.NewKeyRing()
+	other := new(keyring.KeyRing)
 	other.Add("k2", k2)
 	tbl2, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: other}})
 	_, err = tbl2.Get(ctx, "W", "1", nil)
 	record("get missing key", err)
-	wrong := tablekit.NewKeyRing()
+	wrong := new(keyring.KeyRing)
 	wrong.Add("k1", k2)
 	tbl3, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: wrong}})
 	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}, tablekit.Replace); err != nil {
@@ -117,16 +120,20 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 
 	// SAS: good tokens used, bad input, a forged signature, an unreachable
 	// endpoint, an expired token.
-	sasURL, err := acct.TableSASURL(name, tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour),
-		&tablekit.TableSASOptions{StartPartitionKey: "W", EndPartitionKey: "W"})
+	signer, err := sas.NewSigner(testenv.ConnectionString(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.Info("signer", "signer", signer)
+	texts = append(texts, fmt.Sprintf("%v %+v %#v", signer, signer, signer))
+	sasURL, err := signer.TableURL(name, sas.Permissions{Read: true}, time.Now().Add(time.Hour),
+		&sas.Options{StartPartitionKey: "W", EndPartitionKey: "W"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addSig("table", sasURL)
-	ro, err := tablekit.OpenTableSAS[patient](sasURL, &tablekit.SASClientOptions{
-		Client: &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}},
-		Table:  &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}},
-	})
+	ro, err := sas.OpenTable[patient](sasURL, &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}},
+		&tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,17 +142,17 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	}
 	_, err = ro.Insert(ctx, patient{Ward: "W", ID: "2"})
 	record("insert read-only", err)
-	ctrURL, err := acct.ContainerSASURL("somecontainer", tablekit.BlobPermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	ctrURL, err := signer.ContainerURL("somecontainer", sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addSig("container", ctrURL)
-	blobURL, err := acct.BlobSASURL("somecontainer", "b", tablekit.BlobPermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	blobURL, err := signer.BlobURL("somecontainer", "b", sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addSig("blob", blobURL)
-	cc, err := tablekit.OpenContainerSAS(ctrURL, nil)
+	cc, err := sas.OpenContainer(ctrURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +163,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	q := u.Query()
 	q.Set("sig", base64.StdEncoding.EncodeToString(k2)) // a forged signature
 	u.RawQuery = q.Encode()
-	forged, err := tablekit.OpenTableSAS[order](u.String(), nil)
+	forged, err := sas.OpenTable[tablekit.Entity](u.String(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +175,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 
 	down, _ := url.Parse(sasURL)
 	down.Host = "127.0.0.1:1"
-	unreachable, err := tablekit.OpenTableSAS[order](down.String(), &tablekit.SASClientOptions{Client: &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	unreachable, err := sas.OpenTable[tablekit.Entity](down.String(), &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,15 +184,17 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error from a closed port")
 	}
-	_, err = tablekit.OpenTableSAS[patient](strings.Replace(sasURL, "?", "x?", 1)+"&se=2001-01-01T00:00:00Z", nil)
+	_, err = sas.OpenTable[patient](strings.Replace(sasURL, "?", "x?", 1)+"&se=2001-01-01T00:00:00Z", nil, nil)
 	record("open expired", err)
-	_, err = tablekit.OpenTableSAS[patient]("::"+sasURL, nil)
+	_, err = sas.OpenTable[patient]("::"+sasURL, nil, nil)
 	record("open malformed", err)
-	_, err = tablekit.OpenQueueSAS(strings.Replace(sasURL, "/"+name, "/BAD_name", 1), nil)
+	_, err = sas.OpenQueue(strings.Replace(sasURL, "/"+name, "/BAD_name", 1), nil)
 	record("open bad queue", err)
-	_, err = acct.TableSASURL(name, tablekit.TablePermissions{}, time.Now().Add(time.Hour), nil)
+	_, err = sas.OpenQueue(strings.Replace(sasURL, "/"+name, "/q-x", 1), &tablekit.Options{PerCallPolicies: []policy.Policy{nil}})
+	record("open refused options", err)
+	_, err = signer.TableURL(name, sas.Permissions{}, time.Now().Add(time.Hour), nil)
 	record("sign no perms", err)
-	_, err = acct.QueueSASURL("q-x", tablekit.QueuePermissions{Add: true}, time.Now().Add(time.Hour), nil)
+	_, err = signer.QueueURL("q-x", sas.Permissions{Add: true, Delete: true}, time.Now().Add(time.Hour), nil)
 	record("sign queue", err)
 
 	if len(secrets) < 8 || logs.Len() == 0 || len(texts) < 20 {

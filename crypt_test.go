@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // patient has encrypted fields of several types next to plain ones.
@@ -30,10 +31,10 @@ type patient struct {
 	Scan      []byte      `table:"Scan,omitempty,encrypt"`
 }
 
-func newRing(t *testing.T, id string) *tablekit.KeyRing {
+func newRing(t *testing.T, id string) *keyring.KeyRing {
 	t.Helper()
-	ring := tablekit.NewKeyRing()
-	if err := ring.Add(id, tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Add(id, keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	return ring
@@ -317,7 +318,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	if _, err := tbl.Insert(ctx, patient{Ward: "W", ID: "old", SSN: "written with k1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ring.Rotate("k2", tablekit.GenerateKey()); err != nil {
+	if err := ring.Rotate("k2", keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tbl.Insert(ctx, patient{Ward: "W", ID: "new", SSN: "written with k2"}); err != nil {
@@ -354,8 +355,8 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		}
 	}
 	// A row still on a removed key fails clearly.
-	k1 := tablekit.NewKeyRing()
-	k1.Add("k1", tablekit.GenerateKey())
+	k1 := new(keyring.KeyRing)
+	k1.Add("k1", keyring.GenerateKey())
 	w1, _ := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: k1}})
 	if _, err := w1.Insert(ctx, patient{Ward: "W", ID: "stale", SSN: "x"}); err != nil {
 		t.Fatal(err)

@@ -33,17 +33,6 @@ func ExampleFilter_Explain() {
 	// table scan: filters LastName; filters only on properties, which have no index
 }
 
-// A Plan's fields say what the service can use; its reasons are constants.
-func ExamplePlan() {
-	p := tablekit.Or(tablekit.PointQuery("Sales", "1"), tablekit.PointQuery("HR", "7")).Explain()
-	fmt.Println(p.Class, p.IsTableScan(), p.HasReason(tablekit.ReasonOrPartitionKeys))
-	r := tablekit.RowKeyRange("Sales", "000100", "000200").Explain()
-	fmt.Println(r.Class, r.PartitionKey, r.RowKeys.Lower.Key, r.RowKeys.Upper.Key)
-	// Output:
-	// table scan true true
-	// range query Sales 000100 000200
-}
-
 // A table that refuses table scans returns an error before anything is
 // sent; one that logs them (the default) warns through its logger.
 func ExampleRefuseTableScans() {

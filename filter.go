@@ -13,7 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/odata"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/queryplan"
 )
 
 // Filter is an OData $filter expression for a table query, built with
@@ -81,7 +83,7 @@ func Where(expr string, args ...any) Filter {
 	for i := 0; i < len(expr); i++ {
 		switch c := expr[i]; c {
 		case '\'', '"':
-			end, ok := filterClosingQuote(expr, i)
+			end, ok := odata.ClosingQuote(expr, i)
 			if !ok {
 				return filterWhereError(expr, fmt.Sprintf("unterminated quoted literal starting at byte %d", i))
 			}
@@ -134,23 +136,6 @@ func filterEstimateSize(expr string, args []any) int {
 	return size
 }
 
-// filterClosingQuote returns the index of the quote closing the literal that opens
-// at expr[start], where a doubled quote stands for itself.
-func filterClosingQuote(expr string, start int) (int, bool) {
-	q := expr[start]
-	for i := start + 1; i < len(expr); i++ {
-		if expr[i] != q {
-			continue
-		}
-		if i+1 < len(expr) && expr[i+1] == q {
-			i++
-			continue
-		}
-		return i, true
-	}
-	return 0, false
-}
-
 // filterPlaceholderBoundary reports whether expr[i] may stand next to a '?': the
 // start or end of expr, ASCII white space or a parenthesis.
 func filterPlaceholderBoundary(expr string, i int) bool {
@@ -170,7 +155,7 @@ func filterCountPlaceholders(expr string) int {
 	for i := 0; i < len(expr); i++ {
 		switch expr[i] {
 		case '\'', '"':
-			end, ok := filterClosingQuote(expr, i)
+			end, ok := odata.ClosingQuote(expr, i)
 			if !ok {
 				return n
 			}
@@ -606,6 +591,20 @@ func filterKeyClauses(cs ...filterClause) Filter {
 	return Filter{text: b.String()}
 }
 
+// Explain classifies the query f makes, without sending anything: a point
+// query, a range query, a partition scan, a partition range scan or a
+// table scan, in the terms of the table design guide, with the keys or
+// ranges the service can use and the reasons the query is less efficient
+// than it could be (see package queryplan, whose Explain reads f's text).
+// The zero Filter is a table scan; a Filter carrying an error gives class
+// queryplan.Unknown with that error.
+func (f Filter) Explain() queryplan.Plan {
+	if f.err != nil {
+		return queryplan.Plan{Class: queryplan.Unknown, Err: f.err}
+	}
+	return queryplan.Explain(f.text)
+}
+
 // Properties returns the property names f's expression refers to, each once,
 // in order of first appearance: the words of the expression that are not
 // keywords (eq ne gt ge lt le and or not true false null), not literals
@@ -626,7 +625,7 @@ func (f Filter) Properties() []string {
 			i += size
 			continue
 		case r == '\'' || r == '"':
-			end, ok := filterClosingQuote(s, i)
+			end, ok := odata.ClosingQuote(s, i)
 			if !ok {
 				return names
 			}
@@ -642,10 +641,10 @@ func (f Filter) Properties() []string {
 			i += size
 		}
 		word := s[start:i]
-		if i < len(s) && (s[i] == '\'' || s[i] == '"') && filterIsTypeHint(word) {
+		if i < len(s) && (s[i] == '\'' || s[i] == '"') && odata.IsTypeHint(word) {
 			continue
 		}
-		if filterIsKeyword(word) || filterIsNumberWord(word) || !filterHasNameRune(word) {
+		if filterIsKeyword(word) || odata.IsNumber(word) || !filterHasNameRune(word) {
 			continue
 		}
 		seen := false
@@ -670,57 +669,6 @@ func filterIsKeyword(w string) bool {
 		return true
 	}
 	return false
-}
-
-// filterIsTypeHint reports whether w prefixes a typed literal such as guid'...'.
-func filterIsTypeHint(w string) bool {
-	switch strings.ToLower(w) {
-	case "datetime", "guid", "binary", "x", "datetimeoffset", "time":
-		return true
-	}
-	return false
-}
-
-// filterIsNumberWord reports whether w is a numeric literal: an optional sign,
-// digits with an optional fraction and exponent, and an optional type
-// suffix (L, D, F, M).
-func filterIsNumberWord(w string) bool {
-	i := 0
-	if i < len(w) && (w[i] == '-' || w[i] == '+') {
-		i++
-	}
-	digits := 0
-	for ; i < len(w) && w[i] >= '0' && w[i] <= '9'; i++ {
-		digits++
-	}
-	if i < len(w) && w[i] == '.' {
-		for i++; i < len(w) && w[i] >= '0' && w[i] <= '9'; i++ {
-			digits++
-		}
-	}
-	if digits == 0 {
-		return false
-	}
-	if i < len(w) && (w[i] == 'e' || w[i] == 'E') {
-		i++
-		if i < len(w) && (w[i] == '-' || w[i] == '+') {
-			i++
-		}
-		exp := 0
-		for ; i < len(w) && w[i] >= '0' && w[i] <= '9'; i++ {
-			exp++
-		}
-		if exp == 0 {
-			return false
-		}
-	}
-	if i < len(w) {
-		switch w[i] {
-		case 'L', 'l', 'D', 'd', 'F', 'f', 'M', 'm':
-			i++
-		}
-	}
-	return i == len(w)
 }
 
 // filterHasNameRune reports whether w contains a letter or '_', i.e. could name a

@@ -20,7 +20,7 @@ import (
 //	per call:  the caller's PerCallPolicies, meterCallPolicy
 //	retry:     azcore's (two pipelines, see newTableWire)
 //	per try:   the credential (Shared Key, SAS or bearer token), writePolicy,
-//	           redactPolicy, the caller's PerRetryPolicies (a fault
+//	           connstr.RedactPolicy, the caller's PerRetryPolicies (a fault
 //	           injector), the Meter's policy, then azcore's HTTP tracing,
 //	           logging and body download
 //

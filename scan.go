@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+
+	"github.com/tablekit/tablekit/queryplan"
 )
 
 // TableScanPolicy chooses what [Table.Query], [Table.QueryPage] and
 // [Table.Top] do with a filter that [Filter.Explain] finds to be a table
-// scan ([Plan.IsTableScan]: ClassTableScan, or ClassUnknown, which may be
-// one). Point queries, range queries, partition scans and partition range
+// scan (queryplan.Plan.IsTableScan: class TableScan, or Unknown, which may
+// be one). Point queries, range queries, partition scans and partition range
 // scans are never affected. Set it in [TableOptions].TableScans; a query
 // meant to read the whole table (an export, a sweep) sets
 // [QueryOptions].AllowTableScan instead of weakening the table's policy.
@@ -56,7 +59,7 @@ func (t *Table[T]) checkScan(ctx context.Context, op, filter string, opts *Query
 	if t.scans == AllowTableScans || (opts != nil && opts.AllowTableScan) {
 		return nil
 	}
-	plan := explainText(filter)
+	plan := queryplan.Explain(filter)
 	if !plan.IsTableScan() {
 		return nil
 	}
@@ -78,7 +81,17 @@ func (t *Table[T]) checkScan(ctx context.Context, op, filter string, opts *Query
 		slog.String("op", op),
 		slog.String("filter", filter),
 		slog.String("class", plan.Class.String()),
-		slog.String("reason", plan.ReasonText()),
+		slog.String("reason", reasonText(plan)),
 	)
 	return nil
+}
+
+// reasonText is the reason field of the table scan warning: the plan's
+// reasons and its parse error, joined with "; ".
+func reasonText(p queryplan.Plan) string {
+	parts := p.Reasons
+	if p.Err != nil {
+		parts = append(parts[:len(parts):len(parts)], p.Err.Error())
+	}
+	return strings.Join(parts, "; ")
 }

@@ -157,9 +157,9 @@ func TestTableScanLogged(t *testing.T) {
 	}
 	want := []map[string]any{
 		{"level": "WARN", "msg": "tablekit: table scan", "table": tbl.Name(), "op": "Query", "filter": "LastName eq 'Jones'",
-			"class": "table scan", "reason": string(tablekit.ReasonPropertiesOnly)},
+			"class": "table scan", "reason": "filters only on properties, which have no index"},
 		{"level": "WARN", "msg": "tablekit: table scan", "table": tbl.Name(), "op": "QueryPage", "filter": "RowKey eq '3'",
-			"class": "table scan", "reason": string(tablekit.ReasonRowKeyOnly)},
+			"class": "table scan", "reason": "RowKey without PartitionKey: every partition is searched"},
 	}
 	for i, w := range want {
 		for k, v := range w {

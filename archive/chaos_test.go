@@ -22,6 +22,7 @@ import (
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // The archive chaos suites: writers, each with its own Account and Client
@@ -92,7 +93,7 @@ type chaosNames struct {
 
 // chaosEncryption returns the Encryption of both tables.
 func chaosEncryption(key []byte) (*tablekit.Encryption, error) {
-	ring := tablekit.NewKeyRing()
+	ring := new(keyring.KeyRing)
 	if err := ring.Add("k1", key); err != nil {
 		return nil, err
 	}
@@ -542,7 +543,7 @@ func newChaosNames(t *testing.T, acct *tablekit.Account) chaosNames {
 		Archive:                 testenv.TableName(t),
 		Queue:                   queueName(testenv.NewQueue(t, acct)),
 		Poison:                  testenv.QueueName(t),
-		Key:                     tablekit.GenerateKey(),
+		Key:                     keyring.GenerateKey(),
 		VisibilityTimeoutSecond: 1,
 	}
 	n.Claims = chaosContainer(t, acct)

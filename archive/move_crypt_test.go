@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // SecretEmployee has client-side encrypted fields.
@@ -53,8 +54,8 @@ func cryptTable[T any](t *testing.T, acct *tablekit.Account, name string, enc *t
 func TestMoveEncryptedEntities(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	ring := tablekit.NewKeyRing()
-	if err := ring.Add("k1", tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Add("k1", keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	enc := &tablekit.Encryption{Keys: ring}
@@ -134,7 +135,7 @@ func TestMoveEncryptedEntities(t *testing.T) {
 // encrypted property must be one layer of tablekit ciphertext (decrypting
 // it once gives the plaintext, not more ciphertext), and no plaintext may
 // appear anywhere in the stored entity.
-func checkStoredEncrypted(t *testing.T, acct *tablekit.Account, table string, ring *tablekit.KeyRing, emps []SecretEmployee, keysOf func(SecretEmployee) (string, string)) {
+func checkStoredEncrypted(t *testing.T, acct *tablekit.Account, table string, ring *keyring.KeyRing, emps []SecretEmployee, keysOf func(SecretEmployee) (string, string)) {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := tablekit.OpenTable[tablekit.Entity](acct, table, nil)
@@ -186,8 +187,8 @@ func checkStoredEncrypted(t *testing.T, acct *tablekit.Account, table string, ri
 func TestMoveRefusesToDecryptIntoPlaintext(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	ring := tablekit.NewKeyRing()
-	if err := ring.Add("k1", tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Add("k1", keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	enc := &tablekit.Encryption{Keys: ring, Properties: []string{"SSN"}}

@@ -8,6 +8,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // SecretEmployee has a field the table encrypts on the client.
@@ -20,8 +21,8 @@ type SecretEmployee struct {
 
 func encryption(t *testing.T, props ...string) *tablekit.Encryption {
 	t.Helper()
-	ring := tablekit.NewKeyRing()
-	if err := ring.Rotate("k1", tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Rotate("k1", keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	return &tablekit.Encryption{Keys: ring, Properties: props}

@@ -16,6 +16,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/spantest"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keyring"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -199,8 +200,8 @@ type secretClick struct {
 // a Table[tablekit.Entity], of the properties named.
 func encryptedTable[T any](t *testing.T, tbl *tablekit.Table[tablekit.Entity], properties ...string) *tablekit.Table[T] {
 	t.Helper()
-	ring := tablekit.NewKeyRing()
-	if err := ring.Add("k1", tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Add("k1", keyring.GenerateKey()); err != nil {
 		t.Fatal(err)
 	}
 	return typed[T](t, tbl, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: properties}})

@@ -8,8 +8,10 @@ import (
 
 // property is one name a filter can test on a table type.
 type property struct {
-	encrypt bool // tagged encrypt: stored as ciphertext
-	etag    bool // the etag field: not a stored property
+	encrypt bool   // tagged encrypt: stored as ciphertext
+	etag    bool   // the etag field: not a stored property
+	edm     string // the EDM type it is stored as, "" if unknown
+	from    string // where the type comes from, for messages: "field Age int"
 }
 
 // properties are the names a filter can use on a table struct type.
@@ -23,7 +25,9 @@ type properties struct {
 // does: the tag name or the field name, "-" skipped, untagged embedded
 // structs flattened, unexported fields skipped; the pk, rk and timestamp
 // fields are PartitionKey, RowKey and Timestamp, which every entity has.
-func structProperties(st *types.Struct) properties {
+// Each property's EDM type is the one the codec stores its field's Go type
+// as; qual writes type names in messages.
+func structProperties(st *types.Struct, qual types.Qualifier) properties {
 	ps := properties{byName: map[string]property{}, goName: map[string]string{}}
 	add := func(name string, p property) {
 		if _, ok := ps.byName[name]; !ok {
@@ -31,9 +35,9 @@ func structProperties(st *types.Struct) properties {
 		}
 		ps.byName[name] = p
 	}
-	add("PartitionKey", property{})
-	add("RowKey", property{})
-	add("Timestamp", property{})
+	add("PartitionKey", property{edm: edmString, from: "a key"})
+	add("RowKey", property{edm: edmString, from: "a key"})
+	add("Timestamp", property{edm: edmDateTime, from: "the service's timestamp"})
 	seen := map[*types.Struct]bool{}
 	var walk func(st *types.Struct)
 	walk = func(st *types.Struct) {
@@ -61,14 +65,21 @@ func structProperties(st *types.Struct) properties {
 				name = f.Name()
 			}
 			var p property
-			role := ""
+			role, typeOpt := "", ""
 			for _, o := range strings.Split(opts, ",") {
 				switch o {
 				case "pk", "rk", "timestamp", "etag":
 					role = o
 				case "encrypt":
 					p.encrypt = true
+				case "json", "int32", "int64", "guid":
+					typeOpt = o
 				}
+			}
+			p.edm = propertyEDM(f.Type(), typeOpt)
+			p.from = "field " + f.Name() + " " + types.TypeString(f.Type(), qual)
+			if typeOpt != "" {
+				p.from += ", tagged " + typeOpt
 			}
 			switch role {
 			case "pk":

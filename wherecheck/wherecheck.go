@@ -11,11 +11,19 @@
 //   - where the filter goes straight to a method of a *tablekit.Table[T]
 //     whose T is a struct (tbl.Query(ctx, tablekit.Where(...), nil), also
 //     through And/Or/Not or a local variable assigned once), the property
-//     names against T's `table` struct tags, and filters on properties
-//     tagged encrypt (which the table refuses at run time: the service
-//     stores only ciphertext);
+//     names against T's `table` struct tags, filters on properties tagged
+//     encrypt (which the table refuses at run time: the service stores
+//     only ciphertext), and the type of each argument compared with a
+//     property against the EDM type the property is stored as (the Go
+//     type of its field and its tag, as tablekit's codec maps them: string
+//     to Edm.String, int and int64 to Edm.Int64, int32 to Edm.Int32, float64
+//     to Edm.Double, time.Time to Edm.DateTime, []byte to Edm.Binary,
+//     [16]byte and guid-tagged strings to Edm.Guid, json-tagged fields to
+//     Edm.String, ...): the service compares a property only with values of
+//     its own type, so Where("LastName eq ?", 3) on a string property is
+//     sent, accepted, and matches nothing;
 //   - where the Where call is the whole filter of such a method, a table
-//     scan (Explain's ClassTableScan), unless the call passes
+//     scan (Explain's class queryplan.TableScan), unless the call passes
 //     &tablekit.QueryOptions{AllowTableScan: true} or the -scan=false flag
 //     is given.
 //
@@ -35,6 +43,7 @@ import (
 	"golang.org/x/tools/go/types/typeutil"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/queryplan"
 )
 
 // tablekitPath is the import path of package tablekit.
@@ -55,7 +64,8 @@ wherecheck checks calls of tablekit.Where whose format is a constant: the
 number of '?' placeholders against the arguments, arguments Where refuses,
 text tablekit cannot parse, property names against the table struct tags of
 the *tablekit.Table[T] the filter is passed to, filters on properties tagged
-encrypt, and table scans (a Where call that is the whole filter of a Table
+encrypt, argument types against the EDM types of the properties they are
+compared with (a mismatch matches nothing), and table scans (a Where call that is the whole filter of a Table
 query and has no usable PartitionKey condition; silence one with
 &tablekit.QueryOptions{AllowTableScan: true}, or all with -scan=false).`
 
@@ -160,7 +170,7 @@ func checkWhere(pass *analysis.Pass, call *ast.CallExpr, u *use) {
 		return
 	}
 	plan := f.Explain()
-	if plan.Class == tablekit.ClassUnknown {
+	if plan.Class == queryplan.Unknown {
 		pass.ReportRangef(call.Args[0], "tablekit.Where: filter %q is not understood: %v", format, plan.Err)
 		return
 	}
@@ -168,7 +178,9 @@ func checkWhere(pass *analysis.Pass, call *ast.CallExpr, u *use) {
 		return
 	}
 	if u.table != nil {
-		checkProperties(pass, call.Args[0], f.Properties(), u)
+		props := structProperties(u.table, types.RelativeTo(pass.Pkg))
+		checkProperties(pass, call.Args[0], f.Properties(), props, u.tname)
+		checkArgTypes(pass, format, args, props, u.tname)
 	}
 	if reportScans && u.whole && !u.scanOK && plan.IsTableScan() {
 		pass.ReportRangef(call, "tablekit.Where: %s (pass &tablekit.QueryOptions{AllowTableScan: true} if the scan is meant)", plan)
@@ -183,19 +195,18 @@ func whereDetail(err error) string {
 	return err.Error()
 }
 
-// checkProperties reports the names a filter uses that T does not store,
-// and those T encrypts.
-func checkProperties(pass *analysis.Pass, at ast.Node, names []string, u *use) {
-	props := structProperties(u.table)
+// checkProperties reports the names a filter uses that T (named tname)
+// does not store, and those T encrypts.
+func checkProperties(pass *analysis.Pass, at ast.Node, names []string, props properties, tname string) {
 	for _, n := range names {
 		p, ok := props.byName[n]
 		switch {
 		case !ok:
-			pass.ReportRangef(at, "tablekit.Where: %s has no property %q%s", u.tname, n, props.hint(n))
+			pass.ReportRangef(at, "tablekit.Where: %s has no property %q%s", tname, n, props.hint(n))
 		case p.encrypt:
-			pass.ReportRangef(at, "tablekit.Where: property %q of %s is tagged encrypt: the service stores only ciphertext, and the table refuses the filter", n, u.tname)
+			pass.ReportRangef(at, "tablekit.Where: property %q of %s is tagged encrypt: the service stores only ciphertext, and the table refuses the filter", n, tname)
 		case p.etag:
-			pass.ReportRangef(at, "tablekit.Where: %q of %s is the ETag, not a property a filter can test", n, u.tname)
+			pass.ReportRangef(at, "tablekit.Where: %q of %s is the ETag, not a property a filter can test", n, tname)
 		}
 	}
 }

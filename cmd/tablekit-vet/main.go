@@ -1,7 +1,9 @@
 // Command tablekit-vet checks tablekit.Where calls at build time with the
 // analyzer of package [github.com/tablekit/tablekit/wherecheck]:
-// placeholder counts, argument types, property names against the table's
-// struct tags, filters on encrypted properties, and table scans.
+// placeholder counts, argument types (those Where refuses, and those of
+// another EDM type than the property they are compared with), property
+// names against the table's struct tags, filters on encrypted properties,
+// and table scans.
 //
 //	go run github.com/tablekit/tablekit/cmd/tablekit-vet ./...
 //	go run github.com/tablekit/tablekit/cmd/tablekit-vet -scan=false ./...

@@ -53,3 +53,12 @@ func TestCommandScanFlag(t *testing.T) {
 		t.Errorf("-scan=false: exit %d, output:\n%s", code, out)
 	}
 }
+
+// The trap a newcomer met: a number compared with a string property is
+// sent, accepted, and matches nothing.
+func TestCommandFindsArgumentOfAnotherType(t *testing.T) {
+	out, code := run(t, "./props")
+	if code != 3 || !strings.Contains(out, "argument 2: LastName of Employee is an Edm.String property (field LastName string), but the argument is int, rendered as an Edm.Int64 literal") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/sas"
 	"github.com/tablekit/tablekit/transfer"
 )
 
@@ -50,7 +51,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 			return nil, usagef("--%ssas-url and --%sconnection-string exclude each other", f.prefix, f.prefix)
 		}
 		meter := tablekit.NewMeter()
-		t, err := tablekit.OpenTableSAS[tablekit.Entity](f.sasURL, &tablekit.SASClientOptions{Client: &tablekit.Options{Meter: meter}})
+		t, err := sas.OpenTable[tablekit.Entity](f.sasURL, &tablekit.Options{Meter: meter}, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -15,9 +15,24 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/sas"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
+
+// readSASURL returns a read-only SAS URL of the test account's table.
+func readSASURL(t *testing.T, table string) string {
+	t.Helper()
+	signer, err := sas.NewSigner(testenv.ConnectionString(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := signer.TableURL(table, sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
 
 // build compiles the command into a temporary folder of t.
 func build(t *testing.T) string {
@@ -198,12 +213,9 @@ func TestCLICopy(t *testing.T) {
 	}
 	sameDump(t, want, dump(t, dst))
 
-	sas, err := acct.TableSASURL(src.Name(), tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sasURL := readSASURL(t, src.Name())
 	all := newTable(t, acct)
-	c.mustRun(0, "copy", "--sas-url", sas, "--to-connection-string", c.cs, "--to-table", all.Name(), "--progress", "lines")
+	c.mustRun(0, "copy", "--sas-url", sasURL, "--to-connection-string", c.cs, "--to-table", all.Name(), "--progress", "lines")
 	sameDump(t, dump(t, src), dump(t, all))
 }
 
@@ -221,11 +233,8 @@ func TestCLICount(t *testing.T) {
 	if !strings.Contains(out, "entities: 20\npartitions: 1\n") {
 		t.Errorf("count of a partition:\n%s", out)
 	}
-	sas, err := acct.TableSASURL(tbl.Name(), tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ = c.mustRun(0, "count", "--sas-url", sas, "--older-than", "1h")
+	sasURL := readSASURL(t, tbl.Name())
+	out, _ = c.mustRun(0, "count", "--sas-url", sasURL, "--older-than", "1h")
 	if !strings.Contains(out, "entities: 0\n") {
 		t.Errorf("count of entities older than 1h:\n%s", out)
 	}

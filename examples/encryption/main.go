@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 // Patient is a record with two sensitive fields, tagged encrypt. Name is
@@ -62,8 +63,8 @@ func main() {
 func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// The keys live outside the storage account (in a real deployment, in
 	// Key Vault or a secret store); a KeyRing holds them by id.
-	ring := tablekit.NewKeyRing()
-	if err := ring.Add("2025-q1", tablekit.GenerateKey()); err != nil {
+	ring := new(keyring.KeyRing)
+	if err := ring.Add("2025-q1", keyring.GenerateKey()); err != nil {
 		return err
 	}
 	name := "Patients" + rand.Text()[:8]
@@ -78,7 +79,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	defer patients.DeleteTable(context.WithoutCancel(ctx))
 	meter := acct.Meter()
-	fmt.Fprintf(out, "SSN and Diagnosis are tagged `table:\",encrypt\"`; the keys come from a %v\n", ring)
+	fmt.Fprintf(out, "SSN and Diagnosis are tagged `table:\",encrypt\"`; the keys come from a key ring: current %q, ids %v\n", ring.Current(), ring.IDs())
 
 	ada := Patient{Ward: "Cardio", ID: "p001", Name: "Ada", SSN: "078-05-1120", Diagnosis: "arrhythmia"}
 	bob := Patient{Ward: "Cardio", ID: "p002", Name: "Bob", SSN: "219-09-9999", Diagnosis: "none"}
@@ -159,7 +160,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// Rotation: a new current key for new writes. Every value names the key
 	// that sealed it, so values under the old key decrypt while the ring
 	// still holds it.
-	if err := ring.Rotate("2025-q2", tablekit.GenerateKey()); err != nil {
+	if err := ring.Rotate("2025-q2", keyring.GenerateKey()); err != nil {
 		return err
 	}
 	carol := Patient{Ward: "Cardio", ID: "p003", Name: "Carol", SSN: "536-90-4399", Diagnosis: "angina"}

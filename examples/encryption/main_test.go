@@ -19,7 +19,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{
-		`the keys come from a KeyRing{current: "2025-q1", keys: [2025-q1]}`,
+		`the keys come from a key ring: current "2025-q1", ids [2025-q1]`,
 		`inserted 2 patients and read one back: Ada, SSN 078-05-1120, diagnosis "arrhythmia" (3 transactions, the 2 inserts and the read: encryption adds none)`,
 		`read without keys, SSN is Edm.Binary, `,
 		`(header naming key "2025-q1", nonce, ciphertext, tag), no plaintext; Name is still "Ada"`,

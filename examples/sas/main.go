@@ -1,7 +1,7 @@
 // Command sas shows scoped shared access signatures: a trusted service signs
 // a table token limited to one customer's partition, the customer's client
 // works with it without the account key, and blob and queue tokens do the
-// same for uploads, downloads and producers.
+// same for uploads, downloads and producers. It uses package sas.
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
 // Azurite it starts (Node.js 18+ needed; installed with npm on first use):
@@ -24,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/sas"
 )
 
 // Order is one customer's order; the customer is the partition, so a token
@@ -42,9 +43,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sas:", err)
 		os.Exit(1)
 	}
+	// The server side holds the account key: its Account, and a Signer
+	// made from the same connection string.
 	acct, err := tablekit.Open(conn, nil)
+	var signer *sas.Signer
 	if err == nil {
-		err = run(ctx, acct, os.Stdout)
+		signer, err = sas.NewSigner(conn)
+	}
+	if err == nil {
+		err = run(ctx, acct, signer, os.Stdout)
 		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
 	}
 	stop()
@@ -54,9 +61,9 @@ func main() {
 	}
 }
 
-// run is the example: it creates a table, a container and (on an HTTPS
-// account) a queue of its own, uses them, and deletes them.
-func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
+// run is the example: it creates a table, a container and a queue of its
+// own, uses them, and deletes them.
+func run(ctx context.Context, acct *tablekit.Account, signer *sas.Signer, out io.Writer) error {
 	// The server side holds the account key.
 	name := "Orders" + rand.Text()[:8]
 	orders, err := tablekit.OpenTable[Order](acct, name, nil)
@@ -76,10 +83,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 
 	// It signs a short-lived token for alice's partition only: read, add and
 	// update, no delete. Signing is local: no request.
-	token, err := acct.TableSASURL(name,
-		tablekit.TablePermissions{Read: true, Add: true, Update: true},
+	token, err := signer.TableURL(name,
+		sas.Permissions{Read: true, Add: true, Update: true},
 		time.Now().Add(15*time.Minute),
-		&tablekit.TableSASOptions{
+		&sas.Options{
 			Start:             time.Now().Add(-5 * time.Minute), // allow for clock skew
 			StartPartitionKey: "alice", EndPartitionKey: "alice",
 		})
@@ -91,8 +98,8 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// The client side gets only the URL, no key. (Its requests are billed
 	// to the account too: sharing the Account's Meter makes the cost line
 	// count them. A real client would pass its own options, or nil.)
-	clientOpts := &tablekit.SASClientOptions{Client: &tablekit.Options{Meter: acct.Meter()}}
-	alice, err := tablekit.OpenTableSAS[Order](token, clientOpts)
+	clientOpts := &tablekit.Options{Meter: acct.Meter()}
+	alice, err := sas.OpenTable[Order](token, clientOpts, nil)
 	if err != nil {
 		return err
 	}
@@ -144,7 +151,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	q.Del("spk")
 	q.Del("epk")
 	u.RawQuery = q.Encode()
-	stripped, err := tablekit.OpenTableSAS[Order](u.String(), clientOpts)
+	stripped, err := sas.OpenTable[Order](u.String(), clientOpts, nil)
 	if err != nil {
 		return err
 	}
@@ -160,11 +167,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return tablekit.WrapError("CreateContainer", err)
 	}
 	defer acct.Container(cname).Delete(context.WithoutCancel(ctx), nil)
-	upload, err := acct.ContainerSASURL(cname, tablekit.BlobPermissions{Create: true, Write: true}, time.Now().Add(15*time.Minute), nil)
+	upload, err := signer.ContainerURL(cname, sas.Permissions{Create: true, Write: true}, time.Now().Add(15*time.Minute), nil)
 	if err != nil {
 		return err
 	}
-	cc, err := tablekit.OpenContainerSAS(upload, clientOpts)
+	cc, err := sas.OpenContainer(upload, clientOpts)
 	if err != nil {
 		return err
 	}
@@ -181,7 +188,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "the client uploaded a receipt with an upload-only container token (%s); reading it with that token is refused (403)\n", describe(upload))
 
 	// ...and a read-only link to one blob, which any HTTP client can fetch.
-	link, err := acct.BlobSASURL(cname, "alice/receipt-0002.txt", tablekit.BlobPermissions{Read: true}, time.Now().Add(5*time.Minute), nil)
+	link, err := signer.BlobURL(cname, "alice/receipt-0002.txt", sas.Permissions{Read: true}, time.Now().Add(5*time.Minute), nil)
 	if err != nil {
 		return err
 	}
@@ -194,27 +201,17 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "a read-only link to that one blob, fetched with plain net/http: %q\n", strings.TrimSpace(body))
 
-	// Queues: an add-only token for a producer. azqueue signs queue tokens
-	// for HTTPS only, so QueueSASURL refuses an http endpoint such as
-	// Azurite's.
+	// Queues: an add-only token for a producer.
 	qname := "orders-" + strings.ToLower(rand.Text()[:8])
-	if strings.HasPrefix(acct.Endpoints().Queue, "http:") {
-		_, err := acct.QueueSASURL(qname, tablekit.QueuePermissions{Add: true}, time.Now().Add(15*time.Minute), nil)
-		if err == nil {
-			return errors.New("QueueSASURL signed a token for an http queue endpoint")
-		}
-		fmt.Fprintf(out, "queue tokens need an HTTPS queue endpoint, which this account lacks: %v\n", err)
-		return nil
-	}
 	if _, err := acct.Queue(qname).Create(ctx, nil); err != nil {
 		return tablekit.WrapError("CreateQueue", err)
 	}
 	defer acct.Queue(qname).Delete(context.WithoutCancel(ctx), nil)
-	qurl, err := acct.QueueSASURL(qname, tablekit.QueuePermissions{Add: true}, time.Now().Add(15*time.Minute), nil)
+	qurl, err := signer.QueueURL(qname, sas.Permissions{Add: true}, time.Now().Add(15*time.Minute), nil)
 	if err != nil {
 		return err
 	}
-	producer, err := tablekit.OpenQueueSAS(qurl, clientOpts)
+	producer, err := sas.OpenQueue(qurl, clientOpts)
 	if err != nil {
 		return err
 	}

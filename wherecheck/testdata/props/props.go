@@ -3,6 +3,7 @@ package props
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -25,6 +26,30 @@ type Employee struct {
 	Hired      time.Time `table:"Hired"`
 	Secret     string    `table:"-"`
 	internal   string
+}
+
+type level int32
+
+// Typed holds a field of each kind the codec stores, for the argument type
+// checks: a Where argument must render as a literal of the property's EDM
+// type, or the comparison matches nothing.
+type Typed struct {
+	PK     string `table:",pk"`
+	RK     string `table:",rk"`
+	Name   string
+	Count  int        // Edm.Int64
+	Small  int32      // Edm.Int32
+	Short  int64      `table:",int32"` // Edm.Int32 by tag
+	Level  level      // Edm.Int32
+	Score  float64    // Edm.Double
+	Active bool       // Edm.Boolean
+	When   time.Time  // Edm.DateTime
+	Photo  []byte     // Edm.Binary
+	ID     [16]byte   // Edm.Guid
+	IDText string     `table:",guid"` // Edm.Guid by tag
+	Tags   []string   `table:",json"` // Edm.String (JSON text)
+	Addr   netip.Addr // Edm.String (encoding.TextMarshaler)
+	Maybe  *int       // Edm.Int64
 }
 
 func queries(ctx context.Context, emp *tablekit.Table[Employee], bag *tablekit.Table[tablekit.Entity]) {
@@ -52,4 +77,35 @@ func queries(ctx context.Context, emp *tablekit.Table[Employee], bag *tablekit.T
 	_ = bag.Query(ctx, tablekit.Where("PartitionKey eq ? and Anything eq ?", pk, 1), nil)
 	// Not checked: a Where call not passed to a table.
 	_ = tablekit.Where("PartitionKey eq ? and Whatever eq ?", pk, 1)
+
+	// The trap: the filter is sent, accepted, and matches nothing.
+	_ = emp.Query(ctx, tablekit.Where("PartitionKey eq ? and LastName eq ?", pk, 3), nil) // want `argument 2: LastName of Employee is an Edm.String property \(field LastName string\), but the argument is int, rendered as an Edm.Int64 literal: the service compares a property only with values of its own type, so the comparison matches nothing; pass a string`
+}
+
+func types(ctx context.Context, t *tablekit.Table[Typed], anything any, n int, addr netip.Addr) {
+	const pk = "p"
+	// Matching types: nothing to report.
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Name eq ? and Count gt ? and Small lt ? and Short eq ? and Level eq ?", pk, "x", 3, int32(4), int32(5), level(6)), nil)
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Score ge ? and Active eq ? and When lt ? and Photo eq ? and ID eq ?", pk, 1.5, true, time.Now(), []byte("x"), tablekit.GUID{}), nil)
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and IDText eq ? and Tags eq ? and Addr eq ? and Addr eq ? and Maybe eq ?", pk, [16]byte{}, `["a"]`, "10.0.0.1", addr, &n), nil)
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and RowKey ge ? and Timestamp gt ?", pk, "r", time.Now()), nil)
+	// Unknown until run time: not checked.
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Count eq ?", pk, anything), nil)
+	// Not next to a property: not checked.
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and (? eq ?)", pk, 1, "x"), nil)
+
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Count eq ?", pk, "3"), nil)                                     // want `argument 2: Count of Typed is an Edm.Int64 property \(field Count int\), but the argument is string, rendered as an Edm.String literal.*; pass an int or int64`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Count eq ?", pk, int32(3)), nil)                                // want `Count of Typed is an Edm.Int64 property .* the argument is int32, rendered as an Edm.Int32 literal`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Small eq ?", pk, 3), nil)                                       // want `Small of Typed is an Edm.Int32 property \(field Small int32\), but the argument is int, rendered as an Edm.Int64 literal.*; pass an int32`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Short eq ?", pk, n), nil)                                       // want `Short of Typed is an Edm.Int32 property \(field Short int64, tagged int32\)`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Score gt ?", pk, 1), nil)                                       // want `Score of Typed is an Edm.Double property .* rendered as an Edm.Int64 literal.*; pass a float64`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Active eq ?", pk, "true"), nil)                                 // want `Active of Typed is an Edm.Boolean property`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and When gt ?", pk, "2024-01-01"), nil)                             // want `When of Typed is an Edm.DateTime property .*; pass a time.Time`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Photo eq ?", pk, "abc"), nil)                                   // want `Photo of Typed is an Edm.Binary property`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and IDText eq ?", pk, "0f8fad5b-d9cb-469f-a165-70867728950e"), nil) // want `IDText of Typed is an Edm.Guid property \(field IDText string, tagged guid\).*; pass a \[16\]byte such as tablekit.GUID`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Tags eq ?", pk, 1), nil)                                        // want `Tags of Typed is an Edm.String property`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and Timestamp gt ?", pk, "yesterday"), nil)                         // want `Timestamp of Typed is an Edm.DateTime property \(the service's timestamp\)`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ?", 5), nil)                                                          // want `PartitionKey of Typed is an Edm.String property \(a key\)` `table scan`
+	_ = t.Query(ctx, tablekit.Where("PartitionKey eq ? and ? lt Count", pk, 2.5), nil)                                     // want `argument 2: Count of Typed is an Edm.Int64 property .* float64, rendered as an Edm.Double literal`
+	_ = t.Query(ctx, tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("Name eq ? or Count eq ?", 1, 2)), nil)         // want `argument 1: Name of Typed is an Edm.String property`
 }

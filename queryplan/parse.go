@@ -1,10 +1,12 @@
-package tablekit
+package queryplan
 
 import (
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/internal/odata"
 )
 
 // explainMaxDepth bounds the nesting of parentheses and not in a filter
@@ -144,19 +146,22 @@ type explainParser struct {
 	stamps bool // Timestamp is tested
 }
 
-// explainText explains the OData text of a filter.
-func explainText(text string) Plan {
-	if strings.TrimSpace(text) == "" {
-		return Plan{Class: ClassTableScan, Reasons: []Reason{ReasonNoFilter}}
+// Explain classifies the query a filter's OData text makes, without
+// sending anything (see the package doc): "" (or all white space) is the
+// zero filter, a table scan that reads every entity. Text it cannot parse
+// gives class Unknown with Plan.Err set; it never panics.
+func Explain(filterText string) Plan {
+	if strings.TrimSpace(filterText) == "" {
+		return Plan{Class: TableScan, Reasons: []string{reasonNoFilter}}
 	}
-	p := &explainParser{src: text}
+	p := &explainParser{src: filterText}
 	p.next()
 	s := p.parseOr()
 	if p.err == nil && p.tok.kind != xtEOF {
 		p.fail(p.tok.pos, "unexpected %s", p.describe(p.tok))
 	}
 	if p.err != nil {
-		return Plan{Class: ClassUnknown, Properties: p.props, Reasons: []Reason{ReasonUnparsed}, Err: p.err}
+		return Plan{Class: Unknown, Properties: p.props, Err: p.err}
 	}
 	return p.plan(s)
 }
@@ -164,50 +169,50 @@ func explainText(text string) Plan {
 // plan classifies the summary of the whole filter.
 func (p *explainParser) plan(s explainSummary) Plan {
 	pl := Plan{Properties: p.props}
-	var reasons []Reason
-	add := func(ok bool, r Reason) {
+	var reasons []string
+	add := func(ok bool, r string) {
 		if ok {
 			reasons = append(reasons, r)
 		}
 	}
 	keyReasons := func(f keyFlags) {
-		add(f.not, ReasonNotOverKey)
-		add(f.ne, ReasonKeyNotEqual)
-		add(f.notString, ReasonKeyNotString)
-		add(f.notLiteral, ReasonKeyNotLiteral)
+		add(f.not, reasonNotOverKey)
+		add(f.ne, reasonKeyNotEqual)
+		add(f.notString, reasonKeyNotString)
+		add(f.notLiteral, reasonKeyNotLiteral)
 	}
 	switch {
 	case s.pk.hasEq && s.rk.hasEq:
-		pl.Class, pl.PartitionKey, pl.RowKey = ClassPoint, s.pk.eq, s.rk.eq
+		pl.Class, pl.PartitionKey, pl.RowKey = Point, s.pk.eq, s.rk.eq
 	case s.pk.hasEq && (s.rk.lo != nil || s.rk.hi != nil):
-		pl.Class, pl.PartitionKey = ClassRange, s.pk.eq
+		pl.Class, pl.PartitionKey = Range, s.pk.eq
 		pl.RowKeys = KeyRange{Lower: s.rk.lo, Upper: s.rk.hi}
 	case s.pk.hasEq:
-		pl.Class, pl.PartitionKey = ClassPartitionScan, s.pk.eq
-		add(p.rkf.or, ReasonOrRowKeys)
+		pl.Class, pl.PartitionKey = PartitionScan, s.pk.eq
+		add(p.rkf.or, reasonOrRowKeys)
 		keyReasons(p.rkf)
-		add(!p.rkf.used, ReasonNoRowKey)
-		add(p.stamps, ReasonTimestamp)
+		add(!p.rkf.used, reasonNoRowKey)
+		add(p.stamps, reasonTimestamp)
 	case s.pk.lo != nil || s.pk.hi != nil:
-		pl.Class = ClassPartitionRange
+		pl.Class = PartitionRange
 		pl.PartitionKeys = KeyRange{Lower: s.pk.lo, Upper: s.pk.hi}
-		add(true, ReasonPartitionRange)
-		add(p.stamps, ReasonTimestamp)
+		add(true, reasonPartitionRange)
+		add(p.stamps, reasonTimestamp)
 	default:
-		pl.Class = ClassTableScan
-		add(p.pkf.or, ReasonOrPartitionKeys)
+		pl.Class = TableScan
+		add(p.pkf.or, reasonOrPartitionKey)
 		keyReasons(p.pkf)
 		switch {
 		case !p.pkf.used && !p.rkf.used:
-			add(!p.stamps || p.hasPlainProperty(), ReasonPropertiesOnly)
+			add(!p.stamps || p.hasPlainProperty(), reasonPropertiesOnly)
 		case !p.pkf.used:
-			add(true, ReasonRowKeyOnly)
+			add(true, reasonRowKeyOnly)
 		default:
-			add(true, ReasonNoPartitionKey)
+			add(true, reasonNoPartitionKey)
 		}
-		add(p.stamps, ReasonTimestamp)
+		add(p.stamps, reasonTimestamp)
 	}
-	add(s.pk.conflict || s.rk.conflict, ReasonContradiction)
+	add(s.pk.conflict || s.rk.conflict, reasonContradiction)
 	pl.Reasons = reasons
 	return pl
 }
@@ -234,7 +239,7 @@ func (p *explainParser) describe(t explainToken) string {
 	if t.kind == xtEOF {
 		return "end of filter"
 	}
-	return quoteForError(p.src[t.pos:t.end])
+	return quote(p.src[t.pos:t.end])
 }
 
 // parseOr parses and-expressions joined by or.
@@ -432,7 +437,7 @@ func (p *explainParser) scan() {
 		p.tok = explainToken{kind: xtRParen, pos: start}
 		return
 	case '\'', '"':
-		end, ok := filterClosingQuote(s, start)
+		end, ok := odata.ClosingQuote(s, start)
 		if !ok {
 			p.fail(start, "unterminated quoted literal")
 			return
@@ -451,11 +456,11 @@ func (p *explainParser) scan() {
 	}
 	word := s[start:p.pos]
 	if p.pos < len(s) && (s[p.pos] == '\'' || s[p.pos] == '"') {
-		if !filterIsTypeHint(word) {
+		if !odata.IsTypeHint(word) {
 			p.fail(start, "unexpected quote after %q", word)
 			return
 		}
-		end, ok := filterClosingQuote(s, p.pos)
+		end, ok := odata.ClosingQuote(s, p.pos)
 		if !ok {
 			p.fail(p.pos, "unterminated quoted literal")
 			return
@@ -477,7 +482,7 @@ func (p *explainParser) scan() {
 		p.tok = explainToken{kind: xtLiteral, pos: start}
 	default:
 		switch {
-		case filterIsNumberWord(word):
+		case odata.IsNumber(word):
 			p.tok = explainToken{kind: xtLiteral, pos: start}
 		case isExplainIdent(word):
 			p.tok = explainToken{kind: xtIdent, pos: start, text: word}

@@ -1,4 +1,4 @@
-package tablekit_test
+package keyring_test
 
 import (
 	"bytes"
@@ -12,16 +12,29 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/keyring"
 )
 
 func TestKeyRing(t *testing.T) {
 	ctx := context.Background()
-	ring := tablekit.NewKeyRing()
+	var ring keyring.KeyRing // the zero KeyRing is empty and ready
+	if ring.Current() != "" || len(ring.IDs()) != 0 {
+		t.Fatalf("zero ring: %q %v", ring.Current(), ring.IDs())
+	}
+	if _, err := ring.ResolveKey(ctx, "k1"); !errors.Is(err, tablekit.ErrKeyNotFound) {
+		t.Fatalf("zero ring: %v", err)
+	}
+	if err := ring.SetCurrent("k1"); !errors.Is(err, tablekit.ErrKeyNotFound) {
+		t.Fatalf("zero ring: %v", err)
+	}
+	if err := ring.Remove("k1"); !errors.Is(err, tablekit.ErrKeyNotFound) {
+		t.Fatalf("zero ring: %v", err)
+	}
 	if _, _, err := ring.CurrentKey(ctx); !errors.Is(err, tablekit.ErrKeyNotFound) {
 		t.Fatalf("empty ring: %v", err)
 	}
-	k1, k2 := tablekit.GenerateKey(), tablekit.GenerateKey()
-	if len(k1) != tablekit.KeySize || bytes.Equal(k1, k2) {
+	k1, k2 := keyring.GenerateKey(), keyring.GenerateKey()
+	if len(k1) != keyring.KeySize || bytes.Equal(k1, k2) {
 		t.Fatal("GenerateKey")
 	}
 	for _, tc := range []struct {
@@ -32,13 +45,20 @@ func TestKeyRing(t *testing.T) {
 		{"", k1, tablekit.ErrInvalidInput},
 		{"has space", k1, tablekit.ErrInvalidInput},
 		{"é", k1, tablekit.ErrInvalidInput},
-		{strings.Repeat("x", 256), k1, tablekit.ErrInvalidInput},
+		{strings.Repeat("x", keyring.MaxKeyIDLength+1), k1, tablekit.ErrInvalidInput},
 		{"short", k1[:16], tablekit.ErrInvalidInput},
 	} {
 		if err := ring.Add(tc.id, tc.key); !errors.Is(err, tc.is) {
 			t.Errorf("Add(%q, %d bytes): %v", tc.id, len(tc.key), err)
 		}
 	}
+	if err := ring.Add(strings.Repeat("x", keyring.MaxKeyIDLength), k1); err != nil {
+		t.Fatalf("a key id of the longest length: %v", err)
+	}
+	if err := ring.Remove(strings.Repeat("x", keyring.MaxKeyIDLength)); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Fatalf("removing the current key: %v", err)
+	}
+	ring = keyring.KeyRing{}
 	if err := ring.Add("https://vault.vault.azure.net/keys/k/0123456789abcdef", k1); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +100,9 @@ func TestKeyRing(t *testing.T) {
 
 	// No key material in any rendering.
 	var logs bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("ring", "ring", ring)
-	shown := fmt.Sprintf("%v %+v %#v %s", ring, ring, ring, ring) + logs.String()
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("ring", "ring", &ring)
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("ring", "ring", &ring)
+	shown := fmt.Sprintf("%v %+v %#v", &ring, &ring, &ring) + logs.String()
 	for _, k := range [][]byte{k1, k2} {
 		for _, form := range []string{string(k), base64.StdEncoding.EncodeToString(k), fmt.Sprint(k), fmt.Sprintf("%x", k)} {
 			if strings.Contains(shown, form) {
@@ -89,14 +110,14 @@ func TestKeyRing(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(shown, `"k2"`) {
-		t.Fatalf("rendering: %s", shown)
+	if !strings.Contains(shown, "k2") {
+		t.Fatalf("rendering does not show the key ids: %s", shown)
 	}
 }
 
 func TestKeyRingConcurrent(t *testing.T) {
-	ring := tablekit.NewKeyRing()
-	ring.Add("k0", tablekit.GenerateKey())
+	ring := new(keyring.KeyRing)
+	ring.Add("k0", keyring.GenerateKey())
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -104,7 +125,7 @@ func TestKeyRingConcurrent(t *testing.T) {
 			defer wg.Done()
 			for j := range 50 {
 				if i == 0 {
-					ring.Rotate(fmt.Sprintf("k%d", j+1), tablekit.GenerateKey())
+					ring.Rotate(fmt.Sprintf("k%d", j+1), keyring.GenerateKey())
 					continue
 				}
 				id, _, err := ring.CurrentKey(context.Background())

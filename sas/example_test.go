@@ -1,4 +1,4 @@
-package tablekit_test
+package sas_test
 
 import (
 	"context"
@@ -6,20 +6,20 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/sas"
 )
 
 // A token for one customer's partition: the range is signed and sent.
-func ExampleAccount_TableSASURL() {
-	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // signing does not connect
+func ExampleSigner_TableURL() {
+	signer, err := sas.NewSigner("UseDevelopmentStorage=true") // signing does not connect
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	sasURL, err := acct.TableSASURL("Orders",
-		tablekit.TablePermissions{Read: true, Add: true},
+	sasURL, err := signer.TableURL("Orders",
+		sas.Permissions{Read: true, Add: true},
 		time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
-		&tablekit.TableSASOptions{StartPartitionKey: "alice", EndPartitionKey: "alice"})
+		&sas.Options{StartPartitionKey: "alice", EndPartitionKey: "alice"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -43,14 +43,14 @@ func ExampleAccount_TableSASURL() {
 }
 
 // The client side of a table SAS: a Table from the URL alone.
-func ExampleOpenTableSAS() {
+func ExampleOpenTable() {
 	type Order struct {
 		Customer string `table:",pk"`
 		ID       string `table:",rk"`
 		Total    float64
 	}
-	sasURL := receiveTokenFromServer() // made with Account.TableSASURL
-	orders, err := tablekit.OpenTableSAS[Order](sasURL, nil)
+	sasURL := receiveTokenFromServer() // made with Signer.TableURL
+	orders, err := sas.OpenTable[Order](sasURL, nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

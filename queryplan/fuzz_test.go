@@ -1,4 +1,4 @@
-package tablekit
+package queryplan
 
 import (
 	"strings"
@@ -24,26 +24,26 @@ func FuzzExplain(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		p := explainText(text) // must not panic
-		if p.Class < ClassPoint || p.Class > ClassUnknown {
+		p := Explain(text) // must not panic
+		if p.Class < Point || p.Class > Unknown {
 			t.Fatalf("class %d", p.Class)
 		}
-		if (p.Class == ClassUnknown) != (p.Err != nil) {
+		if (p.Class == Unknown) != (p.Err != nil) {
 			t.Fatalf("class %v with err %v", p.Class, p.Err)
 		}
 		_ = p.String()
 		_ = p.LogValue()
-		if p.Class == ClassUnknown || strings.TrimSpace(text) == "" {
+		if p.Class == Unknown || strings.TrimSpace(text) == "" {
 			return
 		}
 		// The same text, parenthesised, is the same query.
-		q := explainText("(" + text + ")")
+		q := Explain("(" + text + ")")
 		if q.Class != p.Class || q.PartitionKey != p.PartitionKey || q.RowKey != p.RowKey ||
 			q.RowKeys.String() != p.RowKeys.String() || q.PartitionKeys.String() != p.PartitionKeys.String() {
 			t.Fatalf("(%q) is %s, %q is %s", text, q, text, p)
 		}
 		// And with a condition on a property keeps the class.
-		r := explainText("(" + text + ") and Zz eq 1")
+		r := Explain("(" + text + ") and Zz eq 1")
 		if r.Class != p.Class {
 			t.Fatalf("(%q) and Zz eq 1 is %s, %q is %s", text, r, text, p)
 		}

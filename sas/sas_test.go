@@ -1,4 +1,4 @@
-package tablekit_test
+package sas_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +18,20 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/sas"
 )
 
-// onAzurite reports whether the tests run against the local Azurite
-// (rather than an account in AZURE_STORAGE_CONNECTION_STRING).
-func onAzurite() bool { return os.Getenv(testenv.ConnectionStringEnv) == "" }
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// newSigner returns a Signer for the tests' account.
+func newSigner(t *testing.T) *sas.Signer {
+	t.Helper()
+	s, err := sas.NewSigner(testenv.ConnectionString(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 type order struct {
 	Customer string `table:",pk"`
@@ -63,9 +71,9 @@ func TestTableSASScopedToPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	all := tablekit.TablePermissions{Read: true, Add: true, Update: true, Delete: true}
-	sasURL, err := acct.TableSASURL(name, all, time.Now().Add(time.Hour),
-		&tablekit.TableSASOptions{Start: time.Now().Add(-5 * time.Minute), StartPartitionKey: "alice", EndPartitionKey: "alice"})
+	all := sas.Permissions{Read: true, Add: true, Update: true, Delete: true}
+	sasURL, err := newSigner(t).TableURL(name, all, time.Now().Add(time.Hour),
+		&sas.Options{Start: time.Now().Add(-5 * time.Minute), StartPartitionKey: "alice", EndPartitionKey: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +90,7 @@ func TestTableSASScopedToPartition(t *testing.T) {
 
 	// The client side: no account key, only the URL.
 	meter := tablekit.NewMeter()
-	alice, err := tablekit.OpenTableSAS[order](sasURL, &tablekit.SASClientOptions{Client: &tablekit.Options{Meter: meter}})
+	alice, err := sas.OpenTable[order](sasURL, &tablekit.Options{Meter: meter}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +140,13 @@ func TestTableSASRangeIsSigned(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	name, _ := newNamedTable(t, acct)
-	sasURL, err := acct.TableSASURL(name, tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour),
-		&tablekit.TableSASOptions{StartPartitionKey: "a", StartRowKey: "0", EndPartitionKey: "a", EndRowKey: "9"})
+	sasURL, err := newSigner(t).TableURL(name, sas.Permissions{Read: true}, time.Now().Add(time.Hour),
+		&sas.Options{StartPartitionKey: "a", StartRowKey: "0", EndPartitionKey: "a", EndRowKey: "9"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	try := func(u string) error {
-		tbl, err := tablekit.OpenTableSAS[order](u, nil)
+		tbl, err := sas.OpenTable[order](u, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +175,11 @@ func TestTableSASPermissionsEnforced(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	name, _ := newNamedTable(t, acct)
-	readOnly, err := acct.TableSASURL(name, tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	readOnly, err := newSigner(t).TableURL(name, sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := tablekit.OpenTableSAS[order](readOnly, nil)
+	tbl, err := sas.OpenTable[order](readOnly, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,15 +194,11 @@ func TestTableSASPermissionsEnforced(t *testing.T) {
 	q := u.Query()
 	q.Set("se", time.Now().Add(-time.Minute).UTC().Format("2006-01-02T15:04:05Z"))
 	u.RawQuery = q.Encode()
-	if _, err := tablekit.OpenTableSAS[order](u.String(), nil); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "expired") {
+	if _, err := sas.OpenTable[order](u.String(), nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired: %v", err)
 	}
-	// An Account without the key cannot sign.
-	sasAcct, err := tablekit.Open("TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;SharedAccessSignature=sv=2019-02-02&sig=abc", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sasAcct.TableSASURL(name, tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil); err == nil || !strings.Contains(err.Error(), "account key") {
+	// A connection string without the key cannot sign.
+	if _, err := sas.NewSigner("TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;SharedAccessSignature=sv=2019-02-02&sig=abc"); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "account key") {
 		t.Fatalf("signing without a key: %v", err)
 	}
 }
@@ -208,11 +212,12 @@ func TestBlobAndQueueSAS(t *testing.T) {
 	}
 	t.Cleanup(func() { acct.Container(cname).Delete(context.Background(), nil) })
 
-	upload, err := acct.ContainerSASURL(cname, tablekit.BlobPermissions{Create: true, Write: true, List: true}, time.Now().Add(time.Hour), nil)
+	signer := newSigner(t)
+	upload, err := signer.ContainerURL(cname, sas.Permissions{Create: true, Write: true, List: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := tablekit.OpenContainerSAS(upload, nil)
+	cc, err := sas.OpenContainer(upload, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +234,7 @@ func TestBlobAndQueueSAS(t *testing.T) {
 		t.Fatalf("read with a write-only token: %v", err)
 	}
 
-	read, err := acct.BlobSASURL(cname, "in/report.csv", tablekit.BlobPermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	read, err := signer.BlobURL(cname, "in/report.csv", sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,25 +254,22 @@ func TestBlobAndQueueSAS(t *testing.T) {
 	if _, err := bb.UploadBuffer(ctx, []byte("x"), nil); statusOf(err) != http.StatusForbidden {
 		t.Fatalf("write with a read-only blob token: %v", err)
 	}
-	if _, err := acct.BlobSASURL(cname, "x", tablekit.BlobPermissions{List: true}, time.Now().Add(time.Hour), nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := signer.BlobURL(cname, "x", sas.Permissions{List: true}, time.Now().Add(time.Hour), nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Fatalf("blob SAS with List: %v", err)
 	}
 
-	// Queues: azqueue signs for HTTPS only.
+	// Queues: signed without azqueue's GetSASURL, which signs for HTTPS
+	// only, so a token for Azurite's http endpoint works too.
 	qc := testenv.NewQueue(t, acct)
 	qname := strings.TrimPrefix(qc.URL()[strings.LastIndex(qc.URL(), "/"):], "/")
-	qurl, err := acct.QueueSASURL(qname, tablekit.QueuePermissions{Add: true}, time.Now().Add(time.Hour), nil)
-	if onAzurite() {
-		if err == nil || !strings.Contains(err.Error(), "HTTPS only") {
-			t.Fatalf("queue SAS on http Azurite: %v", err)
-		}
-		t.Logf("queue SAS on Azurite (http) is refused: %v", err)
-		return
-	}
+	qurl, err := signer.QueueURL(qname, sas.Permissions{Add: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	producer, err := tablekit.OpenQueueSAS(qurl, nil)
+	if q, _ := url.Parse(qurl); q.Query().Get("spr") != map[bool]string{true: "https", false: ""}[q.Scheme == "https"] {
+		t.Errorf("queue token for a %s endpoint: spr=%q", q.Scheme, q.Query().Get("spr"))
+	}
+	producer, err := sas.OpenQueue(qurl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +282,8 @@ func TestBlobAndQueueSAS(t *testing.T) {
 }
 
 // aztables' own range SAS, for comparison: it signs the range but does not
-// send it, so the service refuses it (this is why TableSASURL exists).
+// send it, so the service refuses it (this is why Signer.TableURL signs
+// table tokens itself).
 func TestAztablesRangeSASIsBroken(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
@@ -307,10 +310,10 @@ func TestAztablesRangeSASIsBroken(t *testing.T) {
 	if strings.Contains(tok, "spk=") {
 		t.Skip("aztables now sends the range; NOTES-azure.md is out of date")
 	}
-	sasURL, _ := acct.TableSASURL(name, tablekit.TablePermissions{Read: true}, time.Now().Add(time.Hour), nil)
+	sasURL, _ := newSigner(t).TableURL(name, sas.Permissions{Read: true}, time.Now().Add(time.Hour), nil)
 	u, _ := url.Parse(sasURL)
 	u.RawQuery = tok
-	tbl, err := tablekit.OpenTableSAS[order](u.String(), nil)
+	tbl, err := sas.OpenTable[order](u.String(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,14 +331,29 @@ func TestSASTransportFailureInTablekitShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	tbl, err := tablekit.OpenTableSAS[tablekit.Entity]("http://"+addr+"/devstoreaccount1/Orders?sv=2019-02-02&tn=orders&sp=r&se=2099-01-01&sig=c2lnbmF0dXJl", &tablekit.SASClientOptions{
-		Client: &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}},
+	ln.Close()        // nothing listens there now
+	var seen []string // the errors a caller's per-try policy sees
+	spy := policyFunc(func(req *policy.Request) (*http.Response, error) {
+		resp, err := req.Next()
+		if err != nil {
+			seen = append(seen, err.Error())
+		}
+		return resp, err
 	})
+	tbl, err := sas.OpenTable[tablekit.Entity]("http://"+addr+"/devstoreaccount1/Orders?sv=2019-02-02&tn=orders&sp=r&se=2099-01-01&sig=c2lnbmF0dXJl",
+		&tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}, PerRetryPolicies: []policy.Policy{spy}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = tbl.Get(context.Background(), "p", "r", nil)
+	if len(seen) == 0 {
+		t.Fatal("the caller's policy saw no error")
+	}
+	for _, e := range seen {
+		if strings.Contains(e, "c2lnbmF0dXJl") || !strings.Contains(e, "sig=REDACTED") {
+			t.Errorf("the caller's policy saw the SAS signature: %s", e)
+		}
+	}
 	var re *tablekit.RequestError
 	var ue *url.Error
 	if !errors.As(err, &re) || re.Op != "Get" || !errors.As(err, &ue) {
@@ -348,3 +366,7 @@ func TestSASTransportFailureInTablekitShape(t *testing.T) {
 		t.Errorf("a read's failure claims an unknown write outcome: %v", err)
 	}
 }
+
+type policyFunc func(*policy.Request) (*http.Response, error)
+
+func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
