@@ -814,22 +814,52 @@ func TestReplayBatchErrorHandleResponse(t *testing.T) {
 	}
 }
 
-// TestReplayCreateTable: creating a table that exists is no error for
+// TestReplayCreateTable: TestCreateTable creates and deletes a table;
+// TestServiceErrors creates one that exists, which is no error for
 // CreateIfNotExists (409 TableAlreadyExists, its code only in the body).
 func TestReplayCreateTable(t *testing.T) {
-	for _, svc := range services {
-		t.Run(svc.name, func(t *testing.T) {
-			ctx := context.Background()
-			rec := goScenario(t, "TestServiceErrors", svc.name)
-			name := strings.TrimSuffix(strings.TrimPrefix(rec.Entries[2].URL.Path, "/Tables('"), "')")
-			tbl, _ := replayTableNamed(t, rec.Entries, svc.cosmos, "", name)
-			for range 2 {
-				if err := tbl.CreateIfNotExists(ctx); err != nil {
+	for _, scenario := range []string{"TestCreateTable", "TestServiceErrors"} {
+		for _, svc := range services {
+			t.Run(scenario+"/"+svc.name, func(t *testing.T) {
+				ctx := context.Background()
+				rec := goScenario(t, scenario, svc.name)
+				last := rec.Entries[len(rec.Entries)-1].URL.Path
+				name := strings.TrimSuffix(strings.TrimPrefix(last, "/Tables('"), "')")
+				tbl, _ := replayTableNamed(t, rec.Entries, svc.cosmos, "", name)
+				for range len(rec.Entries) - 1 {
+					if err := tbl.CreateIfNotExists(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := tbl.DeleteTable(ctx); err != nil {
 					t.Fatal(err)
 				}
+			})
+		}
+	}
+}
+
+// TestReplayInvalidEntity: the recording inserts an entity without
+// PartitionKey and RowKey properties. tablekit has no such request: an
+// Entity without keys has empty ones, which it sends ("PartitionKey":"",
+// Table storage stores empty keys). The live answer, 400
+// PropertiesNeedValue (worded differently by Cosmos DB), is replayed to
+// that request and reads as that service error, matching no sentinel.
+func TestReplayInvalidEntity(t *testing.T) {
+	for _, svc := range services {
+		t.Run(svc.name, func(t *testing.T) {
+			rec := goScenario(t, "TestInvalidEntity", svc.name)
+			tbl, srv := replayTable(t, rec.EntityEntries(), svc.cosmos, "")
+			srv.AnswerOnly(0)
+			_, err := tbl.Insert(context.Background(), tablekit.Entity{Properties: map[string]any{"String": "stringystring", "Value": int32(10)}})
+			var se *tablekit.ServiceError
+			if !errors.As(err, &se) || se.StatusCode != 400 || se.Code != "PropertiesNeedValue" {
+				t.Fatalf("error %v, want 400 PropertiesNeedValue", err)
 			}
-			if err := tbl.DeleteTable(ctx); err != nil {
-				t.Fatal(err)
+			for _, s := range []error{tablekit.ErrNotFound, tablekit.ErrAlreadyExists, tablekit.ErrInvalidKey, tablekit.ErrTooLarge} {
+				if errors.Is(err, s) {
+					t.Errorf("400 PropertiesNeedValue matches %v", s)
+				}
 			}
 		})
 	}
