@@ -104,8 +104,8 @@ func tableOf(t *testing.T, entries []replay.Entry) string {
 	return ""
 }
 
-// recordedEntity decodes the entity the recording's answer at entry i
-// holds into what tablekit should report.
+// recordedProps normalises an entity body of the recording: what tablekit
+// should send or report.
 func recordedProps(t *testing.T, body []byte) map[string]replay.Property {
 	t.Helper()
 	p, err := replay.Normalize(body)
@@ -189,7 +189,7 @@ func checkQueryPage(t *testing.T, got []tablekit.Entity, answer replay.Entry) {
 	}
 }
 
-// mustEntity builds an Entity, failing t on a bad property value.
+// mustEntity builds an Entity.
 func mustEntity(pk, rk string, props map[string]any) tablekit.Entity {
 	return tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: props}
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // Entry is one recorded exchange.
@@ -162,7 +163,7 @@ func body(raw json.RawMessage) ([]byte, error) {
 		}
 		var out []byte
 		for _, l := range lines {
-			if rest, ok := cutPrefix(l, "b64:"); ok {
+			if rest, ok := strings.CutPrefix(l, "b64:"); ok {
 				b, err := base64.StdEncoding.DecodeString(rest)
 				if err != nil {
 					return nil, err
@@ -175,13 +176,6 @@ func body(raw json.RawMessage) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("a body that is neither JSON, base64 nor lines: %.40s", raw)
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 // Select returns the entries at the given indexes, in that order.
@@ -209,17 +203,6 @@ func (r *Recording) EntityEntries() []Entry {
 // list or delete a table) rather than entities.
 func IsTableAdmin(u *url.URL) bool {
 	p := u.EscapedPath()
-	if i := lastSlash(p); i >= 0 {
-		p = p[i+1:]
-	}
-	return p == "Tables" || len(p) > 7 && p[:7] == "Tables("
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
+	p = p[strings.LastIndexByte(p, '/')+1:]
+	return p == "Tables" || strings.HasPrefix(p, "Tables(")
 }
