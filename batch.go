@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
@@ -229,7 +230,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	for i := range enc {
 		size += enc[i].size
 	}
-	body := appendBatchBody(make([]byte, 0, size), t.wire.Endpoint(), t.name, batch, changeset, enc)
+	body := appendBatchBody(make([]byte, 0, size), t.wire.Endpoint(), t.name, batch, changeset, enc, t.wire.MergeTunnel())
 	ws := &writeState{table: t.name, pk: enc[0].pk, entities: len(enc), att: att, gov: o.gov}
 	resp, answer, err := t.wire.Transaction(ctx, body, batch, tablewire.Call{Value: ws, OwnThrottling: o.governed})
 	if err != nil {
@@ -237,8 +238,11 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 		var se *ServiceError
 		if errors.As(werr, &se) {
 			// The batch itself was refused (e.g. 413 RequestBodyTooLarge,
-			// 403, 503 ServerBusy) or never answered (500, 504).
-			return nil, &TransactionError{Index: -1, Code: se.Code, Err: werr}
+			// 403, 503 ServerBusy) or never answered (500, 504). Azure
+			// Cosmos DB answers some action failures so too, a top-level
+			// 400 whose message still names the action ("3:The batch
+			// request contains multiple changes with same row key...").
+			return nil, &TransactionError{Index: refusedIndex(werr, len(enc)), Code: se.Code, Err: werr}
 		}
 		return nil, werr
 	}
@@ -267,6 +271,23 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	return nil, terr
 }
 
+// refusedIndex returns the index of the action a transaction of n actions
+// refused as a whole names in its error message ("3:..."), or -1.
+func refusedIndex(err error, n int) int {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil {
+		return -1
+	}
+	payload, perr := runtime.Payload(re.RawResponse)
+	if perr != nil {
+		return -1
+	}
+	if _, _, i := parseBatchError(payload); i < n {
+		return i
+	}
+	return -1
+}
+
 // parseBatchError reads the inner status, error code and action index from
 // a failed batch response: a multipart body whose failing part is an HTTP
 // response with an OData error, or that OData error alone.
@@ -275,7 +296,7 @@ func parseBatchError(payload []byte) (status int, code string, index int) {
 	if i := bytes.Index(payload, []byte("HTTP/1.1 ")); i >= 0 && len(payload) >= i+12 {
 		status, _ = strconv.Atoi(string(payload[i+9 : i+12]))
 	}
-	start := bytes.Index(payload, []byte(`{"odata.error"`))
+	start := odataErrorStart(payload)
 	if start < 0 {
 		return status, code, index
 	}
@@ -300,6 +321,21 @@ func parseBatchError(payload []byte) (status int, code string, index int) {
 		status = statusForCode(code)
 	}
 	return status, code, index
+}
+
+// odataErrorStart returns the offset of the JSON object that holds the
+// "odata.error" member in payload, whatever whitespace JSON allows between
+// its brace and the member, or -1.
+func odataErrorStart(payload []byte) int {
+	i := bytes.Index(payload, []byte(`"odata.error"`))
+	if i < 0 {
+		return -1
+	}
+	j := bytes.LastIndexByte(payload[:i], '{')
+	if j < 0 || len(bytes.TrimSpace(payload[j+1:i])) != 0 {
+		return -1
+	}
+	return j
 }
 
 // statusForCode gives the HTTP status of common batch error codes when the

@@ -146,3 +146,18 @@ func TestParseBatchResponseAzureFormats(t *testing.T) {
 		parseBatchResponse(azureSuccess[:n], 3)
 	}
 }
+
+// TestParseBatchErrorJSONWhitespace: an OData error laid out with the
+// whitespace JSON allows (as the SDKs' test proxies store the services'
+// answers) reads as the compact one does.
+func TestParseBatchErrorJSONWhitespace(t *testing.T) {
+	for _, body := range []string{
+		`{"odata.error":{"code":"InvalidDuplicateRow","message":{"lang":"en-us","value":"3:The batch request contains multiple changes with same row key."}}}`,
+		"{\n  \"odata.error\": {\n    \"code\": \"InvalidDuplicateRow\",\n    \"message\": {\"lang\": \"en-us\", \"value\": \"3:The batch request contains multiple changes with same row key.\"}\n  }\n}",
+	} {
+		status, code, index := parseBatchError([]byte(body))
+		if status != 400 || code != "InvalidDuplicateRow" || index != 3 {
+			t.Errorf("%q: status %d, code %q, index %d; want 400 InvalidDuplicateRow 3", body, status, code, index)
+		}
+	}
+}

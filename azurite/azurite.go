@@ -27,8 +27,11 @@
 // Azurite enforces little of what Azure enforces. A [Front] is a reverse
 // proxy in Go before Azurite ([Options.Front]) or before any storage
 // endpoint ([NewFront]) that answers as Azure does where Azurite is
-// lenient, with Azure's status codes, x-ms-error-code headers and bodies
-// (OData JSON for tables, XML for queues and blobs). Each behaviour is
+// lenient, with Azure's status codes and bodies (OData JSON for tables,
+// with the error code in the body only, as the live services send it; XML
+// for queues and blobs, with the x-ms-error-code header), shaped as
+// Microsoft's recordings of the live services show them (FIDELITY.md in
+// tablekit's repository lists each behaviour). Each behaviour is
 // turned on or off in [FrontOptions]; the zero value enforces the limits
 // and SAS ranges and neither throttles, delays, reorders nor pages as
 // Azure may (the front spec "strict" adds Azure's paging):
@@ -51,9 +54,9 @@
 //     and the entity limits above, no index for PropertyValueTooLarge and
 //     EntityTooLarge, as Azure sends them).
 //   - Table SAS PartitionKey/RowKey ranges (spk, srk, epk, erk): a point
-//     read, write or insert outside the range gets 403
-//     AuthorizationFailure, a batch fails at its first action outside it,
-//     and a query is narrowed to the range. Azurite still checks the
+//     read outside the range gets 404 ResourceNotFound, a write or insert
+//     403 AuthorizationFailure, a batch fails at its first action outside
+//     it, and a query is narrowed to the range. Azurite still checks the
 //     signature and permissions.
 //   - Scalability targets ([ThrottleOptions]) as token buckets: entities
 //     per second per table partition and requests per second per account
@@ -62,8 +65,16 @@
 //   - Latency before every request, like a WAN round trip, so that
 //     concurrency gains show locally.
 //   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
-//     order that is not key order (the same for the same seed) and Cosmos
-//     DB's limits where they differ.
+//     order that is not key order (the same for the same seed), Cosmos
+//     DB's limits where they differ, its error and batch answer shapes and
+//     wording, its JSON continuation tokens, and merges tunnelled in a
+//     batch (POST with X-HTTP-Method: MERGE), which Azurite ignores there.
+//   - Continuation tokens shaped as the service's: Table storage's
+//     "1!<n>!<base64>" (Azurite's own tokens wrapped so), or Cosmos DB's
+//     {"token":...,"range":...} with NextRowKey "NA".
+//   - Numbers: an Edm.Int64 beyond int64 gets 400 InvalidInput (Azurite
+//     stores it), and in Cosmos mode so does an untyped whole number
+//     beyond int64.
 //   - Azure's paging ([PagingOptions]): pages cut short at a partition
 //     boundary or anywhere (as after the 5 s a query may run on the
 //     server), empty pages that carry a continuation token, and a token on

@@ -70,7 +70,8 @@ type FrontOptions struct {
 
 	// Cosmos, if not nil, makes the table endpoint behave like Azure
 	// Cosmos DB for Table where it differs from Table storage: query
-	// results out of key order and Cosmos's limits.
+	// results out of key order, Cosmos's limits, and its answers' shapes
+	// (errors, batches, continuation tokens) and table names.
 	Cosmos *CosmosOptions
 
 	// Paging, if not nil, makes query answers page as Azure's may: pages
@@ -235,6 +236,12 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 		},
 		Transport: transport,
 		ErrorLog:  log.New(io.Discard, "", 0),
+		ModifyResponse: func(resp *http.Response) error {
+			if kind == tableService {
+				return s.modifyTableAnswer(resp)
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return
@@ -350,7 +357,7 @@ func (s *frontService) admit(w http.ResponseWriter, r *http.Request, partition s
 // writeError answers r with a service error in the service's format.
 func (s *frontService) writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	if s.kind == tableService {
-		writeTableError(w, r, status, code, msg)
+		s.tableError(w, r, status, code, msg)
 	} else {
 		writeXMLError(w, r, status, code, msg)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 )
 
 // CosmosOptions makes a [Front]'s table endpoint behave like Azure Cosmos
@@ -21,7 +20,14 @@ import (
 //     an entity of at most 2 MB of JSON (instead of 1 MiB in the size
 //     formula), no 64 KiB property limit, and the reserved property names
 //     Id, rid, etag and ResourceId refused. The other limits stay Table
-//     storage's (a stricter front is safe for tests).
+//     storage's (a stricter front is safe for tests);
+//   - its answers' shapes, as recorded from the live service (see
+//     front_answer.go): errors, batch answers, JSON continuation tokens.
+//
+// Table names are case-sensitive on Cosmos DB: Azurite addresses a table
+// by its exact name too (another case gets 404 TableNotFound), but it
+// refuses to create a table whose name differs from an existing one's only
+// in case, which Cosmos DB allows.
 //
 // Each query is run to its end against the target and paged by the front
 // (pages of $top entities, 1,000 by default, with the front's own
@@ -100,7 +106,7 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 	pageSize, ok := queryTop(q)
 	tok, tokOK := readPageToken(q)
 	if !ok || !tokOK {
-		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+		s.tableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 		return
 	}
 	id := queryIdentity(q, tok)
@@ -133,20 +139,17 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		}
 		resp, err := s.fetch(r, page)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
+			s.tableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 			return
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
+			s.tableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
-			copyHeader(w.Header(), resp.Header)
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.WriteHeader(resp.StatusCode)
-			w.Write(body)
+			s.relay(w, resp, body)
 			return
 		}
 		// A page the front cannot read is an error, never an empty page.
@@ -157,7 +160,7 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 			err = json.Unmarshal(doc["value"], &values)
 		}
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's page of entities: "+err.Error())
+			s.tableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read the target's page of entities: "+err.Error())
 			return
 		}
 		if top == nil {
@@ -166,7 +169,7 @@ func (s *frontService) serveCosmosQuery(w http.ResponseWriter, r *http.Request) 
 		for _, v := range values {
 			var k struct{ PartitionKey, RowKey string }
 			if err := json.Unmarshal(v, &k); err != nil {
-				writeTableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read an entity of the target's page: "+err.Error())
+				s.tableError(w, r, http.StatusBadGateway, "InternalError", "The front could not read an entity of the target's page: "+err.Error())
 				return
 			}
 			all = append(all, cosmosEntity{raw: v, key: c.key(k.PartitionKey, k.RowKey)})

@@ -173,6 +173,25 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 			t.Fatalf("the refused batch stored %d entities", n)
 		}
 	})
+
+	// Cosmos DB's table names are case-sensitive: another case names
+	// another table, which does not exist. Azurite addresses tables so
+	// too (Table storage does not: FIDELITY.md).
+	t.Run("table names", func(t *testing.T) {
+		f := env.newFront(t, &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{}})
+		svc := serviceClient(t, f.ConnectionString())
+		if _, err := svc.CreateTable(ctx, "CaseSensitive", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.NewClient("CaseSensitive").AddEntity(ctx, entity("p", "1", nil), nil); err != nil {
+			t.Fatalf("insert into the table by its name: %v", err)
+		}
+		_, err := svc.NewClient("casesensitive").GetEntity(ctx, "p", "1", nil)
+		wantError(t, "read through another case", err, http.StatusNotFound, "TableNotFound")
+		if _, err := svc.DeleteTable(ctx, "CaseSensitive", nil); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestCosmosUnreadablePage: in Cosmos mode the front reads every page of a

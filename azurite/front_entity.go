@@ -55,6 +55,8 @@ const (
 	msgDuplicateProperties   = "A property is specified more than one time."
 	msgRequestBodyTooLarge   = "The request body is too large and exceeds the maximum permissible limit."
 	msgInvalidInput          = "One of the request inputs is not valid."
+	// Cosmos DB names the property (recorded).
+	msgCosmosPropertyNameInvalid = "The property name '%s' is invalid. See https://docs.microsoft.com/en-us/rest/api/storageservices/Understanding-the-Table-Service-Data-Model"
 )
 
 // limitError is an entity or batch limit the request breaks, answered as
@@ -236,6 +238,9 @@ func (l entityLimits) checkEntity(body []byte, props []jsonProperty, k entityKey
 			return badRequest("PropertyNameTooLong", msgPropertyNameTooLong)
 		}
 		if !validPropertyName(name) || (l.cosmos && cosmosReservedNames[name]) {
+			if l.cosmos {
+				return badRequest("PropertyNameInvalid", fmt.Sprintf(msgCosmosPropertyNameInvalid, name))
+			}
 			return badRequest("PropertyNameInvalid", msgPropertyNameInvalid)
 		}
 		vsize, e := l.valueSize(name, types[name], p.raw)
@@ -292,7 +297,19 @@ func (l entityLimits) valueSize(name, edm string, raw json.RawMessage) (int, *li
 		return 4, nil
 	case "Edm.Guid":
 		return 16, nil
-	case "Edm.Int64", "Edm.Double":
+	case "Edm.Int64":
+		// Beyond int64: 400 InvalidInput on Table storage and Cosmos DB
+		// alike (recorded); Azurite stores it.
+		text := string(raw)
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			text = s
+		}
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+			return 0, badRequest("InvalidInput", msgInt64OutOfRange)
+		}
+		return 8, nil
+	case "Edm.Double":
 		return 8, nil
 	case "Edm.DateTime":
 		var s string
@@ -321,6 +338,14 @@ func (l entityLimits) valueSize(name, edm string, raw json.RawMessage) (int, *li
 	}
 	if _, err := strconv.ParseInt(string(raw), 10, 32); err == nil {
 		return 4, nil // an untyped whole number is an Int32
+	}
+	if l.cosmos && !bytes.ContainsAny(raw, ".eE") {
+		if _, err := strconv.ParseInt(string(raw), 10, 64); err != nil {
+			// Cosmos DB refuses an untyped whole number beyond int64
+			// (recorded: 9223372036854775808000); Table storage stores
+			// it as a Double.
+			return 0, badRequest("InvalidInput", msgInvalidInput)
+		}
 	}
 	return 8, nil
 }

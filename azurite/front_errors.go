@@ -16,12 +16,15 @@ import (
 )
 
 // The front answers with Azure's error shapes ("Table Storage error codes",
-// "Common REST API error codes" in the Azure Storage REST reference):
+// "Common REST API error codes" in the Azure Storage REST reference, and
+// the services' recorded answers, see front_answer.go):
 //   - table service: {"odata.error":{"code":...,"message":{"lang":"en-US","value":...}}}
-//     with Content-Type application/json;odata=minimalmetadata;...;
-//   - queue and blob services: <?xml ...?><Error><Code>...</Code><Message>...</Message></Error>;
-//   - both with the x-ms-error-code, x-ms-request-id and x-ms-version
-//     headers, and a message that ends "\nRequestId:<id>\nTime:<time>".
+//     with Content-Type application/json; odata=minimalmetadata; ... and
+//     no x-ms-error-code header (Cosmos mode: Cosmos DB's shape);
+//   - queue and blob services: <?xml ...?><Error><Code>...</Code><Message>...</Message></Error>
+//     with the x-ms-error-code header;
+//   - both with the x-ms-request-id and x-ms-version headers, and a
+//     message that ends "\nRequestId:<id>\nTime:<time>".
 
 const (
 	tableJSONContentType = "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
@@ -42,11 +45,15 @@ func serviceMessage(msg, requestID string) string {
 	return msg + "\nRequestId:" + requestID + "\nTime:" + time.Now().UTC().Format(errorTimeFormat)
 }
 
-// setErrorHeaders sets the headers Azure sends with an error.
+// setErrorHeaders sets the headers Azure sends with an error; code, when
+// not "", as x-ms-error-code (queue and blob errors: table errors carry
+// none).
 func setErrorHeaders(w http.ResponseWriter, r *http.Request, code, requestID, contentType string) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
-	h.Set("x-ms-error-code", code)
+	if code != "" {
+		h.Set("x-ms-error-code", code)
+	}
 	h.Set("x-ms-request-id", requestID)
 	if v := r.Header.Get("x-ms-version"); v != "" {
 		h.Set("x-ms-version", v)
@@ -75,11 +82,14 @@ func tableErrorBody(code, value string) []byte {
 	return b
 }
 
-// writeTableError answers a table request with an OData JSON error.
+// writeTableError answers a table request with an OData JSON error, as
+// Table storage does.
 func writeTableError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	id := newRequestID()
 	body := tableErrorBody(code, serviceMessage(msg, id))
-	setErrorHeaders(w, r, code, id, tableJSONContentType)
+	setErrorHeaders(w, r, "", id, storageErrorType)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
@@ -120,13 +130,15 @@ func writeBatchFailure(w http.ResponseWriter, r *http.Request, batchBoundary, ch
 	b.WriteString("--" + inner + "\r\n")
 	b.WriteString("Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n")
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", f.status, http.StatusText(f.status))
-	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nDataServiceVersion: 3.0;\r\n")
+	b.WriteString("X-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nPreference-Applied: return-no-content\r\nDataServiceVersion: 3.0;\r\n")
 	b.WriteString("Content-Type: " + tableJSONContentType + "\r\n\r\n")
 	b.Write(tableErrorBody(f.code, serviceMessage(f.msg, id)))
 	b.WriteString("\r\n--" + inner + "--\r\n")
 	b.WriteString("--" + outer + "--\r\n")
 	h := w.Header()
 	h.Set("Content-Type", "multipart/mixed; boundary="+outer)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("x-ms-request-id", id)
 	if v := r.Header.Get("x-ms-version"); v != "" {
 		h.Set("x-ms-version", v)

@@ -169,3 +169,83 @@ func FuzzCheckEntity(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenShapes: the front's continuation values take Table storage's
+// shape ("1!<n>!<base64, padding '-'>") and Cosmos DB's JSON one, and read
+// back; a value of another shape is not taken for one.
+func TestTokenShapes(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("1"), []byte("contToken"), []byte(`{"a":true,"pk":"o'k/+?"}`)} {
+		s := storageToken(b)
+		if !strings.HasPrefix(s, "1!") || strings.Contains(s, "=") {
+			t.Errorf("storageToken(%q) = %q", b, s)
+		}
+		if got, ok := parseStorageToken(s); !ok || string(got) != string(b) {
+			t.Errorf("parseStorageToken(%q) = %q, %v", s, got, ok)
+		}
+		c := writeCosmosToken(b)
+		if got, ok := parseCosmosToken(c); !ok && len(b) > 0 || string(got) != string(b) {
+			t.Errorf("parseCosmosToken(%q) = %q, %v", c, got, ok)
+		}
+	}
+	// The recorded tokens' shapes.
+	if got, ok := parseStorageToken("1!12!Y29udFRva2Vu"); !ok || string(got) != "contToken" {
+		t.Errorf("the recorded NextPartitionKey: %q %v", got, ok)
+	}
+	if got, ok := parseStorageToken("1!4!MQ--"); !ok || string(got) != "1" {
+		t.Errorf("the recorded NextRowKey: %q %v", got, ok)
+	}
+	for _, bad := range []string{"", "front.eyJ9", "1!9!Y29udFRva2Vu", "1!12!Y29udFRva2Vu!", "2!4!MQ--"} {
+		if _, ok := parseStorageToken(bad); ok {
+			t.Errorf("parseStorageToken(%q) accepted", bad)
+		}
+	}
+	if _, ok := parseCosmosToken(`{"token":"","range":{"min":"","max":"FF"}}`); ok {
+		t.Error("an empty Cosmos token accepted")
+	}
+}
+
+// TestUntunnelMerges: a batch's tunnelled merges (POST with X-HTTP-Method:
+// MERGE, as the SDKs send them to Cosmos DB) become MERGE requests, which
+// Azurite understands; nothing else changes.
+func TestUntunnelMerges(t *testing.T) {
+	body := strings.Join([]string{
+		"--batch_1", "Content-Type: multipart/mixed; boundary=changeset_1", "",
+		"--changeset_1", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "",
+		"POST http://h/t(PartitionKey='p',RowKey='1') HTTP/1.1", "Content-Type: application/json", "X-HTTP-Method: MERGE", "", `{"A":1}`,
+		"--changeset_1", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "",
+		"POST http://h/t HTTP/1.1", "Content-Type: application/json", "", `{"PartitionKey":"p","RowKey":"2","X-HTTP-Method: MERGE":1}`,
+		"--changeset_1--", "--batch_1--", ""}, "\r\n")
+	got, changed := untunnelMerges([]byte(body))
+	if !changed {
+		t.Fatal("nothing changed")
+	}
+	want := strings.Replace(body, "POST http://h/t(PartitionKey='p',RowKey='1') HTTP/1.1\r\nContent-Type: application/json\r\nX-HTTP-Method: MERGE\r\n",
+		"MERGE http://h/t(PartitionKey='p',RowKey='1') HTTP/1.1\r\nContent-Type: application/json\r\n", 1)
+	if string(got) != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	if _, changed := untunnelMerges([]byte(want)); changed {
+		t.Error("a batch without tunnelled merges changed")
+	}
+}
+
+// TestCosmosMessages: Cosmos DB's wording and shape of error messages, as
+// recorded.
+func TestCosmosMessages(t *testing.T) {
+	for _, c := range []struct {
+		status  int
+		msg     string
+		inBatch bool
+		want    string
+	}{
+		{409, "2:The specified entity already exists.", true, "2:The specified entity already exists.\n\nRequestID:ID\n"},
+		{404, "The specified resource does not exist.", false, "The specified resource does not exist.\nRequestID:ID\n"},
+		{409, "The table specified already exists.", false, "The specified table already exists.\nRequestID:ID\n"},
+		{400, "3:" + msgDuplicateRow, false, "3:" + msgDuplicateRow + "\r\nActivityId: ID" + cosmosActivitySuffix + "\nRequestID:ID\n"},
+		{400, msgInt64OutOfRange, false, msgCosmosInvalidInput + "\r\nActivityId: ID" + cosmosActivitySuffix + "\nRequestID:ID\n"},
+	} {
+		if got := cosmosMessage(c.status, c.msg, "ID", c.inBatch); got != c.want {
+			t.Errorf("cosmosMessage(%d, %q, %v) = %q, want %q", c.status, c.msg, c.inBatch, got, c.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package azurite
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"hash/fnv"
@@ -26,6 +25,9 @@ import (
 //   - the last page of a query may carry a continuation token, and the
 //     page it leads to is empty without one.
 //
+// Its continuation tokens are the front's own, in the shape of Table
+// storage's (or, in Cosmos mode, Cosmos DB's): see front_answer.go.
+//
 // A point query (PartitionKey eq and RowKey eq) is answered whole, as the
 // service looks its entity up at once. Which pages are cut is decided from
 // Seed, the query ($filter, $select, $top) and its position in the
@@ -33,7 +35,6 @@ import (
 // every time, in any table; no answer waits. Each entity still comes
 // exactly once over a query's pages, in the order the target (or Cosmos
 // mode) gives, also when entities are inserted or deleted between pages.
-// Continuation tokens are the front's own.
 type PagingOptions struct {
 	// Seed picks which pages are cut short or empty.
 	Seed uint64
@@ -42,13 +43,6 @@ type PagingOptions struct {
 // maxEmptyPages is the most empty pages with a continuation the front
 // answers in a row at one position.
 const maxEmptyPages = 2
-
-// pageTokenPrefix marks the front's continuation tokens (in
-// NextPartitionKey; NextRowKey holds pageTokenRowKey).
-const (
-	pageTokenPrefix = "front."
-	pageTokenRowKey = "front"
-)
 
 // pageToken is the position of a query read through the front.
 type pageToken struct {
@@ -67,39 +61,46 @@ type pageToken struct {
 	Empty int `json:"e,omitempty"`
 }
 
-// encode returns the token as NextPartitionKey's value.
-func (t pageToken) encode() string {
+// json returns the token's JSON, which goes out in the shape of the
+// service the front stands for (see front_answer.go).
+func (t pageToken) json() []byte {
 	b, _ := json.Marshal(t)
-	return pageTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return b
 }
 
-// readPageToken reads the continuation of a query request: ok false when
-// it has one that is not the front's.
+// readPageToken reads the continuation of a query request, in Table
+// storage's shape or Cosmos DB's: ok false when it has one that is not
+// the front's.
 func readPageToken(q url.Values) (tok pageToken, ok bool) {
 	npk, nrk := q.Get("NextPartitionKey"), q.Get("NextRowKey")
 	if npk == "" && nrk == "" {
 		return tok, true
 	}
-	rest, found := strings.CutPrefix(npk, pageTokenPrefix)
+	b, found := parseCosmosToken(npk)
 	if !found {
-		return tok, false
+		b, found = parseStorageToken(npk)
 	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || json.Unmarshal(b, &tok) != nil {
+	if !found || json.Unmarshal(b, &tok) != nil {
 		return tok, false
 	}
 	return tok, true
 }
 
 // setPageToken sets (or, for nil, removes) the continuation headers of an
-// answer.
-func setPageToken(h http.Header, tok *pageToken) {
+// answer, in the shape of the service the front stands for.
+func (s *frontService) setPageToken(h http.Header, tok *pageToken) {
 	h.Del("x-ms-continuation-NextPartitionKey")
 	h.Del("x-ms-continuation-NextRowKey")
-	if tok != nil {
-		h.Set("x-ms-continuation-NextPartitionKey", tok.encode())
-		h.Set("x-ms-continuation-NextRowKey", pageTokenRowKey)
+	if tok == nil {
+		return
 	}
+	if s.front.cosmos != nil {
+		h.Set("x-ms-continuation-NextPartitionKey", writeCosmosToken(tok.json()))
+		h.Set("x-ms-continuation-NextRowKey", cosmosNextRowKey)
+		return
+	}
+	h.Set("x-ms-continuation-NextPartitionKey", storageToken(tok.json()))
+	h.Set("x-ms-continuation-NextRowKey", storageToken([]byte(tok.RK)))
 }
 
 // queryTop reads a query's $top (1,000 when absent); ok false when it is
@@ -221,7 +222,7 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 	top, ok := queryTop(q)
 	tok, tokOK := readPageToken(q)
 	if !ok || !tokOK {
-		writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+		s.tableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 		return
 	}
 	id := queryIdentity(q, tok)
@@ -255,20 +256,17 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		page.Set("$top", strconv.Itoa(min(1000, top+tok.N)))
 		resp, err := s.fetch(r, page)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
+			s.tableError(w, r, http.StatusBadGateway, "InternalError", unreachable("reach the target", err))
 			return
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			writeTableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
+			s.tableError(w, r, http.StatusBadGateway, "InternalError", unreachable("read the target's answer", err))
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
-			copyHeader(w.Header(), resp.Header)
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.WriteHeader(resp.StatusCode)
-			w.Write(body)
+			s.relay(w, resp, body)
 			return
 		}
 		doc = nil
@@ -346,7 +344,10 @@ func (s *frontService) writePage(w http.ResponseWriter, top map[string]json.RawM
 	top["value"] = marshalJSON(out)
 	body := marshalJSON(top)
 	copyHeader(w.Header(), header)
-	setPageToken(w.Header(), next)
+	if s.front.cosmos != nil {
+		cosmosHeaders(w.Header())
+	}
+	s.setPageToken(w.Header(), next)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)

@@ -17,8 +17,9 @@ import (
 //     (spk, srk) to (epk, erk), both inclusive, in the service's key order
 //     (UTF-16 code units); a missing srk is the smallest row key, a
 //     missing erk the largest;
-//   - an insert, update, merge, upsert or delete outside it, and a point
-//     read outside it, get 403 AuthorizationFailure;
+//   - an insert, update, merge, upsert or delete outside it gets 403
+//     AuthorizationFailure, and a point read outside it 404
+//     ResourceNotFound (both recorded: FIDELITY.md);
 //   - a query is narrowed to the range (its $filter is and-ed with the
 //     range), so it returns only entities inside it;
 //   - a batch with an action outside it fails as a whole, the failing

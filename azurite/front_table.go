@@ -177,7 +177,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 	case opBatch:
 		body, over, err := readBody(r, maxTableBody)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+			s.tableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 			return
 		}
 		bodyLimit := maxBatchBytes
@@ -186,7 +186,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		}
 		if checkLimits && (over || len(body) > bodyLimit) {
 			f.limitRejected.Add(1)
-			writeTableError(w, r, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", msgRequestBodyTooLarge)
+			s.tableError(w, r, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", msgRequestBodyTooLarge)
 			return
 		}
 		if over {
@@ -201,7 +201,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if checkLimits {
 			if fail := checkBatch(b, limits); fail != nil {
 				f.limitRejected.Add(1)
-				writeBatchFailure(w, r, b.boundary, b.changeset, fail)
+				s.batchRefused(w, r, b, fail)
 				return
 			}
 		}
@@ -209,7 +209,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 			for i, a := range b.ops {
 				if a.keysKnown && !sas.contains(a.pk, a.rk) {
 					f.sasRejected.Add(1)
-					writeBatchFailure(w, r, b.boundary, b.changeset, &batchFailure{
+					s.batchFailure(w, r, b, &batchFailure{
 						status: http.StatusForbidden, code: "AuthorizationFailure",
 						msg: indexed(i, msgAuthorizationFailure),
 					})
@@ -224,18 +224,26 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if !s.admit(w, r, partition, len(b.ops)) {
 			return
 		}
-		s.forward(w, r)
+		if f.cosmos != nil {
+			// Azurite ignores X-HTTP-Method inside a batch: it gets the
+			// MERGE method Cosmos DB's tunnel stands for.
+			if body, changed := untunnelMerges(body); changed {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				r.ContentLength = int64(len(body))
+			}
+		}
+		s.forward(w, withNote(r, &tableNote{batch: b}))
 
 	case opInsert, opWrite:
 		body, over, err := readBody(r, maxTableBody)
 		if err != nil {
-			writeTableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+			s.tableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
 			return
 		}
 		if over {
 			if checkLimits {
 				f.limitRejected.Add(1)
-				writeTableError(w, r, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", msgRequestBodyTooLarge)
+				s.tableError(w, r, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", msgRequestBodyTooLarge)
 				return
 			}
 			s.forward(w, r)
@@ -249,13 +257,13 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if checkLimits && perr == nil {
 			if dup != "" {
 				f.limitRejected.Add(1)
-				writeTableError(w, r, http.StatusBadRequest, "DuplicatePropertiesSpecified", msgDuplicateProperties)
+				s.tableError(w, r, http.StatusBadRequest, "DuplicatePropertiesSpecified", msgDuplicateProperties)
 				return
 			}
 			k := entityKeys{pk: op.pk, rk: op.rk, hasPK: op.keysKnown, hasRK: op.keysKnown}
 			if e := limits.checkEntity(body, props, k); e != nil {
 				f.limitRejected.Add(1)
-				writeTableError(w, r, e.status, e.code, e.msg)
+				s.tableError(w, r, e.status, e.code, e.msg)
 				return
 			}
 		}
@@ -291,6 +299,13 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		case f.paging != nil:
 			s.servePagedQuery(w, r)
 		default:
+			// Azurite's own tokens went out in Table storage's shape.
+			q, ok := passThroughTokens(r.URL.Query())
+			if !ok {
+				s.tableError(w, r, http.StatusBadRequest, "InvalidInput", msgInvalidInput)
+				return
+			}
+			r.URL.RawQuery = q.Encode()
 			s.forward(w, r)
 		}
 
@@ -298,17 +313,68 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if !s.admit(w, r, "", 0) {
 			return
 		}
+		if f.cosmos != nil {
+			r = s.noteCreate(r)
+		}
 		s.forward(w, r)
 	}
 }
 
+// noteCreate notes a request that creates a table, for the ETag Cosmos DB
+// gives a new table (see modifyTableAnswer).
+func (s *frontService) noteCreate(r *http.Request) *http.Request {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), s.prefix)
+	if r.Method != http.MethodPost || rest[strings.LastIndexByte(rest, '/')+1:] != "Tables" {
+		return r
+	}
+	return withNote(r, &tableNote{createTable: true})
+}
+
+// untunnelMerges rewrites the actions of a batch body sent as POST with
+// "X-HTTP-Method: MERGE" into MERGE requests, and reports whether it
+// changed anything.
+func untunnelMerges(body []byte) ([]byte, bool) {
+	lines := bytes.SplitAfter(body, []byte("\n"))
+	changed := false
+	for i := 0; i < len(lines); i++ {
+		if !bytes.HasPrefix(lines[i], []byte("POST ")) || !bytes.Contains(lines[i], []byte(" HTTP/1.1")) {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			l := bytes.TrimRight(lines[j], "\r\n")
+			if len(l) == 0 {
+				break
+			}
+			k, v, ok := bytes.Cut(l, []byte(":"))
+			if ok && strings.EqualFold(string(bytes.TrimSpace(k)), "X-HTTP-Method") && strings.EqualFold(string(bytes.TrimSpace(v)), "MERGE") {
+				lines[i] = append([]byte("MERGE "), lines[i][len("POST "):]...)
+				lines[j] = nil
+				changed = true
+				break
+			}
+		}
+	}
+	if !changed {
+		return body, false
+	}
+	return bytes.Join(lines, nil), true
+}
+
 // checkSASKey refuses a point operation or insert whose key lies outside
-// the SAS's range with 403 AuthorizationFailure, and returns false then.
+// the SAS's range, and returns false then: a write with 403
+// AuthorizationFailure, a point read with 404 ResourceNotFound, as the
+// live service answers it (the entity is not visible through the token).
 func (s *frontService) checkSASKey(w http.ResponseWriter, r *http.Request, sas *sasRange, op *tableOp) bool {
 	if sas == nil || !op.keysKnown || sas.contains(op.pk, op.rk) {
 		return true
 	}
 	s.front.sasRejected.Add(1)
-	writeTableError(w, r, http.StatusForbidden, "AuthorizationFailure", msgAuthorizationFailure)
+	if op.kind == opPointRead {
+		s.tableError(w, r, http.StatusNotFound, "ResourceNotFound", msgResourceNotFound)
+		return false
+	}
+	s.tableError(w, r, http.StatusForbidden, "AuthorizationFailure", msgAuthorizationFailure)
 	return false
 }
+
+const msgResourceNotFound = "The specified resource does not exist."

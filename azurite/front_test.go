@@ -104,6 +104,12 @@ func wantError(t *testing.T, what string, err error, status int, code string) *a
 	if re.StatusCode != status || re.ErrorCode != code {
 		t.Fatalf("%s: want %d %s, got %d %q: %v", what, status, code, re.StatusCode, re.ErrorCode, err)
 	}
+	// Table errors carry their code in the body only, queue and blob
+	// errors in the x-ms-error-code header too, as the live services do.
+	header := re.RawResponse.Header.Get("x-ms-error-code")
+	if json := strings.Contains(re.RawResponse.Header.Get("Content-Type"), "json"); json && header != "" || !json && header != code {
+		t.Fatalf("%s: x-ms-error-code %q with Content-Type %q", what, header, re.RawResponse.Header.Get("Content-Type"))
+	}
 	return re
 }
 

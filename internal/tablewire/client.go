@@ -126,6 +126,11 @@ func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, er
 // of the entity URLs in a transaction's body.
 func (c *Client) Endpoint() string { return c.endpoint }
 
+// MergeTunnel reports whether the Client sends merges as POST with
+// "X-HTTP-Method: MERGE" (Options.MergeTunnel): a transaction's merge
+// actions must go the same way.
+func (c *Client) MergeTunnel() bool { return c.mergeTunnel }
+
 // Call is what a caller attaches to one request besides its parameters.
 type Call struct {
 	// Value, when not nil, travels with the request to the pipeline's
