@@ -26,12 +26,13 @@ const (
 // ActionKind is what one transaction action does.
 type ActionKind uint8
 
-// The kinds of transaction action.
+// The kinds of transaction action, one per write verb of [Table].
 const (
-	ActionInsert ActionKind = iota // insert; fails if the entity exists
-	ActionUpsert                   // insert or update (Merge or Replace)
-	ActionUpdate                   // update an existing entity, ETag-conditional
-	ActionDelete                   // delete an existing entity, ETag-conditional
+	ActionInsert ActionKind = iota + 1 // insert; fails if the entity exists
+	ActionUpsert                       // insert or replace
+	ActionUpdate                       // replace an existing entity, ETag-conditional
+	ActionMerge                        // merge into the entity; ETag-conditional unless ""
+	ActionDelete                       // delete an existing entity, ETag-conditional
 )
 
 // String returns the kind's name, e.g. "Insert".
@@ -43,6 +44,8 @@ func (k ActionKind) String() string {
 		return "Upsert"
 	case ActionUpdate:
 		return "Update"
+	case ActionMerge:
+		return "Merge"
 	case ActionDelete:
 		return "Delete"
 	}
@@ -50,32 +53,39 @@ func (k ActionKind) String() string {
 }
 
 // Action is one operation of a [Table.Transaction] or a [BulkWriter]. Build
-// it with InsertAction, UpsertAction, UpdateAction or DeleteAction.
+// it with InsertAction, UpsertAction, UpdateAction, MergeAction or
+// DeleteAction, which do what the Table's verbs of the same names do.
 //
 // There is no delete-if-exists action: an entity group transaction fails as
 // a whole when a delete finds nothing. Use [Table.DeleteIfExists] outside a
 // transaction for the idempotent delete.
 type Action[T any] struct {
 	Kind  ActionKind
-	Mode  UpdateMode // for Upsert and Update
 	Value T
-	// ETag conditions Update and Delete; azcore.ETagAny matches any version
-	// of an existing entity.
+	// ETag conditions Update, Merge and Delete; azcore.ETagAny matches any
+	// version of an existing entity.
 	ETag azcore.ETag
 }
 
 // InsertAction inserts v; the transaction fails if v's entity exists.
 func InsertAction[T any](v T) Action[T] { return Action[T]{Kind: ActionInsert, Value: v} }
 
-// UpsertAction inserts v or updates the stored entity (Merge or Replace).
-func UpsertAction[T any](v T, mode UpdateMode) Action[T] {
-	return Action[T]{Kind: ActionUpsert, Mode: mode, Value: v}
+// UpsertAction inserts v or replaces the stored entity with it, as
+// [Table.Upsert] does.
+func UpsertAction[T any](v T) Action[T] { return Action[T]{Kind: ActionUpsert, Value: v} }
+
+// UpdateAction replaces the stored entity with v if its ETag equals etag
+// (azcore.ETagAny: any version, but the entity must exist), as
+// [Table.Update] does. An empty etag is refused before anything is sent.
+func UpdateAction[T any](v T, etag azcore.ETag) Action[T] {
+	return Action[T]{Kind: ActionUpdate, Value: v, ETag: etag}
 }
 
-// UpdateAction updates the stored entity if its ETag equals etag
-// (azcore.ETagAny: any version, but the entity must exist).
-func UpdateAction[T any](v T, mode UpdateMode, etag azcore.ETag) Action[T] {
-	return Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag}
+// MergeAction merges v's properties into the stored entity, as
+// [Table.Merge] does: etag "" inserts v when there is no entity,
+// azcore.ETagAny requires one, and any other etag requires that version.
+func MergeAction[T any](v T, etag azcore.ETag) Action[T] {
+	return Action[T]{Kind: ActionMerge, Value: v, ETag: etag}
 }
 
 // DeleteAction deletes the entity with v's keys if its ETag equals etag
@@ -88,7 +98,6 @@ func DeleteAction[T any](v T, etag azcore.ETag) Action[T] {
 // encodedAction is an action validated and encoded, ready to send.
 type encodedAction struct {
 	kind   ActionKind
-	mode   UpdateMode
 	pk, rk string
 	etag   azcore.ETag // If-Match; "" for none
 	body   []byte      // the entity's OData JSON; nil for a delete
@@ -99,7 +108,7 @@ type encodedAction struct {
 // appended to *arena, which many actions share to save allocations; the
 // action's body is a slice of it that later appends do not touch.
 func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encodedAction, error) {
-	ea := encodedAction{kind: a.Kind, mode: a.Mode}
+	ea := encodedAction{kind: a.Kind}
 	var err error
 	switch a.Kind {
 	case ActionDelete:
@@ -111,10 +120,7 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 		if ea.etag == "" {
 			return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "DeleteAction needs the ETag read with the entity, or azcore.ETagAny for any version", Err: ErrInvalidInput}
 		}
-	case ActionInsert, ActionUpsert, ActionUpdate:
-		if a.Mode > Merge {
-			return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
-		}
+	case ActionInsert, ActionUpsert, ActionUpdate, ActionMerge:
 		start := len(*arena)
 		var out []byte
 		out, ea.pk, ea.rk, err = t.encode(*arena, &a.Value)
@@ -123,12 +129,17 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 		}
 		ea.body = out[start:len(out):len(out)]
 		*arena = out
-		if a.Kind == ActionUpdate {
+		switch a.Kind {
+		case ActionUpdate:
 			if a.ETag == "" {
 				return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
 			}
 			ea.etag = a.ETag
+		case ActionMerge:
+			ea.etag = a.ETag // "": insert or merge
 		}
+	case 0:
+		return ea, &ValidationError{Op: op, Entity: t.name, Detail: "a zero Action (build actions with InsertAction, UpsertAction, UpdateAction, MergeAction or DeleteAction)", Err: ErrInvalidInput}
 	default:
 		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
 	}

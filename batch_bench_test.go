@@ -39,7 +39,7 @@ func BenchmarkTransaction100(b *testing.B) {
 				for b.Loop() {
 					acts := make([]tablekit.Action[tablekit.Employee20], len(rows))
 					for i := range rows {
-						acts[i] = tablekit.UpsertAction(rows[i], tablekit.Replace)
+						acts[i] = tablekit.UpsertAction(rows[i])
 					}
 					etags, err := tk.Transaction(context.Background(), acts...)
 					if err != nil || len(etags) != len(rows) {

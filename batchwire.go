@@ -95,7 +95,7 @@ func (a *encodedAction) method() string {
 		return http.MethodPost
 	case a.kind == ActionDelete:
 		return http.MethodDelete
-	case a.mode == Merge:
+	case a.kind == ActionMerge:
 		return "MERGE"
 	}
 	return http.MethodPut

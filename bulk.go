@@ -127,12 +127,12 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 
 // Upsert inserts or replaces every item.
 func (w *BulkWriter[T]) Upsert(ctx context.Context, items []T) (BulkResult, error) {
-	return w.each(ctx, items, func(v T) Action[T] { return UpsertAction(v, Replace) })
+	return w.each(ctx, items, UpsertAction[T])
 }
 
 // Merge inserts every item or merges it into the stored entity.
 func (w *BulkWriter[T]) Merge(ctx context.Context, items []T) (BulkResult, error) {
-	return w.each(ctx, items, func(v T) Action[T] { return UpsertAction(v, Merge) })
+	return w.each(ctx, items, func(v T) Action[T] { return MergeAction(v, "") })
 }
 
 // Insert inserts every item; an item whose entity exists fails alone.

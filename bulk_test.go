@@ -34,14 +34,14 @@ func TestBulkWriterRepeatedActionsInOrder(t *testing.T) {
 	}
 	stale := getETag(t, tbl, "p", "c")
 	res, err := tbl.BulkWriter(nil).Write(ctx, []tablekit.Action[wireItem]{
-		0: tablekit.UpsertAction(wireItem{PK: "p", RK: "a", N: 2}, tablekit.Replace),      // drops Tag
-		1: tablekit.UpsertAction(wireItem{PK: "p", RK: "a", Tag: "B"}, tablekit.Merge),    // adds Tag B
-		2: tablekit.DeleteAction(wireItem{PK: "p", RK: "b"}, azcore.ETagAny),              // b exists
-		3: tablekit.InsertAction(wireItem{PK: "p", RK: "b", N: 3}),                        // so this insert succeeds
-		4: tablekit.InsertAction(wireItem{PK: "p", RK: "c", N: 9}),                        // c exists: fails
-		5: tablekit.UpsertAction(wireItem{PK: "p", RK: "c", N: 4}, tablekit.Replace),      // applies
-		6: tablekit.UpdateAction(wireItem{PK: "p", RK: "c", N: 5}, tablekit.Merge, stale), // stale: fails
-		7: tablekit.UpsertAction(wireItem{PK: "q", RK: "other", N: 1}, tablekit.Merge),
+		0: tablekit.UpsertAction(wireItem{PK: "p", RK: "a", N: 2}),           // drops Tag
+		1: tablekit.MergeAction(wireItem{PK: "p", RK: "a", Tag: "B"}, ""),    // adds Tag B
+		2: tablekit.DeleteAction(wireItem{PK: "p", RK: "b"}, azcore.ETagAny), // b exists
+		3: tablekit.InsertAction(wireItem{PK: "p", RK: "b", N: 3}),           // so this insert succeeds
+		4: tablekit.InsertAction(wireItem{PK: "p", RK: "c", N: 9}),           // c exists: fails
+		5: tablekit.UpsertAction(wireItem{PK: "p", RK: "c", N: 4}),           // applies
+		6: tablekit.MergeAction(wireItem{PK: "p", RK: "c", N: 5}, stale),     // stale: fails
+		7: tablekit.MergeAction(wireItem{PK: "q", RK: "other", N: 1}, ""),
 	})
 	var be *tablekit.BulkError
 	if !errors.As(err, &be) {
@@ -53,7 +53,7 @@ func TestBulkWriterRepeatedActionsInOrder(t *testing.T) {
 	}
 	want := map[string]wireItem{"a": {PK: "p", RK: "a", N: 2, Tag: "B"}, "b": {PK: "p", RK: "b", N: 3}, "c": {PK: "p", RK: "c", N: 4}}
 	for rk, w := range want {
-		got, err := tbl.Get(ctx, "p", rk, nil)
+		got, err := tbl.Get(ctx, "p", rk)
 		if err != nil || got != w {
 			t.Errorf("entity %s = %+v (%v), want %+v", rk, got, err, w)
 		}

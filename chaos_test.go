@@ -38,11 +38,22 @@ type chaosItem struct {
 
 // chaosAction is one action of an op, as the model applies it.
 type chaosAction struct {
-	kind tablekit.ActionKind
-	mode tablekit.UpdateMode
+	kind chaosKind
 	rk   string // entity key "pk/rk"
 	val  int
 }
+
+// chaosKind is what a chaosAction does.
+type chaosKind uint8
+
+const (
+	chaosInsert      chaosKind = iota // InsertAction
+	chaosUpsert                       // UpsertAction: insert or replace
+	chaosUpdate                       // UpdateAction: replace an existing entity
+	chaosMergeUpsert                  // MergeAction with etag "": insert or merge
+	chaosMerge                        // MergeAction with an etag: merge into an existing entity
+	chaosDelete                       // DeleteAction
+)
 
 // entState is an entity in the model: absent, or its A and B.
 type entState struct {
@@ -53,15 +64,15 @@ type entState struct {
 // apply returns st after a, and whether a could have succeeded on st.
 func (a chaosAction) apply(st entState) (entState, bool) {
 	switch a.kind {
-	case tablekit.ActionInsert:
+	case chaosInsert:
 		return entState{present: true, a: a.val}, !st.present
-	case tablekit.ActionDelete:
+	case chaosDelete:
 		return entState{}, st.present
 	}
-	if a.kind == tablekit.ActionUpdate && !st.present {
+	if (a.kind == chaosUpdate || a.kind == chaosMerge) && !st.present {
 		return st, false
 	}
-	if a.mode == tablekit.Merge {
+	if a.kind == chaosMerge || a.kind == chaosMergeUpsert {
 		if !st.present {
 			return entState{present: true, b: a.val}, true
 		}
@@ -174,28 +185,29 @@ func (c *coreWriter) action(pk, rk string) (tablekit.Action[chaosItem], chaosAct
 	}
 	switch n := c.w.Rand.IntN(10); {
 	case n < 2:
-		ca.kind = tablekit.ActionInsert
+		ca.kind = chaosInsert
 		v.A = val
 		return tablekit.InsertAction(v), ca
 	case n < 4:
-		ca.kind, ca.mode = tablekit.ActionUpsert, tablekit.Replace
+		ca.kind = chaosUpsert
 		v.A = val
-		return tablekit.UpsertAction(v, tablekit.Replace), ca
+		return tablekit.UpsertAction(v), ca
 	case n < 6:
-		ca.kind, ca.mode = tablekit.ActionUpsert, tablekit.Merge
+		ca.kind = chaosMergeUpsert
 		v.B = val
-		return tablekit.UpsertAction(v, tablekit.Merge), ca
+		return tablekit.MergeAction(v, ""), ca
 	case n < 8:
-		ca.kind, ca.mode = tablekit.ActionUpdate, tablekit.UpdateMode(c.w.Rand.IntN(2))
-		if ca.mode == tablekit.Merge {
+		if c.w.Rand.IntN(2) == 1 {
+			ca.kind = chaosMerge
 			v.B = val
-		} else {
-			v.A = val
+			return tablekit.MergeAction(v, etag), ca
 		}
-		return tablekit.UpdateAction(v, ca.mode, etag), ca
+		ca.kind = chaosUpdate
+		v.A = val
+		return tablekit.UpdateAction(v, etag), ca
 	default:
-		ca.kind = tablekit.ActionDelete
-		return tablekit.Action[chaosItem]{Kind: tablekit.ActionDelete, Value: v, ETag: etag}, ca
+		ca.kind = chaosDelete
+		return tablekit.DeleteAction(v, etag), ca
 	}
 }
 

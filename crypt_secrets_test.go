@@ -97,20 +97,20 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	ct[len(ct)-1] ^= 1
 	m["SSN"] = base64.StdEncoding.EncodeToString(ct)
 	putRaw(t, client, m)
-	_, err = tbl.Get(ctx, "W", "1", nil)
+	_, err = tbl.Get(ctx, "W", "1")
 	record("get tampered", err)
 	other := tablekit.NewKeyRing()
 	other.Add("k2", k2)
 	tbl2, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: other}})
-	_, err = tbl2.Get(ctx, "W", "1", nil)
+	_, err = tbl2.Get(ctx, "W", "1")
 	record("get missing key", err)
 	wrong := tablekit.NewKeyRing()
 	wrong.Add("k1", k2)
 	tbl3, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: wrong}})
-	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tbl3.Get(ctx, "W", "1", nil)
+	_, err = tbl3.Get(ctx, "W", "1")
 	record("get wrong key", err)
 	record("add bad key", ring.Add("k1", k2))
 	record("add short key", ring.Add("k3", k2[:31]))
@@ -130,7 +130,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ro.Get(ctx, "W", "1", nil); err != nil {
+	if _, err := ro.Get(ctx, "W", "1"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = ro.Insert(ctx, patient{Ward: "W", ID: "2"})
@@ -160,7 +160,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = forged.Get(ctx, "W", "1", nil)
+	_, err = forged.Get(ctx, "W", "1")
 	record("get forged", err)
 	if err == nil {
 		t.Fatal("a forged signature was accepted")
@@ -172,7 +172,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = unreachable.Get(ctx, "W", "1", nil)
+	_, err = unreachable.Get(ctx, "W", "1")
 	record("get unreachable", err)
 	if err == nil {
 		t.Fatal("no error from a closed port")

@@ -101,7 +101,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.ETag = etag
-	got, err := tbl.Get(ctx, "W1", "001", nil)
+	got, err := tbl.Get(ctx, "W1", "001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,8 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("query found %d", n)
 	}
-	sel, err := tbl.Get(ctx, "W1", "001", &tablekit.GetOptions{Select: []string{"SSN"}})
-	if err != nil || sel.SSN != in.SSN || sel.Name != "" {
+	sel, err := tablekit.Collect(tbl.Query(ctx, tablekit.PointQuery("W1", "001"), &tablekit.QueryOptions{Select: []string{"SSN"}}), 1)
+	if err != nil || len(sel) != 1 || sel[0].SSN != in.SSN || sel[0].Name != "" {
 		t.Fatalf("projection: %+v %v", sel, err)
 	}
 
@@ -143,7 +143,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 		}
 	}
 	// Encrypting twice gives different ciphertexts (fresh nonces).
-	if _, err := tbl.Upsert(ctx, in, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	m2, _ := rawProps(t, client, "W1", "001")
@@ -179,7 +179,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	if _, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "c", RowKey: "1", Properties: props}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "c", "1", nil)
+	got, err := tbl.Get(ctx, "c", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := st.Get(ctx, "c", "1", nil)
+	c, err := st.Get(ctx, "c", "1")
 	if err != nil || c.Card != props["Card"] || c.Limit != 1<<40 || c.Owner != "Bob" {
 		t.Fatalf("struct view: %+v %v", c, err)
 	}
@@ -230,7 +230,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	// The victim's SSN ciphertext pasted into the attacker's row.
 	attacker["SSN"] = victim["SSN"]
 	putRaw(t, client, attacker)
-	_, err = tbl.Get(ctx, "W1", "attacker", nil)
+	_, err = tbl.Get(ctx, "W1", "attacker")
 	var de *tablekit.DecodeError
 	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Op != "Get" || de.Property != "SSN" || de.Entity != tableName+":W1/attacker" ||
 		!strings.HasPrefix(err.Error(), `tablekit: Get: cannot decrypt entity "`+tableName+`:W1/attacker" property "SSN": `) {
@@ -248,7 +248,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	// (same row, another property).
 	victim["Allergies"] = victim["SSN"]
 	putRaw(t, client, victim)
-	_, err = tbl.Get(ctx, "W1", "victim", nil)
+	_, err = tbl.Get(ctx, "W1", "victim")
 	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Property != "Allergies" {
 		t.Fatalf("copied to another property: %v", err)
 	}
@@ -281,7 +281,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 		bad[i] ^= 0x01
 		m["SSN"] = base64.StdEncoding.EncodeToString(bad)
 		putRaw(t, client, m)
-		_, err := tbl.Get(ctx, "W", "1", nil)
+		_, err := tbl.Get(ctx, "W", "1")
 		if !errors.Is(err, tablekit.ErrDecrypt) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
@@ -290,7 +290,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 	m["SSN"] = "123-45-6789"
 	delete(m, "SSN@odata.type")
 	putRaw(t, client, m)
-	_, err = tbl.Get(ctx, "W", "1", nil)
+	_, err = tbl.Get(ctx, "W", "1")
 	if !errors.Is(err, tablekit.ErrDecrypt) || strings.Contains(err.Error(), "123-45") {
 		t.Fatalf("plain value: %v", err)
 	}
@@ -327,14 +327,14 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		t.Fatalf("key ids: old %s, new %s", keyOf("old"), keyOf("new"))
 	}
 	for rk, want := range map[string]string{"old": "written with k1", "new": "written with k2"} {
-		p, err := tbl.Get(ctx, "W", rk, nil)
+		p, err := tbl.Get(ctx, "W", rk)
 		if err != nil || p.SSN != want {
 			t.Fatalf("%s: %q %v", rk, p.SSN, err)
 		}
 	}
 	// Rewriting moves a row to the current key.
-	old, _ := tbl.Get(ctx, "W", "old", nil)
-	if _, err := tbl.Update(ctx, old, tablekit.Replace, old.ETag); err != nil {
+	old, _ := tbl.Get(ctx, "W", "old")
+	if _, err := tbl.Update(ctx, old, old.ETag); err != nil {
 		t.Fatal(err)
 	}
 	if keyOf("old") != "k2" {
@@ -360,7 +360,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	if _, err := w1.Insert(ctx, patient{Ward: "W", ID: "stale", SSN: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = fresh.Get(ctx, "W", "stale", nil)
+	_, err = fresh.Get(ctx, "W", "stale")
 	if !errors.Is(err, tablekit.ErrKeyNotFound) || !errors.Is(err, tablekit.ErrDecrypt) || !strings.Contains(err.Error(), `"k1"`) {
 		t.Fatalf("removed key: %v", err)
 	}
@@ -385,10 +385,10 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Merge only A: B, encrypted earlier, still decrypts.
-	if _, err := tbl.Upsert(ctx, e("1", map[string]any{"A": "a1-new"}), tablekit.Merge); err != nil {
+	if _, err := tbl.Merge(ctx, e("1", map[string]any{"A": "a1-new"}), ""); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "p", "1", nil)
+	got, err := tbl.Get(ctx, "p", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, res)
 	}
-	got, err = tbl.Get(ctx, "p", "2", nil)
+	got, err = tbl.Get(ctx, "p", "2")
 	if err != nil || !reflect.DeepEqual(got.Properties, map[string]any{"A": "a2", "B": "b2-new"}) {
 		t.Fatalf("after bulk merge: %v %v", got.Properties, err)
 	}
@@ -435,11 +435,11 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	if ct := rawBinary(t, raw, "SSN"); bytes.Contains(ct, []byte("078-05-1121")) {
 		t.Fatal("the Entities view stored SSN in clear")
 	}
-	typed, err := tbl.Get(ctx, "W1", "002", nil)
+	typed, err := tbl.Get(ctx, "W1", "002")
 	if err != nil || typed.SSN != in.SSN || !typed.Born.Equal(in.Born) || typed.Weight != in.Weight {
 		t.Fatalf("typed read of what the Entities view wrote: %+v, %v", typed, err)
 	}
-	back, err := tbl.Entities().Get(ctx, "W1", "002", nil)
+	back, err := tbl.Entities().Get(ctx, "W1", "002")
 	if err != nil || back.Properties["SSN"] != in.SSN {
 		t.Fatalf("Entities view read: %v, %v", back.Properties, err)
 	}

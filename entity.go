@@ -149,22 +149,3 @@ func (e *Entity) Set(name string, value any) {
 	}
 	e.Properties[name] = value
 }
-
-// UpdateMode says how a write treats the properties already stored.
-type UpdateMode uint8
-
-const (
-	// Replace stores exactly the properties written; properties not written
-	// are removed.
-	Replace UpdateMode = iota
-	// Merge adds or overwrites the properties written and keeps the others.
-	Merge
-)
-
-// String returns "Merge" or "Replace".
-func (m UpdateMode) String() string {
-	if m == Merge {
-		return "Merge"
-	}
-	return "Replace"
-}

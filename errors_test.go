@@ -40,13 +40,13 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[int](acct, tableName, nil); return err }},
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](nil, "Items", nil); return err }},
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](&tablekit.Account{}, "Items", nil); return err }},
-		{"Get", func() error { _, err := tbl.Get(ctx, "p", badKey, nil); return err }},
+		{"Get", func() error { _, err := tbl.Get(ctx, "p", badKey); return err }},
 		{"Exists", func() error { _, err := tbl.Exists(ctx, badKey, "r"); return err }},
 		{"Insert", func() error { _, err := tbl.Insert(ctx, opItem{PK: badKey, RK: "r"}); return err }},
-		{"Upsert", func() error { _, err := tbl.Upsert(ctx, opItem{PK: "p", RK: badKey}, tablekit.Merge); return err }},
-		{"Update", func() error { _, err := tbl.Update(ctx, opItem{PK: "p", RK: "r"}, tablekit.Merge, ""); return err }},
+		{"Upsert", func() error { _, err := tbl.Merge(ctx, opItem{PK: "p", RK: badKey}, ""); return err }},
+		{"Update", func() error { _, err := tbl.Merge(ctx, opItem{PK: "p", RK: "r"}, ""); return err }},
 		{"Update", func() error {
-			_, err := tbl.Update(ctx, opItem{PK: "p", RK: badKey}, tablekit.Merge, azcore.ETagAny)
+			_, err := tbl.Merge(ctx, opItem{PK: "p", RK: badKey}, azcore.ETagAny)
 			return err
 		}},
 		{"Delete", func() error { return tbl.Delete(ctx, "p", badKey, azcore.ETagAny) }},
@@ -64,7 +64,7 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 			return res.Failed[0].Err
 		}},
 		{"Modify", func() error {
-			_, err := tbl.Modify(ctx, "p", badKey, func(*opItem) error { return nil }, nil)
+			_, err := tbl.Modify(ctx, "p", badKey, func(*opItem) error { return nil })
 			return err
 		}},
 		{"QueryPage", func() error {

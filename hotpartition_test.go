@@ -28,7 +28,7 @@ func TestHotPartitionWarning(t *testing.T) {
 	ctx := context.Background()
 	var acts []tablekit.Action[wireItem]
 	for i := range 100 {
-		acts = append(acts, tablekit.UpsertAction(wireItem{PK: "hot", RK: fmt.Sprint(i)}, tablekit.Replace))
+		acts = append(acts, tablekit.UpsertAction(wireItem{PK: "hot", RK: fmt.Sprint(i)}))
 	}
 	if _, err := tbl.Transaction(ctx, acts...); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestHotPartitionWarning(t *testing.T) {
 	if _, err := tbl.Transaction(ctx, acts...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Upsert(ctx, wireItem{PK: "cold", RK: "1"}, tablekit.Merge); err != nil {
+	if _, err := tbl.Merge(ctx, wireItem{PK: "cold", RK: "1"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	out := logs.String()

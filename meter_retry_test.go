@@ -62,7 +62,7 @@ func TestMeterCountsRetriesAndThrottling(t *testing.T) {
 	}
 	// A call that needed no retry counts none.
 	before = tacct.Meter().Snapshot()
-	if _, err := tbl.Get(ctx, "p", "r", nil); err != nil {
+	if _, err := tbl.Get(ctx, "p", "r"); err != nil {
 		t.Fatal(err)
 	}
 	if d := tacct.Meter().Snapshot().Sub(before); d.Count("table", "GetEntity") != 1 || d.Retries("table", "GetEntity") != 0 || d.Throttled("table", "GetEntity") != 0 {

@@ -148,8 +148,8 @@ func TestQueryPageReturnsEmptyPages(t *testing.T) {
 		t.Errorf("Query read %d entities, want %d", n, len(items))
 	}
 	for _, it := range items[:40] {
-		got, err := tbl.Get(ctx, it.PK, it.RK, &tablekit.GetOptions{Select: []string{"N"}})
-		if err != nil || got.N != it.N {
+		got, err := tablekit.Collect(tbl.Query(ctx, tablekit.PointQuery(it.PK, it.RK), &tablekit.QueryOptions{Select: []string{"N"}}), 1)
+		if err != nil || len(got) != 1 || got[0].N != it.N {
 			t.Errorf("Get %s/%s with Select: %+v, %v", it.PK, it.RK, got, err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestCursorTokenInShorterPages(t *testing.T) {
 					if err := owner.Delete(ctx, last.PK, last.RK, "*"); err != nil {
 						t.Fatal(err)
 					}
-					defer owner.Upsert(ctx, last, tablekit.Replace)
+					defer owner.Upsert(ctx, last)
 				}
 				opts := &tablekit.QueryOptions{PageSize: 7, Continuation: cur.Token()}
 				for {

@@ -101,7 +101,7 @@ func BenchmarkGet(b *testing.B) {
 	b.Run("impl=tablekit", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := tk.Get(ctx, "Sales", "000223", nil)
+			e, err := tk.Get(ctx, "Sales", "000223")
 			if err != nil || e.Salary != want.Salary {
 				b.Fatalf("%+v, %v", e, err)
 			}

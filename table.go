@@ -41,6 +41,11 @@ type TableOptions struct {
 	// OpenTable takes the Account's. nil means a Governor of the Table's
 	// own, shared by all its BulkWriters.
 	Governor *Governor
+
+	// Retry says how often [Table.Modify] reads and tries again when
+	// another writer changed the entity in between; the zero value means
+	// [DefaultConflictRetry].
+	Retry RetryPolicy
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -62,6 +67,7 @@ type Table[T any] struct {
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
+	retry    RetryPolicy // conflict retry of Modify, defaults applied
 }
 
 // OpenTable returns a Table for the table called name in acct, for values
@@ -94,6 +100,9 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if err := o.TableScans.validate(name); err != nil {
 		return nil, err
 	}
+	if err := o.Retry.Validate("OpenTable"); err != nil {
+		return nil, err
+	}
 	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
 		o.TracingProvider = acct.tracing
 	}
@@ -106,6 +115,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		logger:   o.Logger,
 		governor: o.Governor,
 		tracer:   newTracer(o.TracingProvider, "Microsoft.Tables"),
+		retry:    o.Retry.WithDefaults(DefaultConflictRetry),
 	}
 	if t.governor == nil {
 		t.governor = acct.governor
@@ -225,28 +235,17 @@ func (t *Table[T]) checkKeys(pk, rk string) error {
 	return s.checkKeys(pk, rk)
 }
 
-// GetOptions configures [Table.Get].
-type GetOptions struct {
-	// Select lists the properties to read (projection); nil reads all.
-	// Keys are always read. Fields not selected keep their zero value.
-	Select []string
-}
-
 // Get reads one entity. It returns an error matching ErrNotFound when the
-// entity (or the table) does not exist.
-func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ T, err error) {
+// entity (or the table) does not exist. To read only some properties,
+// query the point with a projection: [QueryAs] with [PointQuery], or
+// [Table.Query] with QueryOptions.Select.
+func (t *Table[T]) Get(ctx context.Context, pk, rk string) (_ T, err error) {
 	defer func() { err = withOp("Get", err) }()
 	var zero T
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
 	}
-	var sel string
-	if opts != nil {
-		if sel, err = selectText(opts.Select); err != nil {
-			return zero, err
-		}
-	}
-	e, err := t.read(ctx, "Get", pk, rk, sel)
+	e, err := t.read(ctx, "Get", pk, rk, "")
 	if err != nil {
 		return zero, err
 	}
@@ -288,23 +287,32 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 	return t.write(ctx, "Insert", &Action[T]{Kind: ActionInsert, Value: v})
 }
 
-// Upsert inserts v, or updates the stored entity with v's keys: Replace
-// stores exactly v's properties, Merge keeps properties v does not have.
-// It returns the new ETag.
-func (t *Table[T]) Upsert(ctx context.Context, v T, mode UpdateMode) (azcore.ETag, error) {
-	return t.write(ctx, "Upsert", &Action[T]{Kind: ActionUpsert, Mode: mode, Value: v})
+// Upsert inserts v, or replaces the stored entity with v's keys: the
+// entity then holds exactly v's properties. It returns the new ETag.
+func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	return t.write(ctx, "Upsert", &Action[T]{Kind: ActionUpsert, Value: v})
 }
 
-// Update updates the stored entity with v's keys if its ETag still equals
-// etag: it fails with an error matching ErrPreconditionFailed when the
-// entity changed since it was read, and ErrNotFound when it is gone. Pass
-// azcore.ETagAny to update whatever version is stored. It returns the new
-// ETag.
-func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
+// Update replaces the stored entity with v's keys by v if its ETag still
+// equals etag: it fails with an error matching ErrPreconditionFailed when
+// the entity changed since it was read, and ErrNotFound when it is gone.
+// Pass azcore.ETagAny to replace whatever version is stored; an empty etag
+// is refused. It returns the new ETag.
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	return t.write(ctx, "Update", &Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag})
+	return t.write(ctx, "Update", &Action[T]{Kind: ActionUpdate, Value: v, ETag: etag})
+}
+
+// Merge merges v's properties into the stored entity with v's keys: the
+// properties v has are added or overwritten, the others are kept. etag
+// says which entity it may merge into: "" inserts v when there is none
+// (insert-or-merge), azcore.ETagAny requires an entity (ErrNotFound
+// otherwise), and any other value requires that version
+// (ErrPreconditionFailed otherwise). It returns the new ETag.
+func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	return t.write(ctx, "Merge", &Action[T]{Kind: ActionMerge, Value: v, ETag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
@@ -355,7 +363,7 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 	if err != nil {
 		return "", err
 	}
-	ea := encodedAction{kind: a.Kind, mode: a.Mode, pk: pk, rk: rk, etag: a.ETag, body: data}
+	ea := encodedAction{kind: a.Kind, pk: pk, rk: rk, etag: a.ETag, body: data}
 	return t.writeEncoded(ctx, op, &ea)
 }
 
@@ -368,10 +376,10 @@ func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction
 	switch a.kind {
 	case ActionInsert:
 		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
-	case ActionUpsert, ActionUpdate:
-		// An upsert has no ETag: without If-Match the service inserts or
-		// replaces (merges).
-		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.mode == Merge, a.etag, call)
+	case ActionUpsert, ActionUpdate, ActionMerge:
+		// Without If-Match (an upsert, a merge with etag "") the service
+		// inserts or replaces (merges).
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == ActionMerge, a.etag, call)
 	case ActionDelete:
 		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
 	}
@@ -425,5 +433,6 @@ func (t *Table[T]) Entities() *Table[Entity] {
 		scans:    t.scans,
 		logger:   t.logger,
 		governor: t.governor,
+		retry:    t.retry,
 	}
 }

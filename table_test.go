@@ -65,7 +65,7 @@ func TestTableRoundTripEveryTypeAndTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := emp.Get(ctx, in.Department, in.ID, nil)
+	got, err := emp.Get(ctx, in.Department, in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestEntityExactTypes(t *testing.T) {
 	if _, err := tbl.Insert(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "o'k", "", nil)
+	got, err := tbl.Get(ctx, "o'k", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	if _, err := emp.Insert(ctx, e); !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Fatalf("second insert: %v", err)
 	}
-	read, err := emp.Get(ctx, "Sales", "1", nil)
+	read, err := emp.Get(ctx, "Sales", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, v := range []Employee{a, b} {
-		wg.Go(func() { _, errs[i] = emp.Update(ctx, v, tablekit.Merge, read.ETag) })
+		wg.Go(func() { _, errs[i] = emp.Merge(ctx, v, read.ETag) })
 	}
 	wg.Wait()
 	failed := 0
@@ -185,20 +185,20 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	if err := emp.Delete(ctx, "Sales", "1", read.ETag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Errorf("delete with stale ETag: %v", err)
 	}
-	cur, _ := emp.Get(ctx, "Sales", "1", nil)
+	cur, _ := emp.Get(ctx, "Sales", "1")
 	if err := emp.Delete(ctx, "Sales", "1", cur.ETag); err != nil {
 		t.Errorf("delete with current ETag: %v", err)
 	}
-	if _, err := emp.Get(ctx, "Sales", "1", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emp.Get(ctx, "Sales", "1"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 	if existed, err := emp.DeleteIfExists(ctx, "Sales", "1"); existed || err != nil {
 		t.Errorf("DeleteIfExists on a missing entity: %v %v", existed, err)
 	}
-	if _, err := emp.Update(ctx, e, tablekit.Replace, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emp.Update(ctx, e, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("update of a missing entity: %v", err)
 	}
-	if _, err := emp.Update(ctx, e, tablekit.Replace, ""); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := emp.Update(ctx, e, ""); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("update without an ETag: %v", err)
 	}
 }
@@ -206,21 +206,21 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 func TestUpsertMergeAndReplace(t *testing.T) {
 	ctx := context.Background()
 	_, emp := newEmployees(t)
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "e", Age: 30}, tablekit.Replace); err != nil {
+	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "e", Age: 30}); err != nil {
 		t.Fatal(err)
 	}
 	// Merge with a zero Age (omitempty: absent) keeps the stored Age.
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "f"}, tablekit.Merge); err != nil {
+	if _, err := emp.Merge(ctx, Employee{Department: "D", ID: "1", Email: "f"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := emp.Get(ctx, "D", "1", nil)
+	got, _ := emp.Get(ctx, "D", "1")
 	if got.Age != 30 || got.Email != "f" {
 		t.Errorf("after merge: %+v", got)
 	}
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "g"}, tablekit.Replace); err != nil {
+	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "g"}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = emp.Get(ctx, "D", "1", nil)
+	got, _ = emp.Get(ctx, "D", "1")
 	if got.Age != 0 || got.Email != "g" {
 		t.Errorf("after replace: %+v", got)
 	}
@@ -232,15 +232,16 @@ func TestProjection(t *testing.T) {
 	if _, err := emp.Insert(ctx, Employee{Department: "D", ID: "1", Email: "e@x", Age: 30, Level: 2}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := emp.Get(ctx, "D", "1", &tablekit.GetOptions{Select: []string{"Email"}})
-	if err != nil {
-		t.Fatal(err)
+	sel := &tablekit.QueryOptions{Select: []string{"Email"}}
+	got, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("D", "1"), sel), 1)
+	if err != nil || len(got) != 1 {
+		t.Fatal(got, err)
 	}
-	if got.Email != "e@x" || got.Age != 0 || got.Level != 0 || got.Department != "D" || got.ID != "1" {
-		t.Errorf("projected get: %+v", got)
+	if g := got[0]; g.Email != "e@x" || g.Age != 0 || g.Level != 0 || g.Department != "D" || g.ID != "1" {
+		t.Errorf("projected point query: %+v", g)
 	}
-	if _, err := emp.Get(ctx, "D", "2", &tablekit.GetOptions{Select: []string{"Email"}}); !errors.Is(err, tablekit.ErrNotFound) {
-		t.Errorf("projected get of a missing entity: %v", err)
+	if got, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("D", "2"), sel), 1); err != nil || len(got) != 0 {
+		t.Errorf("projected point query of a missing entity: %+v, %v", got, err)
 	}
 }
 
@@ -391,12 +392,12 @@ func TestTransactionFailureIndex(t *testing.T) {
 		t.Errorf("partition changed: %+v", stored)
 	}
 	// A mixed transaction of every action kind succeeds atomically.
-	cur, _ := emp.Get(ctx, "D", ids[57], nil)
+	cur, _ := emp.Get(ctx, "D", ids[57])
 	cur.Email = "updated"
 	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
-		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
-		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
+		tablekit.MergeAction(Employee{Department: "D", ID: "n2", Email: "u"}, ""),
+		tablekit.MergeAction(cur, cur.ETag),
 		tablekit.DeleteAction(Employee{Department: "D", ID: "n3"}, azcore.ETagAny),
 	)
 	if !errors.Is(err, tablekit.ErrNotFound) {
@@ -404,13 +405,13 @@ func TestTransactionFailureIndex(t *testing.T) {
 	}
 	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
-		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
-		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
+		tablekit.MergeAction(Employee{Department: "D", ID: "n2", Email: "u"}, ""),
+		tablekit.MergeAction(cur, cur.ETag),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := emp.Get(ctx, "D", ids[57], nil); got.Email != "updated" {
+	if got, _ := emp.Get(ctx, "D", ids[57]); got.Email != "updated" {
 		t.Errorf("update in transaction: %+v", got)
 	}
 	// A key with a single quote can be deleted in a transaction.
@@ -485,7 +486,7 @@ func TestMeterCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := acct.Meter().Snapshot()
-	if _, err := emp.Get(ctx, "D", "1", nil); err != nil {
+	if _, err := emp.Get(ctx, "D", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if d := acct.Meter().Snapshot().Sub(before); d.Total() != 1 || d.Count("table", "GetEntity") != 1 {
@@ -514,9 +515,9 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 		want error
 	}{
 		{"key with #", func() error { _, err := emp.Insert(ctx, Employee{Department: "a#b", ID: "1"}); return err }, tablekit.ErrInvalidKey},
-		{"get with ?", func() error { _, err := emp.Get(ctx, "D", "a?b", nil); return err }, tablekit.ErrInvalidKey},
-		{"update with an unknown mode", func() error {
-			_, err := emp.Transaction(ctx, tablekit.UpdateAction(Employee{Department: "D", ID: "1"}, tablekit.UpdateMode(7), azcore.ETagAny))
+		{"get with ?", func() error { _, err := emp.Get(ctx, "D", "a?b"); return err }, tablekit.ErrInvalidKey},
+		{"a zero action", func() error {
+			_, err := emp.Transaction(ctx, tablekit.Action[Employee]{})
 			return err
 		}, tablekit.ErrInvalidInput},
 		{"delete without etag", func() error { return emp.Delete(ctx, "D", "1", "") }, tablekit.ErrInvalidInput},

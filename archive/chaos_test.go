@@ -270,7 +270,7 @@ func chaosWrite(ctx context.Context, w *chaos.Writer, acct *tablekit.Account, n 
 		if e.update {
 			v := chaosValue(e.pk, e.rk, 2)
 			w.Do(ctx, "Update", e.key(), 2, func(ctx context.Context) (any, error) {
-				_, err := current.Update(ctx, v, tablekit.Merge, azcore.ETagAny)
+				_, err := current.Merge(ctx, v, azcore.ETagAny)
 				return nil, err
 			})
 		}

@@ -14,7 +14,7 @@
 //   - [Worker] dequeues messages and hands them to a [Handler]; [Mux] routes
 //     them by kind to typed handlers registered with [HandleFunc].
 //   - Handlers are made of idempotent steps: the Table's own
-//     [tablekit.Table.Upsert] (with tablekit.Replace) and
+//     [tablekit.Table.Upsert] (insert or replace) and
 //     [tablekit.Table.DeleteIfExists], and for blobs [UpsertBlob],
 //     [DeleteBlobIfExists] and [GetBlob].
 //   - [Mover] is the archive move, Current -> Archive (-> blob), for any

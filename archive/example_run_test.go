@@ -68,9 +68,9 @@ func ExampleMover() {
 	stop()
 	<-done
 
-	_, err = current.Get(ctx, "Sales", "000223", nil)
+	_, err = current.Get(ctx, "Sales", "000223")
 	fmt.Println("in Current:", !errors.Is(err, tablekit.ErrNotFound))
-	e, err := archived.Get(ctx, "Sales", "000223", nil)
+	e, err := archived.Get(ctx, "Sales", "000223")
 	fmt.Println("in Archive:", e.Name, err)
 	// Output:
 	// in Current: false

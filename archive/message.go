@@ -58,7 +58,7 @@ func (m *Message) Decode(v any) error {
 // Handler applies the change one message describes. It must be idempotent:
 // a message can be delivered more than once (after a crash, a lost
 // response, or when its visibility timeout lapses), so every step must be
-// safe to repeat: [tablekit.Table.Upsert] with tablekit.Replace,
+// safe to repeat: [tablekit.Table.Upsert] (insert or replace),
 // [tablekit.Table.DeleteIfExists], [UpsertBlob], [DeleteBlobIfExists].
 // Returning nil deletes the message; returning an error leaves it in the
 // queue for another attempt, until WorkerOptions.Retry.MaxAttempts

@@ -32,7 +32,7 @@ type MoveRequest struct {
 //  1. read the entity from Current ([tablekit.Table.Get]); if it is gone,
 //     an earlier attempt finished the move: done;
 //  2. upsert it into Archive, replacing what is there
-//     ([tablekit.Table.Upsert] with tablekit.Replace; after Transform, if
+//     ([tablekit.Table.Upsert], which replaces; after Transform, if
 //     set);
 //  3. if Blobs is set, write it to a blob, replacing any earlier copy
 //     ([UpsertBlob]);
@@ -160,7 +160,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 
 	var v T
 	err = step("Mover.Read", func(ctx context.Context) (err error) {
-		v, err = m.Current.Get(ctx, pk, rk, nil)
+		v, err = m.Current.Get(ctx, pk, rk)
 		return err
 	})
 	if errors.Is(err, tablekit.ErrNotFound) {
@@ -182,7 +182,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	gov := m.governor()
 	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
 		return governed(ctx, gov, m.Archive.Name(), archivePK, func(ctx context.Context) error {
-			_, err := m.Archive.Upsert(ctx, out, tablekit.Replace)
+			_, err := m.Archive.Upsert(ctx, out)
 			return err
 		})
 	}); err != nil {

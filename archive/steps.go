@@ -16,7 +16,7 @@ import (
 // The idempotent blob steps of an eventually consistent operation: each
 // can be repeated any number of times with the same outcome, so a
 // redelivered message is harmless. The table steps are the Table's own
-// methods: [tablekit.Table.Upsert] with tablekit.Replace (insert or
+// methods: [tablekit.Table.Upsert] (insert or
 // replace) and [tablekit.Table.DeleteIfExists].
 
 // UpsertBlob writes data to the block blob name in c, replacing whatever

@@ -695,7 +695,7 @@ func TestMoverWithBlobCopy(t *testing.T) {
 	m.Transform = func(v Employee) (Employee, error) {
 		once.Do(func() {
 			e.Name = "v2"
-			if _, err := r.current.Upsert(ctx, e, tablekit.Replace); err != nil {
+			if _, err := r.current.Upsert(ctx, e); err != nil {
 				t.Error(err)
 			}
 		})
@@ -707,10 +707,10 @@ func TestMoverWithBlobCopy(t *testing.T) {
 	if err := m.Move(ctx, "Sales", "race"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := r.archive.Get(ctx, "Sales", "race", nil); err != nil || got.Name != "v2" {
+	if got, err := r.archive.Get(ctx, "Sales", "race"); err != nil || got.Name != "v2" {
 		t.Errorf("archived %+v, %v; want the updated v2", got, err)
 	}
-	if _, err := r.current.Get(ctx, "Sales", "race", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := r.current.Get(ctx, "Sales", "race"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Current still has the entity: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 		t.Fatalf("Find = %+v, %v; want the decrypted SSN", found, err)
 	}
 	// The typed table reads the entity the index wrote.
-	if got, err := secret.Get(ctx, "Sales", "000301", nil); err != nil || got.SSN != "123-45-6789" || got.Email != "ana@contoso.com" {
+	if got, err := secret.Get(ctx, "Sales", "000301"); err != nil || got.SSN != "123-45-6789" || got.Email != "ana@contoso.com" {
 		t.Errorf("typed Get = %+v, %v", got, err)
 	}
 	// The service holds ciphertext in the entity and in its copy.

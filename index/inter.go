@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -575,7 +576,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 	}
 	if ix.queue == nil {
 		etag, err := ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
-			return ix.table.Upsert(ctx, v, tablekit.Replace)
+			return ix.table.Upsert(ctx, v)
 		})
 		return etag, withOp(op, err)
 	}
@@ -583,7 +584,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 		if pre == "" {
 			return ix.table.Insert(ctx, v)
 		}
-		return ix.table.Update(ctx, v, tablekit.Replace, pre)
+		return ix.table.Update(ctx, v, pre)
 	})
 	return etag, withOp(op, err)
 }
@@ -613,11 +614,11 @@ func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
-			return ix.table.Update(ctx, v, tablekit.Replace, etag)
+			return ix.table.Update(ctx, v, etag)
 		})
 	}
 	return ix.guarded(ctx, id, ix.versionOf(op, etag), etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
-		return ix.table.Update(ctx, v, tablekit.Replace, pre)
+		return ix.table.Update(ctx, v, pre)
 	})
 }
 
@@ -661,7 +662,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 	var out T
 	var fnErr error
 	err := retry(ctx, ix.retry, id, func() (bool, error) {
-		e, err := ix.raw.Get(ctx, pk, rk, nil)
+		e, err := ix.raw.Get(ctx, pk, rk)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return false, err
@@ -778,7 +779,7 @@ func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, er
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
 func (ix *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	v, err := ix.table.Get(ctx, pk, rk, nil)
+	v, err := ix.table.Get(ctx, pk, rk)
 	return v, withOp("Inter.Get", err)
 }
 
@@ -791,7 +792,7 @@ type current[T any] struct {
 }
 
 func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
-	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey, nil)
+	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -821,7 +822,7 @@ func (ix *Inter[T]) statePK(op, pk string) (string, error) {
 }
 
 func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
-	e, err := ix.state.Get(ctx, spk, rk, nil)
+	e, err := ix.state.Get(ctx, spk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -854,7 +855,7 @@ func (ix *Inter[T]) writeRecord(ctx context.Context, spk, rk string, synced stri
 	if etag == "" {
 		return ix.state.Insert(ctx, e)
 	}
-	return ix.state.Update(ctx, e, tablekit.Replace, etag)
+	return ix.state.Update(ctx, e, etag)
 }
 
 func union(sets ...[]entry) []entry {
@@ -981,7 +982,7 @@ func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entr
 		return isConflict(err), err
 	}
 	// A sync that read an older version must not have the last word.
-	now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	now, err := core.GetSelect(ctx, ix.raw, pk, rk)
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound):
 		if cur == nil {
@@ -1024,7 +1025,7 @@ func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T
 	c.Properties[PrimaryPartitionKeyProperty] = id.PartitionKey
 	c.Properties[PrimaryRowKeyProperty] = id.RowKey
 	c.Properties[PrimaryETagProperty] = string(cur.etag)
-	_, err = idx.copies.Upsert(ctx, c, tablekit.Replace)
+	_, err = idx.copies.Upsert(ctx, c)
 	return err
 }
 
@@ -1059,7 +1060,7 @@ func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	e, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	e, err := core.GetSelect(ctx, ix.raw, pk, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return false, err
@@ -1130,7 +1131,7 @@ func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 				return
 			}
 			get := func(ctx context.Context, id ID) (T, error) {
-				return ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
+				return ix.table.Get(ctx, id.PartitionKey, id.RowKey)
 			}
 			for v, err := range fetchOrdered(ctx, idSeq(list), get) {
 				if !yield(v, withOp(op, err)) {

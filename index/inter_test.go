@@ -579,7 +579,7 @@ func TestInterErrors(t *testing.T) {
 	if _, err := r.ix.Upsert(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("value over 1 KiB: %v, want ErrInvalidKey", err)
 	}
-	if _, err := r.employeeTable.Get(ctx, e.Department, e.ID, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := r.employeeTable.Get(ctx, e.Department, e.ID); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("the refused entity was written: %v", err)
 	}
 	if _, err := r.ix.IDs(ctx, "Sales", "email", "x"); !errors.Is(err, tablekit.ErrInvalidInput) {

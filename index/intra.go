@@ -237,7 +237,7 @@ func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
 
 // read returns the stored version of id, or nil when there is none.
 func (ix *Intra[T]) read(ctx context.Context, id ID) (*version, error) {
-	e, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
+	e, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -327,7 +327,7 @@ func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im
 	case im != nil && old == nil:
 		add(tablekit.InsertAction(im.entity), actionInfo{role: rolePrimary})
 	case im != nil:
-		add(tablekit.UpdateAction(im.entity, tablekit.Replace, old.etag), actionInfo{role: rolePrimary})
+		add(tablekit.UpdateAction(im.entity, old.etag), actionInfo{role: rolePrimary})
 	case old != nil:
 		add(tablekit.DeleteAction(keyOnly(id.RowKey), old.etag), actionInfo{role: rolePrimary})
 	default:
@@ -381,7 +381,7 @@ func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im
 		if idx.Unique && ok != nk {
 			add(tablekit.InsertAction(c), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
 		} else {
-			add(tablekit.UpsertAction(c, tablekit.Replace), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
+			add(tablekit.UpsertAction(c), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
 		}
 	}
 	if err := ix.checkLimits(op, id, acts); err != nil {
@@ -414,7 +414,7 @@ func (ix *Intra[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
 // read; changed is false when there is nothing to do.
 func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
 	var none tablekit.Action[tablekit.Entity]
-	cur, err := ix.table.Get(ctx, id.PartitionKey, rk, nil)
+	cur, err := ix.table.Get(ctx, id.PartitionKey, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return none, false, err
@@ -445,7 +445,7 @@ func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, val
 	if err := setIDs(op, &e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
 		return none, false, err
 	}
-	return tablekit.UpdateAction(e, tablekit.Replace, cur.ETag), true, nil
+	return tablekit.UpdateAction(e, cur.ETag), true, nil
 }
 
 func (ix *Intra[T]) listWhat(pk, rk string, i int, value string) string {
@@ -876,7 +876,7 @@ func (ix *Intra[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
 	if err := ix.checkPrimaryKey(op, ID{pk, rk}); err != nil {
 		return zero, err
 	}
-	e, err := ix.table.Get(ctx, pk, rk, nil)
+	e, err := ix.table.Get(ctx, pk, rk)
 	if err != nil {
 		return zero, err
 	}
@@ -943,7 +943,7 @@ func (ix *Intra[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 			return ix.listed(ctx, op, pk, tablekit.PointQuery(pk, rk))
 		}
 		return func(yield func(T, error) bool) {
-			e, err := ix.table.Get(ctx, pk, rk, nil)
+			e, err := ix.table.Get(ctx, pk, rk)
 			if errors.Is(err, tablekit.ErrNotFound) {
 				return
 			}
@@ -1077,7 +1077,7 @@ func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := ix.table.Get(ctx, pk, rk, nil)
+	e, err := ix.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}

@@ -71,7 +71,7 @@ func TestPartitionListMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	smith, _ := keys.Compound("lastname", "Smith")
-	if _, err := f.raw.Get(ctx, "Sales", smith, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := f.raw.Get(ctx, "Sales", smith); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("empty index entity left: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestEntityListLimits(t *testing.T) {
 	}
 	pk, rk, _ := lists.Keys(key)
 	raw := mustNewTable[tablekit.Entity](t, acct, name)
-	e, err := raw.Get(ctx, pk, rk, nil)
+	e, err := raw.Get(ctx, pk, rk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestEntityListLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := raw.Get(ctx, pk, rk, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := raw.Get(ctx, pk, rk); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("empty index entity left: %v", err)
 	}
 }

@@ -150,10 +150,10 @@ func TestInterSyncFailureAfterLostRace(t *testing.T) {
 			// A is about to create the Jones list: the employee is
 			// renamed and Sync B runs to the end first.
 			once.Do(func() {
-				cur, err := r.employeeTable.Get(ctx, e.Department, e.ID, nil)
+				cur, err := r.employeeTable.Get(ctx, e.Department, e.ID)
 				if err == nil {
 					cur.LastName = "Hall"
-					_, err = r.employeeTable.Update(ctx, cur, tablekit.Replace, cur.ETag)
+					_, err = r.employeeTable.Update(ctx, cur, cur.ETag)
 				}
 				if err == nil {
 					err = r.ix.Sync(ctx, e.Department, e.ID)

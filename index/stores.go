@@ -169,7 +169,7 @@ func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, r
 		return err
 	}
 	defer unlock()
-	cur, err := l.table.Get(ctx, pk, rk, nil)
+	cur, err := l.table.Get(ctx, pk, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return err
@@ -204,7 +204,7 @@ func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, r
 		if err = setIDs(op, &e, ids, what); err != nil {
 			return err
 		}
-		_, err = l.table.Update(ctx, e, tablekit.Replace, cur.ETag)
+		_, err = l.table.Update(ctx, e, cur.ETag)
 	}
 	return err
 }
@@ -216,7 +216,7 @@ func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}

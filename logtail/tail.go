@@ -331,7 +331,7 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 	}
 	// No answer, a 5xx, or a throttled retry after a try whose answer was
 	// lost: look.
-	_, gerr := l.table.Get(ctx, spk, rk, nil)
+	_, gerr := l.table.Get(ctx, spk, rk)
 	return gerr == nil
 }
 

@@ -114,9 +114,9 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 	if len(copyRowKeys)+1 > tablekit.MaxTransactionActions {
 		return "", &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 99 copies (one transaction)", Size: len(copyRowKeys), Detail: "too many copies for one entity group transaction; keep fewer copies or use eventually consistent updates (package archive)", Err: tablekit.ErrTooLarge}
 	}
-	source := tablekit.UpsertAction(e, tablekit.Replace)
+	source := tablekit.UpsertAction(e)
 	if e.ETag != "" {
-		source = tablekit.UpdateAction(e, tablekit.Replace, e.ETag)
+		source = tablekit.UpdateAction(e, e.ETag)
 	}
 	copied := make(map[string]any, len(d.mapping))
 	var absent []string
@@ -131,7 +131,7 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 		actions := []tablekit.Action[tablekit.Entity]{source}
 		for _, rk := range copyRowKeys {
 			c := tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: rk, Properties: copied}
-			actions = append(actions, tablekit.UpdateAction(c, tablekit.Merge, azcore.ETagAny))
+			actions = append(actions, tablekit.MergeAction(c, azcore.ETagAny))
 		}
 		return sourceETag(d.table.Transaction(ctx, actions...))
 	}
@@ -147,7 +147,7 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 			for _, name := range absent {
 				delete(c.Properties, name)
 			}
-			actions = append(actions, tablekit.UpdateAction(c, tablekit.Replace, c.ETag))
+			actions = append(actions, tablekit.UpdateAction(c, c.ETag))
 		}
 		etags, err := d.table.Transaction(ctx, actions...)
 		if last = err; err == nil || !isConflict(err) || failedAction(err) == 0 {

@@ -73,7 +73,7 @@
 //	Mixed          ✓     ✓       ✓       ✓       —       ✓          ✓
 //	PeriodTables   —     ✓       ✓       —       —       —          —
 //
-// Wide.Merge is an Upsert of some properties (tablekit.Merge mode); Series
+// Wide.Merge is an insert-or-merge of some properties (tablekit.Table.Merge); Series
 // adds Add and Set (a Modify of one slot), Stream Append (an Upsert of
 // events, in bulk) and Denormalizer Write (an Upsert, or an Update when
 // the source carries an ETag, together with its copies). Each type's

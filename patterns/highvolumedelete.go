@@ -244,13 +244,13 @@ func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v T) (azcore
 	return tbl.Insert(ctx, v)
 }
 
-// Upsert inserts or updates v in the table of the period holding at.
-func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v T, mode tablekit.UpdateMode) (azcore.ETag, error) {
+// Upsert inserts or replaces v in the table of the period holding at.
+func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v T) (azcore.ETag, error) {
 	tbl, err := p.Table(ctx, at)
 	if err != nil {
 		return "", err
 	}
-	return tbl.Upsert(ctx, v, mode)
+	return tbl.Upsert(ctx, v)
 }
 
 // List returns the period tables that exist, oldest first: one query of

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -482,7 +483,7 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 // readRefs reads only the reference property of an entity (and its ETag):
 // one point query.
 func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]BlobRef, azcore.ETag, error) {
-	e, err := l.table.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{l.refProp}})
+	e, err := core.GetSelect(ctx, l.table, pk, rk, l.refProp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -518,7 +519,7 @@ type LargeGetOptions struct {
 func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions) (T, error) {
 	const op = "Large.Get"
 	var zero T
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if err != nil {
 		return zero, withOp(op, err)
 	}
@@ -585,7 +586,7 @@ func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, skip bool) (tabl
 			return out, err
 		}
 		last = err
-		fresh, err := l.table.Get(ctx, e.PartitionKey, e.RowKey, nil)
+		fresh, err := l.table.Get(ctx, e.PartitionKey, e.RowKey)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return out, &goneError{err}
 		}

@@ -246,7 +246,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // with an error matching errEntityGone or errChangedWhileRead when a read
 // of a blob found the entity removed or replaced: Modify then reads again.
 func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit.Entity, refs map[string]BlobRef, found bool, err error) {
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return tablekit.Entity{PartitionKey: pk, RowKey: rk}, nil, false, nil
 	}
@@ -413,7 +413,7 @@ func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*
 		} else if etag == "" {
 			newETag, err = l.table.Insert(ctx, e)
 		} else {
-			newETag, err = l.table.Update(ctx, e, tablekit.Replace, etag)
+			newETag, err = l.table.Update(ctx, e, etag)
 		}
 		if err == nil {
 			return newETag, oldRefs, false, nil

@@ -137,7 +137,7 @@ func (s *Series) badSlot(op string, i int) error {
 // Get reads a whole series in one point query. It returns an error
 // matching tablekit.ErrNotFound when the series has never been written.
 func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
-	e, err := s.table.Get(ctx, pk, rk, nil)
+	e, err := s.table.Get(ctx, pk, rk)
 	if err != nil {
 		return nil, withOp("Series.Get", err)
 	}
@@ -209,7 +209,7 @@ func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int
 func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {
 	var last error
 	for range s.retry.Attempts(ctx) {
-		e, err := s.table.Get(ctx, pk, rk, nil)
+		e, err := s.table.Get(ctx, pk, rk)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return nil, withOp(op, err)
@@ -256,7 +256,7 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 			}
 		}
 		if exists {
-			_, err = s.table.Update(ctx, w, tablekit.Merge, e.ETag)
+			_, err = s.table.Merge(ctx, w, e.ETag)
 		} else {
 			_, err = s.table.Insert(ctx, w)
 		}

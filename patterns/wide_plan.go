@@ -229,10 +229,10 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			actions = append(actions, tablekit.DeleteAction(e, s.old.etag))
 		case s.removed:
 			e.Properties = props(all())
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Replace, s.old.etag))
+			actions = append(actions, tablekit.UpdateAction(e, s.old.etag))
 		case s.written():
 			e.Properties = props(s.changed)
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Merge, s.old.etag))
+			actions = append(actions, tablekit.MergeAction(e, s.old.etag))
 		}
 	}
 	return actions, nil

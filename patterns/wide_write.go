@@ -150,7 +150,7 @@ func checkVersion(pk, rk string, parts []*widePart, etag azcore.ETag) error {
 
 // Merge changes some properties of the logical entity, creating it if it
 // does not exist: an Upsert of those properties only, as
-// tablekit.Table.Upsert in tablekit.Merge mode, except that a nil value
+// tablekit.Table.Merge with etag "", except that a nil value
 // removes the property. Part 0 and the physical entities holding changed
 // properties are written (nothing when nothing changes). For a wide map
 // entry, name the property with PropertyName. Like Upsert, it is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -142,7 +143,7 @@ func validKey(k string) error {
 
 // Load reads the checkpoint entity; a missing entity is no state.
 func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
-	e, err := c.t.Get(ctx, CheckpointPartition, c.job, nil)
+	e, err := c.t.Get(ctx, CheckpointPartition, c.job)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -190,9 +191,9 @@ func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 		var etag azcore.ETag
 		var err error
 		if c.etag == "" {
-			etag, err = c.t.Upsert(ctx, e, tablekit.Replace)
+			etag, err = c.t.Upsert(ctx, e)
 		} else {
-			etag, err = c.t.Update(ctx, e, tablekit.Replace, c.etag)
+			etag, err = c.t.Update(ctx, e, c.etag)
 		}
 		if err == nil {
 			c.etag = etag
@@ -204,7 +205,7 @@ func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 			}
 			return err
 		}
-		stored, gerr := c.t.Get(ctx, CheckpointPartition, c.job, &tablekit.GetOptions{Select: []string{"SaveID"}})
+		stored, gerr := core.GetSelect(ctx, c.t, CheckpointPartition, c.job, "SaveID")
 		switch {
 		case gerr == nil && stored.Properties["SaveID"] == id:
 			c.etag = stored.ETag // applied

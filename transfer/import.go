@@ -50,9 +50,9 @@ func ParseMode(s string) (Mode, error) {
 func (m Mode) action(e tablekit.Entity) tablekit.Action[tablekit.Entity] {
 	switch m {
 	case UpsertMerge:
-		return tablekit.UpsertAction(e, tablekit.Merge)
+		return tablekit.MergeAction(e, "")
 	case UpsertReplace:
-		return tablekit.UpsertAction(e, tablekit.Replace)
+		return tablekit.UpsertAction(e)
 	}
 	return tablekit.InsertAction(e)
 }

@@ -213,7 +213,7 @@ func TestPurgeLeavesChangedEntities(t *testing.T) {
 	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) {
 			once.Do(func() {
-				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}); err != nil {
 					t.Error(err)
 				}
 				if err := tbl.Delete(r.Raw().Context(), "p", "0007", "*"); err != nil {
@@ -428,7 +428,7 @@ func TestPurgeLostAnswerChanged(t *testing.T) {
 			}
 			seed(t, tbl, es)
 			rewrite := func(ctx context.Context) {
-				if _, err := tbl.Upsert(chaos.NoFaults(ctx), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+				if _, err := tbl.Upsert(chaos.NoFaults(ctx), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}); err != nil {
 					t.Error(err)
 				}
 			}

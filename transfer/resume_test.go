@@ -134,7 +134,7 @@ func TestImportResumes(t *testing.T) {
 				if changed == nil {
 					t.Fatal("no entity written after the checkpoint")
 				}
-				if _, err := dst.Upsert(ctx, *changed, tablekit.Replace); err != nil {
+				if _, err := dst.Upsert(ctx, *changed); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -173,11 +173,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 			if msg.DequeueCount == 1 {
 				// A worker failing half-way: the Archive write
 				// happens, the Current delete does not.
-				e, err := current.Get(ctx, req.PartitionKey, req.RowKey, nil)
+				e, err := current.Get(ctx, req.PartitionKey, req.RowKey)
 				if err != nil {
 					return err
 				}
-				if _, err := arch.Upsert(ctx, e, tablekit.Replace); err != nil {
+				if _, err := arch.Upsert(ctx, e); err != nil {
 					return err
 				}
 				return errors.New("simulated crash after the Archive write")
@@ -398,7 +398,7 @@ func tablesHolding(ctx context.Context, current, arch *tablekit.Table[Employee],
 		name  string
 		table *tablekit.Table[Employee]
 	}{{"Current", current}, {"Archive", arch}} {
-		_, err := t.table.Get(ctx, pk, rk, nil)
+		_, err := t.table.Get(ctx, pk, rk)
 		switch {
 		case err == nil:
 			in = append(in, t.name)

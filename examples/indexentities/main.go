@@ -127,7 +127,7 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, s
 	if err != nil {
 		return err
 	}
-	ent, err := employees.Entities().Get(ctx, "Sales", rk, nil)
+	ent, err := employees.Entities().Get(ctx, "Sales", rk)
 	if err != nil {
 		return err
 	}

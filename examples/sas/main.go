@@ -111,7 +111,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// Outside the token's range the service refuses the request (403).
 	// Azurite checks the signature, range included, but does not enforce
 	// the range: there the read goes through.
-	_, err = alice.Get(ctx, "bob", "0001", nil)
+	_, err = alice.Get(ctx, "bob", "0001")
 	switch {
 	case statusCode(err) == http.StatusForbidden:
 		fmt.Fprintln(out, "reading bob's order with alice's token: refused by the service (403)")
@@ -124,7 +124,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 
 	// Within the range, the permissions decide: update yes, delete no.
-	if _, err := alice.Update(ctx, Order{Customer: "alice", ID: "0001", Item: "tea", Total: 0}, tablekit.Replace, azcore.ETagAny); err != nil {
+	if _, err := alice.Update(ctx, Order{Customer: "alice", ID: "0001", Item: "tea", Total: 0}, azcore.ETagAny); err != nil {
 		return err
 	}
 	err = alice.Delete(ctx, "alice", "0001", azcore.ETagAny)
