@@ -25,37 +25,49 @@ import (
 )
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
-// the defaults. The same settings apply to every client of the Account:
-// the Tables' own entity requests, and the SDK's table, queue and blob
-// clients. A nil entry in PerCallPolicies or PerRetryPolicies is refused
-// with [ErrInvalidInput].
+// the defaults. Everything made from the Account takes these settings from
+// it, once: its Tables, their BulkWriters and the pattern packages' types
+// built on them.
 type Options struct {
-	// PerCallPolicies are azcore policies run once per operation, before
-	// the retry policy.
-	PerCallPolicies []policy.Policy
-
-	// PerRetryPolicies are azcore policies run on every try of an
-	// operation, after the retry policy (a fault-injecting policy goes
-	// here). The Account's [Meter] runs after them, so it counts only the
-	// requests that are actually sent.
-	PerRetryPolicies []policy.Policy
-
-	// Retry configures the retry policy; the zero value is azcore's default
-	// (3 retries, exponential back-off from 800 ms).
-	Retry policy.RetryOptions
-
-	// Transport sends the HTTP requests. nil means an http.Client of the
-	// Account's own with a connection pool sized for parallel storage work
-	// (up to 128 idle connections per host).
-	Transport policy.Transporter
-
-	// Logging configures azcore's request logging.
-	Logging policy.LogOptions
+	// ClientOptions are the Azure SDK's client options, for every client of
+	// the Account: the Tables' own entity requests and the SDK's table,
+	// queue and blob clients. Retry is the retry of each HTTP request (the
+	// zero value is azcore's default: 3 retries, exponential back-off from
+	// 800 ms); tablekit's own retries after it are [RetryPolicy] fields
+	// named Retry. A nil Transport means an http.Client of the Account's
+	// own with a connection pool sized for parallel storage work (up to 128
+	// idle connections per host). PerRetryPolicies run on every try (a
+	// fault-injecting policy goes there), before the Account's [Meter], so
+	// that it counts only the requests actually sent; a nil entry in
+	// PerCallPolicies or PerRetryPolicies is refused with
+	// [ErrInvalidInput]. TracingProvider (for example
+	// otelkit.TracingProvider) traces the requests and tablekit's own
+	// operations; the zero value traces nothing.
+	azcore.ClientOptions
 
 	// Meter counts the Account's storage transactions. nil means a new
 	// Meter for the Account. Sharing one Meter between Accounts adds their
 	// counts together.
 	Meter *Meter
+
+	// Governor paces the writes of every Table opened through the Account
+	// (its BulkWriters and the pattern packages' bulk paths) within the
+	// account's and partitions' scalability targets, so that what it
+	// learns about throttling is shared, and warns when a partition is
+	// written near its target (see [Governor]). nil means a new Governor
+	// with Azure's targets that logs to Logger.
+	Governor *Governor
+
+	// Logger receives the log records of everything made from the Account
+	// (table scans, BulkWriters, the Account's own Governor); nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
+
+	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
+	// whose query results are not in key order. Open recognises Cosmos DB
+	// endpoints by their host; set it for a proxy or emulator it does not
+	// recognise.
+	Cosmos bool
 
 	// TableEndpoint, QueueEndpoint and BlobEndpoint override the service
 	// URLs [OpenWithCredential] derives from the account name (for example
@@ -66,34 +78,6 @@ type Options struct {
 	// EndpointSuffix is the DNS suffix [OpenWithCredential] derives
 	// endpoints with; "" means "core.windows.net" (Azure public cloud).
 	EndpointSuffix string
-
-	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
-	// whose query results are not in key order (see Account.Cosmos). Open
-	// recognises Cosmos DB endpoints by their host; set it for a proxy or
-	// emulator it does not recognise.
-	Cosmos bool
-
-	// TracingProvider, when set (for example azotel.NewTracingProvider),
-	// traces the Account's clients' requests and tablekit's own operations
-	// (see StartSpan). The zero value traces nothing.
-	TracingProvider tracing.Provider
-
-	// HotPartition configures the warning logged when a partition is
-	// written near its scalability target (see [Meter.HotPartitions]);
-	// the zero value warns through slog.Default() at 80% of the target.
-	HotPartition HotPartitionWarning
-
-	// Governor paces the writes of every Table opened through the Account
-	// (its BulkWriters and the pattern packages' bulk paths) within the
-	// account's and partitions' scalability targets, so that what it
-	// learns about throttling is shared (see [Governor]). nil means a new
-	// Governor with Azure's targets that logs to Logger.
-	Governor *Governor
-
-	// Logger receives the log records of the Account's own Governor and,
-	// unless HotPartition names another, its hot-partition warnings; nil
-	// means slog.Default() at the time of logging.
-	Logger *slog.Logger
 }
 
 // Endpoints are the service URLs of an [Account], without a trailing slash,
@@ -118,6 +102,7 @@ type Account struct {
 	blobs     *azblob.Client
 	meter     *Meter
 	governor  *Governor
+	logger    *slog.Logger // nil: slog.Default() at the time of logging
 	tracing   tracing.Provider
 	cosmos    bool
 	// tableCred is the shared key the Account was opened with (nil for a
@@ -273,7 +258,8 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		*o.target = ep
 	}
 	a := &Account{name: accountName, endpoints: eps}
-	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)}, nil)
+	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)},
+		&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.InsecureAllowCredentialWithHTTP})
 	err := a.build(opts, auth, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClient(eps.Table, cred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
@@ -309,6 +295,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	}
 	a.tracing = opts.TracingProvider
 	a.cosmos = opts.Cosmos || isCosmosEndpoint(a.endpoints.Table)
+	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
 		a.meter = NewMeter()
@@ -317,28 +304,20 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	if a.governor == nil {
 		a.governor = NewGovernor(&GovernorOptions{Logger: opts.Logger})
 	}
-	transport := opts.Transport
-	if transport == nil {
-		transport = newHTTPClient(a.endpoints.allLoopback())
+	base := opts.ClientOptions
+	if base.Transport == nil {
+		base.Transport = newHTTPClient(a.endpoints.allLoopback())
 	}
-	base := azcore.ClientOptions{
-		Retry:           opts.Retry,
-		Transport:       transport,
-		Logging:         opts.Logging,
-		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablekit"},
-		TracingProvider: opts.TracingProvider,
-		PerCallPolicies: append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{}),
+	if base.Telemetry.ApplicationID == "" {
+		base.Telemetry.ApplicationID = "tablekit"
 	}
+	base.PerCallPolicies = append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{})
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
 		// redactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{redactPolicy{}}, opts.PerRetryPolicies...)
-		hot := opts.HotPartition
-		if hot.Logger == nil {
-			hot.Logger = opts.Logger
-		}
-		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint, &hot))
+		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
 	table := forService(ServiceTable, a.endpoints.Table)
@@ -346,7 +325,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, newTracer(opts.TracingProvider, "Microsoft.Tables"), a.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, newTracer(a.tracing, "Microsoft.Tables"), a.cosmos)
 	return err
 }
 

@@ -243,7 +243,7 @@ func TestOpenWithCredentialSendsBearerTokens(t *testing.T) {
 	cred := &tokenCredential{}
 	var mu sync.Mutex
 	var auths []string
-	acct, err := tablekit.OpenWithCredential("myacct", cred, &tablekit.Options{Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
+	acct, err := tablekit.OpenWithCredential("myacct", cred, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
 		mu.Lock()
 		auths = append(auths, req.Method+" "+req.Header.Get("Authorization"))
 		mu.Unlock()
@@ -252,7 +252,7 @@ func TestOpenWithCredentialSendsBearerTokens(t *testing.T) {
 			status = http.StatusCreated
 		}
 		return &http.Response{StatusCode: status, Header: http.Header{"Etag": {`W/"1"`}}, Body: http.NoBody, Request: req}, nil
-	})})
+	})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,11 +362,7 @@ func TestOptionsPoliciesAndRetries(t *testing.T) {
 	ctx := testCtx(t)
 	fault := &failFirst{}
 	var perCall atomic.Int64
-	acct := testenv.Account(t, &tablekit.Options{
-		PerCallPolicies:  []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { perCall.Add(1); return req.Next() })},
-		PerRetryPolicies: []policy.Policy{fault},
-		Retry:            policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { perCall.Add(1); return req.Next() })}, PerRetryPolicies: []policy.Policy{fault}, Retry: policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond}}})
 	name := testenv.TableName(t)
 	if _, err := acct.Tables().CreateTable(ctx, name, nil); err != nil {
 		t.Fatalf("create table through a failing first try: %v", err)
@@ -405,8 +401,8 @@ func TestOpenRefusesNilPolicies(t *testing.T) {
 		opts tablekit.Options
 		want string
 	}{
-		{tablekit.Options{PerCallPolicies: []policy.Policy{nil}}, "nil policy in Options.PerCallPolicies[0]"},
-		{tablekit.Options{PerRetryPolicies: []policy.Policy{pass, nil}}, "nil policy in Options.PerRetryPolicies[1]"},
+		{tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{nil}}}, "nil policy in Options.PerCallPolicies[0]"},
+		{tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{pass, nil}}}, "nil policy in Options.PerRetryPolicies[1]"},
 	} {
 		for how, open := range open {
 			acct, err := open(&bad.opts)

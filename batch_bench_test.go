@@ -77,7 +77,7 @@ func benchTransactionClients(b *testing.B, transport string) (*tablekit.Table[ta
 			b.Fatal(err)
 		}
 	}
-	acct, err := tablekit.Open(cs, &tablekit.Options{Transport: tr})
+	acct, err := tablekit.Open(cs, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: tr}})
 	if err != nil {
 		b.Fatal(err)
 	}

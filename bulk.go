@@ -28,17 +28,6 @@ type BulkOptions struct {
 	// still unsent then fail with an error matching [ErrSkipped]; they
 	// changed nothing and can be written again. 101 resolves any chunk.
 	MaxChunkRequests int
-	// Governor paces the transactions to stay within the partitions' and
-	// the account's scalability targets, slowing down when the service
-	// throttles and speeding up again after (see [Governor]). nil means
-	// the Table's (the Account's, for a table opened with OpenTable), so
-	// that every writer to one account shares its budget and what one
-	// writer learns about throttling carries over to the next.
-	Governor *Governor
-	// Logger receives the writer's log records: a chunk retried after a
-	// throttle or a lost answer (debug), a chunk or its rest given up
-	// (warn). nil means slog.Default() at the time of logging.
-	Logger *slog.Logger
 }
 
 // ErrSkipped is the error of a bulk write item that was never sent because
@@ -49,7 +38,11 @@ var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its tr
 // BulkWriter writes any number of actions, for any partitions, as entity
 // group transactions: it groups the actions by PartitionKey, chunks each
 // group into transactions of at most 100 actions and 4 MiB, and runs them in
-// parallel. It is safe for concurrent use.
+// parallel, paced by the Account's [Governor] so that every writer to one
+// account shares its budget and what one learns about throttling carries
+// over to the next. It logs to the Account's Logger: a chunk sent again
+// after a throttle or a lost answer (debug), a chunk or its rest given up
+// (warn). It is safe for concurrent use.
 //
 // Actions that address the same entity take effect in the order given: a
 // transaction names each entity once, so the second action on an entity
@@ -62,8 +55,10 @@ var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its tr
 // table is missing, authorisation fails, throttling outlasts the retries)
 // every action of the chunk fails once, with that error.
 type BulkWriter[T any] struct {
-	t    *Table[T]
-	opts BulkOptions
+	t      *Table[T]
+	opts   BulkOptions
+	gov    *Governor
+	logger *slog.Logger // nil: slog.Default() at the time of logging
 }
 
 // BulkResult reports the outcome of a bulk write.
@@ -119,10 +114,7 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 		o.MaxChunkRequests = 4
 	}
 	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
-	if o.Governor == nil {
-		o.Governor = t.governor
-	}
-	return &BulkWriter[T]{t: t, opts: o}
+	return &BulkWriter[T]{t: t, opts: o, gov: t.governor, logger: t.logger}
 }
 
 // Upsert inserts or replaces every item.
@@ -156,9 +148,9 @@ func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, erro
 }
 
 // logger returns the writer's logger.
-func (w *BulkWriter[T]) logger() *slog.Logger {
-	if w.opts.Logger != nil {
-		return w.opts.Logger
+func (w *BulkWriter[T]) log() *slog.Logger {
+	if w.logger != nil {
+		return w.logger
 	}
 	return slog.Default()
 }
@@ -400,7 +392,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
-	gov, table, pk := s.w.opts.Governor, s.w.t.name, chunk[0].enc.pk
+	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.pk
 	// The Governor paces the chunk and handles its throttled answers: it
 	// is told of each throttled try at once, and the SDK does not retry
 	// them (see newTableWire).
@@ -409,7 +401,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {
-			s.w.logger().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
+			s.w.log().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
 			s.failChunk(chunk, ErrSkipped)
 			return requests
 		}
@@ -444,11 +436,11 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			// at the Governor's lowered rate; the others back off.
 			throttled++
 			if throttled >= s.w.opts.Retry.MaxAttempts {
-				s.w.logger().Warn("tablekit: bulk write: chunk failed after retries", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempts", throttled, "error", err)
+				s.w.log().Warn("tablekit: bulk write: chunk failed after retries", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempts", throttled, "error", err)
 				s.failChunk(chunk, err)
 				return requests
 			}
-			s.w.logger().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", IsThrottled(err), "error", err)
+			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", IsThrottled(err), "error", err)
 			if !IsThrottled(err) && !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests

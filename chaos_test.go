@@ -104,7 +104,10 @@ func TestChaosCore(t *testing.T) {
 
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(40, 150)
 		h, err := chaos.RunWriters(ctx, seed, writers, func(ctx context.Context, w *chaos.Writer) error {
-			acct, err := inj.Open(testenv.ConnectionString(t), nil)
+			// Throttling is injected on purpose: the writer's governor
+			// slows down without logging every cut.
+			gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
+			acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{Governor: gov})
 			if err != nil {
 				return err
 			}
@@ -112,10 +115,7 @@ func TestChaosCore(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			// Throttling is injected on purpose: the writer's governor
-			// slows down without logging every cut.
-			gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
-			cw := &coreWriter{w: w, tbl: tbl, gov: gov, etags: map[string]azcore.ETag{}}
+			cw := &coreWriter{w: w, tbl: tbl, etags: map[string]azcore.ETag{}}
 			for range perWriter {
 				if w.Rand.IntN(3) == 0 {
 					cw.bulk(ctx)
@@ -163,7 +163,6 @@ func TestChaosCore(t *testing.T) {
 type coreWriter struct {
 	w     *chaos.Writer
 	tbl   *tablekit.Table[chaosItem]
-	gov   *tablekit.Governor
 	etags map[string]azcore.ETag // the ETag last acknowledged per entity
 	seq   int
 }
@@ -242,7 +241,7 @@ func (c *coreWriter) bulk(ctx context.Context) {
 	}
 	var res tablekit.BulkResult
 	op := c.w.Do(ctx, "BulkWrite", "", len(acts), func(ctx context.Context) (any, error) {
-		r, err := c.tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: 4, Governor: c.gov}).Write(ctx, acts)
+		r, err := c.tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: 4}).Write(ctx, acts)
 		res = r
 		return nil, err
 	})

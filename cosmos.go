@@ -11,7 +11,7 @@ import (
 // RowKey order. tablekit knows a Table is on Cosmos DB when its Account's
 // table endpoint is a Cosmos DB one (*.table.cosmos.azure.com,
 // *.table.cosmosdb.azure.com, or the emulator on port 8902), or when
-// Options.Cosmos or TableOptions.Cosmos says so (for a proxy or another
+// Options.Cosmos says so (for a proxy or another
 // emulator). APIs whose meaning is key order then either sort within the
 // bounded result they read or refuse with an error matching ErrUnsupported
 // that says why; each says which in its documentation.
@@ -56,7 +56,7 @@ func isCosmosEndpoint(endpoint string) bool {
 func (a *Account) Cosmos() bool { return a.cosmos }
 
 // Cosmos reports whether the table is on Azure Cosmos DB for Table (see
-// TableOptions.Cosmos), whose query results are not in key order.
+// Options.Cosmos), whose query results are not in key order.
 func (t *Table[T]) Cosmos() bool { return t.cosmos }
 
 // unorderedError is the error of op on a table whose results are not in

@@ -50,7 +50,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 		slog.Error(op+" failed", "err", err)
 	}
 
-	acct := testenv.Account(t, &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Logging: policy.LogOptions{IncludeBody: true}}})
 	name, client := newNamedTable(t, acct)
 
 	// Secrets to look for.
@@ -124,7 +124,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	}
 	addSig("table", sasURL)
 	ro, err := tablekit.OpenTableSAS[patient](sasURL, &tablekit.SASClientOptions{
-		Client: &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}},
+		Client: &tablekit.Options{ClientOptions: azcore.ClientOptions{Logging: policy.LogOptions{IncludeBody: true}}},
 		Table:  &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}},
 	})
 	if err != nil {
@@ -168,7 +168,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 
 	down, _ := url.Parse(sasURL)
 	down.Host = "127.0.0.1:1"
-	unreachable, err := tablekit.OpenTableSAS[order](down.String(), &tablekit.SASClientOptions{Client: &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	unreachable, err := tablekit.OpenTableSAS[order](down.String(), &tablekit.SASClientOptions{Client: &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

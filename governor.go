@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -31,15 +32,23 @@ type GovernorOptions struct {
 	// AccountRate is the most requests per second the Governor lets
 	// through to the account (default AccountTarget).
 	AccountRate float64
-	// Logger receives a warning when a partition is throttled, and when
-	// it is back at full rate (nil: slog.Default() at the time of logging).
+	// HotPartition is the fraction of PartitionRate at which the Governor
+	// warns, once a minute per partition, that a partition is hot: written
+	// at that rate or more, by any writer of the Accounts that share the
+	// Governor (the prepend/append anti-pattern shows so at run time).
+	// 0 means 0.8; a negative value never warns.
+	HotPartition float64
+	// Logger receives a warning when a partition is throttled or hot, and
+	// when it is back at full rate (nil: slog.Default() at the time of
+	// logging). The Governor an Account makes logs to Options.Logger.
 	Logger *slog.Logger
 	// Clock tells the time (nil: time.Now).
 	Clock Clock
 }
 
 // Governor paces writes so that they stay within what the service
-// serves: the scalability targets of a partition and of an account. Each
+// serves: the scalability targets of a partition and of an account, and
+// warns of a hot partition (see GovernorOptions.HotPartition). Each
 // partition and the account have a rate, as in a token bucket; a write
 // waits for its turn ([Governor.Wait]) and reports how it went
 // ([Governor.Done]). When the service throttles (503 ServerBusy, 500
@@ -73,6 +82,9 @@ func NewGovernor(opts *GovernorOptions) *Governor {
 	if o.AccountRate <= 0 {
 		o.AccountRate = AccountTarget
 	}
+	if o.HotPartition == 0 {
+		o.HotPartition = 0.8
+	}
 	g := &Governor{opts: o, logger: o.Logger, parts: map[partKey]*pacer{}}
 	g.account = newPacer(o.AccountRate)
 	return g
@@ -88,7 +100,8 @@ func (g *Governor) log() *slog.Logger {
 }
 
 // pacer is the rate of one partition or of the account: a virtual clock
-// that hands out send times spaced by cost/rate, and the AIMD state.
+// that hands out send times spaced by cost/rate, and the AIMD state; for a
+// partition also the rate it is written at, by any writer.
 type pacer struct {
 	ceiling   float64   // the most units per second
 	rate      float64   // the current units per second
@@ -96,6 +109,22 @@ type pacer struct {
 	cutAt     time.Time // when the rate was last cut
 	throttled bool      // cut since it was last at its ceiling
 	inflight  int
+
+	written   float64   // entities per second written, as of writtenAt
+	writtenAt time.Time // when written was last updated
+	warnedAt  time.Time // when the partition was last called hot
+}
+
+// hotWindow is the time constant of a partition's moving write rate.
+const hotWindow = time.Second
+
+// writtenRate returns the partition's write rate at now, decayed since
+// it was last updated.
+func (p *pacer) writtenRate(now time.Time) float64 {
+	if p.written == 0 {
+		return 0
+	}
+	return p.written * math.Exp(-now.Sub(p.writtenAt).Seconds()/hotWindow.Seconds())
 }
 
 func newPacer(ceiling float64) *pacer { return &pacer{ceiling: ceiling, rate: ceiling} }
@@ -214,7 +243,7 @@ func (g *Governor) Done(table, pk string, entities int, err error) {
 			recovered = p.grow(float64(entities))
 		}
 		rate = p.rate
-		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute {
+		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute && p.writtenRate(now) < 1 {
 			delete(g.parts, key) // idle at full rate: forget it
 		}
 	}
@@ -244,6 +273,49 @@ func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write
 	err := write(ctx)
 	g.Done(table, pk, entities, err)
 	return err
+}
+
+// wrote records that a write of entities entities to partition pk of table
+// got through (from any writer: every write of a Table reports here), and
+// warns once a minute per partition when the partition's write rate is
+// over the HotPartition fraction of its ceiling.
+func (g *Governor) wrote(table, pk string, entities int) {
+	now := g.opts.Clock.Now()
+	key := partKey{table, pk}
+	g.mu.Lock()
+	p := g.parts[key]
+	if p == nil {
+		if len(g.parts) >= governorMaxIdle {
+			g.sweep(now)
+		}
+		p = newPacer(g.opts.PartitionRate)
+		g.parts[key] = p
+	}
+	p.written = p.writtenRate(now) + float64(entities)/hotWindow.Seconds()
+	p.writtenAt = now
+	rate, hot := p.written, false
+	if g.opts.HotPartition > 0 && rate >= g.opts.HotPartition*p.ceiling && now.Sub(p.warnedAt) >= time.Minute {
+		p.warnedAt, hot = now, true
+	}
+	g.mu.Unlock()
+	if hot {
+		g.log().Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardPrefix)",
+			"table", table, "partition", pk, "entities_per_second", int(rate), "target", int(g.opts.PartitionRate))
+	}
+}
+
+// governorMaxIdle is how many partitions the Governor keeps before it
+// forgets those gone quiet.
+const governorMaxIdle = 10_000
+
+// sweep forgets the partitions that are at full rate, have nothing in
+// flight and are written less than once a second. The caller holds mu.
+func (g *Governor) sweep(now time.Time) {
+	for key, p := range g.parts {
+		if p.inflight == 0 && !p.throttled && p.writtenRate(now) < 1 && now.Sub(p.warnedAt) >= time.Minute {
+			delete(g.parts, key)
+		}
+	}
 }
 
 // Rate returns the entities per second the Governor now lets through to

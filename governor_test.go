@@ -81,11 +81,7 @@ func serverBusy(req *http.Request) *http.Response {
 // the next writer and for other tables of the account.
 func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, &tablekit.Options{
-		Transport: &busyBatchOnce{},
-		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: &busyBatchOnce{}, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}}, Logger: slog.New(slog.DiscardHandler)})
 	name := testenv.TableName(t)
 	tbl, err := tablekit.OpenTable[wireItem](acct, name, nil)
 	if err != nil {
@@ -97,10 +93,6 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	}
 	if tbl.Governor() != acct.Governor() || other.Governor() != acct.Governor() || other.Entities().Governor() != acct.Governor() {
 		t.Fatal("tables opened through one Account do not share its Governor")
-	}
-	own := tablekit.NewGovernor(nil)
-	if mine, _ := tablekit.OpenTable[wireItem](acct, name, &tablekit.TableOptions{Governor: own}); mine.Governor() != own {
-		t.Error("TableOptions.Governor is not used")
 	}
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
@@ -140,11 +132,7 @@ func (b *busyInsertOnce) Do(req *http.Request) (*http.Response, error) {
 // not only the write's final (successful) outcome.
 func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, &tablekit.Options{
-		Transport: &busyInsertOnce{},
-		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: &busyInsertOnce{}, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}}, Logger: slog.New(slog.DiscardHandler)})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)

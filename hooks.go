@@ -2,6 +2,7 @@ package tablekit
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/tablekit/tablekit/internal/hook"
 )
@@ -13,6 +14,18 @@ func init() {
 	hook.GetSelect = func(ctx context.Context, table any, pk, rk string, props []string, dst any) error {
 		return table.(tableInternals).getSelect(ctx, pk, rk, props, dst)
 	}
+	hook.PaceBulkWriter = func(writer, gov any, logger *slog.Logger) {
+		writer.(interface{ pace(*Governor, *slog.Logger) }).pace(gov.(*Governor), logger)
+	}
+}
+
+// pace makes w pace its transactions with gov and log to logger (see
+// internal/core.BulkWriter); a nil gov keeps the Account's.
+func (w *BulkWriter[T]) pace(gov *Governor, logger *slog.Logger) {
+	if gov != nil {
+		w.gov = gov
+	}
+	w.logger = logger
 }
 
 // tableInternals is what every Table[T] lends to internal/hook, whatever

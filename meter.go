@@ -51,7 +51,6 @@ type Meter struct {
 	counts    sync.Map // meterKey -> *atomic.Int64
 	retries   sync.Map // meterKey -> *atomic.Int64: tries after the first
 	throttled sync.Map // meterKey -> *atomic.Int64: 503 and 429 answers
-	hot       hotTracker
 }
 
 type meterKey struct{ service, operation string }
@@ -98,8 +97,8 @@ func (m *Meter) Policy(service string) policy.Policy {
 
 // endpointPolicy is Policy for a client of the given endpoint, whose path
 // (e.g. "/devstoreaccount1" for Azurite) prefixes every request's path.
-func (m *Meter) endpointPolicy(service, endpoint string, hot *HotPartitionWarning) policy.Policy {
-	p := &meterPolicy{meter: m, service: service, baseKnown: true, hot: hot}
+func (m *Meter) endpointPolicy(service, endpoint string) policy.Policy {
+	p := &meterPolicy{meter: m, service: service, baseKnown: true}
 	if u, err := url.Parse(endpoint); err == nil {
 		p.basePath = strings.TrimRight(u.EscapedPath(), "/")
 	}
@@ -111,8 +110,7 @@ type meterPolicy struct {
 	meter     *Meter
 	service   string
 	basePath  string
-	baseKnown bool                 // else guess: IP hosts (Azurite) put the account in the path
-	hot       *HotPartitionWarning // nil: track partition rates, never warn
+	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
 }
 
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -132,10 +130,6 @@ func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 		p.meter.add(p.service, op)
 		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
 			bump(&p.meter.throttled, meterKey{p.service, op})
-		}
-		switch op {
-		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
-			p.noteWrite(req, op, resp)
 		}
 	}
 	return resp, err

@@ -91,7 +91,7 @@ func TestClassify(t *testing.T) {
 func TestEndpointPolicyStripsBasePath(t *testing.T) {
 	m := NewMeter()
 	// An endpoint with a path prefix that is not an IP-style host.
-	p := m.endpointPolicy(ServiceQueue, "https://proxy.example.com/storage/acct", nil).(*meterPolicy)
+	p := m.endpointPolicy(ServiceQueue, "https://proxy.example.com/storage/acct").(*meterPolicy)
 	u, _ := url.Parse("https://proxy.example.com/storage/acct/jobs/messages")
 	if got := classify(ServiceQueue, "POST", p.resourcePath(u), u.Query(), http.Header{}); got != "PutMessage" {
 		t.Fatalf("got %s, want PutMessage", got)

@@ -1,6 +1,7 @@
 package tablekit_test
 
 import (
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"strings"
@@ -38,7 +39,7 @@ func TestMeterCountsRetriesAndThrottling(t *testing.T) {
 	ctx := testCtx(t)
 	name := testenv.TableName(t)
 	busy := &busyOnce{table: name}
-	tacct := testenv.Account(t, &tablekit.Options{Transport: busy, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}})
+	tacct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: busy, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}}})
 	tbl, err := tablekit.OpenTable[wireItem](tacct, name, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"regexp"
@@ -61,7 +62,7 @@ func pagingAccount(t *testing.T, seed uint64, policies ...policy.Policy) *tablek
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { front.Close() })
-	acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{PerRetryPolicies: policies})
+	acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: policies}})
 	if err != nil {
 		t.Fatal(err)
 	}

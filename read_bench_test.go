@@ -78,7 +78,7 @@ func (r replayReads) Do(req *http.Request) (*http.Response, error) {
 func benchReadClients(b *testing.B, tr policy.Transporter) (*tablekit.Table[tablekit.Employee20], *aztables.Client) {
 	b.Helper()
 	cs := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"
-	acct, err := tablekit.Open(cs, &tablekit.Options{Transport: tr})
+	acct, err := tablekit.Open(cs, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: tr}})
 	if err != nil {
 		b.Fatal(err)
 	}

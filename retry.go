@@ -12,10 +12,9 @@ import (
 // again when it lost a race with another writer (a stale ETag, an entity
 // created or deleted meanwhile) or when the service throttled it after the
 // Azure SDK's own retries. Every option struct of tablekit that retries
-// holds one, in a field called Retry. The one exception is
-// [Options].Retry, which configures the layer below: the Azure SDK's retry
-// of each HTTP request (azcore's policy.RetryOptions), as the SDK's own
-// client options name it.
+// holds one, in a field called Retry. The layer below, the Azure SDK's
+// retry of each HTTP request, is the Account's Options.ClientOptions.Retry
+// (azcore's policy.RetryOptions), and nowhere else.
 //
 // The zero value means the default documented by the option that holds it;
 // each zero field alone means that field's default. [NoRetries] tries once.

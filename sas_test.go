@@ -330,7 +330,7 @@ func TestSASTransportFailureInTablekitShape(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	tbl, err := tablekit.OpenTableSAS[tablekit.Entity]("http://"+addr+"/devstoreaccount1/Orders?sv=2019-02-02&tn=orders&sp=r&se=2099-01-01&sig=c2lnbmF0dXJl", &tablekit.SASClientOptions{
-		Client: &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}},
+		Client: &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ type TableScanPolicy uint8
 const (
 	// LogTableScans (the default, the zero value) runs the query and logs
 	// a warning, once per Query (or per QueryPage call), through
-	// TableOptions.Logger with the fields table, op, filter, class and
+	// the Account's Logger with the fields table, op, filter, class and
 	// reason. The filter's text is logged as sent, values included.
 	LogTableScans TableScanPolicy = iota
 	// AllowTableScans runs table scans silently (and does not explain

@@ -25,8 +25,8 @@ type scanRow struct {
 // rows in two partitions.
 func scanTable(t *testing.T, policy tablekit.TableScanPolicy, logger *slog.Logger) (*tablekit.Account, *tablekit.Table[scanRow]) {
 	t.Helper()
-	acct := testenv.Account(t, nil)
-	tbl, err := tablekit.OpenTable[scanRow](acct, testenv.CreateTable(t, acct), &tablekit.TableOptions{TableScans: policy, Logger: logger})
+	acct := testenv.Account(t, &tablekit.Options{Logger: logger})
+	tbl, err := tablekit.OpenTable[scanRow](acct, testenv.CreateTable(t, acct), &tablekit.TableOptions{TableScans: policy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,10 @@ import (
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
-// TableOptions configures a [Table]. A nil *TableOptions means defaults.
+// TableOptions configures a [Table]: only what is the table's own. The
+// Account's settings (Logger, Governor, tracing, Cosmos DB mode) apply to
+// every Table opened through it. A nil *TableOptions means defaults.
 type TableOptions struct {
-	// Cosmos says that the table is on Azure Cosmos DB for Table, whose
-	// query results are not in key order; OpenTable takes it from the
-	// Account (see Account.Cosmos).
-	Cosmos bool
-
-	// TracingProvider traces the table's operations (see StartSpan); OpenTable
-	// takes the Account's. The zero value traces nothing.
-	TracingProvider tracing.Provider
-
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
 	Encryption *Encryption
@@ -33,14 +26,6 @@ type TableOptions struct {
 	// (see [Filter.Explain]): logged (the default), allowed, or refused
 	// before anything is sent.
 	TableScans TableScanPolicy
-	// Logger receives the table's log records (table scans); nil means
-	// slog.Default() at the time of logging.
-	Logger *slog.Logger
-
-	// Governor paces the table's bulk writes (see [BulkOptions].Governor);
-	// OpenTable takes the Account's. nil means a Governor of the Table's
-	// own, shared by all its BulkWriters.
-	Governor *Governor
 
 	// Retry says how often [Table.Modify] reads and tries again when
 	// another writer changed the entity in between; the zero value means
@@ -78,8 +63,8 @@ type Table[T any] struct {
 //
 // The Table reads and writes entities through the Account's own Table
 // service client, on the Account's pipeline (credential, retries, Meter,
-// tracing, policies), and takes the Account's Cosmos DB mode, tracing and
-// Governor unless opts says otherwise.
+// tracing, policies), and takes the Account's Logger, Governor, tracing and
+// Cosmos DB mode.
 func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[T], err error) {
 	defer func() { err = withOp("OpenTable", err) }()
 	return openTable[T](acct, name, opts)
@@ -103,22 +88,16 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if err := o.Retry.Validate("OpenTable"); err != nil {
 		return nil, err
 	}
-	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
-		o.TracingProvider = acct.tracing
-	}
 	t := &Table[T]{
 		wire:     acct.wire,
 		admin:    acct.tables.NewClient(name),
 		name:     name,
-		cosmos:   o.Cosmos || acct.cosmos,
+		cosmos:   acct.cosmos,
 		scans:    o.TableScans,
-		logger:   o.Logger,
-		governor: o.Governor,
-		tracer:   newTracer(o.TracingProvider, "Microsoft.Tables"),
+		logger:   acct.logger,
+		governor: acct.governor,
+		tracer:   newTracer(acct.tracing, "Microsoft.Tables"),
 		retry:    o.Retry.WithDefaults(DefaultConflictRetry),
-	}
-	if t.governor == nil {
-		t.governor = acct.governor
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
@@ -412,8 +391,8 @@ func describeKeys(table, pk, rk string) string {
 	return b.String()
 }
 
-// Governor returns the Governor that paces the table's bulk writes (see
-// [TableOptions].Governor).
+// Governor returns the Governor that paces the table's bulk writes: its
+// Account's (see [Options].Governor).
 func (t *Table[T]) Governor() *Governor { return t.governor }
 
 // Entities returns a view of the same table as property bags: the same

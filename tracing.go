@@ -6,7 +6,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 )
 
-// Tracing. An Account opened with Options.TracingProvider traces every
+// Tracing. An Account opened with Options.ClientOptions.TracingProvider traces every
 // request: a span per Table service REST call (internal/tablewire's,
 // "Tables.<Operation>"; aztables' own for table administration) with
 // azcore's span per HTTP try below it; and tablekit starts spans of its own
@@ -54,7 +54,7 @@ func StartSpan(ctx context.Context, tracer tracing.Tracer, name string, attrs ..
 }
 
 // Tracer returns the tracer of the table's spans: from
-// TableOptions.TracingProvider, or the Account's for OpenTable; a disabled
+// the Account's Options.ClientOptions.TracingProvider; a disabled
 // tracer when there is none.
 func (t *Table[T]) Tracer() tracing.Tracer { return t.tracer }
 

@@ -3,6 +3,7 @@ package tablekit_test
 import (
 	"context"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 
 func TestTablekitSpansParentTheSDKs(t *testing.T) {
 	rec := &spantest.Recorder{}
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider()})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider()}})
 	name := tableNameOf(t, acct)
 	tbl, err := tablekit.OpenTable[wireItem](acct, name, nil)
 	if err != nil {

@@ -221,10 +221,10 @@ func TestSingleEntityAnyKey(t *testing.T) {
 func TestAdminClientSharesThePipeline(t *testing.T) {
 	ctx := context.Background()
 	var seen atomic.Int32
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 		seen.Add(1)
 		return req.Next()
-	})}})
+	})}}})
 	name := testenv.TableName(t)
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
 	if err != nil {
@@ -273,13 +273,13 @@ func TestUnreadableTransactionAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var spoil atomic.Int32
-			acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 				resp, err := req.Next()
 				if err == nil && isBatch(req.Raw()) && resp.StatusCode == http.StatusAccepted && spoil.Add(-1) >= 0 {
 					resp = tc.answer(resp)
 				}
 				return resp, err
-			})}})
+			})}}})
 			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -387,10 +387,7 @@ func isMethod(m string) func(*http.Request) bool {
 func TestLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	drop := &answerDropper{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{drop},
-		Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{drop}, Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}}})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -573,10 +570,7 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &loseThenThrottle{match: tc.match}
-			acct := testenv.Account(t, &tablekit.Options{
-				PerRetryPolicies: []policy.Policy{p},
-				Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond},
-			})
+			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}, Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond}}})
 			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -600,13 +594,13 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 func TestEmptyPagesAsTheyCome(t *testing.T) {
 	ctx := context.Background()
 	var empty atomic.Int32
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 		resp, err := req.Next()
 		if err == nil && req.Raw().Method == http.MethodGet && strings.HasSuffix(req.Raw().URL.Path, "()") && empty.Add(-1) >= 0 {
 			resp.Body = io.NopCloser(strings.NewReader(`{"value":[]}`))
 		}
 		return resp, err
-	})}})
+	})}}})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)

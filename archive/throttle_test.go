@@ -2,6 +2,7 @@ package archive_test
 
 import (
 	"context"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"log/slog"
 	"regexp"
 	"sync"
@@ -39,12 +40,7 @@ func throttledAccount(t *testing.T, partitionRate, ceiling float64) (*tablekit.A
 	}
 	t.Cleanup(func() { front.Close() })
 	quiet := slog.New(slog.DiscardHandler)
-	acct, err := tablekit.Open(tableEndpointRE.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{
-		Retry:        policy.RetryOptions{MaxRetries: 1, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
-		HotPartition: tablekit.HotPartitionWarning{Fraction: -1},
-		Governor:     tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: ceiling, Logger: quiet}),
-		Logger:       quiet,
-	})
+	acct, err := tablekit.Open(tableEndpointRE.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}}, Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: ceiling, HotPartition: -1, Logger: quiet}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/logs"
 )
 
 // refillLinger is how long the worker, once enough handlers are free to
@@ -116,7 +117,7 @@ type WorkerOptions struct {
 	Clock tablekit.Clock
 
 	// Logger receives the worker's logs (never message payloads). nil
-	// means no logging.
+	// means slog.Default() at the time of logging.
 	Logger *slog.Logger
 	// TracingProvider traces each message the worker handles (a span
 	// "Worker.Handle" with the message id, kind and dequeue count, parent
@@ -250,10 +251,7 @@ func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *Wor
 			return nil, withOp(op, err)
 		}
 	}
-	if w.log == nil {
-		w.log = slog.New(slog.DiscardHandler)
-	}
-	w.log = w.log.With("queue", w.queueName)
+	w.log = logs.Or(w.log).With("queue", w.queueName)
 
 	switch {
 	case o.Concurrency < 0:

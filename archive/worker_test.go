@@ -104,11 +104,7 @@ func TestArchive200ThreeWorkers(t *testing.T) {
 // and no message is lost or left over.
 func TestArchiveFaults(t *testing.T) {
 	faults := &faultPolicy{}
-	r := newRig(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{faults},
-		// No SDK retries: every injected fault reaches the worker.
-		Retry: policy.RetryOptions{MaxRetries: -1},
-	})
+	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	emps := employees(200)
 	ids := r.seed(t, emps)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func (p latencyPolicy) Do(req *policy.Request) (*http.Response, error) {
 }
 
 func latencyAccount(t *testing.T) *tablekit.Account {
-	return testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{latencyPolicy{5 * time.Millisecond}}})
+	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{latencyPolicy{5 * time.Millisecond}}}})
 }
 
 // A bad Retry option is refused by the constructor, naming it.

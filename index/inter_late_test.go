@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"strings"
@@ -84,7 +85,7 @@ func entityWrite(table, rk string) func(*http.Request) bool {
 func (r *interRig) lateWriter(t *testing.T, rk string) (*index.Inter[Employee], *lateWrite) {
 	t.Helper()
 	late := newLateWrite(entityWrite(r.employees, rk))
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{late}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{late}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	return r.build(t, acct), late
 }
 

@@ -510,14 +510,14 @@ func TestInterCrashes(t *testing.T) {
 	entityFault := &fault{every: 4, limit: 1000, match: func(req *http.Request) bool {
 		return isWrite(req) && strings.Contains(req.URL.Path, "/"+r.employees+"(")
 	}}
-	writerAcct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{writerFault, entityFault}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	writerAcct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{writerFault, entityFault}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	writer := r.build(t, writerAcct)
 
 	// The worker's index writes fail now and then.
 	workerFault := &fault{every: 3, limit: 60, match: func(req *http.Request) bool {
 		return isWrite(req) && (strings.Contains(req.URL.Path, "/"+r.copies) || strings.Contains(req.URL.Path, "/"+r.lists) || strings.Contains(req.URL.Path, "/"+r.container+"/"))
 	}}
-	workerAcct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{workerFault}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	workerAcct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{workerFault}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	handler := r.build(t, workerAcct)
 
 	// A first worker is killed (its handlers cancelled at once) while the

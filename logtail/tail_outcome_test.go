@@ -3,6 +3,7 @@ package logtail_test
 import (
 	"context"
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"strings"
@@ -108,7 +109,7 @@ func (p *lostThenBusy) Do(req *policy.Request) (*http.Response, error) {
 func TestAppendLostThenThrottled(t *testing.T) {
 	ctx := context.Background()
 	p := &lostThenBusy{}
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{p}, Retry: chaos.FastRetry()})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}, Retry: chaos.FastRetry()}})
 	l, _ := newLog(t, acct, nil)
 	got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 	if n := p.tries.Load(); n < 2 {
@@ -171,11 +172,7 @@ func TestAppendLostAnswerContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lose := &loseFirstInsert{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerCallPolicies:  []policy.Policy{&cancelAfterConflict{cancel: cancel}},
-		PerRetryPolicies: []policy.Policy{lose},
-		Retry:            chaos.FastRetry(),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{&cancelAfterConflict{cancel: cancel}}, PerRetryPolicies: []policy.Policy{lose}, Retry: chaos.FastRetry()}})
 	l, _ := newLog(t, acct, nil)
 	got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 	if n := lose.tries.Load(); n != 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestBlobWriterUnsettledCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := lost.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}})
+			acct := lost.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}}})
 			lost.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
@@ -124,7 +125,7 @@ func TestBlobWriteThroughAfterLostCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := inj.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}})
+			acct := inj.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}}})
 			inj.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)

@@ -3,6 +3,7 @@ package otelkit_test
 import (
 	"context"
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func traced(t *testing.T) (*tablekit.Account, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	return testenv.Account(t, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)}), exp
+	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}}), exp
 }
 
 // spanTree indexes exported spans by id.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -270,7 +271,7 @@ func TestLargeUploadAnswerLost(t *testing.T) {
 	ctx := testContext(t)
 	blobs := testenv.Account(t, nil).Endpoints().Blob
 	lose := &loseAnswer{match: func(r *http.Request) bool { return isBlobUpload(blobs, r) }}
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
 	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
@@ -482,10 +483,7 @@ func lossAccount(t *testing.T, match func(*http.Request) bool) (*tablekit.Accoun
 		return p
 	}
 	arm().done.Store(true)
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
-		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	return acct, arm
 }
 
@@ -533,7 +531,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Operation Timed Out",
 			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
 	})
-	acctA := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
+	acctA := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Container(containerName(contB.URL())), nil)
 	if err != nil {
 		t.Fatal(err)

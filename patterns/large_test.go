@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -226,10 +227,7 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	ctx := testContext(t)
 	name := testenv.TableName(t)
 	crash := &crashTableWrites{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{crash},
-		Retry:            policy.RetryOptions{MaxRetries: -1},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{crash}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	crash.endpoint = acct.Endpoints().Table
 	tbl := openEntityTable(t, acct, name)
 	if err := tbl.CreateIfNotExists(ctx); err != nil {

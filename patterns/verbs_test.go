@@ -500,7 +500,7 @@ func TestLargeSpillSpan(t *testing.T) {
 		mu.Unlock()
 		return req.Next()
 	})
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider(), PerRetryPolicies: []policy.Policy{watch}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider(), PerRetryPolicies: []policy.Policy{watch}}})
 	docs, err := tablekit.OpenTable[Doc](acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,9 @@ type CopyOptions struct {
 	// Insert).
 	Mode Mode
 	// Bulk configures the BulkWriter of the destination (nil: defaults).
-	// The copy uses one BulkWriter for all its pages, paced by
-	// Bulk.Governor or else the destination table's (its Account's), so
-	// that what the Governor learns holds for the whole copy.
+	// The copy uses one BulkWriter for all its pages, paced by the
+	// destination Account's Governor, so that what the Governor learns
+	// holds for the whole copy.
 	Bulk *tablekit.BulkOptions
 	// DestMeter, when set, is the Meter of the destination's Account; the
 	// result and Progress add its transactions.

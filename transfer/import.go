@@ -66,10 +66,9 @@ type ImportOptions struct {
 	// Mode says how entities are written (default Insert).
 	Mode Mode
 	// Bulk configures the BulkWriter that writes them (nil: defaults).
-	// The import uses one BulkWriter for all its batches, paced by
-	// Bulk.Governor or else the table's (for a table opened through an
-	// Account, the Account's), so that what the Governor learns about
-	// throttled partitions holds for the whole import.
+	// The import uses one BulkWriter for all its batches, paced by the
+	// Account's Governor, so that what the Governor learns about throttled
+	// partitions holds for the whole import.
 	Bulk *tablekit.BulkOptions
 	// BatchSize is the most entities handed to the BulkWriter at once
 	// (default 20,000; at most 100,000); the next batch is read while one

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"os"
@@ -59,7 +60,7 @@ func TestPurgeBudgetWithEmptyPages(t *testing.T) {
 				}
 				return r.Next()
 			})
-			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{PerRetryPolicies: []policy.Policy{count}}, tbl)
+			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{count}}}, tbl)
 			start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 			cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.checkpoint"))
 			opts := transfer.PurgeOptions{
@@ -139,7 +140,7 @@ func TestExportStoppedInEmptyPages(t *testing.T) {
 				}
 				return resp, err
 			})
-			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{PerRetryPolicies: []policy.Policy{watch}}, tbl)
+			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{watch}}}, tbl)
 			path := filepath.Join(t.TempDir(), "out.jsonl")
 			cp := transfer.NewFileCheckpoint(path + ".checkpoint")
 			opts := transfer.ExportOptions{JobOptions: transfer.JobOptions{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // PurgeOptions configures [Purge]. A nil *PurgeOptions means defaults,
@@ -164,10 +165,9 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	// writer's own log would call a transaction still throttled after its
 	// tries failed, when the purge sends it again (see deleteChunk); the
 	// Governor logs the throttling.
-	p.w = t.BulkWriter(&tablekit.BulkOptions{
-		Concurrency: 1, MaxChunkRequests: tablekit.MaxTransactionActions + 1, Retry: j.scan.Retry, Governor: gov,
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	p.w = core.BulkWriter(t, &tablekit.BulkOptions{
+		Concurrency: 1, MaxChunkRequests: tablekit.MaxTransactionActions + 1, Retry: j.scan.Retry,
+	}, gov, slog.New(slog.DiscardHandler))
 	j.rangeEnd = p.rangeEnd
 	start := o.Clock.Now()
 	var stop func() bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -147,12 +148,12 @@ func TestPurgeResumes(t *testing.T) {
 	// 2: resumed, and cancelled after a few delete transactions.
 	cctx, cancel := context.WithCancel(ctx)
 	var batches atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) && batches.Add(1) == 5 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestPurgeLeavesChangedEntities(t *testing.T) {
 	// Before the first delete transaction, another writer updates one
 	// listed entity and deletes another.
 	var once sync.Once
-	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) {
 			once.Do(func() {
 				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}); err != nil {
@@ -222,7 +223,7 @@ func TestPurgeLeavesChangedEntities(t *testing.T) {
 			})
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestPurgeThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer front.Close()
-	quiet := &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}}
+	quiet := &tablekit.Options{Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{HotPartition: -1})}
 	facct, err := tablekit.Open(withTableEndpoint(cs, front.Endpoints().Table), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +452,7 @@ func TestPurgeLostAnswerChanged(t *testing.T) {
 				return resp, err
 			})
 			acct, inj := lostAnswers(t, chaos.Config{AnswerLost: 1, MaxConsecutive: 1, MaxFaults: 1, Operations: []string{"Transaction"}},
-				&tablekit.Options{PerRetryPolicies: []policy.Policy{interloper}})
+				&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{interloper}}})
 			ftbl, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
 			if err != nil {
 				t.Fatal(err)

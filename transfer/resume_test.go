@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -231,13 +232,13 @@ func TestImportTableCheckpoint(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var batches atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		resp, err := r.Next()
 		if isBatch(r) && batches.Add(1) == 6 {
 			cancel() // after the 6th transaction was applied
 		}
 		return resp, err
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,12 +273,12 @@ func TestCountResumes(t *testing.T) {
 	}}
 	cctx, cancel := context.WithCancel(ctx)
 	var pages atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isQuery(r) && pages.Add(1) == 12 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,13 +348,13 @@ func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path s
 	t.Helper()
 	cctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) {
 			cancel()
 			return nil, context.Canceled
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	facct := inj.Account(t, &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}})
+	facct := inj.Account(t, &tablekit.Options{Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{HotPartition: -1})})
 	inj.SetEnabled(false)
 	dst := newTable(t, facct)
 	inj.SetEnabled(true)
@@ -451,7 +452,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 			Checkpoint: transfer.NewFileCheckpoint(path),
 			Scan:       transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}},
 		},
-		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.NoRetries, Governor: tablekit.NewGovernor(nil)},
+		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.NoRetries},
 	}
 	res, err := transfer.Copy(ctx, src, dst, &opts)
 	t.Logf("first run: read %d, written %d, failed %d, complete %v: %v; %v", res.Read, res.Written, res.Failed, res.Complete, err, inj.Stats())

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"os"
@@ -191,12 +192,12 @@ func TestExportResumes(t *testing.T) {
 	// Stop after 10 pages.
 	cctx, cancel := context.WithCancel(ctx)
 	var pages atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if r.Raw().Method == http.MethodGet && pages.Add(1) == 10 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"os"
 	"slices"
@@ -54,7 +55,7 @@ func main() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	// An Account opened with a TracingProvider traces its clients' calls
 	// and tablekit's own operations.
-	acct, err := tablekit.Open(conn, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)})
+	acct, err := tablekit.Open(conn, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}})
 	if err == nil {
 		err = run(ctx, acct, spans, os.Stdout)
 		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
@@ -135,7 +136,7 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 
 	got := spans.GetSpans()
 	tree := spanTree(got, "Worker.Handle")
-	fmt.Fprintln(out, "the Account was opened with Options.TracingProvider = otelkit.TracingProvider(tp): the spans of REST calls and HTTP requests have")
+	fmt.Fprintln(out, "the Account was opened with Options.ClientOptions.TracingProvider = otelkit.TracingProvider(tp): the spans of REST calls and HTTP requests have")
 	fmt.Fprintln(out, "tablekit's operation spans as parents. The worker handled one move; the trace of its message, as the exporter received it:")
 	for _, line := range tree {
 		fmt.Fprintln(out, line)

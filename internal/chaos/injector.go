@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"slices"
 	"sync"
@@ -89,7 +90,7 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 	}
 	// The endpoints are known only once the connection string is parsed:
 	// open once to read them (Open does not contact the service).
-	probe, err := tablekit.Open(connectionString, &tablekit.Options{Transport: o.Transport})
+	probe, err := tablekit.Open(connectionString, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: o.Transport}})
 	if err != nil {
 		return nil, err
 	}

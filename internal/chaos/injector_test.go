@@ -452,10 +452,7 @@ func TestOpenKeepsOptions(t *testing.T) {
 	}
 	var seen int
 	counter := policyFunc(func(req *policy.Request) error { seen++; return nil })
-	acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{
-		Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond},
-		PerRetryPolicies: []policy.Policy{counter},
-	})
+	acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond}, PerRetryPolicies: []policy.Policy{counter}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 // Policy returns the azcore policy that injects the Injector's faults into
 // the requests of an Account with the given endpoints. Install it in
-// tablekit.Options.PerRetryPolicies (as [Injector.Open] does): it then
+// tablekit.Options.ClientOptions.PerRetryPolicies (as [Injector.Open] does): it then
 // runs on every try, after the SDK's retry policy and before tablekit's
 // Meter, which therefore counts only the tries that reached the service.
 // The endpoints tell which service a request goes to and which part of

@@ -8,6 +8,7 @@ package core
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/hook"
@@ -24,4 +25,13 @@ func GetSelect[T any](ctx context.Context, t *tablekit.Table[T], pk, rk string, 
 		return zero, err
 	}
 	return v, nil
+}
+
+// BulkWriter is t.BulkWriter(opts) paced by gov instead of the Account's
+// Governor and logging to logger instead of the Account's Logger, for a
+// job that takes both as options of its own (transfer.Purge).
+func BulkWriter[T any](t *tablekit.Table[T], opts *tablekit.BulkOptions, gov *tablekit.Governor, logger *slog.Logger) *tablekit.BulkWriter[T] {
+	w := t.BulkWriter(opts)
+	hook.PaceBulkWriter(w, gov, logger)
+	return w
 }

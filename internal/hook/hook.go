@@ -12,7 +12,10 @@
 // nothing of tablekit's.
 package hook
 
-import "context"
+import (
+	"context"
+	"log/slog"
+)
 
 var (
 	// GetSelect reads the entity pk/rk of table (a *tablekit.Table[T]) with
@@ -22,4 +25,9 @@ var (
 	// the request ("Get"); other errors name no operation, for the caller
 	// to name its own (see internal/opname).
 	GetSelect func(ctx context.Context, table any, pk, rk string, props []string, dst any) error
+
+	// PaceBulkWriter makes writer (a *tablekit.BulkWriter[T]) pace its
+	// transactions with gov (a *tablekit.Governor) instead of its
+	// Account's, and log to logger instead of its Account's Logger.
+	PaceBulkWriter func(writer, gov any, logger *slog.Logger)
 )
