@@ -19,8 +19,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/storageop"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -80,10 +81,10 @@ type Options struct {
 	EndpointSuffix string
 }
 
-// Endpoints are the service URLs of an [Account], without a trailing slash,
-// e.g. "https://myaccount.table.core.windows.net" or, for Azurite,
+// endpointURLs are the service URLs of an [Account], without a trailing
+// slash, e.g. "https://myaccount.table.core.windows.net" or, for Azurite,
 // "http://127.0.0.1:10002/devstoreaccount1".
-type Endpoints struct {
+type endpointURLs struct {
 	Table, Queue, Blob string
 }
 
@@ -95,7 +96,7 @@ type Endpoints struct {
 // use, and its client getters are cheap: call them where needed.
 type Account struct {
 	name      string
-	endpoints Endpoints
+	endpoints endpointURLs
 	tables    *aztables.ServiceClient // table administration
 	wire      *tablewire.Client       // entities (see pipeline.go)
 	queues    *azqueue.ServiceClient
@@ -234,7 +235,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 	if strings.ContainsAny(suffix, "/:?#@ ") {
 		return nil, fmt.Errorf("tablekit: OpenWithCredential: EndpointSuffix %q must be a DNS suffix such as core.windows.net: %w", suffix, ErrInvalidInput)
 	}
-	eps := Endpoints{
+	eps := endpointURLs{
 		Table: "https://" + accountName + ".table." + suffix,
 		Queue: "https://" + accountName + ".queue." + suffix,
 		Blob:  "https://" + accountName + ".blob." + suffix,
@@ -298,7 +299,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
-		a.meter = NewMeter()
+		a.meter = new(Meter)
 	}
 	a.governor = opts.Governor
 	if a.governor == nil {
@@ -320,12 +321,12 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
-	table := forService(ServiceTable, a.endpoints.Table)
-	if err := mk(table, forService(ServiceQueue, a.endpoints.Queue), forService(ServiceBlob, a.endpoints.Blob)); err != nil {
+	table := forService(storageop.Table, a.endpoints.Table)
+	if err := mk(table, forService(storageop.Queue, a.endpoints.Queue), forService(storageop.Blob, a.endpoints.Blob)); err != nil {
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, newTracer(a.tracing, "Microsoft.Tables"), a.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, "Microsoft.Tables"), a.cosmos)
 	return err
 }
 
@@ -353,49 +354,26 @@ func newHTTPClient(loopback bool) *http.Client {
 	}}
 }
 
-// Name returns the storage account's name ("devstoreaccount1" for Azurite).
-func (a *Account) Name() string { return a.name }
-
-// Endpoints returns the account's service URLs.
-func (a *Account) Endpoints() Endpoints { return a.endpoints }
-
 // Meter returns the Meter that counts this Account's storage transactions.
 func (a *Account) Meter() *Meter { return a.meter }
 
-// Governor returns the Account's write governor, which the Tables opened
-// through it share (see [Options].Governor).
-func (a *Account) Governor() *Governor { return a.governor }
-
 // Tables returns the SDK's table service client, for what tablekit leaves
 // to the SDK: creating, deleting and listing tables, access policies,
-// service properties. It shares the Account's options, credential and
-// policies (its requests are counted by the Meter). Read and write
-// entities with a [Table] ([OpenTable]).
+// service properties (Tables().NewClient(name) for one table). It shares
+// the Account's options, credential and policies (its requests are counted
+// by the Meter). Read and write entities with a [Table] ([OpenTable]).
 func (a *Account) Tables() *aztables.ServiceClient { return a.tables }
 
-// Table returns the SDK's client of the table called name, for table
-// administration (see [Account.Tables]). It does not check the name nor
-// contact the service; see [ValidateTableName].
-func (a *Account) Table(name string) *aztables.Client { return a.tables.NewClient(name) }
-
-// Queues returns the queue service client.
+// Queues returns the SDK's queue service client (Queues().NewQueueClient(name)
+// for one queue), with the Account's options, credential and policies.
 func (a *Account) Queues() *azqueue.ServiceClient { return a.queues }
 
-// Queue returns a client for the queue called name. It does not check the
-// name nor contact the service; see [ValidateQueueName].
-func (a *Account) Queue(name string) *azqueue.QueueClient { return a.queues.NewQueueClient(name) }
-
-// Blobs returns the blob service client.
+// Blobs returns the SDK's blob client (Blobs().ServiceClient().NewContainerClient(name)
+// for one container), with the Account's options, credential and policies.
 func (a *Account) Blobs() *azblob.Client { return a.blobs }
 
-// Container returns a client for the blob container called name. It does
-// not check the name nor contact the service; see [ValidateContainerName].
-func (a *Account) Container(name string) *container.Client {
-	return a.blobs.ServiceClient().NewContainerClient(name)
-}
-
 // allLoopback reports whether every endpoint is on this machine.
-func (e Endpoints) allLoopback() bool {
+func (e endpointURLs) allLoopback() bool {
 	for _, ep := range []string{e.Table, e.Queue, e.Blob} {
 		u, err := url.Parse(ep)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
@@ -418,7 +396,7 @@ type connString struct {
 	accountName string
 	accountKey  string // base64, as given
 	sas         string // query string without '?'
-	endpoints   Endpoints
+	endpoints   endpointURLs
 }
 
 // connError reports a connection string problem. msg must not contain a
@@ -492,7 +470,7 @@ func parseConnectionString(s string) (*connString, error) {
 		return &connString{
 			accountName: devAccountName,
 			accountKey:  devAccountKey,
-			endpoints: Endpoints{
+			endpoints: endpointURLs{
 				Table: "http://127.0.0.1:10002/" + devAccountName,
 				Queue: "http://127.0.0.1:10001/" + devAccountName,
 				Blob:  "http://127.0.0.1:10000/" + devAccountName,

@@ -59,7 +59,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		dst = append(dst, base...)
 		dst = append(dst, '/')
 		dst = append(dst, table...)
-		if a.kind != ActionInsert {
+		if a.kind != actInsert {
 			dst = tablewire.AppendKeyPredicate(dst, a.pk, a.rk)
 		}
 		dst = append(dst, " HTTP/1.1\r\n"...)
@@ -68,7 +68,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		} else {
 			dst = append(dst, batchNoBody...)
 		}
-		if a.kind == ActionInsert {
+		if a.kind == actInsert {
 			dst = append(dst, "Prefer: return-no-content\r\n"...)
 		}
 		if a.etag != "" {
@@ -91,11 +91,11 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 // method is the HTTP method of an action's request.
 func (a *encodedAction) method() string {
 	switch {
-	case a.kind == ActionInsert:
+	case a.kind == actInsert:
 		return http.MethodPost
-	case a.kind == ActionDelete:
+	case a.kind == actDelete:
 		return http.MethodDelete
-	case a.kind == ActionMerge:
+	case a.kind == actMerge:
 		return "MERGE"
 	}
 	return http.MethodPut

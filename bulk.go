@@ -10,6 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -19,7 +22,8 @@ type BulkOptions struct {
 	Concurrency int
 	// Retry says how a transaction the service throttled (after the SDK's
 	// own retries) is tried again; the zero value means
-	// [DefaultThrottleRetry], [NoRetries] fails throttled items at once.
+	// 6 attempts, 1 s to 30 s apart; {MaxAttempts: 1} fails throttled
+	// items at once.
 	Retry RetryPolicy
 	// MaxChunkRequests bounds the requests one chunk (a transaction of up
 	// to 100 actions) may take when the service refuses its actions one at
@@ -85,21 +89,20 @@ type BulkFailure struct {
 	Err error
 }
 
-// BulkError is returned by BulkWriter methods when some items failed; the
-// BulkResult says which.
-type BulkError struct {
-	Failed int
-	Total  int
-	First  error
+// bulkError is the error of a bulk write some of whose items failed (see
+// BulkResult.Failed for which); it unwraps to the first item's error.
+type bulkError struct {
+	failed, total int
+	first         error
 }
 
 // Error says how many items failed and why the first did.
-func (e *BulkError) Error() string {
-	return "tablekit: bulk write: " + strconv.Itoa(e.Failed) + " of " + strconv.Itoa(e.Total) + " items failed; first: " + e.First.Error()
+func (e *bulkError) Error() string {
+	return "tablekit: bulk write: " + strconv.Itoa(e.failed) + " of " + strconv.Itoa(e.total) + " items failed; first: " + e.first.Error()
 }
 
 // Unwrap returns the first item's error.
-func (e *BulkError) Unwrap() error { return e.First }
+func (e *bulkError) Unwrap() error { return e.first }
 
 // BulkWriter returns a writer for many actions at once.
 func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
@@ -113,7 +116,7 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 	if o.MaxChunkRequests <= 0 {
 		o.MaxChunkRequests = 4
 	}
-	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
+	o.Retry = o.Retry.withDefaults(timing.Throttle)
 	return &BulkWriter[T]{t: t, opts: o, gov: t.governor, logger: t.logger}
 }
 
@@ -179,11 +182,13 @@ type bulkPartition struct {
 	pending int          // chunks of that wave not finished
 }
 
-// Write applies any number of actions. It returns a *BulkError when some
-// items failed (see the result for which), or the context's error when ctx
-// ended; items not attempted by then are reported failed with it.
+// Write applies any number of actions. When some items failed it returns
+// an error that says how many and unwraps to the first one's error
+// (errors.Is matches it); res.Failed lists them all. When ctx ended before
+// every item was tried it returns the context's error, and the items not
+// tried are in res.Failed with it.
 func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res BulkResult, err error) {
-	ctx, end := StartSpan(ctx, w.t.tracer, "BulkWriter.Write",
+	ctx, end := spans.Start(ctx, w.t.tracer, "BulkWriter.Write",
 		tracing.Attribute{Key: attrTable, Value: w.t.name},
 		tracing.Attribute{Key: attrActions, Value: len(actions)})
 	defer func() { end(err) }()
@@ -238,7 +243,7 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 		return res, ctx.Err()
 	}
 	if len(res.Failed) > 0 {
-		return res, &BulkError{Failed: len(res.Failed), Total: len(actions), First: res.Failed[0].Err}
+		return res, &bulkError{failed: len(res.Failed), total: len(actions), first: res.Failed[0].Err}
 	}
 	return res, nil
 }
@@ -249,7 +254,7 @@ func chunkItems(items []bulkItem, limit int) [][]bulkItem {
 	var chunks [][]bulkItem
 	start, size := 0, 0
 	for i, it := range items {
-		if i-start == MaxTransactionActions || size+it.enc.size > limit {
+		if i-start == limits.TransactionActions || size+it.enc.size > limit {
 			chunks = append(chunks, items[start:i])
 			start, size = i, 0
 		}
@@ -387,7 +392,7 @@ func (s *bulkRun[T]) failAll(chunk []bulkItem, err error) {
 // runChunk applies one chunk and returns how many requests it sent.
 func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	chunk = slices.Clone(chunk)
-	sctx, end := StartSpan(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
+	sctx, end := spans.Start(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
 		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
 		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
@@ -410,12 +415,12 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			enc = append(enc, chunk[i].enc)
 		}
 		requests++
-		if err := gov.Wait(s.ctx, table, pk, len(enc)); err != nil {
+		if err := gov.wait(s.ctx, table, pk, len(enc)); err != nil {
 			s.failChunk(chunk, err)
 			return requests - 1
 		}
 		etags, err := s.w.t.submit(sctx, enc, send)
-		gov.Done(table, pk, len(enc), err)
+		gov.done(table, pk, len(enc), err)
 		if err == nil {
 			for i, it := range chunk {
 				s.res.ETags[it.index] = etags[i]
@@ -428,7 +433,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		case s.ctx.Err() != nil:
 			s.failChunk(chunk, s.ctx.Err())
 			return requests
-		case IsThrottled(err) || (isAmbiguous(err) && !refused):
+		case isThrottled(err) || (isAmbiguous(err) && !refused):
 			// Not applied (throttled), or perhaps applied (no answer):
 			// send the same transaction again with the same attempts
 			// record, so that a conflict its earlier try caused is
@@ -440,8 +445,8 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 				s.failChunk(chunk, err)
 				return requests
 			}
-			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", IsThrottled(err), "error", err)
-			if !IsThrottled(err) && !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", isThrottled(err), "error", err)
+			if !isThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests
 			}

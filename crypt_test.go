@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
@@ -88,7 +90,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	ring := newRing(t, "k1")
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
@@ -168,7 +170,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"Card", "Limit", "Ratio", "Flag", "Id"}}
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: enc})
 	if err != nil {
@@ -213,7 +215,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +267,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +302,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	ring := newRing(t, "k1")
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
@@ -414,21 +416,21 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := patient{Ward: "W1", ID: "002", Name: "Bea", SSN: "078-05-1121", Born: time.Date(1900, 1, 2, 3, 4, 5, 600, time.UTC),
 		Weight: 70.5, Allergies: []string{"pollen"}}
-	e, err := tbl.ToEntity(in)
+	e, err := core.ToEntity(tbl, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Properties["SSN"] != "078-05-1121" || e.Properties["Weight"] != 70.5 {
 		t.Fatalf("ToEntity: %v, want plaintext properties", e.Properties)
 	}
-	if _, err := tbl.Entities().Insert(ctx, e); err != nil {
+	if _, err := tbl.AsEntities().Insert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := rawProps(t, client, "W1", "002")
@@ -439,17 +441,17 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	if err != nil || typed.SSN != in.SSN || !typed.Born.Equal(in.Born) || typed.Weight != in.Weight {
 		t.Fatalf("typed read of what the Entities view wrote: %+v, %v", typed, err)
 	}
-	back, err := tbl.Entities().Get(ctx, "W1", "002")
+	back, err := tbl.AsEntities().Get(ctx, "W1", "002")
 	if err != nil || back.Properties["SSN"] != in.SSN {
 		t.Fatalf("Entities view read: %v, %v", back.Properties, err)
 	}
-	out, err := tbl.FromEntity(back)
+	out, err := core.FromEntity(tbl, back)
 	if err != nil || out.SSN != in.SSN || out.Name != in.Name || out.Allergies[0] != "pollen" || out.ETag == "" {
 		t.Fatalf("FromEntity: %+v, %v", out, err)
 	}
 	// A plain conversion still refuses the encrypted fields: it would
 	// leave them in clear with nothing to encrypt them.
-	if _, err := tablekit.EncodeEntity(in); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := tablekit.ToEntity(in); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("EncodeEntity of a struct with encrypt fields: %v", err)
 	}
 }

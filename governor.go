@@ -11,26 +11,19 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-)
-
-// Azure Table storage's published scalability targets (1 KiB entities).
-const (
-	// PartitionTarget is the entities per second one partition serves.
-	PartitionTarget = 2_000
-	// AccountTarget is the transactions (requests) per second one storage
-	// account serves.
-	AccountTarget = 20_000
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // GovernorOptions configures a [Governor]. A nil *GovernorOptions means
 // defaults.
 type GovernorOptions struct {
 	// PartitionRate is the most entities per second the Governor lets
-	// through to one partition (default PartitionTarget). It is a ceiling:
+	// through to one partition (default 2,000, Azure's target). It is a ceiling:
 	// the Governor starts there and backs off when the service throttles.
 	PartitionRate float64
 	// AccountRate is the most requests per second the Governor lets
-	// through to the account (default AccountTarget).
+	// through to the account (default 20,000, Azure's target).
 	AccountRate float64
 	// HotPartition is the fraction of PartitionRate at which the Governor
 	// warns, once a minute per partition, that a partition is hot: written
@@ -43,24 +36,28 @@ type GovernorOptions struct {
 	// logging). The Governor an Account makes logs to Options.Logger.
 	Logger *slog.Logger
 	// Clock tells the time (nil: time.Now).
-	Clock Clock
+	Clock func() time.Time
 }
 
 // Governor paces writes so that they stay within what the service
-// serves: the scalability targets of a partition and of an account, and
-// warns of a hot partition (see GovernorOptions.HotPartition). Each
+// serves: the scalability targets of a partition and of an account
+// (Azure's: 2,000 entities/s per partition, 20,000 requests/s per
+// account), and warns of a hot partition (see GovernorOptions). Each
 // partition and the account have a rate, as in a token bucket; a write
-// waits for its turn ([Governor.Wait]) and reports how it went
-// ([Governor.Done]). When the service throttles (503 ServerBusy, 500
-// OperationTimedOut, 429), the rate that was exceeded is cut (by 15%, at
-// most once per cool-down); every write that gets through raises it again
-// by a little, back up to its ceiling: additive increase, multiplicative
-// decrease, so that a writer settles just under what the service allows
-// rather than oscillating between half and all of it.
+// waits for its turn and reports how it went. When the service throttles
+// (503 ServerBusy, 500 OperationTimedOut, 429), the rate that was exceeded
+// is cut (by 15%, at most once per cool-down); every write that gets
+// through raises it again by a little, back up to its ceiling: additive
+// increase, multiplicative decrease, so that a writer settles just under
+// what the service allows rather than oscillating between half and all of
+// it.
 //
-// One Governor can serve many writers: BulkWriters, workers and transfer
-// jobs of one process that write to one account share it and so share the
-// account's budget. A Governor is safe for concurrent use.
+// Every write of a Table reports to its Account's Governor
+// ([Options].Governor); BulkWriters and the pattern packages' bulk paths
+// wait for their turn at it, and [Governor.Do] paces writes of your own.
+// One Governor can serve several Accounts of one process, which then share
+// one budget. The zero Governor is not usable: make one with NewGovernor.
+// A Governor is safe for concurrent use.
 type Governor struct {
 	opts   GovernorOptions
 	logger *slog.Logger
@@ -77,10 +74,10 @@ func NewGovernor(opts *GovernorOptions) *Governor {
 		o = *opts
 	}
 	if o.PartitionRate <= 0 {
-		o.PartitionRate = PartitionTarget
+		o.PartitionRate = limits.PartitionTarget
 	}
 	if o.AccountRate <= 0 {
-		o.AccountRate = AccountTarget
+		o.AccountRate = limits.AccountTarget
 	}
 	if o.HotPartition == 0 {
 		o.HotPartition = 0.8
@@ -180,11 +177,11 @@ func (p *pacer) grow(cost float64) bool {
 // partKey identifies a partition: its table and PartitionKey.
 type partKey struct{ table, pk string }
 
-// Wait blocks until a request writing entities entities to partition pk
+// wait blocks until a request writing entities entities to partition pk
 // of table may be sent, or ctx ends (then it returns ctx's error). Every
-// Wait that returns nil must be followed by a [Governor.Done].
-func (g *Governor) Wait(ctx context.Context, table, pk string, entities int) error {
-	now := g.opts.Clock.Now()
+// wait that returns nil must be followed by a done.
+func (g *Governor) wait(ctx context.Context, table, pk string, entities int) error {
+	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
 	p := g.parts[key]
@@ -197,18 +194,18 @@ func (g *Governor) Wait(ctx context.Context, table, pk string, entities int) err
 		at = a
 	}
 	g.mu.Unlock()
-	if d := at.Sub(now); d > 0 && !Sleep(ctx, d) {
-		g.Done(table, pk, entities, ctx.Err())
+	if d := at.Sub(now); d > 0 && !timing.Sleep(ctx, d) {
+		g.done(table, pk, entities, ctx.Err())
 		return ctx.Err()
 	}
 	return nil
 }
 
-// Throttled tells the Governor that a try of a request to partition pk of
+// throttled tells the Governor that a try of a request to partition pk of
 // table was throttled (err), as soon as it happens, also when the SDK is
 // about to retry it: the rates it exceeded are cut at once.
-func (g *Governor) Throttled(table, pk string, entities int, err error) {
-	now := g.opts.Clock.Now()
+func (g *Governor) throttled(table, pk string, entities int, err error) {
+	now := timing.Now(g.opts.Clock)
 	g.mu.Lock()
 	var cut bool
 	var rate float64
@@ -224,14 +221,14 @@ func (g *Governor) Throttled(table, pk string, entities int, err error) {
 	}
 }
 
-// Done reports the outcome of a request Wait let through: err is its
+// done reports the outcome of a request wait let through: err is its
 // error, or nil. A throttling error slows the partition down (see
-// Throttled); a request that got through lets the rates grow back.
-func (g *Governor) Done(table, pk string, entities int, err error) {
-	if IsThrottled(err) {
-		g.Throttled(table, pk, entities, err)
+// throttled); a request that got through lets the rates grow back.
+func (g *Governor) done(table, pk string, entities int, err error) {
+	if isThrottled(err) {
+		g.throttled(table, pk, entities, err)
 	}
-	now := g.opts.Clock.Now()
+	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
 	p := g.parts[key]
@@ -258,20 +255,23 @@ func (g *Governor) Done(table, pk string, entities int, err error) {
 }
 
 // Do runs write, a request writing entities entities to partition pk of
-// table, at the Governor's pace: it waits for the partition's turn (see
-// Wait), runs write, and reports its outcome (see Done). It returns
-// write's error, or ctx's if it ended while waiting.
+// table, at the Governor's pace: it waits for the partition's turn, runs
+// write, and reports its outcome: a throttled write (an error matching
+// [ErrThrottled], or the Azure SDK's error of a 503, a 429 or a 500
+// OperationTimedOut) slows the partition down, one that got through lets
+// its rate grow back. It returns write's error, or ctx's if it ended while
+// waiting.
 //
 // Every throttled try of a write made through a [Table] is reported to
 // the Table's Governor as it happens, also those the SDK then retries:
 // when g is that Governor (for a Table opened through an Account, the
 // Account's, by default), it learns of them before write returns.
 func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write func(ctx context.Context) error) error {
-	if err := g.Wait(ctx, table, pk, entities); err != nil {
+	if err := g.wait(ctx, table, pk, entities); err != nil {
 		return err
 	}
 	err := write(ctx)
-	g.Done(table, pk, entities, err)
+	g.done(table, pk, entities, err)
 	return err
 }
 
@@ -280,7 +280,7 @@ func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write
 // warns once a minute per partition when the partition's write rate is
 // over the HotPartition fraction of its ceiling.
 func (g *Governor) wrote(table, pk string, entities int) {
-	now := g.opts.Clock.Now()
+	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
 	p := g.parts[key]
@@ -318,9 +318,9 @@ func (g *Governor) sweep(now time.Time) {
 	}
 }
 
-// Rate returns the entities per second the Governor now lets through to
+// rate returns the entities per second the Governor now lets through to
 // partition pk of table.
-func (g *Governor) Rate(table, pk string) float64 {
+func (g *Governor) rate(table, pk string) float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if p := g.parts[partKey{table, pk}]; p != nil {
@@ -329,18 +329,11 @@ func (g *Governor) Rate(table, pk string) float64 {
 	return g.opts.PartitionRate
 }
 
-// IsThrottled reports whether err says the service was too busy for the
-// request: 503 ServerBusy, 429, or 500 OperationTimedOut (which Azure
-// answers when a partition is over its target).
-func IsThrottled(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrThrottled) {
-		return true
-	}
-	var se *ServiceError
-	return errors.As(err, &se) && se.Code == "OperationTimedOut"
+// isThrottled reports whether err says the service was too busy for the
+// request (see ErrThrottled), also for an error of the Azure SDK that
+// tablekit has not wrapped (a write given to Governor.Do).
+func isThrottled(err error) bool {
+	return err != nil && errors.Is(wrapError("", "", "", "", err), ErrThrottled)
 }
 
 // accountBusy reports whether a throttling error names the account rather

@@ -32,7 +32,7 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 		return zero, withOp("Modify", err)
 	}
 	var err error
-	for range t.retry.Attempts(ctx) {
+	for range t.retry.attempts(ctx) {
 		// One read gives the value and the ETag it is conditional on.
 		e, found, rerr := t.readIfExists(ctx, "Modify", pk, rk)
 		if rerr != nil {

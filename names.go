@@ -15,11 +15,11 @@ const (
 	containerNameRule = "container names: 3-63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit (or $root, $logs, $web)"
 )
 
-// ValidateTableName checks name against the table service's rules: 3 to 63
+// validateTableName checks name against the table service's rules: 3 to 63
 // ASCII letters and digits, starting with a letter, and not the reserved
 // name "tables". A bad name gives a *[ValidationError] that matches
 // [ErrInvalidKey] and says which rule failed.
-func ValidateTableName(name string) error {
+func validateTableName(name string) error {
 	bad := func(detail string, args ...any) error {
 		return &ValidationError{Limit: tableNameRule, Detail: "table name " + quoteForError(name) + " " + fmt.Sprintf(detail, args...), Err: ErrInvalidKey}
 	}
@@ -40,20 +40,20 @@ func ValidateTableName(name string) error {
 	return nil
 }
 
-// ValidateQueueName checks name against the queue service's rules: 3 to
+// validateQueueName checks name against the queue service's rules: 3 to
 // 63 lowercase ASCII letters, digits and hyphens, starting and ending with
 // a letter or digit, with no two hyphens in a row. A bad name gives a
 // *[ValidationError] that matches [ErrInvalidKey] and says which rule
 // failed.
-func ValidateQueueName(name string) error {
+func validateQueueName(name string) error {
 	return validateDNSName("queue", queueNameRule, name)
 }
 
-// ValidateContainerName checks name against the blob service's rules for
-// containers: as [ValidateQueueName], and also the special containers
+// validateContainerName checks name against the blob service's rules for
+// containers: as [validateQueueName], and also the special containers
 // "$root", "$logs" and "$web". A bad name gives a *[ValidationError] that
 // matches [ErrInvalidKey] and says which rule failed.
-func ValidateContainerName(name string) error {
+func validateContainerName(name string) error {
 	switch name {
 	case "$root", "$logs", "$web":
 		return nil

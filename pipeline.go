@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -78,7 +79,7 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if ws.gov != nil && err == nil {
 		switch {
 		case throttledResponse(resp):
-			ws.gov.Throttled(ws.table, ws.pk, ws.entities, WrapError(req.Raw().Method+" request", runtime.NewResponseError(resp)))
+			ws.gov.throttled(ws.table, ws.pk, ws.entities, wrapError(req.Raw().Method+" request", "", "", "", runtime.NewResponseError(resp)))
 		case resp.StatusCode < 300:
 			ws.gov.wrote(ws.table, ws.pk, ws.entities)
 		}
@@ -164,9 +165,9 @@ func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, t
 	if auth != nil {
 		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}
 	}
-	pl := runtime.NewPipeline("tablekit", tracerVersion, plOpts, &o)
+	pl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &o)
 	governed := o
 	governed.Retry = governedRetry(o.Retry)
-	gpl := runtime.NewPipeline("tablekit", tracerVersion, plOpts, &governed)
+	gpl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &governed)
 	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos})
 }

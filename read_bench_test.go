@@ -15,6 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // The read path, client side only: a point read, and one 1,000-entity
@@ -124,7 +126,7 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkQueryPage1000 reads one page of 1,000 entities into structs.
 // ns/entity is the time per entity.
 func BenchmarkQueryPage1000(b *testing.B) {
-	const n = tablekit.MaxPageSize
+	const n = limits.PageSize
 	tk, sdk := benchReadClients(b, newReplayReads(n))
 	want := tablekit.SampleEmployee20()
 	ctx := context.Background()
@@ -200,7 +202,7 @@ func sdkDecodeEmployee20(b *testing.B, data []byte) tablekit.Employee20 {
 		out.Born = time.Time(v)
 	}
 	if v, ok := p["Badge"].(aztables.EDMGUID); ok {
-		out.Badge, _ = tablekit.ParseGUID(string(v))
+		out.Badge, _ = core.ParseGUID(string(v))
 	}
 	if v, ok := p["Photo"].(aztables.EDMBinary); ok {
 		out.Photo = v

@@ -234,7 +234,7 @@ func (v *tableSASValues) signWithCredential(cred *aztables.SharedKeyCredential) 
 // table exists.
 func (a *Account) TableSASURL(table string, perms TablePermissions, expiry time.Time, opts *TableSASOptions) (_ string, err error) {
 	defer func() { err = withOp("TableSASURL", err) }()
-	if err := ValidateTableName(table); err != nil {
+	if err := validateTableName(table); err != nil {
 		return "", err
 	}
 	if opts == nil {
@@ -311,7 +311,7 @@ func (a *Account) tableSASValues(table string, perms TablePermissions, expiry ti
 // http queue endpoint (such as Azurite's): such a token could not be used.
 func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
 	defer func() { err = withOp("QueueSASURL", err) }()
-	if err := ValidateQueueName(queue); err != nil {
+	if err := validateQueueName(queue); err != nil {
 		return "", err
 	}
 	if opts == nil {
@@ -334,7 +334,7 @@ func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.
 	if !start.IsZero() {
 		o = &azqueue.GetSASURLOptions{StartTime: &start}
 	}
-	u, err := a.Queue(queue).GetSASURL(queuesas.QueuePermissions{Read: perms.Read, Add: perms.Add, Update: perms.Update, Process: perms.Process}, expiry, o)
+	u, err := a.queues.NewQueueClient(queue).GetSASURL(queuesas.QueuePermissions{Read: perms.Read, Add: perms.Add, Update: perms.Update, Process: perms.Process}, expiry, o)
 	if err != nil {
 		return "", sasError(queue, "cannot sign the SAS: %s", redactSecretText(err.Error()))
 	}
@@ -347,7 +347,7 @@ func (a *Account) QueueSASURL(queue string, perms QueuePermissions, expiry time.
 // account key.
 func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
 	defer func() { err = withOp("ContainerSASURL", err) }()
-	if err := ValidateContainerName(containerName); err != nil {
+	if err := validateContainerName(containerName); err != nil {
 		return "", err
 	}
 	start, expiry, err := a.checkBlobSAS(containerName, perms, expiry, opts)
@@ -358,7 +358,7 @@ func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, e
 	if !start.IsZero() {
 		o = &container.GetSASURLOptions{StartTime: &start}
 	}
-	u, err := a.Container(containerName).GetSASURL(blobsas.ContainerPermissions{
+	u, err := a.blobs.ServiceClient().NewContainerClient(containerName).GetSASURL(blobsas.ContainerPermissions{
 		Read: perms.Read, Add: perms.Add, Create: perms.Create, Write: perms.Write, Delete: perms.Delete, List: perms.List,
 	}, expiry, o)
 	if err != nil {
@@ -373,7 +373,7 @@ func (a *Account) ContainerSASURL(containerName string, perms BlobPermissions, e
 // The Account must have been opened with the account key.
 func (a *Account) BlobSASURL(containerName, blobName string, perms BlobPermissions, expiry time.Time, opts *SASOptions) (_ string, err error) {
 	defer func() { err = withOp("BlobSASURL", err) }()
-	if err := ValidateContainerName(containerName); err != nil {
+	if err := validateContainerName(containerName); err != nil {
 		return "", err
 	}
 	if blobName == "" || len(blobName) > 1024 {
@@ -390,7 +390,7 @@ func (a *Account) BlobSASURL(containerName, blobName string, perms BlobPermissio
 	if !start.IsZero() {
 		o = &blob.GetSASURLOptions{StartTime: &start}
 	}
-	u, err := a.Container(containerName).NewBlobClient(blobName).GetSASURL(blobsas.BlobPermissions{
+	u, err := a.blobs.ServiceClient().NewContainerClient(containerName).NewBlobClient(blobName).GetSASURL(blobsas.BlobPermissions{
 		Read: perms.Read, Add: perms.Add, Create: perms.Create, Write: perms.Write, Delete: perms.Delete,
 	}, expiry, o)
 	if err != nil {
@@ -480,7 +480,7 @@ func sasAccount(p *parsedSAS, opts *SASClientOptions, mk func(a *Account, table,
 		o = *opts.Client
 	}
 	o.PerRetryPolicies = append(append([]policy.Policy(nil), o.PerRetryPolicies...), redactPolicy{})
-	a := &Account{name: p.account, endpoints: Endpoints{Table: p.endpoint, Queue: p.endpoint, Blob: p.endpoint}}
+	a := &Account{name: p.account, endpoints: endpointURLs{Table: p.endpoint, Queue: p.endpoint, Blob: p.endpoint}}
 	err := a.build(&o, tablewire.NewSAS(p.token), func(table, queue, blob azcore.ClientOptions) error { return mk(a, table, queue, blob) })
 	if err != nil {
 		return sasError(p.shown, "cannot create the client: %s", redactSecretText(err.Error()))
@@ -500,7 +500,7 @@ func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (_ *Table[T], er
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateTableName(p.resource); err != nil {
+	if err := validateTableName(p.resource); err != nil {
 		return nil, err
 	}
 	if tn := p.tokenValue("tn"); tn != "" && !strings.EqualFold(tn, p.resource) {
@@ -527,7 +527,7 @@ func OpenTableSAS[T any](sasURL string, opts *SASClientOptions) (_ *Table[T], er
 // the URL and that the token has not expired; it does not contact the
 // service.
 func OpenQueueSAS(sasURL string, opts *SASClientOptions) (*azqueue.QueueClient, error) {
-	return openSAS("OpenQueueSAS", "queue", sasURL, opts, ValidateQueueName,
+	return openSAS("OpenQueueSAS", "queue", sasURL, opts, validateQueueName,
 		func(url string, _, queue, _ azcore.ClientOptions) (*azqueue.QueueClient, error) {
 			return azqueue.NewQueueClientWithNoCredential(url, &azqueue.ClientOptions{ClientOptions: queue})
 		})
@@ -538,7 +538,7 @@ func OpenQueueSAS(sasURL string, opts *SASClientOptions) (*azqueue.QueueClient, 
 // account key. It checks the URL and that the token has not expired; it
 // does not contact the service.
 func OpenContainerSAS(sasURL string, opts *SASClientOptions) (*container.Client, error) {
-	return openSAS("OpenContainerSAS", "container", sasURL, opts, ValidateContainerName,
+	return openSAS("OpenContainerSAS", "container", sasURL, opts, validateContainerName,
 		func(url string, _, _, blob azcore.ClientOptions) (*container.Client, error) {
 			return container.NewClientWithNoCredential(url, &container.ClientOptions{ClientOptions: blob})
 		})

@@ -35,7 +35,7 @@ type order struct {
 func newNamedTable(t *testing.T, acct *tablekit.Account) (string, *aztables.Client) {
 	t.Helper()
 	name := testenv.TableName(t)
-	client := acct.Table(name)
+	client := acct.Tables().NewClient(name)
 	if _, err := client.CreateTable(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestTableSASScopedToPartition(t *testing.T) {
 	}
 
 	// The client side: no account key, only the URL.
-	meter := tablekit.NewMeter()
+	meter := new(tablekit.Meter)
 	alice, err := tablekit.OpenTableSAS[order](sasURL, &tablekit.SASClientOptions{Client: &tablekit.Options{Meter: meter}})
 	if err != nil {
 		t.Fatal(err)
@@ -203,10 +203,10 @@ func TestBlobAndQueueSAS(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	cname := testenv.ContainerName(t)
-	if _, err := acct.Container(cname).Create(ctx, nil); err != nil {
+	if _, err := acct.Blobs().ServiceClient().NewContainerClient(cname).Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { acct.Container(cname).Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Blobs().ServiceClient().NewContainerClient(cname).Delete(context.Background(), nil) })
 
 	upload, err := acct.ContainerSASURL(cname, tablekit.BlobPermissions{Create: true, Write: true, List: true}, time.Now().Add(time.Hour), nil)
 	if err != nil {

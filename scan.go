@@ -30,8 +30,8 @@ const (
 	RefuseTableScans
 )
 
-// String returns the policy's name, e.g. "LogTableScans".
-func (p TableScanPolicy) String() string {
+// name returns the policy's name, e.g. "LogTableScans".
+func (p TableScanPolicy) name() string {
 	if names := [...]string{LogTableScans: "LogTableScans", AllowTableScans: "AllowTableScans", RefuseTableScans: "RefuseTableScans"}; int(p) < len(names) {
 		return names[p]
 	}
@@ -45,7 +45,7 @@ var ErrTableScan = fmt.Errorf("tablekit: table scan refused: %w", ErrInvalidInpu
 // validate checks that p is one of the policies.
 func (p TableScanPolicy) validate(table string) error {
 	if p > RefuseTableScans {
-		return &ValidationError{Op: "OpenTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.String(), Err: ErrInvalidInput}
+		return &ValidationError{Op: "OpenTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.name(), Err: ErrInvalidInput}
 	}
 	return nil
 }

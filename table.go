@@ -11,7 +11,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // TableOptions configures a [Table]: only what is the table's own. The
@@ -29,7 +31,7 @@ type TableOptions struct {
 
 	// Retry says how often [Table.Modify] reads and tries again when
 	// another writer changed the entity in between; the zero value means
-	// [DefaultConflictRetry].
+	// 30 attempts, 10 ms to 1 s apart.
 	Retry RetryPolicy
 }
 
@@ -75,7 +77,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if acct == nil || acct.wire == nil || acct.tables == nil {
 		return nil, &ValidationError{Detail: "nil or zero *Account (make one with Open or OpenWithCredential)", Err: ErrInvalidInput}
 	}
-	if err := ValidateTableName(name); err != nil {
+	if err := validateTableName(name); err != nil {
 		return nil, err
 	}
 	o := TableOptions{}
@@ -85,7 +87,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if err := o.TableScans.validate(name); err != nil {
 		return nil, err
 	}
-	if err := o.Retry.Validate("OpenTable"); err != nil {
+	if err := o.Retry.validate("OpenTable"); err != nil {
 		return nil, err
 	}
 	t := &Table[T]{
@@ -96,8 +98,8 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		scans:    o.TableScans,
 		logger:   acct.logger,
 		governor: acct.governor,
-		tracer:   newTracer(acct.tracing, "Microsoft.Tables"),
-		retry:    o.Retry.WithDefaults(DefaultConflictRetry),
+		tracer:   spans.NewTracer(acct.tracing, "Microsoft.Tables"),
+		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
@@ -123,10 +125,14 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	return t, nil
 }
 
-// Client returns the SDK's client of the table, for what tablekit leaves
-// to the SDK (access policies, ...; see [Account.Tables]). It shares the
-// Account's options, credential and policies.
-func (t *Table[T]) Client() *aztables.Client { return t.admin }
+// usable returns the error of a Table not made by OpenTable (a nil or
+// zero *Table), else nil.
+func (t *Table[T]) usable() error {
+	if t == nil || t.wire == nil {
+		return &ValidationError{Detail: "nil or zero *Table (make one with tablekit.OpenTable)", Err: ErrInvalidInput}
+	}
+	return nil
+}
 
 // Name returns the table's name.
 func (t *Table[T]) Name() string { return t.name }
@@ -139,7 +145,7 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 		if errors.As(err, &re) && re.ErrorCode == string(aztables.TableAlreadyExists) {
 			return nil
 		}
-		return WrapError("CreateTable", err)
+		return t.wrap("CreateTable", "", "", err)
 	}
 	return nil
 }
@@ -148,7 +154,7 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 // matching ErrNotFound when the table does not exist.
 func (t *Table[T]) DeleteTable(ctx context.Context) error {
 	_, err := t.admin.Delete(ctx, nil)
-	return WrapError("DeleteTable", err)
+	return t.wrap("DeleteTable", "", "", err)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -192,11 +198,6 @@ func (t *Table[T]) keysOf(v *T) (string, string) {
 	rv := reflect.ValueOf(v).Elem()
 	return fieldByPath(rv, t.plan.pk).String(), fieldByPath(rv, t.plan.rk).String()
 }
-
-// ETagOf returns the ETag v carries: its field tagged `table:",etag"`
-// (the ETag field of an [Entity]), or "" when T has none. Code that is
-// generic over T uses it to make a write conditional on the version it read.
-func (t *Table[T]) ETagOf(v T) azcore.ETag { return t.etagOf(&v) }
 
 // etagOf returns v's ETag, or "" when T has no etag field.
 func (t *Table[T]) etagOf(v *T) azcore.ETag {
@@ -263,13 +264,13 @@ func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
 func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Insert", &Action[T]{Kind: ActionInsert, Value: v})
+	return t.write(ctx, "Insert", &Action[T]{kind: actInsert, value: v})
 }
 
 // Upsert inserts v, or replaces the stored entity with v's keys: the
 // entity then holds exactly v's properties. It returns the new ETag.
 func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Upsert", &Action[T]{Kind: ActionUpsert, Value: v})
+	return t.write(ctx, "Upsert", &Action[T]{kind: actUpsert, value: v})
 }
 
 // Update replaces the stored entity with v's keys by v if its ETag still
@@ -281,7 +282,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	return t.write(ctx, "Update", &Action[T]{Kind: ActionUpdate, Value: v, ETag: etag})
+	return t.write(ctx, "Update", &Action[T]{kind: actUpdate, value: v, etag: etag})
 }
 
 // Merge merges v's properties into the stored entity with v's keys: the
@@ -291,7 +292,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 // otherwise), and any other value requires that version
 // (ErrPreconditionFailed otherwise). It returns the new ETag.
 func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	return t.write(ctx, "Merge", &Action[T]{Kind: ActionMerge, Value: v, ETag: etag})
+	return t.write(ctx, "Merge", &Action[T]{kind: actMerge, value: v, etag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
@@ -307,7 +308,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	a := encodedAction{kind: ActionDelete, pk: pk, rk: rk, etag: etag}
+	a := encodedAction{kind: actDelete, pk: pk, rk: rk, etag: etag}
 	_, err = t.writeEncoded(ctx, "Delete", &a)
 	return err
 }
@@ -325,7 +326,7 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 	case errors.Is(err, ErrNotFound):
 		return false, nil
 	case errors.Is(err, ErrOutcomeUnknown):
-		if found, rerr := t.Exists(ctx, pk, rk); rerr == nil && !found {
+		if found, rerr := t.exists(ctx, pk, rk); rerr == nil && !found {
 			return false, nil
 		}
 	}
@@ -337,12 +338,12 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 	defer func() { err = withOp(op, err) }()
 	buf := getBuf()
 	defer putBuf(buf)
-	data, pk, rk, err := t.encode(*buf, &a.Value)
+	data, pk, rk, err := t.encode(*buf, &a.value)
 	*buf = data
 	if err != nil {
 		return "", err
 	}
-	ea := encodedAction{kind: a.Kind, pk: pk, rk: rk, etag: a.ETag, body: data}
+	ea := encodedAction{kind: a.kind, pk: pk, rk: rk, etag: a.etag, body: data}
 	return t.writeEncoded(ctx, op, &ea)
 }
 
@@ -353,13 +354,13 @@ func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction
 	var etag azcore.ETag
 	var err error
 	switch a.kind {
-	case ActionInsert:
+	case actInsert:
 		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
-	case ActionUpsert, ActionUpdate, ActionMerge:
+	case actUpsert, actUpdate, actMerge:
 		// Without If-Match (an upsert, a merge with etag "") the service
 		// inserts or replaces (merges).
-		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == ActionMerge, a.etag, call)
-	case ActionDelete:
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == actMerge, a.etag, call)
+	case actDelete:
 		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
 	}
 	if err != nil {
@@ -391,16 +392,14 @@ func describeKeys(table, pk, rk string) string {
 	return b.String()
 }
 
-// Governor returns the Governor that paces the table's bulk writes: its
-// Account's (see [Options].Governor).
-func (t *Table[T]) Governor() *Governor { return t.governor }
-
-// Entities returns a view of the same table as property bags: the same
-// clients, name, encryption, tracing, Cosmos mode, table-scan policy,
-// logger and Governor. Pattern packages that store a shape other than T (parts, blob
+// AsEntities returns the same table, read and written as property bags
+// ([Entity]): the same Account, name, encryption and table-scan policy.
+// Read a table of several kinds of entity through it, or write some
+// properties of a T ([Table.Merge] of an Entity holding only those).
+// Pattern packages that store a shape other than T (parts, blob
 // references, counters) build on it, so users pass the *Table[T] they
 // already have.
-func (t *Table[T]) Entities() *Table[Entity] {
+func (t *Table[T]) AsEntities() *Table[Entity] {
 	return &Table[Entity]{
 		wire:     t.wire,
 		admin:    t.admin,

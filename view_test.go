@@ -25,8 +25,8 @@ func TestDeleteActionNeedsETag(t *testing.T) {
 	if sent := acct.Meter().Snapshot().Sub(before).Total(); sent != 0 {
 		t.Errorf("%d requests sent for a refused action", sent)
 	}
-	if ok, err := tbl.Exists(ctx, "p", "a"); err != nil || !ok {
-		t.Errorf("entity after a refused delete: exists=%v, %v", ok, err)
+	if n, err := tbl.Count(ctx, tablekit.PointQuery("p", "a")); err != nil || n != 1 {
+		t.Errorf("entity after a refused delete: count=%d, %v", n, err)
 	}
 }
 
@@ -35,7 +35,7 @@ func TestDeleteActionNeedsETag(t *testing.T) {
 func TestTableEntitiesView(t *testing.T) {
 	ctx := context.Background()
 	_, tbl := newWireItems(t)
-	bags := tbl.Entities()
+	bags := tbl.AsEntities()
 	if bags.Name() != tbl.Name() {
 		t.Errorf("view name %q, table name %q", bags.Name(), tbl.Name())
 	}

@@ -71,7 +71,7 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 		case 3:
 			acts = append(acts, tablekit.UpdateAction(v, etags[i]))
 		case 4:
-			acts = append(acts, tablekit.Action[wireItem]{Kind: tablekit.ActionDelete, Value: v, ETag: etags[i]})
+			acts = append(acts, tablekit.DeleteAction(v, etags[i]))
 		}
 	}
 	etags2, err := tbl.Transaction(ctx, acts...)
@@ -138,7 +138,7 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 
 func getETag(t *testing.T, tbl *tablekit.Table[wireItem], pk, rk string) azcore.ETag {
 	t.Helper()
-	e, err := tbl.Entities().Get(context.Background(), pk, rk)
+	e, err := tbl.AsEntities().Get(context.Background(), pk, rk)
 	if err != nil {
 		t.Fatalf("get %q/%q: %v", pk, rk, err)
 	}
@@ -203,8 +203,8 @@ func TestSingleEntityAnyKey(t *testing.T) {
 				t.Fatalf("get %q/%q after delete: %v", pk, rk, err)
 			}
 			used := acct.Meter().Snapshot().Sub(meter)
-			for op, n := range map[string]int64{"InsertEntity": 1, "GetEntity": 3, "MergeEntity": 2, "UpdateEntity": 2, "DeleteEntity": 1} {
-				if got := used.Count(tablekit.ServiceTable, op); got != n {
+			for op, n := range map[string]int64{"InsertEntity": 1, "GetEntity": 2, "QueryEntities": 1, "MergeEntity": 2, "UpdateEntity": 2, "DeleteEntity": 1} {
+				if got := used.Count("table", op); got != n {
 					t.Errorf("%q/%q: %d %s requests, want %d (%s)", pk, rk, got, op, n, used)
 				}
 			}
@@ -235,14 +235,14 @@ func TestAdminClientSharesThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.DeleteTable(context.Background()) })
-	if _, err := tbl.Client().GetAccessPolicy(ctx, nil); err != nil {
+	if _, err := acct.Tables().NewClient(name).GetAccessPolicy(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acct.Tables().NewListTablesPager(nil).NextPage(ctx); err != nil {
 		t.Fatal(err)
 	}
 	used := acct.Meter().Snapshot().Sub(before)
-	if used.Count(tablekit.ServiceTable, "CreateTable") != 1 || used.Count(tablekit.ServiceTable, "QueryTables") != 1 || used.Total() != 3 {
+	if used.Count("table", "CreateTable") != 1 || used.Count("table", "QueryTables") != 1 || used.Total() != 3 {
 		t.Errorf("the Meter saw %s, want CreateTable, QueryTables and the access policy read", used)
 	}
 	if seen.Load() != 3 {

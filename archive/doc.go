@@ -89,7 +89,7 @@
 // never answers delays a message, it does not strand it.
 //
 // The worker adapts to throttling: a handler that fails with a throttling
-// error (tablekit.IsThrottled) halves the number of handlers it runs at
+// error (tablekit.ErrThrottled) halves the number of handlers it runs at
 // once, and runs of successes raise it again by one, up to Concurrency
 // (see [WorkerOptions].Concurrency). The message itself is retried like
 // any failed one.

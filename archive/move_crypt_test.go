@@ -79,7 +79,7 @@ func TestMoveEncryptedEntities(t *testing.T) {
 		return v, nil
 	}}
 	queue := testenv.NewQueue(t, acct)
-	poison := acct.Queue(testenv.QueueName(t))
+	poison := acct.Queues().NewQueueClient(testenv.QueueName(t))
 	t.Cleanup(func() { poison.Delete(context.Background(), nil) })
 	client, err := archive.NewClient(queue, nil, nil)
 	if err != nil {

@@ -3,11 +3,12 @@ package archive_test
 import (
 	"context"
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -126,7 +127,7 @@ func TestRunWrongKeyIsPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWorker(bad.Queue(queueName(r.queue)), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.NewWorker(bad.Queues().NewQueueClient(queueName(r.queue)), archive.NewMux(), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -743,7 +743,7 @@ func TestBlobSteps(t *testing.T) {
 
 func TestRunMissingQueue(t *testing.T) {
 	r := newRig(t, nil)
-	w, err := archive.NewWorker(r.acct.Queue("no-such-queue-here"), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient("no-such-queue-here"), archive.NewMux(), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -762,7 +762,7 @@ func TestClockAndQueueAge(t *testing.T) {
 	const ahead = time.Hour
 	opts := r.workerOpts(t)
 	opts.Clock = func() time.Time { return time.Now().Add(ahead) }
-	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second, Jitter: tablekit.NoJitter}
+	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second} // randomised up to 1 s; the queue rounds it up to 1 s
 	var attempts []time.Time
 	var mu sync.Mutex
 	h := archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -275,7 +276,7 @@ type interIndex[T any] struct {
 
 // NewInter returns an Inter over the entities of table with the given
 // indexes. It reads and writes the entities through table itself and its
-// property-bag view (table.Entities()), so they keep table's client-side
+// property-bag view (table.AsEntities()), so they keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
 // kept in the entities' table use that view too.
 //
@@ -298,8 +299,8 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if o.Delay < 0 || o.InsertHorizon < 0 {
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	enc := table.EncryptedProperties()
-	ix := &Inter[T]{table: table, raw: table.Entities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
+	enc := core.EncryptedProperties(table)
+	ix := &Inter[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 				p, _ := keys.Compound(idx.Name)
 				ix.reserved = append(ix.reserved, p)
 			}
-			if missing := unencrypted(enc, idx.Properties, ii.copies.EncryptedProperties()); len(missing) > 0 {
+			if missing := unencrypted(enc, idx.Properties, core.EncryptedProperties(ii.copies)); len(missing) > 0 {
 				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
 					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
 					Err:    tablekit.ErrInvalidInput}
@@ -385,7 +386,7 @@ func unencrypted(enc, props, have []string) []string {
 
 // probe refuses entity types the index copies cannot be made of.
 func probe[T any](op string, table *tablekit.Table[T]) error {
-	if _, err := table.ToEntity(*new(T)); err != nil {
+	if _, err := core.ToEntity(table, *new(T)); err != nil {
 		return withOp(op, fmt.Errorf("index: cannot index %T: %w", *new(T), err))
 	}
 	return nil
@@ -522,7 +523,7 @@ func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
 
 // prepare checks v and returns its id.
 func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
-	e, err := ix.table.ToEntity(v)
+	e, err := core.ToEntity(ix.table, v)
 	if err != nil {
 		return ID{}, err
 	}
@@ -670,7 +671,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 		if !exists {
 			e = tablekit.Entity{PartitionKey: pk, RowKey: rk}
 		}
-		v, err := ix.table.FromEntity(e)
+		v, err := core.FromEntity(ix.table, e)
 		if err != nil {
 			return false, err
 		}
@@ -678,7 +679,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 			fnErr = err
 			return false, err
 		}
-		ne, err := ix.table.ToEntity(v)
+		ne, err := core.ToEntity(ix.table, v)
 		if err != nil {
 			return false, err
 		}
@@ -699,7 +700,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 			return lost, err
 		}
 		ne.ETag = etag
-		out, err = ix.table.FromEntity(ne)
+		out, err = core.FromEntity(ix.table, ne)
 		return false, err
 	})
 	if fnErr != nil {
@@ -799,7 +800,7 @@ func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current
 	if err != nil {
 		return nil, err
 	}
-	v, err := ix.table.FromEntity(e)
+	v, err := core.FromEntity(ix.table, e)
 	if err != nil {
 		return nil, err
 	}
@@ -889,7 +890,7 @@ const syncOp = "Inter.Sync"
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
 func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
-	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Inter.Sync",
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Inter.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
@@ -1101,7 +1102,7 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 	delete(e.Properties, PrimaryPartitionKeyProperty)
 	delete(e.Properties, PrimaryRowKeyProperty)
 	delete(e.Properties, PrimaryETagProperty)
-	v, err := table.FromEntity(e)
+	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
 }
 

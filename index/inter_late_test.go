@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -159,7 +160,7 @@ func TestInterInsertLandingAfterSafetyNet(t *testing.T) {
 		handled <- struct{}{}
 		return err
 	})
-	w, err := archive.NewWorker(r.acct.Queue(r.queue), h, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.acct.Queue(r.poison)})
+	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient(r.queue), h, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.acct.Queues().NewQueueClient(r.poison)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestPartitionListMoves(t *testing.T) {
 	if _, err := f.ix.Update(ctx, next, prev.ETag); err != nil {
 		t.Fatal(err)
 	}
-	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 4 || cost.Count(tablekit.ServiceTable, "Transaction") != 1 {
+	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 4 || cost.Count("table", "Transaction") != 1 {
 		t.Errorf("moving an id cost %v, want a read of the employee, 2 index entity reads and 1 transaction", cost)
 	}
 	got, _ = f.ix.IDs(ctx, "Sales", "lastname", "Jones")
@@ -108,7 +108,7 @@ func TestPartitionListContention(t *testing.T) {
 	}
 	wg.Wait()
 	cost := f.acct.Meter().Snapshot()
-	t.Logf("%d inserts took %d transactions: %d lost an ETag race and were retried", writers*each, cost.Count(tablekit.ServiceTable, "Transaction"), cost.Count(tablekit.ServiceTable, "Transaction")-writers*each)
+	t.Logf("%d inserts took %d transactions: %d lost an ETag race and were retried", writers*each, cost.Count("table", "Transaction"), cost.Count("table", "Transaction")-writers*each)
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

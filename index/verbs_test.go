@@ -253,7 +253,7 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 // A BlobList says which container holds its lists.
 func TestBlobListContainerName(t *testing.T) {
 	acct := testenv.Account(t, nil)
-	l, err := index.NewBlobList(acct.Container("employee-lists"), nil)
+	l, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,13 @@ package logtail_test
 import (
 	"context"
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
@@ -42,7 +43,7 @@ func TestAppendLostAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := tc.cfg
-			cfg.Services, cfg.Operations = []string{tablekit.ServiceTable}, []string{"InsertEntity"}
+			cfg.Services, cfg.Operations = []string{"table"}, []string{"InsertEntity"}
 			inj, err := chaos.New(1, &cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -3,12 +3,13 @@ package otelkit_test
 import (
 	"context"
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -184,7 +185,7 @@ func TestWorkerMessageSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	poison := acct.Queue(archive.PoisonQueueName(queue))
+	poison := acct.Queues().NewQueueClient(archive.PoisonQueueName(queue))
 	if _, err := poison.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestWorkerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	t.Cleanup(func() { acct.Queue(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Queues().NewQueueClient(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
 
 	// "ok" succeeds, "flaky" fails its first attempt, "bad" fails
 	// permanently (poisoned), "hold" blocks until released.

@@ -44,7 +44,7 @@
 //
 // Every constructor takes the application's own *tablekit.Table[T] (for
 // [PeriodTables], the *tablekit.Account its tables are created in) and
-// stores through its property-bag view, [tablekit.Table.Entities]: the
+// stores through its property-bag view, [tablekit.Table.AsEntities]: the
 // pattern's physical entities keep the table's client-side encryption,
 // tracing, logger, governor and Cosmos DB mode. Wide and Large store T
 // itself; Series, Stream, Mixed and Denormalizer decide their own shapes,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -136,15 +137,15 @@ func Register[T any](r *Registry, kind string, version int) error {
 		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
 	}
 	var zero T
-	if _, err := tablekit.EncodeEntity(zero); err != nil {
+	if _, err := core.Encode(zero); err != nil {
 		return withOp("patterns.Register", err)
 	}
 	kv := kindVersion{kind, version}
 	info := &kindInfo{
 		kindVersion: kv,
 		typ:         typ,
-		decode:      func(e tablekit.Entity) (any, error) { return tablekit.Decode[T](e) },
-		encode:      func(v any) (tablekit.Entity, error) { return tablekit.EncodeEntity(v.(T)) },
+		decode:      func(e tablekit.Entity) (any, error) { return core.Decode[T](e) },
+		encode:      func(v any) (tablekit.Entity, error) { return core.Encode(v.(T)) },
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -242,7 +243,10 @@ func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
 			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
 		}
 	}
-	e.Set(r.prop, TypeValue(info.kind, info.version))
+	if e.Properties == nil {
+		e.Properties = map[string]any{}
+	}
+	e.Properties[r.prop] = TypeValue(info.kind, info.version)
 	return e, nil
 }
 
@@ -269,14 +273,14 @@ type Mixed struct {
 }
 
 // NewMixed returns a Mixed over table, decoding with reg. It uses table's
-// property-bag view (table.Entities(): the entities keep table's
+// property-bag view (table.AsEntities(): the entities keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode); E, the
 // table's type, does not matter.
 func NewMixed[E any](table *tablekit.Table[E], reg *Registry) (*Mixed, error) {
 	if table == nil || reg == nil {
 		return nil, &tablekit.ValidationError{Op: "patterns.NewMixed", Detail: "nil table or registry", Err: tablekit.ErrInvalidInput}
 	}
-	return &Mixed{table: table.Entities(), reg: reg}, nil
+	return &Mixed{table: table.AsEntities(), reg: reg}, nil
 }
 
 // Registry returns the Mixed's Registry.
@@ -421,7 +425,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
 				continue
 			}
-			t, err := tablekit.Decode[T](e)
+			t, err := core.Decode[T](e)
 			if !yield(t, withOp(op, err)) || err != nil {
 				return
 			}
@@ -442,11 +446,11 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	const op = "Mixed.Transaction"
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		e, err := m.reg.encode(op, a.Value)
+		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
 		if err != nil {
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
-		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Value: e, ETag: a.ETag}
+		conv[i] = c
 	}
 	etags, err := m.table.Transaction(ctx, conv...)
 	return etags, withOp(op, err)

@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -27,13 +29,13 @@ type largeRace struct {
 func newLargeRace(t *testing.T, after bool, match func(blobs string, r *http.Request) bool, optsA, optsB *patterns.LargeOptions) *largeRace {
 	t.Helper()
 	acctB := testenv.Account(t, nil)
-	blobs := acctB.Endpoints().Blob
+	blobs := chaos.EndpointsOf(acctB).Blob
 	g := newGate(after, func(r *http.Request) bool { return match(blobs, r) })
 	tblB := namedTable(t, acctB)
 	contB := testenv.NewContainer(t, acctB)
 	acctA := gatedAccount(t, g)
 	tblA := openEntityTable(t, acctA, tblB.Name())
-	contA := acctA.Container(containerName(contB.URL()))
+	contA := acctA.Blobs().ServiceClient().NewContainerClient(containerName(contB.URL()))
 	a, err := patterns.NewLarge(typed[Doc](t, tblA), contA, optsA)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +271,7 @@ func (p *loseAnswer) Do(req *policy.Request) (*http.Response, error) {
 func TestLargeUploadAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	blobs := testenv.Account(t, nil).Endpoints().Blob
+	blobs := chaos.EndpointsOf(testenv.Account(t, nil)).Blob
 	lose := &loseAnswer{match: func(r *http.Request) bool { return isBlobUpload(blobs, r) }}
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	tbl := namedTable(t, acct)
@@ -306,7 +308,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 	cont := testenv.NewContainer(t, acct)
 	open := func(opts *patterns.LargeOptions) *patterns.Large[Doc] {
 		a := testenv.Account(t, nil)
-		l, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, a, tbl.Name())), a.Container(containerName(cont.URL())), opts)
+		l, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, a, tbl.Name())), a.Blobs().ServiceClient().NewContainerClient(containerName(cont.URL())), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +439,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 func TestLargeUpsertEntityAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	tables := testenv.Account(t, nil).Endpoints().Table
+	tables := chaos.EndpointsOf(testenv.Account(t, nil)).Table
 	acct, arm := lossAccount(t, func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.String(), tables) && !strings.Contains(r.URL.Path, "$batch") &&
 			!strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables") &&
@@ -502,7 +504,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	plain := testenv.Account(t, nil)
-	tables := plain.Endpoints().Table
+	tables := chaos.EndpointsOf(plain).Table
 	tblB := namedTable(t, plain)
 	contB := testenv.NewContainer(t, plain)
 	b, err := patterns.NewLarge(typed[Doc](t, tblB), contB, nil)
@@ -532,7 +534,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
 	})
 	acctA := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
-	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Container(containerName(contB.URL())), nil)
+	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Blobs().ServiceClient().NewContainerClient(containerName(contB.URL())), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

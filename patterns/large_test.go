@@ -5,15 +5,17 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -228,7 +230,7 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	name := testenv.TableName(t)
 	crash := &crashTableWrites{}
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{crash}, Retry: policy.RetryOptions{MaxRetries: -1}}})
-	crash.endpoint = acct.Endpoints().Table
+	crash.endpoint = chaos.EndpointsOf(acct).Table
 	tbl := openEntityTable(t, acct, name)
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)

@@ -510,7 +510,7 @@ func TestLargeSpillSpan(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = docs.DeleteTable(context.Background()) })
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge(docs, acct.Container(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
+	l, err := patterns.NewLarge(docs, acct.Blobs().ServiceClient().NewContainerClient(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // Mode says how imported or copied entities are written.
@@ -446,7 +448,7 @@ func (im *importer) advance() {
 
 func (im *importer) transactions() int64 {
 	if im.o.Meter != nil {
-		return im.o.Meter.Snapshot().Sub(im.meterStart).Service(tablekit.ServiceTable)
+		return im.o.Meter.Snapshot().Sub(im.meterStart).Service("table")
 	}
 	return im.res.Requests
 }
@@ -632,7 +634,7 @@ func splitCarry(items []importItem) (now, carry []importItem) {
 	}
 	keep := map[string]int{}
 	for pk, n := range count {
-		if r := n % tablekit.MaxTransactionActions; r != 0 {
+		if r := n % limits.TransactionActions; r != 0 {
 			keep[pk] = r
 		}
 	}
@@ -759,8 +761,7 @@ func (im *importer) write(ctx context.Context, items []importItem) error {
 		im.mark(it.seq, states[i])
 	}
 	im.advance()
-	var be *tablekit.BulkError
-	if err != nil && !errors.As(err, &be) {
+	if err != nil && !core.ItemsFailed(err) {
 		return err
 	}
 	if im.tooManyFailures() {
@@ -784,7 +785,7 @@ func (im *importer) lookup(ctx context.Context, items []importItem, idx []int) (
 // condition. Throttling, lost answers, skipped actions, context ends and
 // failures of the whole request are not.
 func settled(err error) bool {
-	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || tablekit.IsThrottled(err) ||
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || core.IsThrottled(err) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

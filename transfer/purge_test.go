@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -63,10 +64,10 @@ func TestPurgePartition(t *testing.T) {
 	}
 	// 750 entities: 8 transactions, although pages of 333 split the
 	// partition off the hundreds.
-	if n := d.Count(tablekit.ServiceTable, "Transaction"); n != 8 || res.DeleteTransactions != 8 {
+	if n := d.Count("table", "Transaction"); n != 8 || res.DeleteTransactions != 8 {
 		t.Errorf("%d transactions (result %d), want 8", n, res.DeleteTransactions)
 	}
-	if res.Pages != d.Count(tablekit.ServiceTable, "QueryEntities") || res.Transactions != d.Service(tablekit.ServiceTable) {
+	if res.Pages != d.Count("table", "QueryEntities") || res.Transactions != d.Service("table") {
 		t.Errorf("result counts %+v, Meter %v", res, d)
 	}
 	left := readAll(t, tbl)
@@ -284,10 +285,10 @@ func TestPurgeDefaultCost(t *testing.T) {
 		t.Fatalf("purge: %+v, %v", res, err)
 	}
 	d := acct.Meter().Snapshot().Sub(before)
-	pages, deletes := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction")
+	pages, deletes := d.Count("table", "QueryEntities"), d.Count("table", "Transaction")
 	// 3 pages from Azurite; Azure may cut pages short, and a partition's
 	// transactions still fill up across them.
-	if pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) || deletes != 30 || d.Service(tablekit.ServiceTable) != pages+30 || res.Probes != 0 {
+	if pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) || deletes != 30 || d.Service("table") != pages+30 || res.Probes != 0 {
 		t.Errorf("Meter %v (%d pages, %d transactions), result %+v; want 3 pages + 30 transactions, no probes", d, pages, deletes, res)
 	}
 }
@@ -351,7 +352,7 @@ func TestPurgeThrottled(t *testing.T) {
 // effect), and its Injector.
 func lostAnswers(t *testing.T, cfg chaos.Config, opts *tablekit.Options) (*tablekit.Account, *chaos.Injector) {
 	t.Helper()
-	cfg.Services = []string{tablekit.ServiceTable}
+	cfg.Services = []string{"table"}
 	inj, err := chaos.New(1, &cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -166,7 +168,7 @@ func TestImportResumes(t *testing.T) {
 			// The checkpoint is complete: resuming again sends nothing.
 			before := acct.Meter().Snapshot()
 			again, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
-			if d := acct.Meter().Snapshot().Sub(before); d.Count(tablekit.ServiceTable, "Transaction") != 0 {
+			if d := acct.Meter().Snapshot().Sub(before); d.Count("table", "Transaction") != 0 {
 				t.Errorf("resuming a finished import sent %v", d)
 			}
 			if mode != transfer.Insert && (err != nil || again.Skipped != int64(len(es)) || again.Written != int64(len(es))) {
@@ -438,7 +440,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	es := seedMany(t, src, 2, 600)
 	// The first transaction sent is answered 503 (a governed transaction
 	// is not retried by the SDK: the BulkWriter waits for the Governor).
-	inj, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	inj, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{"table"}, Operations: []string{"Transaction"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,14 +454,14 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 			Checkpoint: transfer.NewFileCheckpoint(path),
 			Scan:       transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}},
 		},
-		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.NoRetries},
+		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}},
 	}
 	res, err := transfer.Copy(ctx, src, dst, &opts)
 	t.Logf("first run: read %d, written %d, failed %d, complete %v: %v; %v", res.Read, res.Written, res.Failed, res.Complete, err, inj.Stats())
 	if inj.Stats().Faults() != 1 {
 		t.Fatalf("%d faults injected, want 1", inj.Stats().Faults())
 	}
-	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !tablekit.IsThrottled(res.Failures[0]) {
+	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !core.IsThrottled(res.Failures[0]) {
 		t.Fatalf("first run: %+v, %v; want 100 throttled failures and an incomplete copy", res, err)
 	}
 	opts.Resume = true
@@ -473,7 +475,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	// copy goes on past it and reports the failures.
 	inj.SetEnabled(false)
 	other := newTable(t, facct)
-	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{"table"}, Operations: []string{"Transaction"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -362,7 +363,7 @@ func TestTableCheckpointLostAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxFor(t)
 			cfg := tc.cfg
-			cfg.Services, cfg.Operations = []string{tablekit.ServiceTable}, []string{"UpdateEntity"}
+			cfg.Services, cfg.Operations = []string{"table"}, []string{"UpdateEntity"}
 			inj, err := chaos.New(1, &cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -49,7 +49,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 		if f.connection != "" {
 			return nil, usagef("--%ssas-url and --%sconnection-string exclude each other", f.prefix, f.prefix)
 		}
-		meter := tablekit.NewMeter()
+		meter := new(tablekit.Meter)
 		t, err := tablekit.OpenTableSAS[tablekit.Entity](f.sasURL, &tablekit.SASClientOptions{Client: &tablekit.Options{Meter: meter}})
 		if err != nil {
 			return nil, err

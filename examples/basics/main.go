@@ -86,7 +86,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// tagged omitempty), so to merge one property write it through the
 	// table's property-bag view.
 	email := tablekit.Entity{PartitionKey: "Sales", RowKey: "000223", Properties: map[string]any{"Email": "ada.l@contoso.com"}}
-	if _, err := emp.Entities().Merge(ctx, email, ""); err != nil {
+	if _, err := emp.AsEntities().Merge(ctx, email, ""); err != nil {
 		return err
 	}
 	merged, err := emp.Get(ctx, "Sales", "000223")

@@ -115,7 +115,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	switch {
 	case statusCode(err) == http.StatusForbidden:
 		fmt.Fprintln(out, "reading bob's order with alice's token: refused by the service (403)")
-	case err == nil && strings.HasPrefix(acct.Endpoints().Table, "http:"):
+	case err == nil && strings.HasPrefix(acct.Blobs().URL(), "http:"): // Azurite's endpoints are all http
 		fmt.Fprintln(out, "reading bob's order with alice's token succeeded: this account (Azurite, over http) does not enforce a token's range; Azure refuses it with 403 AuthorizationFailure")
 	case err == nil:
 		return errors.New("reading bob's order with alice's token succeeded: the service does not enforce the token's range")
@@ -156,10 +156,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 
 	// Blobs: an upload-only token for a container...
 	cname := "uploads-" + strings.ToLower(rand.Text()[:8])
-	if _, err := acct.Container(cname).Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateContainer", err)
+	if _, err := acct.Blobs().ServiceClient().NewContainerClient(cname).Create(ctx, nil); err != nil {
+		return fmt.Errorf("CreateContainer: %w", err)
 	}
-	defer acct.Container(cname).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Blobs().ServiceClient().NewContainerClient(cname).Delete(context.WithoutCancel(ctx), nil)
 	upload, err := acct.ContainerSASURL(cname, tablekit.BlobPermissions{Create: true, Write: true}, time.Now().Add(15*time.Minute), nil)
 	if err != nil {
 		return err
@@ -198,7 +198,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// for HTTPS only, so QueueSASURL refuses an http endpoint such as
 	// Azurite's.
 	qname := "orders-" + strings.ToLower(rand.Text()[:8])
-	if strings.HasPrefix(acct.Endpoints().Queue, "http:") {
+	if strings.HasPrefix(acct.Queues().URL(), "http:") {
 		_, err := acct.QueueSASURL(qname, tablekit.QueuePermissions{Add: true}, time.Now().Add(15*time.Minute), nil)
 		if err == nil {
 			return errors.New("QueueSASURL signed a token for an http queue endpoint")
@@ -206,10 +206,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		fmt.Fprintf(out, "queue tokens need an HTTPS queue endpoint, which this account lacks: %v\n", err)
 		return nil
 	}
-	if _, err := acct.Queue(qname).Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateQueue", err)
+	if _, err := acct.Queues().NewQueueClient(qname).Create(ctx, nil); err != nil {
+		return fmt.Errorf("CreateQueue: %w", err)
 	}
-	defer acct.Queue(qname).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Queues().NewQueueClient(qname).Delete(context.WithoutCancel(ctx), nil)
 	qurl, err := acct.QueueSASURL(qname, tablekit.QueuePermissions{Add: true}, time.Now().Add(15*time.Minute), nil)
 	if err != nil {
 		return err

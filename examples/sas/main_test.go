@@ -34,7 +34,7 @@ func TestRun(t *testing.T) {
 	} else {
 		want = append(want, "reading bob's order with alice's token succeeded: this account (Azurite, over http) does not enforce")
 	}
-	if strings.HasPrefix(acct.Endpoints().Queue, "http:") {
+	if strings.HasPrefix(acct.Queues().URL(), "http:") {
 		want = append(want, "queue tokens need an HTTPS queue endpoint, which this account lacks")
 	} else {
 		want = append(want, "a producer with an add-only queue token (sp=a ", "receiving with it is refused (403)")

@@ -17,12 +17,13 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -89,9 +90,9 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	}
 	queueName := "traced-" + strings.ToLower(suffix)
 	for _, name := range []string{queueName, archive.PoisonQueueName(queueName)} {
-		q := acct.Queue(name)
+		q := acct.Queues().NewQueueClient(name)
 		if _, err := q.Create(ctx, nil); err != nil {
-			return tablekit.WrapError("CreateQueue", err)
+			return fmt.Errorf("CreateQueue: %w", err)
 		}
 		defer q.Delete(context.WithoutCancel(ctx), nil)
 	}
@@ -121,10 +122,8 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(wctx) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for worker.Stats().Succeeded == 0 {
-		if time.Now().After(deadline) || !tablekit.Sleep(ctx, 20*time.Millisecond) {
-			break
-		}
+	for worker.Stats().Succeeded == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -2,13 +2,14 @@ package chaos
 
 import (
 	"context"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -95,7 +96,7 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 		return nil, err
 	}
 	o.PerCallPolicies = append(slices.Clone(o.PerCallPolicies), callPolicy{})
-	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), inj.Policy(probe.Endpoints()))
+	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), inj.Policy(EndpointsOf(probe)))
 	if isZeroRetry(o.Retry) {
 		o.Retry = FastRetry()
 	}
