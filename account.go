@@ -88,7 +88,9 @@ type endpointURLs struct {
 	Table, Queue, Blob string
 }
 
-// Account is a storage account. Its Tables ([OpenTable]) read and write
+// Account is a storage account, made by [Open] or [OpenWithCredential]
+// (the zero Account has no clients: OpenTable refuses it, and its client
+// getters return nil). Its Tables ([OpenTable]) read and write
 // entities through a Table service client of tablekit's own, and it hands
 // out the SDK's clients of its table (administration), queue and blob
 // services; all share one set of client options (credential, retries,
@@ -126,9 +128,10 @@ const (
 //   - a SAS: "TableEndpoint=...;QueueEndpoint=...;BlobEndpoint=...;SharedAccessSignature=sv=...&sig=...",
 //   - "UseDevelopmentStorage=true": Azurite on its standard ports 10000-10002.
 //
-// An invalid connection string gives an error matching [ErrInvalidInput]
-// that names the setting at fault; errors never contain the account key or
-// a SAS signature. Open does not contact the service.
+// An invalid connection string (or options) gives a *[ValidationError]
+// matching [ErrInvalidInput] that names the setting at fault; errors never
+// contain the account key or a SAS signature. Open does not contact the
+// service.
 func Open(connectionString string, opts *Options) (*Account, error) {
 	cs, err := parseConnectionString(connectionString)
 	if err != nil {
@@ -209,31 +212,32 @@ func clientsError(err error, cs *connString) error {
 		return nil
 	}
 	if errors.Is(err, ErrInvalidInput) {
-		return fmt.Errorf("tablekit: Open: %w", err) // refused options
+		return withOp("Open", err) // refused options
 	}
-	return fmt.Errorf("tablekit: cannot create storage clients: %s: %w", redactSecrets(err.Error(), cs), ErrInvalidInput)
+	return &ValidationError{Op: "Open", Detail: "cannot create storage clients: " + redactSecrets(err.Error(), cs), Err: ErrInvalidInput}
 }
 
 // OpenWithCredential opens the account accountName with a token
 // credential, usually azidentity's DefaultAzureCredential. Endpoints are
 // https://<accountName>.{table,queue,blob}.<suffix> unless opts overrides
-// them. It does not contact the service.
+// them. Bad input gives a *[ValidationError] matching [ErrInvalidInput]. It
+// does not contact the service.
 func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *Options) (*Account, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
 	if cred == nil {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: nil credential: %w", ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "cred", Detail: "nil credential", Err: ErrInvalidInput}
 	}
 	if problem := accountNameProblem(accountName); problem != "" {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "accountName", Detail: problem, Err: ErrInvalidInput}
 	}
 	suffix := opts.EndpointSuffix
 	if suffix == "" {
 		suffix = "core.windows.net"
 	}
 	if strings.ContainsAny(suffix, "/:?#@ ") {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: EndpointSuffix %q must be a DNS suffix such as core.windows.net: %w", suffix, ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "EndpointSuffix", Detail: fmt.Sprintf("EndpointSuffix %q must be a DNS suffix such as core.windows.net", suffix), Err: ErrInvalidInput}
 	}
 	eps := endpointURLs{
 		Table: "https://" + accountName + ".table." + suffix,
@@ -254,7 +258,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		}
 		ep, problem := checkEndpoint(o.name, o.override)
 		if problem != "" {
-			return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
+			return nil, &ValidationError{Op: "OpenWithCredential", Property: o.name, Detail: problem, Err: ErrInvalidInput}
 		}
 		*o.target = ep
 	}
@@ -272,7 +276,10 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: %w", err)
+		if !errors.Is(err, ErrInvalidInput) {
+			err = &ValidationError{Detail: "cannot create storage clients: " + err.Error(), Err: ErrInvalidInput}
+		}
+		return nil, withOp("OpenWithCredential", err)
 	}
 	return a, nil
 }
@@ -291,7 +298,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		policies []policy.Policy
 	}{{"PerCallPolicies", opts.PerCallPolicies}, {"PerRetryPolicies", opts.PerRetryPolicies}} {
 		if i := slices.Index(list.policies, nil); i >= 0 {
-			return fmt.Errorf("nil policy in Options.%s[%d]: %w", list.name, i, ErrInvalidInput)
+			return &ValidationError{Detail: fmt.Sprintf("nil policy in Options.%s[%d]", list.name, i), Err: ErrInvalidInput}
 		}
 	}
 	a.tracing = opts.TracingProvider
@@ -354,23 +361,46 @@ func newHTTPClient(loopback bool) *http.Client {
 	}}
 }
 
-// Meter returns the Meter that counts this Account's storage transactions.
-func (a *Account) Meter() *Meter { return a.meter }
+// Meter returns the Meter that counts this Account's storage transactions
+// (nil for an Account not made by Open or OpenWithCredential).
+func (a *Account) Meter() *Meter {
+	if a == nil {
+		return nil
+	}
+	return a.meter
+}
 
 // Tables returns the SDK's table service client, for what tablekit leaves
 // to the SDK: creating, deleting and listing tables, access policies,
 // service properties (Tables().NewClient(name) for one table). It shares
 // the Account's options, credential and policies (its requests are counted
-// by the Meter). Read and write entities with a [Table] ([OpenTable]).
-func (a *Account) Tables() *aztables.ServiceClient { return a.tables }
+// by the Meter). Read and write entities with a [Table] ([OpenTable]). It
+// is nil for an Account not made by Open or OpenWithCredential, as are the
+// queue and blob clients.
+func (a *Account) Tables() *aztables.ServiceClient {
+	if a == nil {
+		return nil
+	}
+	return a.tables
+}
 
 // Queues returns the SDK's queue service client (Queues().NewQueueClient(name)
 // for one queue), with the Account's options, credential and policies.
-func (a *Account) Queues() *azqueue.ServiceClient { return a.queues }
+func (a *Account) Queues() *azqueue.ServiceClient {
+	if a == nil {
+		return nil
+	}
+	return a.queues
+}
 
 // Blobs returns the SDK's blob client (Blobs().ServiceClient().NewContainerClient(name)
 // for one container), with the Account's options, credential and policies.
-func (a *Account) Blobs() *azblob.Client { return a.blobs }
+func (a *Account) Blobs() *azblob.Client {
+	if a == nil {
+		return nil
+	}
+	return a.blobs
+}
 
 // allLoopback reports whether every endpoint is on this machine.
 func (e endpointURLs) allLoopback() bool {
@@ -402,7 +432,7 @@ type connString struct {
 // connError reports a connection string problem. msg must not contain a
 // secret.
 func connError(msg string, args ...any) error {
-	return fmt.Errorf("tablekit: connection string: "+msg+": %w", append(args, ErrInvalidInput)...)
+	return &ValidationError{Op: "Open", Detail: "connection string: " + fmt.Sprintf(msg, args...), Err: ErrInvalidInput}
 }
 
 // connSettings are the settings a storage connection string may have, by

@@ -157,6 +157,9 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 // been applied, and not even the stored entities can tell, since another
 // writer may have stored the same content.
 func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
+	if err := t.usable(); err != nil {
+		return nil, withOp("Transaction", err)
+	}
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
 		return nil, withOp("Transaction", err)
@@ -174,7 +177,7 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Detail: "a transaction needs at least one action", Err: ErrInvalidInput}
 	}
 	if len(actions) > limits.TransactionActions {
-		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Detail: "too many actions", Err: ErrTooLarge}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Unit: "actions", Detail: "too many actions", Err: ErrTooLarge}
 	}
 	enc := make([]encodedAction, len(actions))
 	seen := make(map[string]int, len(actions))
@@ -210,7 +213,7 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 		if t.cosmos {
 			limit = "<= 2 MB per transaction on Azure Cosmos DB for Table"
 		}
-		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Detail: "transaction too large", Err: ErrTooLarge}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Unit: "bytes", Detail: "transaction too large", Err: ErrTooLarge}
 	}
 	return enc, nil
 }

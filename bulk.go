@@ -46,7 +46,9 @@ var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its tr
 // account shares its budget and what one learns about throttling carries
 // over to the next. It logs to the Account's Logger: a chunk sent again
 // after a throttle or a lost answer (debug), a chunk or its rest given up
-// (warn). It is safe for concurrent use.
+// (warn). It is safe for concurrent use. A BulkWriter not made by
+// [Table.BulkWriter] refuses every write with an error matching
+// [ErrInvalidInput].
 //
 // Actions that address the same entity take effect in the order given: a
 // transaction names each entity once, so the second action on an entity
@@ -106,6 +108,9 @@ func (e *bulkError) Unwrap() error { return e.first }
 
 // BulkWriter returns a writer for many actions at once.
 func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
+	if t.usable() != nil {
+		return &BulkWriter[T]{t: t} // its writes fail: see Write
+	}
 	o := BulkOptions{}
 	if opts != nil {
 		o = *opts
@@ -141,6 +146,9 @@ func (w *BulkWriter[T]) Insert(ctx context.Context, items []T) (BulkResult, erro
 // ErrNotFound. Build the actions with DeleteAction and call Write to give
 // each its own condition.
 func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, error) {
+	if w == nil || w.t.usable() != nil {
+		return w.Write(ctx, nil) // the error of an unusable writer
+	}
 	return w.each(ctx, items, func(v T) Action[T] {
 		etag := w.t.etagOf(&v)
 		if etag == "" {
@@ -188,6 +196,9 @@ type bulkPartition struct {
 // every item was tried it returns the context's error, and the items not
 // tried are in res.Failed with it.
 func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res BulkResult, err error) {
+	if w == nil || w.t.usable() != nil {
+		return BulkResult{}, &ValidationError{Op: "BulkWriter.Write", Detail: "a nil or zero *BulkWriter (make one with Table.BulkWriter of a Table made by OpenTable)", Err: ErrInvalidInput}
+	}
 	ctx, end := spans.Start(ctx, w.t.tracer, "BulkWriter.Write",
 		tracing.Attribute{Key: attrTable, Value: w.t.name},
 		tracing.Attribute{Key: attrActions, Value: len(actions)})

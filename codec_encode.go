@@ -44,6 +44,11 @@ func (s *encodeState) fail(prop, limit string, size int, detail string, sentinel
 	return &ValidationError{Entity: s.describe(), Property: prop, Limit: limit, Size: size, Detail: detail, Err: sentinel}
 }
 
+// tooLarge is fail for a size limit: size counts unit.
+func (s *encodeState) tooLarge(prop, limit string, size int, unit, detail string, sentinel error) error {
+	return &ValidationError{Entity: s.describe(), Property: prop, Limit: limit, Size: size, Unit: unit, Detail: detail, Err: sentinel}
+}
+
 func (s *encodeState) describe() string {
 	if s.entity == "" {
 		s.entity = s.pk + "/" + s.rk
@@ -68,7 +73,7 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
 	}
 	if s.cosmos && len(rk) > limits.CosmosRowKeyBytes {
-		return s.fail("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "RowKey too long", ErrInvalidKey)
+		return s.tooLarge("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "bytes", "RowKey too long", ErrInvalidKey)
 	}
 	return nil
 }
@@ -77,7 +82,7 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 func (s *encodeState) addProperty(name string, valueSize int) error {
 	s.props++
 	if s.props > limits.CustomProperties && !s.unchecked {
-		return s.fail("", fmt.Sprintf("<= %d custom properties", limits.CustomProperties), s.props, "too many properties", ErrTooLarge)
+		return s.tooLarge("", fmt.Sprintf("<= %d custom properties", limits.CustomProperties), s.props, "properties", "too many properties", ErrTooLarge)
 	}
 	s.size += 8 + 2*len(name) + valueSize
 	return nil
@@ -85,7 +90,7 @@ func (s *encodeState) addProperty(name string, valueSize int) error {
 
 func (s *encodeState) finish() error {
 	if s.size > limits.EntityBytes && !s.unchecked {
-		return s.fail("", "<= 1 MiB per entity", s.size, "entity too large", ErrTooLarge)
+		return s.tooLarge("", "<= 1 MiB per entity", s.size, "bytes", "entity too large", ErrTooLarge)
 	}
 	return nil
 }
@@ -332,7 +337,7 @@ func (s *encodeState) canonicalValue(name string, edm edmType, v any) (ev edmVal
 		}
 		n := utf16Len(str)
 		if 2*n > limits.PropertyBytes && !s.unchecked {
-			return ev, 0, false, s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
+			return ev, 0, false, s.tooLarge(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "bytes of UTF-16", "string too large", ErrTooLarge)
 		}
 		ev.str, ev.boxed = str, v
 		return ev, 4 + 2*n, true, nil
@@ -342,7 +347,7 @@ func (s *encodeState) canonicalValue(name string, edm edmType, v any) (ev edmVal
 			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		if len(b) > limits.PropertyBytes && !s.unchecked {
-			return ev, 0, false, s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
+			return ev, 0, false, s.tooLarge(name, "<= 64 KiB per property", len(b), "bytes", "binary value too large", ErrTooLarge)
 		}
 		ev.bin = b // never boxed: an Entity gets its own copy
 		return ev, 4 + len(b), true, nil

@@ -149,7 +149,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm edmType, v 
 		}
 		n := utf16Len(str)
 		if 2*n > limits.PropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
+			return dst[:mark], s.tooLarge(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "bytes of UTF-16", "string too large", ErrTooLarge)
 		}
 		valueSize = 4 + 2*n
 		dst = jsonw.AppendString(dst, str)
@@ -159,7 +159,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm edmType, v 
 			return dst[:mark], s.typeMismatch(name, edm, v)
 		}
 		if len(b) > limits.PropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
+			return dst[:mark], s.tooLarge(name, "<= 64 KiB per property", len(b), "bytes", "binary value too large", ErrTooLarge)
 		}
 		valueSize = 4 + len(b)
 		dst = append(dst, '"')

@@ -382,7 +382,7 @@ func (s *encodeState) appendEncrypted(dst []byte, name string, edm edmType, v an
 		return dst, s.fail(name, "", 0, "encryption: "+safeMessage(err), ErrInvalidInput)
 	}
 	if len(sealed) > limits.PropertyBytes {
-		return dst, s.fail(name, "<= 64 KiB per property (after encryption, which adds "+fmt.Sprint(len(sealed)-len(pt)+1)+" bytes)", len(sealed), "encrypted value too large", ErrTooLarge)
+		return dst, s.tooLarge(name, "<= 64 KiB per property (after encryption, which adds "+fmt.Sprint(len(sealed)-len(pt)+1)+" bytes)", len(sealed), "bytes", "encrypted value too large", ErrTooLarge)
 	}
 	dst = append(dst, ',')
 	dst = jsonw.AppendString(dst, name)

@@ -70,8 +70,13 @@ type ValidationError struct {
 	Property string
 	// Limit describes the rule that was broken, e.g. "<= 64 KiB per property".
 	Limit string
-	// Size is the measured size or count that broke a size limit, else 0.
+	// Size is the measured size or count that broke a size limit, else 0,
+	// in Unit.
 	Size int
+	// Unit is what Size counts, e.g. "bytes", "bytes of UTF-16" (a
+	// string's size: 2 bytes per UTF-16 code unit, as Azure measures it),
+	// "properties" or "actions"; "" when Size is a plain number.
+	Unit string
 	// Detail says more, for example which character is refused and where.
 	Detail string
 	// Err is the sentinel: ErrTooLarge, ErrInvalidKey or ErrInvalidInput.
@@ -96,7 +101,11 @@ func (e *ValidationError) Error() string {
 		msg += ": " + e.Detail
 	}
 	if e.Size > 0 {
-		msg += fmt.Sprintf(" (size %d)", e.Size)
+		msg += fmt.Sprintf(" (size %d", e.Size)
+		if e.Unit != "" {
+			msg += " " + e.Unit
+		}
+		msg += ")"
 	}
 	if e.Limit != "" {
 		msg += "; limit: " + e.Limit
@@ -245,12 +254,17 @@ func (e *ServiceError) Error() string {
 		msg += " " + e.target()
 	}
 	msg += ": "
-	if e.Code != "" {
+	switch {
+	case e.Code != "":
 		msg += e.Code
-	} else {
+	case http.StatusText(e.StatusCode) != "":
 		msg += http.StatusText(e.StatusCode)
+	default:
+		msg += "the service refused the request"
 	}
-	msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	if e.StatusCode != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	}
 	if e.sentinel == ErrOutcomeUnknown || e.unknown {
 		msg += "; the write may have been applied: an earlier try's answer was lost"
 	}
@@ -294,7 +308,10 @@ type RequestError struct {
 
 // Error names the operation and the transport's error.
 func (e *RequestError) Error() string {
-	msg := opname.Prefix(e.Op) + ": no answer from the service: " + e.Err.Error()
+	msg := opname.Prefix(e.Op) + ": no answer from the service"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
 	if e.unknown {
 		msg += "; the write may have been applied"
 	}

@@ -56,8 +56,8 @@ type GovernorOptions struct {
 // ([Options].Governor); BulkWriters and the pattern packages' bulk paths
 // wait for their turn at it, and [Governor.Do] paces writes of your own.
 // One Governor can serve several Accounts of one process, which then share
-// one budget. The zero Governor is not usable: make one with NewGovernor.
-// A Governor is safe for concurrent use.
+// one budget. The zero Governor is ready to use, with Azure's targets; a
+// Governor is safe for concurrent use.
 type Governor struct {
 	opts   GovernorOptions
 	logger *slog.Logger
@@ -69,22 +69,33 @@ type Governor struct {
 
 // NewGovernor returns a Governor with the given ceilings.
 func NewGovernor(opts *GovernorOptions) *Governor {
-	o := GovernorOptions{}
+	g := &Governor{}
 	if opts != nil {
-		o = *opts
+		g.opts = *opts
 	}
-	if o.PartitionRate <= 0 {
-		o.PartitionRate = limits.PartitionTarget
-	}
-	if o.AccountRate <= 0 {
-		o.AccountRate = limits.AccountTarget
-	}
-	if o.HotPartition == 0 {
-		o.HotPartition = 0.8
-	}
-	g := &Governor{opts: o, logger: o.Logger, parts: map[partKey]*pacer{}}
-	g.account = newPacer(o.AccountRate)
+	g.logger = g.opts.Logger
+	g.init()
 	return g
+}
+
+// init applies the defaults to the options of a Governor not made by
+// NewGovernor (the zero Governor, whose defaults are Azure's), once. The
+// caller holds mu, or is NewGovernor.
+func (g *Governor) init() {
+	if g.account != nil {
+		return
+	}
+	if g.opts.PartitionRate <= 0 {
+		g.opts.PartitionRate = limits.PartitionTarget
+	}
+	if g.opts.AccountRate <= 0 {
+		g.opts.AccountRate = limits.AccountTarget
+	}
+	if g.opts.HotPartition == 0 {
+		g.opts.HotPartition = 0.8
+	}
+	g.parts = map[partKey]*pacer{}
+	g.account = newPacer(g.opts.AccountRate)
 }
 
 // log returns the Governor's logger: GovernorOptions.Logger, else
@@ -184,6 +195,7 @@ func (g *Governor) wait(ctx context.Context, table, pk string, entities int) err
 	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
 	p := g.parts[key]
 	if p == nil {
 		p = newPacer(g.opts.PartitionRate)
@@ -207,6 +219,7 @@ func (g *Governor) wait(ctx context.Context, table, pk string, entities int) err
 func (g *Governor) throttled(table, pk string, entities int, err error) {
 	now := timing.Now(g.opts.Clock)
 	g.mu.Lock()
+	g.init()
 	var cut bool
 	var rate float64
 	if p := g.parts[partKey{table, pk}]; p != nil {
@@ -231,6 +244,7 @@ func (g *Governor) done(table, pk string, entities int, err error) {
 	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
 	p := g.parts[key]
 	recovered := false
 	var rate float64
@@ -267,6 +281,12 @@ func (g *Governor) done(table, pk string, entities int, err error) {
 // when g is that Governor (for a Table opened through an Account, the
 // Account's, by default), it learns of them before write returns.
 func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write func(ctx context.Context) error) error {
+	switch {
+	case g == nil:
+		return &ValidationError{Op: "Governor.Do", Detail: "a nil *Governor (make one with NewGovernor, or use the zero Governor)", Err: ErrInvalidInput}
+	case write == nil:
+		return &ValidationError{Op: "Governor.Do", Property: "write", Detail: "nil write function", Err: ErrInvalidInput}
+	}
 	if err := g.wait(ctx, table, pk, entities); err != nil {
 		return err
 	}
@@ -283,6 +303,7 @@ func (g *Governor) wrote(table, pk string, entities int) {
 	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
 	p := g.parts[key]
 	if p == nil {
 		if len(g.parts) >= governorMaxIdle {
@@ -322,6 +343,7 @@ func (g *Governor) sweep(now time.Time) {
 // partition pk of table.
 func (g *Governor) rate(table, pk string) float64 {
 	g.mu.Lock()
+	g.init()
 	defer g.mu.Unlock()
 	if p := g.parts[partKey{table, pk}]; p != nil {
 		return p.rate

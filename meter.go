@@ -70,6 +70,9 @@ func load(counts *sync.Map) map[meterKey]int64 {
 // Snapshot returns the counts so far. Counts keep growing afterwards: use
 // [MeterSnapshot.Sub] to get what happened between two snapshots.
 func (m *Meter) Snapshot() MeterSnapshot {
+	if m == nil {
+		return MeterSnapshot{}
+	}
 	return MeterSnapshot{counts: load(&m.counts), retries: load(&m.retries), throttled: load(&m.throttled)}
 }
 

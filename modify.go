@@ -28,6 +28,9 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	if fn == nil {
 		return zero, &ValidationError{Op: "Modify", Entity: describeKeys(t.name, pk, rk), Detail: "nil fn", Err: ErrInvalidInput}
 	}
+	if err := t.usable(); err != nil {
+		return zero, withOp("Modify", err)
+	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, withOp("Modify", err)
 	}

@@ -14,6 +14,9 @@ import (
 // exists reports whether the entity with these keys exists. It costs one
 // transaction and reads only the keys (as Count of a PointQuery does).
 func (t *Table[T]) exists(ctx context.Context, pk, rk string) (bool, error) {
+	if err := t.usable(); err != nil {
+		return false, err
+	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return false, withOp("Exists", err)
 	}
@@ -44,6 +47,9 @@ func (t *Table[T]) Count(ctx context.Context, f Filter) (int, error) {
 // result is an error, not an exhausted heap. Use QueryOptions.Limit to ask
 // for at most n values on purpose.
 func Collect[V any](seq iter.Seq2[V, error], limit int) ([]V, error) {
+	if seq == nil {
+		return nil, &ValidationError{Op: "Collect", Detail: "nil sequence", Err: ErrInvalidInput}
+	}
 	if limit < 0 {
 		return nil, &ValidationError{Op: "Collect", Detail: fmt.Sprintf("negative limit %d", limit), Err: ErrInvalidInput}
 	}

@@ -345,6 +345,9 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 // table's TableScans policy says.
 func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) (err error) {
 	defer func() { err = withOp(op, err) }()
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if opts == nil {
 		opts = &QueryOptions{}
 	}
@@ -432,7 +435,7 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 	for {
 		err := t.fetchRaw(ctx, q, q.pageSize, func(obj []byte) error {
 			if len(all) == limits.CollectLimit {
-				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1,
+				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
 					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
 			}
 			pk, rk, err := objectKeys(obj)
@@ -500,6 +503,9 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 // in another process. [Table.Query] reads past such pages itself.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
 	defer func() { err = withOp("QueryPage", err) }()
+	if err := t.usable(); err != nil {
+		return Page[T]{}, err
+	}
 	q, err := t.prepare(f, opts)
 	if err == nil {
 		q.op = "QueryPage"
@@ -524,6 +530,9 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 // matching ErrUnsupported: the first n by key would need every result.
 func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) (_ []T, err error) {
 	defer func() { err = withOp("Top", err) }()
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
 	if t.cosmos {
 		return nil, t.unorderedError("Top", "use Query with Collect and sort the results, or a point query")
 	}

@@ -41,7 +41,9 @@ type TableOptions struct {
 //
 // Writes and reads check keys and storage limits before anything is sent and
 // return a *[ValidationError] for bad input; service failures match the
-// sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...).
+// sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...). A Table not
+// made by [OpenTable] (a zero or nil *Table) refuses every operation with an
+// error matching [ErrInvalidInput].
 type Table[T any] struct {
 	wire     *tablewire.Client // entities
 	admin    *aztables.Client  // the table itself (create, delete, access policies)
@@ -129,16 +131,24 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 // zero *Table), else nil.
 func (t *Table[T]) usable() error {
 	if t == nil || t.wire == nil {
-		return &ValidationError{Detail: "nil or zero *Table (make one with tablekit.OpenTable)", Err: ErrInvalidInput}
+		return &ValidationError{Detail: "a nil or zero *Table (make one with tablekit.OpenTable)", Err: ErrInvalidInput}
 	}
 	return nil
 }
 
-// Name returns the table's name.
-func (t *Table[T]) Name() string { return t.name }
+// Name returns the table's name ("" for a Table not made by OpenTable).
+func (t *Table[T]) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
 
 // CreateIfNotExists creates the table unless it exists.
 func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
+	if err := t.usable(); err != nil {
+		return withOp("CreateIfNotExists", err)
+	}
 	_, err := t.admin.CreateTable(ctx, nil)
 	if err != nil {
 		var re *azcore.ResponseError
@@ -153,6 +163,9 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 // DeleteTable deletes the table and everything in it. It returns an error
 // matching ErrNotFound when the table does not exist.
 func (t *Table[T]) DeleteTable(ctx context.Context) error {
+	if err := t.usable(); err != nil {
+		return withOp("DeleteTable", err)
+	}
 	_, err := t.admin.Delete(ctx, nil)
 	return t.wrap("DeleteTable", "", "", err)
 }
@@ -222,6 +235,9 @@ func (t *Table[T]) checkKeys(pk, rk string) error {
 func (t *Table[T]) Get(ctx context.Context, pk, rk string) (_ T, err error) {
 	defer func() { err = withOp("Get", err) }()
 	var zero T
+	if err := t.usable(); err != nil {
+		return zero, err
+	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
 	}
@@ -279,6 +295,9 @@ func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 // Pass azcore.ETagAny to replace whatever version is stored; an empty etag
 // is refused. It returns the new ETag.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	if err := t.usable(); err != nil {
+		return "", withOp("Update", err)
+	}
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
@@ -302,6 +321,9 @@ func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETa
 // tell whether this call deleted it: the error matches ErrOutcomeUnknown.
 func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
 	defer func() { err = withOp("Delete", err) }()
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if etag == "" {
 		return &ValidationError{Op: "Delete", Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
 	}
@@ -336,6 +358,9 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 // write encodes a single-entity write and sends it.
 func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore.ETag, err error) {
 	defer func() { err = withOp(op, err) }()
+	if err := t.usable(); err != nil {
+		return "", err
+	}
 	buf := getBuf()
 	defer putBuf(buf)
 	data, pk, rk, err := t.encode(*buf, &a.value)
@@ -400,6 +425,9 @@ func describeKeys(table, pk, rk string) string {
 // references, counters) build on it, so users pass the *Table[T] they
 // already have.
 func (t *Table[T]) AsEntities() *Table[Entity] {
+	if t == nil {
+		return &Table[Entity]{isEntity: true}
+	}
 	return &Table[Entity]{
 		wire:     t.wire,
 		admin:    t.admin,
