@@ -19,7 +19,7 @@ import (
 // This file holds what several patterns share: the storage service's size
 // formula, value comparison and conflict detection.
 
-// Azure's entity size formula (tablekit.EntitySize).
+// Azure's entity size formula (internal/core.EntitySize).
 func keysSize(pk, rk string) int {
 	return core.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
 }

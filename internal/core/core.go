@@ -18,7 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/hook"
-	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/internal/timing"
 )
 
@@ -98,10 +97,6 @@ func AccountGovernor(acct *tablekit.Account) *tablekit.Governor {
 	g, _ := hook.AccountInfo(acct).Governor.(*tablekit.Governor)
 	return g
 }
-
-// Logger returns acct's Logger: Options.Logger, or one that logs to
-// slog.Default() at the time of logging.
-func Logger(acct *tablekit.Account) *slog.Logger { return logs.Or(hook.AccountInfo(acct).Logger) }
 
 // AccountCosmos reports whether acct's tables are on Azure Cosmos DB for
 // Table (see tablekit.Options.Cosmos).
