@@ -18,44 +18,57 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/connstr"
+	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/storageop"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
-// the defaults. The same settings apply to every client of the Account:
-// the Tables' own entity requests, and the SDK's table, queue and blob
-// clients. A nil entry in PerCallPolicies or PerRetryPolicies is refused
-// with [ErrInvalidInput].
+// the defaults. Everything made from the Account takes these settings from
+// it, once: its Tables, their BulkWriters and the pattern packages' types
+// built on them.
 type Options struct {
-	// PerCallPolicies are azcore policies run once per operation, before
-	// the retry policy.
-	PerCallPolicies []policy.Policy
-
-	// PerRetryPolicies are azcore policies run on every try of an
-	// operation, after the retry policy (a fault-injecting policy goes
-	// here). The Account's [Meter] runs after them, so it counts only the
-	// requests that are actually sent.
-	PerRetryPolicies []policy.Policy
-
-	// Retry configures the retry policy; the zero value is azcore's default
-	// (3 retries, exponential back-off from 800 ms).
-	Retry policy.RetryOptions
-
-	// Transport sends the HTTP requests. nil means an http.Client of the
-	// Account's own with a connection pool sized for parallel storage work
-	// (up to 128 idle connections per host).
-	Transport policy.Transporter
-
-	// Logging configures azcore's request logging.
-	Logging policy.LogOptions
+	// ClientOptions are the Azure SDK's client options, for every client of
+	// the Account: the Tables' own entity requests and the SDK's table,
+	// queue and blob clients. Retry is the retry of each HTTP request (the
+	// zero value is azcore's default: 3 retries, exponential back-off from
+	// 800 ms); tablekit's own retries after it are [RetryPolicy] fields
+	// named Retry. A nil Transport means an http.Client of the Account's
+	// own with a connection pool sized for parallel storage work (up to 128
+	// idle connections per host). PerRetryPolicies run on every try (a
+	// fault-injecting policy goes there), before the Account's [Meter], so
+	// that it counts only the requests actually sent; a nil entry in
+	// PerCallPolicies or PerRetryPolicies is refused with
+	// [ErrInvalidInput]. TracingProvider (for example
+	// otelkit.TracingProvider) traces the requests and tablekit's own
+	// operations; the zero value traces nothing.
+	azcore.ClientOptions
 
 	// Meter counts the Account's storage transactions. nil means a new
 	// Meter for the Account. Sharing one Meter between Accounts adds their
 	// counts together.
 	Meter *Meter
+
+	// Governor paces the writes of every Table opened through the Account
+	// (its BulkWriters and the pattern packages' bulk paths) within the
+	// account's and partitions' scalability targets, so that what it
+	// learns about throttling is shared, and warns when a partition is
+	// written near its target (see [Governor]). nil means a new Governor
+	// with Azure's targets that logs to Logger.
+	Governor *Governor
+
+	// Logger receives the log records of everything made from the Account
+	// (table scans, BulkWriters, the Account's own Governor); nil means
+	// slog.Default() at the time of logging.
+	Logger *slog.Logger
+
+	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
+	// whose query results are not in key order. Open recognises Cosmos DB
+	// endpoints by their host; set it for a proxy or emulator it does not
+	// recognise.
+	Cosmos bool
 
 	// TableEndpoint, QueueEndpoint and BlobEndpoint override the service
 	// URLs [OpenWithCredential] derives from the account name (for example
@@ -66,44 +79,18 @@ type Options struct {
 	// EndpointSuffix is the DNS suffix [OpenWithCredential] derives
 	// endpoints with; "" means "core.windows.net" (Azure public cloud).
 	EndpointSuffix string
-
-	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
-	// whose query results are not in key order (see Account.Cosmos). Open
-	// recognises Cosmos DB endpoints by their host; set it for a proxy or
-	// emulator it does not recognise.
-	Cosmos bool
-
-	// TracingProvider, when set (for example azotel.NewTracingProvider),
-	// traces the Account's clients' requests and tablekit's own operations
-	// (see StartSpan). The zero value traces nothing.
-	TracingProvider tracing.Provider
-
-	// HotPartition configures the warning logged when a partition is
-	// written near its scalability target (see [Meter.HotPartitions]);
-	// the zero value warns through slog.Default() at 80% of the target.
-	HotPartition HotPartitionWarning
-
-	// Governor paces the writes of every Table opened through the Account
-	// (its BulkWriters and the pattern packages' bulk paths) within the
-	// account's and partitions' scalability targets, so that what it
-	// learns about throttling is shared (see [Governor]). nil means a new
-	// Governor with Azure's targets that logs to Logger.
-	Governor *Governor
-
-	// Logger receives the log records of the Account's own Governor and,
-	// unless HotPartition names another, its hot-partition warnings; nil
-	// means slog.Default() at the time of logging.
-	Logger *slog.Logger
 }
 
-// Endpoints are the service URLs of an [Account], without a trailing slash,
-// e.g. "https://myaccount.table.core.windows.net" or, for Azurite,
+// endpointURLs are the service URLs of an [Account], without a trailing
+// slash, e.g. "https://myaccount.table.core.windows.net" or, for Azurite,
 // "http://127.0.0.1:10002/devstoreaccount1".
-type Endpoints struct {
+type endpointURLs struct {
 	Table, Queue, Blob string
 }
 
-// Account is a storage account. Its Tables ([OpenTable]) read and write
+// Account is a storage account, made by [Open] or [OpenWithCredential]
+// (the zero Account has no clients: OpenTable refuses it, and its client
+// getters return nil). Its Tables ([OpenTable]) read and write
 // entities through a Table service client of tablekit's own, and it hands
 // out the SDK's clients of its table (administration), queue and blob
 // services; all share one set of client options (credential, retries,
@@ -111,13 +98,14 @@ type Endpoints struct {
 // use, and its client getters are cheap: call them where needed.
 type Account struct {
 	name      string
-	endpoints Endpoints
+	endpoints endpointURLs
 	tables    *aztables.ServiceClient // table administration
 	wire      *tablewire.Client       // entities (see pipeline.go)
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
 	governor  *Governor
+	logger    *slog.Logger // nil: slog.Default() at the time of logging
 	tracing   tracing.Provider
 	cosmos    bool
 }
@@ -131,9 +119,10 @@ type Account struct {
 //   - a SAS: "TableEndpoint=...;QueueEndpoint=...;BlobEndpoint=...;SharedAccessSignature=sv=...&sig=...",
 //   - "UseDevelopmentStorage=true": Azurite on its standard ports 10000-10002.
 //
-// An invalid connection string gives an error matching [ErrInvalidInput]
-// that names the setting at fault; errors never contain the account key or
-// a SAS signature. Open does not contact the service.
+// An invalid connection string (or options) gives a *[ValidationError]
+// matching [ErrInvalidInput] that names the setting at fault; errors never
+// contain the account key or a SAS signature. Open does not contact the
+// service.
 func Open(connectionString string, opts *Options) (*Account, error) {
 	cs, err := parseConnectionString(connectionString)
 	if err != nil {
@@ -142,7 +131,7 @@ func Open(connectionString string, opts *Options) (*Account, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &Account{name: cs.AccountName, endpoints: Endpoints(cs.Endpoints)}
+	a := &Account{name: cs.AccountName, endpoints: endpointURLs(cs.Endpoints)}
 	if cs.AccountKey != "" {
 		err = a.openWithKey(cs, opts)
 	} else {
@@ -213,33 +202,34 @@ func clientsError(err error, cs *connstr.String) error {
 		return nil
 	}
 	if errors.Is(err, ErrInvalidInput) {
-		return fmt.Errorf("tablekit: Open: %w", err) // refused options
+		return withOp("Open", err) // refused options
 	}
-	return fmt.Errorf("tablekit: cannot create storage clients: %s: %w", cs.Redact(err.Error()), ErrInvalidInput)
+	return &ValidationError{Op: "Open", Detail: "cannot create storage clients: " + cs.Redact(err.Error()), Err: ErrInvalidInput}
 }
 
 // OpenWithCredential opens the account accountName with a token
 // credential, usually azidentity's DefaultAzureCredential. Endpoints are
 // https://<accountName>.{table,queue,blob}.<suffix> unless opts overrides
-// them. It does not contact the service.
+// them. Bad input gives a *[ValidationError] matching [ErrInvalidInput]. It
+// does not contact the service.
 func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *Options) (*Account, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
 	if cred == nil {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: nil credential: %w", ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "cred", Detail: "nil credential", Err: ErrInvalidInput}
 	}
 	if problem := connstr.AccountNameProblem(accountName); problem != "" {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "accountName", Detail: problem, Err: ErrInvalidInput}
 	}
 	suffix := opts.EndpointSuffix
 	if suffix == "" {
 		suffix = "core.windows.net"
 	}
 	if strings.ContainsAny(suffix, "/:?#@ ") {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: EndpointSuffix %q must be a DNS suffix such as core.windows.net: %w", suffix, ErrInvalidInput)
+		return nil, &ValidationError{Op: "OpenWithCredential", Property: "EndpointSuffix", Detail: fmt.Sprintf("EndpointSuffix %q must be a DNS suffix such as core.windows.net", suffix), Err: ErrInvalidInput}
 	}
-	eps := Endpoints{
+	eps := endpointURLs{
 		Table: "https://" + accountName + ".table." + suffix,
 		Queue: "https://" + accountName + ".queue." + suffix,
 		Blob:  "https://" + accountName + ".blob." + suffix,
@@ -258,12 +248,13 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		}
 		ep, problem := connstr.CheckEndpoint(o.name, o.override)
 		if problem != "" {
-			return nil, fmt.Errorf("tablekit: OpenWithCredential: %s: %w", problem, ErrInvalidInput)
+			return nil, &ValidationError{Op: "OpenWithCredential", Property: o.name, Detail: problem, Err: ErrInvalidInput}
 		}
 		*o.target = ep
 	}
 	a := &Account{name: accountName, endpoints: eps}
-	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)}, nil)
+	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)},
+		&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.InsecureAllowCredentialWithHTTP})
 	err := a.build(opts, auth, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClient(eps.Table, cred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
@@ -275,7 +266,10 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("tablekit: OpenWithCredential: %w", err)
+		if !errors.Is(err, ErrInvalidInput) {
+			err = &ValidationError{Detail: "cannot create storage clients: " + err.Error(), Err: ErrInvalidInput}
+		}
+		return nil, withOp("OpenWithCredential", err)
 	}
 	return a, nil
 }
@@ -294,49 +288,42 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		policies []policy.Policy
 	}{{"PerCallPolicies", opts.PerCallPolicies}, {"PerRetryPolicies", opts.PerRetryPolicies}} {
 		if i := slices.Index(list.policies, nil); i >= 0 {
-			return fmt.Errorf("nil policy in Options.%s[%d]: %w", list.name, i, ErrInvalidInput)
+			return &ValidationError{Detail: fmt.Sprintf("nil policy in Options.%s[%d]", list.name, i), Err: ErrInvalidInput}
 		}
 	}
 	a.tracing = opts.TracingProvider
 	a.cosmos = opts.Cosmos || isCosmosEndpoint(a.endpoints.Table)
+	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
-		a.meter = NewMeter()
+		a.meter = new(Meter)
 	}
 	a.governor = opts.Governor
 	if a.governor == nil {
 		a.governor = NewGovernor(&GovernorOptions{Logger: opts.Logger})
 	}
-	transport := opts.Transport
-	if transport == nil {
-		transport = newHTTPClient(a.endpoints.allLoopback())
+	base := opts.ClientOptions
+	if base.Transport == nil {
+		base.Transport = newHTTPClient(a.endpoints.allLoopback())
 	}
-	base := azcore.ClientOptions{
-		Retry:           opts.Retry,
-		Transport:       transport,
-		Logging:         opts.Logging,
-		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablekit"},
-		TracingProvider: opts.TracingProvider,
-		PerCallPolicies: append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{}),
+	if base.Telemetry.ApplicationID == "" {
+		base.Telemetry.ApplicationID = "tablekit"
 	}
+	base.PerCallPolicies = append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{})
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
 		// RedactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{connstr.RedactPolicy{}}, opts.PerRetryPolicies...)
-		hot := opts.HotPartition
-		if hot.Logger == nil {
-			hot.Logger = opts.Logger
-		}
-		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint, &hot))
+		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
-	table := forService(ServiceTable, a.endpoints.Table)
-	if err := mk(table, forService(ServiceQueue, a.endpoints.Queue), forService(ServiceBlob, a.endpoints.Blob)); err != nil {
+	table := forService(storageop.Table, a.endpoints.Table)
+	if err := mk(table, forService(storageop.Queue, a.endpoints.Queue), forService(storageop.Blob, a.endpoints.Blob)); err != nil {
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, newTracer(opts.TracingProvider, "Microsoft.Tables"), a.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, "Microsoft.Tables"), a.cosmos)
 	return err
 }
 
@@ -364,49 +351,49 @@ func newHTTPClient(loopback bool) *http.Client {
 	}}
 }
 
-// Name returns the storage account's name ("devstoreaccount1" for Azurite).
-func (a *Account) Name() string { return a.name }
-
-// Endpoints returns the account's service URLs.
-func (a *Account) Endpoints() Endpoints { return a.endpoints }
-
-// Meter returns the Meter that counts this Account's storage transactions.
-func (a *Account) Meter() *Meter { return a.meter }
-
-// Governor returns the Account's write governor, which the Tables opened
-// through it share (see [Options].Governor).
-func (a *Account) Governor() *Governor { return a.governor }
+// Meter returns the Meter that counts this Account's storage transactions
+// (nil for an Account not made by Open or OpenWithCredential).
+func (a *Account) Meter() *Meter {
+	if a == nil {
+		return nil
+	}
+	return a.meter
+}
 
 // Tables returns the SDK's table service client, for what tablekit leaves
 // to the SDK: creating, deleting and listing tables, access policies,
-// service properties. It shares the Account's options, credential and
-// policies (its requests are counted by the Meter). Read and write
-// entities with a [Table] ([OpenTable]).
-func (a *Account) Tables() *aztables.ServiceClient { return a.tables }
+// service properties (Tables().NewClient(name) for one table). It shares
+// the Account's options, credential and policies (its requests are counted
+// by the Meter). Read and write entities with a [Table] ([OpenTable]). It
+// is nil for an Account not made by Open or OpenWithCredential, as are the
+// queue and blob clients.
+func (a *Account) Tables() *aztables.ServiceClient {
+	if a == nil {
+		return nil
+	}
+	return a.tables
+}
 
-// Table returns the SDK's client of the table called name, for table
-// administration (see [Account.Tables]). It does not check the name nor
-// contact the service; see [ValidateTableName].
-func (a *Account) Table(name string) *aztables.Client { return a.tables.NewClient(name) }
+// Queues returns the SDK's queue service client (Queues().NewQueueClient(name)
+// for one queue), with the Account's options, credential and policies.
+func (a *Account) Queues() *azqueue.ServiceClient {
+	if a == nil {
+		return nil
+	}
+	return a.queues
+}
 
-// Queues returns the queue service client.
-func (a *Account) Queues() *azqueue.ServiceClient { return a.queues }
-
-// Queue returns a client for the queue called name. It does not check the
-// name nor contact the service; see [ValidateQueueName].
-func (a *Account) Queue(name string) *azqueue.QueueClient { return a.queues.NewQueueClient(name) }
-
-// Blobs returns the blob service client.
-func (a *Account) Blobs() *azblob.Client { return a.blobs }
-
-// Container returns a client for the blob container called name. It does
-// not check the name nor contact the service; see [ValidateContainerName].
-func (a *Account) Container(name string) *container.Client {
-	return a.blobs.ServiceClient().NewContainerClient(name)
+// Blobs returns the SDK's blob client (Blobs().ServiceClient().NewContainerClient(name)
+// for one container), with the Account's options, credential and policies.
+func (a *Account) Blobs() *azblob.Client {
+	if a == nil {
+		return nil
+	}
+	return a.blobs
 }
 
 // allLoopback reports whether every endpoint is on this machine.
-func (e Endpoints) allLoopback() bool {
+func (e endpointURLs) allLoopback() bool {
 	for _, ep := range []string{e.Table, e.Queue, e.Blob} {
 		u, err := url.Parse(ep)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
@@ -427,7 +414,7 @@ func isLoopbackHost(host string) bool {
 // connError reports a connection string problem. msg must not contain a
 // secret.
 func connError(msg string, args ...any) error {
-	return fmt.Errorf("tablekit: connection string: "+msg+": %w", append(args, ErrInvalidInput)...)
+	return &ValidationError{Op: "Open", Detail: "connection string: " + fmt.Sprintf(msg, args...), Err: ErrInvalidInput}
 }
 
 // parseConnectionString parses and checks a storage connection string

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ func TestOpenBadConnectionStrings(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			acct, err := tablekit.Open(c.connStr, nil)
 			if err == nil {
-				t.Fatalf("Open(%q) succeeded with endpoints %+v", c.connStr, acct.Endpoints())
+				t.Fatalf("Open(%q) succeeded with endpoints %+v", c.connStr, endpointsOf(acct))
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, c.want) {
@@ -82,11 +83,11 @@ func TestOpenBadConnectionStrings(t *testing.T) {
 func TestOpenConnectionStringForms(t *testing.T) {
 	cases := []struct {
 		name, connStr, account string
-		want                   tablekit.Endpoints
+		want                   endpoints
 	}{
 		{
 			"development storage", "UseDevelopmentStorage=true", "devstoreaccount1",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "http://127.0.0.1:10002/devstoreaccount1",
 				Queue: "http://127.0.0.1:10001/devstoreaccount1",
 				Blob:  "http://127.0.0.1:10000/devstoreaccount1",
@@ -94,7 +95,7 @@ func TestOpenConnectionStringForms(t *testing.T) {
 		},
 		{
 			"portal form", "DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=" + testKey + ";EndpointSuffix=core.windows.net", "myacct",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "https://myacct.table.core.windows.net",
 				Queue: "https://myacct.queue.core.windows.net",
 				Blob:  "https://myacct.blob.core.windows.net",
@@ -102,7 +103,7 @@ func TestOpenConnectionStringForms(t *testing.T) {
 		},
 		{
 			"defaults and sovereign suffix", " accountname=myacct ; accountkey=" + testKey + ";EndpointSuffix=core.chinacloudapi.cn;", "myacct",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "https://myacct.table.core.chinacloudapi.cn",
 				Queue: "https://myacct.queue.core.chinacloudapi.cn",
 				Blob:  "https://myacct.blob.core.chinacloudapi.cn",
@@ -111,7 +112,7 @@ func TestOpenConnectionStringForms(t *testing.T) {
 		{
 			"azurite explicit endpoints", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + testKey +
 				";BlobEndpoint=http://127.0.0.1:41000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:41001/devstoreaccount1/;TableEndpoint=http://127.0.0.1:41002/devstoreaccount1;", "devstoreaccount1",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "http://127.0.0.1:41002/devstoreaccount1",
 				Queue: "http://127.0.0.1:41001/devstoreaccount1",
 				Blob:  "http://127.0.0.1:41000/devstoreaccount1",
@@ -119,7 +120,7 @@ func TestOpenConnectionStringForms(t *testing.T) {
 		},
 		{
 			"one explicit endpoint", "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=" + testKey + ";TableEndpoint=http://localhost:9000/acct", "acct",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "http://localhost:9000/acct",
 				Queue: "http://acct.queue.core.windows.net",
 				Blob:  "http://acct.blob.core.windows.net",
@@ -127,7 +128,7 @@ func TestOpenConnectionStringForms(t *testing.T) {
 		},
 		{
 			"SAS", "BlobEndpoint=https://myacct.blob.core.windows.net/;QueueEndpoint=https://myacct.queue.core.windows.net/;TableEndpoint=https://myacct.table.core.windows.net/;SharedAccessSignature=?sv=2022-11-02&ss=bqt&srt=sco&sp=rwdlacu&se=2030-01-01T00:00:00Z&sig=" + testSig, "myacct",
-			tablekit.Endpoints{
+			endpoints{
 				Table: "https://myacct.table.core.windows.net",
 				Queue: "https://myacct.queue.core.windows.net",
 				Blob:  "https://myacct.blob.core.windows.net",
@@ -140,11 +141,11 @@ func TestOpenConnectionStringForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := acct.Endpoints(); got != c.want {
+			if got := endpointsOf(acct); got != c.want {
 				t.Errorf("endpoints %+v, want %+v", got, c.want)
 			}
-			if acct.Name() != c.account {
-				t.Errorf("Name() = %q, want %q", acct.Name(), c.account)
+			if core.AccountName(acct) != c.account {
+				t.Errorf("Name() = %q, want %q", core.AccountName(acct), c.account)
 			}
 			if got := strings.Split(acct.Queues().URL(), "?")[0]; strings.TrimSuffix(got, "/") != c.want.Queue {
 				t.Errorf("queue service URL %s, want %s", got, c.want.Queue)
@@ -152,13 +153,13 @@ func TestOpenConnectionStringForms(t *testing.T) {
 			if got := strings.Split(acct.Blobs().URL(), "?")[0]; strings.TrimSuffix(got, "/") != c.want.Blob {
 				t.Errorf("blob service URL %s, want %s", got, c.want.Blob)
 			}
-			if got := strings.Split(acct.Queue("jobs").URL(), "?")[0]; got != c.want.Queue+"/jobs" {
+			if got := strings.Split(acct.Queues().NewQueueClient("jobs").URL(), "?")[0]; got != c.want.Queue+"/jobs" {
 				t.Errorf("queue URL %s, want %s/jobs", got, c.want.Queue)
 			}
-			if got := strings.Split(acct.Container("logs").URL(), "?")[0]; got != c.want.Blob+"/logs" {
+			if got := strings.Split(acct.Blobs().ServiceClient().NewContainerClient("logs").URL(), "?")[0]; got != c.want.Blob+"/logs" {
 				t.Errorf("container URL %s, want %s/logs", got, c.want.Blob)
 			}
-			if acct.Table("Orders") == nil || acct.Tables() == nil || acct.Meter() == nil {
+			if acct.Tables().NewClient("Orders") == nil || acct.Tables() == nil || acct.Meter() == nil {
 				t.Error("nil client")
 			}
 		})
@@ -177,13 +178,13 @@ func TestOpenWithCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tablekit.Endpoints{
+	want := endpoints{
 		Table: "https://myacct.table.core.windows.net",
 		Queue: "https://myacct.queue.core.windows.net",
 		Blob:  "https://myacct.blob.core.windows.net",
 	}
-	if acct.Endpoints() != want || acct.Name() != "myacct" {
-		t.Fatalf("endpoints %+v name %q", acct.Endpoints(), acct.Name())
+	if endpointsOf(acct) != want || core.AccountName(acct) != "myacct" {
+		t.Fatalf("endpoints %+v name %q", endpointsOf(acct), core.AccountName(acct))
 	}
 
 	acct, err = tablekit.OpenWithCredential("myacct", noCredential{}, &tablekit.Options{
@@ -193,13 +194,13 @@ func TestOpenWithCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = tablekit.Endpoints{
+	want = endpoints{
 		Table: "https://tables.example.com",
 		Queue: "https://myacct.queue.core.usgovcloudapi.net",
 		Blob:  "https://myacct.blob.core.usgovcloudapi.net",
 	}
-	if acct.Endpoints() != want {
-		t.Fatalf("endpoints %+v, want %+v", acct.Endpoints(), want)
+	if endpointsOf(acct) != want {
+		t.Fatalf("endpoints %+v, want %+v", endpointsOf(acct), want)
 	}
 
 	for _, bad := range []struct {
@@ -243,7 +244,7 @@ func TestOpenWithCredentialSendsBearerTokens(t *testing.T) {
 	cred := &tokenCredential{}
 	var mu sync.Mutex
 	var auths []string
-	acct, err := tablekit.OpenWithCredential("myacct", cred, &tablekit.Options{Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
+	acct, err := tablekit.OpenWithCredential("myacct", cred, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: transportFunc(func(req *http.Request) (*http.Response, error) {
 		mu.Lock()
 		auths = append(auths, req.Method+" "+req.Header.Get("Authorization"))
 		mu.Unlock()
@@ -252,7 +253,7 @@ func TestOpenWithCredentialSendsBearerTokens(t *testing.T) {
 			status = http.StatusCreated
 		}
 		return &http.Response{StatusCode: status, Header: http.Header{"Etag": {`W/"1"`}}, Body: http.NoBody, Request: req}, nil
-	})})
+	})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestAccountServices(t *testing.T) {
 	}
 
 	s := acct.Meter().Snapshot()
-	if s.Service(tablekit.ServiceTable) != 3 || s.Service(tablekit.ServiceQueue) != 3 || s.Service(tablekit.ServiceBlob) != 3 {
+	if s.Service("table") != 3 || s.Service("queue") != 3 || s.Service("blob") != 3 {
 		t.Fatalf("meter: %v, want 3 requests per service", s)
 	}
 }
@@ -335,8 +336,8 @@ func TestAccountServices(t *testing.T) {
 func TestAccountNotFoundMapsToSentinel(t *testing.T) {
 	ctx := testCtx(t)
 	acct := testenv.Account(t, nil)
-	_, err := acct.Table(testenv.TableName(t)).GetEntity(ctx, "p", "r", nil)
-	if err := tablekit.WrapError("Get", err); !errors.Is(err, tablekit.ErrNotFound) {
+	_, err := acct.Tables().NewClient(testenv.TableName(t)).GetEntity(ctx, "p", "r", nil)
+	if err := core.WrapError("Get", err); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("get from a missing table: %v, want ErrNotFound", err)
 	}
 }
@@ -362,11 +363,7 @@ func TestOptionsPoliciesAndRetries(t *testing.T) {
 	ctx := testCtx(t)
 	fault := &failFirst{}
 	var perCall atomic.Int64
-	acct := testenv.Account(t, &tablekit.Options{
-		PerCallPolicies:  []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { perCall.Add(1); return req.Next() })},
-		PerRetryPolicies: []policy.Policy{fault},
-		Retry:            policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { perCall.Add(1); return req.Next() })}, PerRetryPolicies: []policy.Policy{fault}, Retry: policy.RetryOptions{MaxRetries: 2, RetryDelay: 10 * time.Millisecond}}})
 	name := testenv.TableName(t)
 	if _, err := acct.Tables().CreateTable(ctx, name, nil); err != nil {
 		t.Fatalf("create table through a failing first try: %v", err)
@@ -376,7 +373,7 @@ func TestOptionsPoliciesAndRetries(t *testing.T) {
 		t.Fatalf("per-call policy ran %d times, per-retry %d; want 1 and 2", perCall.Load(), fault.calls.Load())
 	}
 	// The injected 503 never reached the service: the meter counts one request.
-	if got := acct.Meter().Snapshot(); got.Count(tablekit.ServiceTable, "CreateTable") != 1 || got.Total() != 1 {
+	if got := acct.Meter().Snapshot(); got.Count("table", "CreateTable") != 1 || got.Total() != 1 {
 		t.Fatalf("meter %v, want exactly 1 CreateTable", got)
 	}
 }
@@ -405,13 +402,13 @@ func TestOpenRefusesNilPolicies(t *testing.T) {
 		opts tablekit.Options
 		want string
 	}{
-		{tablekit.Options{PerCallPolicies: []policy.Policy{nil}}, "nil policy in Options.PerCallPolicies[0]"},
-		{tablekit.Options{PerRetryPolicies: []policy.Policy{pass, nil}}, "nil policy in Options.PerRetryPolicies[1]"},
+		{tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{nil}}}, "nil policy in Options.PerCallPolicies[0]"},
+		{tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{pass, nil}}}, "nil policy in Options.PerRetryPolicies[1]"},
 	} {
 		for how, open := range open {
 			acct, err := open(&bad.opts)
 			if err == nil {
-				t.Errorf("%s: opened with %s: %+v", how, bad.want, acct.Endpoints())
+				t.Errorf("%s: opened with %s: %+v", how, bad.want, endpointsOf(acct))
 				continue
 			}
 			if !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), bad.want) {
@@ -460,13 +457,13 @@ func TestOpenWithSAS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps := keyed.Endpoints()
+	eps := endpointsOf(keyed)
 	acct, err := tablekit.Open("TableEndpoint="+eps.Table+";QueueEndpoint="+eps.Queue+";BlobEndpoint="+eps.Blob+";SharedAccessSignature="+sas.Encode(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acct.Name() != keyed.Name() {
-		t.Errorf("SAS account name %q, want %q", acct.Name(), keyed.Name())
+	if core.AccountName(acct) != core.AccountName(keyed) {
+		t.Errorf("SAS account name %q, want %q", core.AccountName(acct), core.AccountName(keyed))
 	}
 
 	table := testenv.NewTable(t, acct)
@@ -483,7 +480,16 @@ func TestOpenWithSAS(t *testing.T) {
 		t.Fatalf("upload with SAS: %v", err)
 	}
 	s := acct.Meter().Snapshot()
-	if s.Service(tablekit.ServiceTable) != 2 || s.Service(tablekit.ServiceQueue) != 2 || s.Service(tablekit.ServiceBlob) != 2 {
+	if s.Service("table") != 2 || s.Service("queue") != 2 || s.Service("blob") != 2 {
 		t.Fatalf("meter %v, want 2 requests per service", s)
 	}
+}
+
+// endpoints are an Account's service URLs, which Open and
+// OpenWithCredential derive.
+type endpoints struct{ Table, Queue, Blob string }
+
+func endpointsOf(acct *tablekit.Account) endpoints {
+	t, q, b := core.Endpoints(acct)
+	return endpoints{t, q, b}
 }

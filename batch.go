@@ -13,83 +13,87 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
-// Limits of one entity group transaction.
-const (
-	// MaxTransactionActions is the most actions in one transaction.
-	MaxTransactionActions = 100
-	// MaxTransactionBytes is the largest transaction request body (4 MiB).
-	MaxTransactionBytes = 4 * 1024 * 1024
-)
+// actionKind is what one transaction action does; 0 is none (a zero
+// Action).
+type actionKind uint8
 
-// ActionKind is what one transaction action does.
-type ActionKind uint8
-
-// The kinds of transaction action.
+// The kinds of transaction action, one per write verb of [Table].
 const (
-	ActionInsert ActionKind = iota // insert; fails if the entity exists
-	ActionUpsert                   // insert or update (Merge or Replace)
-	ActionUpdate                   // update an existing entity, ETag-conditional
-	ActionDelete                   // delete an existing entity, ETag-conditional
+	actInsert actionKind = iota + 1 // insert; fails if the entity exists
+	actUpsert                       // insert or replace
+	actUpdate                       // replace an existing entity, ETag-conditional
+	actMerge                        // merge into the entity; ETag-conditional unless ""
+	actDelete                       // delete an existing entity, ETag-conditional
 )
 
 // String returns the kind's name, e.g. "Insert".
-func (k ActionKind) String() string {
+func (k actionKind) String() string {
 	switch k {
-	case ActionInsert:
+	case actInsert:
 		return "Insert"
-	case ActionUpsert:
+	case actUpsert:
 		return "Upsert"
-	case ActionUpdate:
+	case actUpdate:
 		return "Update"
-	case ActionDelete:
+	case actMerge:
+		return "Merge"
+	case actDelete:
 		return "Delete"
 	}
-	return fmt.Sprintf("ActionKind(%d)", uint8(k))
+	return fmt.Sprintf("actionKind(%d)", uint8(k))
 }
 
 // Action is one operation of a [Table.Transaction] or a [BulkWriter]. Build
-// it with InsertAction, UpsertAction, UpdateAction or DeleteAction.
+// it with InsertAction, UpsertAction, UpdateAction, MergeAction or
+// DeleteAction, which do what the Table's verbs of the same names do.
 //
 // There is no delete-if-exists action: an entity group transaction fails as
 // a whole when a delete finds nothing. Use [Table.DeleteIfExists] outside a
 // transaction for the idempotent delete.
+//
+// The zero Action is refused.
 type Action[T any] struct {
-	Kind  ActionKind
-	Mode  UpdateMode // for Upsert and Update
-	Value T
-	// ETag conditions Update and Delete; azcore.ETagAny matches any version
-	// of an existing entity.
-	ETag azcore.ETag
+	kind  actionKind
+	value T
+	etag  azcore.ETag // the condition of Update, Merge and Delete
 }
 
 // InsertAction inserts v; the transaction fails if v's entity exists.
-func InsertAction[T any](v T) Action[T] { return Action[T]{Kind: ActionInsert, Value: v} }
+func InsertAction[T any](v T) Action[T] { return Action[T]{kind: actInsert, value: v} }
 
-// UpsertAction inserts v or updates the stored entity (Merge or Replace).
-func UpsertAction[T any](v T, mode UpdateMode) Action[T] {
-	return Action[T]{Kind: ActionUpsert, Mode: mode, Value: v}
+// UpsertAction inserts v or replaces the stored entity with it, as
+// [Table.Upsert] does.
+func UpsertAction[T any](v T) Action[T] { return Action[T]{kind: actUpsert, value: v} }
+
+// UpdateAction replaces the stored entity with v if its ETag equals etag
+// (azcore.ETagAny: any version, but the entity must exist), as
+// [Table.Update] does. An empty etag is refused before anything is sent.
+func UpdateAction[T any](v T, etag azcore.ETag) Action[T] {
+	return Action[T]{kind: actUpdate, value: v, etag: etag}
 }
 
-// UpdateAction updates the stored entity if its ETag equals etag
-// (azcore.ETagAny: any version, but the entity must exist).
-func UpdateAction[T any](v T, mode UpdateMode, etag azcore.ETag) Action[T] {
-	return Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag}
+// MergeAction merges v's properties into the stored entity, as
+// [Table.Merge] does: etag "" inserts v when there is no entity,
+// azcore.ETagAny requires one, and any other etag requires that version.
+func MergeAction[T any](v T, etag azcore.ETag) Action[T] {
+	return Action[T]{kind: actMerge, value: v, etag: etag}
 }
 
 // DeleteAction deletes the entity with v's keys if its ETag equals etag
 // (azcore.ETagAny: any version, but the entity must exist), as
 // [Table.Delete] does. An empty etag is refused before anything is sent.
 func DeleteAction[T any](v T, etag azcore.ETag) Action[T] {
-	return Action[T]{Kind: ActionDelete, Value: v, ETag: etag}
+	return Action[T]{kind: actDelete, value: v, etag: etag}
 }
 
 // encodedAction is an action validated and encoded, ready to send.
 type encodedAction struct {
-	kind   ActionKind
-	mode   UpdateMode
+	kind   actionKind
 	pk, rk string
 	etag   azcore.ETag // If-Match; "" for none
 	body   []byte      // the entity's OData JSON; nil for a delete
@@ -100,38 +104,40 @@ type encodedAction struct {
 // appended to *arena, which many actions share to save allocations; the
 // action's body is a slice of it that later appends do not touch.
 func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encodedAction, error) {
-	ea := encodedAction{kind: a.Kind, mode: a.Mode}
+	ea := encodedAction{kind: a.kind}
 	var err error
-	switch a.Kind {
-	case ActionDelete:
-		ea.pk, ea.rk = t.keysOf(&a.Value)
+	switch a.kind {
+	case actDelete:
+		ea.pk, ea.rk = t.keysOf(&a.value)
 		if err := t.checkKeys(ea.pk, ea.rk); err != nil {
 			return ea, err
 		}
-		ea.etag = a.ETag
+		ea.etag = a.etag
 		if ea.etag == "" {
 			return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "DeleteAction needs the ETag read with the entity, or azcore.ETagAny for any version", Err: ErrInvalidInput}
 		}
-	case ActionInsert, ActionUpsert, ActionUpdate:
-		if a.Mode > Merge {
-			return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown update mode %d", a.Mode), Err: ErrInvalidInput}
-		}
+	case actInsert, actUpsert, actUpdate, actMerge:
 		start := len(*arena)
 		var out []byte
-		out, ea.pk, ea.rk, err = t.encode(*arena, &a.Value)
+		out, ea.pk, ea.rk, err = t.encode(*arena, &a.value)
 		if err != nil {
 			return ea, err
 		}
 		ea.body = out[start:len(out):len(out)]
 		*arena = out
-		if a.Kind == ActionUpdate {
-			if a.ETag == "" {
+		switch a.kind {
+		case actUpdate:
+			if a.etag == "" {
 				return ea, &ValidationError{Op: op, Entity: describeKeys(t.name, ea.pk, ea.rk), Detail: "UpdateAction needs the ETag read with the entity (or azcore.ETagAny)", Err: ErrInvalidInput}
 			}
-			ea.etag = a.ETag
+			ea.etag = a.etag
+		case actMerge:
+			ea.etag = a.etag // "": insert or merge
 		}
+	case 0:
+		return ea, &ValidationError{Op: op, Entity: t.name, Detail: "a zero Action (build actions with InsertAction, UpsertAction, UpdateAction, MergeAction or DeleteAction)", Err: ErrInvalidInput}
 	default:
-		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.Kind), Err: ErrInvalidInput}
+		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.kind), Err: ErrInvalidInput}
 	}
 	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + tablewire.KeyLiteralLen(ea.pk) + tablewire.KeyLiteralLen(ea.rk) + len(ea.etag)
 	return ea, nil
@@ -152,11 +158,14 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 // been applied, and not even the stored entities can tell, since another
 // writer may have stored the same content.
 func (t *Table[T]) Transaction(ctx context.Context, actions ...Action[T]) (etags []azcore.ETag, err error) {
+	if err := t.usable(); err != nil {
+		return nil, withOp("Transaction", err)
+	}
 	enc, err := t.encodeTransaction(actions)
 	if err != nil {
 		return nil, withOp("Transaction", err)
 	}
-	ctx, end := StartSpan(ctx, t.tracer, "Table.Transaction",
+	ctx, end := spans.Start(ctx, t.tracer, "Table.Transaction",
 		tracing.Attribute{Key: attrTable, Value: t.name},
 		tracing.Attribute{Key: attrPartition, Value: enc[0].pk},
 		tracing.Attribute{Key: attrActions, Value: len(enc)})
@@ -168,8 +177,8 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 	if len(actions) == 0 {
 		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Detail: "a transaction needs at least one action", Err: ErrInvalidInput}
 	}
-	if len(actions) > MaxTransactionActions {
-		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Detail: "too many actions", Err: ErrTooLarge}
+	if len(actions) > limits.TransactionActions {
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: "<= 100 actions per transaction", Size: len(actions), Unit: "actions", Detail: "too many actions", Err: ErrTooLarge}
 	}
 	enc := make([]encodedAction, len(actions))
 	seen := make(map[string]int, len(actions))
@@ -205,7 +214,7 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 		if t.cosmos {
 			limit = "<= 2 MB per transaction on Azure Cosmos DB for Table"
 		}
-		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Detail: "transaction too large", Err: ErrTooLarge}
+		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Unit: "bytes", Detail: "transaction too large", Err: ErrTooLarge}
 	}
 	return enc, nil
 }

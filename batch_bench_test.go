@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -26,7 +27,7 @@ import (
 //
 //	go test -run '^$' -bench '^BenchmarkTransaction100$' -benchmem -count 6 . | benchstat -col /impl -
 func BenchmarkTransaction100(b *testing.B) {
-	rows := make([]tablekit.Employee20, tablekit.MaxTransactionActions)
+	rows := make([]tablekit.Employee20, limits.TransactionActions)
 	for i := range rows {
 		rows[i] = tablekit.SampleEmployee20()
 		rows[i].ID = fmt.Sprintf("%06d", i)
@@ -39,7 +40,7 @@ func BenchmarkTransaction100(b *testing.B) {
 				for b.Loop() {
 					acts := make([]tablekit.Action[tablekit.Employee20], len(rows))
 					for i := range rows {
-						acts[i] = tablekit.UpsertAction(rows[i], tablekit.Replace)
+						acts[i] = tablekit.UpsertAction(rows[i])
 					}
 					etags, err := tk.Transaction(context.Background(), acts...)
 					if err != nil || len(etags) != len(rows) {
@@ -70,14 +71,14 @@ func benchTransactionClients(b *testing.B, transport string) (*tablekit.Table[ta
 	cs := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"
 	var tr policy.Transporter
 	if transport == "replay" {
-		tr = replayBatch{answer: recordedBatchAnswer(tablekit.MaxTransactionActions)}
+		tr = replayBatch{answer: recordedBatchAnswer(limits.TransactionActions)}
 	} else {
 		var err error
 		if cs, err = testenv.SharedConnectionString(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	acct, err := tablekit.Open(cs, &tablekit.Options{Transport: tr})
+	acct, err := tablekit.Open(cs, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: tr}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		dst = append(dst, changeset...)
 		dst = append(dst, "\r\n"...)
 		dst = append(dst, batchPartHeader...)
-		merge := a.kind != ActionInsert && a.kind != ActionDelete && a.mode == Merge
+		merge := a.kind == actMerge
 		switch {
 		case merge && tunnel:
 			dst = append(dst, http.MethodPost...)
@@ -74,7 +74,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		dst = append(dst, base...)
 		dst = append(dst, '/')
 		dst = append(dst, table...)
-		if a.kind != ActionInsert {
+		if a.kind != actInsert {
 			dst = tablewire.AppendKeyPredicate(dst, a.pk, a.rk)
 		}
 		dst = append(dst, " HTTP/1.1\r\n"...)
@@ -83,7 +83,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		} else {
 			dst = append(dst, batchNoBody...)
 		}
-		if a.kind == ActionInsert {
+		if a.kind == actInsert {
 			dst = append(dst, "Prefer: return-no-content\r\n"...)
 		}
 		if merge && tunnel {
@@ -110,9 +110,9 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 // appendBatchBody chooses.
 func (a *encodedAction) method() string {
 	switch a.kind {
-	case ActionInsert:
+	case actInsert:
 		return http.MethodPost
-	case ActionDelete:
+	case actDelete:
 		return http.MethodDelete
 	}
 	return http.MethodPut

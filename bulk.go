@@ -10,6 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -19,7 +22,8 @@ type BulkOptions struct {
 	Concurrency int
 	// Retry says how a transaction the service throttled (after the SDK's
 	// own retries) is tried again; the zero value means
-	// [DefaultThrottleRetry], [NoRetries] fails throttled items at once.
+	// 6 attempts, 1 s to 30 s apart; {MaxAttempts: 1} fails throttled
+	// items at once.
 	Retry RetryPolicy
 	// MaxChunkRequests bounds the requests one chunk (a transaction of up
 	// to 100 actions) may take when the service refuses its actions one at
@@ -28,17 +32,6 @@ type BulkOptions struct {
 	// still unsent then fail with an error matching [ErrSkipped]; they
 	// changed nothing and can be written again. 101 resolves any chunk.
 	MaxChunkRequests int
-	// Governor paces the transactions to stay within the partitions' and
-	// the account's scalability targets, slowing down when the service
-	// throttles and speeding up again after (see [Governor]). nil means
-	// the Table's (the Account's, for a table opened with OpenTable), so
-	// that every writer to one account shares its budget and what one
-	// writer learns about throttling carries over to the next.
-	Governor *Governor
-	// Logger receives the writer's log records: a chunk retried after a
-	// throttle or a lost answer (debug), a chunk or its rest given up
-	// (warn). nil means slog.Default() at the time of logging.
-	Logger *slog.Logger
 }
 
 // ErrSkipped is the error of a bulk write item that was never sent because
@@ -49,7 +42,13 @@ var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its tr
 // BulkWriter writes any number of actions, for any partitions, as entity
 // group transactions: it groups the actions by PartitionKey, chunks each
 // group into transactions of at most 100 actions and 4 MiB, and runs them in
-// parallel. It is safe for concurrent use.
+// parallel, paced by the Account's [Governor] so that every writer to one
+// account shares its budget and what one learns about throttling carries
+// over to the next. It logs to the Account's Logger: a chunk sent again
+// after a throttle or a lost answer (debug), a chunk or its rest given up
+// (warn). It is safe for concurrent use. A BulkWriter not made by
+// [Table.BulkWriter] refuses every write with an error matching
+// [ErrInvalidInput].
 //
 // Actions that address the same entity take effect in the order given: a
 // transaction names each entity once, so the second action on an entity
@@ -62,8 +61,10 @@ var ErrSkipped = errors.New("tablekit: skipped: too many other actions of its tr
 // table is missing, authorisation fails, throttling outlasts the retries)
 // every action of the chunk fails once, with that error.
 type BulkWriter[T any] struct {
-	t    *Table[T]
-	opts BulkOptions
+	t      *Table[T]
+	opts   BulkOptions
+	gov    *Governor
+	logger *slog.Logger // nil: slog.Default() at the time of logging
 }
 
 // BulkResult reports the outcome of a bulk write.
@@ -90,24 +91,26 @@ type BulkFailure struct {
 	Err error
 }
 
-// BulkError is returned by BulkWriter methods when some items failed; the
-// BulkResult says which.
-type BulkError struct {
-	Failed int
-	Total  int
-	First  error
+// bulkError is the error of a bulk write some of whose items failed (see
+// BulkResult.Failed for which); it unwraps to the first item's error.
+type bulkError struct {
+	failed, total int
+	first         error
 }
 
 // Error says how many items failed and why the first did.
-func (e *BulkError) Error() string {
-	return "tablekit: bulk write: " + strconv.Itoa(e.Failed) + " of " + strconv.Itoa(e.Total) + " items failed; first: " + e.First.Error()
+func (e *bulkError) Error() string {
+	return "tablekit: bulk write: " + strconv.Itoa(e.failed) + " of " + strconv.Itoa(e.total) + " items failed; first: " + e.first.Error()
 }
 
 // Unwrap returns the first item's error.
-func (e *BulkError) Unwrap() error { return e.First }
+func (e *bulkError) Unwrap() error { return e.first }
 
 // BulkWriter returns a writer for many actions at once.
 func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
+	if t.usable() != nil {
+		return &BulkWriter[T]{t: t} // its writes fail: see Write
+	}
 	o := BulkOptions{}
 	if opts != nil {
 		o = *opts
@@ -118,21 +121,18 @@ func (t *Table[T]) BulkWriter(opts *BulkOptions) *BulkWriter[T] {
 	if o.MaxChunkRequests <= 0 {
 		o.MaxChunkRequests = 4
 	}
-	o.Retry = o.Retry.WithDefaults(DefaultThrottleRetry)
-	if o.Governor == nil {
-		o.Governor = t.governor
-	}
-	return &BulkWriter[T]{t: t, opts: o}
+	o.Retry = o.Retry.withDefaults(timing.Throttle)
+	return &BulkWriter[T]{t: t, opts: o, gov: t.governor, logger: t.logger}
 }
 
 // Upsert inserts or replaces every item.
 func (w *BulkWriter[T]) Upsert(ctx context.Context, items []T) (BulkResult, error) {
-	return w.each(ctx, items, func(v T) Action[T] { return UpsertAction(v, Replace) })
+	return w.each(ctx, items, UpsertAction[T])
 }
 
 // Merge inserts every item or merges it into the stored entity.
 func (w *BulkWriter[T]) Merge(ctx context.Context, items []T) (BulkResult, error) {
-	return w.each(ctx, items, func(v T) Action[T] { return UpsertAction(v, Merge) })
+	return w.each(ctx, items, func(v T) Action[T] { return MergeAction(v, "") })
 }
 
 // Insert inserts every item; an item whose entity exists fails alone.
@@ -146,6 +146,9 @@ func (w *BulkWriter[T]) Insert(ctx context.Context, items []T) (BulkResult, erro
 // ErrNotFound. Build the actions with DeleteAction and call Write to give
 // each its own condition.
 func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, error) {
+	if w == nil || w.t.usable() != nil {
+		return w.Write(ctx, nil) // the error of an unusable writer
+	}
 	return w.each(ctx, items, func(v T) Action[T] {
 		etag := w.t.etagOf(&v)
 		if etag == "" {
@@ -156,9 +159,9 @@ func (w *BulkWriter[T]) Delete(ctx context.Context, items []T) (BulkResult, erro
 }
 
 // logger returns the writer's logger.
-func (w *BulkWriter[T]) logger() *slog.Logger {
-	if w.opts.Logger != nil {
-		return w.opts.Logger
+func (w *BulkWriter[T]) log() *slog.Logger {
+	if w.logger != nil {
+		return w.logger
 	}
 	return slog.Default()
 }
@@ -187,11 +190,16 @@ type bulkPartition struct {
 	pending int          // chunks of that wave not finished
 }
 
-// Write applies any number of actions. It returns a *BulkError when some
-// items failed (see the result for which), or the context's error when ctx
-// ended; items not attempted by then are reported failed with it.
+// Write applies any number of actions. When some items failed it returns
+// an error that says how many and unwraps to the first one's error
+// (errors.Is matches it); res.Failed lists them all. When ctx ended before
+// every item was tried it returns the context's error, and the items not
+// tried are in res.Failed with it.
 func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res BulkResult, err error) {
-	ctx, end := StartSpan(ctx, w.t.tracer, "BulkWriter.Write",
+	if w == nil || w.t.usable() != nil {
+		return BulkResult{}, &ValidationError{Op: "BulkWriter.Write", Detail: "a nil or zero *BulkWriter (make one with Table.BulkWriter of a Table made by OpenTable)", Err: ErrInvalidInput}
+	}
+	ctx, end := spans.Start(ctx, w.t.tracer, "BulkWriter.Write",
 		tracing.Attribute{Key: attrTable, Value: w.t.name},
 		tracing.Attribute{Key: attrActions, Value: len(actions)})
 	defer func() { end(err) }()
@@ -246,7 +254,7 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 		return res, ctx.Err()
 	}
 	if len(res.Failed) > 0 {
-		return res, &BulkError{Failed: len(res.Failed), Total: len(actions), First: res.Failed[0].Err}
+		return res, &bulkError{failed: len(res.Failed), total: len(actions), first: res.Failed[0].Err}
 	}
 	return res, nil
 }
@@ -257,7 +265,7 @@ func chunkItems(items []bulkItem, limit int) [][]bulkItem {
 	var chunks [][]bulkItem
 	start, size := 0, 0
 	for i, it := range items {
-		if i-start == MaxTransactionActions || size+it.enc.size > limit {
+		if i-start == limits.TransactionActions || size+it.enc.size > limit {
 			chunks = append(chunks, items[start:i])
 			start, size = i, 0
 		}
@@ -395,12 +403,12 @@ func (s *bulkRun[T]) failAll(chunk []bulkItem, err error) {
 // runChunk applies one chunk and returns how many requests it sent.
 func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	chunk = slices.Clone(chunk)
-	sctx, end := StartSpan(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
+	sctx, end := spans.Start(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
 		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
 		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
-	gov, table, pk := s.w.opts.Governor, s.w.t.name, chunk[0].enc.pk
+	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.pk
 	// The Governor paces the chunk and handles its throttled answers: it
 	// is told of each throttled try at once, and the SDK does not retry
 	// them (see newTableWire).
@@ -409,7 +417,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	enc := make([]encodedAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {
-			s.w.logger().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
+			s.w.log().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
 			s.failChunk(chunk, ErrSkipped)
 			return requests
 		}
@@ -418,12 +426,12 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			enc = append(enc, chunk[i].enc)
 		}
 		requests++
-		if err := gov.Wait(s.ctx, table, pk, len(enc)); err != nil {
+		if err := gov.wait(s.ctx, table, pk, len(enc)); err != nil {
 			s.failChunk(chunk, err)
 			return requests - 1
 		}
 		etags, err := s.w.t.submit(sctx, enc, send)
-		gov.Done(table, pk, len(enc), err)
+		gov.done(table, pk, len(enc), err)
 		if err == nil {
 			for i, it := range chunk {
 				s.res.ETags[it.index] = etags[i]
@@ -436,7 +444,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		case s.ctx.Err() != nil:
 			s.failChunk(chunk, s.ctx.Err())
 			return requests
-		case IsThrottled(err) || (isAmbiguous(err) && !refused):
+		case isThrottled(err) || (isAmbiguous(err) && !refused):
 			// Not applied (throttled), or perhaps applied (no answer):
 			// send the same transaction again with the same attempts
 			// record, so that a conflict its earlier try caused is
@@ -444,12 +452,12 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 			// at the Governor's lowered rate; the others back off.
 			throttled++
 			if throttled >= s.w.opts.Retry.MaxAttempts {
-				s.w.logger().Warn("tablekit: bulk write: chunk failed after retries", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempts", throttled, "error", err)
+				s.w.log().Warn("tablekit: bulk write: chunk failed after retries", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempts", throttled, "error", err)
 				s.failChunk(chunk, err)
 				return requests
 			}
-			s.w.logger().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", IsThrottled(err), "error", err)
-			if !IsThrottled(err) && !Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", isThrottled(err), "error", err)
+			if !isThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests
 			}

@@ -38,11 +38,22 @@ type chaosItem struct {
 
 // chaosAction is one action of an op, as the model applies it.
 type chaosAction struct {
-	kind tablekit.ActionKind
-	mode tablekit.UpdateMode
+	kind chaosKind
 	rk   string // entity key "pk/rk"
 	val  int
 }
+
+// chaosKind is what a chaosAction does.
+type chaosKind uint8
+
+const (
+	chaosInsert      chaosKind = iota // InsertAction
+	chaosUpsert                       // UpsertAction: insert or replace
+	chaosUpdate                       // UpdateAction: replace an existing entity
+	chaosMergeUpsert                  // MergeAction with etag "": insert or merge
+	chaosMerge                        // MergeAction with an etag: merge into an existing entity
+	chaosDelete                       // DeleteAction
+)
 
 // entState is an entity in the model: absent, or its A and B.
 type entState struct {
@@ -53,15 +64,15 @@ type entState struct {
 // apply returns st after a, and whether a could have succeeded on st.
 func (a chaosAction) apply(st entState) (entState, bool) {
 	switch a.kind {
-	case tablekit.ActionInsert:
+	case chaosInsert:
 		return entState{present: true, a: a.val}, !st.present
-	case tablekit.ActionDelete:
+	case chaosDelete:
 		return entState{}, st.present
 	}
-	if a.kind == tablekit.ActionUpdate && !st.present {
+	if (a.kind == chaosUpdate || a.kind == chaosMerge) && !st.present {
 		return st, false
 	}
-	if a.mode == tablekit.Merge {
+	if a.kind == chaosMerge || a.kind == chaosMergeUpsert {
 		if !st.present {
 			return entState{present: true, b: a.val}, true
 		}
@@ -81,7 +92,7 @@ func TestChaosCore(t *testing.T) {
 		ctx := context.Background()
 		inj, err := chaos.New(seed, &chaos.Config{
 			Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-			Services: []string{tablekit.ServiceTable},
+			Services: []string{"table"},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +104,10 @@ func TestChaosCore(t *testing.T) {
 
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(40, 150)
 		h, err := chaos.RunWriters(ctx, seed, writers, func(ctx context.Context, w *chaos.Writer) error {
-			acct, err := inj.Open(testenv.ConnectionString(t), nil)
+			// Throttling is injected on purpose: the writer's governor
+			// slows down without logging every cut.
+			gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
+			acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{Governor: gov})
 			if err != nil {
 				return err
 			}
@@ -101,10 +115,7 @@ func TestChaosCore(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			// Throttling is injected on purpose: the writer's governor
-			// slows down without logging every cut.
-			gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
-			cw := &coreWriter{w: w, tbl: tbl, gov: gov, etags: map[string]azcore.ETag{}}
+			cw := &coreWriter{w: w, tbl: tbl, etags: map[string]azcore.ETag{}}
 			for range perWriter {
 				if w.Rand.IntN(3) == 0 {
 					cw.bulk(ctx)
@@ -152,7 +163,6 @@ func TestChaosCore(t *testing.T) {
 type coreWriter struct {
 	w     *chaos.Writer
 	tbl   *tablekit.Table[chaosItem]
-	gov   *tablekit.Governor
 	etags map[string]azcore.ETag // the ETag last acknowledged per entity
 	seq   int
 }
@@ -174,28 +184,29 @@ func (c *coreWriter) action(pk, rk string) (tablekit.Action[chaosItem], chaosAct
 	}
 	switch n := c.w.Rand.IntN(10); {
 	case n < 2:
-		ca.kind = tablekit.ActionInsert
+		ca.kind = chaosInsert
 		v.A = val
 		return tablekit.InsertAction(v), ca
 	case n < 4:
-		ca.kind, ca.mode = tablekit.ActionUpsert, tablekit.Replace
+		ca.kind = chaosUpsert
 		v.A = val
-		return tablekit.UpsertAction(v, tablekit.Replace), ca
+		return tablekit.UpsertAction(v), ca
 	case n < 6:
-		ca.kind, ca.mode = tablekit.ActionUpsert, tablekit.Merge
+		ca.kind = chaosMergeUpsert
 		v.B = val
-		return tablekit.UpsertAction(v, tablekit.Merge), ca
+		return tablekit.MergeAction(v, ""), ca
 	case n < 8:
-		ca.kind, ca.mode = tablekit.ActionUpdate, tablekit.UpdateMode(c.w.Rand.IntN(2))
-		if ca.mode == tablekit.Merge {
+		if c.w.Rand.IntN(2) == 1 {
+			ca.kind = chaosMerge
 			v.B = val
-		} else {
-			v.A = val
+			return tablekit.MergeAction(v, etag), ca
 		}
-		return tablekit.UpdateAction(v, ca.mode, etag), ca
+		ca.kind = chaosUpdate
+		v.A = val
+		return tablekit.UpdateAction(v, etag), ca
 	default:
-		ca.kind = tablekit.ActionDelete
-		return tablekit.Action[chaosItem]{Kind: tablekit.ActionDelete, Value: v, ETag: etag}, ca
+		ca.kind = chaosDelete
+		return tablekit.DeleteAction(v, etag), ca
 	}
 }
 
@@ -230,7 +241,7 @@ func (c *coreWriter) bulk(ctx context.Context) {
 	}
 	var res tablekit.BulkResult
 	op := c.w.Do(ctx, "BulkWrite", "", len(acts), func(ctx context.Context) (any, error) {
-		r, err := c.tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: 4, Governor: c.gov}).Write(ctx, acts)
+		r, err := c.tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: 4}).Write(ctx, acts)
 		res = r
 		return nil, err
 	})

@@ -128,7 +128,7 @@ func BenchmarkCodecSDK(b *testing.B) {
 			out.Born = time.Time(v)
 		}
 		if v, ok := p["Badge"].(aztables.EDMGUID); ok {
-			out.Badge, _ = ParseGUID(string(v))
+			out.Badge, _ = parseGUID(string(v))
 		}
 		if v, ok := p["Photo"].(aztables.EDMBinary); ok {
 			out.Photo = v
@@ -138,12 +138,12 @@ func BenchmarkCodecSDK(b *testing.B) {
 }
 
 // BenchmarkEncodeEntity converts an employee20 to its property bag, as the
-// typed patterns do before every write (EncodeEntity).
+// typed patterns do before every write (ToEntity).
 func BenchmarkEncodeEntity(b *testing.B) {
 	in := sampleEmployee20()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := EncodeEntity(in); err != nil {
+		if _, err := ToEntity(in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -152,13 +152,13 @@ func BenchmarkEncodeEntity(b *testing.B) {
 // BenchmarkDecodeEntity converts the property bag of an employee20 back to
 // the struct, as the typed patterns do after every read (Decode).
 func BenchmarkDecodeEntity(b *testing.B) {
-	e, err := EncodeEntity(sampleEmployee20())
+	e, err := ToEntity(sampleEmployee20())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Decode[employee20](e); err != nil {
+		if _, err := FromEntity[employee20](e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -36,7 +36,7 @@ type rawProp struct {
 	val     []byte // string content without quotes (escapes intact), or the literal
 	kind    tokenKind
 	escaped bool
-	edm     EdmType
+	edm     edmType
 	typed   bool // edm came from an @odata.type annotation
 	// ev, when set, is the value of an Entity property (Decode): name and
 	// val are then unset, kind and edm are its JSON's, and the accessors
@@ -151,14 +151,14 @@ func (r *rawEntity) applyAnnotations(err error) error {
 		}
 		switch p.kind {
 		case tokString:
-			p.edm = EdmString
+			p.edm = edmString
 		case tokTrue, tokFalse:
-			p.edm = EdmBoolean
+			p.edm = edmBoolean
 		case tokNumber:
-			p.edm = EdmDouble
+			p.edm = edmDouble
 			if isIntegerLiteral(p.val) {
 				if _, err := strconv.ParseInt(string(p.val), 10, 32); err == nil {
-					p.edm = EdmInt32
+					p.edm = edmInt32
 				}
 			}
 		}
@@ -428,7 +428,7 @@ func decodeU(b []byte) (rune, int) {
 
 func (p *rawProp) stringValue() string {
 	if p.ev != nil {
-		if p.ev.edm == EdmString {
+		if p.ev.edm == edmString {
 			return p.ev.str
 		}
 		return string(p.ev.appendText(nil))
@@ -461,7 +461,7 @@ func (p *rawProp) text() []byte {
 }
 
 func (p *rawProp) guidValue() (GUID, bool) {
-	if p.ev != nil && p.ev.edm == EdmGUID {
+	if p.ev != nil && p.ev.edm == edmGUID {
 		return p.ev.g, true
 	}
 	return parseGUIDBytes(p.text())
@@ -471,7 +471,7 @@ var errIntRange = errors.New("integer out of range")
 
 // intValue parses the value as a decimal integer of the given bit size.
 func (p *rawProp) intValue(bits int) (int64, error) {
-	if ev := p.ev; ev != nil && (ev.edm == EdmInt32 || ev.edm == EdmInt64) {
+	if ev := p.ev; ev != nil && (ev.edm == edmInt32 || ev.edm == edmInt64) {
 		if bits < 64 && (ev.num < -1<<(bits-1) || ev.num > 1<<(bits-1)-1) {
 			return 0, errIntRange
 		}
@@ -483,7 +483,7 @@ func (p *rawProp) intValue(bits int) (int64, error) {
 // uintValue parses the value as an unsigned decimal integer of the given
 // bit size.
 func (p *rawProp) uintValue(bits int) (uint64, error) {
-	if ev := p.ev; ev != nil && (ev.edm == EdmInt32 || ev.edm == EdmInt64) {
+	if ev := p.ev; ev != nil && (ev.edm == edmInt32 || ev.edm == edmInt64) {
 		if ev.num < 0 || (bits < 64 && uint64(ev.num) > 1<<bits-1) {
 			return 0, errIntRange
 		}
@@ -497,9 +497,9 @@ func (p *rawProp) uintValue(bits int) (uint64, error) {
 func (p *rawProp) doubleValue() (float64, error) {
 	if ev := p.ev; ev != nil {
 		switch ev.edm {
-		case EdmDouble:
+		case edmDouble:
 			return ev.f, nil
-		case EdmInt32:
+		case edmInt32:
 			return float64(ev.num), nil
 		}
 	}
@@ -516,7 +516,7 @@ func (p *rawProp) doubleValue() (float64, error) {
 		case "-Infinity", "-INF":
 			return math.Inf(-1), nil
 		}
-		if p.edm == EdmDouble {
+		if p.edm == edmDouble {
 			return strconv.ParseFloat(string(val), 64)
 		}
 	}
@@ -524,7 +524,7 @@ func (p *rawProp) doubleValue() (float64, error) {
 }
 
 func (p *rawProp) dateTimeValue() (time.Time, error) {
-	if p.ev != nil && p.ev.edm == EdmDateTime {
+	if p.ev != nil && p.ev.edm == edmDateTime {
 		return p.ev.t, nil
 	}
 	return parseDateTime(p.text())
@@ -532,7 +532,7 @@ func (p *rawProp) dateTimeValue() (time.Time, error) {
 
 // binaryValue decodes base64 into a new slice.
 func (p *rawProp) binaryValue() ([]byte, error) {
-	if p.ev != nil && p.ev.edm == EdmBinary {
+	if p.ev != nil && p.ev.edm == edmBinary {
 		b := make([]byte, len(p.ev.bin)) // non-nil when empty, as decodeBase64 gives
 		copy(b, p.ev.bin)
 		return b, nil
@@ -691,7 +691,7 @@ func (fp *fieldPlan) decode(rp *rawProp, fv reflect.Value, d *decodeState) error
 			return err
 		}
 		rp = plain
-	} else if d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp) {
+	} else if d.crypt != nil && rp.edm == edmBinary && d.crypt.looksEncrypted(rp) {
 		return d.fail(fp.name, "property holds an encrypted value but the field is not tagged encrypt")
 	}
 	if fp.ptr {
@@ -730,7 +730,7 @@ func (fp *fieldPlan) decodeValue(rp *rawProp, fv reflect.Value, d *decodeState) 
 		}
 		fv.SetBool(rp.kind == tokTrue)
 	case kindInt, kindUint:
-		if rp.kind != tokNumber && !(rp.kind == tokString && rp.edm == EdmInt64) {
+		if rp.kind != tokNumber && !(rp.kind == tokString && rp.edm == edmInt64) {
 			return bad("an integer")
 		}
 		if fp.kind == kindInt {
@@ -841,7 +841,7 @@ func decodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
 			continue
 		}
 		name := string(rp.name)
-		if d.crypt.encrypts(name) || (d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp)) {
+		if d.crypt.encrypts(name) || (d.crypt != nil && rp.edm == edmBinary && d.crypt.looksEncrypted(rp)) {
 			plain, err := d.decrypt(name, rp)
 			if err != nil {
 				return err
@@ -862,35 +862,35 @@ func decodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
 func (rp *rawProp) entityValue() (any, error) {
 	wrong := func() error { return fmt.Errorf("value does not match its type %s", rp.edm) }
 	switch rp.edm {
-	case EdmString:
+	case edmString:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}
 		return rp.stringValue(), nil
-	case EdmBoolean:
+	case edmBoolean:
 		if rp.kind != tokTrue && rp.kind != tokFalse {
 			return nil, wrong()
 		}
 		return rp.kind == tokTrue, nil
-	case EdmInt32:
+	case edmInt32:
 		i, err := strconv.ParseInt(string(rp.val), 10, 32)
 		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
 			return nil, wrong()
 		}
 		return int32(i), nil
-	case EdmInt64:
+	case edmInt64:
 		i, err := strconv.ParseInt(string(rp.val), 10, 64)
 		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
 			return nil, wrong()
 		}
 		return i, nil
-	case EdmDouble:
+	case edmDouble:
 		f, err := rp.doubleValue()
 		if err != nil {
 			return nil, wrong()
 		}
 		return f, nil
-	case EdmDateTime:
+	case edmDateTime:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}
@@ -899,13 +899,13 @@ func (rp *rawProp) entityValue() (any, error) {
 			return nil, wrong()
 		}
 		return t, nil
-	case EdmGUID:
+	case edmGUID:
 		g, ok := parseGUIDBytes(rp.val)
 		if !ok || rp.kind != tokString {
 			return nil, wrong()
 		}
 		return g, nil
-	case EdmBinary:
+	case edmBinary:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}

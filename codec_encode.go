@@ -12,21 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/internal/jsonw"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
-)
-
-// Storage limits, checked before anything is sent.
-const (
-	// MaxCustomProperties is the most custom properties an entity can have
-	// (255 including PartitionKey, RowKey and Timestamp).
-	MaxCustomProperties = 252
-	// MaxPropertyBytes is the largest Edm.String or Edm.Binary value:
-	// 64 KiB (a string counts 2 bytes per UTF-16 code unit).
-	MaxPropertyBytes = 64 * 1024
-	// MaxEntityBytes is the largest entity, measured as Azure does.
-	MaxEntityBytes = 1024 * 1024
-
-	maxCustomProperties = MaxCustomProperties
 )
 
 // Dates before 1601-01-01 cannot be stored in Edm.DateTime.
@@ -57,6 +44,11 @@ func (s *encodeState) fail(prop, limit string, size int, detail string, sentinel
 	return &ValidationError{Entity: s.describe(), Property: prop, Limit: limit, Size: size, Detail: detail, Err: sentinel}
 }
 
+// tooLarge is fail for a size limit: size counts unit.
+func (s *encodeState) tooLarge(prop, limit string, size int, unit, detail string, sentinel error) error {
+	return &ValidationError{Entity: s.describe(), Property: prop, Limit: limit, Size: size, Unit: unit, Detail: detail, Err: sentinel}
+}
+
 func (s *encodeState) describe() string {
 	if s.entity == "" {
 		s.entity = s.pk + "/" + s.rk
@@ -80,8 +72,8 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 	if err := keys.Validate(rk); err != nil {
 		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
 	}
-	if s.cosmos && len(rk) > MaxCosmosRowKeyBytes {
-		return s.fail("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "RowKey too long", ErrInvalidKey)
+	if s.cosmos && len(rk) > limits.CosmosRowKeyBytes {
+		return s.tooLarge("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "bytes", "RowKey too long", ErrInvalidKey)
 	}
 	return nil
 }
@@ -89,16 +81,16 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 // addProperty accounts for one property in the entity limits.
 func (s *encodeState) addProperty(name string, valueSize int) error {
 	s.props++
-	if s.props > MaxCustomProperties && !s.unchecked {
-		return s.fail("", fmt.Sprintf("<= %d custom properties", MaxCustomProperties), s.props, "too many properties", ErrTooLarge)
+	if s.props > limits.CustomProperties && !s.unchecked {
+		return s.tooLarge("", fmt.Sprintf("<= %d custom properties", limits.CustomProperties), s.props, "properties", "too many properties", ErrTooLarge)
 	}
 	s.size += 8 + 2*len(name) + valueSize
 	return nil
 }
 
 func (s *encodeState) finish() error {
-	if s.size > MaxEntityBytes && !s.unchecked {
-		return s.fail("", "<= 1 MiB per entity", s.size, "entity too large", ErrTooLarge)
+	if s.size > limits.EntityBytes && !s.unchecked {
+		return s.tooLarge("", "<= 1 MiB per entity", s.size, "bytes", "entity too large", ErrTooLarge)
 	}
 	return nil
 }
@@ -131,7 +123,7 @@ func (p *typePlan) encodeStruct(dst []byte, v reflect.Value, s *encodeState) ([]
 // the same, and the values are the canonical ones that JSON reads back as.
 // Nothing is encrypted (s.crypt must be nil): an encrypt field is refused
 // as by a Table without TableOptions.Encryption. The ETag and Timestamp
-// fields are the caller's (EncodeEntity).
+// fields are the caller's (ToEntity).
 func (p *typePlan) toEntity(v reflect.Value, s *encodeState) (Entity, error) {
 	pk, rk := p.keys(v)
 	if err := s.checkKeys(pk, rk); err != nil {
@@ -298,7 +290,7 @@ func (s *encodeState) appendValue(dst []byte, fp *fieldPlan, v any) ([]byte, err
 
 // appendProperty appends `,"name":value` (with its type annotation) for a
 // value of a Go type the EDM type accepts, checking property limits.
-func (s *encodeState) appendProperty(dst []byte, name string, edm EdmType, v any) ([]byte, error) {
+func (s *encodeState) appendProperty(dst []byte, name string, edm edmType, v any) ([]byte, error) {
 	ev, size, present, err := s.canonicalValue(name, edm, v)
 	if err != nil || !present {
 		return dst, err
@@ -310,14 +302,14 @@ func (s *encodeState) appendProperty(dst []byte, name string, edm EdmType, v any
 // edmValue is a checked property value in canonical form: its EDM type and
 // the Go value an Entity holds for it, unboxed.
 type edmValue struct {
-	edm EdmType
-	b   bool      // EdmBoolean
-	str string    // EdmString
-	num int64     // EdmInt32, EdmInt64
-	f   float64   // EdmDouble; a NaN is math.NaN()
-	t   time.Time // EdmDateTime: UTC, whole 100 ns, no monotonic reading
-	g   GUID      // EdmGUID
-	bin []byte    // EdmBinary: the caller's slice, not a copy
+	edm edmType
+	b   bool      // edmBoolean
+	str string    // edmString
+	num int64     // edmInt32, edmInt64
+	f   float64   // edmDouble; a NaN is math.NaN()
+	t   time.Time // edmDateTime: UTC, whole 100 ns, no monotonic reading
+	g   GUID      // edmGUID
+	bin []byte    // edmBinary: the caller's slice, not a copy
 	// boxed is the value as given when it already was the canonical Go
 	// value, so that entityValue need not box it again; nil otherwise.
 	boxed any
@@ -332,10 +324,10 @@ type edmValue struct {
 // It is the one definition of what a property value may be: the JSON
 // encoder (appendProperty) and the direct conversions between structs and
 // Entity (typePlan.toEntity, typePlan.fromEntity) all go through it.
-func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmValue, size int, present bool, err error) {
+func (s *encodeState) canonicalValue(name string, edm edmType, v any) (ev edmValue, size int, present bool, err error) {
 	ev.edm = edm
 	switch edm {
-	case EdmString:
+	case edmString:
 		str, ok := v.(string)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
@@ -344,29 +336,29 @@ func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmVal
 			return ev, 0, false, s.fail(name, "valid UTF-8", 0, "string is not valid UTF-8", ErrInvalidInput)
 		}
 		n := utf16Len(str)
-		if 2*n > MaxPropertyBytes && !s.unchecked {
-			return ev, 0, false, s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
+		if 2*n > limits.PropertyBytes && !s.unchecked {
+			return ev, 0, false, s.tooLarge(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "bytes of UTF-16", "string too large", ErrTooLarge)
 		}
 		ev.str, ev.boxed = str, v
 		return ev, 4 + 2*n, true, nil
-	case EdmBinary:
+	case edmBinary:
 		b, ok := v.([]byte)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
-		if len(b) > MaxPropertyBytes && !s.unchecked {
-			return ev, 0, false, s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
+		if len(b) > limits.PropertyBytes && !s.unchecked {
+			return ev, 0, false, s.tooLarge(name, "<= 64 KiB per property", len(b), "bytes", "binary value too large", ErrTooLarge)
 		}
 		ev.bin = b // never boxed: an Entity gets its own copy
 		return ev, 4 + len(b), true, nil
-	case EdmBoolean:
+	case edmBoolean:
 		b, ok := v.(bool)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
 		}
 		ev.b, ev.boxed = b, v
 		return ev, 1, true, nil
-	case EdmInt32:
+	case edmInt32:
 		i, ok := asInt64(v)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
@@ -379,7 +371,7 @@ func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmVal
 			ev.boxed = v
 		}
 		return ev, 4, true, nil
-	case EdmInt64:
+	case edmInt64:
 		i, ok := asInt64(v)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
@@ -389,7 +381,7 @@ func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmVal
 			ev.boxed = v
 		}
 		return ev, 8, true, nil
-	case EdmDouble:
+	case edmDouble:
 		f, ok := v.(float64)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
@@ -401,7 +393,7 @@ func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmVal
 		}
 		ev.f = f
 		return ev, 8, true, nil
-	case EdmDateTime:
+	case edmDateTime:
 		t, ok := v.(time.Time)
 		if !ok {
 			return ev, 0, false, s.typeMismatch(name, edm, v)
@@ -422,7 +414,7 @@ func (s *encodeState) canonicalValue(name string, edm EdmType, v any) (ev edmVal
 		}
 		ev.t = ut
 		return ev, 8, true, nil
-	case EdmGUID:
+	case edmGUID:
 		switch x := v.(type) {
 		case GUID:
 			ev.g, ev.boxed = x, v
@@ -447,19 +439,19 @@ func (ev *edmValue) entityValue() any {
 		return ev.boxed
 	}
 	switch ev.edm {
-	case EdmString:
+	case edmString:
 		return ev.str
-	case EdmBoolean:
+	case edmBoolean:
 		return ev.b
-	case EdmInt32:
+	case edmInt32:
 		return int32(ev.num)
-	case EdmInt64:
+	case edmInt64:
 		return ev.num
-	case EdmDouble:
+	case edmDouble:
 		return ev.f
-	case EdmDateTime:
+	case edmDateTime:
 		return ev.t
-	case EdmGUID:
+	case edmGUID:
 		return ev.g
 	}
 	b := make([]byte, len(ev.bin)) // non-nil when empty, as decoded JSON gives
@@ -470,14 +462,14 @@ func (ev *edmValue) entityValue() any {
 // token is the JSON kind of the value as appendEdmValue writes it.
 func (ev *edmValue) token() tokenKind {
 	switch ev.edm {
-	case EdmInt32:
+	case edmInt32:
 		return tokNumber
-	case EdmBoolean:
+	case edmBoolean:
 		if ev.b {
 			return tokTrue
 		}
 		return tokFalse
-	case EdmDouble:
+	case edmDouble:
 		if !math.IsNaN(ev.f) && !math.IsInf(ev.f, 0) {
 			return tokNumber
 		}
@@ -489,15 +481,15 @@ func (ev *edmValue) token() tokenKind {
 // the string (unescaped) or the literal.
 func (ev *edmValue) appendText(dst []byte) []byte {
 	switch ev.edm {
-	case EdmString:
+	case edmString:
 		return append(dst, ev.str...)
-	case EdmBinary:
+	case edmBinary:
 		return base64.StdEncoding.AppendEncode(dst, ev.bin)
-	case EdmBoolean:
+	case edmBoolean:
 		return strconv.AppendBool(dst, ev.b)
-	case EdmInt32, EdmInt64:
+	case edmInt32, edmInt64:
 		return strconv.AppendInt(dst, ev.num, 10)
-	case EdmDouble:
+	case edmDouble:
 		switch {
 		case math.IsNaN(ev.f):
 			return append(dst, "NaN"...)
@@ -507,9 +499,9 @@ func (ev *edmValue) appendText(dst []byte) []byte {
 			return append(dst, "-Infinity"...)
 		}
 		return strconv.AppendFloat(dst, ev.f, 'g', -1, 64)
-	case EdmDateTime:
+	case edmDateTime:
 		return appendDateTime(dst, ev.t)
-	case EdmGUID:
+	case edmGUID:
 		return appendGUID(dst, ev.g)
 	}
 	return dst
@@ -523,7 +515,7 @@ func appendEdmValue(dst []byte, name string, ev *edmValue) []byte {
 	dst = append(dst, ':')
 	switch ev.token() {
 	case tokString:
-		if ev.edm == EdmString {
+		if ev.edm == edmString {
 			return jsonw.AppendString(dst, ev.str)
 		}
 		dst = append(dst, '"')
@@ -531,7 +523,7 @@ func appendEdmValue(dst []byte, name string, ev *edmValue) []byte {
 		return appendAnnotation(dst, name, ev.edm.String())
 	case tokNumber:
 		dst = ev.appendText(dst)
-		if ev.edm == EdmDouble {
+		if ev.edm == edmDouble {
 			// Always annotated: the SDK re-encodes entity JSON through
 			// map[string]any, which turns 1.0 into 1 (an Int32) otherwise.
 			dst = append(dst, `,"`...)
@@ -543,7 +535,7 @@ func appendEdmValue(dst []byte, name string, ev *edmValue) []byte {
 	return ev.appendText(dst) // true, false
 }
 
-func (s *encodeState) typeMismatch(name string, edm EdmType, v any) error {
+func (s *encodeState) typeMismatch(name string, edm edmType, v any) error {
 	return s.fail(name, "", 0, fmt.Sprintf("a %T value cannot be stored as %s", v, edm), ErrInvalidInput)
 }
 
@@ -633,7 +625,7 @@ func encodeEntity(dst []byte, e *Entity, s *encodeState) ([]byte, error) {
 
 // entityProperty checks the name and Go type of an Entity property (not
 // nil) and returns its EDM type and the value for canonicalValue.
-func (s *encodeState) entityProperty(name string, v any) (EdmType, any, error) {
+func (s *encodeState) entityProperty(name string, v any) (edmType, any, error) {
 	if err := validPropertyName(name); err != nil {
 		return 0, nil, s.fail(name, "", 0, err.Error(), ErrInvalidInput)
 	}
@@ -646,32 +638,32 @@ func (s *encodeState) entityProperty(name string, v any) (EdmType, any, error) {
 
 // edmOf maps an Entity property value to its EDM type and canonical value
 // (v itself, not boxed again, unless it is an int or a [16]byte type).
-func edmOf(v any) (EdmType, any, bool) {
+func edmOf(v any) (edmType, any, bool) {
 	switch x := v.(type) {
 	case string:
-		return EdmString, v, true
+		return edmString, v, true
 	case int32:
-		return EdmInt32, v, true
+		return edmInt32, v, true
 	case int64:
-		return EdmInt64, v, true
+		return edmInt64, v, true
 	case int:
-		return EdmInt64, int64(x), true
+		return edmInt64, int64(x), true
 	case float64:
-		return EdmDouble, v, true
+		return edmDouble, v, true
 	case bool:
-		return EdmBoolean, v, true
+		return edmBoolean, v, true
 	case time.Time:
-		return EdmDateTime, v, true
+		return edmDateTime, v, true
 	case GUID:
-		return EdmGUID, v, true
+		return edmGUID, v, true
 	case []byte:
-		return EdmBinary, v, true
+		return edmBinary, v, true
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
 		var g GUID
 		reflect.Copy(reflect.ValueOf(&g).Elem(), rv)
-		return EdmGUID, g, true
+		return edmGUID, g, true
 	}
 	return 0, nil, false
 }

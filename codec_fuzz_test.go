@@ -81,7 +81,7 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzConvertEquivalence: EncodeEntity and Decode give what the JSON route
+// FuzzConvertEquivalence: ToEntity and Decode give what the JSON route
 // gave (convert_ref_test.go), in values and error classes, for structs of
 // every field kind built from the inputs and for entities holding any mix
 // of values under the struct's property names; and the JSON codec writes

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // The table struct tag is `table:"Name,option,option..."`. The name is the
@@ -59,7 +61,7 @@ type fieldPlan struct {
 	path      []int
 	role      fieldRole
 	kind      fieldKind
-	edm       EdmType
+	edm       edmType
 	bits      int // for int/uint/float kinds
 	ptr       bool
 	elemType  reflect.Type // the field's type, or the pointee for pointer fields
@@ -133,8 +135,8 @@ func buildPlan(t reflect.Type) (*typePlan, error) {
 	if err := p.addFields(t, nil); err != nil {
 		return nil, err
 	}
-	if len(p.fields) > maxCustomProperties {
-		return nil, planError(t, "", "%d properties; Azure allows at most %d custom properties per entity", len(p.fields), maxCustomProperties)
+	if len(p.fields) > limits.CustomProperties {
+		return nil, planError(t, "", "%d properties; Azure allows at most %d custom properties per entity", len(p.fields), limits.CustomProperties)
 	}
 	return p, nil
 }
@@ -242,7 +244,7 @@ func (p *typePlan) addFields(t reflect.Type, parent []int) error {
 
 func (fp *fieldPlan) setKind(t reflect.Type, typeOpt string) error {
 	if typeOpt == "json" {
-		fp.kind, fp.edm, fp.elemType = kindJSON, EdmString, t
+		fp.kind, fp.edm, fp.elemType = kindJSON, edmString, t
 		return nil
 	}
 	if t.Kind() == reflect.Pointer {
@@ -252,34 +254,34 @@ func (fp *fieldPlan) setKind(t reflect.Type, typeOpt string) error {
 	fp.elemType = t
 	switch {
 	case t == timeType:
-		fp.kind, fp.edm = kindTime, EdmDateTime
+		fp.kind, fp.edm = kindTime, edmDateTime
 	case t == bytesType || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8):
-		fp.kind, fp.edm = kindBytes, EdmBinary
+		fp.kind, fp.edm = kindBytes, edmBinary
 	case t.Kind() == reflect.Array && t.Len() == 16 && t.Elem().Kind() == reflect.Uint8:
-		fp.kind, fp.edm = kindGUIDArray, EdmGUID
+		fp.kind, fp.edm = kindGUIDArray, edmGUID
 	case t.Kind() == reflect.String:
-		fp.kind, fp.edm = kindString, EdmString
+		fp.kind, fp.edm = kindString, edmString
 		if typeOpt == "guid" {
-			fp.kind, fp.edm = kindGUIDString, EdmGUID
+			fp.kind, fp.edm = kindGUIDString, edmGUID
 		}
 	case t.Kind() == reflect.Bool:
-		fp.kind, fp.edm = kindBool, EdmBoolean
+		fp.kind, fp.edm = kindBool, edmBoolean
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		fp.kind, fp.bits = kindInt, t.Bits()
-		fp.edm = EdmInt64
+		fp.edm = edmInt64
 		if t.Kind() != reflect.Int && t.Kind() != reflect.Int64 {
-			fp.edm = EdmInt32
+			fp.edm = edmInt32
 		}
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 && t.Kind() != reflect.Uintptr:
 		fp.kind, fp.bits = kindUint, t.Bits()
-		fp.edm = EdmInt64
+		fp.edm = edmInt64
 		if fp.bits <= 16 {
-			fp.edm = EdmInt32
+			fp.edm = edmInt32
 		}
 	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
-		fp.kind, fp.bits, fp.edm = kindFloat, t.Bits(), EdmDouble
+		fp.kind, fp.bits, fp.edm = kindFloat, t.Bits(), edmDouble
 	case reflect.PointerTo(t).Implements(textUnmarshalType) && (t.Implements(textMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)):
-		fp.kind, fp.edm = kindText, EdmString
+		fp.kind, fp.edm = kindText, edmString
 	default:
 		return fmt.Errorf("field type %s is not supported (use a string, bool, integer, float, time.Time, []byte, [16]byte type, a pointer to one, or the json tag option)", t)
 	}
@@ -288,9 +290,9 @@ func (fp *fieldPlan) setKind(t reflect.Type, typeOpt string) error {
 		if fp.kind != kindInt && fp.kind != kindUint {
 			return fmt.Errorf("tag option %s needs an integer field, not %s", typeOpt, t)
 		}
-		fp.edm = EdmInt32
+		fp.edm = edmInt32
 		if typeOpt == "int64" {
-			fp.edm = EdmInt64
+			fp.edm = edmInt64
 		}
 	case "guid":
 		if fp.kind != kindGUIDString && fp.kind != kindGUIDArray {

@@ -3,6 +3,7 @@ package tablekit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -124,7 +125,7 @@ func TestCodecWholeDoubleIsAnnotated(t *testing.T) {
 }
 
 func TestEntityRoundTrip(t *testing.T) {
-	g, _ := ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+	g, _ := parseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 	in := Entity{PartitionKey: "p'1", RowKey: "", Properties: map[string]any{
 		"S": "x", "E": "", "I32": int32(-5), "I64": int64(1) << 53, "D": 1.0, "D2": -0.5, "B": false,
 		"T": time.Date(1601, 1, 1, 0, 0, 0, 100, time.UTC), "G": g, "Bin": []byte("bytes"),
@@ -294,21 +295,21 @@ func TestEncodeEntityAndDecode(t *testing.T) {
 	in.Skip, in.unexp = "", 0
 	in.ETag = "W/\"x\""
 	in.Stamp = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	e, err := EncodeEntity(in)
+	e, err := ToEntity(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.PartitionKey != in.PK || e.ETag != in.ETag || e.Properties["Int"] != int64(in.Int) || e.Properties["Other"] != "r" {
 		t.Errorf("entity: %#v", e)
 	}
-	out, err := Decode[allTypes](e)
+	out, err := FromEntity[allTypes](e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Errorf("round trip differs:\n in  %+v\n out %+v", in, out)
 	}
-	if _, err := Decode[struct{ A string }](e); err == nil {
+	if _, err := FromEntity[struct{ A string }](e); err == nil {
 		t.Error("Decode into a struct without keys must fail")
 	}
 }
@@ -320,18 +321,18 @@ func TestDecodeSkipsStorageLimits(t *testing.T) {
 		Blob []byte
 	}
 	big := make([]byte, 5<<20)
-	out, err := Decode[doc](Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"Blob": big}})
+	out, err := FromEntity[doc](Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"Blob": big}})
 	if err != nil || len(out.Blob) != len(big) {
 		t.Fatalf("Decode of a 5 MiB property: %d bytes, %v", len(out.Blob), err)
 	}
-	if _, err := EncodeEntity(out); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("EncodeEntity still checks limits: %v", err)
+	if _, err := ToEntity(out); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ToEntity still checks limits: %v", err)
 	}
 }
 
 // Inputs fuzzing found panicking; they must be plain errors.
 func TestDecodeFuzzRegressions(t *testing.T) {
-	if _, err := ParseGUID("00000000-0000-0000-0000-0000-0000000"); err == nil {
+	if _, err := parseGUID("00000000-0000-0000-0000-0000-0000000"); err == nil {
 		t.Error("a GUID with a fifth hyphen parsed")
 	}
 	var e Entity
@@ -342,7 +343,7 @@ func TestDecodeFuzzRegressions(t *testing.T) {
 
 // EntitySize is the size the encoder checks against the 1 MiB limit.
 func TestEntitySizeMatchesEncoder(t *testing.T) {
-	g, _ := ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+	g, _ := parseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 	e := Entity{PartitionKey: "pk😀", RowKey: "r", Properties: map[string]any{
 		"S": "héllo😀", "B": []byte{1, 2, 3}, "T": true, "I": int32(1), "L": int64(2), "D": 1.5,
 		"W": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), "G": g,
@@ -351,7 +352,7 @@ func TestEntitySizeMatchesEncoder(t *testing.T) {
 	if _, err := encodeEntity(nil, &e, &s); err != nil {
 		t.Fatal(err)
 	}
-	if got := EntitySize(e); got != s.size {
+	if got := entitySize(e); got != s.size {
 		t.Errorf("EntitySize = %d, encoder counted %d", got, s.size)
 	}
 }
@@ -360,4 +361,13 @@ func TestEntitySizeMatchesEncoder(t *testing.T) {
 func isDecodeError(err error, prop string) bool {
 	var de *DecodeError
 	return errors.As(err, &de) && de.Property == prop
+}
+
+// parseGUID parses a GUID's text for the tests.
+func parseGUID(s string) (GUID, error) {
+	g, ok := parseGUIDBytes([]byte(s))
+	if !ok {
+		return GUID{}, fmt.Errorf("%q is not a GUID", s)
+	}
+	return g, nil
 }

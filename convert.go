@@ -7,19 +7,37 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
-// EncodeEntity converts a struct value to its property bag, exactly as a
+// ToEntity converts a struct value to its property bag, exactly as a
 // Table[T] would store it (without client-side encryption), checking the
-// same keys and limits.
-func EncodeEntity[T any](v T) (_ Entity, err error) {
-	defer func() { err = withOp("EncodeEntity", err) }()
-	if e, ok := any(v).(Entity); ok {
+// same keys and limits. An Entity converts to itself.
+func ToEntity[T any](v T) (Entity, error) {
+	e, err := toEntity(reflect.ValueOf(&v).Elem())
+	return e, withOp("ToEntity", err)
+}
+
+// FromEntity converts a property bag to a struct value, as a Table[T] read
+// would, without checking storage limits (nothing is stored): it is how a
+// query over a table of mixed entity types (read as Table[Entity]) turns
+// each row into its own Go type. On an error it returns the zero T.
+func FromEntity[T any](e Entity) (T, error) {
+	var v T
+	if err := fromEntity(e, reflect.ValueOf(&v).Elem()); err != nil {
+		var zero T
+		return zero, withOp("FromEntity", err)
+	}
+	return v, nil
+}
+
+// toEntity is ToEntity of rv, an addressable struct or Entity value, naming
+// no operation in its errors.
+func toEntity(rv reflect.Value) (Entity, error) {
+	if e, ok := rv.Interface().(Entity); ok {
 		return e, nil
 	}
-	plan, err := structPlan[T]()
+	plan, err := structPlan(rv.Type())
 	if err != nil {
 		return Entity{}, err
 	}
-	rv := reflect.ValueOf(&v).Elem()
 	e, err := plan.toEntity(rv, &encodeState{})
 	if err != nil {
 		return Entity{}, err
@@ -33,30 +51,23 @@ func EncodeEntity[T any](v T) (_ Entity, err error) {
 	return e, nil
 }
 
-// Decode converts a property bag to a struct value, as a Table[T] read
-// would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
-// Table[Entity]) turns each row into its own Go type. On an error it returns
-// the zero T.
-func Decode[T any](e Entity) (_ T, err error) {
-	defer func() { err = withOp("Decode", err) }()
-	var v T
-	if out, ok := any(&v).(*Entity); ok {
-		*out = e
-		return v, nil
+// fromEntity is FromEntity into rv, an addressable struct or Entity value,
+// naming no operation in its errors.
+func fromEntity(e Entity, rv reflect.Value) error {
+	if rv.Type() == entityType {
+		rv.Set(reflect.ValueOf(e))
+		return nil
 	}
-	plan, err := structPlan[T]()
+	plan, err := structPlan(rv.Type())
 	if err != nil {
-		return v, err
+		return err
 	}
-	if err := plan.fromEntity(&e, reflect.ValueOf(&v).Elem(), &decodeState{op: "Decode"}); err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
+	return plan.fromEntity(&e, rv, &decodeState{})
 }
 
-func structPlan[T any]() (*typePlan, error) {
-	plan, err := planFor(reflect.TypeFor[T]())
+// structPlan returns the plan of a table struct type.
+func structPlan(typ reflect.Type) (*typePlan, error) {
+	plan, err := planFor(typ)
 	if err != nil {
 		return nil, err
 	}
@@ -66,15 +77,14 @@ func structPlan[T any]() (*typePlan, error) {
 	return plan, nil
 }
 
-// ToEntity converts v to the property bag t stores for it, before
+// toEntity converts v to the property bag t stores for it, before
 // client-side encryption: the properties t encrypts are plaintext here,
-// and are encrypted when the Entity is written through [Table.Entities]
+// and are encrypted when the Entity is written through [Table.AsEntities]
 // (which shares t's encryption). It checks keys and limits as a write
 // does, except the size encryption adds, which the write checks. Pattern
 // packages that spread or spill a T's properties over other entities or
-// blobs build on it.
-func (t *Table[T]) ToEntity(v T) (_ Entity, err error) {
-	defer func() { err = withOp("Table.ToEntity", err) }()
+// blobs build on it (internal/core.ToEntity). Its errors name no operation.
+func (t *Table[T]) toEntity(v T) (Entity, error) {
 	if e, ok := any(v).(Entity); ok {
 		return e, nil
 	}
@@ -90,11 +100,10 @@ func (t *Table[T]) ToEntity(v T) (_ Entity, err error) {
 	return e, nil
 }
 
-// FromEntity converts a property bag read through [Table.Entities]
-// (decrypted) to a T, as a read of t would. On an error it returns the
-// zero T.
-func (t *Table[T]) FromEntity(e Entity) (_ T, err error) {
-	defer func() { err = withOp("Table.FromEntity", err) }()
+// fromEntity converts a property bag read through [Table.AsEntities]
+// (decrypted) to a T, as a read of t would (internal/core.FromEntity). On
+// an error it returns the zero T; its errors name no operation.
+func (t *Table[T]) fromEntity(e Entity) (T, error) {
 	var v T
 	if out, ok := any(&v).(*Entity); ok {
 		*out = e

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
-// The direct EncodeEntity and Decode must give what the JSON route gave
+// The direct ToEntity and Decode must give what the JSON route gave
 // (convert_ref_test.go): the same values, down to the bits of a NaN and the
 // representation of a time.Time, and the same errors. These tests and
 // FuzzConvertEquivalence check it; they also check that the refactored JSON
@@ -137,7 +139,7 @@ func sampleConvKinds() convKinds {
 }
 
 // bigBytes is 64 KiB + n.
-func bigBytes(n int) []byte { return bytes.Repeat([]byte{'b'}, MaxPropertyBytes+n) }
+func bigBytes(n int) []byte { return bytes.Repeat([]byte{'b'}, limits.PropertyBytes+n) }
 
 var (
 	// b64Infinity is binary whose base64 reads "Infinity".
@@ -148,8 +150,8 @@ var (
 		"0f8fad5b-d9cb-469f-a165-70867728950e", "{0F8FAD5B-D9CB-469F-A165-70867728950E}", "0f8fad5b-d9cb-469f-a165-70867728950",
 		"2012-03-04T05:06:07.1234567Z", "2012-03-04T05:06:07+02:00", "AAE=", "!fail", `{"a":1}`, `["x"]`, "null", `"q"`,
 		"a/b", "#", "\x7f", strings.Repeat("k", 512), strings.Repeat("k", 513),
-		strings.Repeat("a", MaxPropertyBytes/2), strings.Repeat("a", MaxPropertyBytes/2+1),
-		strings.Repeat("😀", MaxPropertyBytes/4), strings.Repeat("😀", MaxPropertyBytes/4) + "a",
+		strings.Repeat("a", limits.PropertyBytes/2), strings.Repeat("a", limits.PropertyBytes/2+1),
+		strings.Repeat("😀", limits.PropertyBytes/4), strings.Repeat("😀", limits.PropertyBytes/4) + "a",
 	}
 	convInts   = []int64{0, 1, -1, 255, 256, math.MaxInt8, math.MinInt8, math.MaxInt8 + 1, math.MaxInt16 + 1, math.MinInt16 - 1, math.MaxInt32, math.MaxInt32 + 1, math.MinInt32, math.MinInt32 - 1, math.MaxInt64, math.MinInt64}
 	convUints  = []uint64{0, 1, 255, 256, math.MaxUint16 + 1, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64}
@@ -182,7 +184,7 @@ func convSamples(t reflect.Type) []reflect.Value {
 			add(v)
 		}
 	case t == reflect.TypeFor[textVal]():
-		for _, s := range []string{"", "x", "!fail", "\xff", strings.Repeat("a", MaxPropertyBytes/2-2), strings.Repeat("a", MaxPropertyBytes/2-1)} {
+		for _, s := range []string{"", "x", "!fail", "\xff", strings.Repeat("a", limits.PropertyBytes/2-2), strings.Repeat("a", limits.PropertyBytes/2-1)} {
 			add(textVal{s})
 		}
 	case t == reflect.TypeFor[ptrText]():
@@ -190,7 +192,7 @@ func convSamples(t reflect.Type) []reflect.Value {
 			add(ptrText{s})
 		}
 	case t == reflect.TypeFor[[]string]():
-		for _, v := range [][]string{nil, {}, {"a", "\xff"}, {strings.Repeat("a", MaxPropertyBytes/2-4)}, {strings.Repeat("a", MaxPropertyBytes/2-3)}} {
+		for _, v := range [][]string{nil, {}, {"a", "\xff"}, {strings.Repeat("a", limits.PropertyBytes/2-4)}, {strings.Repeat("a", limits.PropertyBytes/2-3)}} {
 			add(v)
 		}
 	case t == reflect.TypeFor[map[string]int]():
@@ -244,7 +246,7 @@ func convSamples(t reflect.Type) []reflect.Value {
 // may hold, in and out of range, and some it may not.
 func convEntityValues() []any {
 	vals := []any{nil, true, false, int(7), int(-1 << 40), int8(1), uint(1), float32(1), struct{}{}, []string{"x"},
-		GUID{1, 2, 3}, myUUID{4, 5, 6}, [16]byte{7}, [15]byte{}, strings.Repeat("é", MaxPropertyBytes)}
+		GUID{1, 2, 3}, myUUID{4, 5, 6}, [16]byte{7}, [15]byte{}, strings.Repeat("é", limits.PropertyBytes)}
 	for _, s := range convStrings {
 		vals = append(vals, s)
 	}
@@ -377,22 +379,22 @@ func sameError(got, want error) string {
 	return ""
 }
 
-// checkEncode compares EncodeEntity with the JSON route for v, and the JSON
+// checkEncode compares ToEntity with the JSON route for v, and the JSON
 // encoder with its frozen copy; exact says whether error messages must be
 // equal. It returns the entity when both succeeded.
 func checkEncode[T any](t testing.TB, what string, v T, exact bool) (Entity, bool) {
 	t.Helper()
-	got, gotErr := EncodeEntity(v)
+	got, gotErr := ToEntity(v)
 	want, wantErr := refEncodeEntity(v)
 	diff := sameErrorClass
 	if exact {
 		diff = sameError
 	}
 	if d := diff(gotErr, wantErr); d != "" {
-		t.Fatalf("%s: EncodeEntity: %s", what, d)
+		t.Fatalf("%s: ToEntity: %s", what, d)
 	}
 	if gotErr == nil && !sameValue(reflect.ValueOf(got), reflect.ValueOf(want)) {
-		t.Fatalf("%s: EncodeEntity differs:\n got  %#v\n want %#v", what, got, want)
+		t.Fatalf("%s: ToEntity differs:\n got  %#v\n want %#v", what, got, want)
 	}
 	plan, err := planFor(reflect.TypeFor[T]())
 	if err != nil {
@@ -417,7 +419,7 @@ func checkEncode[T any](t testing.TB, what string, v T, exact bool) (Entity, boo
 // must be the very error the JSON route gives for its property alone.
 func checkDecode[T any](t testing.TB, what string, e Entity, exact bool) {
 	t.Helper()
-	got, gotErr := Decode[T](e)
+	got, gotErr := FromEntity[T](e)
 	want, wantErr := refDecode[T](e)
 	if exact {
 		if d := sameError(gotErr, wantErr); d != "" {
@@ -587,13 +589,13 @@ func TestConvertEquivalenceLimits(t *testing.T) {
 		d := bigDoc{PK: "p", RK: "r"}
 		rv := reflect.ValueOf(&d).Elem()
 		// 4 + 2 + 2 for the keys; each property 8 + 2*1 + 4 + len.
-		content := MaxEntityBytes - 8 - 17*14 + extra
+		content := limits.EntityBytes - 8 - 17*14 + extra
 		for i := 2; i < 2+17; i++ {
-			n := min(MaxPropertyBytes, content)
+			n := min(limits.PropertyBytes, content)
 			rv.Field(i).SetBytes(make([]byte, n))
 			content -= n
 		}
-		if content != 0 || EntitySize(Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}})+17*14 > MaxEntityBytes {
+		if content != 0 || entitySize(Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}})+17*14 > limits.EntityBytes {
 			panic(content)
 		}
 		return d
@@ -605,18 +607,18 @@ func TestConvertEquivalenceLimits(t *testing.T) {
 		}
 	}
 	// A Decode checks no limits: an entity over 1 MiB with oversized values.
-	e, _ := EncodeEntity(full(0))
-	e.Properties["S"] = strings.Repeat("x", MaxPropertyBytes)
+	e, _ := ToEntity(full(0))
+	e.Properties["S"] = strings.Repeat("x", limits.PropertyBytes)
 	e.Properties["A"] = bigBytes(1)
 	checkDecode[bigDoc](t, "oversized", e, true)
 	// Per-property limits, strings in UTF-16 units.
-	for _, s := range []string{strings.Repeat("a", MaxPropertyBytes/2), strings.Repeat("a", MaxPropertyBytes/2+1),
-		strings.Repeat("😀", MaxPropertyBytes/4), strings.Repeat("😀", MaxPropertyBytes/4) + "a",
-		strings.Repeat("é", MaxPropertyBytes/2), strings.Repeat("é", MaxPropertyBytes/2+1)} {
+	for _, s := range []string{strings.Repeat("a", limits.PropertyBytes/2), strings.Repeat("a", limits.PropertyBytes/2+1),
+		strings.Repeat("😀", limits.PropertyBytes/4), strings.Repeat("😀", limits.PropertyBytes/4) + "a",
+		strings.Repeat("é", limits.PropertyBytes/2), strings.Repeat("é", limits.PropertyBytes/2+1)} {
 		checkEncode(t, fmt.Sprintf("string of %d bytes", len(s)), bigDoc{PK: "p", RK: "r", S: s}, true)
 	}
 	for _, n := range []int{0, 1} {
-		checkEncode(t, fmt.Sprintf("binary limit%+d", n), bigDoc{PK: "p", RK: "r", A: make([]byte, MaxPropertyBytes+n)}, true)
+		checkEncode(t, fmt.Sprintf("binary limit%+d", n), bigDoc{PK: "p", RK: "r", A: make([]byte, limits.PropertyBytes+n)}, true)
 	}
 	// Keys: 1 KiB (512 UTF-16 units), reserved and control characters.
 	for _, k := range []string{strings.Repeat("k", 512), strings.Repeat("k", 513), strings.Repeat("😀", 256), strings.Repeat("😀", 256) + "k", "a/b", "a\\b", "#", "?", "\x01", "\u0085", "\xff", ""} {
@@ -641,10 +643,10 @@ func TestConvertEquivalencePlanErrors(t *testing.T) {
 	checkDecode[int](t, "not a struct", Entity{}, true)
 	// A plan error is cached; each caller gets its own copy to name its
 	// operation in (withOp), so one call's Op never shows in another's.
-	_, _ = EncodeEntity(5)
+	_, _ = ToEntity(5)
 	var ve *ValidationError
-	if _, err := Decode[int](Entity{}); !errors.As(err, &ve) || ve.Op != "Decode" {
-		t.Errorf("Decode[int] after EncodeEntity(int): %v, want Op Decode", err)
+	if _, err := FromEntity[int](Entity{}); !errors.As(err, &ve) || ve.Op != "FromEntity" {
+		t.Errorf("FromEntity[int] after ToEntity(int): %v, want Op Decode", err)
 	}
 	// An Entity converts to itself both ways.
 	e := Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": uint8(1)}}
@@ -652,19 +654,19 @@ func TestConvertEquivalencePlanErrors(t *testing.T) {
 	checkDecode[Entity](t, "Entity", e, true)
 }
 
-// The values in an Entity from EncodeEntity, and in a struct from Decode,
+// The values in an Entity from ToEntity, and in a struct from Decode,
 // are their own: changing one side's slices leaves the other alone.
 func TestConvertDoesNotAlias(t *testing.T) {
 	v := convKinds{PK: "p", RK: "r", X: []byte{1, 2}}
-	e, err := EncodeEntity(v)
+	e, err := ToEntity(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v.X[0] = 9
 	if e.Properties["X"].([]byte)[0] != 1 {
-		t.Fatal("EncodeEntity's []byte aliases the struct's")
+		t.Fatal("ToEntity's []byte aliases the struct's")
 	}
-	out, err := Decode[convKinds](e)
+	out, err := FromEntity[convKinds](e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,10 +679,10 @@ func TestConvertDoesNotAlias(t *testing.T) {
 // The one difference from the JSON route: an Entity's keys are copied as
 // they are. The JSON route wrote them as JSON strings, which replaced each
 // byte of invalid UTF-8 with U+FFFD (Decode checks no keys, so it took
-// them); a Table never reads such keys, and EncodeEntity refuses them.
+// them); a Table never reads such keys, and ToEntity refuses them.
 func TestDecodeKeepsKeysVerbatim(t *testing.T) {
 	e := Entity{PartitionKey: "p\xff", RowKey: "r\xfe\xfd", Properties: map[string]any{"S": "s"}}
-	got, err := Decode[convKinds](e)
+	got, err := FromEntity[convKinds](e)
 	if err != nil || got.PK != e.PartitionKey || got.RK != e.RowKey || got.S != "s" {
 		t.Fatalf("got %q %q %q, %v", got.PK, got.RK, got.S, err)
 	}

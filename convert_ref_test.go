@@ -1,6 +1,6 @@
 package tablekit
 
-// The codec as it was before EncodeEntity and Decode became direct: frozen
+// The codec as it was before ToEntity and Decode became direct: frozen
 // copies of the JSON route (struct -> OData JSON -> Entity, and
 // Entity -> OData JSON -> struct), kept as the reference the equivalence
 // tests and FuzzConvertEquivalence compare the direct conversions with.
@@ -20,6 +20,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/jsonw"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // (frozen) encodeStruct appends the OData JSON of the struct v to dst.
@@ -131,14 +132,14 @@ func (s *encodeState) refAppendValue(dst []byte, fp *fieldPlan, v any) ([]byte, 
 
 // (frozen) appendProperty appends `,"name":value` (with its type annotation) for a
 // value of a Go type the EDM type accepts, checking property limits.
-func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v any) ([]byte, error) {
+func (s *encodeState) refAppendProperty(dst []byte, name string, edm edmType, v any) ([]byte, error) {
 	mark := len(dst)
 	dst = append(dst, ',')
 	dst = jsonw.AppendString(dst, name)
 	dst = append(dst, ':')
 	var valueSize int
 	switch edm {
-	case EdmString:
+	case edmString:
 		str, ok := v.(string)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -147,18 +148,18 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 			return dst[:mark], s.fail(name, "valid UTF-8", 0, "string is not valid UTF-8", ErrInvalidInput)
 		}
 		n := utf16Len(str)
-		if 2*n > MaxPropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "string too large", ErrTooLarge)
+		if 2*n > limits.PropertyBytes && !s.unchecked {
+			return dst[:mark], s.tooLarge(name, "<= 64 KiB per property (32,768 UTF-16 characters)", 2*n, "bytes of UTF-16", "string too large", ErrTooLarge)
 		}
 		valueSize = 4 + 2*n
 		dst = jsonw.AppendString(dst, str)
-	case EdmBinary:
+	case edmBinary:
 		b, ok := v.([]byte)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
 		}
-		if len(b) > MaxPropertyBytes && !s.unchecked {
-			return dst[:mark], s.fail(name, "<= 64 KiB per property", len(b), "binary value too large", ErrTooLarge)
+		if len(b) > limits.PropertyBytes && !s.unchecked {
+			return dst[:mark], s.tooLarge(name, "<= 64 KiB per property", len(b), "bytes", "binary value too large", ErrTooLarge)
 		}
 		valueSize = 4 + len(b)
 		dst = append(dst, '"')
@@ -166,14 +167,14 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 		dst = append(dst, `","`...)
 		dst = append(dst, name...)
 		dst = append(dst, `@odata.type":"Edm.Binary"`...)
-	case EdmBoolean:
+	case edmBoolean:
 		b, ok := v.(bool)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
 		}
 		valueSize = 1
 		dst = strconv.AppendBool(dst, b)
-	case EdmInt32:
+	case edmInt32:
 		i, ok := refAsInt64(v)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -183,7 +184,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 		}
 		valueSize = 4
 		dst = strconv.AppendInt(dst, i, 10)
-	case EdmInt64:
+	case edmInt64:
 		i, ok := refAsInt64(v)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -192,7 +193,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 		dst = append(dst, '"')
 		dst = strconv.AppendInt(dst, i, 10)
 		dst = appendAnnotation(dst, name, "Edm.Int64")
-	case EdmDouble:
+	case edmDouble:
 		f, ok := v.(float64)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -215,7 +216,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 			return dst, s.addProperty(name, valueSize)
 		}
 		dst = appendAnnotation(dst, name, "Edm.Double")
-	case EdmDateTime:
+	case edmDateTime:
 		t, ok := v.(time.Time)
 		if !ok {
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -233,7 +234,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm EdmType, v 
 		dst = append(dst, '"')
 		dst = appendDateTime(dst, t)
 		dst = appendAnnotation(dst, name, "Edm.DateTime")
-	case EdmGUID:
+	case edmGUID:
 		var g GUID
 		switch x := v.(type) {
 		case GUID:
@@ -302,32 +303,32 @@ func refEncodeEntityJSON(dst []byte, e *Entity, s *encodeState) ([]byte, error) 
 }
 
 // (frozen) edmOf maps an Entity property value to its EDM type and canonical value.
-func refEdmOf(v any) (EdmType, any, bool) {
+func refEdmOf(v any) (edmType, any, bool) {
 	switch x := v.(type) {
 	case string:
-		return EdmString, x, true
+		return edmString, x, true
 	case int32:
-		return EdmInt32, x, true
+		return edmInt32, x, true
 	case int64:
-		return EdmInt64, x, true
+		return edmInt64, x, true
 	case int:
-		return EdmInt64, int64(x), true
+		return edmInt64, int64(x), true
 	case float64:
-		return EdmDouble, x, true
+		return edmDouble, x, true
 	case bool:
-		return EdmBoolean, x, true
+		return edmBoolean, x, true
 	case time.Time:
-		return EdmDateTime, x, true
+		return edmDateTime, x, true
 	case GUID:
-		return EdmGUID, x, true
+		return edmGUID, x, true
 	case []byte:
-		return EdmBinary, x, true
+		return edmBinary, x, true
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
 		var g GUID
 		reflect.Copy(reflect.ValueOf(&g).Elem(), rv)
-		return EdmGUID, g, true
+		return edmGUID, g, true
 	}
 	return 0, nil, false
 }
@@ -381,7 +382,7 @@ func (fp *fieldPlan) refFieldDecode(rp *rawProp, fv reflect.Value, d *decodeStat
 			return err
 		}
 		rp = plain
-	} else if d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp) {
+	} else if d.crypt != nil && rp.edm == edmBinary && d.crypt.looksEncrypted(rp) {
 		return d.fail(fp.name, "property holds an encrypted value but the field is not tagged encrypt")
 	}
 	if fp.ptr {
@@ -420,7 +421,7 @@ func (fp *fieldPlan) refDecodeValue(rp *rawProp, fv reflect.Value, d *decodeStat
 		}
 		fv.SetBool(rp.kind == tokTrue)
 	case kindInt, kindUint:
-		if rp.kind != tokNumber && !(rp.kind == tokString && rp.edm == EdmInt64) {
+		if rp.kind != tokNumber && !(rp.kind == tokString && rp.edm == edmInt64) {
 			return bad("an integer")
 		}
 		if fp.kind == kindInt {
@@ -503,7 +504,7 @@ func refParseDouble(rp *rawProp) (float64, error) {
 		case "-Infinity", "-INF":
 			return math.Inf(-1), nil
 		}
-		if rp.edm == EdmDouble {
+		if rp.edm == edmDouble {
 			return strconv.ParseFloat(string(rp.val), 64)
 		}
 	}
@@ -533,7 +534,7 @@ func refDecodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
 			continue
 		}
 		name := string(rp.name)
-		if d.crypt.encrypts(name) || (d.crypt != nil && rp.edm == EdmBinary && d.crypt.looksEncrypted(rp)) {
+		if d.crypt.encrypts(name) || (d.crypt != nil && rp.edm == edmBinary && d.crypt.looksEncrypted(rp)) {
 			plain, err := d.decrypt(name, rp)
 			if err != nil {
 				return err
@@ -554,35 +555,35 @@ func refDecodeRawEntity(r *rawEntity, e *Entity, d *decodeState) error {
 func (rp *rawProp) refEntityValue() (any, error) {
 	wrong := func() error { return fmt.Errorf("value does not match its type %s", rp.edm) }
 	switch rp.edm {
-	case EdmString:
+	case edmString:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}
 		return rp.stringValue(), nil
-	case EdmBoolean:
+	case edmBoolean:
 		if rp.kind != tokTrue && rp.kind != tokFalse {
 			return nil, wrong()
 		}
 		return rp.kind == tokTrue, nil
-	case EdmInt32:
+	case edmInt32:
 		i, err := strconv.ParseInt(string(rp.val), 10, 32)
 		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
 			return nil, wrong()
 		}
 		return int32(i), nil
-	case EdmInt64:
+	case edmInt64:
 		i, err := strconv.ParseInt(string(rp.val), 10, 64)
 		if err != nil || (rp.kind != tokNumber && rp.kind != tokString) {
 			return nil, wrong()
 		}
 		return i, nil
-	case EdmDouble:
+	case edmDouble:
 		f, err := refParseDouble(rp)
 		if err != nil {
 			return nil, wrong()
 		}
 		return f, nil
-	case EdmDateTime:
+	case edmDateTime:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}
@@ -591,13 +592,13 @@ func (rp *rawProp) refEntityValue() (any, error) {
 			return nil, wrong()
 		}
 		return t, nil
-	case EdmGUID:
+	case edmGUID:
 		g, ok := parseGUIDBytes(rp.val)
 		if !ok || rp.kind != tokString {
 			return nil, wrong()
 		}
 		return g, nil
-	case EdmBinary:
+	case edmBinary:
 		if rp.kind != tokString {
 			return nil, wrong()
 		}
@@ -610,15 +611,15 @@ func (rp *rawProp) refEntityValue() (any, error) {
 	return nil, wrong()
 }
 
-// (frozen) EncodeEntity converts a struct value to its property bag, exactly as a
+// (frozen) ToEntity converts a struct value to its property bag, exactly as a
 // Table[T] would store it (without client-side encryption), checking the
 // same keys and limits.
 func refEncodeEntity[T any](v T) (_ Entity, err error) {
-	defer func() { err = withOp("EncodeEntity", err) }()
+	defer func() { err = withOp("ToEntity", err) }()
 	if e, ok := any(v).(Entity); ok {
 		return e, nil
 	}
-	plan, err := structPlan[T]()
+	plan, err := structPlan(reflect.TypeFor[T]())
 	if err != nil {
 		return Entity{}, err
 	}
@@ -627,7 +628,7 @@ func refEncodeEntity[T any](v T) (_ Entity, err error) {
 		return Entity{}, err
 	}
 	var e Entity
-	if err := refDecodeEntity(data, &e, &decodeState{op: "EncodeEntity"}); err != nil {
+	if err := refDecodeEntity(data, &e, &decodeState{op: "ToEntity"}); err != nil {
 		return Entity{}, err
 	}
 	rv := reflect.ValueOf(&v).Elem()
@@ -644,13 +645,13 @@ func refEncodeEntity[T any](v T) (_ Entity, err error) {
 // would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
 // Table[Entity]) turns each row into its own Go type.
 func refDecode[T any](e Entity) (_ T, err error) {
-	defer func() { err = withOp("Decode", err) }()
+	defer func() { err = withOp("FromEntity", err) }()
 	var v T
 	if out, ok := any(&v).(*Entity); ok {
 		*out = e
 		return v, nil
 	}
-	plan, err := structPlan[T]()
+	plan, err := structPlan(reflect.TypeFor[T]())
 	if err != nil {
 		return v, err
 	}
@@ -659,7 +660,7 @@ func refDecode[T any](e Entity) (_ T, err error) {
 		return v, err
 	}
 	rv := reflect.ValueOf(&v).Elem()
-	if err := plan.refDecodeStruct(data, rv, &decodeState{op: "Decode"}); err != nil {
+	if err := plan.refDecodeStruct(data, rv, &decodeState{op: "FromEntity"}); err != nil {
 		return v, err
 	}
 	if plan.etag != nil {

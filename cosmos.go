@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // Azure Cosmos DB for Table speaks the Table service's protocol, so tablekit
@@ -11,26 +13,17 @@ import (
 // RowKey order. tablekit knows a Table is on Cosmos DB when its Account's
 // table endpoint is a Cosmos DB one (*.table.cosmos.azure.com,
 // *.table.cosmosdb.azure.com, or the emulator on port 8902), or when
-// Options.Cosmos or TableOptions.Cosmos says so (for a proxy or another
+// Options.Cosmos says so (for a proxy or another
 // emulator). APIs whose meaning is key order then either sort within the
 // bounded result they read or refuse with an error matching ErrUnsupported
 // that says why; each says which in its documentation.
 
-// Limits of Azure Cosmos DB for Table that are stricter than Table
-// storage's, which tablekit enforces on tables it knows are on Cosmos DB.
-const (
-	// MaxCosmosRowKeyBytes is the longest RowKey, in bytes.
-	MaxCosmosRowKeyBytes = 255
-	// MaxCosmosTransactionBytes is the largest transaction (2 MB).
-	MaxCosmosTransactionBytes = 2 * 1000 * 1000
-)
-
 // maxTransactionBytes is the transaction size limit of t's service.
 func (t *Table[T]) maxTransactionBytes() int {
 	if t.cosmos {
-		return MaxCosmosTransactionBytes
+		return limits.CosmosTransactionBytes
 	}
-	return MaxTransactionBytes
+	return limits.TransactionBytes
 }
 
 // ErrUnsupported is matched by the error of an operation the service
@@ -50,14 +43,6 @@ func isCosmosEndpoint(endpoint string) bool {
 		strings.HasSuffix(host, ".table.cosmos.azure.cn") ||
 		(isLoopbackHost(host) && u.Port() == "8902")
 }
-
-// Cosmos reports whether the Account's tables are on Azure Cosmos DB for
-// Table, whose query results are not in key order.
-func (a *Account) Cosmos() bool { return a.cosmos }
-
-// Cosmos reports whether the table is on Azure Cosmos DB for Table (see
-// TableOptions.Cosmos), whose query results are not in key order.
-func (t *Table[T]) Cosmos() bool { return t.cosmos }
 
 // unorderedError is the error of op on a table whose results are not in
 // key order.

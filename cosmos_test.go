@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 )
@@ -28,7 +30,7 @@ func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !acct.Cosmos() || !tbl.Cosmos() {
+	if !core.AccountCosmos(acct) || !core.Cosmos(tbl) {
 		t.Fatal("Options.Cosmos did not reach the table")
 	}
 	return acct, tbl
@@ -144,8 +146,8 @@ func TestCosmosEndpointsRecognised(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", cs, err)
 		}
-		if acct.Cosmos() != want {
-			t.Errorf("%s: Cosmos() = %v, want %v", cs, acct.Cosmos(), want)
+		if core.AccountCosmos(acct) != want {
+			t.Errorf("%s: Cosmos() = %v, want %v", cs, core.AccountCosmos(acct), want)
 		}
 	}
 }
@@ -162,24 +164,24 @@ func TestCosmosMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := acct.Meter().Snapshot()
-	if etag, err = tbl.Update(ctx, wireItem{PK: "m", RK: "o'k", N: 2}, tablekit.Merge, etag); err != nil {
+	if etag, err = tbl.Merge(ctx, wireItem{PK: "m", RK: "o'k", N: 2}, etag); err != nil {
 		t.Fatalf("update merge: %v", err)
 	} else if etag == "" {
 		t.Error("update merge returned no ETag")
 	}
-	if _, err = tbl.Upsert(ctx, wireItem{PK: "m", RK: "o'k", N: 3}, tablekit.Merge); err != nil {
+	if _, err = tbl.Merge(ctx, wireItem{PK: "m", RK: "o'k", N: 3}, ""); err != nil {
 		t.Fatalf("upsert merge: %v", err)
 	}
-	if n := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "MergeEntity"); n != 2 {
+	if n := acct.Meter().Snapshot().Sub(before).Count("table", "MergeEntity"); n != 2 {
 		t.Errorf("%d MergeEntity requests, want 2", n)
 	}
-	if got, err := tbl.Get(ctx, "m", "o'k", nil); err != nil || got.N != 3 || got.Tag != "kept" {
+	if got, err := tbl.Get(ctx, "m", "o'k"); err != nil || got.N != 3 || got.Tag != "kept" {
 		t.Fatalf("after merges: %+v, %v", got, err)
 	}
-	if _, err := tbl.Transaction(ctx, tablekit.UpsertAction(wireItem{PK: "m", RK: "o'k", N: 4}, tablekit.Merge)); err != nil {
+	if _, err := tbl.Transaction(ctx, tablekit.MergeAction(wireItem{PK: "m", RK: "o'k", N: 4}, "")); err != nil {
 		t.Fatalf("merge in a transaction: %v", err)
 	}
-	if got, err := tbl.Get(ctx, "m", "o'k", nil); err != nil || got.N != 4 || got.Tag != "kept" {
+	if got, err := tbl.Get(ctx, "m", "o'k"); err != nil || got.N != 4 || got.Tag != "kept" {
 		t.Fatalf("after the merge transaction: %+v, %v", got, err)
 	}
 }

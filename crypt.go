@@ -11,13 +11,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/tablekit/tablekit/internal/cryptkey"
 	"github.com/tablekit/tablekit/internal/jsonw"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // ErrDecrypt is matched (with [errors.Is]) by read errors for encrypted
@@ -37,23 +36,23 @@ const (
 	encMaxVersion = 15                                       // versions this reader recognises as tablekit's
 )
 
-// Wire codes of the EDM types in a plaintext: stable, unlike EdmType's
+// Wire codes of the EDM types in a plaintext: stable, unlike edmType's
 // values.
 var edmCodes = [...]byte{
-	EdmString:   'S',
-	EdmInt32:    'I',
-	EdmInt64:    'L',
-	EdmDouble:   'D',
-	EdmBoolean:  'B',
-	EdmDateTime: 'T',
-	EdmGUID:     'G',
-	EdmBinary:   'X',
+	edmString:   'S',
+	edmInt32:    'I',
+	edmInt64:    'L',
+	edmDouble:   'D',
+	edmBoolean:  'B',
+	edmDateTime: 'T',
+	edmGUID:     'G',
+	edmBinary:   'X',
 }
 
-func edmFromCode(c byte) (EdmType, bool) {
+func edmFromCode(c byte) (edmType, bool) {
 	for t, code := range edmCodes {
 		if code == c {
-			return EdmType(t), true
+			return edmType(t), true
 		}
 	}
 	return 0, false
@@ -166,17 +165,6 @@ func newCryptContext(enc *Encryption, plan *typePlan) (*cryptContext, error) {
 		}
 	}
 	return c, nil
-}
-
-// EncryptedProperties returns the names of the properties t encrypts on
-// the client (see [Encryption]), sorted; none when t has no encryption.
-// Code that copies entities between tables checks with it that the
-// destination encrypts at least what the source does.
-func (t *Table[T]) EncryptedProperties() []string {
-	if t.crypt == nil {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(t.crypt.properties))
 }
 
 // encrypts reports whether the named property is encrypted.
@@ -328,7 +316,7 @@ func safeMessage(err error) string { return err.Error() }
 // plaintextOf builds the plaintext of one value: its type code and its
 // canonical value encoding. ok is false when the value is absent (a zero
 // time).
-func (s *encodeState) plaintextOf(name string, edm EdmType, v any) ([]byte, bool, error) {
+func (s *encodeState) plaintextOf(name string, edm edmType, v any) ([]byte, bool, error) {
 	// appendProperty checks the value (type, range, UTF-8, size) as for a
 	// plain property and gives its canonical JSON. Strings and binary are
 	// then stored raw: JSON escapes or base64 would waste the 64 KiB.
@@ -346,9 +334,9 @@ func (s *encodeState) plaintextOf(name string, edm EdmType, v any) ([]byte, bool
 	}
 	pt := []byte{edmCodes[edm]}
 	switch edm {
-	case EdmString:
+	case edmString:
 		return append(pt, v.(string)...), true, nil
-	case EdmBinary:
+	case edmBinary:
 		return append(pt, v.([]byte)...), true, nil
 	}
 	// js is `,"name":<token>[,"name@odata.type":"..."]`: take the token.
@@ -368,7 +356,7 @@ func (s *encodeState) plaintextOf(name string, edm EdmType, v any) ([]byte, bool
 }
 
 // appendEncrypted encrypts one property value and appends it as Edm.Binary.
-func (s *encodeState) appendEncrypted(dst []byte, name string, edm EdmType, v any) ([]byte, error) {
+func (s *encodeState) appendEncrypted(dst []byte, name string, edm edmType, v any) ([]byte, error) {
 	c := s.crypt
 	if c == nil {
 		return dst, s.fail(name, "", 0, "the property is marked for encryption but the table has no encryption configured (set TableOptions.Encryption)", ErrInvalidInput)
@@ -394,8 +382,8 @@ func (s *encodeState) appendEncrypted(dst []byte, name string, edm EdmType, v an
 	if err != nil {
 		return dst, s.fail(name, "", 0, "encryption: "+safeMessage(err), ErrInvalidInput)
 	}
-	if len(sealed) > MaxPropertyBytes {
-		return dst, s.fail(name, "<= 64 KiB per property (after encryption, which adds "+fmt.Sprint(len(sealed)-len(pt)+1)+" bytes)", len(sealed), "encrypted value too large", ErrTooLarge)
+	if len(sealed) > limits.PropertyBytes {
+		return dst, s.tooLarge(name, "<= 64 KiB per property (after encryption, which adds "+fmt.Sprint(len(sealed)-len(pt)+1)+" bytes)", len(sealed), "bytes", "encrypted value too large", ErrTooLarge)
 	}
 	dst = append(dst, ',')
 	dst = jsonw.AppendString(dst, name)
@@ -436,7 +424,7 @@ func (d *decodeState) decrypt(name string, rp *rawProp) (*rawProp, error) {
 	fail := func(sentinel error, format string, args ...any) error {
 		return d.failWith(sentinel, name, format, args...)
 	}
-	if rp.kind != tokString || rp.edm != EdmBinary {
+	if rp.kind != tokString || rp.edm != edmBinary {
 		// Never show the value: it may be a secret written in clear.
 		return nil, fail(ErrDecrypt, "the property is encrypted in this table but holds a plain %s value, not tablekit ciphertext (was it written without encryption?)", rp.edm)
 	}
@@ -475,9 +463,9 @@ func parsePlaintext(pt []byte) (*rawProp, error) {
 	}
 	body := pt[1:]
 	switch edm {
-	case EdmString:
+	case edmString:
 		return &rawProp{val: body, kind: tokString, edm: edm, typed: true}, nil
-	case EdmBinary:
+	case edmBinary:
 		return &rawProp{val: base64.StdEncoding.AppendEncode(nil, body), kind: tokString, edm: edm, typed: true}, nil
 	}
 	if len(body) == 0 || body[0] == '{' || body[0] == '[' {
@@ -494,13 +482,13 @@ func parsePlaintext(pt []byte) (*rawProp, error) {
 	}
 	want := tokString
 	switch edm {
-	case EdmInt32:
+	case edmInt32:
 		want = tokNumber
-	case EdmBoolean:
+	case edmBoolean:
 		if kind == tokTrue || kind == tokFalse {
 			want = kind
 		}
-	case EdmDouble:
+	case edmDouble:
 		if kind == tokNumber {
 			want = kind
 		}

@@ -39,7 +39,7 @@ func ExampleEncryption() {
 		fmt.Println(err)
 		return
 	}
-	e, err := emp.Get(ctx, "Sales", "000223", nil)
+	e, err := emp.Get(ctx, "Sales", "000223")
 	if errors.Is(err, tablekit.ErrDecrypt) {
 		fmt.Println("tampered, moved, or encrypted with another key:", err)
 		return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/cryptkey"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 type secretDoc struct {
@@ -342,7 +343,7 @@ func TestCryptResolverMustBeStable(t *testing.T) {
 func TestCryptLimits(t *testing.T) {
 	c := testCrypt(t, testRing(t, "k1"), nil, "X", "S")
 	overhead := len(encMagic) + 2 + len("k1") + encNonceSize + 1 + encTagSize
-	fits := make([]byte, MaxPropertyBytes-overhead)
+	fits := make([]byte, limits.PropertyBytes-overhead)
 	e := &Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"X": fits}}
 	if _, err := encodeEntity(nil, e, &encodeState{crypt: c}); err != nil {
 		t.Fatalf("%d bytes should fit: %v", len(fits), err)
@@ -350,7 +351,7 @@ func TestCryptLimits(t *testing.T) {
 	e.Properties["X"] = append(fits, 0)
 	_, err := encodeEntity(nil, e, &encodeState{crypt: c})
 	var ve *ValidationError
-	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &ve) || ve.Property != "X" || ve.Size != MaxPropertyBytes+1 {
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &ve) || ve.Property != "X" || ve.Size != limits.PropertyBytes+1 {
 		t.Fatalf("one byte more: %v", err)
 	}
 	// Plain-value checks still apply before encryption.
@@ -414,12 +415,12 @@ func TestCryptCheckFilter(t *testing.T) {
 func TestLooksEncrypted(t *testing.T) {
 	c := testCrypt(t, testRing(t, "k1"), nil, "A")
 	raw := sealedValue(t, c, "p", "r", "A", "x")
-	rp := &rawProp{val: []byte(base64.StdEncoding.EncodeToString(raw)), kind: tokString, edm: EdmBinary}
+	rp := &rawProp{val: []byte(base64.StdEncoding.EncodeToString(raw)), kind: tokString, edm: edmBinary}
 	if !c.looksEncrypted(rp) {
 		t.Fatal("ciphertext not recognised")
 	}
 	for _, b := range [][]byte{nil, []byte("TKE"), bytes.Repeat([]byte{0}, 64), append([]byte("TKE\x00\x02"), make([]byte, 60)...)} {
-		rp := &rawProp{val: []byte(base64.StdEncoding.EncodeToString(b)), kind: tokString, edm: EdmBinary}
+		rp := &rawProp{val: []byte(base64.StdEncoding.EncodeToString(b)), kind: tokString, edm: edmBinary}
 		if c.looksEncrypted(rp) {
 			t.Errorf("%q recognised as ciphertext", b)
 		}
@@ -451,7 +452,7 @@ func FuzzDecrypt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := &decodeState{crypt: c, pk: "p", rk: "r"}
 		// Arbitrary bytes as a stored value.
-		rp := &rawProp{name: []byte("A"), val: []byte(base64.StdEncoding.EncodeToString(data)), kind: tokString, edm: EdmBinary}
+		rp := &rawProp{name: []byte("A"), val: []byte(base64.StdEncoding.EncodeToString(data)), kind: tokString, edm: edmBinary}
 		c.looksEncrypted(rp)
 		if _, err := d.decrypt("A", rp); err == nil {
 			t.Fatalf("arbitrary bytes decrypted: %q", data)

@@ -52,9 +52,9 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 		slog.Error(op+" failed", "err", err)
 	}
 
-	acct := testenv.Account(t, &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Logging: policy.LogOptions{IncludeBody: true}}})
 	name := testenv.CreateTable(t, acct)
-	client := acct.Table(name)
+	client := acct.Tables().NewClient(name)
 
 	// Secrets to look for.
 	var accountKey string
@@ -100,20 +100,20 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	ct[len(ct)-1] ^= 1
 	m["SSN"] = base64.StdEncoding.EncodeToString(ct)
 	putRaw(t, client, m)
-	_, err = tbl.Get(ctx, "W", "1", nil)
+	_, err = tbl.Get(ctx, "W", "1")
 	record("get tampered", err)
 	other := new(keyring.KeyRing)
 	other.Add("k2", k2)
 	tbl2, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: other}})
-	_, err = tbl2.Get(ctx, "W", "1", nil)
+	_, err = tbl2.Get(ctx, "W", "1")
 	record("get missing key", err)
 	wrong := new(keyring.KeyRing)
 	wrong.Add("k1", k2)
 	tbl3, _ := tablekit.OpenTable[patient](acct, name, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: wrong}})
-	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(ctx, patient{Ward: "W", ID: "1", SSN: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tbl3.Get(ctx, "W", "1", nil)
+	_, err = tbl3.Get(ctx, "W", "1")
 	record("get wrong key", err)
 	record("add bad key", ring.Add("k1", k2))
 	record("add short key", ring.Add("k3", k2[:31]))
@@ -132,12 +132,12 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	addSig("table", sasURL)
-	ro, err := sas.OpenTable[patient](sasURL, &tablekit.Options{Logging: policy.LogOptions{IncludeBody: true}},
+	ro, err := sas.OpenTable[patient](sasURL, &tablekit.Options{ClientOptions: azcore.ClientOptions{Logging: policy.LogOptions{IncludeBody: true}}},
 		&tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ro.Get(ctx, "W", "1", nil); err != nil {
+	if _, err := ro.Get(ctx, "W", "1"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = ro.Insert(ctx, patient{Ward: "W", ID: "2"})
@@ -167,7 +167,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = forged.Get(ctx, "W", "1", nil)
+	_, err = forged.Get(ctx, "W", "1")
 	record("get forged", err)
 	if err == nil {
 		t.Fatal("a forged signature was accepted")
@@ -175,11 +175,11 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 
 	down, _ := url.Parse(sasURL)
 	down.Host = "127.0.0.1:1"
-	unreachable, err := sas.OpenTable[tablekit.Entity](down.String(), &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}}, nil)
+	unreachable, err := sas.OpenTable[tablekit.Entity](down.String(), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = unreachable.Get(ctx, "W", "1", nil)
+	_, err = unreachable.Get(ctx, "W", "1")
 	record("get unreachable", err)
 	if err == nil {
 		t.Fatal("no error from a closed port")
@@ -190,7 +190,7 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	record("open malformed", err)
 	_, err = sas.OpenQueue(strings.Replace(sasURL, "/"+name, "/BAD_name", 1), nil)
 	record("open bad queue", err)
-	_, err = sas.OpenQueue(strings.Replace(sasURL, "/"+name, "/q-x", 1), &tablekit.Options{PerCallPolicies: []policy.Policy{nil}})
+	_, err = sas.OpenQueue(strings.Replace(sasURL, "/"+name, "/q-x", 1), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{nil}}})
 	record("open refused options", err)
 	_, err = signer.TableURL(name, sas.Permissions{}, time.Now().Add(time.Hour), nil)
 	record("sign no perms", err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
@@ -89,7 +91,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	ring := newRing(t, "k1")
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
@@ -102,7 +104,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.ETag = etag
-	got, err := tbl.Get(ctx, "W1", "001", nil)
+	got, err := tbl.Get(ctx, "W1", "001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +125,8 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("query found %d", n)
 	}
-	sel, err := tbl.Get(ctx, "W1", "001", &tablekit.GetOptions{Select: []string{"SSN"}})
-	if err != nil || sel.SSN != in.SSN || sel.Name != "" {
+	sel, err := tablekit.Collect(tbl.Query(ctx, tablekit.PointQuery("W1", "001"), &tablekit.QueryOptions{Select: []string{"SSN"}}), 1)
+	if err != nil || len(sel) != 1 || sel[0].SSN != in.SSN || sel[0].Name != "" {
 		t.Fatalf("projection: %+v %v", sel, err)
 	}
 
@@ -144,7 +146,7 @@ func TestEncryptionStructRoundTripAndRawView(t *testing.T) {
 		}
 	}
 	// Encrypting twice gives different ciphertexts (fresh nonces).
-	if _, err := tbl.Upsert(ctx, in, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	m2, _ := rawProps(t, client, "W1", "001")
@@ -169,7 +171,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"Card", "Limit", "Ratio", "Flag", "Id"}}
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: enc})
 	if err != nil {
@@ -180,7 +182,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	if _, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "c", RowKey: "1", Properties: props}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "c", "1", nil)
+	got, err := tbl.Get(ctx, "c", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := st.Get(ctx, "c", "1", nil)
+	c, err := st.Get(ctx, "c", "1")
 	if err != nil || c.Card != props["Card"] || c.Limit != 1<<40 || c.Owner != "Bob" {
 		t.Fatalf("struct view: %+v %v", c, err)
 	}
@@ -214,7 +216,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +233,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	// The victim's SSN ciphertext pasted into the attacker's row.
 	attacker["SSN"] = victim["SSN"]
 	putRaw(t, client, attacker)
-	_, err = tbl.Get(ctx, "W1", "attacker", nil)
+	_, err = tbl.Get(ctx, "W1", "attacker")
 	var de *tablekit.DecodeError
 	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Op != "Get" || de.Property != "SSN" || de.Entity != tableName+":W1/attacker" ||
 		!strings.HasPrefix(err.Error(), `tablekit: Get: cannot decrypt entity "`+tableName+`:W1/attacker" property "SSN": `) {
@@ -249,7 +251,7 @@ func TestEncryptionCopiedCiphertextFails(t *testing.T) {
 	// (same row, another property).
 	victim["Allergies"] = victim["SSN"]
 	putRaw(t, client, victim)
-	_, err = tbl.Get(ctx, "W1", "victim", nil)
+	_, err = tbl.Get(ctx, "W1", "victim")
 	if !errors.Is(err, tablekit.ErrDecrypt) || !errors.As(err, &de) || de.Property != "Allergies" {
 		t.Fatalf("copied to another property: %v", err)
 	}
@@ -266,7 +268,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +284,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 		bad[i] ^= 0x01
 		m["SSN"] = base64.StdEncoding.EncodeToString(bad)
 		putRaw(t, client, m)
-		_, err := tbl.Get(ctx, "W", "1", nil)
+		_, err := tbl.Get(ctx, "W", "1")
 		if !errors.Is(err, tablekit.ErrDecrypt) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
@@ -291,7 +293,7 @@ func TestEncryptionTamperedByteFails(t *testing.T) {
 	m["SSN"] = "123-45-6789"
 	delete(m, "SSN@odata.type")
 	putRaw(t, client, m)
-	_, err = tbl.Get(ctx, "W", "1", nil)
+	_, err = tbl.Get(ctx, "W", "1")
 	if !errors.Is(err, tablekit.ErrDecrypt) || strings.Contains(err.Error(), "123-45") {
 		t.Fatalf("plain value: %v", err)
 	}
@@ -301,7 +303,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	ring := newRing(t, "k1")
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring}})
 	if err != nil {
@@ -328,14 +330,14 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		t.Fatalf("key ids: old %s, new %s", keyOf("old"), keyOf("new"))
 	}
 	for rk, want := range map[string]string{"old": "written with k1", "new": "written with k2"} {
-		p, err := tbl.Get(ctx, "W", rk, nil)
+		p, err := tbl.Get(ctx, "W", rk)
 		if err != nil || p.SSN != want {
 			t.Fatalf("%s: %q %v", rk, p.SSN, err)
 		}
 	}
 	// Rewriting moves a row to the current key.
-	old, _ := tbl.Get(ctx, "W", "old", nil)
-	if _, err := tbl.Update(ctx, old, tablekit.Replace, old.ETag); err != nil {
+	old, _ := tbl.Get(ctx, "W", "old")
+	if _, err := tbl.Update(ctx, old, old.ETag); err != nil {
 		t.Fatal(err)
 	}
 	if keyOf("old") != "k2" {
@@ -361,7 +363,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	if _, err := w1.Insert(ctx, patient{Ward: "W", ID: "stale", SSN: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = fresh.Get(ctx, "W", "stale", nil)
+	_, err = fresh.Get(ctx, "W", "stale")
 	if !errors.Is(err, tablekit.ErrKeyNotFound) || !errors.Is(err, tablekit.ErrDecrypt) || !strings.Contains(err.Error(), `"k1"`) {
 		t.Fatalf("removed key: %v", err)
 	}
@@ -386,10 +388,10 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Merge only A: B, encrypted earlier, still decrypts.
-	if _, err := tbl.Upsert(ctx, e("1", map[string]any{"A": "a1-new"}), tablekit.Merge); err != nil {
+	if _, err := tbl.Merge(ctx, e("1", map[string]any{"A": "a1-new"}), ""); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "p", "1", nil)
+	got, err := tbl.Get(ctx, "p", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +402,7 @@ func TestEncryptionMergeAndTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, res)
 	}
-	got, err = tbl.Get(ctx, "p", "2", nil)
+	got, err = tbl.Get(ctx, "p", "2")
 	if err != nil || !reflect.DeepEqual(got.Properties, map[string]any{"A": "a2", "B": "b2-new"}) {
 		t.Fatalf("after bulk merge: %v %v", got.Properties, err)
 	}
@@ -415,42 +417,42 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 	tbl, err := tablekit.OpenTable[patient](acct, tableName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: newRing(t, "k1")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := patient{Ward: "W1", ID: "002", Name: "Bea", SSN: "078-05-1121", Born: time.Date(1900, 1, 2, 3, 4, 5, 600, time.UTC),
 		Weight: 70.5, Allergies: []string{"pollen"}}
-	e, err := tbl.ToEntity(in)
+	e, err := core.ToEntity(tbl, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Properties["SSN"] != "078-05-1121" || e.Properties["Weight"] != 70.5 {
 		t.Fatalf("ToEntity: %v, want plaintext properties", e.Properties)
 	}
-	if _, err := tbl.Entities().Insert(ctx, e); err != nil {
+	if _, err := tbl.AsEntities().Insert(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := rawProps(t, client, "W1", "002")
 	if ct := rawBinary(t, raw, "SSN"); bytes.Contains(ct, []byte("078-05-1121")) {
 		t.Fatal("the Entities view stored SSN in clear")
 	}
-	typed, err := tbl.Get(ctx, "W1", "002", nil)
+	typed, err := tbl.Get(ctx, "W1", "002")
 	if err != nil || typed.SSN != in.SSN || !typed.Born.Equal(in.Born) || typed.Weight != in.Weight {
 		t.Fatalf("typed read of what the Entities view wrote: %+v, %v", typed, err)
 	}
-	back, err := tbl.Entities().Get(ctx, "W1", "002", nil)
+	back, err := tbl.AsEntities().Get(ctx, "W1", "002")
 	if err != nil || back.Properties["SSN"] != in.SSN {
 		t.Fatalf("Entities view read: %v, %v", back.Properties, err)
 	}
-	out, err := tbl.FromEntity(back)
+	out, err := core.FromEntity(tbl, back)
 	if err != nil || out.SSN != in.SSN || out.Name != in.Name || out.Allergies[0] != "pollen" || out.ETag == "" {
 		t.Fatalf("FromEntity: %+v, %v", out, err)
 	}
 	// A plain conversion still refuses the encrypted fields: it would
 	// leave them in clear with nothing to encrypt them.
-	if _, err := tablekit.EncodeEntity(in); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := tablekit.ToEntity(in); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("EncodeEntity of a struct with encrypt fields: %v", err)
 	}
 }

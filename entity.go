@@ -8,44 +8,45 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
-// EdmType is one of the Entity Data Model types a table property can have.
-type EdmType uint8
+// edmType is one of the Entity Data Model types a table property can have.
+type edmType uint8
 
-// The EDM types of Azure Table storage. The zero value is EdmString.
+// The EDM types of Azure Table storage. The zero value is edmString.
 const (
-	EdmString   EdmType = iota // Go string
-	EdmInt32                   // Go int32
-	EdmInt64                   // Go int64 (int, time.Duration, ...)
-	EdmDouble                  // Go float64
-	EdmBoolean                 // Go bool
-	EdmDateTime                // Go time.Time, UTC, 100 ns precision
-	EdmGUID                    // Go GUID (or any [16]byte type)
-	EdmBinary                  // Go []byte
+	edmString   edmType = iota // Go string
+	edmInt32                   // Go int32
+	edmInt64                   // Go int64 (int, time.Duration, ...)
+	edmDouble                  // Go float64
+	edmBoolean                 // Go bool
+	edmDateTime                // Go time.Time, UTC, 100 ns precision
+	edmGUID                    // Go GUID (or any [16]byte type)
+	edmBinary                  // Go []byte
 )
 
 var edmNames = [...]string{"Edm.String", "Edm.Int32", "Edm.Int64", "Edm.Double", "Edm.Boolean", "Edm.DateTime", "Edm.Guid", "Edm.Binary"}
 
 // String returns the OData name of the type, e.g. "Edm.Int64".
-func (t EdmType) String() string {
+func (t edmType) String() string {
 	if int(t) < len(edmNames) {
 		return edmNames[t]
 	}
-	return fmt.Sprintf("EdmType(%d)", uint8(t))
+	return fmt.Sprintf("edmType(%d)", uint8(t))
 }
 
-// parseEdmType maps an "@odata.type" annotation to its EdmType.
-func parseEdmType(s []byte) (EdmType, bool) {
+// parseEdmType maps an "@odata.type" annotation to its edmType.
+func parseEdmType(s []byte) (edmType, bool) {
 	for i, n := range edmNames {
 		if string(s) == n {
-			return EdmType(i), true
+			return edmType(i), true
 		}
 	}
 	return 0, false
 }
 
-// GUID is a 128-bit identifier stored as Edm.Guid. Any Go type whose
-// underlying type is [16]byte (such as github.com/google/uuid.UUID) maps to
-// Edm.Guid too.
+// GUID is a 128-bit identifier stored as Edm.Guid: an Entity's Edm.Guid
+// values read back as GUIDs. Any Go type whose underlying type is [16]byte
+// (such as github.com/google/uuid.UUID, which also parses the text form)
+// maps to Edm.Guid too, and converts to and from a GUID.
 type GUID [16]byte
 
 // String formats g as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in lower case.
@@ -65,16 +66,6 @@ func appendGUID(dst []byte, g [16]byte) []byte {
 	buf[23] = '-'
 	hex.Encode(buf[24:36], g[10:16])
 	return append(dst, buf[:]...)
-}
-
-// ParseGUID parses the canonical 36-character form of a GUID, optionally in
-// braces, in either case.
-func ParseGUID(s string) (GUID, error) {
-	g, ok := parseGUIDBytes([]byte(s))
-	if !ok {
-		return GUID{}, &ValidationError{Op: "ParseGUID", Detail: fmt.Sprintf("%s is not a GUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", quoteForError(s)), Err: ErrInvalidInput}
-	}
-	return g, nil
 }
 
 func parseGUIDBytes(s []byte) (GUID, bool) {
@@ -134,37 +125,4 @@ type Entity struct {
 	ETag azcore.ETag
 	// Properties holds the custom properties by name.
 	Properties map[string]any
-}
-
-// Get returns the value of a custom property and whether it is present.
-func (e *Entity) Get(name string) (any, bool) {
-	v, ok := e.Properties[name]
-	return v, ok
-}
-
-// Set sets a custom property, creating the map if needed.
-func (e *Entity) Set(name string, value any) {
-	if e.Properties == nil {
-		e.Properties = make(map[string]any)
-	}
-	e.Properties[name] = value
-}
-
-// UpdateMode says how a write treats the properties already stored.
-type UpdateMode uint8
-
-const (
-	// Replace stores exactly the properties written; properties not written
-	// are removed.
-	Replace UpdateMode = iota
-	// Merge adds or overwrites the properties written and keeps the others.
-	Merge
-)
-
-// String returns "Merge" or "Replace".
-func (m UpdateMode) String() string {
-	if m == Merge {
-		return "Merge"
-	}
-	return "Replace"
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -31,8 +32,10 @@ var (
 	// ErrInvalidKey: a PartitionKey, RowKey or resource name breaks the
 	// service's rules, or an entity has no key where one is required.
 	ErrInvalidKey = errors.New("tablekit: invalid key")
-	// ErrThrottled: the service asked the client to slow down (429, or 503
-	// ServerBusy) and the SDK's retries did not get through.
+	// ErrThrottled: the service was too busy for the request and the SDK's
+	// retries did not get through: 503 (ServerBusy), 429, or 500
+	// OperationTimedOut, which Azure answers when a partition is over its
+	// target.
 	ErrThrottled = errors.New("tablekit: throttled")
 	// ErrInvalidInput: an argument or value tablekit cannot encode or send,
 	// such as a filter whose placeholders and arguments disagree.
@@ -52,8 +55,10 @@ var (
 // matches [ErrTooLarge], [ErrInvalidKey] or [ErrInvalidInput] with
 // [errors.Is].
 type ValidationError struct {
-	// Op names the operation that refused the input, e.g. "Insert" or
-	// "archive.NewWorker"; "" when the entity says enough.
+	// Op names the operation that refused the input as its caller wrote
+	// it, qualified by its package unless it is the root's: "Insert",
+	// "patterns.Wide.Merge", "archive.NewWorker". The message starts with
+	// it: "tablekit: Insert: ...", "patterns: Wide.Merge: ...".
 	Op string
 	// Entity names the entity, as "table:PartitionKey/RowKey" or
 	// "PartitionKey/RowKey" where known (the message says "entity"), or the
@@ -65,8 +70,13 @@ type ValidationError struct {
 	Property string
 	// Limit describes the rule that was broken, e.g. "<= 64 KiB per property".
 	Limit string
-	// Size is the measured size or count that broke a size limit, else 0.
+	// Size is the measured size or count that broke a size limit, else 0,
+	// in Unit.
 	Size int
+	// Unit is what Size counts, e.g. "bytes", "bytes of UTF-16" (a
+	// string's size: 2 bytes per UTF-16 code unit, as Azure measures it),
+	// "properties" or "actions"; "" when Size is a plain number.
+	Unit string
 	// Detail says more, for example which character is refused and where.
 	Detail string
 	// Err is the sentinel: ErrTooLarge, ErrInvalidKey or ErrInvalidInput.
@@ -75,11 +85,7 @@ type ValidationError struct {
 
 // Error names the entity, property, problem and limit.
 func (e *ValidationError) Error() string {
-	msg := "tablekit: "
-	if e.Op != "" {
-		msg += e.Op + ": "
-	}
-	msg += "invalid"
+	msg := opname.Prefix(e.Op) + ": invalid"
 	switch {
 	case e.Entity == "" && e.Property == "":
 		msg += " input"
@@ -95,7 +101,11 @@ func (e *ValidationError) Error() string {
 		msg += ": " + e.Detail
 	}
 	if e.Size > 0 {
-		msg += fmt.Sprintf(" (size %d)", e.Size)
+		msg += fmt.Sprintf(" (size %d", e.Size)
+		if e.Unit != "" {
+			msg += " " + e.Unit
+		}
+		msg += ")"
 	}
 	if e.Limit != "" {
 		msg += "; limit: " + e.Limit
@@ -111,10 +121,11 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 // fit its field, an answer it cannot parse, or an encrypted property that
 // cannot be decrypted. Unlike a [ValidationError] it is not about the
 // caller's input: the data came from the service (or from the Entity given
-// to [Decode]), and nothing was written. A decryption failure matches
+// to [FromEntity]), and nothing was written. A decryption failure matches
 // [ErrDecrypt] (and [ErrKeyNotFound] when the key resolver lacks the key).
 type DecodeError struct {
-	// Op names the operation that read the entity, e.g. "Get" or "Query".
+	// Op names the operation that read the entity, as ValidationError.Op
+	// does: "Get", "patterns.Large.Get".
 	Op string
 	// Entity names the entity as "table:PartitionKey/RowKey" where known.
 	Entity string
@@ -129,10 +140,7 @@ type DecodeError struct {
 
 // Error names the operation, the entity, the property and the problem.
 func (e *DecodeError) Error() string {
-	msg := "tablekit: "
-	if e.Op != "" {
-		msg += e.Op + ": "
-	}
+	msg := opname.Prefix(e.Op) + ": "
 	if errors.Is(e.Err, ErrDecrypt) {
 		msg += "cannot decrypt"
 	} else {
@@ -153,13 +161,15 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the sentinel the error matches, or nil.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// withOp names op in err when err is a *ValidationError or *DecodeError
-// made for this call that does not name an operation yet; exported
-// functions wrap their returns with it so every refusal says who refused.
-func withOp(op string, err error) error {
-	if err == nil {
-		return nil
-	}
+// withOp names op in err's *ValidationError or *DecodeError when that
+// names no operation yet (see internal/opname, the one mechanism every
+// package uses); exported functions wrap their returns with it so every
+// refusal says who refused.
+func withOp(op string, err error) error { return opname.Set(op, err) }
+
+// nameOp is what opname.Set does with tablekit's errors: it names op in
+// err's *ValidationError or *DecodeError when that names none yet.
+func nameOp(op string, err error) {
 	var ve *ValidationError
 	if errors.As(err, &ve) && ve.Op == "" {
 		ve.Op = op
@@ -168,7 +178,6 @@ func withOp(op string, err error) error {
 	if errors.As(err, &de) && de.Op == "" {
 		de.Op = op
 	}
-	return err
 }
 
 // quoteForError quotes s for an error message, shortening very long values.
@@ -223,7 +232,8 @@ type ServiceError struct {
 	StatusCode int
 	// Code is the service's error code, e.g. "ResourceNotFound".
 	Code string
-	// Op names the tablekit operation that failed, e.g. "Get".
+	// Op names the operation that failed, as ValidationError.Op does:
+	// "Get", "archive.Client.Enqueue".
 	Op string
 	// Table, PartitionKey and RowKey name what the operation addressed,
 	// where known (a queue or container name goes in Table).
@@ -239,17 +249,22 @@ type ServiceError struct {
 // Error names the operation, what it addressed, the service's error code
 // and the HTTP status.
 func (e *ServiceError) Error() string {
-	msg := "tablekit: " + e.Op
+	msg := opname.Prefix(e.Op)
 	if e.Table != "" || e.PartitionKey != "" || e.RowKey != "" {
 		msg += " " + e.target()
 	}
 	msg += ": "
-	if e.Code != "" {
+	switch {
+	case e.Code != "":
 		msg += e.Code
-	} else {
+	case http.StatusText(e.StatusCode) != "":
 		msg += http.StatusText(e.StatusCode)
+	default:
+		msg += "the service refused the request"
 	}
-	msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	if e.StatusCode != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
+	}
 	if e.sentinel == ErrOutcomeUnknown || e.unknown {
 		msg += "; the write may have been applied: an earlier try's answer was lost"
 	}
@@ -284,7 +299,7 @@ func (e *ServiceError) Unwrap() []error {
 // transport's error (often a *url.Error). For a write that may have
 // reached the service it also matches [ErrOutcomeUnknown].
 type RequestError struct {
-	// Op names the tablekit operation that failed, e.g. "Insert".
+	// Op names the operation that failed, as ValidationError.Op does.
 	Op string
 	// Err is the transport's error.
 	Err     error
@@ -293,7 +308,10 @@ type RequestError struct {
 
 // Error names the operation and the transport's error.
 func (e *RequestError) Error() string {
-	msg := "tablekit: " + e.Op + ": no answer from the service: " + e.Err.Error()
+	msg := opname.Prefix(e.Op) + ": no answer from the service"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
 	if e.unknown {
 		msg += "; the write may have been applied"
 	}
@@ -312,8 +330,8 @@ func (e *RequestError) Unwrap() []error {
 // sentinelFor maps an HTTP status and service error code to a sentinel.
 func sentinelFor(status int, code string) error {
 	switch code {
-	case "ServerBusy", "OperationTimedOut":
-		if status == http.StatusServiceUnavailable {
+	case "OperationTimedOut":
+		if status == http.StatusInternalServerError || status == http.StatusServiceUnavailable {
 			return ErrThrottled
 		}
 	case "PropertyValueTooLarge", "EntityTooLarge", "RequestBodyTooLarge", "TooManyProperties":
@@ -332,22 +350,19 @@ func sentinelFor(status int, code string) error {
 		return ErrPreconditionFailed
 	case http.StatusRequestEntityTooLarge:
 		return ErrTooLarge
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return ErrThrottled
 	}
 	return nil
 }
 
-// WrapError turns an error from the Azure SDK into tablekit's shape: a
+// wrapError turns an error from the Azure SDK into tablekit's shape: a
 // service failure becomes a *ServiceError that matches the sentinel for its
 // status and code, a transport failure a *RequestError; context errors are
 // returned bare, and errors already in tablekit's shape as they are. op
-// names the operation for the message. A nil err gives nil.
-func WrapError(op string, err error) error {
-	return wrapError(op, "", "", "", err)
-}
-
-// wrapError is WrapError with what the operation addressed.
+// names the operation for the message; table, pk and rk what it addressed,
+// where known. A nil err gives nil. Sibling packages use it through
+// internal/core.WrapError.
 func wrapError(op, table, pk, rk string, err error) error {
 	if err == nil {
 		return nil
@@ -410,6 +425,9 @@ func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
 		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
 			if se.sentinel == nil {
 				se.sentinel = ErrOutcomeUnknown
+			} else {
+				// A 500 OperationTimedOut: throttled, and perhaps applied.
+				se.unknown = true
 			}
 		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 			// The last try was throttled, so it changed nothing, but an

@@ -40,13 +40,17 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[int](acct, tableName, nil); return err }},
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](nil, "Items", nil); return err }},
 		{"OpenTable", func() error { _, err := tablekit.OpenTable[opItem](&tablekit.Account{}, "Items", nil); return err }},
-		{"Get", func() error { _, err := tbl.Get(ctx, "p", badKey, nil); return err }},
-		{"Exists", func() error { _, err := tbl.Exists(ctx, badKey, "r"); return err }},
+		{"Get", func() error { _, err := tbl.Get(ctx, "p", badKey); return err }},
 		{"Insert", func() error { _, err := tbl.Insert(ctx, opItem{PK: badKey, RK: "r"}); return err }},
-		{"Upsert", func() error { _, err := tbl.Upsert(ctx, opItem{PK: "p", RK: badKey}, tablekit.Merge); return err }},
-		{"Update", func() error { _, err := tbl.Update(ctx, opItem{PK: "p", RK: "r"}, tablekit.Merge, ""); return err }},
+		{"Upsert", func() error { _, err := tbl.Upsert(ctx, opItem{PK: "p", RK: badKey}); return err }},
+		{"Update", func() error { _, err := tbl.Update(ctx, opItem{PK: "p", RK: "r"}, ""); return err }},
 		{"Update", func() error {
-			_, err := tbl.Update(ctx, opItem{PK: "p", RK: badKey}, tablekit.Merge, azcore.ETagAny)
+			_, err := tbl.Update(ctx, opItem{PK: "p", RK: badKey}, azcore.ETagAny)
+			return err
+		}},
+		{"Merge", func() error { _, err := tbl.Merge(ctx, opItem{PK: "p", RK: badKey}, ""); return err }},
+		{"Merge", func() error {
+			_, err := tbl.Merge(ctx, opItem{PK: "p", RK: badKey}, azcore.ETagAny)
 			return err
 		}},
 		{"Delete", func() error { return tbl.Delete(ctx, "p", badKey, azcore.ETagAny) }},
@@ -64,7 +68,7 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 			return res.Failed[0].Err
 		}},
 		{"Modify", func() error {
-			_, err := tbl.Modify(ctx, "p", badKey, func(*opItem) error { return nil }, nil)
+			_, err := tbl.Modify(ctx, "p", badKey, func(*opItem) error { return nil })
 			return err
 		}},
 		{"QueryPage", func() error {
@@ -92,7 +96,7 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 			}
 			return nil
 		}},
-		{"EncodeEntity", func() error { _, err := tablekit.EncodeEntity(opItem{PK: badKey, RK: "r"}); return err }},
+		{"ToEntity", func() error { _, err := tablekit.ToEntity(opItem{PK: badKey, RK: "r"}); return err }},
 		{"Where", func() error { return tablekit.Where("PartitionKey eq ? and RowKey eq ?", "p").Err() }},
 	}
 	for _, c := range cases {
@@ -114,15 +118,15 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 // sending).
 func TestDecodeFailuresAreNotValidationErrors(t *testing.T) {
 	e := tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"N": int32(300)}}
-	_, err := tablekit.Decode[opItem](e)
+	_, err := tablekit.FromEntity[opItem](e)
 	var de *tablekit.DecodeError
-	if !errors.As(err, &de) || de.Op != "Decode" || de.Property != "N" || de.Entity != "p/r" {
-		t.Fatalf("got %v (%T), want a *DecodeError of Decode about p/r property N", err, err)
+	if !errors.As(err, &de) || de.Op != "FromEntity" || de.Property != "N" || de.Entity != "p/r" {
+		t.Fatalf("got %v (%T), want a *DecodeError of FromEntity about p/r property N", err, err)
 	}
 	if errors.As(err, new(*tablekit.ValidationError)) || errors.Is(err, tablekit.ErrDecrypt) {
 		t.Errorf("%v: a decode failure matched ValidationError or ErrDecrypt", err)
 	}
-	if want := `tablekit: Decode: cannot read entity "p/r" property "N": `; !strings.HasPrefix(err.Error(), want) {
+	if want := `tablekit: FromEntity: cannot read entity "p/r" property "N": `; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("message %q, want it to start with %q", err, want)
 	}
 }

@@ -46,16 +46,16 @@ func Example() {
 	}
 
 	before := acct.Meter().Snapshot()
-	e, err := emp.Get(ctx, "Sales", "000223", nil)
+	e, err := emp.Get(ctx, "Sales", "000223")
 	fmt.Println(e.Email, e.Age, err, "- cost:", acct.Meter().Snapshot().Sub(before).Total())
 
 	stale := e
 	e.Age++
-	if _, err := emp.Update(ctx, e, tablekit.Merge, e.ETag); err != nil {
+	if _, err := emp.Merge(ctx, e, e.ETag); err != nil {
 		fmt.Println(err)
 		return
 	}
-	_, err = emp.Update(ctx, stale, tablekit.Merge, stale.ETag)
+	_, err = emp.Merge(ctx, stale, stale.ETag)
 	fmt.Println("stale update:", errors.Is(err, tablekit.ErrPreconditionFailed))
 
 	for e, err := range emp.Query(ctx, tablekit.RowKeyRange("Sales", "000100", "000200"), nil) {

@@ -77,7 +77,17 @@ func ExampleRefuseTableScans() {
 			return a
 		},
 	}))
-	logged, err := tablekit.OpenTable[Employee](acct, name, &tablekit.TableOptions{Logger: logger})
+	cs, err := testenv.SharedConnectionString()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	logAcct, err := tablekit.Open(cs, &tablekit.Options{Logger: logger})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	logged, err := tablekit.OpenTable[Employee](logAcct, name, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

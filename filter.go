@@ -26,7 +26,7 @@ import (
 //
 // Filter is a small value type and safe to copy and share. The zero Filter
 // means "no filter": it matches every entity. A Filter that could not be
-// built carries its error, reported by [Filter.Err] and [Filter.Build] (and
+// built carries its error, reported by [Filter.Err] (and
 // so by any query it is passed to); it is never sent to the service.
 type Filter struct {
 	text string
@@ -414,9 +414,9 @@ func filterAppendGUID(b *strings.Builder, g *[16]byte) {
 	b.Write(append(buf, '\''))
 }
 
-// Build returns the OData $filter text, or the error the Filter carries.
+// build returns the OData $filter text, or the error the Filter carries.
 // The zero Filter gives "" and nil: no filter, every entity matches.
-func (f Filter) Build() (string, error) {
+func (f Filter) build() (string, error) {
 	if f.err != nil {
 		return "", f.err
 	}
@@ -432,8 +432,8 @@ func (f Filter) Err() error { return f.err }
 func (f Filter) IsZero() bool { return f.text == "" && f.err == nil }
 
 // String returns the OData text of f, "" for the zero Filter, or
-// "<invalid filter: ...>" describing the error f carries. Use [Filter.Build]
-// to obtain text for a query: String never reports failure.
+// "<invalid filter: ...>" describing the error f carries: check
+// [Filter.Err] before using the text elsewhere.
 func (f Filter) String() string {
 	if f.err != nil {
 		return "<invalid filter: " + f.err.Error() + ">"

@@ -79,7 +79,7 @@ func TestFilterAzurite(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
-	client := acct.Table(tableName)
+	client := acct.Tables().NewClient(tableName)
 
 	base := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	const hostile = "x' or PartitionKey ne '"
@@ -156,10 +156,10 @@ func TestFilterAzurite(t *testing.T) {
 // filterQuery returns the "pk/rk" of every entity f matches, sorted.
 func filterQuery(t *testing.T, client *aztables.Client, f tablekit.Filter) []string {
 	t.Helper()
-	text, err := f.Build()
-	if err != nil {
-		t.Fatalf("Build: %v", err)
+	if err := f.Err(); err != nil {
+		t.Fatalf("filter: %v", err)
 	}
+	text := f.String()
 	opts := &aztables.ListEntitiesOptions{Select: filterPtr("PartitionKey,RowKey")}
 	if text != "" {
 		opts.Filter = &text

@@ -12,8 +12,7 @@ import (
 // as a typed literal, so a hostile value stays a value.
 func ExampleWhere() {
 	f := tablekit.Where("PartitionKey eq ? and Name eq ?", "Sales", "x' or PartitionKey ne '")
-	text, err := f.Build()
-	fmt.Println(text, err)
+	fmt.Println(f, f.Err())
 	// Output: PartitionKey eq 'Sales' and Name eq 'x'' or PartitionKey ne ''' <nil>
 }
 
@@ -35,8 +34,7 @@ func ExampleWhere_typedLiterals() {
 // A mistake is an error carried by the Filter, never a malformed query.
 func ExampleWhere_error() {
 	f := tablekit.Where("PartitionKey eq ? and RowKey eq ?", "Sales")
-	_, err := f.Build()
-	fmt.Println(errors.Is(err, tablekit.ErrInvalidInput))
+	fmt.Println(errors.Is(f.Err(), tablekit.ErrInvalidInput))
 	fmt.Println(f.Err())
 	// Output:
 	// true

@@ -127,7 +127,7 @@ func TestWhereLiterals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := Where("P eq ?", tt.arg)
-			got, err := f.Build()
+			got, err := f.build()
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -265,7 +265,7 @@ func checkInvalidFilter(t *testing.T, f Filter, msg string) {
 	if !strings.Contains(err.Error(), msg) {
 		t.Errorf("error %q does not mention %q", err, msg)
 	}
-	text, berr := f.Build()
+	text, berr := f.build()
 	if text != "" || berr != err {
 		t.Errorf("Build() = %q, %v; want \"\", the Err() value", text, berr)
 	}
@@ -302,7 +302,7 @@ func TestWhereTrustedText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Where(tt.expr, tt.args...).Build()
+			got, err := Where(tt.expr, tt.args...).build()
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
@@ -324,7 +324,7 @@ func TestZeroFilter(t *testing.T) {
 			if !f.IsZero() || f.Err() != nil {
 				t.Fatalf("IsZero() = %v, Err() = %v", f.IsZero(), f.Err())
 			}
-			if text, err := f.Build(); text != "" || err != nil {
+			if text, err := f.build(); text != "" || err != nil {
 				t.Fatalf("Build() = %q, %v", text, err)
 			}
 			if f.String() != "" || f.Properties() != nil {
@@ -358,7 +358,7 @@ func TestCombinators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.f.Build()
+			got, err := tt.f.build()
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
@@ -405,7 +405,7 @@ func TestQueryShapeHelpers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.f.Build()
+			got, err := tt.f.build()
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
@@ -501,7 +501,7 @@ func FuzzWhere(f *testing.F) {
 				t.Fatalf("invalid UTF-8 %q accepted: %v", s, lit)
 			}
 		} else {
-			text, err := lit.Build()
+			text, err := lit.build()
 			if err != nil {
 				t.Fatalf("Where(%q): %v", s, err)
 			}

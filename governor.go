@@ -5,53 +5,59 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-)
-
-// Azure Table storage's published scalability targets (1 KiB entities).
-const (
-	// PartitionTarget is the entities per second one partition serves.
-	PartitionTarget = 2_000
-	// AccountTarget is the transactions (requests) per second one storage
-	// account serves.
-	AccountTarget = 20_000
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // GovernorOptions configures a [Governor]. A nil *GovernorOptions means
 // defaults.
 type GovernorOptions struct {
 	// PartitionRate is the most entities per second the Governor lets
-	// through to one partition (default PartitionTarget). It is a ceiling:
+	// through to one partition (default 2,000, Azure's target). It is a ceiling:
 	// the Governor starts there and backs off when the service throttles.
 	PartitionRate float64
 	// AccountRate is the most requests per second the Governor lets
-	// through to the account (default AccountTarget).
+	// through to the account (default 20,000, Azure's target).
 	AccountRate float64
-	// Logger receives a warning when a partition is throttled, and when
-	// it is back at full rate (nil: slog.Default() at the time of logging).
+	// HotPartition is the fraction of PartitionRate at which the Governor
+	// warns, once a minute per partition, that a partition is hot: written
+	// at that rate or more, by any writer of the Accounts that share the
+	// Governor (the prepend/append anti-pattern shows so at run time).
+	// 0 means 0.8; a negative value never warns.
+	HotPartition float64
+	// Logger receives a warning when a partition is throttled or hot, and
+	// when it is back at full rate (nil: slog.Default() at the time of
+	// logging). The Governor an Account makes logs to Options.Logger.
 	Logger *slog.Logger
 	// Clock tells the time (nil: time.Now).
-	Clock Clock
+	Clock func() time.Time
 }
 
 // Governor paces writes so that they stay within what the service
-// serves: the scalability targets of a partition and of an account. Each
+// serves: the scalability targets of a partition and of an account
+// (Azure's: 2,000 entities/s per partition, 20,000 requests/s per
+// account), and warns of a hot partition (see GovernorOptions). Each
 // partition and the account have a rate, as in a token bucket; a write
-// waits for its turn ([Governor.Wait]) and reports how it went
-// ([Governor.Done]). When the service throttles (503 ServerBusy, 500
-// OperationTimedOut, 429), the rate that was exceeded is cut (by 15%, at
-// most once per cool-down); every write that gets through raises it again
-// by a little, back up to its ceiling: additive increase, multiplicative
-// decrease, so that a writer settles just under what the service allows
-// rather than oscillating between half and all of it.
+// waits for its turn and reports how it went. When the service throttles
+// (503 ServerBusy, 500 OperationTimedOut, 429), the rate that was exceeded
+// is cut (by 15%, at most once per cool-down); every write that gets
+// through raises it again by a little, back up to its ceiling: additive
+// increase, multiplicative decrease, so that a writer settles just under
+// what the service allows rather than oscillating between half and all of
+// it.
 //
-// One Governor can serve many writers: BulkWriters, workers and transfer
-// jobs of one process that write to one account share it and so share the
-// account's budget. A Governor is safe for concurrent use.
+// Every write of a Table reports to its Account's Governor
+// ([Options].Governor); BulkWriters and the pattern packages' bulk paths
+// wait for their turn at it, and [Governor.Do] paces writes of your own.
+// One Governor can serve several Accounts of one process, which then share
+// one budget. The zero Governor is ready to use, with Azure's targets; a
+// Governor is safe for concurrent use.
 type Governor struct {
 	opts   GovernorOptions
 	logger *slog.Logger
@@ -63,19 +69,33 @@ type Governor struct {
 
 // NewGovernor returns a Governor with the given ceilings.
 func NewGovernor(opts *GovernorOptions) *Governor {
-	o := GovernorOptions{}
+	g := &Governor{}
 	if opts != nil {
-		o = *opts
+		g.opts = *opts
 	}
-	if o.PartitionRate <= 0 {
-		o.PartitionRate = PartitionTarget
-	}
-	if o.AccountRate <= 0 {
-		o.AccountRate = AccountTarget
-	}
-	g := &Governor{opts: o, logger: o.Logger, parts: map[partKey]*pacer{}}
-	g.account = newPacer(o.AccountRate)
+	g.logger = g.opts.Logger
+	g.init()
 	return g
+}
+
+// init applies the defaults to the options of a Governor not made by
+// NewGovernor (the zero Governor, whose defaults are Azure's), once. The
+// caller holds mu, or is NewGovernor.
+func (g *Governor) init() {
+	if g.account != nil {
+		return
+	}
+	if g.opts.PartitionRate <= 0 {
+		g.opts.PartitionRate = limits.PartitionTarget
+	}
+	if g.opts.AccountRate <= 0 {
+		g.opts.AccountRate = limits.AccountTarget
+	}
+	if g.opts.HotPartition == 0 {
+		g.opts.HotPartition = 0.8
+	}
+	g.parts = map[partKey]*pacer{}
+	g.account = newPacer(g.opts.AccountRate)
 }
 
 // log returns the Governor's logger: GovernorOptions.Logger, else
@@ -88,7 +108,8 @@ func (g *Governor) log() *slog.Logger {
 }
 
 // pacer is the rate of one partition or of the account: a virtual clock
-// that hands out send times spaced by cost/rate, and the AIMD state.
+// that hands out send times spaced by cost/rate, and the AIMD state; for a
+// partition also the rate it is written at, by any writer.
 type pacer struct {
 	ceiling   float64   // the most units per second
 	rate      float64   // the current units per second
@@ -96,6 +117,22 @@ type pacer struct {
 	cutAt     time.Time // when the rate was last cut
 	throttled bool      // cut since it was last at its ceiling
 	inflight  int
+
+	written   float64   // entities per second written, as of writtenAt
+	writtenAt time.Time // when written was last updated
+	warnedAt  time.Time // when the partition was last called hot
+}
+
+// hotWindow is the time constant of a partition's moving write rate.
+const hotWindow = time.Second
+
+// writtenRate returns the partition's write rate at now, decayed since
+// it was last updated.
+func (p *pacer) writtenRate(now time.Time) float64 {
+	if p.written == 0 {
+		return 0
+	}
+	return p.written * math.Exp(-now.Sub(p.writtenAt).Seconds()/hotWindow.Seconds())
 }
 
 func newPacer(ceiling float64) *pacer { return &pacer{ceiling: ceiling, rate: ceiling} }
@@ -151,13 +188,14 @@ func (p *pacer) grow(cost float64) bool {
 // partKey identifies a partition: its table and PartitionKey.
 type partKey struct{ table, pk string }
 
-// Wait blocks until a request writing entities entities to partition pk
+// wait blocks until a request writing entities entities to partition pk
 // of table may be sent, or ctx ends (then it returns ctx's error). Every
-// Wait that returns nil must be followed by a [Governor.Done].
-func (g *Governor) Wait(ctx context.Context, table, pk string, entities int) error {
-	now := g.opts.Clock.Now()
+// wait that returns nil must be followed by a done.
+func (g *Governor) wait(ctx context.Context, table, pk string, entities int) error {
+	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
 	p := g.parts[key]
 	if p == nil {
 		p = newPacer(g.opts.PartitionRate)
@@ -168,19 +206,20 @@ func (g *Governor) Wait(ctx context.Context, table, pk string, entities int) err
 		at = a
 	}
 	g.mu.Unlock()
-	if d := at.Sub(now); d > 0 && !Sleep(ctx, d) {
-		g.Done(table, pk, entities, ctx.Err())
+	if d := at.Sub(now); d > 0 && !timing.Sleep(ctx, d) {
+		g.done(table, pk, entities, ctx.Err())
 		return ctx.Err()
 	}
 	return nil
 }
 
-// Throttled tells the Governor that a try of a request to partition pk of
+// throttled tells the Governor that a try of a request to partition pk of
 // table was throttled (err), as soon as it happens, also when the SDK is
 // about to retry it: the rates it exceeded are cut at once.
-func (g *Governor) Throttled(table, pk string, entities int, err error) {
-	now := g.opts.Clock.Now()
+func (g *Governor) throttled(table, pk string, entities int, err error) {
+	now := timing.Now(g.opts.Clock)
 	g.mu.Lock()
+	g.init()
 	var cut bool
 	var rate float64
 	if p := g.parts[partKey{table, pk}]; p != nil {
@@ -195,16 +234,17 @@ func (g *Governor) Throttled(table, pk string, entities int, err error) {
 	}
 }
 
-// Done reports the outcome of a request Wait let through: err is its
+// done reports the outcome of a request wait let through: err is its
 // error, or nil. A throttling error slows the partition down (see
-// Throttled); a request that got through lets the rates grow back.
-func (g *Governor) Done(table, pk string, entities int, err error) {
-	if IsThrottled(err) {
-		g.Throttled(table, pk, entities, err)
+// throttled); a request that got through lets the rates grow back.
+func (g *Governor) done(table, pk string, entities int, err error) {
+	if isThrottled(err) {
+		g.throttled(table, pk, entities, err)
 	}
-	now := g.opts.Clock.Now()
+	now := timing.Now(g.opts.Clock)
 	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
 	p := g.parts[key]
 	recovered := false
 	var rate float64
@@ -214,7 +254,7 @@ func (g *Governor) Done(table, pk string, entities int, err error) {
 			recovered = p.grow(float64(entities))
 		}
 		rate = p.rate
-		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute {
+		if p.inflight == 0 && !p.throttled && now.Sub(p.next) > time.Minute && p.writtenRate(now) < 1 {
 			delete(g.parts, key) // idle at full rate: forget it
 		}
 	}
@@ -229,27 +269,81 @@ func (g *Governor) Done(table, pk string, entities int, err error) {
 }
 
 // Do runs write, a request writing entities entities to partition pk of
-// table, at the Governor's pace: it waits for the partition's turn (see
-// Wait), runs write, and reports its outcome (see Done). It returns
-// write's error, or ctx's if it ended while waiting.
+// table, at the Governor's pace: it waits for the partition's turn, runs
+// write, and reports its outcome: a throttled write (an error matching
+// [ErrThrottled], or the Azure SDK's error of a 503, a 429 or a 500
+// OperationTimedOut) slows the partition down, one that got through lets
+// its rate grow back. It returns write's error, or ctx's if it ended while
+// waiting.
 //
 // Every throttled try of a write made through a [Table] is reported to
 // the Table's Governor as it happens, also those the SDK then retries:
 // when g is that Governor (for a Table opened through an Account, the
 // Account's, by default), it learns of them before write returns.
 func (g *Governor) Do(ctx context.Context, table, pk string, entities int, write func(ctx context.Context) error) error {
-	if err := g.Wait(ctx, table, pk, entities); err != nil {
+	switch {
+	case g == nil:
+		return &ValidationError{Op: "Governor.Do", Detail: "a nil *Governor (make one with NewGovernor, or use the zero Governor)", Err: ErrInvalidInput}
+	case write == nil:
+		return &ValidationError{Op: "Governor.Do", Property: "write", Detail: "nil write function", Err: ErrInvalidInput}
+	}
+	if err := g.wait(ctx, table, pk, entities); err != nil {
 		return err
 	}
 	err := write(ctx)
-	g.Done(table, pk, entities, err)
+	g.done(table, pk, entities, err)
 	return err
 }
 
-// Rate returns the entities per second the Governor now lets through to
-// partition pk of table.
-func (g *Governor) Rate(table, pk string) float64 {
+// wrote records that a write of entities entities to partition pk of table
+// got through (from any writer: every write of a Table reports here), and
+// warns once a minute per partition when the partition's write rate is
+// over the HotPartition fraction of its ceiling.
+func (g *Governor) wrote(table, pk string, entities int) {
+	now := timing.Now(g.opts.Clock)
+	key := partKey{table, pk}
 	g.mu.Lock()
+	g.init()
+	p := g.parts[key]
+	if p == nil {
+		if len(g.parts) >= governorMaxIdle {
+			g.sweep(now)
+		}
+		p = newPacer(g.opts.PartitionRate)
+		g.parts[key] = p
+	}
+	p.written = p.writtenRate(now) + float64(entities)/hotWindow.Seconds()
+	p.writtenAt = now
+	rate, hot := p.written, false
+	if g.opts.HotPartition > 0 && rate >= g.opts.HotPartition*p.ceiling && now.Sub(p.warnedAt) >= time.Minute {
+		p.warnedAt, hot = now, true
+	}
+	g.mu.Unlock()
+	if hot {
+		g.log().Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardPrefix)",
+			"table", table, "partition", pk, "entities_per_second", int(rate), "target", int(g.opts.PartitionRate))
+	}
+}
+
+// governorMaxIdle is how many partitions the Governor keeps before it
+// forgets those gone quiet.
+const governorMaxIdle = 10_000
+
+// sweep forgets the partitions that are at full rate, have nothing in
+// flight and are written less than once a second. The caller holds mu.
+func (g *Governor) sweep(now time.Time) {
+	for key, p := range g.parts {
+		if p.inflight == 0 && !p.throttled && p.writtenRate(now) < 1 && now.Sub(p.warnedAt) >= time.Minute {
+			delete(g.parts, key)
+		}
+	}
+}
+
+// rate returns the entities per second the Governor now lets through to
+// partition pk of table.
+func (g *Governor) rate(table, pk string) float64 {
+	g.mu.Lock()
+	g.init()
 	defer g.mu.Unlock()
 	if p := g.parts[partKey{table, pk}]; p != nil {
 		return p.rate
@@ -257,18 +351,11 @@ func (g *Governor) Rate(table, pk string) float64 {
 	return g.opts.PartitionRate
 }
 
-// IsThrottled reports whether err says the service was too busy for the
-// request: 503 ServerBusy, 429, or 500 OperationTimedOut (which Azure
-// answers when a partition is over its target).
-func IsThrottled(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrThrottled) {
-		return true
-	}
-	var se *ServiceError
-	return errors.As(err, &se) && se.Code == "OperationTimedOut"
+// isThrottled reports whether err says the service was too busy for the
+// request (see ErrThrottled), also for an error of the Azure SDK that
+// tablekit has not wrapped (a write given to Governor.Do).
+func isThrottled(err error) bool {
+	return err != nil && errors.Is(wrapError("", "", "", "", err), ErrThrottled)
 }
 
 // accountBusy reports whether a throttling error names the account rather

@@ -39,19 +39,18 @@ func BenchmarkGovernor(b *testing.B) {
 	defer srv.Stop()
 	target := float64(govPartitions * govPartitionRate)
 
-	quiet := &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}}
 	b.Run("impl=tablekit", func(b *testing.B) {
-		acct, err := tablekit.Open(srv.ConnectionString(), quiet)
+		gov := tablekit.NewGovernor(&tablekit.GovernorOptions{HotPartition: -1, Logger: slog.New(slog.DiscardHandler)})
+		acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Governor: gov})
 		if err != nil {
 			b.Fatal(err)
 		}
 		tbl := govTable(b, acct)
 		rows := govRows()
-		gov := tablekit.NewGovernor(&tablekit.GovernorOptions{Logger: slog.New(slog.DiscardHandler)})
 		for b.Loop() {
 			before := srv.Front().Stats()
 			start := time.Now()
-			res, err := tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: govConcurrency, Governor: gov}).Upsert(ctx, rows)
+			res, err := tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: govConcurrency}).Upsert(ctx, rows)
 			elapsed := time.Since(start)
 			govReport(b, float64(len(rows))/elapsed.Seconds(), target, srv.Front().Stats().Throttled-before.Throttled, len(res.Failed))
 			if err != nil {
@@ -60,7 +59,7 @@ func BenchmarkGovernor(b *testing.B) {
 		}
 	})
 	b.Run("impl=aztables", func(b *testing.B) {
-		acct, err := tablekit.Open(srv.ConnectionString(), quiet)
+		acct, err := tablekit.Open(srv.ConnectionString(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -23,21 +26,21 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 	var logs bytes.Buffer
 	g := tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()
-	busy := tablekit.WrapError("Transaction", &azcore.ResponseError{StatusCode: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"})
-	if !tablekit.IsThrottled(busy) || tablekit.IsThrottled(errors.New("other")) || tablekit.IsThrottled(nil) {
+	busy := core.WrapError("Transaction", &azcore.ResponseError{StatusCode: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"})
+	if !core.IsThrottled(busy) || core.IsThrottled(errors.New("other")) || core.IsThrottled(nil) {
 		t.Fatal("IsThrottled is wrong")
 	}
-	if err := g.Wait(ctx, "T", "hot", 10); err != nil {
+	if err := core.Wait(ctx, g, "T", "hot", 10); err != nil {
 		t.Fatal(err)
 	}
-	g.Done("T", "hot", 10, busy)
-	if r := g.Rate("T", "hot"); r != 850 {
+	core.Done(g, "T", "hot", 10, busy)
+	if r := tablekit.GovernorRate(g, "T", "hot"); r != 850 {
 		t.Errorf("rate after a throttle = %v, want 850", r)
 	}
-	if r := g.Rate("T", "cold"); r != 1000 {
+	if r := tablekit.GovernorRate(g, "T", "cold"); r != 1000 {
 		t.Errorf("an untouched partition's rate = %v, want 1000", r)
 	}
-	if r := g.Rate("U", "hot"); r != 1000 {
+	if r := tablekit.GovernorRate(g, "U", "hot"); r != 1000 {
 		t.Errorf("partition hot of another table = %v, want 1000: partitions are per table", r)
 	}
 	if !strings.Contains(logs.String(), "table=T partition=hot") || !strings.Contains(logs.String(), "level=WARN") {
@@ -47,10 +50,10 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	for range 3 {
-		if err := g.Wait(cctx, "T", "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
+		if err := core.Wait(cctx, g, "T", "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		} else if err == nil {
-			g.Done("T", "hot", 1000, nil)
+			core.Done(g, "T", "hot", 1000, nil)
 		}
 	}
 }
@@ -81,11 +84,7 @@ func serverBusy(req *http.Request) *http.Response {
 // the next writer and for other tables of the account.
 func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, &tablekit.Options{
-		Transport: &busyBatchOnce{},
-		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: &busyBatchOnce{}, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}}, Logger: slog.New(slog.DiscardHandler)})
 	name := testenv.TableName(t)
 	tbl, err := tablekit.OpenTable[wireItem](acct, name, nil)
 	if err != nil {
@@ -95,12 +94,8 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tbl.Governor() != acct.Governor() || other.Governor() != acct.Governor() || other.Entities().Governor() != acct.Governor() {
+	if core.Governor(tbl) != core.AccountGovernor(acct) || core.Governor(other) != core.AccountGovernor(acct) || core.Governor(other.AsEntities()) != core.AccountGovernor(acct) {
 		t.Fatal("tables opened through one Account do not share its Governor")
-	}
-	own := tablekit.NewGovernor(nil)
-	if mine, _ := tablekit.OpenTable[wireItem](acct, name, &tablekit.TableOptions{Governor: own}); mine.Governor() != own {
-		t.Error("TableOptions.Governor is not used")
 	}
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
@@ -115,10 +110,10 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if err != nil || res.Succeeded != len(items) {
 		t.Fatalf("bulk upsert after one 503: %+v, %v", res, err)
 	}
-	if r := acct.Governor().Rate(name, "p"); r >= tablekit.PartitionTarget {
-		t.Errorf("the Account's Governor lets partition p through at %v/s after a 503, want less than %v", r, float64(tablekit.PartitionTarget))
+	if r := core.Rate(core.AccountGovernor(acct), name, "p"); r >= limits.PartitionTarget {
+		t.Errorf("the Account's Governor lets partition p through at %v/s after a 503, want less than %v", r, float64(limits.PartitionTarget))
 	}
-	if other.Governor().Rate(other.Name(), "p") != acct.Governor().Rate(name, "p") {
+	if core.Rate(core.Governor(other), other.Name(), "p") != core.Rate(core.AccountGovernor(acct), name, "p") {
 		t.Error("another table of the account does not see the cut")
 	}
 }
@@ -140,11 +135,7 @@ func (b *busyInsertOnce) Do(req *http.Request) (*http.Response, error) {
 // not only the write's final (successful) outcome.
 func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, &tablekit.Options{
-		Transport: &busyInsertOnce{},
-		Retry:     policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: &busyInsertOnce{}, Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond}}, Logger: slog.New(slog.DiscardHandler)})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +144,7 @@ func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.DeleteTable(ctx) })
-	gov := tbl.Governor()
+	gov := core.Governor(tbl)
 	err = gov.Do(ctx, tbl.Name(), "p", 1, func(ctx context.Context) error {
 		_, err := tbl.Insert(ctx, wireItem{PK: "p", RK: "r", N: 1})
 		return err
@@ -161,7 +152,7 @@ func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("insert retried by the SDK after one 503: %v", err)
 	}
-	if r := gov.Rate(tbl.Name(), "p"); r >= tablekit.PartitionTarget {
-		t.Errorf("after a throttled try, partition p runs at %v/s, want less than %v", r, float64(tablekit.PartitionTarget))
+	if r := tablekit.GovernorRate(gov, tbl.Name(), "p"); r >= limits.PartitionTarget {
+		t.Errorf("after a throttled try, partition p runs at %v/s, want less than %v", r, float64(limits.PartitionTarget))
 	}
 }

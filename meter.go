@@ -15,17 +15,6 @@ import (
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
-// The services a [Meter] counts.
-const (
-	ServiceTable = storageop.Table
-	ServiceQueue = storageop.Queue
-	ServiceBlob  = storageop.Blob
-)
-
-// OperationOther is the operation name of requests a [Meter] does not
-// classify more precisely.
-const OperationOther = storageop.Other
-
 // Meter counts the storage transactions (HTTP requests that got a response
 // from the service) of the clients it is installed in, by service and
 // operation. Storage bills per transaction, so a Meter tells what an
@@ -44,20 +33,16 @@ const OperationOther = storageop.Other
 // "AppendBlock", "GetBlob", "GetProperties", "SetMetadata", "DeleteBlob",
 // "ListBlobs", "CreateContainer", "DeleteContainer", ...
 //
-// Every [Account] installs a Meter (see [Account.Meter]); [Meter.Policy]
-// installs one in clients made elsewhere. The zero Meter is ready to use,
-// and a Meter is safe for concurrent use.
+// Every [Account] installs a Meter (see [Account.Meter], [Options].Meter).
+// The zero Meter is ready to use (new(tablekit.Meter) to share one between
+// Accounts), and a Meter is safe for concurrent use.
 type Meter struct {
 	counts    sync.Map // meterKey -> *atomic.Int64
 	retries   sync.Map // meterKey -> *atomic.Int64: tries after the first
 	throttled sync.Map // meterKey -> *atomic.Int64: 503 and 429 answers
-	hot       hotTracker
 }
 
 type meterKey struct{ service, operation string }
-
-// NewMeter returns a new Meter with all counts zero.
-func NewMeter() *Meter { return &Meter{} }
 
 func (m *Meter) add(service, operation string) { bump(&m.counts, meterKey{service, operation}) }
 
@@ -85,21 +70,17 @@ func load(counts *sync.Map) map[meterKey]int64 {
 // Snapshot returns the counts so far. Counts keep growing afterwards: use
 // [MeterSnapshot.Sub] to get what happened between two snapshots.
 func (m *Meter) Snapshot() MeterSnapshot {
+	if m == nil {
+		return MeterSnapshot{}
+	}
 	return MeterSnapshot{counts: load(&m.counts), retries: load(&m.retries), throttled: load(&m.throttled)}
 }
 
-// Policy returns an azcore per-retry policy that counts the requests of a
-// client of service ("table", "queue" or "blob") in m. Install it as the
-// last of the client options' PerRetryPolicies. An [Account] does this
-// for its own clients.
-func (m *Meter) Policy(service string) policy.Policy {
-	return &meterPolicy{meter: m, service: service}
-}
-
-// endpointPolicy is Policy for a client of the given endpoint, whose path
+// endpointPolicy is the per-retry policy that counts the requests of a
+// client of service ("table", "queue" or "blob") in m, for the given endpoint, whose path
 // (e.g. "/devstoreaccount1" for Azurite) prefixes every request's path.
-func (m *Meter) endpointPolicy(service, endpoint string, hot *HotPartitionWarning) policy.Policy {
-	p := &meterPolicy{meter: m, service: service, baseKnown: true, hot: hot}
+func (m *Meter) endpointPolicy(service, endpoint string) policy.Policy {
+	p := &meterPolicy{meter: m, service: service, baseKnown: true}
 	if u, err := url.Parse(endpoint); err == nil {
 		p.basePath = strings.TrimRight(u.EscapedPath(), "/")
 	}
@@ -111,8 +92,7 @@ type meterPolicy struct {
 	meter     *Meter
 	service   string
 	basePath  string
-	baseKnown bool                 // else guess: IP hosts (Azurite) put the account in the path
-	hot       *HotPartitionWarning // nil: track partition rates, never warn
+	baseKnown bool // else guess: IP hosts (Azurite) put the account in the path
 }
 
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
@@ -132,10 +112,6 @@ func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 		p.meter.add(p.service, op)
 		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
 			bump(&p.meter.throttled, meterKey{p.service, op})
-		}
-		switch op {
-		case "InsertEntity", "UpdateEntity", "MergeEntity", "DeleteEntity", "Transaction":
-			p.noteWrite(req, op, resp)
 		}
 	}
 	return resp, err
@@ -220,29 +196,16 @@ func subCounts(now, before map[meterKey]int64) map[meterKey]int64 {
 	return d
 }
 
-// Retries returns how many of the counted requests of service and
-// operation were retries (tries after the first of one call), as the
-// SDK's retry policy sent them. Only clients built by an Account count
-// retries (Meter.Policy alone cannot tell a retry from a new call).
-func (s MeterSnapshot) Retries(service, operation string) int64 {
-	return s.retries[meterKey{service, operation}]
-}
-
-// Throttled returns how many answers to requests of service and operation
-// were 503 Server Busy or 429 Too Many Requests: the service asking the
-// client to slow down.
-func (s MeterSnapshot) Throttled(service, operation string) int64 {
-	return s.throttled[meterKey{service, operation}]
-}
-
 // MeterCount is one count of a [MeterSnapshot].
 type MeterCount struct {
 	Service, Operation string
 	// Requests is the number of requests answered (each try counts).
 	Requests int64
-	// Retries is the number of those that were retries.
+	// Retries is the number of those that were retries (tries after the
+	// first of one call, as the SDK's retry policy sent them).
 	Retries int64
-	// Throttled is the number of those answered 503 or 429.
+	// Throttled is the number of those answered 503 Server Busy or 429
+	// Too Many Requests: the service asking the client to slow down.
 	Throttled int64
 }
 
@@ -322,11 +285,11 @@ func (s MeterSnapshot) String() string {
 
 func serviceOrder(s string) int {
 	switch s {
-	case ServiceTable:
+	case storageop.Table:
 		return 0
-	case ServiceQueue:
+	case storageop.Queue:
 		return 1
-	case ServiceBlob:
+	case storageop.Blob:
 		return 2
 	}
 	return 3

@@ -62,7 +62,7 @@ func TestMeterCountsTableOperations(t *testing.T) {
 	if rows != 1 {
 		t.Fatalf("query returned %d entities, want 1", rows)
 	}
-	wantCounts(t, meter.Snapshot().Sub(start), tablekit.ServiceTable, map[string]int64{
+	wantCounts(t, meter.Snapshot().Sub(start), "table", map[string]int64{
 		"CreateTable": 1, "InsertEntity": 1, "GetEntity": 1, "QueryEntities": pages,
 	})
 
@@ -85,7 +85,7 @@ func TestMeterCountsTableOperations(t *testing.T) {
 	if _, err := client.DeleteEntity(ctx, "p", "r1", nil); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, meter.Snapshot().Sub(before), tablekit.ServiceTable, map[string]int64{
+	wantCounts(t, meter.Snapshot().Sub(before), "table", map[string]int64{
 		"UpdateEntity": 1, "MergeEntity": 1, "Transaction": 1, "DeleteEntity": 1,
 	})
 }
@@ -121,7 +121,7 @@ func TestMeterCountsQueueAndBlobOperations(t *testing.T) {
 	if _, err := q.ClearMessages(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, meter.Snapshot().Sub(before), tablekit.ServiceQueue, map[string]int64{
+	wantCounts(t, meter.Snapshot().Sub(before), "queue", map[string]int64{
 		"CreateQueue": 1, "PutMessage": 1, "PeekMessages": 1, "GetMessages": 1,
 		"UpdateMessage": 1, "DeleteMessage": 1, "GetProperties": 1, "ClearMessages": 1,
 	})
@@ -153,7 +153,7 @@ func TestMeterCountsQueueAndBlobOperations(t *testing.T) {
 	if _, err := b.Delete(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantCounts(t, meter.Snapshot().Sub(before), tablekit.ServiceBlob, map[string]int64{
+	wantCounts(t, meter.Snapshot().Sub(before), "blob", map[string]int64{
 		"CreateContainer": 1, "PutBlob": 1, "GetProperties": 1, "GetBlob": 1, "ListBlobs": 1, "DeleteBlob": 1,
 	})
 }

@@ -8,46 +8,34 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
-// ModifyOptions configures [Table.Modify]. A nil *ModifyOptions means
-// defaults.
-type ModifyOptions struct {
-	// Mode is how the changed entity is written: Replace (the default)
-	// stores exactly what fn left, Merge only its non-empty properties.
-	Mode UpdateMode
-	// Retry says how often Modify reads and tries again when another
-	// writer changed the entity in between; the zero value means
-	// [DefaultConflictRetry].
-	Retry RetryPolicy
-}
-
 // Modify changes the entity with keys pk and rk by a function, the
 // read-modify-write of optimistic concurrency: it reads the entity (a zero
 // value with the keys set when there is none), calls fn with it, and
 // stores what fn left conditionally on the version it read (an Update with
-// the ETag read, or an Insert when there was no entity). When another
-// writer changed the entity in between, it reads again and calls fn again,
-// as opts.Retry says; after the last try it returns the conflict (matching
-// ErrPreconditionFailed or ErrAlreadyExists). fn may run several times: it
-// must only change v. An error from fn stops Modify and is returned as it
-// is; nothing is written. Modify returns the value stored, with its new
-// ETag when T has an etag field.
+// the ETag read, which replaces the entity, or an Insert when there was
+// none). When another writer changed the entity in between, it reads again
+// and calls fn again, as [TableOptions].Retry says; after the last try it
+// returns the conflict (matching ErrPreconditionFailed or
+// ErrAlreadyExists). fn may run several times: it must only change v. An
+// error from fn stops Modify and is returned as it is; nothing is written.
+// Modify returns the value stored, with its new ETag when T has an etag
+// field.
 //
 // A write whose outcome is unknown (ErrOutcomeUnknown) is not tried again,
 // since it may have been applied.
-func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error, opts *ModifyOptions) (T, error) {
+func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
 	var zero T
-	o := ModifyOptions{}
-	if opts != nil {
-		o = *opts
+	if fn == nil {
+		return zero, &ValidationError{Op: "Modify", Entity: describeKeys(t.name, pk, rk), Detail: "nil fn", Err: ErrInvalidInput}
 	}
-	if err := o.Retry.Validate("Modify"); err != nil {
-		return zero, err
+	if err := t.usable(); err != nil {
+		return zero, withOp("Modify", err)
 	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, withOp("Modify", err)
 	}
 	var err error
-	for range o.Retry.WithDefaults(DefaultConflictRetry).Attempts(ctx) {
+	for range t.retry.attempts(ctx) {
 		// One read gives the value and the ETag it is conditional on.
 		e, found, rerr := t.readIfExists(ctx, "Modify", pk, rk)
 		if rerr != nil {
@@ -71,7 +59,7 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 		if etag == "" {
 			newETag, err = t.Insert(ctx, v)
 		} else {
-			newETag, err = t.Update(ctx, v, o.Mode, etag)
+			newETag, err = t.Update(ctx, v, etag)
 		}
 		if err == nil {
 			t.setETag(&v, newETag)

@@ -26,7 +26,7 @@ func TestModifyConcurrentIncrements(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range each {
-				if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.N++; return nil }, nil); err != nil {
+				if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.N++; return nil }); err != nil {
 					errs <- err
 				}
 			}
@@ -38,24 +38,24 @@ func TestModifyConcurrentIncrements(t *testing.T) {
 		t.Errorf("Modify: %v", err)
 	}
 	tbl, _ := tablekit.OpenTable[wireItem](acct, name, nil)
-	got, err := tbl.Get(ctx, "p", "counter", nil)
+	got, err := tbl.Get(ctx, "p", "counter")
 	if err != nil || got.N != writers*each {
 		t.Fatalf("counter = %d (%v), want %d", got.N, err, writers*each)
 	}
 
 	// fn's error aborts and nothing is written; changing keys is refused.
 	stop := errors.New("stop")
-	if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.N = -1; return stop }, nil); !errors.Is(err, stop) {
+	if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.N = -1; return stop }); !errors.Is(err, stop) {
 		t.Errorf("fn error: %v", err)
 	}
-	if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.RK = "other"; return nil }, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := tbl.Modify(ctx, "p", "counter", func(v *wireItem) error { v.RK = "other"; return nil }); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("key change: %v", err)
 	}
-	if got, _ := tbl.Get(ctx, "p", "counter", nil); got.N != writers*each {
+	if got, _ := tbl.Get(ctx, "p", "counter"); got.N != writers*each {
 		t.Errorf("an aborted Modify wrote: %+v", got)
 	}
-	// NoRetries gives up at the first conflict; a missing entity is created.
-	v, err := tbl.Modify(ctx, "p", "new", func(v *wireItem) error { v.Tag = "created"; return nil }, &tablekit.ModifyOptions{Retry: tablekit.NoRetries})
+	// A missing entity is created.
+	v, err := tbl.Modify(ctx, "p", "new", func(v *wireItem) error { v.Tag = "created"; return nil })
 	if err != nil || v.Tag != "created" || v.PK != "p" {
 		t.Errorf("Modify of a missing entity: %+v, %v", v, err)
 	}

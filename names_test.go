@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 func TestValidateNames(t *testing.T) {
@@ -17,33 +18,33 @@ func TestValidateNames(t *testing.T) {
 		input    string
 		want     string // "" means valid; else a part of the error
 	}{
-		{"table ok", tablekit.ValidateTableName, "Employees2024", ""},
-		{"table min", tablekit.ValidateTableName, "abc", ""},
-		{"table max", tablekit.ValidateTableName, long[:63], ""},
-		{"table too short", tablekit.ValidateTableName, "ab", "is 2 characters long, not 3-63"},
-		{"table too long", tablekit.ValidateTableName, long, "is 64 characters long"},
-		{"table digit first", tablekit.ValidateTableName, "1abc", `starts with '1', not a letter`},
-		{"table hyphen", tablekit.ValidateTableName, "my-table", `has '-' at byte 2`},
-		{"table unicode", tablekit.ValidateTableName, "tablé", `has 'é' at byte 4`},
-		{"table reserved", tablekit.ValidateTableName, "Tables", "is reserved"},
-		{"table empty", tablekit.ValidateTableName, "", "is 0 characters long"},
+		{"table ok", core.ValidateTableName, "Employees2024", ""},
+		{"table min", core.ValidateTableName, "abc", ""},
+		{"table max", core.ValidateTableName, long[:63], ""},
+		{"table too short", core.ValidateTableName, "ab", "is 2 characters long, not 3-63"},
+		{"table too long", core.ValidateTableName, long, "is 64 characters long"},
+		{"table digit first", core.ValidateTableName, "1abc", `starts with '1', not a letter`},
+		{"table hyphen", core.ValidateTableName, "my-table", `has '-' at byte 2`},
+		{"table unicode", core.ValidateTableName, "tablé", `has 'é' at byte 4`},
+		{"table reserved", core.ValidateTableName, "Tables", "is reserved"},
+		{"table empty", core.ValidateTableName, "", "is 0 characters long"},
 
-		{"queue ok", tablekit.ValidateQueueName, "orders-2024-v1", ""},
-		{"queue digits", tablekit.ValidateQueueName, "123", ""},
-		{"queue upper", tablekit.ValidateQueueName, "Orders", `has uppercase 'O' at byte 0`},
-		{"queue leading hyphen", tablekit.ValidateQueueName, "-orders", "starts with a hyphen"},
-		{"queue trailing hyphen", tablekit.ValidateQueueName, "orders-", "ends with a hyphen"},
-		{"queue double hyphen", tablekit.ValidateQueueName, "or--ders", "two hyphens in a row at byte 2"},
-		{"queue underscore", tablekit.ValidateQueueName, "my_queue", `has '_' at byte 2`},
-		{"queue too long", tablekit.ValidateQueueName, long, "is 64 characters long"},
-		{"queue too short", tablekit.ValidateQueueName, "q", "is 1 characters long"},
+		{"queue ok", core.ValidateQueueName, "orders-2024-v1", ""},
+		{"queue digits", core.ValidateQueueName, "123", ""},
+		{"queue upper", core.ValidateQueueName, "Orders", `has uppercase 'O' at byte 0`},
+		{"queue leading hyphen", core.ValidateQueueName, "-orders", "starts with a hyphen"},
+		{"queue trailing hyphen", core.ValidateQueueName, "orders-", "ends with a hyphen"},
+		{"queue double hyphen", core.ValidateQueueName, "or--ders", "two hyphens in a row at byte 2"},
+		{"queue underscore", core.ValidateQueueName, "my_queue", `has '_' at byte 2`},
+		{"queue too long", core.ValidateQueueName, long, "is 64 characters long"},
+		{"queue too short", core.ValidateQueueName, "q", "is 1 characters long"},
 
-		{"container ok", tablekit.ValidateContainerName, "logs-2024", ""},
-		{"container root", tablekit.ValidateContainerName, "$root", ""},
-		{"container logs", tablekit.ValidateContainerName, "$logs", ""},
-		{"container dollar", tablekit.ValidateContainerName, "$other", `has '$' at byte 0`},
-		{"container dot", tablekit.ValidateContainerName, "my.container", `has '.' at byte 2`},
-		{"container upper", tablekit.ValidateContainerName, "myContainer", "uppercase 'C'"},
+		{"container ok", core.ValidateContainerName, "logs-2024", ""},
+		{"container root", core.ValidateContainerName, "$root", ""},
+		{"container logs", core.ValidateContainerName, "$logs", ""},
+		{"container dollar", core.ValidateContainerName, "$other", `has '$' at byte 0`},
+		{"container dot", core.ValidateContainerName, "my.container", `has '.' at byte 2`},
+		{"container upper", core.ValidateContainerName, "myContainer", "uppercase 'C'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,12 +7,16 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// Exists reports whether the entity with these keys exists. It costs one
-// transaction and reads only the keys.
-func (t *Table[T]) Exists(ctx context.Context, pk, rk string) (bool, error) {
+// exists reports whether the entity with these keys exists. It costs one
+// transaction and reads only the keys (as Count of a PointQuery does).
+func (t *Table[T]) exists(ctx context.Context, pk, rk string) (bool, error) {
+	if err := t.usable(); err != nil {
+		return false, err
+	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return false, withOp("Exists", err)
 	}
@@ -36,22 +40,21 @@ func (t *Table[T]) Count(ctx context.Context, f Filter) (int, error) {
 	return n, err
 }
 
-// DefaultCollectLimit is the most values [Collect] gathers when given no
-// limit.
-const DefaultCollectLimit = 10_000
-
 // Collect gathers the values of seq (a [Table.Query] or [QueryAs]) into a
 // slice, stopping at the first error. It holds at most limit values (0
-// means DefaultCollectLimit): when seq has more, it returns the first limit
+// means 10,000): when seq has more, it returns the first limit
 // values and an error matching [ErrTooLarge], so that an unexpectedly large
 // result is an error, not an exhausted heap. Use QueryOptions.Limit to ask
 // for at most n values on purpose.
 func Collect[V any](seq iter.Seq2[V, error], limit int) ([]V, error) {
+	if seq == nil {
+		return nil, &ValidationError{Op: "Collect", Detail: "nil sequence", Err: ErrInvalidInput}
+	}
 	if limit < 0 {
 		return nil, &ValidationError{Op: "Collect", Detail: fmt.Sprintf("negative limit %d", limit), Err: ErrInvalidInput}
 	}
 	if limit == 0 {
-		limit = DefaultCollectLimit
+		limit = limits.CollectLimit
 	}
 	var out []V
 	for v, err := range seq {

@@ -49,14 +49,14 @@ func ExampleTable_Count() {
 	defer done()
 
 	before := acct.Meter().Snapshot()
-	ok, err := emp.Exists(ctx, "Sales", "000102")
-	fmt.Println("exists:", ok, err)
-	ok, err = emp.Exists(ctx, "Sales", "999999")
-	fmt.Println("exists:", ok, err)
+	n, err := emp.Count(ctx, tablekit.PointQuery("Sales", "000102"))
+	fmt.Println("exists:", n == 1, err)
+	n, err = emp.Count(ctx, tablekit.PointQuery("Sales", "999999"))
+	fmt.Println("exists:", n == 1, err)
 	fmt.Println("transactions:", acct.Meter().Snapshot().Sub(before).Total()) // a point query each
 	// Count reads keys only, a transaction per page of up to 1,000 (the
 	// service may answer more pages: see Table.QueryPage).
-	n, err := emp.Count(ctx, tablekit.RowKeyRange("Sales", "000101", "000104"))
+	n, err = emp.Count(ctx, tablekit.RowKeyRange("Sales", "000101", "000104"))
 	fmt.Println("in range:", n, err)
 	// Output:
 	// exists: true <nil>

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -33,14 +34,14 @@ import (
 // policies of its Account's table pipeline.
 type writeState struct {
 	// table and pk are the partition the request writes, entities how
-	// many entities (a transaction's actions): the Meter's hot-partition
-	// tracker and the Governor read them.
+	// many entities (a transaction's actions), for the Governor.
 	table, pk string
 	entities  int
 	// att records what the call's tries left open (see attempts).
 	att *attempts
 	// gov, when not nil, is told of every throttled try at once, also of
-	// those azcore's retry policy then retries (see writePolicy).
+	// those azcore's retry policy then retries, and of every write that
+	// got through (see writePolicy).
 	gov *Governor
 }
 
@@ -75,8 +76,13 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	if ws == nil {
 		return resp, err
 	}
-	if ws.gov != nil && err == nil && throttledResponse(resp) {
-		ws.gov.Throttled(ws.table, ws.pk, ws.entities, WrapError(req.Raw().Method+" request", runtime.NewResponseError(resp)))
+	if ws.gov != nil && err == nil {
+		switch {
+		case throttledResponse(resp):
+			ws.gov.throttled(ws.table, ws.pk, ws.entities, wrapError(req.Raw().Method+" request", "", "", "", runtime.NewResponseError(resp)))
+		case resp.StatusCode < 300:
+			ws.gov.wrote(ws.table, ws.pk, ws.entities)
+		}
 	}
 	if ws.att == nil {
 		return resp, err
@@ -159,9 +165,9 @@ func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, t
 	if auth != nil {
 		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}
 	}
-	pl := runtime.NewPipeline("tablekit", tracerVersion, plOpts, &o)
+	pl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &o)
 	governed := o
 	governed.Retry = governedRetry(o.Retry)
-	gpl := runtime.NewPipeline("tablekit", tracerVersion, plOpts, &governed)
+	gpl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &governed)
 	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos})
 }

@@ -11,11 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
-
-// MaxPageSize is the most entities the service returns in one page.
-const MaxPageSize = 1000
 
 // QueryOptions configures [Table.Query], [Table.QueryPage] and [Table.Top].
 // A nil *QueryOptions means defaults.
@@ -45,8 +43,8 @@ type QueryOptions struct {
 	// KeyOrder says the caller needs the results in PartitionKey and RowKey
 	// order, as Azure Table storage returns them. On a table where the
 	// service does not keep that order (Azure Cosmos DB for Table, see
-	// Table.Cosmos), Query then reads the whole result first, at most
-	// DefaultCollectLimit entities (beyond that it fails with an error
+	// Options.Cosmos), Query then reads the whole result first, at most
+	// 10,000 entities (beyond that it fails with an error
 	// matching ErrTooLarge: narrow the filter), and sorts it; QueryPage,
 	// Cursor and Continuation, which cannot resume a sorted read, are
 	// refused there with an error matching ErrUnsupported. Elsewhere it
@@ -170,14 +168,14 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 	if opts == nil {
 		opts = &QueryOptions{}
 	}
-	text, err := f.Build()
+	text, err := f.build()
 	if err != nil {
 		return nil, err
 	}
 	if err := t.crypt.checkFilter(f); err != nil {
 		return nil, err
 	}
-	if opts.PageSize < 0 || opts.PageSize > MaxPageSize {
+	if opts.PageSize < 0 || opts.PageSize > limits.PageSize {
 		return nil, &ValidationError{Property: "PageSize", Limit: "0–1000", Size: opts.PageSize, Detail: "page size out of range", Err: ErrInvalidInput}
 	}
 	if opts.Limit < 0 {
@@ -347,6 +345,9 @@ func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter
 // table's TableScans policy says.
 func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOptions, sel string, each func(obj []byte) (bool, error)) (err error) {
 	defer func() { err = withOp(op, err) }()
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if opts == nil {
 		opts = &QueryOptions{}
 	}
@@ -377,7 +378,7 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 		if limit > 0 {
 			rest := limit - seen
 			if top == 0 || rest < top {
-				top = min(rest, MaxPageSize)
+				top = min(rest, limits.PageSize)
 			}
 		}
 		pagePK, pageRK := q.nextPK, q.nextRK
@@ -421,7 +422,7 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 
 // scanSorted is scan for a query that needs key order on a table whose
 // service does not keep it: it reads the whole result, at most
-// DefaultCollectLimit entities, sorts it and calls each in key order.
+// limits.CollectLimit (10,000) entities, sorts it and calls each in key order.
 func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *QueryOptions, each func(obj []byte) (bool, error)) error {
 	if opts.Cursor != nil || opts.Continuation != "" {
 		return t.unorderedError(op, "a query read in key order (QueryOptions.KeyOrder) is sorted after it is read whole, so it cannot be resumed: drop Cursor and Continuation")
@@ -433,9 +434,9 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 	var all []keyed
 	for {
 		err := t.fetchRaw(ctx, q, q.pageSize, func(obj []byte) error {
-			if len(all) == DefaultCollectLimit {
-				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(DefaultCollectLimit), Size: len(all) + 1,
-					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most DefaultCollectLimit entities: narrow the filter", Err: ErrTooLarge}
+			if len(all) == limits.CollectLimit {
+				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
+					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
 			}
 			pk, rk, err := objectKeys(obj)
 			if err != nil {
@@ -502,6 +503,9 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 // in another process. [Table.Query] reads past such pages itself.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
 	defer func() { err = withOp("QueryPage", err) }()
+	if err := t.usable(); err != nil {
+		return Page[T]{}, err
+	}
 	q, err := t.prepare(f, opts)
 	if err == nil {
 		q.op = "QueryPage"
@@ -526,6 +530,9 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 // matching ErrUnsupported: the first n by key would need every result.
 func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) (_ []T, err error) {
 	defer func() { err = withOp("Top", err) }()
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
 	if t.cosmos {
 		return nil, t.unorderedError("Top", "use Query with Collect and sort the results, or a point query")
 	}
@@ -537,7 +544,7 @@ func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions)
 		o = *opts
 	}
 	o.Limit = n
-	out := make([]T, 0, min(n, MaxPageSize))
+	out := make([]T, 0, min(n, limits.PageSize))
 	for v, err := range t.Query(ctx, f, &o) {
 		if err != nil {
 			return out, err

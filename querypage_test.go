@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
@@ -61,7 +63,7 @@ func pagingAccount(t *testing.T, seed uint64, policies ...policy.Policy) *tablek
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { front.Close() })
-	acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{PerRetryPolicies: policies})
+	acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: policies}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +150,8 @@ func TestQueryPageReturnsEmptyPages(t *testing.T) {
 		t.Errorf("Query read %d entities, want %d", n, len(items))
 	}
 	for _, it := range items[:40] {
-		got, err := tbl.Get(ctx, it.PK, it.RK, &tablekit.GetOptions{Select: []string{"N"}})
-		if err != nil || got.N != it.N {
+		got, err := tablekit.Collect(tbl.Query(ctx, tablekit.PointQuery(it.PK, it.RK), &tablekit.QueryOptions{Select: []string{"N"}}), 1)
+		if err != nil || len(got) != 1 || got[0].N != it.N {
 			t.Errorf("Get %s/%s with Select: %+v, %v", it.PK, it.RK, got, err)
 		}
 	}
@@ -219,7 +221,7 @@ func TestCursorTokenInShorterPages(t *testing.T) {
 					if err := owner.Delete(ctx, last.PK, last.RK, "*"); err != nil {
 						t.Fatal(err)
 					}
-					defer owner.Upsert(ctx, last, tablekit.Replace)
+					defer owner.Upsert(ctx, last)
 				}
 				opts := &tablekit.QueryOptions{PageSize: 7, Continuation: cur.Token()}
 				for {

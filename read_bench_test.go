@@ -15,6 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // The read path, client side only: a point read, and one 1,000-entity
@@ -78,7 +80,7 @@ func (r replayReads) Do(req *http.Request) (*http.Response, error) {
 func benchReadClients(b *testing.B, tr policy.Transporter) (*tablekit.Table[tablekit.Employee20], *aztables.Client) {
 	b.Helper()
 	cs := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1"
-	acct, err := tablekit.Open(cs, &tablekit.Options{Transport: tr})
+	acct, err := tablekit.Open(cs, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: tr}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func BenchmarkGet(b *testing.B) {
 	b.Run("impl=tablekit", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := tk.Get(ctx, "Sales", "000223", nil)
+			e, err := tk.Get(ctx, "Sales", "000223")
 			if err != nil || e.Salary != want.Salary {
 				b.Fatalf("%+v, %v", e, err)
 			}
@@ -124,7 +126,7 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkQueryPage1000 reads one page of 1,000 entities into structs.
 // ns/entity is the time per entity.
 func BenchmarkQueryPage1000(b *testing.B) {
-	const n = tablekit.MaxPageSize
+	const n = limits.PageSize
 	tk, sdk := benchReadClients(b, newReplayReads(n))
 	want := tablekit.SampleEmployee20()
 	ctx := context.Background()
@@ -200,7 +202,7 @@ func sdkDecodeEmployee20(b *testing.B, data []byte) tablekit.Employee20 {
 		out.Born = time.Time(v)
 	}
 	if v, ok := p["Badge"].(aztables.EDMGUID); ok {
-		out.Badge, _ = tablekit.ParseGUID(string(v))
+		out.Badge, _ = core.ParseGUID(string(v))
 	}
 	if v, ok := p["Photo"].(aztables.EDMBinary); ok {
 		out.Photo = v

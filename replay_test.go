@@ -28,6 +28,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/replay"
 )
 
@@ -213,7 +214,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // complexEntity is the Go tests' complex entity (TestEdmMarshalling,
 // TestBatchComplex) with RowKey rk.
 func complexEntity(pk, rk string) tablekit.Entity {
-	g, _ := tablekit.ParseGUID("4185404a-5818-48c3-b9be-f217df0dba6f")
+	g, _ := core.ParseGUID("4185404a-5818-48c3-b9be-f217df0dba6f")
 	return mustEntity(pk, rk, map[string]any{
 		"Binary": []byte("SomeBinary"), "Bool": false,
 		"DateTime": time.Date(2013, 8, 2, 17, 37, 43, 9004300, time.UTC),
@@ -261,7 +262,7 @@ func TestReplayAddBasicEntity(t *testing.T) {
 			if _, err := tbl.Insert(ctx, in); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, "pk001", "rk001", nil)
+			got, err := tbl.Get(ctx, "pk001", "rk001")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,22 +289,22 @@ func TestReplayEdmMarshalling(t *testing.T) {
 			if _, err := tbl.Insert(ctx, complexEntity("partition", "1")); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, "partition", "1", nil)
+			got, err := tbl.Get(ctx, "partition", "1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkEntity(t, got, entries[1])
 			// The Go values themselves, not only their normalised text.
-			if v, _ := got.Get("Int64"); v != int64(123456789012) {
+			if v := got.Properties["Int64"]; v != int64(123456789012) {
 				t.Errorf("Int64 = %#v", v)
 			}
-			if v, _ := got.Get("Int32"); v != int32(1234) {
+			if v := got.Properties["Int32"]; v != int32(1234) {
 				t.Errorf("Int32 = %#v", v)
 			}
-			if v, _ := got.Get("DateTime"); !v.(time.Time).Equal(time.Date(2013, 8, 2, 17, 37, 43, 9004300, time.UTC)) {
+			if v := got.Properties["DateTime"]; !v.(time.Time).Equal(time.Date(2013, 8, 2, 17, 37, 43, 9004300, time.UTC)) {
 				t.Errorf("DateTime = %v", v)
 			}
-			if v, _ := got.Get("Binary"); string(v.([]byte)) != "SomeBinary" {
+			if v := got.Properties["Binary"]; string(v.([]byte)) != "SomeBinary" {
 				t.Errorf("Binary = %q", v)
 			}
 		})
@@ -325,7 +326,7 @@ func TestReplayEntityQuotes(t *testing.T) {
 			if _, err := tbl.Insert(ctx, in); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, pk, "1", nil)
+			got, err := tbl.Get(ctx, pk, "1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,7 +346,7 @@ func TestReplayEntityUnicode(t *testing.T) {
 			if _, err := tbl.Insert(ctx, mustEntity(pk, "1", map[string]any{"Unicode": "ꀕ", "ꀕ": "Unicode"})); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, pk, "1", nil)
+			got, err := tbl.Get(ctx, pk, "1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,16 +365,16 @@ func TestReplayInsertEntity(t *testing.T) {
 			entries := rec.EntityEntries()
 			tbl, _ := replayTable(t, entries, svc.cosmos, "")
 			in := mustEntity("parti'tion", "one'", map[string]any{"Bool": true, "Integer": int32(1), "String": "some string 1"})
-			if _, err := tbl.Upsert(ctx, in, tablekit.Replace); err != nil {
+			if _, err := tbl.Upsert(ctx, in); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, "parti'tion", "one'", nil)
+			got, err := tbl.Get(ctx, "parti'tion", "one'")
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkEntity(t, got, entries[1])
 			in = mustEntity("partition", "1", map[string]any{"Integer": int32(1), "MergeProperty": "foo", "String": "some string 1"})
-			if _, err := tbl.Upsert(ctx, in, tablekit.Replace); err != nil {
+			if _, err := tbl.Upsert(ctx, in); err != nil {
 				t.Fatal(err)
 			}
 			page, err := tbl.QueryPage(ctx, tablekit.Where("RowKey eq ?", "1"), nil)
@@ -392,7 +393,7 @@ func TestReplayInsertEntityTwice(t *testing.T) {
 			rec := goScenario(t, "TestInsertEntityTwice", svc.name)
 			tbl, _ := replayTable(t, rec.EntityEntries(), svc.cosmos, "")
 			for range 2 {
-				if _, err := tbl.Upsert(ctx, simpleEntity(1), tablekit.Replace); err != nil {
+				if _, err := tbl.Upsert(ctx, simpleEntity(1)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -481,14 +482,14 @@ func TestReplayMergeEntity(t *testing.T) {
 			if _, err := tbl.Insert(ctx, simpleEntity(1)); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tbl.Get(ctx, "partition", "1", nil)
+			got, err := tbl.Get(ctx, "partition", "1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkEntity(t, got, entries[1])
 			merge := simpleEntity(1)
-			merge.Set("MergeProperty", "foo")
-			if _, err := tbl.Update(ctx, merge, tablekit.Merge, azcore.ETagAny); err != nil {
+			merge.Properties["MergeProperty"] = "foo"
+			if _, err := tbl.Merge(ctx, merge, azcore.ETagAny); err != nil {
 				t.Fatal(err)
 			}
 			page, err := tbl.QueryPage(ctx, tablekit.Where("RowKey eq ?", "1"), nil)
@@ -507,7 +508,7 @@ func TestReplayMergeEntityDoesNotExist(t *testing.T) {
 		t.Run(svc.name, func(t *testing.T) {
 			rec := goScenario(t, "TestMergeEntityDoesNotExist", svc.name)
 			tbl, _ := replayTable(t, rec.EntityEntries(), svc.cosmos, "")
-			_, err := tbl.Update(context.Background(), simpleEntity(1), tablekit.Merge, azcore.ETagAny)
+			_, err := tbl.Merge(context.Background(), simpleEntity(1), azcore.ETagAny)
 			checkServiceError(t, err, tablekit.ErrNotFound, 404, "ResourceNotFound")
 		})
 	}
@@ -662,7 +663,7 @@ func TestReplayBatchInsert(t *testing.T) {
 			rec := goScenario(t, "TestBatchInsert", svc.name)
 			entries := rec.EntityEntries()
 			tbl, _ := replayTable(t, entries, svc.cosmos, "")
-			etags, err := tbl.Transaction(context.Background(), tablekit.UpsertAction(basicEntity("1", 1), tablekit.Merge))
+			etags, err := tbl.Transaction(context.Background(), tablekit.MergeAction(basicEntity("1", 1), ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -689,23 +690,23 @@ func TestReplayBatchComplex(t *testing.T) {
 			}
 			checkRecordedETags(t, etags, entries[0])
 			replaced := complexEntity("pk01", "2")
-			replaced.Set("Int32", int32(10))
+			replaced.Properties["Int32"] = int32(10)
 			etags, err = tbl.Transaction(ctx,
-				tablekit.UpsertAction(complexEntity("pk01", "1"), tablekit.Merge),
-				tablekit.UpsertAction(replaced, tablekit.Replace),
+				tablekit.MergeAction(complexEntity("pk01", "1"), ""),
+				tablekit.UpsertAction(replaced),
 				tablekit.DeleteAction(complexEntity("pk01", "3"), azcore.ETagAny))
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkRecordedETags(t, etags, entries[1])
 			for i, rk := range []string{"1", "2"} {
-				got, err := tbl.Get(ctx, "pk01", rk, nil)
+				got, err := tbl.Get(ctx, "pk01", rk)
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkEntity(t, got, entries[2+i])
 			}
-			_, err = tbl.Get(ctx, "pk01", "3", nil)
+			_, err = tbl.Get(ctx, "pk01", "3")
 			checkServiceError(t, err, tablekit.ErrNotFound, 404, "ResourceNotFound")
 		})
 	}
@@ -729,11 +730,11 @@ func TestReplayBatchMixed(t *testing.T) {
 			checkRecordedETags(t, etags, entries[0])
 			checkQueryPage(t, readAll(t, tbl, tablekit.Where("RowKey eq ?", "1")), entries[1])
 			etags, err = tbl.Transaction(ctx,
-				tablekit.UpsertAction(mustEntity("partition", "1", map[string]any{"MergeProperty": "foo"}), tablekit.Merge),
+				tablekit.MergeAction(mustEntity("partition", "1", map[string]any{"MergeProperty": "foo"}), ""),
 				tablekit.DeleteAction(mustEntity("partition", "2", nil), azcore.ETagAny),
-				tablekit.UpsertAction(mustEntity("partition", "3", map[string]any{"ReplaceProperty": "foo"}), tablekit.Replace),
-				tablekit.UpsertAction(basicEntity("4", 4), tablekit.Merge),
-				tablekit.UpsertAction(basicEntity("5", 5), tablekit.Merge))
+				tablekit.UpsertAction(mustEntity("partition", "3", map[string]any{"ReplaceProperty": "foo"})),
+				tablekit.MergeAction(basicEntity("4", 4), ""),
+				tablekit.MergeAction(basicEntity("5", 5), ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -880,10 +881,10 @@ func TestReplaySASRange(t *testing.T) {
 	}
 	checkQueryPage(t, page.Items, rec.Entries[0])
 	// An untyped whole double (1.0) is read as the Edm.Double it is.
-	if v, _ := page.Items[0].Get("SomeDoubleProperty0"); v != 1.0 {
+	if v := page.Items[0].Properties["SomeDoubleProperty0"]; v != 1.0 {
 		t.Errorf("SomeDoubleProperty0 = %#v, want float64(1)", v)
 	}
-	_, err = tbl.Get(ctx, "somPartition", "02", nil)
+	_, err = tbl.Get(ctx, "somPartition", "02")
 	checkServiceError(t, err, tablekit.ErrNotFound, 404, "ResourceNotFound")
 }
 
@@ -893,7 +894,7 @@ func TestReplaySASRange(t *testing.T) {
 func TestReplaySASInsertOutsideRange(t *testing.T) {
 	rec := loadRecording(t, "others/python_test_sas_add_outside_range.json")
 	tbl, _ := replayTable(t, rec.Entries, false, "se=end&sp=a&sv=2019-02-02&tn=uttablebabf292d&spk=test&srk=test1&epk=test&erk=test1&sig=Sanitized")
-	clsid, _ := tablekit.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
+	clsid, _ := core.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
 	_, err := tbl.Insert(context.Background(), mustEntity("pkbabf292d", "rkbabf292d", map[string]any{
 		"age": int32(39), "sex": "male", "married": true, "deceased": false,
 		"ratio": 3.1, "evenratio": 3.0, "double": 5.0, "large": int32(933311100),
@@ -928,11 +929,11 @@ func TestReplayAtypicalNumbers(t *testing.T) {
 		if _, err := tbl.Insert(ctx, mustEntity("PK1", "RK1", map[string]any{"Data": big})); err != nil {
 			t.Fatal(err)
 		}
-		got, err := tbl.Get(ctx, "PK1", "RK1", nil)
+		got, err := tbl.Get(ctx, "PK1", "RK1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := got.Get("Data"); v != big {
+		if v := got.Properties["Data"]; v != big {
 			t.Errorf("Data = %#v, want float64(%g)", v, big)
 		}
 		if _, err := tbl.Insert(ctx, mustEntity("PK2", "RK2", map[string]any{"Data": int64(math.MaxInt64)})); err != nil {
@@ -958,7 +959,7 @@ func TestReplayAtypicalNumbers(t *testing.T) {
 		if _, err := tbl.Insert(ctx, nanInf); err != nil {
 			t.Fatal(err)
 		}
-		got, err := tbl.Get(ctx, "PK4", "RK4", nil)
+		got, err := tbl.Get(ctx, "PK4", "RK4")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -988,6 +989,6 @@ func TestReplayCosmosBatchPreconditionFailed(t *testing.T) {
 	v := mustEntity("pke6713031", "rke6713031", map[string]any{
 		"age": "abc", "sex": "female", "sign": "aquarius", "birthday": time.Date(1991, 10, 4, 0, 0, 0, 0, time.UTC),
 	})
-	_, err := tbl.Transaction(context.Background(), tablekit.UpdateAction(v, tablekit.Merge, `W/"datetime'2012-06-15T22%3A51%3A44.9662825Z'"`))
+	_, err := tbl.Transaction(context.Background(), tablekit.MergeAction(v, `W/"datetime'2012-06-15T22%3A51%3A44.9662825Z'"`))
 	checkTransactionError(t, err, 0, "UpdateConditionNotSatisfied", tablekit.ErrPreconditionFailed)
 }

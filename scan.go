@@ -21,7 +21,7 @@ type TableScanPolicy uint8
 const (
 	// LogTableScans (the default, the zero value) runs the query and logs
 	// a warning, once per Query (or per QueryPage call), through
-	// TableOptions.Logger with the fields table, op, filter, class and
+	// the Account's Logger with the fields table, op, filter, class and
 	// reason. The filter's text is logged as sent, values included.
 	LogTableScans TableScanPolicy = iota
 	// AllowTableScans runs table scans silently (and does not explain
@@ -33,8 +33,8 @@ const (
 	RefuseTableScans
 )
 
-// String returns the policy's name, e.g. "LogTableScans".
-func (p TableScanPolicy) String() string {
+// name returns the policy's name, e.g. "LogTableScans".
+func (p TableScanPolicy) name() string {
 	if names := [...]string{LogTableScans: "LogTableScans", AllowTableScans: "AllowTableScans", RefuseTableScans: "RefuseTableScans"}; int(p) < len(names) {
 		return names[p]
 	}
@@ -48,7 +48,7 @@ var ErrTableScan = fmt.Errorf("tablekit: table scan refused: %w", ErrInvalidInpu
 // validate checks that p is one of the policies.
 func (p TableScanPolicy) validate(table string) error {
 	if p > RefuseTableScans {
-		return &ValidationError{Op: "OpenTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.String(), Err: ErrInvalidInput}
+		return &ValidationError{Op: "OpenTable", Entity: table, Property: "TableScans", Detail: "unknown " + p.name(), Err: ErrInvalidInput}
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ type scanRow struct {
 // rows in two partitions.
 func scanTable(t *testing.T, policy tablekit.TableScanPolicy, logger *slog.Logger) (*tablekit.Account, *tablekit.Table[scanRow]) {
 	t.Helper()
-	acct := testenv.Account(t, nil)
-	tbl, err := tablekit.OpenTable[scanRow](acct, testenv.CreateTable(t, acct), &tablekit.TableOptions{TableScans: policy, Logger: logger})
+	acct := testenv.Account(t, &tablekit.Options{Logger: logger})
+	tbl, err := tablekit.OpenTable[scanRow](acct, testenv.CreateTable(t, acct), &tablekit.TableOptions{TableScans: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestTableScanRefusedSendsNothing(t *testing.T) {
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("Query(%q) = %q, %v; want %q", c.f, got, err, c.want)
 		}
-		if n := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); n < 1 {
+		if n := acct.Meter().Snapshot().Sub(before).Count("table", "QueryEntities"); n < 1 {
 			t.Errorf("Query(%q) sent %d QueryEntities", c.f, n)
 		}
 	}
@@ -136,7 +136,7 @@ func TestTableScanLogged(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"1", "3"}) {
 		t.Fatalf("logged table scan: %q, %v", got, err)
 	}
-	if n := acct.Meter().Snapshot().Sub(before).Count(tablekit.ServiceTable, "QueryEntities"); n < 1 {
+	if n := acct.Meter().Snapshot().Sub(before).Count("table", "QueryEntities"); n < 1 {
 		t.Errorf("logged table scan sent %d QueryEntities", n)
 	}
 	page, err := tbl.QueryPage(ctx, tablekit.Where("RowKey eq ?", "3"), nil)
@@ -186,11 +186,8 @@ func TestTableScanAllowed(t *testing.T) {
 func TestTableScanPolicyValidated(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	_, err := tablekit.OpenTable[scanRow](acct, "nosuchtable", &tablekit.TableOptions{TableScans: tablekit.TableScanPolicy(9)})
-	if !errors.Is(err, tablekit.ErrInvalidInput) {
+	if !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "TableScanPolicy(9)") {
 		t.Errorf("unknown policy: %v", err)
-	}
-	if s := tablekit.RefuseTableScans.String(); s != "RefuseTableScans" {
-		t.Errorf("String() = %q", s)
 	}
 }
 

@@ -11,20 +11,15 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
-// TableOptions configures a [Table]. A nil *TableOptions means defaults.
+// TableOptions configures a [Table]: only what is the table's own. The
+// Account's settings (Logger, Governor, tracing, Cosmos DB mode) apply to
+// every Table opened through it. A nil *TableOptions means defaults.
 type TableOptions struct {
-	// Cosmos says that the table is on Azure Cosmos DB for Table, whose
-	// query results are not in key order; OpenTable takes it from the
-	// Account (see Account.Cosmos).
-	Cosmos bool
-
-	// TracingProvider traces the table's operations (see StartSpan); OpenTable
-	// takes the Account's. The zero value traces nothing.
-	TracingProvider tracing.Provider
-
 	// Encryption, when set, encrypts the fields tagged `table:",encrypt"`
 	// (and, for Table[Entity], the properties it names) on the client.
 	Encryption *Encryption
@@ -33,14 +28,11 @@ type TableOptions struct {
 	// (see [Filter.Explain]): logged (the default), allowed, or refused
 	// before anything is sent.
 	TableScans TableScanPolicy
-	// Logger receives the table's log records (table scans); nil means
-	// slog.Default() at the time of logging.
-	Logger *slog.Logger
 
-	// Governor paces the table's bulk writes (see [BulkOptions].Governor);
-	// OpenTable takes the Account's. nil means a Governor of the Table's
-	// own, shared by all its BulkWriters.
-	Governor *Governor
+	// Retry says how often [Table.Modify] reads and tries again when
+	// another writer changed the entity in between; the zero value means
+	// 30 attempts, 10 ms to 1 s apart.
+	Retry RetryPolicy
 }
 
 // Table is a typed view of one table: it stores values of T, a struct type
@@ -49,7 +41,9 @@ type TableOptions struct {
 //
 // Writes and reads check keys and storage limits before anything is sent and
 // return a *[ValidationError] for bad input; service failures match the
-// sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...).
+// sentinel errors ([ErrNotFound], [ErrPreconditionFailed], ...). A Table not
+// made by [OpenTable] (a zero or nil *Table) refuses every operation with an
+// error matching [ErrInvalidInput].
 type Table[T any] struct {
 	wire     *tablewire.Client // entities
 	admin    *aztables.Client  // the table itself (create, delete, access policies)
@@ -62,6 +56,7 @@ type Table[T any] struct {
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
+	retry    RetryPolicy // conflict retry of Modify, defaults applied
 }
 
 // OpenTable returns a Table for the table called name in acct, for values
@@ -72,8 +67,8 @@ type Table[T any] struct {
 //
 // The Table reads and writes entities through the Account's own Table
 // service client, on the Account's pipeline (credential, retries, Meter,
-// tracing, policies), and takes the Account's Cosmos DB mode, tracing and
-// Governor unless opts says otherwise.
+// tracing, policies), and takes the Account's Logger, Governor, tracing and
+// Cosmos DB mode.
 func OpenTable[T any](acct *Account, name string, opts *TableOptions) (_ *Table[T], err error) {
 	defer func() { err = withOp("OpenTable", err) }()
 	return openTable[T](acct, name, opts)
@@ -84,7 +79,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if acct == nil || acct.wire == nil || acct.tables == nil {
 		return nil, &ValidationError{Detail: "nil or zero *Account (make one with Open or OpenWithCredential)", Err: ErrInvalidInput}
 	}
-	if err := ValidateTableName(name); err != nil {
+	if err := validateTableName(name); err != nil {
 		return nil, err
 	}
 	o := TableOptions{}
@@ -94,21 +89,19 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	if err := o.TableScans.validate(name); err != nil {
 		return nil, err
 	}
-	if !o.TracingProvider.NewTracer(TracerName, tracerVersion).Enabled() {
-		o.TracingProvider = acct.tracing
+	if err := o.Retry.validate("OpenTable"); err != nil {
+		return nil, err
 	}
 	t := &Table[T]{
 		wire:     acct.wire,
 		admin:    acct.tables.NewClient(name),
 		name:     name,
-		cosmos:   o.Cosmos || acct.cosmos,
+		cosmos:   acct.cosmos,
 		scans:    o.TableScans,
-		logger:   o.Logger,
-		governor: o.Governor,
-		tracer:   newTracer(o.TracingProvider, "Microsoft.Tables"),
-	}
-	if t.governor == nil {
-		t.governor = acct.governor
+		logger:   acct.logger,
+		governor: acct.governor,
+		tracer:   spans.NewTracer(acct.tracing, "Microsoft.Tables"),
+		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == entityType {
@@ -134,23 +127,35 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	return t, nil
 }
 
-// Client returns the SDK's client of the table, for what tablekit leaves
-// to the SDK (access policies, ...; see [Account.Tables]). It shares the
-// Account's options, credential and policies.
-func (t *Table[T]) Client() *aztables.Client { return t.admin }
+// usable returns the error of a Table not made by OpenTable (a nil or
+// zero *Table), else nil.
+func (t *Table[T]) usable() error {
+	if t == nil || t.wire == nil {
+		return &ValidationError{Detail: "a nil or zero *Table (make one with tablekit.OpenTable)", Err: ErrInvalidInput}
+	}
+	return nil
+}
 
-// Name returns the table's name.
-func (t *Table[T]) Name() string { return t.name }
+// Name returns the table's name ("" for a Table not made by OpenTable).
+func (t *Table[T]) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
 
 // CreateIfNotExists creates the table unless it exists.
 func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
+	if err := t.usable(); err != nil {
+		return withOp("CreateIfNotExists", err)
+	}
 	_, err := t.admin.CreateTable(ctx, nil)
 	if err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == string(aztables.TableAlreadyExists) {
 			return nil
 		}
-		return WrapError("CreateTable", err)
+		return t.wrap("CreateTable", "", "", err)
 	}
 	return nil
 }
@@ -158,8 +163,11 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 // DeleteTable deletes the table and everything in it. It returns an error
 // matching ErrNotFound when the table does not exist.
 func (t *Table[T]) DeleteTable(ctx context.Context) error {
+	if err := t.usable(); err != nil {
+		return withOp("DeleteTable", err)
+	}
 	_, err := t.admin.Delete(ctx, nil)
-	return WrapError("DeleteTable", err)
+	return t.wrap("DeleteTable", "", "", err)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -204,11 +212,6 @@ func (t *Table[T]) keysOf(v *T) (string, string) {
 	return fieldByPath(rv, t.plan.pk).String(), fieldByPath(rv, t.plan.rk).String()
 }
 
-// ETagOf returns the ETag v carries: its field tagged `table:",etag"`
-// (the ETag field of an [Entity]), or "" when T has none. Code that is
-// generic over T uses it to make a write conditional on the version it read.
-func (t *Table[T]) ETagOf(v T) azcore.ETag { return t.etagOf(&v) }
-
 // etagOf returns v's ETag, or "" when T has no etag field.
 func (t *Table[T]) etagOf(v *T) azcore.ETag {
 	if t.isEntity {
@@ -225,28 +228,20 @@ func (t *Table[T]) checkKeys(pk, rk string) error {
 	return s.checkKeys(pk, rk)
 }
 
-// GetOptions configures [Table.Get].
-type GetOptions struct {
-	// Select lists the properties to read (projection); nil reads all.
-	// Keys are always read. Fields not selected keep their zero value.
-	Select []string
-}
-
 // Get reads one entity. It returns an error matching ErrNotFound when the
-// entity (or the table) does not exist.
-func (t *Table[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ T, err error) {
+// entity (or the table) does not exist. To read only some properties,
+// query the point with a projection: [QueryAs] with [PointQuery], or
+// [Table.Query] with QueryOptions.Select.
+func (t *Table[T]) Get(ctx context.Context, pk, rk string) (_ T, err error) {
 	defer func() { err = withOp("Get", err) }()
 	var zero T
+	if err := t.usable(); err != nil {
+		return zero, err
+	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return zero, err
 	}
-	var sel string
-	if opts != nil {
-		if sel, err = selectText(opts.Select); err != nil {
-			return zero, err
-		}
-	}
-	e, err := t.read(ctx, "Get", pk, rk, sel)
+	e, err := t.read(ctx, "Get", pk, rk, "")
 	if err != nil {
 		return zero, err
 	}
@@ -285,26 +280,38 @@ func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
 func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Insert", &Action[T]{Kind: ActionInsert, Value: v})
+	return t.write(ctx, "Insert", &Action[T]{kind: actInsert, value: v})
 }
 
-// Upsert inserts v, or updates the stored entity with v's keys: Replace
-// stores exactly v's properties, Merge keeps properties v does not have.
-// It returns the new ETag.
-func (t *Table[T]) Upsert(ctx context.Context, v T, mode UpdateMode) (azcore.ETag, error) {
-	return t.write(ctx, "Upsert", &Action[T]{Kind: ActionUpsert, Mode: mode, Value: v})
+// Upsert inserts v, or replaces the stored entity with v's keys: the
+// entity then holds exactly v's properties. It returns the new ETag.
+func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	return t.write(ctx, "Upsert", &Action[T]{kind: actUpsert, value: v})
 }
 
-// Update updates the stored entity with v's keys if its ETag still equals
-// etag: it fails with an error matching ErrPreconditionFailed when the
-// entity changed since it was read, and ErrNotFound when it is gone. Pass
-// azcore.ETagAny to update whatever version is stored. It returns the new
-// ETag.
-func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
+// Update replaces the stored entity with v's keys by v if its ETag still
+// equals etag: it fails with an error matching ErrPreconditionFailed when
+// the entity changed since it was read, and ErrNotFound when it is gone.
+// Pass azcore.ETagAny to replace whatever version is stored; an empty etag
+// is refused. It returns the new ETag.
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	if err := t.usable(); err != nil {
+		return "", withOp("Update", err)
+	}
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	return t.write(ctx, "Update", &Action[T]{Kind: ActionUpdate, Mode: mode, Value: v, ETag: etag})
+	return t.write(ctx, "Update", &Action[T]{kind: actUpdate, value: v, etag: etag})
+}
+
+// Merge merges v's properties into the stored entity with v's keys: the
+// properties v has are added or overwritten, the others are kept. etag
+// says which entity it may merge into: "" inserts v when there is none
+// (insert-or-merge), azcore.ETagAny requires an entity (ErrNotFound
+// otherwise), and any other value requires that version
+// (ErrPreconditionFailed otherwise). It returns the new ETag.
+func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	return t.write(ctx, "Merge", &Action[T]{kind: actMerge, value: v, etag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
@@ -314,13 +321,16 @@ func (t *Table[T]) Update(ctx context.Context, v T, mode UpdateMode, etag azcore
 // tell whether this call deleted it: the error matches ErrOutcomeUnknown.
 func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
 	defer func() { err = withOp("Delete", err) }()
+	if err := t.usable(); err != nil {
+		return err
+	}
 	if etag == "" {
 		return &ValidationError{Op: "Delete", Entity: t.name, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete unconditionally)", Err: ErrInvalidInput}
 	}
 	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	a := encodedAction{kind: ActionDelete, pk: pk, rk: rk, etag: etag}
+	a := encodedAction{kind: actDelete, pk: pk, rk: rk, etag: etag}
 	_, err = t.writeEncoded(ctx, "Delete", &a)
 	return err
 }
@@ -338,7 +348,7 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 	case errors.Is(err, ErrNotFound):
 		return false, nil
 	case errors.Is(err, ErrOutcomeUnknown):
-		if found, rerr := t.Exists(ctx, pk, rk); rerr == nil && !found {
+		if found, rerr := t.exists(ctx, pk, rk); rerr == nil && !found {
 			return false, nil
 		}
 	}
@@ -348,14 +358,17 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 // write encodes a single-entity write and sends it.
 func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore.ETag, err error) {
 	defer func() { err = withOp(op, err) }()
+	if err := t.usable(); err != nil {
+		return "", err
+	}
 	buf := getBuf()
 	defer putBuf(buf)
-	data, pk, rk, err := t.encode(*buf, &a.Value)
+	data, pk, rk, err := t.encode(*buf, &a.value)
 	*buf = data
 	if err != nil {
 		return "", err
 	}
-	ea := encodedAction{kind: a.Kind, mode: a.Mode, pk: pk, rk: rk, etag: a.ETag, body: data}
+	ea := encodedAction{kind: a.kind, pk: pk, rk: rk, etag: a.etag, body: data}
 	return t.writeEncoded(ctx, op, &ea)
 }
 
@@ -366,13 +379,13 @@ func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction
 	var etag azcore.ETag
 	var err error
 	switch a.kind {
-	case ActionInsert:
+	case actInsert:
 		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
-	case ActionUpsert, ActionUpdate:
-		// An upsert has no ETag: without If-Match the service inserts or
-		// replaces (merges).
-		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.mode == Merge, a.etag, call)
-	case ActionDelete:
+	case actUpsert, actUpdate, actMerge:
+		// Without If-Match (an upsert, a merge with etag "") the service
+		// inserts or replaces (merges).
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == actMerge, a.etag, call)
+	case actDelete:
 		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
 	}
 	if err != nil {
@@ -404,16 +417,17 @@ func describeKeys(table, pk, rk string) string {
 	return b.String()
 }
 
-// Governor returns the Governor that paces the table's bulk writes (see
-// [TableOptions].Governor).
-func (t *Table[T]) Governor() *Governor { return t.governor }
-
-// Entities returns a view of the same table as property bags: the same
-// clients, name, encryption, tracing, Cosmos mode, table-scan policy,
-// logger and Governor. Pattern packages that store a shape other than T (parts, blob
+// AsEntities returns the same table, read and written as property bags
+// ([Entity]): the same Account, name, encryption and table-scan policy.
+// Read a table of several kinds of entity through it, or write some
+// properties of a T ([Table.Merge] of an Entity holding only those).
+// Pattern packages that store a shape other than T (parts, blob
 // references, counters) build on it, so users pass the *Table[T] they
 // already have.
-func (t *Table[T]) Entities() *Table[Entity] {
+func (t *Table[T]) AsEntities() *Table[Entity] {
+	if t == nil {
+		return &Table[Entity]{isEntity: true}
+	}
 	return &Table[Entity]{
 		wire:     t.wire,
 		admin:    t.admin,
@@ -425,5 +439,6 @@ func (t *Table[T]) Entities() *Table[Entity] {
 		scans:    t.scans,
 		logger:   t.logger,
 		governor: t.governor,
+		retry:    t.retry,
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 )
@@ -21,10 +23,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pt.ETagOf(patient{ETag: "W/\"1\""}); got != "W/\"1\"" {
+	if got := core.ETagOf(pt, patient{ETag: "W/\"1\""}); got != "W/\"1\"" {
 		t.Errorf("ETagOf(patient) = %q", got)
 	}
-	if got, want := pt.EncryptedProperties(), []string{"Allergies", "Born", "SSN", "Scan", "Weight"}; !slices.Equal(got, want) {
+	if got, want := core.EncryptedProperties(pt), []string{"Allergies", "Born", "SSN", "Scan", "Weight"}; !slices.Equal(got, want) {
 		t.Errorf("EncryptedProperties = %v, want %v", got, want)
 	}
 
@@ -32,10 +34,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := et.ETagOf(tablekit.Entity{ETag: azcore.ETag("x")}); got != "x" {
+	if got := core.ETagOf(et, tablekit.Entity{ETag: azcore.ETag("x")}); got != "x" {
 		t.Errorf("ETagOf(Entity) = %q", got)
 	}
-	if got := et.EncryptedProperties(); !slices.Equal(got, []string{"SSN"}) {
+	if got := core.EncryptedProperties(et); !slices.Equal(got, []string{"SSN"}) {
 		t.Errorf("EncryptedProperties = %v, want [SSN]", got)
 	}
 
@@ -47,10 +49,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.ETagOf(plain{}); got != "" {
+	if got := core.ETagOf(p, plain{}); got != "" {
 		t.Errorf("ETagOf without an etag field = %q", got)
 	}
-	if got := p.EncryptedProperties(); got != nil {
+	if got := core.EncryptedProperties(p); got != nil {
 		t.Errorf("EncryptedProperties without encryption = %v", got)
 	}
 }

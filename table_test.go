@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -51,7 +52,7 @@ func newEmployees(t *testing.T) (*tablekit.Account, *tablekit.Table[Employee]) {
 
 func TestTableRoundTripEveryTypeAndTag(t *testing.T) {
 	ctx := context.Background()
-	_, emp := newEmployees(t)
+	acct, emp := newEmployees(t)
 	mgr := "000100"
 	in := Employee{
 		Department: "Sales o'Brien Ünïcode ✓", ID: "it's 😀 000223",
@@ -65,7 +66,7 @@ func TestTableRoundTripEveryTypeAndTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := emp.Get(ctx, in.Department, in.ID, nil)
+	got, err := emp.Get(ctx, in.Department, in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestTableRoundTripEveryTypeAndTag(t *testing.T) {
 
 	// The stored types are the EDM types the tags ask for, as the service
 	// reports them to a plain aztables reader.
-	raw, err := emp.Client().GetEntity(ctx, in.Department, in.ID, nil)
+	raw, err := acct.Tables().NewClient(emp.Name()).GetEntity(ctx, in.Department, in.ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestEntityExactTypes(t *testing.T) {
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatalf("second CreateIfNotExists: %v", err)
 	}
-	g, _ := tablekit.ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+	g, _ := core.ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 	in := tablekit.Entity{PartitionKey: "o'k", RowKey: "", Properties: map[string]any{
 		"Whole": 1.0, "Neg": -0.5, "Huge": 1e300, "NaN": math.NaN(), "I32": int32(7), "I64": int64(math.MaxInt64),
 		"Empty": "", "S": "ünï 😀", "B": true, "T": time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC),
@@ -121,7 +122,7 @@ func TestEntityExactTypes(t *testing.T) {
 	if _, err := tbl.Insert(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tbl.Get(ctx, "o'k", "", nil)
+	got, err := tbl.Get(ctx, "o'k", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestEntityExactTypes(t *testing.T) {
 		t.Errorf("whole double came back as %T", got.Properties["Whole"])
 	}
 	// aztables' own path, for contrast: EDMEntity doubles the quote in keys.
-	if _, err := tbl.Client().GetEntity(ctx, "o'k", "x", nil); err == nil {
+	if _, err := acct.Tables().NewClient(name).GetEntity(ctx, "o'k", "x", nil); err == nil {
 		t.Log("unexpected: SDK found a row it never wrote")
 	}
 }
@@ -152,7 +153,7 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	if _, err := emp.Insert(ctx, e); !errors.Is(err, tablekit.ErrAlreadyExists) {
 		t.Fatalf("second insert: %v", err)
 	}
-	read, err := emp.Get(ctx, "Sales", "1", nil)
+	read, err := emp.Get(ctx, "Sales", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, v := range []Employee{a, b} {
-		wg.Go(func() { _, errs[i] = emp.Update(ctx, v, tablekit.Merge, read.ETag) })
+		wg.Go(func() { _, errs[i] = emp.Merge(ctx, v, read.ETag) })
 	}
 	wg.Wait()
 	failed := 0
@@ -185,20 +186,20 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 	if err := emp.Delete(ctx, "Sales", "1", read.ETag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Errorf("delete with stale ETag: %v", err)
 	}
-	cur, _ := emp.Get(ctx, "Sales", "1", nil)
+	cur, _ := emp.Get(ctx, "Sales", "1")
 	if err := emp.Delete(ctx, "Sales", "1", cur.ETag); err != nil {
 		t.Errorf("delete with current ETag: %v", err)
 	}
-	if _, err := emp.Get(ctx, "Sales", "1", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emp.Get(ctx, "Sales", "1"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 	if existed, err := emp.DeleteIfExists(ctx, "Sales", "1"); existed || err != nil {
 		t.Errorf("DeleteIfExists on a missing entity: %v %v", existed, err)
 	}
-	if _, err := emp.Update(ctx, e, tablekit.Replace, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emp.Update(ctx, e, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("update of a missing entity: %v", err)
 	}
-	if _, err := emp.Update(ctx, e, tablekit.Replace, ""); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := emp.Update(ctx, e, ""); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("update without an ETag: %v", err)
 	}
 }
@@ -206,21 +207,21 @@ func TestUpdateETagRaceAndDelete(t *testing.T) {
 func TestUpsertMergeAndReplace(t *testing.T) {
 	ctx := context.Background()
 	_, emp := newEmployees(t)
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "e", Age: 30}, tablekit.Replace); err != nil {
+	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "e", Age: 30}); err != nil {
 		t.Fatal(err)
 	}
 	// Merge with a zero Age (omitempty: absent) keeps the stored Age.
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "f"}, tablekit.Merge); err != nil {
+	if _, err := emp.Merge(ctx, Employee{Department: "D", ID: "1", Email: "f"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := emp.Get(ctx, "D", "1", nil)
+	got, _ := emp.Get(ctx, "D", "1")
 	if got.Age != 30 || got.Email != "f" {
 		t.Errorf("after merge: %+v", got)
 	}
-	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "g"}, tablekit.Replace); err != nil {
+	if _, err := emp.Upsert(ctx, Employee{Department: "D", ID: "1", Email: "g"}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = emp.Get(ctx, "D", "1", nil)
+	got, _ = emp.Get(ctx, "D", "1")
 	if got.Age != 0 || got.Email != "g" {
 		t.Errorf("after replace: %+v", got)
 	}
@@ -232,15 +233,16 @@ func TestProjection(t *testing.T) {
 	if _, err := emp.Insert(ctx, Employee{Department: "D", ID: "1", Email: "e@x", Age: 30, Level: 2}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := emp.Get(ctx, "D", "1", &tablekit.GetOptions{Select: []string{"Email"}})
-	if err != nil {
-		t.Fatal(err)
+	sel := &tablekit.QueryOptions{Select: []string{"Email"}}
+	got, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("D", "1"), sel), 1)
+	if err != nil || len(got) != 1 {
+		t.Fatal(got, err)
 	}
-	if got.Email != "e@x" || got.Age != 0 || got.Level != 0 || got.Department != "D" || got.ID != "1" {
-		t.Errorf("projected get: %+v", got)
+	if g := got[0]; g.Email != "e@x" || g.Age != 0 || g.Level != 0 || g.Department != "D" || g.ID != "1" {
+		t.Errorf("projected point query: %+v", g)
 	}
-	if _, err := emp.Get(ctx, "D", "2", &tablekit.GetOptions{Select: []string{"Email"}}); !errors.Is(err, tablekit.ErrNotFound) {
-		t.Errorf("projected get of a missing entity: %v", err)
+	if got, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("D", "2"), sel), 1); err != nil || len(got) != 0 {
+		t.Errorf("projected point query of a missing entity: %+v, %v", got, err)
 	}
 }
 
@@ -300,8 +302,7 @@ func TestBulkWriterReportsPerItemFailures(t *testing.T) {
 	}
 	items = append(items, Employee{Department: "D/bad", ID: "x"})
 	res, err := emp.BulkWriter(nil).Insert(ctx, items)
-	var be *tablekit.BulkError
-	if !errors.As(err, &be) || res.Succeeded != 9 || len(res.Failed) != 2 {
+	if !core.ItemsFailed(err) || res.Succeeded != 9 || len(res.Failed) != 2 {
 		t.Fatalf("result %+v, err %v", res, err)
 	}
 	if res.Failed[0].Index != 5 || !errors.Is(res.Failed[0].Err, tablekit.ErrAlreadyExists) {
@@ -391,12 +392,12 @@ func TestTransactionFailureIndex(t *testing.T) {
 		t.Errorf("partition changed: %+v", stored)
 	}
 	// A mixed transaction of every action kind succeeds atomically.
-	cur, _ := emp.Get(ctx, "D", ids[57], nil)
+	cur, _ := emp.Get(ctx, "D", ids[57])
 	cur.Email = "updated"
 	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
-		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
-		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
+		tablekit.MergeAction(Employee{Department: "D", ID: "n2", Email: "u"}, ""),
+		tablekit.MergeAction(cur, cur.ETag),
 		tablekit.DeleteAction(Employee{Department: "D", ID: "n3"}, azcore.ETagAny),
 	)
 	if !errors.Is(err, tablekit.ErrNotFound) {
@@ -404,13 +405,13 @@ func TestTransactionFailureIndex(t *testing.T) {
 	}
 	_, err = emp.Transaction(ctx,
 		tablekit.InsertAction(Employee{Department: "D", ID: "n1"}),
-		tablekit.UpsertAction(Employee{Department: "D", ID: "n2", Email: "u"}, tablekit.Merge),
-		tablekit.UpdateAction(cur, tablekit.Merge, cur.ETag),
+		tablekit.MergeAction(Employee{Department: "D", ID: "n2", Email: "u"}, ""),
+		tablekit.MergeAction(cur, cur.ETag),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := emp.Get(ctx, "D", ids[57], nil); got.Email != "updated" {
+	if got, _ := emp.Get(ctx, "D", ids[57]); got.Email != "updated" {
 		t.Errorf("update in transaction: %+v", got)
 	}
 	// A key with a single quote can be deleted in a transaction.
@@ -485,7 +486,7 @@ func TestMeterCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := acct.Meter().Snapshot()
-	if _, err := emp.Get(ctx, "D", "1", nil); err != nil {
+	if _, err := emp.Get(ctx, "D", "1"); err != nil {
 		t.Fatal(err)
 	}
 	if d := acct.Meter().Snapshot().Sub(before); d.Total() != 1 || d.Count("table", "GetEntity") != 1 {
@@ -514,9 +515,9 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 		want error
 	}{
 		{"key with #", func() error { _, err := emp.Insert(ctx, Employee{Department: "a#b", ID: "1"}); return err }, tablekit.ErrInvalidKey},
-		{"get with ?", func() error { _, err := emp.Get(ctx, "D", "a?b", nil); return err }, tablekit.ErrInvalidKey},
-		{"update with an unknown mode", func() error {
-			_, err := emp.Transaction(ctx, tablekit.UpdateAction(Employee{Department: "D", ID: "1"}, tablekit.UpdateMode(7), azcore.ETagAny))
+		{"get with ?", func() error { _, err := emp.Get(ctx, "D", "a?b"); return err }, tablekit.ErrInvalidKey},
+		{"a zero action", func() error {
+			_, err := emp.Transaction(ctx, tablekit.Action[Employee]{})
 			return err
 		}, tablekit.ErrInvalidInput},
 		{"delete without etag", func() error { return emp.Delete(ctx, "D", "1", "") }, tablekit.ErrInvalidInput},
@@ -534,7 +535,7 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 			return err
 		}, tablekit.ErrTooLarge},
 		{"entity with unsupported value", func() error {
-			tbl := emp.Entities()
+			tbl := emp.AsEntities()
 			_, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"X": struct{}{}}})
 			return err
 		}, tablekit.ErrInvalidInput},
@@ -555,12 +556,12 @@ func TestBadInputNeverPanicsOrSends(t *testing.T) {
 // Plain aztables reads what tablekit wrote, with the same types.
 func TestInteropWithPlainSDK(t *testing.T) {
 	ctx := context.Background()
-	_, emp := newEmployees(t)
+	acct, emp := newEmployees(t)
 	if _, err := emp.Insert(ctx, Employee{Department: "D", ID: "1", Salary: 2, Age: 5}); err != nil {
 		t.Fatal(err)
 	}
 	f := "Salary eq 2.0 and Age eq 5L"
-	pager := emp.Client().NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
+	pager := acct.Tables().NewClient(emp.Name()).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
 	found := 0
 	for pager.More() { // a page may come back empty before the end
 		page, err := pager.NextPage(ctx)

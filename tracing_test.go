@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/spantest"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -13,7 +15,7 @@ import (
 
 func TestTablekitSpansParentTheSDKs(t *testing.T) {
 	rec := &spantest.Recorder{}
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider()})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider()}})
 	name := tableNameOf(t, acct)
 	tbl, err := tablekit.OpenTable[wireItem](acct, name, nil)
 	if err != nil {

@@ -25,8 +25,8 @@ func TestDeleteActionNeedsETag(t *testing.T) {
 	if sent := acct.Meter().Snapshot().Sub(before).Total(); sent != 0 {
 		t.Errorf("%d requests sent for a refused action", sent)
 	}
-	if ok, err := tbl.Exists(ctx, "p", "a"); err != nil || !ok {
-		t.Errorf("entity after a refused delete: exists=%v, %v", ok, err)
+	if n, err := tbl.Count(ctx, tablekit.PointQuery("p", "a")); err != nil || n != 1 {
+		t.Errorf("entity after a refused delete: count=%d, %v", n, err)
 	}
 }
 
@@ -35,7 +35,7 @@ func TestDeleteActionNeedsETag(t *testing.T) {
 func TestTableEntitiesView(t *testing.T) {
 	ctx := context.Background()
 	_, tbl := newWireItems(t)
-	bags := tbl.Entities()
+	bags := tbl.AsEntities()
 	if bags.Name() != tbl.Name() {
 		t.Errorf("view name %q, table name %q", bags.Name(), tbl.Name())
 	}
@@ -43,7 +43,7 @@ func TestTableEntitiesView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := bags.Get(ctx, "p", "o'k", nil)
+	e, err := bags.Get(ctx, "p", "o'k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func TestTableEntitiesView(t *testing.T) {
 		t.Errorf("view read %+v (etag %s), want N=int64(7) Tag=x etag %s", e.Properties, e.ETag, etag)
 	}
 	e.Properties["N"] = int64(8)
-	if _, err := bags.Update(ctx, e, tablekit.Merge, e.ETag); err != nil {
+	if _, err := bags.Merge(ctx, e, e.ETag); err != nil {
 		t.Fatal(err)
 	}
-	v, err := tbl.Get(ctx, "p", "o'k", nil)
+	v, err := tbl.Get(ctx, "p", "o'k")
 	if err != nil || v.N != 8 {
 		t.Errorf("typed read after the view's update: %+v, %v", v, err)
 	}

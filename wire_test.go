@@ -63,15 +63,15 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 		v := wireItem{PK: wirePK, RK: rk, N: 100 + i}
 		switch i % 5 {
 		case 0:
-			acts = append(acts, tablekit.UpsertAction(v, tablekit.Merge))
+			acts = append(acts, tablekit.MergeAction(v, ""))
 		case 1:
-			acts = append(acts, tablekit.UpsertAction(v, tablekit.Replace))
+			acts = append(acts, tablekit.UpsertAction(v))
 		case 2:
-			acts = append(acts, tablekit.UpdateAction(v, tablekit.Merge, etags[i]))
+			acts = append(acts, tablekit.MergeAction(v, etags[i]))
 		case 3:
-			acts = append(acts, tablekit.UpdateAction(v, tablekit.Replace, etags[i]))
+			acts = append(acts, tablekit.UpdateAction(v, etags[i]))
 		case 4:
-			acts = append(acts, tablekit.Action[wireItem]{Kind: tablekit.ActionDelete, Value: v, ETag: etags[i]})
+			acts = append(acts, tablekit.DeleteAction(v, etags[i]))
 		}
 	}
 	etags2, err := tbl.Transaction(ctx, acts...)
@@ -79,7 +79,7 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 		t.Fatalf("mixed transaction: %v", err)
 	}
 	for i, rk := range wireKeys {
-		got, err := tbl.Get(ctx, wirePK, rk, nil)
+		got, err := tbl.Get(ctx, wirePK, rk)
 		switch i % 5 {
 		case 4:
 			if !errors.Is(err, tablekit.ErrNotFound) || etags2[i] != "" {
@@ -104,13 +104,13 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 
 	// A stale ETag fails the transaction at its index, changing nothing.
 	_, err = tbl.Transaction(ctx,
-		tablekit.UpsertAction(wireItem{PK: wirePK, RK: "fresh"}, tablekit.Replace),
-		tablekit.UpdateAction(wireItem{PK: wirePK, RK: wireKeys[2]}, tablekit.Merge, etags[2]))
+		tablekit.UpsertAction(wireItem{PK: wirePK, RK: "fresh"}),
+		tablekit.MergeAction(wireItem{PK: wirePK, RK: wireKeys[2]}, etags[2]))
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrOutcomeUnknown) {
 		t.Errorf("stale ETag: %v", err)
 	}
-	if _, err := tbl.Get(ctx, wirePK, "fresh", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Get(ctx, wirePK, "fresh"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("a failed transaction applied an action: %v", err)
 	}
 
@@ -118,14 +118,14 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 	if _, err := tbl.Transaction(ctx, tablekit.InsertAction(wireItem{RK: "o'k"}), tablekit.InsertAction(wireItem{})); err != nil {
 		t.Fatalf("empty PartitionKey: %v", err)
 	}
-	etag, err := tbl.Upsert(ctx, wireItem{N: 7}, tablekit.Merge)
+	etag, err := tbl.Merge(ctx, wireItem{N: 7}, "")
 	if err != nil {
 		t.Fatalf("upsert of empty keys: %v", err)
 	}
-	if _, err := tbl.Update(ctx, wireItem{N: 8}, tablekit.Replace, etag); err != nil {
+	if _, err := tbl.Update(ctx, wireItem{N: 8}, etag); err != nil {
 		t.Fatalf("update of empty keys: %v", err)
 	}
-	if got, err := tbl.Get(ctx, "", "", nil); err != nil || got.N != 8 {
+	if got, err := tbl.Get(ctx, "", ""); err != nil || got.N != 8 {
 		t.Fatalf("get of empty keys: %+v, %v", got, err)
 	}
 	if err := tbl.Delete(ctx, "", "", azcore.ETagAny); err != nil {
@@ -138,7 +138,7 @@ func TestTransactionAnyKeyEveryAction(t *testing.T) {
 
 func getETag(t *testing.T, tbl *tablekit.Table[wireItem], pk, rk string) azcore.ETag {
 	t.Helper()
-	e, err := tbl.Entities().Get(context.Background(), pk, rk, nil)
+	e, err := tbl.AsEntities().Get(context.Background(), pk, rk)
 	if err != nil {
 		t.Fatalf("get %q/%q: %v", pk, rk, err)
 	}
@@ -176,35 +176,35 @@ func TestSingleEntityAnyKey(t *testing.T) {
 			if err != nil {
 				t.Fatalf("insert %q/%q: %v", pk, rk, err)
 			}
-			got, err := tbl.Get(ctx, pk, rk, nil)
+			got, err := tbl.Get(ctx, pk, rk)
 			if err != nil || got != (wireItem{PK: pk, RK: rk, N: i, Tag: "v1"}) {
 				t.Fatalf("get %q/%q: %+v, %v", pk, rk, got, err)
 			}
-			if etag, err = tbl.Update(ctx, wireItem{PK: pk, RK: rk, N: i + 1}, tablekit.Merge, etag); err != nil {
+			if etag, err = tbl.Merge(ctx, wireItem{PK: pk, RK: rk, N: i + 1}, etag); err != nil {
 				t.Fatalf("merge %q/%q: %v", pk, rk, err)
 			}
-			if etag, err = tbl.Update(ctx, wireItem{PK: pk, RK: rk, N: i + 2, Tag: "v2"}, tablekit.Replace, etag); err != nil {
+			if etag, err = tbl.Update(ctx, wireItem{PK: pk, RK: rk, N: i + 2, Tag: "v2"}, etag); err != nil {
 				t.Fatalf("replace %q/%q: %v", pk, rk, err)
 			}
-			if _, err := tbl.Upsert(ctx, wireItem{PK: pk, RK: rk, N: i + 3}, tablekit.Merge); err != nil {
+			if _, err := tbl.Merge(ctx, wireItem{PK: pk, RK: rk, N: i + 3}, ""); err != nil {
 				t.Fatalf("upsert %q/%q: %v", pk, rk, err)
 			}
-			got, err = tbl.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"Tag"}})
-			if err != nil || got != (wireItem{PK: pk, RK: rk, Tag: "v2"}) {
-				t.Fatalf("get %q/%q with Select: %+v, %v", pk, rk, got, err)
+			sel, err := tablekit.Collect(tbl.Query(ctx, tablekit.PointQuery(pk, rk), &tablekit.QueryOptions{Select: []string{"Tag"}}), 1)
+			if err != nil || len(sel) != 1 || sel[0] != (wireItem{PK: pk, RK: rk, Tag: "v2"}) {
+				t.Fatalf("point query %q/%q with Select: %+v, %v", pk, rk, sel, err)
 			}
-			if _, err := tbl.Update(ctx, wireItem{PK: pk, RK: rk}, tablekit.Replace, etag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+			if _, err := tbl.Update(ctx, wireItem{PK: pk, RK: rk}, etag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 				t.Fatalf("update %q/%q with a stale ETag: %v", pk, rk, err)
 			}
 			if err := tbl.Delete(ctx, pk, rk, azcore.ETagAny); err != nil {
 				t.Fatalf("delete %q/%q: %v", pk, rk, err)
 			}
-			if _, err := tbl.Get(ctx, pk, rk, nil); !errors.Is(err, tablekit.ErrNotFound) {
+			if _, err := tbl.Get(ctx, pk, rk); !errors.Is(err, tablekit.ErrNotFound) {
 				t.Fatalf("get %q/%q after delete: %v", pk, rk, err)
 			}
 			used := acct.Meter().Snapshot().Sub(meter)
-			for op, n := range map[string]int64{"InsertEntity": 1, "GetEntity": 3, "MergeEntity": 2, "UpdateEntity": 2, "DeleteEntity": 1} {
-				if got := used.Count(tablekit.ServiceTable, op); got != n {
+			for op, n := range map[string]int64{"InsertEntity": 1, "GetEntity": 2, "QueryEntities": 1, "MergeEntity": 2, "UpdateEntity": 2, "DeleteEntity": 1} {
+				if got := used.Count("table", op); got != n {
 					t.Errorf("%q/%q: %d %s requests, want %d (%s)", pk, rk, got, op, n, used)
 				}
 			}
@@ -221,10 +221,10 @@ func TestSingleEntityAnyKey(t *testing.T) {
 func TestAdminClientSharesThePipeline(t *testing.T) {
 	ctx := context.Background()
 	var seen atomic.Int32
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 		seen.Add(1)
 		return req.Next()
-	})}})
+	})}}})
 	name := testenv.TableName(t)
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
 	if err != nil {
@@ -235,14 +235,14 @@ func TestAdminClientSharesThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.DeleteTable(context.Background()) })
-	if _, err := tbl.Client().GetAccessPolicy(ctx, nil); err != nil {
+	if _, err := acct.Tables().NewClient(name).GetAccessPolicy(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acct.Tables().NewListTablesPager(nil).NextPage(ctx); err != nil {
 		t.Fatal(err)
 	}
 	used := acct.Meter().Snapshot().Sub(before)
-	if used.Count(tablekit.ServiceTable, "CreateTable") != 1 || used.Count(tablekit.ServiceTable, "QueryTables") != 1 || used.Total() != 3 {
+	if used.Count("table", "CreateTable") != 1 || used.Count("table", "QueryTables") != 1 || used.Total() != 3 {
 		t.Errorf("the Meter saw %s, want CreateTable, QueryTables and the access policy read", used)
 	}
 	if seen.Load() != 3 {
@@ -273,13 +273,13 @@ func TestUnreadableTransactionAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var spoil atomic.Int32
-			acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 				resp, err := req.Next()
 				if err == nil && isBatch(req.Raw()) && resp.StatusCode == http.StatusAccepted && spoil.Add(-1) >= 0 {
 					resp = tc.answer(resp)
 				}
 				return resp, err
-			})}})
+			})}}})
 			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -290,7 +290,7 @@ func TestUnreadableTransactionAnswer(t *testing.T) {
 			if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.As(err, &re) || re.Op != "Transaction" {
 				t.Fatalf("got %v, want a RequestError matching ErrOutcomeUnknown", err)
 			}
-			if got, err := tbl.Get(ctx, "p", "2", nil); err != nil || got.N != 2 {
+			if got, err := tbl.Get(ctx, "p", "2"); err != nil || got.N != 2 {
 				t.Fatalf("the transaction was applied, yet %+v, %v", got, err)
 			}
 
@@ -387,10 +387,7 @@ func isMethod(m string) func(*http.Request) bool {
 func TestLostAnswer(t *testing.T) {
 	ctx := context.Background()
 	drop := &answerDropper{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{drop},
-		Retry:            policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{drop}, Retry: policy.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}}})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +412,7 @@ func TestLostAnswer(t *testing.T) {
 		if drop.seen.Load() != 2 {
 			t.Errorf("%d batch requests, want 2 (the lost one and the retry)", drop.seen.Load())
 		}
-		if got, err := tbl.Get(ctx, "t", "o'k", nil); err != nil || got.N != 2 {
+		if got, err := tbl.Get(ctx, "t", "o'k"); err != nil || got.N != 2 {
 			t.Errorf("the lost transaction was applied, yet %+v, %v", got, err)
 		}
 	})
@@ -423,10 +420,10 @@ func TestLostAnswer(t *testing.T) {
 		a, b := getETag(t, tbl, "t", "a"), getETag(t, tbl, "t", "o'k")
 		drop.arm(1, isBatch, nil)
 		_, err := tbl.Transaction(ctx,
-			tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 10}, tablekit.Merge, a),
+			tablekit.MergeAction(wireItem{PK: "t", RK: "a", N: 10}, a),
 			tablekit.DeleteAction(wireItem{PK: "t", RK: "o'k"}, b))
 		unknownOnly(t, "transaction", err, tablekit.ErrPreconditionFailed)
-		if got, _ := tbl.Get(ctx, "t", "a", nil); got.N != 10 {
+		if got, _ := tbl.Get(ctx, "t", "a"); got.N != 10 {
 			t.Errorf("after the update: %+v", got)
 		}
 	})
@@ -437,14 +434,14 @@ func TestLostAnswer(t *testing.T) {
 		// success would lose an increment.
 		etag := getETag(t, tbl, "t", "a")
 		other := func() error {
-			_, err := tbl.Update(context.Background(), wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag)
+			_, err := tbl.Merge(context.Background(), wireItem{PK: "t", RK: "a", N: 11}, etag)
 			return err
 		}
 		drop.arm(1, isBatch, nil)
 		drop.mu.Lock()
 		drop.before = other
 		drop.mu.Unlock()
-		_, err := tbl.Transaction(ctx, tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag))
+		_, err := tbl.Transaction(ctx, tablekit.MergeAction(wireItem{PK: "t", RK: "a", N: 11}, etag))
 		drop.mu.Lock()
 		drop.before = nil
 		drop.mu.Unlock()
@@ -458,11 +455,11 @@ func TestLostAnswer(t *testing.T) {
 	t.Run("changed by another writer", func(t *testing.T) {
 		etag := getETag(t, tbl, "t", "a")
 		other := func() error {
-			_, err := tbl.Upsert(context.Background(), wireItem{PK: "t", RK: "a", N: 99}, tablekit.Replace)
+			_, err := tbl.Upsert(context.Background(), wireItem{PK: "t", RK: "a", N: 99})
 			return err
 		}
 		drop.arm(1, isBatch, other)
-		_, err := tbl.Transaction(ctx, tablekit.UpdateAction(wireItem{PK: "t", RK: "a", N: 11}, tablekit.Merge, etag))
+		_, err := tbl.Transaction(ctx, tablekit.MergeAction(wireItem{PK: "t", RK: "a", N: 11}, etag))
 		var te *tablekit.TransactionError
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrPreconditionFailed) || !errors.As(err, &te) || te.Index != 0 {
 			t.Fatalf("got %v, want a TransactionError matching ErrOutcomeUnknown only", err)
@@ -474,9 +471,9 @@ func TestLostAnswer(t *testing.T) {
 		unknownOnly(t, "insert", err, tablekit.ErrAlreadyExists)
 		etag := getETag(t, tbl, "s", "1")
 		drop.arm(1, isMethod(http.MethodPut), nil)
-		_, err = tbl.Update(ctx, wireItem{PK: "s", RK: "1", N: 2}, tablekit.Replace, etag)
+		_, err = tbl.Update(ctx, wireItem{PK: "s", RK: "1", N: 2}, etag)
 		unknownOnly(t, "update", err, tablekit.ErrPreconditionFailed)
-		if got, _ := tbl.Get(ctx, "s", "1", nil); got.N != 2 {
+		if got, _ := tbl.Get(ctx, "s", "1"); got.N != 2 {
 			t.Errorf("after the update whose answer was lost: %+v", got)
 		}
 		etag = getETag(t, tbl, "s", "1")
@@ -486,7 +483,7 @@ func TestLostAnswer(t *testing.T) {
 		if err := tbl.Delete(ctx, "s", "1", etag); !errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrNotFound) {
 			t.Fatalf("delete: %v, want only ErrOutcomeUnknown", err)
 		}
-		if _, err := tbl.Get(ctx, "s", "1", nil); !errors.Is(err, tablekit.ErrNotFound) {
+		if _, err := tbl.Get(ctx, "s", "1"); !errors.Is(err, tablekit.ErrNotFound) {
 			t.Fatalf("after delete: %v", err)
 		}
 		// DeleteIfExists, whose point is that the entity is gone, says so.
@@ -500,7 +497,7 @@ func TestLostAnswer(t *testing.T) {
 	})
 	t.Run("no answer at all", func(t *testing.T) {
 		drop.arm(-1, isMethod(http.MethodPut), nil)
-		_, err := tbl.Upsert(ctx, wireItem{PK: "s", RK: "2"}, tablekit.Replace)
+		_, err := tbl.Upsert(ctx, wireItem{PK: "s", RK: "2"})
 		var op *net.OpError
 		var re *tablekit.RequestError
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || !errors.As(err, &op) || !errors.As(err, &re) || re.Op != "Upsert" {
@@ -573,10 +570,7 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &loseThenThrottle{match: tc.match}
-			acct := testenv.Account(t, &tablekit.Options{
-				PerRetryPolicies: []policy.Policy{p},
-				Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond},
-			})
+			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}, Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond}}})
 			tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -600,13 +594,13 @@ func TestLostAnswerThenThrottled(t *testing.T) {
 func TestEmptyPagesAsTheyCome(t *testing.T) {
 	ctx := context.Background()
 	var empty atomic.Int32
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) {
 		resp, err := req.Next()
 		if err == nil && req.Raw().Method == http.MethodGet && strings.HasSuffix(req.Raw().URL.Path, "()") && empty.Add(-1) >= 0 {
 			resp.Body = io.NopCloser(strings.NewReader(`{"value":[]}`))
 		}
 		return resp, err
-	})}})
+	})}}})
 	tbl, err := tablekit.OpenTable[wireItem](acct, testenv.CreateTable(t, acct), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // TestChaosArchiveProcesses is the archive check across OS processes: at
@@ -318,7 +318,7 @@ func TestChaosArchiveProcesses(t *testing.T) {
 			}()
 			rng := rand.New(rand.NewPCG(uint64(seed), 0x5167))
 			for killed < kills {
-				tablekit.Sleep(ctx, time.Duration(rng.IntN(60))*time.Millisecond)
+				core.Sleep(ctx, time.Duration(rng.IntN(60))*time.Millisecond)
 				// The victim is one of the processes with a move in
 				// flight; when none has one for a while, let more moves in.
 				var hot []int

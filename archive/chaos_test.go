@@ -168,7 +168,7 @@ func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog
 	}
 	h := &chaosHandler{h: mux, seed: seed}
 	vis := time.Duration(max(1, n.VisibilityTimeoutSecond)) * time.Second
-	w, err := archive.NewWorker(acct.Queue(n.Queue), h, &archive.WorkerOptions{
+	w, err := archive.NewWorker(acct.Queues().NewQueueClient(n.Queue), h, &archive.WorkerOptions{
 		Concurrency:       4,
 		VisibilityTimeout: vis,
 		// Attempts fail on purpose (chaosHandler: 15%), and lost
@@ -177,8 +177,8 @@ func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog
 		// poisoned move unlikely (0.15^10), so a poison record points to
 		// a bug rather than to bad luck.
 		Retry:            tablekit.RetryPolicy{MaxAttempts: 10},
-		PoisonQueue:      acct.Queue(n.Poison),
-		Container:        acct.Container(n.Claims),
+		PoisonQueue:      acct.Queues().NewQueueClient(n.Poison),
+		Container:        acct.Blobs().ServiceClient().NewContainerClient(n.Claims),
 		MinPollInterval:  20 * time.Millisecond,
 		MaxPollInterval:  200 * time.Millisecond,
 		DrainTimeout:     10 * time.Second,
@@ -253,7 +253,7 @@ func chaosWrite(ctx context.Context, w *chaos.Writer, acct *tablekit.Account, n 
 	if err != nil {
 		return err
 	}
-	client, err := archive.NewClient(acct.Queue(n.Queue), acct.Container(n.Claims), &archive.ClientOptions{
+	client, err := archive.NewClient(acct.Queues().NewQueueClient(n.Queue), acct.Blobs().ServiceClient().NewContainerClient(n.Claims), &archive.ClientOptions{
 		ClaimCheckThreshold: chaosClaimThreshold,
 		// One try (even writers) or two (odd ones), as fast as
 		// chaos.FastRetry: under the faults, some enqueues fail or end
@@ -271,7 +271,7 @@ func chaosWrite(ctx context.Context, w *chaos.Writer, acct *tablekit.Account, n 
 		if e.update {
 			v := chaosValue(e.pk, e.rk, 2)
 			w.Do(ctx, "Update", e.key(), 2, func(ctx context.Context) (any, error) {
-				_, err := current.Update(ctx, v, tablekit.Merge, azcore.ETagAny)
+				_, err := current.Merge(ctx, v, azcore.ETagAny)
 				return nil, err
 			})
 		}
@@ -328,9 +328,9 @@ func readChaosState(ctx context.Context, t *testing.T, acct *tablekit.Account, n
 			into[k] = e
 		}
 	}
-	st.queued = approxCount(t, acct.Queue(n.Queue))
-	st.poisoned = drainPoison(t, acct.Queue(n.Poison))
-	c := acct.Container(n.Claims)
+	st.queued = approxCount(t, acct.Queues().NewQueueClient(n.Queue))
+	st.poisoned = drainPoison(t, acct.Queues().NewQueueClient(n.Poison))
+	c := acct.Blobs().ServiceClient().NewContainerClient(n.Claims)
 	pager := c.NewListBlobsFlatPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
@@ -498,7 +498,7 @@ func leftoverBlobs(h *chaos.History, st chaosState, allowed int64, why string, v
 func drainChaosQueue(t *testing.T, acct *tablekit.Account, n chaosNames, stopFaults func()) {
 	t.Helper()
 	ctx := chaos.NoFaults(context.Background())
-	queue := acct.Queue(n.Queue)
+	queue := acct.Queues().NewQueueClient(n.Queue)
 	depth := func() int {
 		resp, err := queue.GetProperties(ctx, nil)
 		if err != nil {
@@ -563,7 +563,7 @@ func newChaosNames(t *testing.T, acct *tablekit.Account) chaosNames {
 			}
 		})
 	}
-	poison := acct.Queue(n.Poison)
+	poison := acct.Queues().NewQueueClient(n.Poison)
 	t.Cleanup(func() { poison.Delete(chaos.NoFaults(context.Background()), nil) })
 	return n
 }

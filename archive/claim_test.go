@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -21,10 +23,7 @@ import (
 // retries, and a Client that claim-checks every payload over 256 bytes.
 func claimRig(t *testing.T) (*rig, *faultPolicy, *archive.Client) {
 	faults := &faultPolicy{}
-	r := newRig(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{faults},
-		Retry:            policy.RetryOptions{RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
-	})
+	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}}})
 	c, err := archive.NewClient(r.queue, r.claims, &archive.ClientOptions{
 		ClaimCheckThreshold: 256,
 		Retry:               tablekit.RetryPolicy{MaxAttempts: 3, BaseDelay: 5 * time.Millisecond},

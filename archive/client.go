@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -52,9 +54,9 @@ func suffixedName(op, queue, suffix, what, instead string) (string, error) {
 	}
 	var err error
 	if suffix == poisonSuffix {
-		err = tablekit.ValidateQueueName(name)
+		err = core.ValidateQueueName(name)
 	} else {
-		err = tablekit.ValidateContainerName(name)
+		err = core.ValidateContainerName(name)
 	}
 	return name, withOp(op, err)
 }
@@ -119,20 +121,20 @@ func newClient(op string, queue *azqueue.QueueClient, claims *container.Client, 
 		return nil, invalid(op, "queue", "queue is nil")
 	}
 	c := &Client{queue: queue, name: nameOf(queue.URL()), container: claims, threshold: 60 * 1024, prefix: "claims/", retry: defaultEnqueueRetry}
-	if err := tablekit.ValidateQueueName(c.name); err != nil {
+	if err := core.ValidateQueueName(c.name); err != nil {
 		return nil, withOp(op, err)
 	}
 	if claims != nil {
 		c.containerName = nameOf(claims.URL())
-		if err := tablekit.ValidateContainerName(c.containerName); err != nil {
+		if err := core.ValidateContainerName(c.containerName); err != nil {
 			return nil, withOp(op, err)
 		}
 	}
 	if opts != nil {
-		if err := opts.Retry.Validate(op); err != nil {
+		if err := core.ValidateRetry(op, opts.Retry); err != nil {
 			return nil, err
 		}
-		c.retry = opts.Retry.WithDefaults(defaultEnqueueRetry)
+		c.retry = core.WithDefaults(opts.Retry, defaultEnqueueRetry)
 		switch {
 		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > MaxMessageSize:
 			return nil, invalid(op, "ClaimCheckThreshold", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, MaxMessageSize))
@@ -157,14 +159,14 @@ func OpenClient(acct *tablekit.Account, queue string, opts *ClientOptions) (*Cli
 	if acct == nil {
 		return nil, invalid(op, "acct", "account is nil")
 	}
-	if err := tablekit.ValidateQueueName(queue); err != nil {
+	if err := core.ValidateQueueName(queue); err != nil {
 		return nil, withOp(op, err)
 	}
 	claims, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "call NewClient with a container of another name")
 	if err != nil {
 		return nil, err
 	}
-	return newClient(op, acct.Queue(queue), acct.Container(claims), opts)
+	return newClient(op, acct.Queues().NewQueueClient(queue), acct.Blobs().ServiceClient().NewContainerClient(claims), opts)
 }
 
 // Queue returns the work queue the Client sends to.
@@ -279,7 +281,7 @@ func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, op
 	// The SDK's retries are off for the queue request: they cannot tell
 	// whether a try whose answer was lost stored the message.
 	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
-	for range c.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, c.retry) {
 		if claim && blob == "" {
 			name := c.prefix + randomName() + ".json"
 			if err = putClaimBlob(ctx, c.container, name, env.Payload); err != nil {
@@ -366,7 +368,7 @@ func (c *Client) enqueueText(ctx context.Context, text string, opts *EnqueueOpti
 	}
 	resp, err := c.queue.EnqueueMessage(ctx, text, eo)
 	if err != nil {
-		return "", tablekit.WrapError("Enqueue", err)
+		return "", core.WrapError("Enqueue", err)
 	}
 	if len(resp.Messages) == 0 || resp.Messages[0].MessageID == nil {
 		return "", errors.New("archive: Enqueue: the service returned no message ID")

@@ -14,7 +14,7 @@
 //   - [Worker] dequeues messages and hands them to a [Handler]; [Mux] routes
 //     them by kind to typed handlers registered with [HandleFunc].
 //   - Handlers are made of idempotent steps: the Table's own
-//     [tablekit.Table.Upsert] (with tablekit.Replace) and
+//     [tablekit.Table.Upsert] (insert or replace) and
 //     [tablekit.Table.DeleteIfExists], and for blobs [UpsertBlob],
 //     [DeleteBlobIfExists] and [GetBlob].
 //   - [Mover] is the archive move, Current -> Archive (-> blob), for any
@@ -89,7 +89,7 @@
 // never answers delays a message, it does not strand it.
 //
 // The worker adapts to throttling: a handler that fails with a throttling
-// error (tablekit.IsThrottled) halves the number of handlers it runs at
+// error (tablekit.ErrThrottled) halves the number of handlers it runs at
 // once, and runs of successes raise it again by one, up to Concurrency
 // (see [WorkerOptions].Concurrency). The message itself is retried like
 // any failed one.

@@ -28,11 +28,11 @@ func ExampleMover() {
 		defer t.DeleteTable(ctx)
 	}
 	queue := "example-archive-" + suffix
-	if _, err := acct.Queue(queue).Create(ctx, nil); err != nil {
+	if _, err := acct.Queues().NewQueueClient(queue).Create(ctx, nil); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer acct.Queue(queue).Delete(ctx, nil)
+	defer acct.Queues().NewQueueClient(queue).Delete(ctx, nil)
 	if _, err := current.Insert(ctx, Employee{Department: "Sales", ID: "000223", Name: "Jon Jones"}); err != nil {
 		fmt.Println(err)
 		return
@@ -68,9 +68,9 @@ func ExampleMover() {
 	stop()
 	<-done
 
-	_, err = current.Get(ctx, "Sales", "000223", nil)
+	_, err = current.Get(ctx, "Sales", "000223")
 	fmt.Println("in Current:", !errors.Is(err, tablekit.ErrNotFound))
-	e, err := archived.Get(ctx, "Sales", "000223", nil)
+	e, err := archived.Get(ctx, "Sales", "000223")
 	fmt.Println("in Archive:", e.Name, err)
 	// Output:
 	// in Current: false

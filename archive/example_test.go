@@ -67,12 +67,12 @@ func ExampleHandleFunc() {
 	var employees *tablekit.Table[Employee] // opened elsewhere
 	mux := archive.NewMux()
 	err := archive.HandleFunc(mux, "employee.rename", func(ctx context.Context, r Rename) error {
-		e, err := employees.Get(ctx, r.Department, r.ID, nil)
+		e, err := employees.Get(ctx, r.Department, r.ID)
 		if err != nil {
 			return err // retried; after Retry.MaxAttempts attempts: poison queue
 		}
 		e.Name = r.NewName
-		_, err = employees.Upsert(ctx, e, tablekit.Replace) // idempotent
+		_, err = employees.Upsert(ctx, e) // idempotent
 		return err
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -58,7 +59,7 @@ func newRig(t *testing.T, opts *tablekit.Options) *rig {
 	r := &rig{acct: acct, queue: testenv.NewQueue(t, acct), claims: testenv.NewContainer(t, acct)}
 	// Not PoisonQueueName: the test's queue name may be too long for the
 	// suffix. Created on demand by the worker.
-	r.poison = acct.Queue(testenv.QueueName(t))
+	r.poison = acct.Queues().NewQueueClient(testenv.QueueName(t))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -180,7 +181,7 @@ func (r *rig) seed(t *testing.T, emps []Employee) []string {
 func approxCount(t *testing.T, q *azqueue.QueueClient) int {
 	t.Helper()
 	resp, err := q.GetProperties(context.Background(), nil)
-	if errors.Is(tablekit.WrapError("", err), tablekit.ErrNotFound) {
+	if errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
 		return 0
 	}
 	if err != nil {
@@ -244,7 +245,7 @@ func drainPoison(t *testing.T, q *azqueue.QueueClient) []archive.Poisoned {
 	var out []archive.Poisoned
 	for {
 		resp, err := q.DequeueMessages(context.Background(), &azqueue.DequeueMessagesOptions{NumberOfMessages: to32(32)})
-		if errors.Is(tablekit.WrapError("", err), tablekit.ErrNotFound) {
+		if errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
 			return out
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/opname"
 )
 
 // Message is one queue message as a [Handler] sees it: the queue's
@@ -58,12 +59,12 @@ func (m *Message) Decode(v any) error {
 // Handler applies the change one message describes. It must be idempotent:
 // a message can be delivered more than once (after a crash, a lost
 // response, or when its visibility timeout lapses), so every step must be
-// safe to repeat: [tablekit.Table.Upsert] with tablekit.Replace,
+// safe to repeat: [tablekit.Table.Upsert] (insert or replace),
 // [tablekit.Table.DeleteIfExists], [UpsertBlob], [DeleteBlobIfExists].
 // Returning nil deletes the message; returning an error leaves it in the
 // queue for another attempt, until WorkerOptions.Retry.MaxAttempts
 // attempts have failed and it moves to the poison queue. An error that
-// matches tablekit.ErrThrottled (see tablekit.IsThrottled) also makes the
+// matches tablekit.ErrThrottled also makes the
 // worker run fewer handlers at once for a while (see
 // [WorkerOptions].Concurrency). Handle should return promptly when ctx
 // ends.
@@ -118,15 +119,7 @@ func invalid(op, property, detail string) error {
 	return &tablekit.ValidationError{Op: op, Property: property, Detail: detail, Err: tablekit.ErrInvalidInput}
 }
 
-// withOp names op in a *tablekit.ValidationError that names no operation
+// withOp names op in err's tablekit error when that names no operation
 // yet (the root's name checks leave it empty), so every refusal says which
-// archive operation refused.
-func withOp(op string, err error) error {
-	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) && ve.Op == "" {
-		c := *ve
-		c.Op = op
-		return &c
-	}
-	return err
-}
+// archive operation refused (internal/opname, the module's one way).
+func withOp(op string, err error) error { return opname.Set(op, err) }

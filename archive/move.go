@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -32,7 +35,7 @@ type MoveRequest struct {
 //  1. read the entity from Current ([tablekit.Table.Get]); if it is gone,
 //     an earlier attempt finished the move: done;
 //  2. upsert it into Archive, replacing what is there
-//     ([tablekit.Table.Upsert] with tablekit.Replace; after Transform, if
+//     ([tablekit.Table.Upsert], which replaces; after Transform, if
 //     set);
 //  3. if Blobs is set, write it to a blob, replacing any earlier copy
 //     ([UpsertBlob]);
@@ -104,7 +107,7 @@ func (m *Mover[T]) governor() *tablekit.Governor {
 	if m.Governor != nil {
 		return m.Governor
 	}
-	return m.Current.Governor()
+	return core.Governor(m.Current)
 }
 
 // governed runs one table write of one entity of partition pk of table
@@ -122,11 +125,11 @@ func (m *Mover[T]) check() error {
 	if m == nil || m.Current == nil || m.Archive == nil {
 		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive tables are required", Err: tablekit.ErrInvalidInput}
 	}
-	secret := m.Current.EncryptedProperties()
+	secret := core.EncryptedProperties(m.Current)
 	if len(secret) == 0 {
 		return nil
 	}
-	kept := m.Archive.EncryptedProperties()
+	kept := core.EncryptedProperties(m.Archive)
 	for _, p := range secret {
 		if !slices.Contains(kept, p) {
 			return &tablekit.ValidationError{Op: op, Property: p, Detail: fmt.Sprintf("Current (%s) encrypts %s but Archive (%s) does not: the move would store it in plaintext; give Archive the same Encryption", m.Current.Name(), p, m.Archive.Name()), Err: tablekit.ErrInvalidInput}
@@ -146,13 +149,13 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	if err := m.check(); err != nil {
 		return Permanent(err)
 	}
-	tr := m.Current.Tracer()
+	tr := core.Tracer(m.Current)
 	keys := []tracing.Attribute{{Key: "tablekit.partition_key", Value: pk}, {Key: "tablekit.row_key", Value: rk}}
-	ctx, end := tablekit.StartSpan(ctx, tr, "Mover.Move", append(keys, tracing.Attribute{Key: "tablekit.table", Value: m.Current.Name()})...)
+	ctx, end := spans.Start(ctx, tr, "Mover.Move", append(keys, tracing.Attribute{Key: "tablekit.table", Value: m.Current.Name()})...)
 	defer func() { end(err) }()
 	// step runs one step of the move in a span of its own.
 	step := func(name string, f func(ctx context.Context) error) error {
-		sctx, end := tablekit.StartSpan(ctx, tr, name, keys...)
+		sctx, end := spans.Start(ctx, tr, name, keys...)
 		err := f(sctx)
 		end(err)
 		return err
@@ -160,7 +163,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 
 	var v T
 	err = step("Mover.Read", func(ctx context.Context) (err error) {
-		v, err = m.Current.Get(ctx, pk, rk, nil)
+		v, err = m.Current.Get(ctx, pk, rk)
 		return err
 	})
 	if errors.Is(err, tablekit.ErrNotFound) {
@@ -169,20 +172,20 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	if err != nil {
 		return fmt.Errorf("archive: move %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
 	}
-	etag := m.Current.ETagOf(v)
+	etag := core.ETagOf(m.Current, v)
 	out, archivePK := v, pk
 	if m.Transform != nil {
 		if out, err = m.Transform(v); err != nil {
 			return fmt.Errorf("archive: move %s/%s: transform: %w", pk, rk, err)
 		}
-		if e, err := tablekit.EncodeEntity(out); err == nil {
+		if e, err := core.Encode(out); err == nil {
 			archivePK = e.PartitionKey
 		}
 	}
 	gov := m.governor()
 	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
 		return governed(ctx, gov, m.Archive.Name(), archivePK, func(ctx context.Context) error {
-			_, err := m.Archive.Upsert(ctx, out, tablekit.Replace)
+			_, err := m.Archive.Upsert(ctx, out)
 			return err
 		})
 	}); err != nil {

@@ -80,7 +80,7 @@ func TestMoveEncryptedEntities(t *testing.T) {
 		return v, nil
 	}}
 	queue := testenv.NewQueue(t, acct)
-	poison := acct.Queue(testenv.QueueName(t))
+	poison := acct.Queues().NewQueueClient(testenv.QueueName(t))
 	t.Cleanup(func() { poison.Delete(context.Background(), nil) })
 	client, err := archive.NewClient(queue, nil, nil)
 	if err != nil {
@@ -117,14 +117,14 @@ func TestMoveEncryptedEntities(t *testing.T) {
 
 	// Read back through a Table with the same encryption: the originals.
 	for _, want := range emps {
-		got, err := archived.Get(ctx, "2025-"+want.Department, want.ID, nil)
+		got, err := archived.Get(ctx, "2025-"+want.Department, want.ID)
 		if err != nil {
 			t.Fatalf("archived %s/%s: %v", want.Department, want.ID, err)
 		}
 		if got.Name != want.Name || got.SSN != want.SSN || got.Salary != want.Salary {
 			t.Errorf("archived %s = %+v, want %+v", want.ID, got, want)
 		}
-		if _, err := current.Get(ctx, want.Department, want.ID, nil); !errors.Is(err, tablekit.ErrNotFound) {
+		if _, err := current.Get(ctx, want.Department, want.ID); !errors.Is(err, tablekit.ErrNotFound) {
 			t.Errorf("Current still holds %s: %v", want.ID, err)
 		}
 	}
@@ -148,7 +148,7 @@ func checkStoredEncrypted(t *testing.T, acct *tablekit.Account, table string, ri
 	}
 	for _, want := range emps {
 		pk, rk := keysOf(want)
-		e, err := raw.Get(ctx, pk, rk, nil)
+		e, err := raw.Get(ctx, pk, rk)
 		if err != nil {
 			t.Fatalf("raw read of %s/%s: %v", pk, rk, err)
 		}
@@ -170,7 +170,7 @@ func checkStoredEncrypted(t *testing.T, acct *tablekit.Account, table string, ri
 				t.Errorf("%s/%s: property %s holds the SSN in plaintext", pk, rk, name)
 			}
 		}
-		d, err := dec.Get(ctx, pk, rk, nil)
+		d, err := dec.Get(ctx, pk, rk)
 		if err != nil {
 			t.Fatalf("decrypting read of %s/%s: %v", pk, rk, err)
 		}
@@ -221,7 +221,7 @@ func TestMoveRefusesToDecryptIntoPlaintext(t *testing.T) {
 	if _, err := archive.GetBlob(ctx, claims, "Sales/000223.json"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("blob copy written by the refused move: %v", err)
 	}
-	if _, err := current.Get(ctx, "Sales", "000223", nil); err != nil {
+	if _, err := current.Get(ctx, "Sales", "000223"); err != nil {
 		t.Errorf("Current lost the entity of a refused move: %v", err)
 	}
 
@@ -230,7 +230,7 @@ func TestMoveRefusesToDecryptIntoPlaintext(t *testing.T) {
 	if err := m.Move(ctx, "Sales", "000223"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := archived.Get(ctx, "Sales", "000223", nil)
+	got, err := archived.Get(ctx, "Sales", "000223")
 	if err != nil || got.Properties["SSN"] != "078-05-1120" {
 		t.Errorf("archived entity %+v, %v", got, err)
 	}

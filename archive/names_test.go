@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/internal/opname"
 )
 
 // offlineAccount is an Account of Azurite's well-known development
@@ -43,14 +44,14 @@ func TestNames(t *testing.T) {
 	if c.Name() != q56 || c.ContainerName() != q56+"-claims" {
 		t.Errorf("client names %q, %q", c.Name(), c.ContainerName())
 	}
-	if c, err := archive.NewClient(acct.Queue("work"), nil, nil); err != nil || c.ContainerName() != "" || c.Name() != "work" {
+	if c, err := archive.NewClient(acct.Queues().NewQueueClient("work"), nil, nil); err != nil || c.ContainerName() != "" || c.Name() != "work" {
 		t.Errorf("NewClient without a container: %v, names %q %q", err, c.Name(), c.ContainerName())
 	}
 	m := &archive.Mover[Employee]{}
 	if m.ContainerName() != "" {
 		t.Errorf("Mover without Blobs: ContainerName %q", m.ContainerName())
 	}
-	m.Blobs = acct.Container("copies")
+	m.Blobs = acct.Blobs().ServiceClient().NewContainerClient("copies")
 	if m.ContainerName() != "copies" {
 		t.Errorf("Mover.ContainerName %q, want copies", m.ContainerName())
 	}
@@ -62,7 +63,7 @@ func TestNames(t *testing.T) {
 			t.Fatalf("%s: %v, want a *tablekit.ValidationError of %s matching ErrInvalidKey", what, err, op)
 		}
 		msg := err.Error()
-		for _, want := range []string{"tablekit: " + op + ": ", q57 + suffix, `the "` + suffix + `" suffix makes it longer than the 63 characters`, "at most 56 characters"} {
+		for _, want := range []string{opname.Prefix(op) + ": ", q57 + suffix, `the "` + suffix + `" suffix makes it longer than the 63 characters`, "at most 56 characters"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: %q does not say %q", what, msg, want)
 			}
@@ -71,12 +72,12 @@ func TestNames(t *testing.T) {
 	_, err = archive.OpenWorker(acct, q57, mux, nil)
 	t.Log(err)
 	tooLong("OpenWorker, 57 characters", err, "archive.OpenWorker", "-poison")
-	_, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queue("poison")})
+	_, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queues().NewQueueClient("poison")})
 	tooLong("OpenWorker, 57 characters with a poison queue", err, "archive.OpenWorker", "-claims")
 	_, err = archive.OpenClient(acct, q57, nil)
 	tooLong("OpenClient, 57 characters", err, "archive.OpenClient", "-claims")
 
-	w, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queue("poison"), Container: acct.Container("claims")})
+	w, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queues().NewQueueClient("poison"), Container: acct.Blobs().ServiceClient().NewContainerClient("claims")})
 	if err != nil {
 		t.Fatalf("OpenWorker, 57 characters with both named: %v", err)
 	}
@@ -90,7 +91,7 @@ func TestNames(t *testing.T) {
 func TestRefusalsNameTheOperation(t *testing.T) {
 	ctx := context.Background()
 	acct := offlineAccount(t)
-	q, p := acct.Queue("work"), acct.Queue("work-poison")
+	q, p := acct.Queues().NewQueueClient("work"), acct.Queues().NewQueueClient("work-poison")
 	h := archive.NewMux()
 	c, err := archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: 100})
 	if err != nil {
@@ -105,8 +106,8 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		{"archive.NewWorker", "handler", second(archive.NewWorker(q, nil, &archive.WorkerOptions{PoisonQueue: p}))},
 		{"archive.NewWorker", "PoisonQueue", second(archive.NewWorker(q, h, nil))},
 		{"archive.NewWorker", "Concurrency", second(archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p, Concurrency: -1}))},
-		{"archive.NewWorker", "", second(archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}}))},
-		{"archive.NewWorker", "", second(archive.NewWorker(acct.Queue("Bad_Queue"), h, &archive.WorkerOptions{PoisonQueue: p}))},
+		{"archive.NewWorker", "Retry", second(archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}}))},
+		{"archive.NewWorker", "", second(archive.NewWorker(acct.Queues().NewQueueClient("Bad_Queue"), h, &archive.WorkerOptions{PoisonQueue: p}))},
 		{"archive.OpenWorker", "acct", second(archive.OpenWorker(nil, "work", h, nil))},
 		{"archive.OpenWorker", "", second(archive.OpenWorker(acct, "Bad_Queue", h, nil))},
 		{"archive.OpenWorker", "BatchSize", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{BatchSize: 33}))},
@@ -134,11 +135,11 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		if ve.Op != tc.op || ve.Property != tc.property {
 			t.Errorf("%v: Op %q, Property %q; want %q, %q", tc.err, ve.Op, ve.Property, tc.op, tc.property)
 		}
-		if msg := tc.err.Error(); !strings.HasPrefix(msg, "tablekit: "+tc.op+": ") || strings.Contains(msg, "invalid entity") {
+		if msg := tc.err.Error(); !strings.HasPrefix(msg, opname.Prefix(tc.op)+": ") || strings.Contains(msg, "invalid entity") {
 			t.Errorf("%s: message %q", tc.op, msg)
 		}
 	}
-	if _, err := archive.NewWorker(nil, h, nil); err == nil || err.Error() != `tablekit: archive.NewWorker: invalid property "queue": queue is nil` {
+	if _, err := archive.NewWorker(nil, h, nil); err == nil || err.Error() != `archive: NewWorker: invalid property "queue": queue is nil` {
 		t.Errorf("NewWorker(nil, ...): %v", err)
 	}
 	if _, err := c.Enqueue(ctx, "k", tooBig, nil); !errors.Is(err, tablekit.ErrTooLarge) {

@@ -26,7 +26,6 @@ func TestNewWorkerRefusesBadOptions(t *testing.T) {
 		"visibility over 7 days":        {PoisonQueue: p, VisibilityTimeout: 8 * 24 * time.Hour},
 		"negative max attempts":         {PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}},
 		"negative retry delay":          {PoisonQueue: p, Retry: tablekit.RetryPolicy{BaseDelay: -1}},
-		"unknown jitter":                {PoisonQueue: p, Retry: tablekit.RetryPolicy{Jitter: 9}},
 		"poison queue is the queue":     {PoisonQueue: q},
 		"negative drain":                {PoisonQueue: p, DrainTimeout: -1},
 	} {

@@ -22,7 +22,7 @@ func TestPoisonRaceStaleOwner(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	q := testenv.NewQueue(t, acct)
-	pq := acct.Queue(testenv.QueueName(t))
+	pq := acct.Queues().NewQueueClient(testenv.QueueName(t))
 	t.Cleanup(func() { pq.Delete(context.Background(), nil) })
 	w, err := NewWorker(q, HandlerFunc(func(context.Context, *Message) error { return nil }),
 		&WorkerOptions{PoisonQueue: pq, VisibilityTimeout: time.Second})

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -61,7 +63,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 	}
 
 	l.start()
-	sctx, end := tablekit.StartSpan(hctx, w.tracer, "Worker.Handle",
+	sctx, end := spans.Start(hctx, w.tracer, "Worker.Handle",
 		tracing.Attribute{Key: "messaging.system", Value: "azure_queue"},
 		tracing.Attribute{Key: "messaging.destination.name", Value: w.queueName},
 		tracing.Attribute{Key: "messaging.message.id", Value: m.ID},
@@ -74,7 +76,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 	switch {
 	case err == nil:
 		res = resultOK
-	case tablekit.IsThrottled(err) && ctx.Err() == nil:
+	case core.IsThrottled(err) && ctx.Err() == nil:
 		res = resultThrottled
 	}
 	switch {
@@ -91,7 +93,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 			}
 			// Not deleted: it reappears and is handled again, which the
 			// handler's idempotent steps make harmless.
-			log.Warn("handled but not deleted; it will be redelivered", "error", tablekit.WrapError("DeleteMessage", derr))
+			log.Warn("handled but not deleted; it will be redelivered", "error", core.WrapError("DeleteMessage", derr))
 			return res
 		}
 		w.stats.succeeded.Add(1)
@@ -167,19 +169,15 @@ func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, 
 	_, err := w.queue.UpdateMessage(octx, l.id, l.receipt, text, &azqueue.UpdateMessageOptions{VisibilityTimeout: seconds(w.backoff(m.DequeueCount))})
 	if err != nil {
 		// The message reappears when its visibility timeout lapses anyway.
-		log.Debug("could not record the failure in the message", "error", tablekit.WrapError("UpdateMessage", err))
+		log.Debug("could not record the failure in the message", "error", core.WrapError("UpdateMessage", err))
 	}
 }
 
 // backoff returns how long a message whose attempt number attempt failed
-// stays hidden before the next: the Retry policy's delay before attempt+1,
-// with its jitter.
+// stays hidden before the next: the Retry policy's randomised back-off
+// before attempt+1.
 func (w *Worker) backoff(attempt int64) time.Duration {
-	d := w.retry.Delay(int(min(attempt, 1<<20)) + 1)
-	if d > 0 && w.retry.Jitter == tablekit.FullJitter {
-		d = rand.N(d) + 1
-	}
-	return d
+	return core.Pause(w.retry, int(min(attempt, 1<<20))+1)
 }
 
 // poisonMessage moves a message to the poison queue: exactly once per
@@ -215,9 +213,9 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 	if err != nil {
 		if lostOwnership(err) {
 			w.stats.lost.Add(1)
-			log.Info("not poisoning: another worker owns the message now", "error", tablekit.WrapError("UpdateMessage", err))
+			log.Info("not poisoning: another worker owns the message now", "error", core.WrapError("UpdateMessage", err))
 		} else {
-			log.Warn("not poisoning now (could not confirm ownership); it will be retried", "error", tablekit.WrapError("UpdateMessage", err))
+			log.Warn("not poisoning now (could not confirm ownership); it will be retried", "error", core.WrapError("UpdateMessage", err))
 		}
 		return
 	}
@@ -232,7 +230,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		DequeueCount: m.DequeueCount,
 		Error:        reason,
 		InsertedAt:   m.InsertedAt,
-		PoisonedAt:   w.clock.Now().UTC(),
+		PoisonedAt:   core.Now(w.clock).UTC(),
 	}
 	octx, cancel = w.opContext(ctx)
 	defer cancel()
@@ -246,7 +244,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		return
 	}
 	if _, err := w.queue.DeleteMessage(octx, l.id, receipt, nil); err != nil {
-		log.Error("poisoned but not deleted from the work queue: a duplicate poison record may follow", "error", tablekit.WrapError("DeleteMessage", err))
+		log.Error("poisoned but not deleted from the work queue: a duplicate poison record may follow", "error", core.WrapError("DeleteMessage", err))
 		return
 	}
 	w.stats.poisoned.Add(1)
@@ -292,13 +290,13 @@ func (w *Worker) poisonText(ctx context.Context, m *Message, rec *PoisonRecord) 
 func (w *Worker) putPoison(ctx context.Context, text string) error {
 	opts := &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))}
 	_, err := w.poison.EnqueueMessage(ctx, text, opts)
-	if err != nil && errors.Is(tablekit.WrapError("", err), tablekit.ErrNotFound) {
-		if _, cerr := w.poison.Create(ctx, nil); cerr != nil && !errors.Is(tablekit.WrapError("", cerr), tablekit.ErrAlreadyExists) {
-			return tablekit.WrapError("CreateQueue", cerr)
+	if err != nil && errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
+		if _, cerr := w.poison.Create(ctx, nil); cerr != nil && !errors.Is(core.WrapError("", cerr), tablekit.ErrAlreadyExists) {
+			return core.WrapError("CreateQueue", cerr)
 		}
 		_, err = w.poison.EnqueueMessage(ctx, text, opts)
 	}
-	return tablekit.WrapError("EnqueueMessage", err)
+	return core.WrapError("EnqueueMessage", err)
 }
 
 // truncate shortens s to at most n bytes on a rune boundary.

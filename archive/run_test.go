@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -28,10 +30,7 @@ func queueCheck(queue string) func(*http.Request) bool {
 // context ends.
 func TestRunSurvivesTransientStartFailures(t *testing.T) {
 	faults := &faultPolicy{}
-	r := newRig(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{faults},
-		Retry:            policy.RetryOptions{MaxRetries: -1},
-	})
+	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	check := queueCheck(queueName(r.queue))
 	faults.add(&fault{name: "check: request lost", mode: failBefore, match: check})
 	faults.add(&fault{name: "check: answer lost", mode: failAfter, match: check})
@@ -74,10 +73,7 @@ func TestRunSurvivesTransientStartFailures(t *testing.T) {
 // Cancelling Run while its first queue check keeps failing returns nil.
 func TestRunCancelledWhileStartFails(t *testing.T) {
 	faults := &faultPolicy{}
-	r := newRig(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{faults},
-		Retry:            policy.RetryOptions{MaxRetries: -1},
-	})
+	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	f := faults.add(&fault{name: "check: server busy", mode: serverBusy, match: queueCheck(queueName(r.queue)), times: 1 << 30})
 	w, err := archive.NewWorker(r.queue, archive.NewMux(), r.workerOpts(t))
 	if err != nil {
@@ -127,11 +123,11 @@ func TestRunWrongKeyIsPermanent(t *testing.T) {
 		}
 		parts = append(parts, p)
 	}
-	bad, err := tablekit.Open(strings.Join(parts, ";"), &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}})
+	bad, err := tablekit.Open(strings.Join(parts, ";"), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWorker(bad.Queue(queueName(r.queue)), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.NewWorker(bad.Queues().NewQueueClient(queueName(r.queue)), archive.NewMux(), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // The idempotent blob steps of an eventually consistent operation: each
 // can be repeated any number of times with the same outcome, so a
 // redelivered message is harmless. The table steps are the Table's own
-// methods: [tablekit.Table.Upsert] with tablekit.Replace (insert or
+// methods: [tablekit.Table.Upsert] (insert or
 // replace) and [tablekit.Table.DeleteIfExists].
 
 // UpsertBlob writes data to the block blob name in c, replacing whatever
@@ -26,7 +27,7 @@ import (
 func UpsertBlob(ctx context.Context, c *container.Client, name string, data []byte) (azcore.ETag, error) {
 	resp, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, data, nil)
 	if err != nil {
-		return "", tablekit.WrapError("UpsertBlob", err)
+		return "", core.WrapError("UpsertBlob", err)
 	}
 	if resp.ETag == nil {
 		return "", nil
@@ -46,7 +47,7 @@ func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
 		return false, nil
 	}
-	return false, tablekit.WrapError("DeleteBlobIfExists", err)
+	return false, core.WrapError("DeleteBlobIfExists", err)
 }
 
 // GetBlob reads the whole blob name from c. A missing blob is an error
@@ -54,7 +55,7 @@ func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (
 func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, tablekit.WrapError("GetBlob", err)
+		return nil, core.WrapError("GetBlob", err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -62,7 +63,7 @@ func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, err
 		buf.Grow(int(*resp.ContentLength))
 	}
 	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, tablekit.WrapError("GetBlob", err)
+		return nil, core.WrapError("GetBlob", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -73,7 +74,7 @@ func putBlobOverwrite(ctx context.Context, c *container.Client, name string, dat
 	_, err := UpsertBlob(ctx, c, name, data)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return tablekit.WrapError("CreateContainer", cerr)
+			return core.WrapError("CreateContainer", cerr)
 		}
 		_, err = UpsertBlob(ctx, c, name, data)
 	}
@@ -89,12 +90,12 @@ func putClaimBlob(ctx context.Context, c *container.Client, name string, data []
 	_, err := bb.UploadBuffer(ctx, data, nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return tablekit.WrapError("CreateContainer", cerr)
+			return core.WrapError("CreateContainer", cerr)
 		}
 		_, err = bb.UploadBuffer(ctx, data, nil)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		return context.Canceled
 	}
-	return tablekit.WrapError("PutBlob", err)
+	return core.WrapError("PutBlob", err)
 }

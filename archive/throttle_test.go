@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
@@ -39,12 +42,7 @@ func throttledAccount(t *testing.T, partitionRate, ceiling float64) (*tablekit.A
 	}
 	t.Cleanup(func() { front.Close() })
 	quiet := slog.New(slog.DiscardHandler)
-	acct, err := tablekit.Open(tableEndpointRE.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{
-		Retry:        policy.RetryOptions{MaxRetries: 1, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
-		HotPartition: tablekit.HotPartitionWarning{Fraction: -1},
-		Governor:     tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: ceiling, Logger: quiet}),
-		Logger:       quiet,
-	})
+	acct, err := tablekit.Open(tableEndpointRE.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}}, Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: ceiling, HotPartition: -1, Logger: quiet}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,19 +128,19 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	lowest := probe.Lowest()
 	s, fs := w.Stats(), front.Stats()
 	t.Logf("throttled phase: worker %+v; front: %d requests, %d throttled; lowest concurrency %d; governor rate %s: %.0f/s",
-		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, facct.Governor().Rate(current.Name(), burst[0].Department))
+		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, core.Rate(core.AccountGovernor(facct), current.Name(), burst[0].Department))
 	if fs.ThrottledPartition == 0 || s.Throttled == 0 {
 		t.Fatalf("the front throttled %d requests and %d handlers failed throttled: the test did not test throttling", fs.ThrottledPartition, s.Throttled)
 	}
 	if lowest >= concurrency {
 		t.Errorf("the worker's concurrency never dropped below %d although %d handlers failed throttled", concurrency, s.Throttled)
 	}
-	if current.Governor() != facct.Governor() {
+	if core.Governor(current) != core.AccountGovernor(facct) {
 		t.Error("a table opened with OpenTable does not share its Account's Governor")
 	}
 	cut := false
 	for _, e := range burst[:4] {
-		cut = cut || facct.Governor().Rate(current.Name(), e.Department) < 400
+		cut = cut || core.Rate(core.AccountGovernor(facct), current.Name(), e.Department) < 400
 	}
 	if !cut {
 		t.Error("the Governor's partition rates were never cut: the Mover did not report its throttled writes")

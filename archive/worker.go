@@ -11,10 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/logs"
 )
 
 // refillLinger is how long the worker, once enough handlers are free to
@@ -44,7 +48,7 @@ type WorkerOptions struct {
 	// worker never holds more messages than it has free handlers.
 	//
 	// The worker adapts below it when the service throttles: a handler
-	// that fails with a throttling error (tablekit.IsThrottled: 503
+	// that fails with a throttling error (tablekit.ErrThrottled: 503
 	// ServerBusy, 429, 500 OperationTimedOut, after the SDK's own retries)
 	// halves the number of handlers the worker runs at once (not below
 	// 1; one cut per round of messages, those started before a cut do not
@@ -71,7 +75,7 @@ type WorkerOptions struct {
 	// Retry.MaxAttempts is how many attempts a message gets (Azure
 	// Functions' maxDequeueCount; default 5): a handler failure on attempt
 	// MaxAttempts, or a message found with a higher dequeue count (its
-	// last worker died), moves it to the poison queue. [tablekit.NoRetries]
+	// last worker died), moves it to the poison queue. [tablekit.RetryPolicy{MaxAttempts: 1}]
 	// poisons a message at its first failure.
 	//
 	// Retry.BaseDelay, MaxDelay and Jitter are the back-off: after failed
@@ -113,10 +117,10 @@ type WorkerOptions struct {
 	// Clock tells the time of poison records (PoisonRecord.PoisonedAt)
 	// and of queue ages (Stats.QueueAge); nil means time.Now. Timers
 	// (polls, renewals, back-off, drain) run on real time.
-	Clock tablekit.Clock
+	Clock func() time.Time
 
 	// Logger receives the worker's logs (never message payloads). nil
-	// means no logging.
+	// means slog.Default() at the time of logging.
 	Logger *slog.Logger
 	// TracingProvider traces each message the worker handles (a span
 	// "Worker.Handle" with the message id, kind and dequeue count, parent
@@ -145,7 +149,7 @@ type Stats struct {
 	// Abandoned counts messages left undeleted at shutdown.
 	Abandoned int64
 	// Throttled counts handler failures that were throttling
-	// (tablekit.IsThrottled); each also counts in Failed.
+	// (tablekit.ErrThrottled); each also counts in Failed.
 	Throttled int64
 
 	// Concurrency is how many handlers the worker lets run at once now:
@@ -179,7 +183,7 @@ type Worker struct {
 	handler    Handler
 	log        *slog.Logger
 	tracer     tracing.Tracer
-	clock      tablekit.Clock
+	clock      func() time.Time
 
 	concurrency int
 	batch       int
@@ -228,17 +232,17 @@ func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *Wor
 		handler:   handler,
 		log:       o.Logger,
 		clock:     o.Clock,
-		tracer:    o.TracingProvider.NewTracer(tablekit.TracerName, "v0"),
+		tracer:    o.TracingProvider.NewTracer(spans.TracerName, "v0"),
 	}
 	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
 	if w.poison == nil {
 		return nil, invalid(op, "PoisonQueue", "WorkerOptions.PoisonQueue is nil (OpenWorker defaults it to <queue>-poison)")
 	}
 	w.poisonName = nameOf(w.poison.URL())
-	if err := tablekit.ValidateQueueName(w.queueName); err != nil {
+	if err := core.ValidateQueueName(w.queueName); err != nil {
 		return nil, withOp(op, err)
 	}
-	if err := tablekit.ValidateQueueName(w.poisonName); err != nil {
+	if err := core.ValidateQueueName(w.poisonName); err != nil {
 		return nil, withOp(op, err)
 	}
 	if w.poisonName == w.queueName {
@@ -246,14 +250,11 @@ func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *Wor
 	}
 	if w.claims != nil {
 		w.claimsName = nameOf(w.claims.URL())
-		if err := tablekit.ValidateContainerName(w.claimsName); err != nil {
+		if err := core.ValidateContainerName(w.claimsName); err != nil {
 			return nil, withOp(op, err)
 		}
 	}
-	if w.log == nil {
-		w.log = slog.New(slog.DiscardHandler)
-	}
-	w.log = w.log.With("queue", w.queueName)
+	w.log = logs.Or(w.log).With("queue", w.queueName)
 
 	switch {
 	case o.Concurrency < 0:
@@ -280,10 +281,10 @@ func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *Wor
 	default:
 		w.visibility = time.Duration(*seconds(o.VisibilityTimeout)) * time.Second
 	}
-	if err := o.Retry.Validate(op); err != nil {
+	if err := core.ValidateRetry(op, o.Retry); err != nil {
 		return nil, err
 	}
-	w.retry = o.Retry.WithDefaults(DefaultRetry)
+	w.retry = core.WithDefaults(o.Retry, DefaultRetry)
 	w.maxDequeue = int64(w.retry.MaxAttempts)
 	if o.MinPollInterval < 0 || o.MaxPollInterval < 0 || o.DrainTimeout < 0 || o.OperationTimeout < 0 {
 		return nil, invalid(op, "", "MinPollInterval, MaxPollInterval, DrainTimeout and OperationTimeout must not be negative")
@@ -310,31 +311,31 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	if acct == nil {
 		return nil, invalid(op, "acct", "account is nil")
 	}
-	if err := tablekit.ValidateQueueName(queue); err != nil {
+	if err := core.ValidateQueueName(queue); err != nil {
 		return nil, withOp(op, err)
 	}
 	var o WorkerOptions
 	if opts != nil {
 		o = *opts
 	}
-	if !o.TracingProvider.NewTracer(tablekit.TracerName, "v0").Enabled() {
-		o.TracingProvider = acct.TracingProvider()
+	if !o.TracingProvider.NewTracer(spans.TracerName, "v0").Enabled() {
+		o.TracingProvider = core.TracingProvider(acct)
 	}
 	if o.PoisonQueue == nil {
 		name, err := suffixedName(op, queue, poisonSuffix, "poison queue", "name the poison queue in WorkerOptions.PoisonQueue")
 		if err != nil {
 			return nil, err
 		}
-		o.PoisonQueue = acct.Queue(name)
+		o.PoisonQueue = acct.Queues().NewQueueClient(name)
 	}
 	if o.Container == nil {
 		name, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "name the container in WorkerOptions.Container")
 		if err != nil {
 			return nil, err
 		}
-		o.Container = acct.Container(name)
+		o.Container = acct.Blobs().ServiceClient().NewContainerClient(name)
 	}
-	return newWorker(op, acct.Queue(queue), handler, &o)
+	return newWorker(op, acct.Queues().NewQueueClient(queue), handler, &o)
 }
 
 // Stats returns the worker's counters.
@@ -560,13 +561,13 @@ func (w *Worker) checkQueue(ctx context.Context) error {
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
-		err = tablekit.WrapError("Worker.Run", err)
+		err = core.WrapError("Worker.Run", err)
 		if permanentConfigError(err) {
 			return err
 		}
 		wait = min(max(wait*2, w.minPoll), w.maxPoll)
 		w.log.Warn("queue check failed; retrying", "error", err, "retry_in", wait)
-		if !tablekit.Sleep(ctx, wait) {
+		if !core.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -617,7 +618,7 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 		VisibilityTimeout: seconds(w.visibility),
 	})
 	if err != nil {
-		return nil, tablekit.WrapError("DequeueMessages", err)
+		return nil, core.WrapError("DequeueMessages", err)
 	}
 	msgs := make([]dequeuedMessage, 0, len(resp.Messages))
 	for _, m := range resp.Messages {
@@ -647,7 +648,7 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 // recordQueueAge sets Stats.QueueAge to the oldest age among msgs (0 for
 // none: the queue was empty) and raises Stats.MaxQueueAge.
 func (w *Worker) recordQueueAge(msgs []dequeuedMessage) {
-	now := w.clock.Now()
+	now := core.Now(w.clock)
 	var age time.Duration
 	for _, m := range msgs {
 		if !m.inserted.IsZero() {
@@ -726,14 +727,14 @@ func (l *lease) renew() {
 	if err != nil {
 		if lostOwnership(err) {
 			l.lost = true
-			l.w.log.Warn("visibility renewal: message taken by another worker; cancelling its handler", "message_id", l.id, "error", tablekit.WrapError("UpdateMessage", err))
+			l.w.log.Warn("visibility renewal: message taken by another worker; cancelling its handler", "message_id", l.id, "error", core.WrapError("UpdateMessage", err))
 			l.cancel()
 			return
 		}
 		if l.ctx.Err() != nil {
 			return
 		}
-		l.w.log.Warn("visibility renewal failed; retrying", "message_id", l.id, "error", tablekit.WrapError("UpdateMessage", err))
+		l.w.log.Warn("visibility renewal failed; retrying", "message_id", l.id, "error", core.WrapError("UpdateMessage", err))
 		l.timer.Reset(l.w.visibility / 4)
 		return
 	}
@@ -760,7 +761,7 @@ func (l *lease) stop() (receipt string, lost bool) {
 // longer valid: the message was dequeued by someone else (400
 // PopReceiptMismatch) or is gone (404).
 func lostOwnership(err error) bool {
-	err = tablekit.WrapError("", err)
+	err = core.WrapError("", err)
 	var se *tablekit.ServiceError
 	if !errors.As(err, &se) {
 		return false

@@ -104,11 +104,7 @@ func TestArchive200ThreeWorkers(t *testing.T) {
 // and no message is lost or left over.
 func TestArchiveFaults(t *testing.T) {
 	faults := &faultPolicy{}
-	r := newRig(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{faults},
-		// No SDK retries: every injected fault reaches the worker.
-		Retry: policy.RetryOptions{MaxRetries: -1},
-	})
+	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	emps := employees(200)
 	ids := r.seed(t, emps)
 
@@ -695,7 +691,7 @@ func TestMoverWithBlobCopy(t *testing.T) {
 	m.Transform = func(v Employee) (Employee, error) {
 		once.Do(func() {
 			e.Name = "v2"
-			if _, err := r.current.Upsert(ctx, e, tablekit.Replace); err != nil {
+			if _, err := r.current.Upsert(ctx, e); err != nil {
 				t.Error(err)
 			}
 		})
@@ -707,10 +703,10 @@ func TestMoverWithBlobCopy(t *testing.T) {
 	if err := m.Move(ctx, "Sales", "race"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := r.archive.Get(ctx, "Sales", "race", nil); err != nil || got.Name != "v2" {
+	if got, err := r.archive.Get(ctx, "Sales", "race"); err != nil || got.Name != "v2" {
 		t.Errorf("archived %+v, %v; want the updated v2", got, err)
 	}
-	if _, err := r.current.Get(ctx, "Sales", "race", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := r.current.Get(ctx, "Sales", "race"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Current still has the entity: %v", err)
 	}
 }
@@ -747,7 +743,7 @@ func TestBlobSteps(t *testing.T) {
 
 func TestRunMissingQueue(t *testing.T) {
 	r := newRig(t, nil)
-	w, err := archive.NewWorker(r.acct.Queue("no-such-queue-here"), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient("no-such-queue-here"), archive.NewMux(), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +762,7 @@ func TestClockAndQueueAge(t *testing.T) {
 	const ahead = time.Hour
 	opts := r.workerOpts(t)
 	opts.Clock = func() time.Time { return time.Now().Add(ahead) }
-	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second, Jitter: tablekit.NoJitter}
+	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second} // randomised up to 1 s; the queue rounds it up to 1 s
 	var attempts []time.Time
 	var mu sync.Mutex
 	h := archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {

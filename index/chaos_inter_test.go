@@ -69,11 +69,11 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], e
 	if err != nil {
 		return nil, err
 	}
-	blobList, err := index.NewBlobList(acct.Container(r.container), nil)
+	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), nil)
 	if err != nil {
 		return nil, err
 	}
-	q, err := archive.NewClient(acct.Queue(r.queue), nil, nil)
+	q, err := archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func TestChaosInter(t *testing.T) {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			setup.Container(r.container).Delete(ctx, nil) // created on demand
+			setup.Blobs().ServiceClient().NewContainerClient(r.container).Delete(ctx, nil) // created on demand
 		})
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(14, 40)
 		open := func() (*tablekit.Account, *index.Inter[Employee]) {
@@ -231,7 +231,7 @@ func TestChaosInter(t *testing.T) {
 		// is left (a message whose handler failed last) drains.
 		var v chaos.Violations
 		check := chaos.NoFaults(ctx)
-		if err := waitQueueEmpty(check, setup.Queue(r.queue), 2*time.Minute); err != nil {
+		if err := waitQueueEmpty(check, setup.Queues().NewQueueClient(r.queue), 2*time.Minute); err != nil {
 			t.Logf("the workers did not drain the queue under faults: %v", err)
 		}
 		t.Logf("drained under faults %v after the writers ended", time.Since(writersDone).Round(time.Millisecond))
@@ -241,7 +241,7 @@ func TestChaosInter(t *testing.T) {
 		if rate := st.FaultRate(); rate < 0.15 {
 			t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
 		}
-		if err := waitQueueEmpty(check, setup.Queue(r.queue), 2*time.Minute); err != nil {
+		if err := waitQueueEmpty(check, setup.Queues().NewQueueClient(r.queue), 2*time.Minute); err != nil {
 			v.Addf("the workers did not catch up: %v", err)
 		}
 		t.Logf("caught up %v after the writers ended", time.Since(writersDone).Round(time.Millisecond))
@@ -253,7 +253,7 @@ func TestChaosInter(t *testing.T) {
 		}
 		t.Logf("slowest handler runs: %s", slow)
 		t.Logf("workers: %d messages received, %d handled, %d handler failures, %d poisoned, %d ownership lost; warnings: %v", ws.Received, ws.Succeeded, ws.Failed, ws.Poisoned, ws.Lost, logs.counts())
-		poisoned := poisonRecords(t, check, setup.Queue(r.poison))
+		poisoned := poisonRecords(t, check, setup.Queues().NewQueueClient(r.poison))
 		for _, p := range poisoned {
 			v.Addf("message poisoned: %s (dequeued %d times): %s", p.Payload, p.Record.DequeueCount, p.Record.Error)
 		}
@@ -319,10 +319,10 @@ type chaosWorker struct {
 
 func startChaosWorker(t *testing.T, acct *tablekit.Account, h archive.Handler, r *chaosInterRig, log *slog.Logger) *chaosWorker {
 	t.Helper()
-	w, err := archive.NewWorker(acct.Queue(r.queue), h, &archive.WorkerOptions{
+	w, err := archive.NewWorker(acct.Queues().NewQueueClient(r.queue), h, &archive.WorkerOptions{
 		Concurrency: 8, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond,
 		VisibilityTimeout: 3 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 10}, DrainTimeout: 10 * time.Second,
-		PoisonQueue: acct.Queue(r.poison), Logger: log,
+		PoisonQueue: acct.Queues().NewQueueClient(r.poison), Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +483,7 @@ func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account
 	wantLists := map[index.ListKey][]index.ID{}
 	wantBlobs := map[index.ListKey][]index.ID{}
 	for key, e := range employees {
-		emp, err := tablekit.Decode[Employee](e)
+		emp, err := tablekit.FromEntity[Employee](e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -585,7 +585,7 @@ func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account
 	}
 
 	// Blobs (option 1).
-	blobList, err := index.NewBlobList(acct.Container(r.container), nil)
+	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account
 	for k := range wantBlobs {
 		names[blobList.BlobName(k)] = true
 	}
-	pager := acct.Container(r.container).NewListBlobsFlatPager(nil)
+	pager := acct.Blobs().ServiceClient().NewContainerClient(r.container).NewListBlobsFlatPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

@@ -66,7 +66,7 @@ var (
 func chaosTableConfig() *chaos.Config {
 	return &chaos.Config{
 		Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-		Services: []string{tablekit.ServiceTable},
+		Services: []string{"table"},
 	}
 }
 
@@ -249,7 +249,7 @@ func checkIntraRows(t *testing.T, ctx context.Context, raw *tablekit.Table[table
 	want := map[string]map[string]any{} // copies: properties by "pk|rk"
 	lists := map[string][]string{}      // index entities: RowKeys listed, by "pk|rk"
 	for key, e := range entities {
-		emp, err := tablekit.Decode[Employee](e)
+		emp, err := tablekit.FromEntity[Employee](e)
 		if err != nil {
 			t.Fatal(err)
 		}

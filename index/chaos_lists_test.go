@@ -80,7 +80,7 @@ func TestChaosIndexEntities(t *testing.T) {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			setup.Container(container).Delete(ctx, nil) // created on demand
+			setup.Blobs().ServiceClient().NewContainerClient(container).Delete(ctx, nil) // created on demand
 		})
 		surnames := []index.Index[Employee]{{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: true}}
 		writers, perWriter := chaos.Size(10, 30), chaos.Size(20, 25)
@@ -101,7 +101,7 @@ func TestChaosIndexEntities(t *testing.T) {
 			if p.entity, err = index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, listTable), nil); err != nil {
 				t.Fatal(err)
 			}
-			if p.blob, err = index.NewBlobList(acct.Container(container), nil); err != nil {
+			if p.blob, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(container), nil); err != nil {
 				t.Fatal(err)
 			}
 			if p.intra, err = index.NewIntra(mustNewTable[Employee](t, acct, empTable), surnames, nil); err != nil {
@@ -191,9 +191,9 @@ func TestChaosIndexEntities(t *testing.T) {
 		for _, p := range procs {
 			m := p.acct.Meter().Snapshot()
 			for _, op := range []string{"InsertEntity", "UpdateEntity", "DeleteEntity", "Transaction"} {
-				sent += m.Count(tablekit.ServiceTable, op)
+				sent += m.Count("table", op)
 			}
-			sent += m.Count(tablekit.ServiceBlob, "PutBlob") + m.Count(tablekit.ServiceBlob, "DeleteBlob")
+			sent += m.Count("blob", "PutBlob") + m.Count("blob", "DeleteBlob")
 		}
 		writeOps := 0
 		for _, op := range h.Ops() {
@@ -209,7 +209,7 @@ func TestChaosIndexEntities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blob, err := index.NewBlobList(setup.Container(container), nil)
+		blob, err := index.NewBlobList(setup.Blobs().ServiceClient().NewContainerClient(container), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,7 +314,7 @@ func checkListStorage(t *testing.T, ctx context.Context, acct *tablekit.Account,
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, err := index.NewBlobList(acct.Container(container), nil)
+	blob, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(container), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func checkListStorage(t *testing.T, ctx context.Context, acct *tablekit.Account,
 			v.Addf("%s lists %d ids, Count %s", what, len(ids), count)
 		}
 	}
-	c := acct.Container(container)
+	c := acct.Blobs().ServiceClient().NewContainerClient(container)
 	pager := c.NewListBlobsFlatPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)

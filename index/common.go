@@ -13,6 +13,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/keys"
@@ -133,7 +135,7 @@ func checkName(op, entity, field, name string) error {
 func withOp(op string, err error) error { return opname.Set(op, err) }
 
 // defaultRetry is the default Retry of every option of the package:
-// tablekit.DefaultConflictRetry's 30 attempts and 10 ms first back-off,
+// core.ConflictRetry's 30 attempts and 10 ms first back-off,
 // with back-off growing up to 2 s instead of 1 s. Measured here (Azurite,
 // 5 ms added per request): 30 writers in separate processes adding 30 ids
 // each to one index entity lost 5 of 900 adds after 30 attempts with a 1 s
@@ -142,18 +144,18 @@ func withOp(op string, err error) error { return opname.Set(op, err) }
 // rate must fall below the rate the entity can take, and each writer's
 // back-off must grow to about writers x cycle time for that.
 var defaultRetry = tablekit.RetryPolicy{
-	MaxAttempts: tablekit.DefaultConflictRetry.MaxAttempts,
-	BaseDelay:   tablekit.DefaultConflictRetry.BaseDelay,
+	MaxAttempts: core.ConflictRetry.MaxAttempts,
+	BaseDelay:   core.ConflictRetry.BaseDelay,
 	MaxDelay:    2 * time.Second,
 }
 
 // retryPolicy checks the Retry option given to op and fills in the
 // defaults ([defaultRetry]) for its zero fields.
 func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error) {
-	if err := p.Validate(op); err != nil {
+	if err := core.ValidateRetry(op, p); err != nil {
 		return p, err
 	}
-	return p.WithDefaults(defaultRetry), nil
+	return core.WithDefaults(p, defaultRetry), nil
 }
 
 // retry runs try under policy p while it reports a lost race (retry true),
@@ -163,7 +165,7 @@ func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error
 func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (retry bool, err error)) error {
 	var lastErr error
 	n := 0
-	for n = range p.Attempts(ctx) {
+	for n = range core.Attempts(ctx, p) {
 		again, err := try()
 		if !again {
 			return err
@@ -319,11 +321,11 @@ func (k *keyLocks) lock(ctx context.Context, keys ...string) (unlock func(), err
 // (key(i, v) computes it). A value that changes when the encrypted
 // properties are removed from v is derived from them.
 func checkSecrets[T any](op, entity string, table *tablekit.Table[T], v T, names, values []string, key func(i int, v T) string) error {
-	enc := table.EncryptedProperties()
+	enc := core.EncryptedProperties(table)
 	if len(enc) == 0 {
 		return nil
 	}
-	e, err := table.ToEntity(v)
+	e, err := core.ToEntity(table, v)
 	if err != nil {
 		return withOp(op, err)
 	}
@@ -333,7 +335,7 @@ func checkSecrets[T any](op, entity string, table *tablekit.Table[T], v T, names
 		for _, p := range props {
 			delete(c.Properties, p)
 		}
-		return table.FromEntity(c)
+		return core.FromEntity(table, c)
 	}
 	bare, err := without(enc...)
 	if err != nil {

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -100,7 +103,7 @@ func TestIntraListContentionDefaults(t *testing.T) {
 		return err
 	})
 	cost := f.acct.Meter().Snapshot().Sub(before)
-	t.Logf("%d inserts: %d transactions", contendedWriters*contendedAdds, cost.Count(tablekit.ServiceTable, "Transaction"))
+	t.Logf("%d inserts: %d transactions", contendedWriters*contendedAdds, cost.Count("table", "Transaction"))
 	got, err := f.ix.IDs(ctx, "Sales", "lastname", "Jones")
 	checkIDs(t, got, wantContendedIDs(func(int) string { return "Sales" }), err)
 }
@@ -156,14 +159,14 @@ func TestBlobListContentionDefaults(t *testing.T) {
 type latencyPolicy struct{ d time.Duration }
 
 func (p latencyPolicy) Do(req *policy.Request) (*http.Response, error) {
-	if !tablekit.Sleep(req.Raw().Context(), p.d) {
+	if !core.Sleep(req.Raw().Context(), p.d) {
 		return nil, req.Raw().Context().Err()
 	}
 	return req.Next()
 }
 
 func latencyAccount(t *testing.T) *tablekit.Account {
-	return testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{latencyPolicy{5 * time.Millisecond}}})
+	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{latencyPolicy{5 * time.Millisecond}}}})
 }
 
 // A bad Retry option is refused by the constructor, naming it.
@@ -187,6 +190,6 @@ func TestRetryOptionChecked(t *testing.T) {
 	check("index.NewInter", err)
 	_, err = index.NewEntityList(tbl, &index.ListOptions{Retry: bad})
 	check("index.NewEntityList", err)
-	_, err = index.NewBlobList(acct.Container("unused"), &index.ListOptions{Retry: bad})
+	_, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("unused"), &index.ListOptions{Retry: bad})
 	check("index.NewBlobList", err)
 }

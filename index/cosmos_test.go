@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/index"
@@ -37,7 +39,7 @@ func TestCosmosIndexLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tbl.Cosmos() {
+	if !core.Cosmos(tbl) {
 		t.Fatal("the table is not in Cosmos mode")
 	}
 	ix, err := index.NewIntra(tbl, employeeIndexes(), nil)

@@ -87,7 +87,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	}
 
 	// Intra over the property-bag view.
-	ix, err := index.NewIntra(secret.Entities(), []index.Index[tablekit.Entity]{
+	ix, err := index.NewIntra(secret.AsEntities(), []index.Index[tablekit.Entity]{
 		{Name: "email", Key: property("Email"), Unique: true},
 	}, nil)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 		t.Fatalf("Find = %+v, %v; want the decrypted SSN", found, err)
 	}
 	// The typed table reads the entity the index wrote.
-	if got, err := secret.Get(ctx, "Sales", "000301", nil); err != nil || got.SSN != "123-45-6789" || got.Email != "ana@contoso.com" {
+	if got, err := secret.Get(ctx, "Sales", "000301"); err != nil || got.SSN != "123-45-6789" || got.Email != "ana@contoso.com" {
 		t.Errorf("typed Get = %+v, %v", got, err)
 	}
 	// The service holds ciphertext in the entity and in its copy.
@@ -124,7 +124,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 
 	// An index on the encrypted property is refused before anything is
 	// sent.
-	bySSN, err := index.NewIntra(secret.Entities(), []index.Index[tablekit.Entity]{
+	bySSN, err := index.NewIntra(secret.AsEntities(), []index.Index[tablekit.Entity]{
 		{Name: "ssn", Key: func(e tablekit.Entity) string { return "x" + property("SSN")(e) }},
 	}, nil)
 	if err != nil {
@@ -143,19 +143,19 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 
 	// Inter: a copy table must encrypt what the copies hold.
 	plain := mustNewTable[tablekit.Entity](t, acct, copiesName)
-	_, err = index.NewInter(secret.Entities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
+	_, err = index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
 	if !errors.As(err, &ve) || ve.Op != "index.NewInter" || ve.Property != "SSN" || !strings.Contains(err.Error(), "plaintext") {
 		t.Errorf("NewInter with copies in a table that does not encrypt SSN: %v", err)
 	}
 	// A projection without SSN needs no encryption.
-	if _, err := index.NewInter(secret.Entities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
+	if _, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
 		t.Errorf("NewInter with copies projected without SSN: %v", err)
 	}
 	copies, err := tablekit.OpenTable[tablekit.Entity](acct, copiesName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: enc.Keys, Properties: []string{"SSN"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inter, err := index.NewInter(secret.Entities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
+	inter, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
 	if err != nil {
 		t.Fatalf("NewInter on an encrypted table: %v", err)
 	}
@@ -179,7 +179,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d copies, want 1", n)
 	}
-	bySSNInter, err := index.NewInter(secret.Entities(), []index.InterIndex[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
+	bySSNInter, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

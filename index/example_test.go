@@ -106,7 +106,7 @@ func ExampleInter() {
 	listTable, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeeLists", nil)
 	lists, _ := index.NewEntityList(listTable, nil)
 	byEmail, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeesByEmail", nil)
-	blobs, _ := index.NewBlobList(acct.Container("employee-lists"), nil)
+	blobs, _ := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
 	queue, err := archive.OpenClient(acct, "employee-index", nil)
 	if err != nil {
 		log.Fatal(err)

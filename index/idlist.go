@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -28,7 +30,7 @@ const (
 )
 
 // maxChunkUnits is the most UTF-16 code units one string property holds.
-const maxChunkUnits = tablekit.MaxPropertyBytes / 2
+const maxChunkUnits = limits.PropertyBytes / 2
 
 // chunkName returns the name of the i-th (0-based) id property.
 func chunkName(i int) string {
@@ -42,7 +44,7 @@ func chunkName(i int) string {
 func readIDs(e *tablekit.Entity) []string {
 	var ids []string
 	for i := 0; ; i++ {
-		v, ok := e.Get(chunkName(i))
+		v, ok := e.Properties[chunkName(i)]
 		if !ok {
 			break
 		}
@@ -105,8 +107,8 @@ func setIDs(op string, e *tablekit.Entity, ids []string, what string) error {
 		flush()
 	}
 	e.Properties = props
-	size := tablekit.EntitySize(*e)
-	if size > tablekit.MaxEntityBytes || len(props) > tablekit.MaxCustomProperties {
+	size := core.EntitySize(*e)
+	if size > limits.EntityBytes || len(props) > limits.CustomProperties {
 		return &tablekit.ValidationError{
 			Op:       op,
 			Entity:   what,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -25,7 +26,7 @@ func TestIDListChunks(t *testing.T) {
 		t.Fatalf("no second chunk: %d properties", len(e.Properties))
 	}
 	for name, v := range e.Properties {
-		if s, ok := v.(string); ok && keys.KeySize(s) > tablekit.MaxPropertyBytes {
+		if s, ok := v.(string); ok && keys.KeySize(s) > limits.PropertyBytes {
 			t.Errorf("%s holds %d bytes", name, keys.KeySize(s))
 		}
 	}

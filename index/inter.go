@@ -16,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -274,7 +276,7 @@ type interIndex[T any] struct {
 
 // NewInter returns an Inter over the entities of table with the given
 // indexes. It reads and writes the entities through table itself and its
-// property-bag view (table.Entities()), so they keep table's client-side
+// property-bag view (table.AsEntities()), so they keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
 // kept in the entities' table use that view too.
 //
@@ -297,8 +299,8 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 	if o.Delay < 0 || o.InsertHorizon < 0 {
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	enc := table.EncryptedProperties()
-	ix := &Inter[T]{table: table, raw: table.Entities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
+	enc := core.EncryptedProperties(table)
+	ix := &Inter[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
@@ -356,7 +358,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 				p, _ := keys.Compound(idx.Name)
 				ix.reserved = append(ix.reserved, p)
 			}
-			if missing := unencrypted(enc, idx.Properties, ii.copies.EncryptedProperties()); len(missing) > 0 {
+			if missing := unencrypted(enc, idx.Properties, core.EncryptedProperties(ii.copies)); len(missing) > 0 {
 				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
 					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
 					Err:    tablekit.ErrInvalidInput}
@@ -384,7 +386,7 @@ func unencrypted(enc, props, have []string) []string {
 
 // probe refuses entity types the index copies cannot be made of.
 func probe[T any](op string, table *tablekit.Table[T]) error {
-	if _, err := table.ToEntity(*new(T)); err != nil {
+	if _, err := core.ToEntity(table, *new(T)); err != nil {
 		return withOp(op, fmt.Errorf("index: cannot index %T: %w", *new(T), err))
 	}
 	return nil
@@ -521,7 +523,7 @@ func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
 
 // prepare checks v and returns its id.
 func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
-	e, err := ix.table.ToEntity(v)
+	e, err := core.ToEntity(ix.table, v)
 	if err != nil {
 		return ID{}, err
 	}
@@ -575,7 +577,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 	}
 	if ix.queue == nil {
 		etag, err := ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
-			return ix.table.Upsert(ctx, v, tablekit.Replace)
+			return ix.table.Upsert(ctx, v)
 		})
 		return etag, withOp(op, err)
 	}
@@ -583,7 +585,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 		if pre == "" {
 			return ix.table.Insert(ctx, v)
 		}
-		return ix.table.Update(ctx, v, tablekit.Replace, pre)
+		return ix.table.Update(ctx, v, pre)
 	})
 	return etag, withOp(op, err)
 }
@@ -613,11 +615,11 @@ func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
-			return ix.table.Update(ctx, v, tablekit.Replace, etag)
+			return ix.table.Update(ctx, v, etag)
 		})
 	}
 	return ix.guarded(ctx, id, ix.versionOf(op, etag), etag == azcore.ETagAny, false, func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error) {
-		return ix.table.Update(ctx, v, tablekit.Replace, pre)
+		return ix.table.Update(ctx, v, pre)
 	})
 }
 
@@ -661,7 +663,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 	var out T
 	var fnErr error
 	err := retry(ctx, ix.retry, id, func() (bool, error) {
-		e, err := ix.raw.Get(ctx, pk, rk, nil)
+		e, err := ix.raw.Get(ctx, pk, rk)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return false, err
@@ -669,7 +671,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 		if !exists {
 			e = tablekit.Entity{PartitionKey: pk, RowKey: rk}
 		}
-		v, err := ix.table.FromEntity(e)
+		v, err := core.FromEntity(ix.table, e)
 		if err != nil {
 			return false, err
 		}
@@ -677,7 +679,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 			fnErr = err
 			return false, err
 		}
-		ne, err := ix.table.ToEntity(v)
+		ne, err := core.ToEntity(ix.table, v)
 		if err != nil {
 			return false, err
 		}
@@ -698,7 +700,7 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 			return lost, err
 		}
 		ne.ETag = etag
-		out, err = ix.table.FromEntity(ne)
+		out, err = core.FromEntity(ix.table, ne)
 		return false, err
 	})
 	if fnErr != nil {
@@ -778,7 +780,7 @@ func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, er
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
 func (ix *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	v, err := ix.table.Get(ctx, pk, rk, nil)
+	v, err := ix.table.Get(ctx, pk, rk)
 	return v, withOp("Inter.Get", err)
 }
 
@@ -791,14 +793,14 @@ type current[T any] struct {
 }
 
 func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
-	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey, nil)
+	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := ix.table.FromEntity(e)
+	v, err := core.FromEntity(ix.table, e)
 	if err != nil {
 		return nil, err
 	}
@@ -821,7 +823,7 @@ func (ix *Inter[T]) statePK(op, pk string) (string, error) {
 }
 
 func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
-	e, err := ix.state.Get(ctx, spk, rk, nil)
+	e, err := ix.state.Get(ctx, spk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -854,7 +856,7 @@ func (ix *Inter[T]) writeRecord(ctx context.Context, spk, rk string, synced stri
 	if etag == "" {
 		return ix.state.Insert(ctx, e)
 	}
-	return ix.state.Update(ctx, e, tablekit.Replace, etag)
+	return ix.state.Update(ctx, e, etag)
 }
 
 func union(sets ...[]entry) []entry {
@@ -888,7 +890,7 @@ const syncOp = "Inter.Sync"
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
 func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
-	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Inter.Sync",
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Inter.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
@@ -981,7 +983,7 @@ func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entr
 		return isConflict(err), err
 	}
 	// A sync that read an older version must not have the last word.
-	now, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	now, err := core.GetSelect(ctx, ix.raw, pk, rk)
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound):
 		if cur == nil {
@@ -1024,7 +1026,7 @@ func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T
 	c.Properties[PrimaryPartitionKeyProperty] = id.PartitionKey
 	c.Properties[PrimaryRowKeyProperty] = id.RowKey
 	c.Properties[PrimaryETagProperty] = string(cur.etag)
-	_, err = idx.copies.Upsert(ctx, c, tablekit.Replace)
+	_, err = idx.copies.Upsert(ctx, c)
 	return err
 }
 
@@ -1059,7 +1061,7 @@ func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	e, err := ix.raw.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	e, err := core.GetSelect(ctx, ix.raw, pk, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return false, err
@@ -1100,7 +1102,7 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 	delete(e.Properties, PrimaryPartitionKeyProperty)
 	delete(e.Properties, PrimaryRowKeyProperty)
 	delete(e.Properties, PrimaryETagProperty)
-	v, err := table.FromEntity(e)
+	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
 }
 
@@ -1130,7 +1132,7 @@ func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 				return
 			}
 			get := func(ctx context.Context, id ID) (T, error) {
-				return ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
+				return ix.table.Get(ctx, id.PartitionKey, id.RowKey)
 			}
 			for v, err := range fetchOrdered(ctx, idSeq(list), get) {
 				if !yield(v, withOp(op, err)) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/tablekit/tablekit"
@@ -84,7 +86,7 @@ func entityWrite(table, rk string) func(*http.Request) bool {
 func (r *interRig) lateWriter(t *testing.T, rk string) (*index.Inter[Employee], *lateWrite) {
 	t.Helper()
 	late := newLateWrite(entityWrite(r.employees, rk))
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{late}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{late}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	return r.build(t, acct), late
 }
 
@@ -158,7 +160,7 @@ func TestInterInsertLandingAfterSafetyNet(t *testing.T) {
 		handled <- struct{}{}
 		return err
 	})
-	w, err := archive.NewWorker(r.acct.Queue(r.queue), h, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.acct.Queue(r.poison)})
+	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient(r.queue), h, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.acct.Queues().NewQueueClient(r.poison)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		acct.Container(r.container).Delete(ctx, nil) // created on demand
+		acct.Blobs().ServiceClient().NewContainerClient(r.container).Delete(ctx, nil) // created on demand
 	})
 	if queued {
 		r.queue = queueName(testenv.NewQueue(t, acct))
@@ -68,7 +68,7 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 	if r.entityList, err = index.NewEntityList(r.listRows, nil); err != nil {
 		t.Fatal(err)
 	}
-	if r.blobList, err = index.NewBlobList(acct.Container(r.container), nil); err != nil {
+	if r.blobList, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), nil); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -83,7 +83,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobList, err := index.NewBlobList(acct.Container(r.container), lists)
+	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), lists)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 	// reached the service stops looking for the entity after 1+3 s.
 	opts := &index.InterOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
 	if r.queued {
-		if opts.Queue, err = archive.NewClient(acct.Queue(r.queue), nil, nil); err != nil {
+		if opts.Queue, err = archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,8 +120,8 @@ func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.Inter[
 	if opts != nil {
 		o = *opts
 	}
-	o.PoisonQueue = acct.Queue(r.poison)
-	w, err := archive.NewWorker(acct.Queue(r.queue), ix, &o)
+	o.PoisonQueue = acct.Queues().NewQueueClient(r.poison)
+	w, err := archive.NewWorker(acct.Queues().NewQueueClient(r.queue), ix, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.Inter[
 // messages included.
 func (r *interRig) drain(t *testing.T, ctx context.Context) {
 	t.Helper()
-	q := r.acct.Queue(r.queue)
+	q := r.acct.Queues().NewQueueClient(r.queue)
 	for {
 		props, err := q.GetProperties(ctx, nil)
 		if err != nil {
@@ -155,7 +155,7 @@ func (r *interRig) drain(t *testing.T, ctx context.Context) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	peek, err := r.acct.Queue(r.poison).PeekMessages(ctx, nil)
+	peek, err := r.acct.Queues().NewQueueClient(r.poison).PeekMessages(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func (r *interRig) check(t *testing.T, ctx context.Context) map[string]Employee 
 		}
 	}
 	nBlobs := 0
-	pager := r.acct.Container(r.container).NewListBlobsFlatPager(nil)
+	pager := r.acct.Blobs().ServiceClient().NewContainerClient(r.container).NewListBlobsFlatPager(nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -283,7 +283,7 @@ func sortIDs(ids []index.ID) {
 func newTable(t *testing.T, acct *tablekit.Account) string {
 	t.Helper()
 	name := testenv.TableName(t)
-	c := acct.Table(name)
+	c := acct.Tables().NewClient(name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.CreateTable(ctx, nil); err != nil {
@@ -510,21 +510,21 @@ func TestInterCrashes(t *testing.T) {
 	entityFault := &fault{every: 4, limit: 1000, match: func(req *http.Request) bool {
 		return isWrite(req) && strings.Contains(req.URL.Path, "/"+r.employees+"(")
 	}}
-	writerAcct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{writerFault, entityFault}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	writerAcct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{writerFault, entityFault}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	writer := r.build(t, writerAcct)
 
 	// The worker's index writes fail now and then.
 	workerFault := &fault{every: 3, limit: 60, match: func(req *http.Request) bool {
 		return isWrite(req) && (strings.Contains(req.URL.Path, "/"+r.copies) || strings.Contains(req.URL.Path, "/"+r.lists) || strings.Contains(req.URL.Path, "/"+r.container+"/"))
 	}}
-	workerAcct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{workerFault}, Retry: policy.RetryOptions{MaxRetries: -1}})
+	workerAcct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{workerFault}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	handler := r.build(t, workerAcct)
 
 	// A first worker is killed (its handlers cancelled at once) while the
 	// writers are busy.
 	crashCtx, crash := context.WithCancel(context.Background())
 	defer crash()
-	w1, err := archive.NewWorker(workerAcct.Queue(r.queue), handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 50 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}, PoisonQueue: workerAcct.Queue(r.poison)})
+	w1, err := archive.NewWorker(workerAcct.Queues().NewQueueClient(r.queue), handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 50 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}, PoisonQueue: workerAcct.Queues().NewQueueClient(r.poison)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestInterErrors(t *testing.T) {
 	if _, err := r.ix.Upsert(ctx, e); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("value over 1 KiB: %v, want ErrInvalidKey", err)
 	}
-	if _, err := r.employeeTable.Get(ctx, e.Department, e.ID, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := r.employeeTable.Get(ctx, e.Department, e.ID); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("the refused entity was written: %v", err)
 	}
 	if _, err := r.ix.IDs(ctx, "Sales", "email", "x"); !errors.Is(err, tablekit.ErrInvalidInput) {

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/spans"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
@@ -60,10 +64,10 @@ type IntraOptions struct {
 	// between the read and the conditional transaction; then it fails with
 	// a *ConflictError, which matches tablekit.ErrPreconditionFailed. Its
 	// zero fields take the package's defaults: 30 attempts, full-jitter
-	// exponential back-off from 10 ms up to 2 s ([tablekit.DefaultConflictRetry]
+	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
 	// with a longer cap), which carries tens of writers in separate
 	// processes adding to one index entity.
-	// [tablekit.NoRetries] fails at the first lost race.
+	// [tablekit.RetryPolicy{MaxAttempts: 1}] fails at the first lost race.
 	Retry tablekit.RetryPolicy
 }
 
@@ -101,7 +105,7 @@ type Intra[T any] struct {
 
 // NewIntra returns an Intra over the entities of table with the given
 // indexes. It reads and writes through table's property-bag view
-// (table.Entities()), so the entities and their copies keep table's
+// (table.AsEntities()), so the entities and their copies keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode.
 //
 // It refuses invalid or duplicate index names, a nil Key, and Unique or
@@ -117,7 +121,7 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	ix := &Intra[T]{table: table.Entities(), typed: table, name: table.Name(), byName: make(map[string]int)}
+	ix := &Intra[T]{table: table.AsEntities(), typed: table, name: table.Name(), byName: make(map[string]int)}
 	var err error
 	var o IntraOptions
 	if opts != nil {
@@ -129,7 +133,7 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 	if len(indexes) == 0 {
 		return nil, invalid(op, ix.name, "no indexes")
 	}
-	if len(indexes) >= tablekit.MaxTransactionActions {
+	if len(indexes) >= limits.TransactionActions {
 		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Detail: "too many indexes", Err: tablekit.ErrTooLarge}
 	}
 	for i, idx := range indexes {
@@ -207,7 +211,7 @@ type image struct {
 func (ix *Intra[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
 func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
-	e, err := ix.typed.ToEntity(v)
+	e, err := core.ToEntity(ix.typed, v)
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +241,14 @@ func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
 
 // read returns the stored version of id, or nil when there is none.
 func (ix *Intra[T]) read(ctx context.Context, id ID) (*version, error) {
-	e, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey, nil)
+	e, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := ix.typed.FromEntity(e)
+	v, err := core.FromEntity(ix.typed, e)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +331,7 @@ func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im
 	case im != nil && old == nil:
 		add(tablekit.InsertAction(im.entity), actionInfo{role: rolePrimary})
 	case im != nil:
-		add(tablekit.UpdateAction(im.entity, tablekit.Replace, old.etag), actionInfo{role: rolePrimary})
+		add(tablekit.UpdateAction(im.entity, old.etag), actionInfo{role: rolePrimary})
 	case old != nil:
 		add(tablekit.DeleteAction(keyOnly(id.RowKey), old.etag), actionInfo{role: rolePrimary})
 	default:
@@ -381,7 +385,7 @@ func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im
 		if idx.Unique && ok != nk {
 			add(tablekit.InsertAction(c), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
 		} else {
-			add(tablekit.UpsertAction(c, tablekit.Replace), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
+			add(tablekit.UpsertAction(c), actionInfo{role: roleCopy, index: i, value: nv, key: nk})
 		}
 	}
 	if err := ix.checkLimits(op, id, acts); err != nil {
@@ -414,7 +418,7 @@ func (ix *Intra[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
 // read; changed is false when there is nothing to do.
 func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
 	var none tablekit.Action[tablekit.Entity]
-	cur, err := ix.table.Get(ctx, id.PartitionKey, rk, nil)
+	cur, err := ix.table.Get(ctx, id.PartitionKey, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return none, false, err
@@ -445,7 +449,7 @@ func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, val
 	if err := setIDs(op, &e, ids, ix.listWhat(id.PartitionKey, rk, i, value)); err != nil {
 		return none, false, err
 	}
-	return tablekit.UpdateAction(e, tablekit.Replace, cur.ETag), true, nil
+	return tablekit.UpdateAction(e, cur.ETag), true, nil
 }
 
 func (ix *Intra[T]) listWhat(pk, rk string, i int, value string) string {
@@ -455,7 +459,7 @@ func (ix *Intra[T]) listWhat(pk, rk string, i int, value string) string {
 // checkLimits refuses a transaction over the EGT limits with an error that
 // says why it is so large.
 func (ix *Intra[T]) checkLimits(op string, id ID, acts []tablekit.Action[tablekit.Entity]) error {
-	if len(acts) > tablekit.MaxTransactionActions {
+	if len(acts) > limits.TransactionActions {
 		return &tablekit.ValidationError{
 			Op:     op,
 			Entity: ix.describe(id),
@@ -468,13 +472,14 @@ func (ix *Intra[T]) checkLimits(op string, id ID, acts []tablekit.Action[tableki
 	total := 0
 	for i := range acts {
 		total += 1024
-		if acts[i].Kind != tablekit.ActionDelete {
-			total += bodySize(&acts[i].Value)
+		if !core.IsDelete(acts[i]) {
+			v := core.ActionValue(acts[i])
+			total += bodySize(&v)
 		}
 	}
-	limit, limitText := tablekit.MaxTransactionBytes, "<= 4 MiB per entity group transaction"
-	if ix.table.Cosmos() {
-		limit, limitText = tablekit.MaxCosmosTransactionBytes, "<= 2 MB per entity group transaction on Azure Cosmos DB for Table"
+	limit, limitText := limits.TransactionBytes, "<= 4 MiB per entity group transaction"
+	if core.Cosmos(ix.table) {
+		limit, limitText = limits.CosmosTransactionBytes, "<= 2 MB per entity group transaction on Azure Cosmos DB for Table"
 	}
 	if total > limit {
 		return &tablekit.ValidationError{
@@ -558,7 +563,7 @@ func (ix *Intra[T]) stale(op string, id ID) error {
 // ("" after a delete), taken from the transaction's answer, and whether
 // the entity existed (modeDeleteIfExists).
 func (ix *Intra[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, err error) {
-	ctx, end := tablekit.StartSpan(ctx, ix.table.Tracer(), "Intra.Write",
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Intra.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
@@ -794,7 +799,7 @@ func (ix *Intra[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 		if old != nil {
 			base = old.entity
 		}
-		v, err := ix.typed.FromEntity(base)
+		v, err := core.FromEntity(ix.typed, base)
 		if err != nil {
 			return nil, err
 		}
@@ -820,7 +825,7 @@ func (ix *Intra[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 	}
 	e := last.entity
 	e.ETag = etag
-	v, err := ix.typed.FromEntity(e)
+	v, err := core.FromEntity(ix.typed, e)
 	return v, withOp(op, err)
 }
 
@@ -876,11 +881,11 @@ func (ix *Intra[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
 	if err := ix.checkPrimaryKey(op, ID{pk, rk}); err != nil {
 		return zero, err
 	}
-	e, err := ix.table.Get(ctx, pk, rk, nil)
+	e, err := ix.table.Get(ctx, pk, rk)
 	if err != nil {
 		return zero, err
 	}
-	return ix.typed.FromEntity(e)
+	return core.FromEntity(ix.typed, e)
 }
 
 func (ix *Intra[T]) lookupIndex(op, name string) (int, error) {
@@ -898,7 +903,7 @@ func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (
 		e.RowKey = rk
 		delete(e.Properties, PrimaryRowKeyProperty)
 	}
-	v, err := table.FromEntity(e)
+	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
 }
 
@@ -943,7 +948,7 @@ func (ix *Intra[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 			return ix.listed(ctx, op, pk, tablekit.PointQuery(pk, rk))
 		}
 		return func(yield func(T, error) bool) {
-			e, err := ix.table.Get(ctx, pk, rk, nil)
+			e, err := ix.table.Get(ctx, pk, rk)
 			if errors.Is(err, tablekit.ErrNotFound) {
 				return
 			}
@@ -1077,7 +1082,7 @@ func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := ix.table.Get(ctx, pk, rk, nil)
+	e, err := ix.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}

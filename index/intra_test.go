@@ -339,7 +339,7 @@ func TestIntraPutIsOneTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		cost := f.acct.Meter().Snapshot().Sub(before)
-		if cost.Total() != 1 || cost.Count(tablekit.ServiceTable, "Transaction") != 1 {
+		if cost.Total() != 1 || cost.Count("table", "Transaction") != 1 {
 			t.Fatalf("writing a new entity with 3 indexes cost %v, want exactly 1 transaction", cost)
 		}
 	}
@@ -412,7 +412,7 @@ func TestIntraConcurrentWriters(t *testing.T) {
 
 	// With a single attempt, a writer that loses the race gets an error
 	// matching ErrPreconditionFailed.
-	strict, err := index.NewIntra(mustTable[Employee](t, f), employeeIndexes(), &index.IntraOptions{Retry: tablekit.NoRetries})
+	strict, err := index.NewIntra(mustTable[Employee](t, f), employeeIndexes(), &index.IntraOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

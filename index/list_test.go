@@ -58,7 +58,7 @@ func TestPartitionListMoves(t *testing.T) {
 	if _, err := f.ix.Update(ctx, next, prev.ETag); err != nil {
 		t.Fatal(err)
 	}
-	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 4 || cost.Count(tablekit.ServiceTable, "Transaction") != 1 {
+	if cost := f.acct.Meter().Snapshot().Sub(before); cost.Total() != 4 || cost.Count("table", "Transaction") != 1 {
 		t.Errorf("moving an id cost %v, want a read of the employee, 2 index entity reads and 1 transaction", cost)
 	}
 	got, _ = f.ix.IDs(ctx, "Sales", "lastname", "Jones")
@@ -71,7 +71,7 @@ func TestPartitionListMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	smith, _ := keys.Compound("lastname", "Smith")
-	if _, err := f.raw.Get(ctx, "Sales", smith, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := f.raw.Get(ctx, "Sales", smith); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("empty index entity left: %v", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestPartitionListContention(t *testing.T) {
 	}
 	wg.Wait()
 	cost := f.acct.Meter().Snapshot()
-	t.Logf("%d inserts took %d transactions: %d lost an ETag race and were retried", writers*each, cost.Count(tablekit.ServiceTable, "Transaction"), cost.Count(tablekit.ServiceTable, "Transaction")-writers*each)
+	t.Logf("%d inserts took %d transactions: %d lost an ETag race and were retried", writers*each, cost.Count("table", "Transaction"), cost.Count("table", "Transaction")-writers*each)
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestEntityListLimits(t *testing.T) {
 	}
 	pk, rk, _ := lists.Keys(key)
 	raw := mustNewTable[tablekit.Entity](t, acct, name)
-	e, err := raw.Get(ctx, pk, rk, nil)
+	e, err := raw.Get(ctx, pk, rk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestEntityListLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := raw.Get(ctx, pk, rk, nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := raw.Get(ctx, pk, rk); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("empty index entity left: %v", err)
 	}
 }

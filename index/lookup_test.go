@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func (p *inflight) peak() int {
 func TestListLookupsConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	p := newInflight()
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{p}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}}})
 	name := newTable(t, acct)
 	intra, err := index.NewIntra(mustNewTable[Employee](t, acct, name), lastNameList(), nil)
 	if err != nil {
@@ -163,7 +164,7 @@ func named(rec *spantest.Recorder, name string) ([]*spantest.Span, string) {
 func TestIndexSpans(t *testing.T) {
 	ctx := testCtx(t)
 	rec := &spantest.Recorder{}
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider()})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider()}})
 	name := newTable(t, acct)
 	ix, err := index.NewIntra(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
 	if err != nil {

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net"
 	"net/http"
 	"slices"
@@ -57,11 +58,11 @@ func TestEntityListLostAnswerSettles(t *testing.T) {
 	setup := testenv.Account(t, nil)
 	name := newTable(t, setup)
 	var armed atomic.Bool
-	acct := testenv.Account(t, &tablekit.Options{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
 		loseAnswer(&armed, func(r *http.Request) bool {
 			return (isWrite(r) || r.Method == http.MethodPost) && strings.Contains(r.URL.Path, "/"+name)
 		}),
-	}})
+	}}})
 	l, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, name), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,11 +110,11 @@ func TestInterDeleteLostAnswerSettles(t *testing.T) {
 	}
 	var armed atomic.Bool
 	armed.Store(true)
-	acct := testenv.Account(t, &tablekit.Options{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
 		loseAnswer(&armed, func(req *http.Request) bool {
 			return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/"+r.employees+"(")
 		}),
-	}})
+	}}})
 	if _, err := r.build(t, acct).DeleteIfExists(ctx, e.Department, e.ID); err != nil {
 		t.Errorf("DeleteIfExists, its answer lost: %v", err)
 	}
@@ -150,10 +151,10 @@ func TestInterSyncFailureAfterLostRace(t *testing.T) {
 			// A is about to create the Jones list: the employee is
 			// renamed and Sync B runs to the end first.
 			once.Do(func() {
-				cur, err := r.employeeTable.Get(ctx, e.Department, e.ID, nil)
+				cur, err := r.employeeTable.Get(ctx, e.Department, e.ID)
 				if err == nil {
 					cur.LastName = "Hall"
-					_, err = r.employeeTable.Update(ctx, cur, tablekit.Replace, cur.ETag)
+					_, err = r.employeeTable.Update(ctx, cur, cur.ETag)
 				}
 				if err == nil {
 					err = r.ix.Sync(ctx, e.Department, e.ID)
@@ -170,7 +171,7 @@ func TestInterSyncFailureAfterLostRace(t *testing.T) {
 		}
 		return req.Next()
 	})
-	acct := testenv.Account(t, &tablekit.Options{Retry: policy.RetryOptions{MaxRetries: -1}, PerRetryPolicies: []policy.Policy{p}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}, PerRetryPolicies: []policy.Policy{p}}})
 	errA := r.build(t, acct).Sync(ctx, e.Department, e.ID)
 	if !raced.Load() || bErr != nil {
 		t.Fatalf("the race was not set up: raced %v, Sync B: %v", raced.Load(), bErr)
@@ -246,7 +247,7 @@ func TestInterSlowSafetyNetIsNoConflict(t *testing.T) {
 		time.Sleep(2500 * time.Millisecond) // Delay is 1 s; the worker polls every 200 ms at most
 		return resp, err
 	})
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{slow}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{slow}}})
 	next := e
 	next.LastName = "Hall"
 	_, err = r.build(t, acct).Update(ctx, next, prev.ETag)

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // direct runs do, the write of the entity, then Sync: the direct mode. It
@@ -27,7 +28,7 @@ func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Conte
 // storedVersion returns the ETag of the stored entity id, "" when there is
 // none. Cost: 1 transaction.
 func (ix *Inter[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, error) {
-	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey, &tablekit.GetOptions{Select: []string{"PartitionKey"}})
+	e, err := core.GetSelect(ctx, ix.raw, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return "", nil
 	}
@@ -100,7 +101,7 @@ func (ix *Inter[T]) repair(ctx context.Context, req SyncRequest) error {
 		// fails whenever it reaches the service. If not, the write has
 		// been applied or can never be (an ETag never comes back).
 		fence := tablekit.Entity{PartitionKey: pk, RowKey: rk}
-		if _, err := ix.raw.Update(ctx, fence, tablekit.Merge, g.ETag); err != nil && !isConflict(err) {
+		if _, err := ix.raw.Merge(ctx, fence, g.ETag); err != nil && !isConflict(err) {
 			return err
 		}
 		return ix.Sync(ctx, pk, rk)

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // ListKey names one id list: the list of the entities that have Value in
@@ -59,7 +60,7 @@ type ListOptions struct {
 	// read-modify-write cycle while other writers keep changing the list;
 	// then it fails with a *ConflictError (tablekit.ErrPreconditionFailed).
 	// Its zero fields take the package's defaults: 30 attempts, full-jitter
-	// exponential back-off from 10 ms up to 2 s ([tablekit.DefaultConflictRetry]
+	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
 	// with a longer cap), which carries tens of writers in separate
 	// processes on one list.
 	Retry tablekit.RetryPolicy
@@ -88,7 +89,7 @@ type EntityList struct {
 }
 
 // NewEntityList returns an EntityList storing index entities in table,
-// through its property-bag view (table.Entities(): the index entities keep
+// through its property-bag view (table.AsEntities(): the index entities keep
 // table's tracing, logger and Cosmos DB mode). E is the table's type,
 // whatever it is: the index entities are property bags.
 func NewEntityList[E any](table *tablekit.Table[E], opts *ListOptions) (*EntityList, error) {
@@ -100,7 +101,7 @@ func NewEntityList[E any](table *tablekit.Table[E], opts *ListOptions) (*EntityL
 	if err != nil {
 		return nil, err
 	}
-	return &EntityList{table: table.Entities(), retry: p}, nil
+	return &EntityList{table: table.AsEntities(), retry: p}, nil
 }
 
 // TableName returns the name of the table that holds the index entities.
@@ -169,7 +170,7 @@ func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, r
 		return err
 	}
 	defer unlock()
-	cur, err := l.table.Get(ctx, pk, rk, nil)
+	cur, err := l.table.Get(ctx, pk, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return err
@@ -204,7 +205,7 @@ func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, r
 		if err = setIDs(op, &e, ids, what); err != nil {
 			return err
 		}
-		_, err = l.table.Update(ctx, e, tablekit.Replace, cur.ETag)
+		_, err = l.table.Update(ctx, e, cur.ETag)
 	}
 	return err
 }
@@ -216,7 +217,7 @@ func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -307,12 +308,12 @@ func (l *BlobList) read(ctx context.Context, name string) ([]string, azcore.ETag
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", tablekit.WrapError("GetBlob", err)
+		return nil, "", core.WrapError("GetBlob", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, "", tablekit.WrapError("GetBlob", err)
+		return nil, "", core.WrapError("GetBlob", err)
 	}
 	var etag azcore.ETag
 	if resp.ETag != nil {
@@ -384,18 +385,18 @@ func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool)
 		_, err = bb.UploadBuffer(ctx, buf.Bytes(), opts)
 		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			if _, cerr := l.container.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-				return false, tablekit.WrapError("CreateContainer", cerr)
+				return false, core.WrapError("CreateContainer", cerr)
 			}
-			return true, tablekit.WrapError("PutBlob", err)
+			return true, core.WrapError("PutBlob", err)
 		}
 	}
 	if err == nil {
 		return false, nil
 	}
 	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
-		return true, tablekit.WrapError(sdkOp, err)
+		return true, core.WrapError(sdkOp, err)
 	}
-	return false, tablekit.WrapError(sdkOp, err)
+	return false, core.WrapError(sdkOp, err)
 }
 
 // IDs returns the ids in the list's blob. Cost: 1 transaction.

@@ -253,7 +253,7 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 // A BlobList says which container holds its lists.
 func TestBlobListContainerName(t *testing.T) {
 	acct := testenv.Account(t, nil)
-	l, err := index.NewBlobList(acct.Container("employee-lists"), nil)
+	l, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,11 +278,11 @@ func TestIntraDeleteIfExistsLostAnswerSettles(t *testing.T) {
 	setup := testenv.Account(t, nil)
 	name := newTable(t, setup)
 	var armed atomic.Bool
-	acct := testenv.Account(t, &tablekit.Options{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: fastRetries, PerRetryPolicies: []policy.Policy{
 		loseAnswer(&armed, func(r *http.Request) bool {
 			return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "$batch")
 		}),
-	}})
+	}}})
 	ix, err := index.NewIntra(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -83,16 +83,16 @@ func keyRingError(op, detail string, sentinel error) error {
 // becomes current. The key is copied.
 func (r *KeyRing) Add(id string, key []byte) error {
 	if p := cryptkey.IDProblem(id); p != "" {
-		return keyRingError("KeyRing.Add", p, tablekit.ErrInvalidInput)
+		return keyRingError("keyring.KeyRing.Add", p, tablekit.ErrInvalidInput)
 	}
 	if len(key) != KeySize {
-		return keyRingError("KeyRing.Add", fmt.Sprintf("key %q is %d bytes; AES-256 keys are %d bytes (use GenerateKey)", id, len(key), KeySize), tablekit.ErrInvalidInput)
+		return keyRingError("keyring.KeyRing.Add", fmt.Sprintf("key %q is %d bytes; AES-256 keys are %d bytes (use GenerateKey)", id, len(key), KeySize), tablekit.ErrInvalidInput)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.keys[id]; ok {
 		if string(old[:]) != string(key) {
-			return keyRingError("KeyRing.Add", fmt.Sprintf("key id %q is already in the ring with a different key", id), tablekit.ErrAlreadyExists)
+			return keyRingError("keyring.KeyRing.Add", fmt.Sprintf("key id %q is already in the ring with a different key", id), tablekit.ErrAlreadyExists)
 		}
 		return nil
 	}
@@ -115,7 +115,7 @@ func (r *KeyRing) SetCurrent(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.keys[id]; !ok {
-		return keyRingError("KeyRing.SetCurrent", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
+		return keyRingError("keyring.KeyRing.SetCurrent", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
 	}
 	r.current = id
 	return nil
@@ -140,10 +140,10 @@ func (r *KeyRing) Remove(id string) error {
 	defer r.mu.Unlock()
 	k, ok := r.keys[id]
 	if !ok {
-		return keyRingError("KeyRing.Remove", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
+		return keyRingError("keyring.KeyRing.Remove", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
 	}
 	if id == r.current {
-		return keyRingError("KeyRing.Remove", fmt.Sprintf("key %q is current; make another key current first", id), tablekit.ErrInvalidInput)
+		return keyRingError("keyring.KeyRing.Remove", fmt.Sprintf("key %q is current; make another key current first", id), tablekit.ErrInvalidInput)
 	}
 	clear(k[:])
 	delete(r.keys, id)
@@ -175,7 +175,7 @@ func (r *KeyRing) CurrentKey(ctx context.Context) (string, []byte, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.current == "" {
-		return "", nil, keyRingError("KeyRing.CurrentKey", "the key ring is empty: add a key first", tablekit.ErrKeyNotFound)
+		return "", nil, keyRingError("keyring.KeyRing.CurrentKey", "the key ring is empty: add a key first", tablekit.ErrKeyNotFound)
 	}
 	return r.current, slices.Clone(r.keys[r.current][:]), nil
 }
@@ -187,7 +187,7 @@ func (r *KeyRing) ResolveKey(ctx context.Context, id string) ([]byte, error) {
 	defer r.mu.RUnlock()
 	k, ok := r.keys[id]
 	if !ok {
-		return nil, keyRingError("KeyRing.ResolveKey", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
+		return nil, keyRingError("keyring.KeyRing.ResolveKey", fmt.Sprintf("no key %q in the ring", id), tablekit.ErrKeyNotFound)
 	}
 	return slices.Clone(k[:]), nil
 }

@@ -48,8 +48,8 @@ func TestKeyRing(t *testing.T) {
 		{strings.Repeat("x", keyring.MaxKeyIDLength+1), k1, tablekit.ErrInvalidInput},
 		{"short", k1[:16], tablekit.ErrInvalidInput},
 	} {
-		if err := ring.Add(tc.id, tc.key); !errors.Is(err, tc.is) {
-			t.Errorf("Add(%q, %d bytes): %v", tc.id, len(tc.key), err)
+		if err := ring.Add(tc.id, tc.key); !errors.Is(err, tc.is) || !strings.HasPrefix(err.Error(), "keyring: KeyRing.Add: ") {
+			t.Errorf("Add(%q, %d bytes): %v (want %v, starting keyring: KeyRing.Add:)", tc.id, len(tc.key), err, tc.is)
 		}
 	}
 	if err := ring.Add(strings.Repeat("x", keyring.MaxKeyIDLength), k1); err != nil {

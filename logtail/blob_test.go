@@ -516,7 +516,7 @@ func TestBlobWriterInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := acct.Container("unused")
+	c := acct.Blobs().ServiceClient().NewContainerClient("unused")
 	for _, o := range []logtail.WriterOptions{
 		{FlushBytes: -1}, {FlushBytes: logtail.MaxFlushBytes + 1}, {Period: 7 * time.Minute},
 		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, {MaxBlocks: 50001}, {FlushInterval: -1}, {FlushTimeout: -1},

@@ -291,7 +291,7 @@ func TestChaosBlobLog(t *testing.T) {
 		ctx := context.Background()
 		inj, err := chaos.New(seed, &chaos.Config{
 			Reset: 0.04, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.04, Delay: 0.06,
-			Services: []string{tablekit.ServiceBlob},
+			Services: []string{"blob"},
 			// Faults may outlast the SDK's retries: flushes then fail
 			// (their records stay buffered), Get Block List included.
 			MaxConsecutive: -1,
@@ -314,7 +314,7 @@ func TestChaosBlobLog(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return acct.Container(cname), nil
+			return acct.Blobs().ServiceClient().NewContainerClient(cname), nil
 		}
 
 		reg := newBlobRegistry()

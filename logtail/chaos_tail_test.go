@@ -359,7 +359,7 @@ func TestChaosLogTail(t *testing.T) {
 		ctx := context.Background()
 		inj, err := chaos.New(seed, &chaos.Config{
 			Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-			Services: []string{tablekit.ServiceTable},
+			Services: []string{"table"},
 			// Faults may outlast the SDK's retries: appends then fail, or
 			// end with an unknown outcome.
 			MaxConsecutive: -1,
@@ -370,10 +370,10 @@ func TestChaosLogTail(t *testing.T) {
 		setup := inj.Account(t, nil)
 		inj.SetEnabled(false)
 		name := testenv.TableName(t)
-		if _, err := setup.Table(name).CreateTable(ctx, nil); err != nil {
+		if _, err := setup.Tables().NewClient(name).CreateTable(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { setup.Table(name).Delete(context.Background(), nil) })
+		t.Cleanup(func() { setup.Tables().NewClient(name).Delete(context.Background(), nil) })
 		inj.SetEnabled(true)
 
 		reg := newTailRegistry()

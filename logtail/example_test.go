@@ -103,7 +103,7 @@ func ExampleWriter() {
 	if err != nil {
 		panic(err)
 	}
-	c := acct.Container("logs") // must exist
+	c := acct.Blobs().ServiceClient().NewContainerClient("logs") // must exist
 	w, err := logtail.NewWriter(c, "web", &logtail.WriterOptions{
 		FlushBytes:    4 << 20,          // a block per 4 MiB...
 		FlushAge:      30 * time.Second, // ...or per 30 seconds

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // ReaderOptions configures a [Reader]. A nil *ReaderOptions means defaults.
@@ -169,7 +170,7 @@ func (r *Reader) hourBlobs(ctx context.Context, h, from, to time.Time) ([]BlobIn
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, tablekit.WrapError("ListBlobs "+prefix, err)
+			return nil, core.WrapError("ListBlobs "+prefix, err)
 		}
 		for _, it := range page.Segment.BlobItems {
 			if it.Name == nil {
@@ -267,7 +268,7 @@ func isContextErr(err error) bool {
 func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) ([]Record, error) {
 	resp, err := r.c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, tablekit.WrapError("GetBlob "+name, err)
+		return nil, core.WrapError("GetBlob "+name, err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -275,7 +276,7 @@ func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) 
 		buf.Grow(int(*resp.ContentLength))
 	}
 	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, tablekit.WrapError("GetBlob "+name, err)
+		return nil, core.WrapError("GetBlob "+name, err)
 	}
 	var out []Record
 	err = parseRecords(buf.Bytes(), func(rec Record) error {

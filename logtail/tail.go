@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -90,7 +93,7 @@ type Options struct {
 	// page.
 	PageSize int
 	// Clock is the clock Append uses (nil means time.Now).
-	Clock tablekit.Clock
+	Clock func() time.Time
 }
 
 // Log is a log tail over a Table: entries of one partition, read newest
@@ -99,7 +102,7 @@ type Log[T HasEntry] struct {
 	table    *tablekit.Table[T]
 	shards   int
 	pageSize int
-	now      tablekit.Clock
+	now      func() time.Time
 	keyPath  []int // index path of the embedded Entry in T
 	writerID uint32
 	counter  atomic.Uint32
@@ -134,10 +137,10 @@ func New[T HasEntry](table *tablekit.Table[T], opts *Options) (*Log[T], error) {
 	return l, nil
 }
 
-// checkPageSize refuses a PageSize outside 0..MaxPageSize.
+// checkPageSize refuses a PageSize outside 0..1000.
 func checkPageSize(op string, n int) error {
-	if n < 0 || n > tablekit.MaxPageSize {
-		return &tablekit.ValidationError{Op: op, Property: "PageSize", Limit: fmt.Sprintf("0..%d", tablekit.MaxPageSize), Size: n, Detail: "page size out of range", Err: tablekit.ErrInvalidInput}
+	if n < 0 || n > limits.PageSize {
+		return &tablekit.ValidationError{Op: op, Property: "PageSize", Limit: fmt.Sprintf("0..%d", limits.PageSize), Size: n, Detail: "page size out of range", Err: tablekit.ErrInvalidInput}
 	}
 	return nil
 }
@@ -250,7 +253,7 @@ func quote(s string) string {
 // Append inserts v as the newest entry of partition pk, timed now by the
 // Log's clock. See AppendAt.
 func (l *Log[T]) Append(ctx context.Context, pk string, v T) (T, error) {
-	return l.appendAt(ctx, "Log.Append", pk, l.now.Now(), v)
+	return l.appendAt(ctx, "Log.Append", pk, core.Now(l.now), v)
 }
 
 // AppendAt inserts v as an entry of partition pk at time at, and returns
@@ -331,7 +334,7 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 	}
 	// No answer, a 5xx, or a throttled retry after a try whose answer was
 	// lost: look.
-	_, gerr := l.table.Get(ctx, spk, rk, nil)
+	_, gerr := l.table.Get(ctx, spk, rk)
 	return gerr == nil
 }
 
@@ -531,7 +534,7 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 // when after is ""), newest first, asking for at most pageSize entities
 // per request (0: the service's maximum).
 func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) ([]T, error) {
-	if l.table.Cosmos() {
+	if core.Cosmos(l.table) {
 		return nil, &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
 			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Since and Window still work: they sort their range on the client)",
 			Err:    tablekit.ErrUnsupported}

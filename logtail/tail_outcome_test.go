@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablekit/tablekit"
@@ -41,7 +43,7 @@ func TestAppendLostAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := tc.cfg
-			cfg.Services, cfg.Operations = []string{tablekit.ServiceTable}, []string{"InsertEntity"}
+			cfg.Services, cfg.Operations = []string{"table"}, []string{"InsertEntity"}
 			inj, err := chaos.New(1, &cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -108,7 +110,7 @@ func (p *lostThenBusy) Do(req *policy.Request) (*http.Response, error) {
 func TestAppendLostThenThrottled(t *testing.T) {
 	ctx := context.Background()
 	p := &lostThenBusy{}
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{p}, Retry: chaos.FastRetry()})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}, Retry: chaos.FastRetry()}})
 	l, _ := newLog(t, acct, nil)
 	got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 	if n := p.tries.Load(); n < 2 {
@@ -171,11 +173,7 @@ func TestAppendLostAnswerContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lose := &loseFirstInsert{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerCallPolicies:  []policy.Policy{&cancelAfterConflict{cancel: cancel}},
-		PerRetryPolicies: []policy.Policy{lose},
-		Retry:            chaos.FastRetry(),
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{&cancelAfterConflict{cancel: cancel}}, PerRetryPolicies: []policy.Policy{lose}, Retry: chaos.FastRetry()}})
 	l, _ := newLog(t, acct, nil)
 	got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 	if n := lose.tries.Load(); n != 2 {

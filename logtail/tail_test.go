@@ -350,7 +350,7 @@ func TestShardedLayout(t *testing.T) {
 		if old, _ := keys.Compound(prefix, pk); old == e.PartitionKey {
 			t.Fatalf("the test partition %q does not tell the layouts apart", pk)
 		}
-		if _, err := tbl.Get(ctx, want, e.RowKey, nil); err != nil {
+		if _, err := tbl.Get(ctx, want, e.RowKey); err != nil {
 			t.Fatalf("entry %d is not at %s/%s: %v", i, want, e.RowKey, err)
 		}
 	}

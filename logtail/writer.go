@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // Metadata names of a log blob. The service may return them with other
@@ -94,7 +95,7 @@ type WriterOptions struct {
 	MaxBlobBytes int64
 	// Clock gives record times for Write and the age of the buffer (nil
 	// means time.Now). Tests inject a simulated clock.
-	Clock tablekit.Clock
+	Clock func() time.Time
 	// Logger receives the Writer's log records, with structured fields
 	// (container, source, blob, block, records, error): a failed flush of
 	// the FlushInterval goroutine, which has no caller to return its error
@@ -338,7 +339,7 @@ func (w *Writer) background(ctx context.Context) {
 // Write writes a record of msg timed now by the Writer's Clock. See
 // WriteRecord.
 func (w *Writer) Write(ctx context.Context, msg string) error {
-	return w.writeRecord(ctx, "Writer.Write", Record{Time: w.o.Clock.Now(), Message: msg})
+	return w.writeRecord(ctx, "Writer.Write", Record{Time: core.Now(w.o.Clock), Message: msg})
 }
 
 // WriteRecord accepts r (a zero r.Time means now, by the Clock). It returns
@@ -372,7 +373,7 @@ func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 
 func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 	if r.Time.IsZero() {
-		r.Time = w.o.Clock.Now()
+		r.Time = core.Now(w.o.Clock)
 	}
 	r.Time = r.Time.UTC()
 	p := r.Time.Truncate(w.o.Period)
@@ -406,7 +407,7 @@ func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 		}
 		if reason < 0 {
 			w.cur.data = line
-			w.cur.note(r.Time, p, w.o.Clock.Now())
+			w.cur.note(r.Time, p, core.Now(w.o.Clock))
 			w.accepted++
 			w.stats.Accepted++
 			return nil
@@ -442,7 +443,7 @@ func (w *Writer) writeThroughLocked(ctx context.Context, line []byte, t, p time.
 			return err
 		}
 	}
-	w.cur.add(line, t, p, w.o.Clock.Now())
+	w.cur.add(line, t, p, core.Now(w.o.Clock))
 	w.accepted++
 	w.stats.Accepted++
 	if err := w.flushStepLocked(ctx, reasonWriteThrough); err != nil {
@@ -474,7 +475,7 @@ func (w *Writer) dueLocked() bool {
 	if w.head != nil {
 		oldest = w.head
 	}
-	return oldest.n > 0 && w.o.Clock.Now().Sub(oldest.since) >= w.o.FlushAge
+	return oldest.n > 0 && core.Now(w.o.Clock).Sub(oldest.since) >= w.o.FlushAge
 }
 
 // flushStepLocked makes one step towards an empty buffer: when another

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -32,17 +34,17 @@ func TestBlobWriterUnsettledCommit(t *testing.T) {
 			// The first Put Block List try is applied, then answered 500;
 			// every Get Block List try fails.
 			lost, err := chaos.New(1, &chaos.Config{TimeoutAfter: 1, MaxConsecutive: 1, MaxFaults: 1,
-				Services: []string{tablekit.ServiceBlob}, Operations: []string{"PutBlockList"}})
+				Services: []string{"blob"}, Operations: []string{"PutBlockList"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			blind, err := chaos.New(1, &chaos.Config{Reset: 1, MaxConsecutive: -1,
-				Services: []string{tablekit.ServiceBlob}, Operations: []string{"GetBlockList"}})
+				Services: []string{"blob"}, Operations: []string{"GetBlockList"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := lost.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}})
+			acct := lost.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
 			lost.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
@@ -114,17 +116,17 @@ func TestBlobWriteThroughAfterLostCommit(t *testing.T) {
 			// Every try of the commit is applied (or meets the applied
 			// one), and every answer is lost.
 			inj, err := chaos.New(1, &chaos.Config{AnswerLost: 1, MaxConsecutive: -1, MaxFaults: 4,
-				Services: []string{tablekit.ServiceBlob}, Operations: []string{"PutBlockList"}})
+				Services: []string{"blob"}, Operations: []string{"PutBlockList"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			blind, err := chaos.New(1, &chaos.Config{Reset: 1, MaxConsecutive: -1,
-				Services: []string{tablekit.ServiceBlob}, Operations: []string{"GetBlockList"}})
+				Services: []string{"blob"}, Operations: []string{"GetBlockList"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := inj.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{blind.Policy(probe.Endpoints())}})
+			acct := inj.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
 			inj.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -80,7 +82,7 @@ func (h *hangBlockList) Do(req *policy.Request) (*http.Response, error) {
 // Block List requests pass through h.
 func hangWriter(t *testing.T, h *hangBlockList, o logtail.WriterOptions) (*logtail.Writer, *logtail.Reader, *simClock) {
 	t.Helper()
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{h}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{h}}})
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
 	o.Clock = clock.Now
@@ -267,7 +269,7 @@ func TestBlobWriterConcurrentFaults(t *testing.T) {
 	ctx := context.Background()
 	const writers, records = 8, 100
 	f := &faultBlockList{}
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{f}, Retry: policy.RetryOptions{RetryDelay: 5 * time.Millisecond}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{f}, Retry: policy.RetryOptions{RetryDelay: 5 * time.Millisecond}}})
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
 	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushBytes: 2000, FlushTimeout: 200 * time.Millisecond, Clock: clock.Now})

@@ -82,7 +82,7 @@ func wantFields(t *testing.T, rec map[string]any, want map[string]string, presen
 func TestBlobWriterLogsBackgroundFlush(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
-	c := acct.Container(testenv.ContainerName(t)) // never created: every flush fails
+	c := acct.Blobs().ServiceClient().NewContainerClient(testenv.ContainerName(t)) // never created: every flush fails
 	var logs logBuffer
 	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushAge: time.Millisecond, FlushInterval: 5 * time.Millisecond, Logger: logs.logger()})
 	if err != nil {

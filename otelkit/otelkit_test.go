@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -40,7 +42,7 @@ func traced(t *testing.T) (*tablekit.Account, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	return testenv.Account(t, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)}), exp
+	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}}), exp
 }
 
 // spanTree indexes exported spans by id.
@@ -183,7 +185,7 @@ func TestWorkerMessageSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	poison := acct.Queue(archive.PoisonQueueName(queue))
+	poison := acct.Queues().NewQueueClient(archive.PoisonQueueName(queue))
 	if _, err := poison.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestWorkerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	t.Cleanup(func() { acct.Queue(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Queues().NewQueueClient(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
 
 	// "ok" succeeds, "flaky" fails its first attempt, "bad" fails
 	// permanently (poisoned), "hold" blocks until released.

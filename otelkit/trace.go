@@ -11,8 +11,8 @@ import (
 )
 
 // TracingProvider returns an azcore tracing.Provider that creates its spans
-// with tp. Give it to tablekit.Options.TracingProvider (or to an SDK
-// client's options). A nil tp gives the zero Provider, which traces
+// with tp. Give it to tablekit.Options' ClientOptions.TracingProvider (or
+// to an SDK client's options). A nil tp gives the zero Provider, which traces
 // nothing.
 func TracingProvider(tp trace.TracerProvider) tracing.Provider {
 	if tp == nil {

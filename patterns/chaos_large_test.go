@@ -66,7 +66,7 @@ func TestChaosLarge(t *testing.T) {
 		ctx := context.Background()
 		cfg := &chaos.Config{
 			Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-			Services: []string{tablekit.ServiceTable, tablekit.ServiceBlob},
+			Services: []string{"table", "blob"},
 		}
 		var injs chaosInjectors
 		inj := injs.add(t, seed, 0, cfg)
@@ -99,7 +99,7 @@ func TestChaosLarge(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return patterns.NewLarge(mine, acct.Container(contName), opts)
+			return patterns.NewLarge(mine, acct.Blobs().ServiceClient().NewContainerClient(contName), opts)
 		}
 
 		// Readers Get and Query until the writers are done.

@@ -26,7 +26,7 @@ func TestChaosSeries(t *testing.T) {
 		ctx := context.Background()
 		inj, err := chaos.New(seed, &chaos.Config{
 			Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-			Services: []string{tablekit.ServiceTable},
+			Services: []string{"table"},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func TestChaosWide(t *testing.T) {
 		ctx := context.Background()
 		cfg := &chaos.Config{
 			Reset: 0.05, AnswerLost: 0.07, ServerBusy: 0.04, TimeoutBefore: 0.02, TimeoutAfter: 0.03, Delay: 0.05,
-			Services: []string{tablekit.ServiceTable},
+			Services: []string{"table"},
 		}
 		var injs chaosInjectors
 		inj := injs.add(t, seed, 0, cfg)

@@ -7,6 +7,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 )
@@ -27,7 +30,7 @@ type DenormalizeOptions struct {
 	Registry *Registry
 	// Retry says how often, and with what back-off, Write starts again
 	// when a copy changed between reading and writing it (see Write). The
-	// zero value means tablekit.DefaultConflictRetry.
+	// zero value means core.ConflictRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -48,7 +51,7 @@ type Denormalizer[S any] struct {
 
 // NewDenormalizer returns a Denormalizer writing to table with mapping
 // (source property -> property of the copy). It uses table's property-bag
-// view (table.Entities(): the entities keep table's client-side
+// view (table.AsEntities(): the entities keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode); E, the table's type,
 // need not be S, since the table usually holds the copies' type too.
 func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]string, opts *DenormalizeOptions) (*Denormalizer[S], error) {
@@ -56,7 +59,7 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 	if table == nil || len(mapping) == 0 {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or empty mapping", Err: tablekit.ErrInvalidInput}
 	}
-	d := &Denormalizer[S]{table: table.Entities(), mapping: maps.Clone(mapping), retry: tablekit.DefaultConflictRetry}
+	d := &Denormalizer[S]{table: table.AsEntities(), mapping: maps.Clone(mapping), retry: core.ConflictRetry}
 	d.sources = slices.Sorted(maps.Keys(mapping))
 	seen := map[string]string{}
 	for _, src := range d.sources {
@@ -69,19 +72,19 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 		}
 		seen[dst] = src
 	}
-	d.encode = tablekit.EncodeEntity[S]
+	d.encode = core.Encode[S]
 	if opts != nil {
 		if opts.Registry != nil {
 			reg := opts.Registry
 			d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("Denormalizer.Write", v) }
 		}
-		if err := opts.Retry.Validate(op); err != nil {
+		if err := core.ValidateRetry(op, opts.Retry); err != nil {
 			return nil, err
 		}
-		d.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
+		d.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
 	}
 	var zero S
-	if _, err := tablekit.EncodeEntity(zero); err != nil {
+	if _, err := core.Encode(zero); err != nil {
 		return nil, withOp(op, err)
 	}
 	return d, nil
@@ -111,12 +114,12 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 	if err != nil {
 		return "", err
 	}
-	if len(copyRowKeys)+1 > tablekit.MaxTransactionActions {
+	if len(copyRowKeys)+1 > limits.TransactionActions {
 		return "", &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 99 copies (one transaction)", Size: len(copyRowKeys), Detail: "too many copies for one entity group transaction; keep fewer copies or use eventually consistent updates (package archive)", Err: tablekit.ErrTooLarge}
 	}
-	source := tablekit.UpsertAction(e, tablekit.Replace)
+	source := tablekit.UpsertAction(e)
 	if e.ETag != "" {
-		source = tablekit.UpdateAction(e, tablekit.Replace, e.ETag)
+		source = tablekit.UpdateAction(e, e.ETag)
 	}
 	copied := make(map[string]any, len(d.mapping))
 	var absent []string
@@ -131,12 +134,12 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 		actions := []tablekit.Action[tablekit.Entity]{source}
 		for _, rk := range copyRowKeys {
 			c := tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: rk, Properties: copied}
-			actions = append(actions, tablekit.UpdateAction(c, tablekit.Merge, azcore.ETagAny))
+			actions = append(actions, tablekit.MergeAction(c, azcore.ETagAny))
 		}
 		return sourceETag(d.table.Transaction(ctx, actions...))
 	}
 	var last error
-	for range d.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, d.retry) {
 		copies, err := d.readCopies(ctx, e.PartitionKey, copyRowKeys)
 		if err != nil {
 			return "", err
@@ -147,7 +150,7 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 			for _, name := range absent {
 				delete(c.Properties, name)
 			}
-			actions = append(actions, tablekit.UpdateAction(c, tablekit.Replace, c.ETag))
+			actions = append(actions, tablekit.UpdateAction(c, c.ETag))
 		}
 		etags, err := d.table.Transaction(ctx, actions...)
 		if last = err; err == nil || !isConflict(err) || failedAction(err) == 0 {

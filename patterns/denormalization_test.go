@@ -67,7 +67,7 @@ func TestDenormalizer(t *testing.T) {
 	if _, err := d.Write(ctx, mgr, "Sales"); err != nil {
 		t.Fatal(err)
 	}
-	e, err := tbl.Get(ctx, "Sales", "Sales", nil)
+	e, err := tbl.Get(ctx, "Sales", "Sales")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@
 //
 // Every constructor takes the application's own *tablekit.Table[T] (for
 // [PeriodTables], the *tablekit.Account its tables are created in) and
-// stores through its property-bag view, [tablekit.Table.Entities]: the
+// stores through its property-bag view, [tablekit.Table.AsEntities]: the
 // pattern's physical entities keep the table's client-side encryption,
 // tracing, logger, governor and Cosmos DB mode. Wide and Large store T
 // itself; Series, Stream, Mixed and Denormalizer decide their own shapes,
@@ -73,7 +73,7 @@
 //	Mixed          ✓     ✓       ✓       ✓       —       ✓          ✓
 //	PeriodTables   —     ✓       ✓       —       —       —          —
 //
-// Wide.Merge is an Upsert of some properties (tablekit.Merge mode); Series
+// Wide.Merge is an insert-or-merge of some properties (tablekit.Table.Merge); Series
 // adds Add and Set (a Modify of one slot), Stream Append (an Upsert of
 // events, in bulk) and Denormalizer Write (an Upsert, or an Update when
 // the source carries an ETag, together with its copies). Each type's

@@ -102,7 +102,7 @@ type Profile struct {
 func ExampleLarge() {
 	ctx := context.Background()
 	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
-	l, err := patterns.NewLarge(profiles, acct.Container("profile-photos"), nil)
+	l, err := patterns.NewLarge(profiles, acct.Blobs().ServiceClient().NewContainerClient("profile-photos"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func ExampleLarge() {
 func ExampleLarge_Update() {
 	ctx := context.Background()
 	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
-	photos := acct.Container(fmt.Sprintf("photos-%d", time.Now().UnixNano()%1e9))
+	photos := acct.Blobs().ServiceClient().NewContainerClient(fmt.Sprintf("photos-%d", time.Now().UnixNano()%1e9))
 	if _, err := photos.Create(ctx, nil); err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -81,7 +83,7 @@ func isBatch(r *http.Request) bool {
 func gatedAccount(t *testing.T, g *gate, more ...policy.Policy) *tablekit.Account {
 	t.Helper()
 	t.Cleanup(g.open) // never leave a request held
-	return testenv.Account(t, &tablekit.Options{PerRetryPolicies: append(more, g)})
+	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: append(more, g)}})
 }
 
 // openEntityTable opens the existing table name through acct.

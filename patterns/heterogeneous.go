@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -136,15 +137,15 @@ func Register[T any](r *Registry, kind string, version int) error {
 		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
 	}
 	var zero T
-	if _, err := tablekit.EncodeEntity(zero); err != nil {
+	if _, err := core.Encode(zero); err != nil {
 		return withOp("patterns.Register", err)
 	}
 	kv := kindVersion{kind, version}
 	info := &kindInfo{
 		kindVersion: kv,
 		typ:         typ,
-		decode:      func(e tablekit.Entity) (any, error) { return tablekit.Decode[T](e) },
-		encode:      func(v any) (tablekit.Entity, error) { return tablekit.EncodeEntity(v.(T)) },
+		decode:      func(e tablekit.Entity) (any, error) { return core.Decode[T](e) },
+		encode:      func(v any) (tablekit.Entity, error) { return core.Encode(v.(T)) },
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -242,7 +243,10 @@ func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
 			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
 		}
 	}
-	e.Set(r.prop, TypeValue(info.kind, info.version))
+	if e.Properties == nil {
+		e.Properties = map[string]any{}
+	}
+	e.Properties[r.prop] = TypeValue(info.kind, info.version)
 	return e, nil
 }
 
@@ -260,8 +264,8 @@ func KindOf[T any](r *Registry) (kind string, version int, ok bool) {
 // Mixed is a table of heterogeneous entities: reads decode every row
 // through a Registry into its own Go type (or tablekit.Entity for kinds it
 // does not know), writes take any registered value. Its verbs are
-// tablekit.Table's, each one request: Get, Insert, Upsert and Update (with
-// their UpdateMode), Delete (with an ETag), DeleteIfExists, Query and
+// tablekit.Table's, each one request: Get, Insert, Upsert and Update
+// (which replace), Merge, Delete (with an ETag), DeleteIfExists, Query and
 // Transaction. A Mixed is safe for concurrent use.
 type Mixed struct {
 	table *tablekit.Table[tablekit.Entity]
@@ -269,14 +273,14 @@ type Mixed struct {
 }
 
 // NewMixed returns a Mixed over table, decoding with reg. It uses table's
-// property-bag view (table.Entities(): the entities keep table's
+// property-bag view (table.AsEntities(): the entities keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode); E, the
 // table's type, does not matter.
 func NewMixed[E any](table *tablekit.Table[E], reg *Registry) (*Mixed, error) {
 	if table == nil || reg == nil {
 		return nil, &tablekit.ValidationError{Op: "patterns.NewMixed", Detail: "nil table or registry", Err: tablekit.ErrInvalidInput}
 	}
-	return &Mixed{table: table.Entities(), reg: reg}, nil
+	return &Mixed{table: table.AsEntities(), reg: reg}, nil
 }
 
 // Registry returns the Mixed's Registry.
@@ -289,7 +293,7 @@ func (m *Mixed) Table() *tablekit.Table[tablekit.Entity] { return m.table }
 // type's etag field when it has one. It returns an error matching
 // tablekit.ErrNotFound when the entity does not exist.
 func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
-	e, err := m.table.Get(ctx, pk, rk, nil)
+	e, err := m.table.Get(ctx, pk, rk)
 	if err != nil {
 		return nil, withOp("Mixed.Get", err)
 	}
@@ -308,28 +312,39 @@ func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
 	return etag, withOp("Mixed.Insert", err)
 }
 
-// Upsert inserts v, a value of a registered type, or replaces (merges
-// into, with tablekit.Merge) whatever version is stored, and returns the
-// new ETag.
-func (m *Mixed) Upsert(ctx context.Context, v any, mode tablekit.UpdateMode) (azcore.ETag, error) {
+// Upsert inserts v, a value of a registered type, or replaces whatever
+// version is stored, and returns the new ETag.
+func (m *Mixed) Upsert(ctx context.Context, v any) (azcore.ETag, error) {
 	e, err := m.reg.encode("Mixed.Upsert", v)
 	if err != nil {
 		return "", err
 	}
-	etag, err := m.table.Upsert(ctx, e, mode)
+	etag, err := m.table.Upsert(ctx, e)
 	return etag, withOp("Mixed.Upsert", err)
 }
 
-// Update updates the stored entity with v's keys if its ETag is still etag
-// (azcore.ETagAny: any version), and returns the new ETag; see
+// Update replaces the stored entity with v's keys if its ETag is still
+// etag (azcore.ETagAny: any version), and returns the new ETag; see
 // tablekit.Table.Update.
-func (m *Mixed) Update(ctx context.Context, v any, mode tablekit.UpdateMode, etag azcore.ETag) (azcore.ETag, error) {
+func (m *Mixed) Update(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
 	e, err := m.reg.encode("Mixed.Update", v)
 	if err != nil {
 		return "", err
 	}
-	etag, err = m.table.Update(ctx, e, mode, etag)
+	etag, err = m.table.Update(ctx, e, etag)
 	return etag, withOp("Mixed.Update", err)
+}
+
+// Merge merges v's properties into the stored entity with v's keys, and
+// returns the new ETag; etag says which version it may merge into, as for
+// tablekit.Table.Merge ("": insert or merge).
+func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
+	e, err := m.reg.encode("Mixed.Merge", v)
+	if err != nil {
+		return "", err
+	}
+	etag, err = m.table.Merge(ctx, e, etag)
+	return etag, withOp("Mixed.Merge", err)
 }
 
 // Delete deletes an entity if its ETag is still etag (azcore.ETagAny: any
@@ -410,7 +425,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
 				continue
 			}
-			t, err := tablekit.Decode[T](e)
+			t, err := core.Decode[T](e)
 			if !yield(t, withOp(op, err)) || err != nil {
 				return
 			}
@@ -422,7 +437,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 // tablekit.Entity) as one entity group transaction: several kinds of
 // entity of one partition change atomically, e.g.
 //
-//	etags, err := m.Transaction(ctx, tablekit.InsertAction[any](emp), tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+//	etags, err := m.Transaction(ctx, tablekit.InsertAction[any](emp), tablekit.MergeAction[any](dept, dept.ETag))
 //
 // As tablekit.Table.Transaction, it returns each action's new ETag, in
 // the order of the actions ("" for a delete), so that the caller can
@@ -431,11 +446,11 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	const op = "Mixed.Transaction"
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		e, err := m.reg.encode(op, a.Value)
+		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
 		if err != nil {
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
-		conv[i] = tablekit.Action[tablekit.Entity]{Kind: a.Kind, Mode: a.Mode, Value: e, ETag: a.ETag}
+		conv[i] = c
 	}
 	etags, err := m.table.Transaction(ctx, conv...)
 	return etags, withOp(op, err)

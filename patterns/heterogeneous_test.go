@@ -75,7 +75,7 @@ func TestMixedByProperty(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stored, _ := tbl.Get(ctx, "Sales", "000102", nil)
+	stored, _ := tbl.Get(ctx, "Sales", "000102")
 	if stored.Properties["EntityType"] != "Employee.v2" {
 		t.Fatalf("type value %v", stored.Properties["EntityType"])
 	}
@@ -140,7 +140,7 @@ func TestMixedByProperty(t *testing.T) {
 	before = acct.Meter().Snapshot()
 	etags, err := m.Transaction(ctx,
 		tablekit.InsertAction[any](Employee{Department: "Sales", Key: "000103", Name: "Di", Age: 29}),
-		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+		tablekit.MergeAction[any](dept, dept.ETag))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestMixedByProperty(t *testing.T) {
 	// The stale department ETag now fails the whole transaction.
 	_, err = m.Transaction(ctx,
 		tablekit.InsertAction[any](Employee{Department: "Sales", Key: "000104", Name: "Ed"}),
-		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+		tablekit.MergeAction[any](dept, dept.ETag))
 	var te *tablekit.TransactionError
 	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Fatalf("stale transaction: %v", err)
@@ -190,7 +190,7 @@ func TestMixedByRowKeyPrefix(t *testing.T) {
 		EmployeeV2{Department: "Sales", Key: key("Employee", "000102"), First: "Cy"},
 		tablekit.Entity{PartitionKey: "Sales", RowKey: key("Project", "p1")},
 	} {
-		if _, err := m.Upsert(ctx, r, tablekit.Replace); err != nil {
+		if _, err := m.Upsert(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -126,7 +127,7 @@ func (p fixedPeriod) Parse(stamp string) (time.Time, error) {
 // defaults.
 type PeriodOptions struct {
 	// Clock decides the current period (nil means time.Now).
-	Clock tablekit.Clock
+	Clock func() time.Time
 	// Table configures every period's Table (e.g. encryption).
 	Table *tablekit.TableOptions
 }
@@ -150,7 +151,7 @@ type PeriodTables[T any] struct {
 	acct    *tablekit.Account
 	prefix  string
 	period  Period
-	now     tablekit.Clock
+	now     func() time.Time
 	topts   *tablekit.TableOptions
 	width   int
 	mu      sync.Mutex
@@ -181,7 +182,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	}
 	sample := period.Stamp(period.Start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
-	if err := tablekit.ValidateTableName(prefix + sample); err != nil {
+	if err := core.ValidateTableName(prefix + sample); err != nil {
 		return nil, fmt.Errorf("patterns: the table prefix %q does not make valid table names: %w", prefix, withOp(op, err))
 	}
 	for _, r := range prefix {
@@ -232,7 +233,7 @@ func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Tab
 
 // Current returns the table of the current period (see PeriodOptions.Clock).
 func (p *PeriodTables[T]) Current(ctx context.Context) (*tablekit.Table[T], error) {
-	return p.Table(ctx, p.now.Now())
+	return p.Table(ctx, core.Now(p.now))
 }
 
 // Insert inserts v into the table of the period holding at.
@@ -244,13 +245,13 @@ func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v T) (azcore
 	return tbl.Insert(ctx, v)
 }
 
-// Upsert inserts or updates v in the table of the period holding at.
-func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v T, mode tablekit.UpdateMode) (azcore.ETag, error) {
+// Upsert inserts or replaces v in the table of the period holding at.
+func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v T) (azcore.ETag, error) {
 	tbl, err := p.Table(ctx, at)
 	if err != nil {
 		return "", err
 	}
-	return tbl.Upsert(ctx, v, mode)
+	return tbl.Upsert(ctx, v)
 }
 
 // List returns the period tables that exist, oldest first: one query of
@@ -261,16 +262,16 @@ func (p *PeriodTables[T]) List(ctx context.Context) ([]PeriodTable, error) {
 	if ok {
 		f = tablekit.Where("TableName ge ? and TableName lt ?", p.prefix, end)
 	}
-	text, err := f.Build()
-	if err != nil {
+	if err := f.Err(); err != nil {
 		return nil, err
 	}
+	text := f.String()
 	var out []PeriodTable
 	pager := p.acct.Tables().NewListTablesPager(&aztables.ListTablesOptions{Filter: to.Ptr(text)})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, tablekit.WrapError("ListTables", err)
+			return nil, core.WrapError("ListTables", err)
 		}
 		for _, t := range page.Tables {
 			if t == nil || t.Name == nil {
@@ -356,7 +357,7 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]s
 			continue
 		}
 		_, err := p.acct.Tables().DeleteTable(ctx, pt.Name, nil)
-		if err = tablekit.WrapError("DeleteTable", err); err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+		if err = core.WrapError("DeleteTable", err); err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return dropped, err
 		}
 		p.mu.Lock()
@@ -375,6 +376,6 @@ func (p *PeriodTables[T]) Retain(ctx context.Context, n int) ([]string, error) {
 	if n < 1 {
 		return nil, &tablekit.ValidationError{Op: "PeriodTables.Retain", Property: "n", Size: n, Detail: "at least the current period is kept (n >= 1)", Err: tablekit.ErrInvalidInput}
 	}
-	cutoff := p.period.Add(p.period.Start(p.now.Now()), -(n - 1))
+	cutoff := p.period.Add(p.period.Start(core.Now(p.now)), -(n - 1))
 	return p.DropBefore(ctx, cutoff)
 }

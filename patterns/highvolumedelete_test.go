@@ -56,7 +56,7 @@ func TestPeriodTablesRetention(t *testing.T) {
 		}
 	}
 	// Routing: a write at a time goes to that day's table.
-	if _, err := p.Upsert(ctx, today.AddDate(0, 0, -1), Login{User: "late", ID: "x", At: today.AddDate(0, 0, -1)}, tablekit.Replace); err != nil {
+	if _, err := p.Upsert(ctx, today.AddDate(0, 0, -1), Login{User: "late", ID: "x", At: today.AddDate(0, 0, -1)}); err != nil {
 		t.Fatal(err)
 	}
 	tables, err := p.List(ctx)

@@ -20,6 +20,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -36,7 +38,7 @@ type LargeOptions struct {
 	// Threshold is the size above which a string or binary property is
 	// stored in a blob, measured as the service does (2 bytes per UTF-16
 	// code unit of a string, the length of a binary). 0 means
-	// tablekit.MaxPropertyBytes: only values the service would refuse move.
+	// limits.PropertyBytes: only values the service would refuse move.
 	// Whatever the threshold, when an entity would still be over 1 MiB its
 	// largest string and binary properties move to blobs until it fits.
 	Threshold int
@@ -59,12 +61,12 @@ type LargeOptions struct {
 	Grace time.Duration
 	// Clock tells the time for the writes' deadline and Sweep's ages (nil means
 	// time.Now).
-	Clock tablekit.Clock
+	Clock func() time.Time
 	// Retry says how often Upsert, Modify, Update and Delete with
 	// azcore.ETagAny, and DeleteIfExists start again when the entity
 	// changed between reading its references and writing it, and how
 	// often a read re-reads an entity whose blob a concurrent write just
-	// removed. The zero value means tablekit.DefaultConflictRetry.
+	// removed. The zero value means core.ConflictRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -136,7 +138,7 @@ type Large[T any] struct {
 	refProp   string
 	conc      int
 	grace     time.Duration
-	clock     tablekit.Clock
+	clock     func() time.Time
 	retry     tablekit.RetryPolicy
 	isEntity  bool
 	fields    map[string]largeField // property name -> struct field
@@ -154,7 +156,7 @@ type largeField struct {
 const inlineLimit = 1024
 
 // NewLarge returns a Large storing values of T in table, through its
-// property-bag view (table.Entities(): the entities keep table's
+// property-bag view (table.AsEntities(): the entities keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode), with the
 // blobs in container (which must exist).
 func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts *LargeOptions) (*Large[T], error) {
@@ -162,12 +164,12 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 	if table == nil || container == nil {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or container", Err: tablekit.ErrInvalidInput}
 	}
-	view := table.Entities()
-	l := &Large[T]{table: view, typed: table, container: container, threshold: tablekit.MaxPropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: tablekit.DefaultConflictRetry}
+	view := table.AsEntities()
+	l := &Large[T]{table: view, typed: table, container: container, threshold: limits.PropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: core.ConflictRetry}
 	if parts, err := blob.ParseURL(container.URL()); err == nil {
 		l.cname = parts.ContainerName
 	}
-	if names := table.EncryptedProperties(); len(names) > 0 {
+	if names := core.EncryptedProperties(table); len(names) > 0 {
 		l.encrypted = make(map[string]bool, len(names))
 		for _, name := range names {
 			l.encrypted[name] = true
@@ -185,7 +187,7 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 			return nil, &tablekit.ValidationError{Op: op, Property: "Concurrency", Size: opts.Concurrency, Detail: "negative concurrency", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.Threshold > 0 {
-			l.threshold = min(opts.Threshold, tablekit.MaxPropertyBytes)
+			l.threshold = min(opts.Threshold, limits.PropertyBytes)
 		}
 		if opts.BlobPrefix != "" {
 			l.prefix = opts.BlobPrefix
@@ -202,10 +204,10 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 		if opts.Grace > 0 {
 			l.grace = opts.Grace
 		}
-		if err := opts.Retry.Validate(op); err != nil {
+		if err := core.ValidateRetry(op, opts.Retry); err != nil {
 			return nil, err
 		}
-		l.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
+		l.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
 		l.clock = opts.Clock
 	}
 	if !validKind(l.refProp) {
@@ -234,7 +236,7 @@ func (l *Large[T]) ContainerName() string { return l.cname }
 // as, by encoding a value with a marker in that field.
 func largeFields[T any](table *tablekit.Table[T]) (map[string]largeField, error) {
 	var zero T
-	if _, err := table.ToEntity(zero); err != nil {
+	if _, err := core.ToEntity(table, zero); err != nil {
 		return nil, err
 	}
 	typ := reflect.TypeFor[T]()
@@ -258,7 +260,7 @@ func largeFields[T any](table *tablekit.Table[T]) (map[string]largeField, error)
 		} else {
 			fv.SetString(marker)
 		}
-		e, err := table.ToEntity(v)
+		e, err := core.ToEntity(table, v)
 		if err != nil {
 			continue // e.g. a guid string
 		}
@@ -302,7 +304,7 @@ func (l *Large[T]) toEntity(v T) (tablekit.Entity, error) {
 			fv.SetString("")
 		}
 	}
-	e, err := l.typed.ToEntity(v)
+	e, err := core.ToEntity(l.typed, v)
 	if err != nil {
 		return e, err
 	}
@@ -330,7 +332,7 @@ func (l *Large[T]) fromEntity(e tablekit.Entity) (T, error) {
 			small.Properties[name] = val
 		}
 	}
-	v, err := l.typed.FromEntity(small)
+	v, err := core.FromEntity(l.typed, small)
 	if err != nil {
 		return v, err
 	}
@@ -399,7 +401,7 @@ func (l *Large[T]) split(e *tablekit.Entity) ([]*spilled, error) {
 		size += propertySize(name, val)
 	}
 	refSize := func() int { return propertySize(l.refProp, "") + 2*(len(out)+1)*(len(l.prefix)+100) }
-	for size+refSize() > tablekit.MaxEntityBytes {
+	for size+refSize() > limits.EntityBytes {
 		victim, best := "", 0
 		for _, name := range names {
 			val, ok := e.Properties[name]
@@ -482,7 +484,7 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 // readRefs reads only the reference property of an entity (and its ETag):
 // one point query.
 func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]BlobRef, azcore.ETag, error) {
-	e, err := l.table.Get(ctx, pk, rk, &tablekit.GetOptions{Select: []string{l.refProp}})
+	e, err := core.GetSelect(ctx, l.table, pk, rk, l.refProp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -518,7 +520,7 @@ type LargeGetOptions struct {
 func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions) (T, error) {
 	const op = "Large.Get"
 	var zero T
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if err != nil {
 		return zero, withOp(op, err)
 	}
@@ -578,14 +580,14 @@ func (g *goneError) Unwrap() []error { return []error{g.err, errEntityGone} }
 // (ErrMissingBlob).
 func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, skip bool) (tablekit.Entity, error) {
 	var last error
-	for range l.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, l.retry) {
 		out, err := l.restore(ctx, e, skip)
 		var missing *missingBlobError
 		if !errors.As(err, &missing) {
 			return out, err
 		}
 		last = err
-		fresh, err := l.table.Get(ctx, e.PartitionKey, e.RowKey, nil)
+		fresh, err := l.table.Get(ctx, e.PartitionKey, e.RowKey)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return out, &goneError{err}
 		}
@@ -661,7 +663,7 @@ func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (t
 func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
 	resp, err := l.container.NewBlobClient(ref.Blob).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, tablekit.WrapError("GetBlob", err)
+		return nil, core.WrapError("GetBlob", err)
 	}
 	body := resp.NewRetryReader(ctx, nil)
 	defer body.Close()
@@ -731,9 +733,9 @@ func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, 
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return res, tablekit.WrapError("ListBlobs", err)
+			return res, core.WrapError("ListBlobs", err)
 		}
-		now := l.clock.Now()
+		now := core.Now(l.clock)
 		if l.clock == nil && page.Date != nil && page.Date.Before(now) {
 			now = *page.Date // the service's clock, as LastModified
 		}

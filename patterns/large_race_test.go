@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -26,13 +29,13 @@ type largeRace struct {
 func newLargeRace(t *testing.T, after bool, match func(blobs string, r *http.Request) bool, optsA, optsB *patterns.LargeOptions) *largeRace {
 	t.Helper()
 	acctB := testenv.Account(t, nil)
-	blobs := acctB.Endpoints().Blob
+	blobs := chaos.EndpointsOf(acctB).Blob
 	g := newGate(after, func(r *http.Request) bool { return match(blobs, r) })
 	tblB := namedTable(t, acctB)
 	contB := testenv.NewContainer(t, acctB)
 	acctA := gatedAccount(t, g)
 	tblA := openEntityTable(t, acctA, tblB.Name())
-	contA := acctA.Container(containerName(contB.URL()))
+	contA := acctA.Blobs().ServiceClient().NewContainerClient(containerName(contB.URL()))
 	a, err := patterns.NewLarge(typed[Doc](t, tblA), contA, optsA)
 	if err != nil {
 		t.Fatal(err)
@@ -268,9 +271,9 @@ func (p *loseAnswer) Do(req *policy.Request) (*http.Response, error) {
 func TestLargeUploadAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	blobs := testenv.Account(t, nil).Endpoints().Blob
+	blobs := chaos.EndpointsOf(testenv.Account(t, nil)).Blob
 	lose := &loseAnswer{match: func(r *http.Request) bool { return isBlobUpload(blobs, r) }}
-	acct := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	tbl := namedTable(t, acct)
 	cont := testenv.NewContainer(t, acct)
 	l, err := patterns.NewLarge(typed[Doc](t, tbl), cont, nil)
@@ -305,7 +308,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 	cont := testenv.NewContainer(t, acct)
 	open := func(opts *patterns.LargeOptions) *patterns.Large[Doc] {
 		a := testenv.Account(t, nil)
-		l, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, a, tbl.Name())), a.Container(containerName(cont.URL())), opts)
+		l, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, a, tbl.Name())), a.Blobs().ServiceClient().NewContainerClient(containerName(cont.URL())), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +439,7 @@ func TestLargeConcurrentUse(t *testing.T) {
 func TestLargeUpsertEntityAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	tables := testenv.Account(t, nil).Endpoints().Table
+	tables := chaos.EndpointsOf(testenv.Account(t, nil)).Table
 	acct, arm := lossAccount(t, func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.String(), tables) && !strings.Contains(r.URL.Path, "$batch") &&
 			!strings.HasPrefix(strings.TrimPrefix(r.URL.Path, "/"), "Tables") &&
@@ -482,10 +485,7 @@ func lossAccount(t *testing.T, match func(*http.Request) bool) (*tablekit.Accoun
 		return p
 	}
 	arm().done.Store(true)
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
-		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	return acct, arm
 }
 
@@ -504,7 +504,7 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	plain := testenv.Account(t, nil)
-	tables := plain.Endpoints().Table
+	tables := chaos.EndpointsOf(plain).Table
 	tblB := namedTable(t, plain)
 	contB := testenv.NewContainer(t, plain)
 	b, err := patterns.NewLarge(typed[Doc](t, tblB), contB, nil)
@@ -533,8 +533,8 @@ func TestLargeInsertRetryAfterDelete(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Operation Timed Out",
 			Header: http.Header{"X-Ms-Error-Code": {"OperationTimedOut"}}, Body: http.NoBody, Request: r}, nil
 	})
-	acctA := testenv.Account(t, &tablekit.Options{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}})
-	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Container(containerName(contB.URL())), nil)
+	acctA := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{lose}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
+	a, err := patterns.NewLarge(typed[Doc](t, openEntityTable(t, acctA, tblB.Name())), acctA.Blobs().ServiceClient().NewContainerClient(containerName(contB.URL())), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -226,11 +229,8 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	ctx := testContext(t)
 	name := testenv.TableName(t)
 	crash := &crashTableWrites{}
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{crash},
-		Retry:            policy.RetryOptions{MaxRetries: -1},
-	})
-	crash.endpoint = acct.Endpoints().Table
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{crash}, Retry: policy.RetryOptions{MaxRetries: -1}}})
+	crash.endpoint = chaos.EndpointsOf(acct).Table
 	tbl := openEntityTable(t, acct, name)
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)

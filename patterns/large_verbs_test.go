@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -218,7 +219,7 @@ func TestLargeModifyConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := patterns.NewLarge(mine, acct.Container(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
+		l, err := patterns.NewLarge(mine, acct.Blobs().ServiceClient().NewContainerClient(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +268,7 @@ func TestLargeModifyConcurrent(t *testing.T) {
 func TestLargeUpdateAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	tables := testenv.Account(t, nil).Endpoints().Table
+	tables := chaos.EndpointsOf(testenv.Account(t, nil)).Table
 	acct, arm := lossAccount(t, func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.String(), tables) && r.Method == http.MethodPut // an If-Match replace
 	})

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/spans"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -98,7 +101,7 @@ const (
 // may have been applied and then deleted.
 func (l *Large[T]) write(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
 	var last error
-	for range l.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, l.retry) {
 		newETag, err := l.put(ctx, op, e, oldRefs, etag, mode)
 		var again *restartPut
 		if !errors.As(err, &again) {
@@ -195,7 +198,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	const op = "Large.Modify"
 	var zero T
 	var last error
-	for range l.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, l.retry) {
 		stored, oldRefs, found, err := l.readForModify(ctx, pk, rk)
 		if errors.Is(err, errEntityGone) || errors.Is(err, errChangedWhileRead) {
 			last = err
@@ -246,7 +249,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // with an error matching errEntityGone or errChangedWhileRead when a read
 // of a blob found the entity removed or replaced: Modify then reads again.
 func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit.Entity, refs map[string]BlobRef, found bool, err error) {
-	e, err := l.table.Get(ctx, pk, rk, nil)
+	e, err := l.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return tablekit.Entity{PartitionKey: pk, RowKey: rk}, nil, false, nil
 	}
@@ -310,7 +313,7 @@ func (l *Large[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 func (l *Large[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (existed bool, err error) {
 	fixed := etag != "" && etag != azcore.ETagAny
 	var last error
-	for range l.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, l.retry) {
 		refs, current, err := l.readRefs(ctx, pk, rk)
 		if errors.Is(err, tablekit.ErrNotFound) && etag == "" {
 			return false, nil
@@ -359,7 +362,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 	if err != nil {
 		return "", err
 	}
-	start := l.clock.Now()
+	start := core.Now(l.clock)
 	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
 		return l.upload(ctx, blobs[i])
 	})
@@ -371,7 +374,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 	}
 	wctx := ctx
 	if len(blobs) > 0 {
-		left := l.grace/2 - l.clock.Now().Sub(start)
+		left := l.grace/2 - core.Now(l.clock).Sub(start)
 		if left <= 0 {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 			return "", fmt.Errorf("patterns: %s %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", op, e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
@@ -399,7 +402,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 // write, or a later read showed another version), so that they may be
 // deleted.
 func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag, mode writeMode) (newETag azcore.ETag, replaced map[string]BlobRef, unreferenced bool, err error) {
-	for range l.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, l.retry) {
 		if etag == "" && len(blobs) > 0 {
 			again, done, tag, ierr := l.insert(ctx, e, blobs)
 			switch {
@@ -413,7 +416,7 @@ func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*
 		} else if etag == "" {
 			newETag, err = l.table.Insert(ctx, e)
 		} else {
-			newETag, err = l.table.Update(ctx, e, tablekit.Replace, etag)
+			newETag, err = l.table.Update(ctx, e, etag)
 		}
 		if err == nil {
 			return newETag, oldRefs, false, nil
@@ -548,7 +551,7 @@ func refNames(refs map[string]BlobRef) []string {
 
 // upload writes one blob, create-only: a blob name is never reused.
 func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
-	ctx, end := tablekit.StartSpan(ctx, l.table.Tracer(), "Large.Spill",
+	ctx, end := spans.Start(ctx, core.Tracer(l.table), "Large.Spill",
 		tracing.Attribute{Key: "tablekit.property", Value: s.name},
 		tracing.Attribute{Key: "tablekit.blob", Value: s.ref.Blob},
 		tracing.Attribute{Key: "tablekit.bytes", Value: len(s.data)})
@@ -563,7 +566,7 @@ func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
 			IfNoneMatch: to.Ptr(azcore.ETagAny),
 		}},
 	})
-	err = tablekit.WrapError("PutBlob", err)
+	err = core.WrapError("PutBlob", err)
 	if errors.Is(err, tablekit.ErrAlreadyExists) {
 		// The name is new and random: only this upload can have created
 		// it, in a try whose answer was lost before the SDK retried.
@@ -586,7 +589,7 @@ func (l *Large[T]) deleteBlobs(ctx context.Context, names []string) {
 // deleteBlob deletes one blob; a missing blob is not an error.
 func (l *Large[T]) deleteBlob(ctx context.Context, name string) error {
 	_, err := l.container.NewBlobClient(name).Delete(ctx, nil)
-	if err = tablekit.WrapError("DeleteBlob", err); errors.Is(err, tablekit.ErrNotFound) {
+	if err = core.WrapError("DeleteBlob", err); errors.Is(err, tablekit.ErrNotFound) {
 		return nil
 	}
 	return err

@@ -11,22 +11,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/opname"
 )
 
 // This file holds what several patterns share: the storage service's size
 // formula, value comparison and conflict detection.
 
-// Azure's entity size formula (tablekit.EntitySize).
+// Azure's entity size formula (internal/core.EntitySize).
 func keysSize(pk, rk string) int {
-	return tablekit.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
+	return core.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
 }
 
 // propertySize is the size of one custom property in Azure's formula.
-func propertySize(name string, v any) int { return tablekit.PropertySize(name, v) }
+func propertySize(name string, v any) int { return core.PropertySize(name, v) }
 
 // valueSize is the size of a property value in Azure's formula.
-func valueSize(v any) int { return tablekit.PropertySize("", v) - 8 }
+func valueSize(v any) int { return core.PropertySize("", v) - 8 }
 
 // jsonPropertySize bounds the bytes one property adds to an entity's JSON
 // in a request body: `,"name":value` plus an `@odata.type` annotation.
@@ -80,7 +82,7 @@ func jsonStringLen(s string) int {
 // transactionBudget is the request-body budget of one entity group
 // transaction, with the per-action framing tablekit accounts for.
 const (
-	transactionBudget = tablekit.MaxTransactionBytes
+	transactionBudget = limits.TransactionBytes
 	actionFraming     = 1024
 )
 

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -54,7 +57,7 @@ type Series struct {
 }
 
 // NewSeries returns a Series storing its entities in table, through its
-// property-bag view (table.Entities(): the entities keep table's
+// property-bag view (table.AsEntities(): the entities keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode). E, the
 // table's type, is not the Series' concern: a Series reads and writes
 // property bags.
@@ -73,13 +76,13 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 	if o.Slots == 0 {
 		o.Slots = 24
 	}
-	if err := o.Retry.Validate(op); err != nil {
+	if err := core.ValidateRetry(op, o.Retry); err != nil {
 		return nil, err
 	}
 	if o.Slots < 0 {
 		return nil, &tablekit.ValidationError{Op: op, Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
 	}
-	if o.Slots > tablekit.MaxCustomProperties {
+	if o.Slots > limits.CustomProperties {
 		err := seriesTooLong(table.Name(), o.Slots)
 		err.Op = op
 		return nil, err
@@ -87,7 +90,7 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 	if o.Width == 0 {
 		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
 	}
-	s := &Series{table: table.Entities(), index: make(map[string]int, o.Slots), retry: o.Retry.WithDefaults(DefaultSeriesRetry)}
+	s := &Series{table: table.AsEntities(), index: make(map[string]int, o.Slots), retry: core.WithDefaults(o.Retry, DefaultSeriesRetry)}
 	for i := range o.Slots {
 		n, err := keys.UintN(uint64(i), o.Width)
 		if err != nil {
@@ -102,7 +105,7 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 	for _, name := range s.names {
 		probe.Properties[name] = int64(0)
 	}
-	if _, err := tablekit.EncodeEntity(probe); err != nil {
+	if _, err := core.Encode(probe); err != nil {
 		return nil, withOp(op, err)
 	}
 	return s, nil
@@ -112,7 +115,7 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 func seriesTooLong(entity string, slots int) *tablekit.ValidationError {
 	return &tablekit.ValidationError{
 		Entity: entity,
-		Limit:  fmt.Sprintf("<= %d custom properties per entity", tablekit.MaxCustomProperties),
+		Limit:  fmt.Sprintf("<= %d custom properties per entity", limits.CustomProperties),
 		Size:   slots,
 		Detail: "a series needs one property per slot: store a longer series as a wide entity (patterns.Wide) or in a blob (patterns.Large)",
 		Err:    tablekit.ErrTooLarge,
@@ -137,7 +140,7 @@ func (s *Series) badSlot(op string, i int) error {
 // Get reads a whole series in one point query. It returns an error
 // matching tablekit.ErrNotFound when the series has never been written.
 func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
-	e, err := s.table.Get(ctx, pk, rk, nil)
+	e, err := s.table.Get(ctx, pk, rk)
 	if err != nil {
 		return nil, withOp("Series.Get", err)
 	}
@@ -208,8 +211,8 @@ func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int
 
 func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {
 	var last error
-	for range s.retry.Attempts(ctx) {
-		e, err := s.table.Get(ctx, pk, rk, nil)
+	for range core.Attempts(ctx, s.retry) {
+		e, err := s.table.Get(ctx, pk, rk)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return nil, withOp(op, err)
@@ -247,7 +250,7 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 					total++
 				}
 			}
-			if total > tablekit.MaxCustomProperties {
+			if total > limits.CustomProperties {
 				err := seriesTooLong(pk+"/"+rk, len(s.names))
 				err.Op = op
 				err.Size = total
@@ -256,7 +259,7 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 			}
 		}
 		if exists {
-			_, err = s.table.Update(ctx, w, tablekit.Merge, e.ETag)
+			_, err = s.table.Merge(ctx, w, e.ETag)
 		} else {
 			_, err = s.table.Insert(ctx, w)
 		}

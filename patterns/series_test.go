@@ -57,7 +57,7 @@ func TestSeriesConcurrentIncrements(t *testing.T) {
 		}
 	}
 	// The entity holds exactly the written slot, named H09.
-	e, err := tbl.Get(ctx, "emp000223", "2025-03-14", nil)
+	e, err := tbl.Get(ctx, "emp000223", "2025-03-14")
 	if err != nil {
 		t.Fatal(err)
 	}

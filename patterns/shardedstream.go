@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -60,7 +62,7 @@ type Stream[T any] struct {
 }
 
 // NewStream returns the Stream called name stored in table, through its
-// property-bag view (table.Entities(): the events keep table's client-side
+// property-bag view (table.AsEntities(): the events keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode). T is the type of the
 // events' values, E the table's. The name may be any string, '/', '\',
 // '#', '?' and control characters included: it is stored as a compound-key
@@ -71,7 +73,7 @@ func NewStream[T, E any](table *tablekit.Table[E], name string, opts *StreamOpti
 	if table == nil {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
-	s := &Stream[T]{table: table.Entities(), name: name, shards: 8}
+	s := &Stream[T]{table: table.AsEntities(), name: name, shards: 8}
 	if opts != nil && opts.Shards != 0 {
 		s.shards = opts.Shards
 	}
@@ -94,7 +96,7 @@ func NewStream[T, E any](table *tablekit.Table[E], name string, opts *StreamOpti
 		s.isEntity = true
 	} else {
 		var zero T
-		if _, err := tablekit.EncodeEntity(zero); err != nil {
+		if _, err := core.Encode(zero); err != nil {
 			return nil, withOp(op, err)
 		}
 	}
@@ -149,7 +151,7 @@ func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
 	if s.isEntity {
 		return any(v).(tablekit.Entity), nil
 	}
-	return tablekit.EncodeEntity(v)
+	return core.Encode(v)
 }
 
 // StreamQueryOptions configures [Stream.Query]. A nil *StreamQueryOptions
@@ -166,7 +168,7 @@ type StreamQueryOptions struct {
 // shard, in parallel, each reading ahead one page, and merges their results.
 // A zero from or until leaves that side open. On Azure Cosmos DB for Table,
 // which does not return a shard's events in key order, each shard's range
-// is read whole and sorted first (at most tablekit.DefaultCollectLimit
+// is read whole and sorted first (at most limits.CollectLimit
 // events per shard, else an error matching tablekit.ErrTooLarge: narrow
 // the time range).
 func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *StreamQueryOptions) iter.Seq2[Event[T], error] {
@@ -245,10 +247,10 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 // when the query ends, fails, or ctx is cancelled.
 func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize int, sem chan struct{}, out chan<- shardPage) {
 	defer close(out)
-	if s.table.Cosmos() {
+	if core.Cosmos(s.table) {
 		// Azure Cosmos DB for Table does not return a shard's events in
 		// RowKey order: read the shard's range whole, sorted (at most
-		// tablekit.DefaultCollectLimit events), as one page.
+		// limits.CollectLimit events), as one page.
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -301,7 +303,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		ev.Value = any(e).(T)
 		return ev, nil
 	}
-	ev.Value, err = tablekit.Decode[T](e)
+	ev.Value, err = core.Decode[T](e)
 	return ev, withOp("Stream.Query", err)
 }
 

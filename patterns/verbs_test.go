@@ -45,7 +45,7 @@ func TestWideVersions(t *testing.T) {
 	part0 := func() azcore.ETag {
 		t.Helper()
 		rk0, _ := patterns.WidePartKey("2025", 0)
-		e, err := tbl.Get(ctx, "m1", rk0, nil)
+		e, err := tbl.Get(ctx, "m1", rk0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,7 +501,7 @@ func TestLargeSpillSpan(t *testing.T) {
 		mu.Unlock()
 		return req.Next()
 	})
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: rec.Provider(), PerRetryPolicies: []policy.Policy{watch}})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider(), PerRetryPolicies: []policy.Policy{watch}}})
 	docs, err := tablekit.OpenTable[Doc](acct, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -511,7 +511,7 @@ func TestLargeSpillSpan(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = docs.DeleteTable(context.Background()) })
 	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge(docs, acct.Container(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
+	l, err := patterns.NewLarge(docs, acct.Blobs().ServiceClient().NewContainerClient(containerName(cont.URL())), &patterns.LargeOptions{Threshold: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/keys"
@@ -21,7 +24,7 @@ import (
 // MaxWideParts is the most physical entities one logical entity may span:
 // what one entity group transaction can write, so that every change of a
 // logical entity is atomic.
-const MaxWideParts = tablekit.MaxTransactionActions
+const MaxWideParts = limits.TransactionActions
 
 // widePartWidth is the width of the part number in a physical RowKey.
 const widePartWidth = 3
@@ -56,7 +59,7 @@ func widePartKey(rk string, part int) (string, error) {
 // physical entity holds: the service's 252 custom properties less the two
 // Wide keeps for its own bookkeeping ([WideStampProperty] and
 // [WideManifestProperty]).
-const MaxWidePartProperties = tablekit.MaxCustomProperties - 2
+const MaxWidePartProperties = limits.CustomProperties - 2
 
 // The properties a Wide keeps in the physical entities for its consistency
 // protocol (see [Wide]); a logical entity cannot have properties of these
@@ -82,7 +85,7 @@ type WideOptions struct {
 	// (re-reading the logical entity) when a concurrent writer changed it
 	// between the read and the write, and how often a read is repeated
 	// when it came back straddling a concurrent write. The zero value
-	// means tablekit.DefaultConflictRetry.
+	// means core.ConflictRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -190,14 +193,14 @@ type wideField struct {
 }
 
 // NewWide returns a Wide that stores values of T in table, through its
-// property-bag view (table.Entities()): the physical entities keep table's
+// property-bag view (table.AsEntities()): the physical entities keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode.
 func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], error) {
 	const op = "patterns.NewWide"
 	if table == nil {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
 	}
-	w := &Wide[T]{table: table.Entities(), typed: table, perPart: MaxWidePartProperties, retry: tablekit.DefaultConflictRetry}
+	w := &Wide[T]{table: table.AsEntities(), typed: table, perPart: MaxWidePartProperties, retry: core.ConflictRetry}
 	if opts != nil {
 		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > MaxWidePartProperties {
 			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
@@ -205,10 +208,10 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 		if opts.PropertiesPerPart > 0 {
 			w.perPart = opts.PropertiesPerPart
 		}
-		if err := opts.Retry.Validate(op); err != nil {
+		if err := core.ValidateRetry(op, opts.Retry); err != nil {
 			return nil, err
 		}
-		w.retry = opts.Retry.WithDefaults(tablekit.DefaultConflictRetry)
+		w.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == reflect.TypeFor[tablekit.Entity]() {
@@ -216,7 +219,7 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 		return w, nil
 	}
 	var zero T
-	if _, err := table.ToEntity(zero); err != nil {
+	if _, err := core.ToEntity(table, zero); err != nil {
 		return nil, withOp(op, err)
 	}
 	f, err := findWideField(typ)
@@ -309,7 +312,7 @@ func (w *Wide[T]) encode(v T) (pk, rk string, props map[string]any, err error) {
 		}
 		return e.PartitionKey, e.RowKey, props, nil
 	}
-	e, err := w.typed.ToEntity(v)
+	e, err := core.ToEntity(w.typed, v)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -379,7 +382,7 @@ func (w *Wide[T]) decode(pk, rk string, ts time.Time, etag azcore.ETag, props ma
 			}
 		}
 	}
-	v, err := w.typed.FromEntity(plain)
+	v, err := core.FromEntity(w.typed, plain)
 	if err != nil {
 		return zero, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // wideSlot is one physical entity while a write is planned.
@@ -72,7 +73,7 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 	if err != nil {
 		return nil, err
 	}
-	capOf := func(index int) int { return tablekit.MaxEntityBytes - keysSize(pk, rk0) - bookkeepingSize(index) }
+	capOf := func(index int) int { return limits.EntityBytes - keysSize(pk, rk0) - bookkeepingSize(index) }
 	capBytes := capOf(1) // the larger capacity, for single properties
 	fits := func(s *wideSlot, name string, val any) bool {
 		return len(s.props) < w.perPart && s.size+propertySize(name, val) <= capOf(s.index)
@@ -229,10 +230,10 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			actions = append(actions, tablekit.DeleteAction(e, s.old.etag))
 		case s.removed:
 			e.Properties = props(all())
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Replace, s.old.etag))
+			actions = append(actions, tablekit.UpdateAction(e, s.old.etag))
 		case s.written():
 			e.Properties = props(s.changed)
-			actions = append(actions, tablekit.UpdateAction(e, tablekit.Merge, s.old.etag))
+			actions = append(actions, tablekit.MergeAction(e, s.old.etag))
 		}
 	}
 	return actions, nil

@@ -357,10 +357,7 @@ func TestWideWriteAnswerLost(t *testing.T) {
 		return p
 	}
 	arm().done.Store(true) // not armed during setup
-	acct := testenv.Account(t, &tablekit.Options{
-		PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })},
-		Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
-	})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(req *policy.Request) (*http.Response, error) { return lose.Load().Do(req) })}, Retry: policy.RetryOptions{RetryDelay: 10 * time.Millisecond}}})
 	tbl := namedTable(t, acct)
 	w, err := patterns.NewWide[tablekit.Entity](tbl, &patterns.WideOptions{PropertiesPerPart: 2})
 	if err != nil {

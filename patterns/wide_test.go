@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -105,7 +106,7 @@ func TestWide600Properties(t *testing.T) {
 		if p.RowKey != want {
 			t.Fatalf("part %d has RowKey %q, want %q", i, p.RowKey, want)
 		}
-		if len(p.Properties) > tablekit.MaxCustomProperties {
+		if len(p.Properties) > limits.CustomProperties {
 			t.Fatalf("part %d has %d properties", i, len(p.Properties))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 )
@@ -49,7 +51,7 @@ func part0ETag(rk string, actions []tablekit.Action[tablekit.Entity], etags []az
 		return ""
 	}
 	for i, a := range actions {
-		if a.Value.RowKey == rk0 && a.Kind != tablekit.ActionDelete {
+		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
 			return etags[i]
 		}
 	}
@@ -74,8 +76,8 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 	}
 	var stamp string
 	for _, a := range actions {
-		if a.Value.RowKey == rk0 && a.Kind != tablekit.ActionDelete {
-			stamp, _ = a.Value.Properties[WideStampProperty].(string)
+		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
+			stamp, _ = core.ActionValue(a).Properties[WideStampProperty].(string)
 		}
 	}
 	if stamp == "" {
@@ -150,7 +152,7 @@ func checkVersion(pk, rk string, parts []*widePart, etag azcore.ETag) error {
 
 // Merge changes some properties of the logical entity, creating it if it
 // does not exist: an Upsert of those properties only, as
-// tablekit.Table.Upsert in tablekit.Merge mode, except that a nil value
+// tablekit.Table.Merge with etag "", except that a nil value
 // removes the property. Part 0 and the physical entities holding changed
 // properties are written (nothing when nothing changes). For a wide map
 // entry, name the property with PropertyName. Like Upsert, it is
@@ -241,7 +243,7 @@ type wideWritten struct {
 // concurrent write or, if retry, on a conflict.
 func (w *Wide[T]) write(ctx context.Context, pk, rk string, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
 	var last error
-	for range w.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, w.retry) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return wideWritten{}, err
@@ -311,7 +313,7 @@ func (w *Wide[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bo
 // "", whatever exists (reporting whether anything did).
 func (w *Wide[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (bool, error) {
 	var last error
-	for range w.retry.Attempts(ctx) {
+	for range core.Attempts(ctx, w.retry) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return false, err

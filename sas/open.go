@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/connstr"
+	"github.com/tablekit/tablekit/internal/names"
 )
 
 // OpenTable returns a Table for the table a SAS URL names (as
@@ -31,8 +32,8 @@ func OpenTable[T any](sasURL string, opts *tablekit.Options, tableOpts *tablekit
 	if err != nil {
 		return nil, err
 	}
-	if err := tablekit.ValidateTableName(p.resource); err != nil {
-		return nil, named(op, err)
+	if err := checkName(op, names.Table, p.resource); err != nil {
+		return nil, err
 	}
 	if tn := p.query.Get("tn"); tn != "" && !strings.EqualFold(tn, p.resource) {
 		return nil, invalid(op, p.shown, "the SAS token is for table %q, not %q", tn, p.resource)
@@ -55,14 +56,14 @@ func OpenQueue(sasURL string, opts *tablekit.Options) (*azqueue.QueueClient, err
 	if err != nil {
 		return nil, err
 	}
-	if err := tablekit.ValidateQueueName(p.resource); err != nil {
-		return nil, named(op, err)
+	if err := checkName(op, names.Queue, p.resource); err != nil {
+		return nil, err
 	}
 	acct, err := p.open(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	return acct.Queue(p.resource), nil
+	return acct.Queues().NewQueueClient(p.resource), nil
 }
 
 // OpenContainer returns a client for the blob container a SAS URL names
@@ -76,14 +77,14 @@ func OpenContainer(sasURL string, opts *tablekit.Options) (*container.Client, er
 	if err != nil {
 		return nil, err
 	}
-	if err := tablekit.ValidateContainerName(p.resource); err != nil {
-		return nil, named(op, err)
+	if err := checkName(op, names.Container, p.resource); err != nil {
+		return nil, err
 	}
 	acct, err := p.open(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	return acct.Container(p.resource), nil
+	return acct.Blobs().ServiceClient().NewContainerClient(p.resource), nil
 }
 
 // parsed is a checked SAS URL.

@@ -58,6 +58,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/connstr"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -174,12 +175,12 @@ func (s *Signer) ready(op, resource string) error {
 // PartitionKey/RowKey range (see the package doc). The client opens it
 // with [OpenTable]. TableURL does not check that the table exists.
 func (s *Signer) TableURL(table string, perms Permissions, expiry time.Time, opts *Options) (string, error) {
-	const op = "Signer.TableURL"
+	const op = "sas.Signer.TableURL"
 	if err := s.ready(op, table); err != nil {
 		return "", err
 	}
-	if err := tablekit.ValidateTableName(table); err != nil {
-		return "", named(op, err)
+	if err := checkName(op, names.Table, table); err != nil {
+		return "", err
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -244,12 +245,12 @@ func (s *Signer) tableValues(op, table string, perms Permissions, expiry time.Ti
 // with [OpenQueue] (for example a producer that may only add messages).
 // opts may set Start only.
 func (s *Signer) QueueURL(queue string, perms Permissions, expiry time.Time, opts *Options) (string, error) {
-	const op = "Signer.QueueURL"
+	const op = "sas.Signer.QueueURL"
 	if err := s.ready(op, queue); err != nil {
 		return "", err
 	}
-	if err := tablekit.ValidateQueueName(queue); err != nil {
-		return "", named(op, err)
+	if err := checkName(op, names.Queue, queue); err != nil {
+		return "", err
 	}
 	if err := perms.check(op, queue, "queue", "Read", "Add", "Update", "Process"); err != nil {
 		return "", err
@@ -284,12 +285,12 @@ func (s *Signer) QueueURL(queue string, perms Permissions, expiry time.Time, opt
 // expiry, for a client that opens it with [OpenContainer]. opts may set
 // Start only.
 func (s *Signer) ContainerURL(container string, perms Permissions, expiry time.Time, opts *Options) (string, error) {
-	const op = "Signer.ContainerURL"
+	const op = "sas.Signer.ContainerURL"
 	if err := s.ready(op, container); err != nil {
 		return "", err
 	}
-	if err := tablekit.ValidateContainerName(container); err != nil {
-		return "", named(op, err)
+	if err := checkName(op, names.Container, container); err != nil {
+		return "", err
 	}
 	if err := perms.check(op, container, "container", "Read", "Add", "Create", "Write", "Delete", "List"); err != nil {
 		return "", err
@@ -306,12 +307,12 @@ func (s *Signer) ContainerURL(container string, perms Permissions, expiry time.T
 // claim-check blob to a client, Create|Write to let it upload one. The
 // blob need not exist. opts may set Start only.
 func (s *Signer) BlobURL(container, blob string, perms Permissions, expiry time.Time, opts *Options) (string, error) {
-	const op = "Signer.BlobURL"
+	const op = "sas.Signer.BlobURL"
 	if err := s.ready(op, container); err != nil {
 		return "", err
 	}
-	if err := tablekit.ValidateContainerName(container); err != nil {
-		return "", named(op, err)
+	if err := checkName(op, names.Container, container); err != nil {
+		return "", err
 	}
 	if blob == "" || len(blob) > 1024 {
 		return "", invalid(op, container, "a blob name is 1-1024 characters, not %d", len(blob))
@@ -405,14 +406,14 @@ func invalid(op, resource, format string, args ...any) error {
 	return &tablekit.ValidationError{Op: op, Entity: resource, Property: "SAS", Detail: fmt.Sprintf(format, args...), Err: tablekit.ErrInvalidInput}
 }
 
-// named names op in a *tablekit.ValidationError that names none.
-func named(op string, err error) error {
-	if ve, ok := err.(*tablekit.ValidationError); ok && ve.Op == "" {
-		c := *ve
-		c.Op = op
-		return &c
+// checkName refuses a name the service would refuse (the rules of
+// internal/names, which the root shares) with a *tablekit.ValidationError
+// naming op that matches tablekit.ErrInvalidKey, as the root does.
+func checkName(op string, check func(name string) (problem, rule string), name string) error {
+	if problem, rule := check(name); problem != "" {
+		return &tablekit.ValidationError{Op: op, Limit: rule, Detail: problem, Err: tablekit.ErrInvalidKey}
 	}
-	return err
+	return nil
 }
 
 // tableValues are the signed fields of a table service SAS, as they appear

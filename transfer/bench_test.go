@@ -321,7 +321,7 @@ func BenchmarkExportSequentialPager(b *testing.B) {
 	for _, server := range servers {
 		b.Run("server="+server, func(b *testing.B) {
 			acct, _ := linkedTable(b, name, server)
-			client := acct.Table(name)
+			client := acct.Tables().NewClient(name)
 			read := func() {
 				n := 0
 				pager := client.NewListEntitiesPager(&aztables.ListEntitiesOptions{})
@@ -458,7 +458,7 @@ func BenchmarkPurge(b *testing.B) {
 				if err != nil || !res.Complete || res.Deleted != n {
 					b.Fatalf("purge: %+v, %v", res, err)
 				}
-				pages, deletes, all := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction"), d.Service(tablekit.ServiceTable)
+				pages, deletes, all := d.Count("table", "QueryEntities"), d.Count("table", "Transaction"), d.Service("table")
 				if deletes != minDeletes {
 					b.Fatalf("Meter: %d delete transactions, want %d (%v)", deletes, minDeletes, d)
 				}
@@ -471,10 +471,10 @@ func BenchmarkPurge(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
-			b.ReportMetric(float64(d.Count(tablekit.ServiceTable, "Transaction")), "delete-tx")
-			b.ReportMetric(float64(d.Count(tablekit.ServiceTable, "QueryEntities")), "listing-requests")
+			b.ReportMetric(float64(d.Count("table", "Transaction")), "delete-tx")
+			b.ReportMetric(float64(d.Count("table", "QueryEntities")), "listing-requests")
 			b.ReportMetric(float64(res.Probes), "probes")
-			b.ReportMetric(float64(d.Service(tablekit.ServiceTable)-minPages-minDeletes), "tx-over-minimum")
+			b.ReportMetric(float64(d.Service("table")-minPages-minDeletes), "tx-over-minimum")
 		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -142,7 +144,7 @@ func validKey(k string) error {
 
 // Load reads the checkpoint entity; a missing entity is no state.
 func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
-	e, err := c.t.Get(ctx, CheckpointPartition, c.job, nil)
+	e, err := c.t.Get(ctx, CheckpointPartition, c.job)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -171,18 +173,17 @@ func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
 // it was applied, the ETag it last saved means it was not (it is sent
 // again), anything else is another run's write.
 func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
-	const part = tablekit.MaxPropertyBytes
+	const part = limits.PropertyBytes
 	parts := (len(state) + part - 1) / part
 	if parts > maxCheckpointParts {
 		return fmt.Errorf("transfer: checkpoint %q: the state is %d bytes, more than a table entity holds (%d): %w", c.job, len(state), maxCheckpointParts*part, tablekit.ErrTooLarge)
 	}
 	id := rand.Text()
-	e := tablekit.Entity{PartitionKey: CheckpointPartition, RowKey: c.job}
-	e.Set("Parts", int32(parts))
-	e.Set("Saved", time.Now().UTC())
-	e.Set("SaveID", id)
+	e := tablekit.Entity{PartitionKey: CheckpointPartition, RowKey: c.job, Properties: map[string]any{
+		"Parts": int32(parts), "Saved": time.Now().UTC(), "SaveID": id,
+	}}
 	for i := range parts {
-		e.Set(fmt.Sprintf("State%d", i), state[i*part:min(len(state), (i+1)*part)])
+		e.Properties[fmt.Sprintf("State%d", i)] = state[i*part : min(len(state), (i+1)*part)]
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -190,9 +191,9 @@ func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 		var etag azcore.ETag
 		var err error
 		if c.etag == "" {
-			etag, err = c.t.Upsert(ctx, e, tablekit.Replace)
+			etag, err = c.t.Upsert(ctx, e)
 		} else {
-			etag, err = c.t.Update(ctx, e, tablekit.Replace, c.etag)
+			etag, err = c.t.Update(ctx, e, c.etag)
 		}
 		if err == nil {
 			c.etag = etag
@@ -204,7 +205,7 @@ func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 			}
 			return err
 		}
-		stored, gerr := c.t.Get(ctx, CheckpointPartition, c.job, &tablekit.GetOptions{Select: []string{"SaveID"}})
+		stored, gerr := core.GetSelect(ctx, c.t, CheckpointPartition, c.job, "SaveID")
 		switch {
 		case gerr == nil && stored.Properties["SaveID"] == id:
 			c.etag = stored.ETag // applied

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // CopyOptions configures [Copy]. A nil *CopyOptions means defaults. The
@@ -19,9 +20,9 @@ type CopyOptions struct {
 	// Insert).
 	Mode Mode
 	// Bulk configures the BulkWriter of the destination (nil: defaults).
-	// The copy uses one BulkWriter for all its pages, paced by
-	// Bulk.Governor or else the destination table's (its Account's), so
-	// that what the Governor learns holds for the whole copy.
+	// The copy uses one BulkWriter for all its pages, paced by the
+	// destination Account's Governor, so that what the Governor learns
+	// holds for the whole copy.
 	Bulk *tablekit.BulkOptions
 	// DestMeter, when set, is the Meter of the destination's Account; the
 	// result and Progress add its transactions.
@@ -135,7 +136,7 @@ func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], opts *
 	transactions := func() int64 {
 		n := j.transactions()
 		if opts.DestMeter != nil && opts.DestMeter != opts.Meter {
-			n += opts.DestMeter.Snapshot().Sub(destStart).Service(tablekit.ServiceTable)
+			n += opts.DestMeter.Snapshot().Sub(destStart).Service("table")
 		} else if opts.Meter == nil {
 			j.mu.Lock()
 			n += c.requests
@@ -259,8 +260,7 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 		}
 		res, err := c.w.Write(ctx, actions)
 		requests += res.Requests
-		var be *tablekit.BulkError
-		if err != nil && !errors.As(err, &be) {
+		if err != nil && !core.ItemsFailed(err) {
 			c.j.mu.Lock()
 			c.requests += int64(requests)
 			c.j.mu.Unlock()

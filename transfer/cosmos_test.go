@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
@@ -161,7 +163,7 @@ func TestCosmosCountResumes(t *testing.T) {
 		return r.Next()
 	})
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 4}},
-		&tablekit.Options{Cosmos: true, PerRetryPolicies: []policy.Policy{stop}}, tbl)
+		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{
 		Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 3, PageSize: 40, Boundaries: []string{"p013", "p027"}},
@@ -204,7 +206,7 @@ func TestCosmosCountResumesLargeTally(t *testing.T) {
 		return r.Next()
 	})
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 5}},
-		&tablekit.Options{Cosmos: true, PerRetryPolicies: []policy.Policy{stop}}, tbl)
+		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}}}
 	res, err := transfer.Count(cctx, tbls[0], &opts)

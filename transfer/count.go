@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // CountOptions configures [Count]. A nil *CountOptions means defaults.
@@ -89,7 +90,7 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 				continue
 			}
 			s.Partitions++
-			s.DeleteTx += (n + tablekit.MaxTransactionActions - 1) / tablekit.MaxTransactionActions
+			s.DeleteTx += (n + limits.TransactionActions - 1) / limits.TransactionActions
 			delete(r.Tally, pk)
 		}
 	}
@@ -123,7 +124,7 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 	j.mu.Unlock()
 	res.Transactions = j.transactions()
 	if opts.Meter != nil {
-		res.Pages = opts.Meter.Snapshot().Sub(j.meterStart).Count(tablekit.ServiceTable, "QueryEntities")
+		res.Pages = opts.Meter.Snapshot().Sub(j.meterStart).Count("table", "QueryEntities")
 	}
 	return res, err
 }

@@ -110,7 +110,7 @@
 // # Cosmos DB
 //
 // Azure Cosmos DB for Table returns query results in no key order, not even
-// within a partition ([tablekit.Table.Cosmos] says whether a table is
+// within a partition (tablekit.Options.Cosmos says whether a table is
 // there). Nothing in this package relies on that order where it is not
 // kept:
 //

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+
 	"github.com/tablekit/tablekit"
 )
 
@@ -43,7 +46,7 @@ type ScanOptions struct {
 	PageSize int
 	// Retry says how a page read that the service throttled, or that got
 	// no answer, is tried again; the zero value means
-	// tablekit.DefaultThrottleRetry.
+	// core.ThrottleRetry.
 	Retry tablekit.RetryPolicy
 }
 
@@ -64,13 +67,13 @@ func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
 	if s.MaxProbes == 0 {
 		s.MaxProbes = 4 * s.Concurrency
 	}
-	if s.PageSize < 0 || s.PageSize > tablekit.MaxPageSize {
-		return s, validation(op, fmt.Sprintf("ScanOptions.PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, tablekit.MaxPageSize))
+	if s.PageSize < 0 || s.PageSize > limits.PageSize {
+		return s, validation(op, fmt.Sprintf("ScanOptions.PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, limits.PageSize))
 	}
-	if err := s.Retry.Validate(op); err != nil {
+	if err := core.ValidateRetry(op, s.Retry); err != nil {
 		return s, err
 	}
-	s.Retry = s.Retry.WithDefaults(tablekit.DefaultThrottleRetry)
+	s.Retry = core.WithDefaults(s.Retry, core.ThrottleRetry)
 	return s, nil
 }
 
@@ -248,7 +251,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
 	}
-	j.unordered = c.t.Cosmos()
+	j.unordered = core.Cosmos(c.t)
 	// A running range is split only where results come in key order: a
 	// page then says that the range is done below its last key. Where they
 	// do not, a range's query must be read to its end whatever is split
@@ -425,7 +428,7 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 					// Nothing left to start: split the rest of a running
 					// range, so that no reader idles while another has a
 					// long way to go.
-					for r == nil && j.busy() && (stop == nil || !stop()) && tablekit.Sleep(ctx, 50*time.Millisecond) {
+					for r == nil && j.busy() && (stop == nil || !stop()) && core.Sleep(ctx, 50*time.Millisecond) {
 						var err error
 						if r, err = j.steal(ctx); err != nil {
 							if ctx.Err() == nil {
@@ -641,7 +644,7 @@ func (j *job) readPage(ctx context.Context, r *rangeState, token string) (tablek
 	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token, AllowTableScan: true}
 	var page tablekit.Page[tablekit.Entity]
 	var err error
-	for range j.scan.Retry.Attempts(ctx) {
+	for range core.Attempts(ctx, j.scan.Retry) {
 		j.requests.Add(1)
 		page, err = j.t.QueryPage(ctx, j.filterOf(r), opts)
 		var rq *tablekit.RequestError
@@ -694,7 +697,7 @@ func (j *job) save(ctx context.Context) error {
 // transactions returns the storage transactions of this run so far.
 func (j *job) transactions() int64 {
 	if j.meter != nil {
-		return j.meter.Snapshot().Sub(j.meterStart).Service(tablekit.ServiceTable)
+		return j.meter.Snapshot().Sub(j.meterStart).Service("table")
 	}
 	return j.requests.Load()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // JobOptions are the options every operation that reads a table has.
@@ -50,7 +51,7 @@ func (o *JobOptions) config(op string, t *tablekit.Table[tablekit.Entity], sel [
 type ExportOptions struct {
 	JobOptions
 	// Clock stamps the header's creation time; nil means time.Now.
-	Clock tablekit.Clock
+	Clock func() time.Time
 }
 
 // ExportResult reports an export.
@@ -102,7 +103,7 @@ func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer
 		return ExportResult{}, err
 	}
 	if j.state.Offset == 0 {
-		h := appendHeader(nil, Header{Version: FormatVersion, Table: t.Name(), Filter: j.state.Scope, Created: opts.Clock.Now()})
+		h := appendHeader(nil, Header{Version: FormatVersion, Table: t.Name(), Filter: j.state.Scope, Created: core.Now(opts.Clock)})
 		if _, err := w.Write(h); err != nil {
 			return ExportResult{}, fmt.Errorf("transfer: export: write header: %w", err)
 		}

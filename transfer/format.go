@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
@@ -352,7 +353,7 @@ func parseValue(typ string, raw json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return tablekit.ParseGUID(s)
+		return core.ParseGUID(s)
 	case "Edm.Binary":
 		s, err := str()
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // Mode says how imported or copied entities are written.
@@ -50,9 +52,9 @@ func ParseMode(s string) (Mode, error) {
 func (m Mode) action(e tablekit.Entity) tablekit.Action[tablekit.Entity] {
 	switch m {
 	case UpsertMerge:
-		return tablekit.UpsertAction(e, tablekit.Merge)
+		return tablekit.MergeAction(e, "")
 	case UpsertReplace:
-		return tablekit.UpsertAction(e, tablekit.Replace)
+		return tablekit.UpsertAction(e)
 	}
 	return tablekit.InsertAction(e)
 }
@@ -66,10 +68,9 @@ type ImportOptions struct {
 	// Mode says how entities are written (default Insert).
 	Mode Mode
 	// Bulk configures the BulkWriter that writes them (nil: defaults).
-	// The import uses one BulkWriter for all its batches, paced by
-	// Bulk.Governor or else the table's (for a table opened through an
-	// Account, the Account's), so that what the Governor learns about
-	// throttled partitions holds for the whole import.
+	// The import uses one BulkWriter for all its batches, paced by the
+	// Account's Governor, so that what the Governor learns about throttled
+	// partitions holds for the whole import.
 	Bulk *tablekit.BulkOptions
 	// BatchSize is the most entities handed to the BulkWriter at once
 	// (default 20,000; at most 100,000); the next batch is read while one
@@ -447,7 +448,7 @@ func (im *importer) advance() {
 
 func (im *importer) transactions() int64 {
 	if im.o.Meter != nil {
-		return im.o.Meter.Snapshot().Sub(im.meterStart).Service(tablekit.ServiceTable)
+		return im.o.Meter.Snapshot().Sub(im.meterStart).Service("table")
 	}
 	return im.res.Requests
 }
@@ -633,7 +634,7 @@ func splitCarry(items []importItem) (now, carry []importItem) {
 	}
 	keep := map[string]int{}
 	for pk, n := range count {
-		if r := n % tablekit.MaxTransactionActions; r != 0 {
+		if r := n % limits.TransactionActions; r != 0 {
 			keep[pk] = r
 		}
 	}
@@ -760,8 +761,7 @@ func (im *importer) write(ctx context.Context, items []importItem) error {
 		im.mark(it.seq, states[i])
 	}
 	im.advance()
-	var be *tablekit.BulkError
-	if err != nil && !errors.As(err, &be) {
+	if err != nil && !core.ItemsFailed(err) {
 		return err
 	}
 	if im.tooManyFailures() {
@@ -785,7 +785,7 @@ func (im *importer) lookup(ctx context.Context, items []importItem, idx []int) (
 // condition. Throttling, lost answers, skipped actions, context ends and
 // failures of the whole request are not.
 func settled(err error) bool {
-	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || tablekit.IsThrottled(err) ||
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || core.IsThrottled(err) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

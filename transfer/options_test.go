@@ -65,7 +65,7 @@ func TestOptionsOutOfRange(t *testing.T) {
 	if _, err := transfer.NewTableCheckpoint(tbl, strings.Repeat("j", 513)); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("a job name of 513 characters: %v, want ErrInvalidKey", err)
 	}
-	if d := acct.Meter().Snapshot().Sub(before); d.Service(tablekit.ServiceTable) != 0 {
+	if d := acct.Meter().Snapshot().Sub(before); d.Service("table") != 0 {
 		t.Errorf("refused options sent %v", d)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
@@ -59,7 +61,7 @@ func TestPurgeBudgetWithEmptyPages(t *testing.T) {
 				}
 				return r.Next()
 			})
-			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{PerRetryPolicies: []policy.Policy{count}}, tbl)
+			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{count}}}, tbl)
 			start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 			cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.checkpoint"))
 			opts := transfer.PurgeOptions{
@@ -139,7 +141,7 @@ func TestExportStoppedInEmptyPages(t *testing.T) {
 				}
 				return resp, err
 			})
-			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{PerRetryPolicies: []policy.Policy{watch}}, tbl)
+			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{watch}}}, tbl)
 			path := filepath.Join(t.TempDir(), "out.jsonl")
 			cp := transfer.NewFileCheckpoint(path + ".checkpoint")
 			opts := transfer.ExportOptions{JobOptions: transfer.JobOptions{

@@ -14,6 +14,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
 )
 
 // PurgeOptions configures [Purge]. A nil *PurgeOptions means defaults,
@@ -55,7 +57,7 @@ type PurgeOptions struct {
 	// (default 1000).
 	MaxReported int
 	// Clock measures the Budget; nil means time.Now.
-	Clock tablekit.Clock
+	Clock func() time.Time
 }
 
 // EntityKey names an entity.
@@ -155,24 +157,23 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	}
 	gov := o.Governor
 	if gov == nil {
-		gov = t.Governor()
+		gov = core.Governor(t)
 	}
-	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * tablekit.MaxPageSize}
+	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
 	p.cond = sync.NewCond(&p.qmu)
 	// One transaction per Write call (the purger cuts them), each refused
 	// delete taken out and the rest sent again until all are settled. The
 	// writer's own log would call a transaction still throttled after its
 	// tries failed, when the purge sends it again (see deleteChunk); the
 	// Governor logs the throttling.
-	p.w = t.BulkWriter(&tablekit.BulkOptions{
-		Concurrency: 1, MaxChunkRequests: tablekit.MaxTransactionActions + 1, Retry: j.scan.Retry, Governor: gov,
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	p.w = core.BulkWriter(t, &tablekit.BulkOptions{
+		Concurrency: 1, MaxChunkRequests: limits.TransactionActions + 1, Retry: j.scan.Retry,
+	}, gov, slog.New(slog.DiscardHandler))
 	j.rangeEnd = p.rangeEnd
-	start := o.Clock.Now()
+	start := core.Now(o.Clock)
 	var stop func() bool
 	if o.Budget > 0 {
-		stop = func() bool { return o.Clock.Now().Sub(start) >= o.Budget }
+		stop = func() bool { return core.Now(o.Clock).Sub(start) >= o.Budget }
 	}
 	rep := startReporter(ctx, o.OnProgress, o.ProgressEvery, func() Progress { return j.progress(true) })
 	var workers sync.WaitGroup
@@ -202,8 +203,8 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	res.Pages = j.requests.Load()
 	if o.Meter != nil {
 		d := o.Meter.Snapshot().Sub(j.meterStart)
-		res.Transactions = d.Service(tablekit.ServiceTable)
-		res.Pages = d.Count(tablekit.ServiceTable, "QueryEntities")
+		res.Transactions = d.Service("table")
+		res.Pages = d.Count("table", "QueryEntities")
 	}
 	return res, err
 }
@@ -325,11 +326,11 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 		}
 		part := items[i:j]
 		if j == len(items) && !last && !unordered {
-			keep = len(part) % tablekit.MaxTransactionActions
+			keep = len(part) % limits.TransactionActions
 			part = part[:len(part)-keep]
 		}
 		for len(part) > 0 {
-			n := min(len(part), tablekit.MaxTransactionActions)
+			n := min(len(part), limits.TransactionActions)
 			chunks = append(chunks, part[:n])
 			part = part[n:]
 		}
@@ -514,7 +515,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			etag = azcore.ETagAny
 		}
 		listed[e.RowKey] = e.ETag
-		actions[i] = tablekit.Action[tablekit.Entity]{Kind: tablekit.ActionDelete, Value: tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, ETag: etag}
+		actions[i] = tablekit.DeleteAction(tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, etag)
 	}
 	// A transaction still throttled after the BulkWriter's tries (each
 	// paced by the Governor, which slows down at every 503) goes again
@@ -535,7 +536,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			own := errors.As(f.Err, &te) && !maybe
 			switch {
 			case own && errors.Is(f.Err, tablekit.ErrPreconditionFailed):
-				v := actions[f.Index].Value
+				v := core.ActionValue(actions[f.Index])
 				out.changed++
 				out.changedKeys = append(out.changedKeys, EntityKey{v.PartitionKey, v.RowKey})
 			case own && te.Code == "ResourceNotFound":
@@ -545,7 +546,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 				// unknown outcome to what is left of a chunk), all or none.
 				unknown = append(unknown, actions[f.Index])
 				unknownErr = f.Err
-			case tablekit.IsThrottled(f.Err):
+			case core.IsThrottled(f.Err):
 				again = append(again, actions[f.Index])
 				throttled = f.Err
 			case first == nil:
@@ -555,8 +556,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		if cerr := ctx.Err(); cerr != nil && len(res.Failed) > 0 {
 			return out, cerr
 		}
-		var be *tablekit.BulkError
-		if err != nil && !errors.As(err, &be) && first == nil {
+		if err != nil && !core.ItemsFailed(err) && first == nil {
 			first = err
 		}
 		if first != nil {
@@ -582,7 +582,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		}
 		// A throttled transaction pauses; one that was not applied goes
 		// again at once.
-		if throttled != nil && !tablekit.Sleep(ctx, retry.Delay(round+1)) {
+		if throttled != nil && !core.Sleep(ctx, core.Delay(retry, round+1)) {
 			return out, ctx.Err()
 		}
 		actions = again
@@ -612,10 +612,10 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 // no other writer deletes in the scope.
 func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[tablekit.Entity], listed map[string]azcore.ETag) (outcome, []tablekit.Action[tablekit.Entity], error) {
 	var out outcome
-	pk := actions[0].Value.PartitionKey
-	lo, hi := actions[0].Value.RowKey, actions[0].Value.RowKey
+	pk := core.ActionValue(actions[0]).PartitionKey
+	lo, hi := core.ActionValue(actions[0]).RowKey, core.ActionValue(actions[0]).RowKey
 	for _, a := range actions[1:] {
-		if rk := a.Value.RowKey; compareKeys(rk, lo) < 0 {
+		if rk := core.ActionValue(a).RowKey; compareKeys(rk, lo) < 0 {
 			lo = rk
 		} else if compareKeys(rk, hi) > 0 {
 			hi = rk
@@ -627,11 +627,11 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 	}
 	unchanged, absent := 0, 0
 	for _, a := range actions {
-		etag, ok := stored[a.Value.RowKey]
+		etag, ok := stored[core.ActionValue(a).RowKey]
 		switch {
 		case !ok:
 			absent++
-		case etag == listed[a.Value.RowKey]:
+		case etag == listed[core.ActionValue(a).RowKey]:
 			unchanged++
 		}
 	}
@@ -641,15 +641,15 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 	}
 	var left []tablekit.Action[tablekit.Entity]
 	for _, a := range actions {
-		etag, ok := stored[a.Value.RowKey]
+		etag, ok := stored[core.ActionValue(a).RowKey]
 		switch {
 		case !ok:
 			out.gone++
-		case etag == listed[a.Value.RowKey] || p.o.AnyETag:
+		case etag == listed[core.ActionValue(a).RowKey] || p.o.AnyETag:
 			left = append(left, a)
 		default:
 			out.changed++
-			out.changedKeys = append(out.changedKeys, EntityKey{pk, a.Value.RowKey})
+			out.changedKeys = append(out.changedKeys, EntityKey{pk, core.ActionValue(a).RowKey})
 		}
 	}
 	return out, left, nil
@@ -665,11 +665,11 @@ func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string
 	for {
 		var page tablekit.Page[tablekit.Entity]
 		var err error
-		for range p.j.scan.Retry.Attempts(ctx) {
+		for range core.Attempts(ctx, p.j.scan.Retry) {
 			p.reads.Add(1)
 			page, err = p.j.t.QueryPage(ctx, f, opts)
 			var rq *tablekit.RequestError
-			if err == nil || !(tablekit.IsThrottled(err) || errors.As(err, &rq)) || ctx.Err() != nil {
+			if err == nil || !(core.IsThrottled(err) || errors.As(err, &rq)) || ctx.Err() != nil {
 				break
 			}
 		}

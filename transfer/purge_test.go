@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
@@ -62,10 +64,10 @@ func TestPurgePartition(t *testing.T) {
 	}
 	// 750 entities: 8 transactions, although pages of 333 split the
 	// partition off the hundreds.
-	if n := d.Count(tablekit.ServiceTable, "Transaction"); n != 8 || res.DeleteTransactions != 8 {
+	if n := d.Count("table", "Transaction"); n != 8 || res.DeleteTransactions != 8 {
 		t.Errorf("%d transactions (result %d), want 8", n, res.DeleteTransactions)
 	}
-	if res.Pages != d.Count(tablekit.ServiceTable, "QueryEntities") || res.Transactions != d.Service(tablekit.ServiceTable) {
+	if res.Pages != d.Count("table", "QueryEntities") || res.Transactions != d.Service("table") {
 		t.Errorf("result counts %+v, Meter %v", res, d)
 	}
 	left := readAll(t, tbl)
@@ -147,12 +149,12 @@ func TestPurgeResumes(t *testing.T) {
 	// 2: resumed, and cancelled after a few delete transactions.
 	cctx, cancel := context.WithCancel(ctx)
 	var batches atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) && batches.Add(1) == 5 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,10 +212,10 @@ func TestPurgeLeavesChangedEntities(t *testing.T) {
 	// Before the first delete transaction, another writer updates one
 	// listed entity and deletes another.
 	var once sync.Once
-	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	interloper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) {
 			once.Do(func() {
-				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+				if _, err := tbl.Upsert(r.Raw().Context(), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}); err != nil {
 					t.Error(err)
 				}
 				if err := tbl.Delete(r.Raw().Context(), "p", "0007", "*"); err != nil {
@@ -222,7 +224,7 @@ func TestPurgeLeavesChangedEntities(t *testing.T) {
 			})
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +285,10 @@ func TestPurgeDefaultCost(t *testing.T) {
 		t.Fatalf("purge: %+v, %v", res, err)
 	}
 	d := acct.Meter().Snapshot().Sub(before)
-	pages, deletes := d.Count(tablekit.ServiceTable, "QueryEntities"), d.Count(tablekit.ServiceTable, "Transaction")
+	pages, deletes := d.Count("table", "QueryEntities"), d.Count("table", "Transaction")
 	// 3 pages from Azurite; Azure may cut pages short, and a partition's
 	// transactions still fill up across them.
-	if pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) || deletes != 30 || d.Service(tablekit.ServiceTable) != pages+30 || res.Probes != 0 {
+	if pages < 3 || (pages != 3 && !testenv.PagesAsAzure()) || deletes != 30 || d.Service("table") != pages+30 || res.Probes != 0 {
 		t.Errorf("Meter %v (%d pages, %d transactions), result %+v; want 3 pages + 30 transactions, no probes", d, pages, deletes, res)
 	}
 }
@@ -312,7 +314,7 @@ func TestPurgeThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer front.Close()
-	quiet := &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}}
+	quiet := &tablekit.Options{Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{HotPartition: -1})}
 	facct, err := tablekit.Open(withTableEndpoint(cs, front.Endpoints().Table), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +352,7 @@ func TestPurgeThrottled(t *testing.T) {
 // effect), and its Injector.
 func lostAnswers(t *testing.T, cfg chaos.Config, opts *tablekit.Options) (*tablekit.Account, *chaos.Injector) {
 	t.Helper()
-	cfg.Services = []string{tablekit.ServiceTable}
+	cfg.Services = []string{"table"}
 	inj, err := chaos.New(1, &cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +430,7 @@ func TestPurgeLostAnswerChanged(t *testing.T) {
 			}
 			seed(t, tbl, es)
 			rewrite := func(ctx context.Context) {
-				if _, err := tbl.Upsert(chaos.NoFaults(ctx), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}, tablekit.Replace); err != nil {
+				if _, err := tbl.Upsert(chaos.NoFaults(ctx), tablekit.Entity{PartitionKey: "p", RowKey: "0042", Properties: map[string]any{"V": int32(1)}}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -451,7 +453,7 @@ func TestPurgeLostAnswerChanged(t *testing.T) {
 				return resp, err
 			})
 			acct, inj := lostAnswers(t, chaos.Config{AnswerLost: 1, MaxConsecutive: 1, MaxFaults: 1, Operations: []string{"Transaction"}},
-				&tablekit.Options{PerRetryPolicies: []policy.Policy{interloper}})
+				&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{interloper}}})
 			ftbl, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
 			if err != nil {
 				t.Fatal(err)

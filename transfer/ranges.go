@@ -106,8 +106,11 @@ func (s *Scope) filter() tablekit.Filter {
 // describe returns the scope as one filter text, for headers and
 // checkpoints.
 func (s *Scope) describe() string {
-	text, _ := s.filter().Build()
-	return text
+	f := s.filter()
+	if f.Err() != nil {
+		return ""
+	}
+	return f.String()
 }
 
 // splitRange cuts r at boundaries (sorted, distinct, inside r).

@@ -48,7 +48,7 @@ func lookupStored(ctx context.Context, t *tablekit.Table[tablekit.Entity], es []
 		found := map[string]tablekit.Entity{}
 		if len(idx) <= 4 {
 			for _, i := range idx {
-				e, err := t.Get(ctx, pk, es[i].RowKey, nil)
+				e, err := t.Get(ctx, pk, es[i].RowKey)
 				switch {
 				case err == nil:
 					found[e.RowKey] = e

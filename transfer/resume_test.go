@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -134,7 +137,7 @@ func TestImportResumes(t *testing.T) {
 				if changed == nil {
 					t.Fatal("no entity written after the checkpoint")
 				}
-				if _, err := dst.Upsert(ctx, *changed, tablekit.Replace); err != nil {
+				if _, err := dst.Upsert(ctx, *changed); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -165,7 +168,7 @@ func TestImportResumes(t *testing.T) {
 			// The checkpoint is complete: resuming again sends nothing.
 			before := acct.Meter().Snapshot()
 			again, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
-			if d := acct.Meter().Snapshot().Sub(before); d.Count(tablekit.ServiceTable, "Transaction") != 0 {
+			if d := acct.Meter().Snapshot().Sub(before); d.Count("table", "Transaction") != 0 {
 				t.Errorf("resuming a finished import sent %v", d)
 			}
 			if mode != transfer.Insert && (err != nil || again.Skipped != int64(len(es)) || again.Written != int64(len(es))) {
@@ -231,13 +234,13 @@ func TestImportTableCheckpoint(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var batches atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		resp, err := r.Next()
 		if isBatch(r) && batches.Add(1) == 6 {
 			cancel() // after the 6th transaction was applied
 		}
 		return resp, err
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,12 +275,12 @@ func TestCountResumes(t *testing.T) {
 	}}
 	cctx, cancel := context.WithCancel(ctx)
 	var pages atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isQuery(r) && pages.Add(1) == 12 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,13 +350,13 @@ func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path s
 	t.Helper()
 	cctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if isBatch(r) {
 			cancel()
 			return nil, context.Canceled
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,11 +440,11 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	es := seedMany(t, src, 2, 600)
 	// The first transaction sent is answered 503 (a governed transaction
 	// is not retried by the SDK: the BulkWriter waits for the Governor).
-	inj, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	inj, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{"table"}, Operations: []string{"Transaction"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	facct := inj.Account(t, &tablekit.Options{HotPartition: tablekit.HotPartitionWarning{Fraction: -1}})
+	facct := inj.Account(t, &tablekit.Options{Governor: tablekit.NewGovernor(&tablekit.GovernorOptions{HotPartition: -1})})
 	inj.SetEnabled(false)
 	dst := newTable(t, facct)
 	inj.SetEnabled(true)
@@ -451,14 +454,14 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 			Checkpoint: transfer.NewFileCheckpoint(path),
 			Scan:       transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}},
 		},
-		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.NoRetries, Governor: tablekit.NewGovernor(nil)},
+		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}},
 	}
 	res, err := transfer.Copy(ctx, src, dst, &opts)
 	t.Logf("first run: read %d, written %d, failed %d, complete %v: %v; %v", res.Read, res.Written, res.Failed, res.Complete, err, inj.Stats())
 	if inj.Stats().Faults() != 1 {
 		t.Fatalf("%d faults injected, want 1", inj.Stats().Faults())
 	}
-	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !tablekit.IsThrottled(res.Failures[0]) {
+	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !core.IsThrottled(res.Failures[0]) {
 		t.Fatalf("first run: %+v, %v; want 100 throttled failures and an incomplete copy", res, err)
 	}
 	opts.Resume = true
@@ -472,7 +475,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	// copy goes on past it and reports the failures.
 	inj.SetEnabled(false)
 	other := newTable(t, facct)
-	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{tablekit.ServiceTable}, Operations: []string{"Transaction"}})
+	inj2, err := chaos.New(1, &chaos.Config{ServerBusy: 1, MaxConsecutive: -1, MaxFaults: 1, Services: []string{"table"}, Operations: []string{"Transaction"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func TestCopyTables(t *testing.T) {
 		if err != nil || !res.Complete || res.Written != int64(len(es)) {
 			t.Fatalf("copy: %+v, %v", res, err)
 		}
-		if n := other.Meter().Snapshot().Count(tablekit.ServiceTable, "Transaction"); n == 0 {
+		if n := other.Meter().Snapshot().Count("table", "Transaction"); n == 0 {
 			t.Error("the second account's Meter saw no transaction")
 		}
 		sameEntities(t, want, readAll(t, dst))

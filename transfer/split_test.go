@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -191,12 +193,12 @@ func TestExportResumes(t *testing.T) {
 	// Stop after 10 pages.
 	cctx, cancel := context.WithCancel(ctx)
 	var pages atomic.Int32
-	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
+	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
 		if r.Raw().Method == http.MethodGet && pages.Add(1) == 10 {
 			cancel()
 		}
 		return r.Next()
-	})}})
+	})}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +363,7 @@ func TestTableCheckpointLostAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxFor(t)
 			cfg := tc.cfg
-			cfg.Services, cfg.Operations = []string{tablekit.ServiceTable}, []string{"UpdateEntity"}
+			cfg.Services, cfg.Operations = []string{"table"}, []string{"UpdateEntity"}
 			inj, err := chaos.New(1, &cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -50,7 +50,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 		if f.connection != "" {
 			return nil, usagef("--%ssas-url and --%sconnection-string exclude each other", f.prefix, f.prefix)
 		}
-		meter := tablekit.NewMeter()
+		meter := new(tablekit.Meter)
 		t, err := sas.OpenTable[tablekit.Entity](f.sasURL, &tablekit.Options{Meter: meter}, nil)
 		if err != nil {
 			return nil, err

@@ -512,7 +512,7 @@ func TestCLICopyKilledBeforeCheckpointResumes(t *testing.T) {
 	// key order: p000 comes first).
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if _, err := dst.Get(context.Background(), "p001", "000001", nil); err == nil {
+		if _, err := dst.Get(context.Background(), "p001", "000001"); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -97,19 +97,19 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		defer t.DeleteTable(context.WithoutCancel(ctx))
 	}
 	queueName := "archive-" + strings.ToLower(suffix)
-	queue := acct.Queue(queueName)
+	queue := acct.Queues().NewQueueClient(queueName)
 	if _, err := queue.Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateQueue", err)
+		return fmt.Errorf("CreateQueue: %w", err)
 	}
 	defer queue.Delete(context.WithoutCancel(ctx), nil)
 	// The worker creates its poison queue on first use.
-	poison := acct.Queue(archive.PoisonQueueName(queueName))
+	poison := acct.Queues().NewQueueClient(archive.PoisonQueueName(queueName))
 	defer poison.Delete(context.WithoutCancel(ctx), nil)
 	// The claim-check container: the Client would create it on its first
 	// large payload, at the cost of a refused PutBlob.
-	claims := acct.Container(archive.ClaimContainerName(queueName))
+	claims := acct.Blobs().ServiceClient().NewContainerClient(archive.ClaimContainerName(queueName))
 	if _, err := claims.Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateContainer", err)
+		return fmt.Errorf("CreateContainer: %w", err)
 	}
 	defer claims.Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
@@ -144,7 +144,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	one := int32(1)
 	peek, err := queue.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: &one})
 	if err != nil {
-		return tablekit.WrapError("PeekMessages", err)
+		return fmt.Errorf("PeekMessages: %w", err)
 	}
 	if len(peek.Messages) != 1 {
 		return fmt.Errorf("peek: %d messages, want 1", len(peek.Messages))
@@ -173,11 +173,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 			if msg.DequeueCount == 1 {
 				// A worker failing half-way: the Archive write
 				// happens, the Current delete does not.
-				e, err := current.Get(ctx, req.PartitionKey, req.RowKey, nil)
+				e, err := current.Get(ctx, req.PartitionKey, req.RowKey)
 				if err != nil {
 					return err
 				}
-				if _, err := arch.Upsert(ctx, e, tablekit.Replace); err != nil {
+				if _, err := arch.Upsert(ctx, e); err != nil {
 					return err
 				}
 				return errors.New("simulated crash after the Archive write")
@@ -325,7 +325,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// application's part.
 	resp, err := poison.DequeueMessages(ctx, nil)
 	if err != nil {
-		return tablekit.WrapError("DequeueMessages", err)
+		return fmt.Errorf("DequeueMessages: %w", err)
 	}
 	if len(resp.Messages) != 1 {
 		return fmt.Errorf("the poison queue holds %d messages, want 1", len(resp.Messages))
@@ -339,7 +339,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return fmt.Errorf("poison record: kind %q after %d attempts, error %q", p.Kind, p.Record.DequeueCount, p.Record.Error)
 	}
 	if _, err := poison.DeleteMessage(ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
-		return tablekit.WrapError("DeleteMessage", err)
+		return fmt.Errorf("DeleteMessage: %w", err)
 	}
 	// The record's error names the message ID; the narration leaves it out.
 	_, reason, _ := strings.Cut(p.Record.Error, p.Record.MessageID+": ")
@@ -368,8 +368,10 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("gave up waiting for %s", what)
 		}
-		if !tablekit.Sleep(ctx, 20*time.Millisecond) {
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	return nil
@@ -398,7 +400,7 @@ func tablesHolding(ctx context.Context, current, arch *tablekit.Table[Employee],
 		name  string
 		table *tablekit.Table[Employee]
 	}{{"Current", current}, {"Archive", arch}} {
-		_, err := t.table.Get(ctx, pk, rk, nil)
+		_, err := t.table.Get(ctx, pk, rk)
 		switch {
 		case err == nil:
 			in = append(in, t.name)
@@ -422,7 +424,7 @@ func countBlobs(ctx context.Context, c *container.Client) (int, error) {
 			return 0, nil
 		}
 		if err != nil {
-			return 0, tablekit.WrapError("ListBlobs", err)
+			return 0, fmt.Errorf("ListBlobs: %w", err)
 		}
 		n += len(page.Segment.BlobItems)
 	}

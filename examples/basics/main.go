@@ -75,7 +75,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "inserted Sales/000223 from a Go struct (Age as Edm.Int64, Hired as Edm.DateTime): %d transaction\n", meter.Snapshot().Sub(before).Total())
 
 	before = meter.Snapshot()
-	got, err := emp.Get(ctx, "Sales", "000223", nil)
+	got, err := emp.Get(ctx, "Sales", "000223")
 	if err != nil {
 		return err
 	}
@@ -86,10 +86,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// tagged omitempty), so to merge one property write it through the
 	// table's property-bag view.
 	email := tablekit.Entity{PartitionKey: "Sales", RowKey: "000223", Properties: map[string]any{"Email": "ada.l@contoso.com"}}
-	if _, err := emp.Entities().Upsert(ctx, email, tablekit.Merge); err != nil {
+	if _, err := emp.AsEntities().Merge(ctx, email, ""); err != nil {
 		return err
 	}
-	merged, err := emp.Get(ctx, "Sales", "000223", nil)
+	merged, err := emp.Get(ctx, "Sales", "000223")
 	if err != nil {
 		return err
 	}
@@ -99,29 +99,30 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// write is refused, so neither change is lost silently.
 	first, second := merged, merged
 	first.Age, second.Age = 37, 38
-	if _, err := emp.Update(ctx, first, tablekit.Merge, first.ETag); err != nil {
+	if _, err := emp.Merge(ctx, first, first.ETag); err != nil {
 		return err
 	}
-	if _, err := emp.Update(ctx, second, tablekit.Merge, second.ETag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+	if _, err := emp.Merge(ctx, second, second.ETag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		return fmt.Errorf("second writer: want ErrPreconditionFailed, got %v", err)
 	}
 	fmt.Fprintln(out, "optimistic concurrency: the second writer's stale ETag was refused (ErrPreconditionFailed), nothing lost")
 
-	if _, err := emp.Upsert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Ada", Email: "ada@contoso.com"}, tablekit.Replace); err != nil {
+	if _, err := emp.Upsert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Ada", Email: "ada@contoso.com"}); err != nil {
 		return err
 	}
-	replaced, err := emp.Get(ctx, "Sales", "000223", nil)
+	replaced, err := emp.Get(ctx, "Sales", "000223")
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Replace stored exactly the new properties: LastName now %q, Age %d\n", replaced.LastName, replaced.Age)
 
 	// A projection reads only the properties named.
-	proj, err := emp.Get(ctx, "Sales", "000223", &tablekit.GetOptions{Select: []string{"Email"}})
-	if err != nil {
-		return err
+	// A point query with a projection: one transaction, as Get.
+	proj, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("Sales", "000223"), &tablekit.QueryOptions{Select: []string{"Email"}}), 1)
+	if err != nil || len(proj) != 1 {
+		return fmt.Errorf("projection: %d entities, %v", len(proj), err)
 	}
-	fmt.Fprintf(out, "projection ($select Email): Email %q, FirstName %q (not read)\n", proj.Email, proj.FirstName)
+	fmt.Fprintf(out, "projection ($select Email): Email %q, FirstName %q (not read)\n", proj[0].Email, proj[0].FirstName)
 
 	// An entity group transaction: all or nothing, in one partition; each
 	// action gets its new ETag back.
@@ -145,7 +146,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return fmt.Errorf("conflicting transaction: want a TransactionError at action 1, got %v", err)
 	}
 	fmt.Fprintf(out, "a conflicting transaction failed as a whole: action %d, %s\n", te.Index, te.Code)
-	if _, err := emp.Get(ctx, "Sales", "000226", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := emp.Get(ctx, "Sales", "000226"); !errors.Is(err, tablekit.ErrNotFound) {
 		return fmt.Errorf("the failed transaction's first insert: want ErrNotFound, got %v", err)
 	}
 	fmt.Fprintln(out, "and its first action was not applied: Sales/000226 is not there")

@@ -56,7 +56,7 @@ func main() {
 // run is the example: it creates a container of its own, uses it, and
 // deletes it.
 func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
-	c := acct.Container("logs-" + strings.ToLower(rand.Text()[:8]))
+	c := acct.Blobs().ServiceClient().NewContainerClient("logs-" + strings.ToLower(rand.Text()[:8]))
 	if _, err := c.Create(ctx, nil); err != nil {
 		return err
 	}

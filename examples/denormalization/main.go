@@ -194,7 +194,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return err
 	}
 	c := meter.Snapshot().Sub(before)
-	bag, err := tbl.Get(ctx, "Sales", "Sales", nil)
+	bag, err := tbl.Get(ctx, "Sales", "Sales")
 	if err != nil {
 		return err
 	}

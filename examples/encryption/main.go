@@ -89,7 +89,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 			return err
 		}
 	}
-	got, err := patients.Get(ctx, "Cardio", "p001", nil)
+	got, err := patients.Get(ctx, "Cardio", "p001")
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	adaRaw, err := raw.Get(ctx, "Cardio", "p001", nil)
+	adaRaw, err := raw.Get(ctx, "Cardio", "p001")
 	if err != nil {
 		return err
 	}
@@ -128,15 +128,15 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// A ciphertext is bound to its PartitionKey, RowKey and property name:
 	// someone with write access who pastes Ada's SSN into Bob's row does not
 	// get it read back as Bob's.
-	bobRaw, err := raw.Get(ctx, "Cardio", "p002", nil)
+	bobRaw, err := raw.Get(ctx, "Cardio", "p002")
 	if err != nil {
 		return err
 	}
 	bobRaw.Properties["SSN"] = ct
-	if _, err := raw.Upsert(ctx, bobRaw, tablekit.Replace); err != nil {
+	if _, err := raw.Upsert(ctx, bobRaw); err != nil {
 		return err
 	}
-	_, err = patients.Get(ctx, "Cardio", "p002", nil)
+	_, err = patients.Get(ctx, "Cardio", "p002")
 	if !errors.Is(err, tablekit.ErrDecrypt) {
 		return fmt.Errorf("a ciphertext moved to another row: want ErrDecrypt, got %v", err)
 	}
@@ -144,7 +144,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return errors.New("the decryption error shows the plaintext")
 	}
 	fmt.Fprintf(out, "Ada's SSN ciphertext pasted into Bob's row does not decrypt (ErrDecrypt): %v\n", err)
-	if _, err := patients.Upsert(ctx, bob, tablekit.Replace); err != nil { // repair Bob's row
+	if _, err := patients.Upsert(ctx, bob); err != nil { // repair Bob's row
 		return err
 	}
 
@@ -179,11 +179,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := bag.Upsert(ctx, tablekit.Entity{PartitionKey: "Cardio", RowKey: "p001",
-		Properties: map[string]any{"Diagnosis": "arrhythmia, treated"}}, tablekit.Merge); err != nil {
+	if _, err := bag.Merge(ctx, tablekit.Entity{PartitionKey: "Cardio", RowKey: "p001",
+		Properties: map[string]any{"Diagnosis": "arrhythmia, treated"}}, ""); err != nil {
 		return err
 	}
-	got, err = patients.Get(ctx, "Cardio", "p001", nil)
+	got, err = patients.Get(ctx, "Cardio", "p001")
 	if err != nil {
 		return err
 	}
@@ -208,11 +208,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		// Rewriting a row seals all its encrypted properties under the
 		// current key. The ETag guards against a concurrent writer (the
 		// update then fails with ErrPreconditionFailed: scan again).
-		p, err := patients.Get(ctx, "Cardio", r.rowKey, nil)
+		p, err := patients.Get(ctx, "Cardio", r.rowKey)
 		if err != nil {
 			return err
 		}
-		if _, err := patients.Update(ctx, p, tablekit.Replace, p.ETag); err != nil {
+		if _, err := patients.Update(ctx, p, p.ETag); err != nil {
 			return err
 		}
 		rewritten++

@@ -191,7 +191,7 @@ func byProperty(ctx context.Context, acct *tablekit.Account, out io.Writer) erro
 	before = meter.Snapshot()
 	etags, err := m.Transaction(ctx,
 		tablekit.InsertAction[any](EmployeeV2{Department: "Sales", Key: "000102", First: "Cy", Last: "Young", Email: "cy@contoso.com"}),
-		tablekit.UpdateAction[any](dept, tablekit.Merge, dept.ETag))
+		tablekit.MergeAction[any](dept, dept.ETag))
 	if err != nil {
 		return err
 	}
@@ -201,10 +201,10 @@ func byProperty(ctx context.Context, acct *tablekit.Account, out io.Writer) erro
 	// be updated again conditionally without reading it first, and the
 	// version read before the transaction no longer passes.
 	dept.Manager = "Bob"
-	if _, err := m.Update(ctx, dept, tablekit.Merge, read); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+	if _, err := m.Merge(ctx, dept, read); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		return fmt.Errorf("update with the ETag read before the transaction: want ErrPreconditionFailed, got %v", err)
 	}
-	if _, err := m.Update(ctx, dept, tablekit.Merge, etags[1]); err != nil {
+	if _, err := m.Merge(ctx, dept, etags[1]); err != nil {
 		return err
 	}
 	v, err = m.Get(ctx, "Sales", "Sales")

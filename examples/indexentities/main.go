@@ -127,7 +127,7 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, s
 	if err != nil {
 		return err
 	}
-	ent, err := employees.Entities().Get(ctx, "Sales", rk, nil)
+	ent, err := employees.AsEntities().Get(ctx, "Sales", rk)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Lisa Jones marries Don Hall: one transaction (%d) updates her entity and moves her id: Jones %s, Hall %s; with the reads before it: %v\n", cost.Count(tablekit.ServiceTable, "Transaction"), rowKeys(jones), rowKeys(halls), cost)
+	fmt.Fprintf(out, "Lisa Jones marries Don Hall: one transaction (%d) updates her entity and moves her id: Jones %s, Hall %s; with the reads before it: %v\n", cost.Count("table", "Transaction"), rowKeys(jones), rowKeys(halls), cost)
 	if rowKeys(jones) != "[000200 000223]" || rowKeys(halls) != "[000123 000152]" {
 		return fmt.Errorf("after the move: Jones %s, Hall %s", rowKeys(jones), rowKeys(halls))
 	}
@@ -191,22 +191,22 @@ func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, suffi
 	}
 	containerName := "lastnames-" + strings.ToLower(suffix)
 	// The BlobList creates the container on its first write.
-	defer acct.Container(containerName).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Blobs().ServiceClient().NewContainerClient(containerName).Delete(context.WithoutCancel(ctx), nil)
 	queueName := "idxent-" + strings.ToLower(suffix)
-	queue := acct.Queue(queueName)
+	queue := acct.Queues().NewQueueClient(queueName)
 	if _, err := queue.Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateQueue", err)
+		return fmt.Errorf("CreateQueue: %w", err)
 	}
 	defer queue.Delete(context.WithoutCancel(ctx), nil)
 	// The worker creates its poison queue if a message fails for good.
-	defer acct.Queue(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Queues().NewQueueClient(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
 
 	entityList, err := index.NewEntityList(listTable, nil)
 	if err != nil {
 		return err
 	}
-	blobList, err := index.NewBlobList(acct.Container(containerName), nil)
+	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(containerName), nil)
 	if err != nil {
 		return err
 	}

@@ -68,9 +68,9 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return err
 	}
 	defer tbl.DeleteTable(context.WithoutCancel(ctx))
-	cont := acct.Container("employees-" + strings.ToLower(rand.Text()[:8]))
+	cont := acct.Blobs().ServiceClient().NewContainerClient("employees-" + strings.ToLower(rand.Text()[:8]))
 	if _, err := cont.Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateContainer", err)
+		return fmt.Errorf("CreateContainer: %w", err)
 	}
 	defer cont.Delete(context.WithoutCancel(ctx), nil)
 	// The application's typed table: Large writes its entities through
@@ -158,7 +158,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// and "/".
 	orphan := tbl.Name() + "/crashed-upsert/Photo"
 	if _, err := cont.NewBlockBlobClient(orphan).UploadBuffer(ctx, photo[:1000], nil); err != nil {
-		return tablekit.WrapError("PutBlob", err)
+		return fmt.Errorf("PutBlob: %w", err)
 	}
 	// Sweep lists the blobs, then reads every entity's references: a
 	// table scan (tablekit logs a warning), for now and then, not for

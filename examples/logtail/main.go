@@ -137,7 +137,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	netAt := base.Add(56*time.Minute + 30*time.Second)
 	const maxTicks, epochTicks = 3155378975999999999, 621355968000000000 // DateTime.MaxValue.Ticks, Unix epoch
 	netKey := fmt.Sprintf("%019d", maxTicks-(netAt.Unix()*10_000_000+epochTicks))
-	if _, err := tbl.Entities().Insert(ctx, tablekit.Entity{PartitionKey: sensor, RowKey: netKey, Properties: map[string]any{"Celsius": 19.0, "Note": "written by .NET"}}); err != nil {
+	if _, err := tbl.AsEntities().Insert(ctx, tablekit.Entity{PartitionKey: sensor, RowKey: netKey, Properties: map[string]any{"Celsius": 19.0, "Note": "written by .NET"}}); err != nil {
 		return err
 	}
 	latest, err = log.Latest(ctx, sensor, 5, nil)

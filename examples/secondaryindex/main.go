@@ -169,7 +169,7 @@ func intraPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 		return err
 	}
 	cost := meter.Snapshot().Sub(before)
-	fmt.Fprintf(out, "Jon changes his email: Modify reads him, then replaces the entity and all copies and deletes email!jonesj@contoso.com in one transaction (%d), guarded by the ETag it read: %v\n", cost.Count(tablekit.ServiceTable, "Transaction"), cost)
+	fmt.Fprintf(out, "Jon changes his email: Modify reads him, then replaces the entity and all copies and deletes email!jonesj@contoso.com in one transaction (%d), guarded by the ETag it read: %v\n", cost.Count("table", "Transaction"), cost)
 	s, _, err := describe(ix.By(ctx, "Sales", "email", "jonesj@contoso.com"))
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func intraPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 		return err
 	}
 	cost = meter.Snapshot().Sub(before)
-	fmt.Fprintf(out, "with the ETag of a fresh Find it succeeds, in one transaction (%d) after a read of the entity and, when the copy's ETag is not the entity's own, a query that finds the copy: %v\n", cost.Count(tablekit.ServiceTable, "Transaction"), cost)
+	fmt.Fprintf(out, "with the ETag of a fresh Find it succeeds, in one transaction (%d) after a read of the entity and, when the copy's ETag is not the entity's own, a query that finds the copy: %v\n", cost.Count("table", "Transaction"), cost)
 
 	dup := Employee{Department: "Sales", ID: "000777", FirstName: "Jo", LastName: "Jonas", Email: "donh@contoso.com"}
 	var ue *index.UniqueError
@@ -215,7 +215,7 @@ func intraPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 	}
 	fmt.Fprintf(out, "Don leaves: DeleteIfExists reads his entity, then removes it and its 3 copies in one transaction: %v\n", meter.Snapshot().Sub(before))
 	rows := 0
-	for _, err := range employees.Entities().Query(ctx, tablekit.PartitionEq("Sales"), nil) {
+	for _, err := range employees.AsEntities().Query(ctx, tablekit.PartitionEq("Sales"), nil) {
 		if err != nil {
 			return err
 		}
@@ -270,13 +270,13 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 		}
 		defer t.DeleteTable(context.WithoutCancel(ctx))
 	}
-	queue := acct.Queue(queueName)
+	queue := acct.Queues().NewQueueClient(queueName)
 	if _, err := queue.Create(ctx, nil); err != nil {
-		return tablekit.WrapError("CreateQueue", err)
+		return fmt.Errorf("CreateQueue: %w", err)
 	}
 	defer queue.Delete(context.WithoutCancel(ctx), nil)
 	// The worker creates its poison queue if a message fails for good.
-	defer acct.Queue(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Queues().NewQueueClient(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
 
 	ix, err := newInter(acct)

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/azurite"
@@ -54,7 +56,7 @@ func main() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	// An Account opened with a TracingProvider traces its clients' calls
 	// and tablekit's own operations.
-	acct, err := tablekit.Open(conn, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)})
+	acct, err := tablekit.Open(conn, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}})
 	if err == nil {
 		err = run(ctx, acct, spans, os.Stdout)
 		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
@@ -88,9 +90,9 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	}
 	queueName := "traced-" + strings.ToLower(suffix)
 	for _, name := range []string{queueName, archive.PoisonQueueName(queueName)} {
-		q := acct.Queue(name)
+		q := acct.Queues().NewQueueClient(name)
 		if _, err := q.Create(ctx, nil); err != nil {
-			return tablekit.WrapError("CreateQueue", err)
+			return fmt.Errorf("CreateQueue: %w", err)
 		}
 		defer q.Delete(context.WithoutCancel(ctx), nil)
 	}
@@ -120,10 +122,8 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(wctx) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for worker.Stats().Succeeded == 0 {
-		if time.Now().After(deadline) || !tablekit.Sleep(ctx, 20*time.Millisecond) {
-			break
-		}
+	for worker.Stats().Succeeded == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -135,7 +135,7 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 
 	got := spans.GetSpans()
 	tree := spanTree(got, "Worker.Handle")
-	fmt.Fprintln(out, "the Account was opened with Options.TracingProvider = otelkit.TracingProvider(tp): the spans of REST calls and HTTP requests have")
+	fmt.Fprintln(out, "the Account was opened with Options.ClientOptions.TracingProvider = otelkit.TracingProvider(tp): the spans of REST calls and HTTP requests have")
 	fmt.Fprintln(out, "tablekit's operation spans as parents. The worker handled one move; the trace of its message, as the exporter received it:")
 	for _, line := range tree {
 		fmt.Fprintln(out, line)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestRun(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	acct := testenv.Account(t, &tablekit.Options{TracingProvider: otelkit.TracingProvider(tp)})
+	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}})
 	var out bytes.Buffer
 	if err := run(context.Background(), acct, spans, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())

@@ -75,7 +75,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	meter := acct.Meter()
 	fmt.Fprintf(out, "an entity holds at most %d custom properties; Wide splits a logical entity over up to %d physical entities of one partition, %d properties each\n",
-		tablekit.MaxCustomProperties, patterns.MaxWideParts, patterns.MaxWidePartProperties)
+		252, patterns.MaxWideParts, patterns.MaxWidePartProperties)
 
 	year := Readings{Meter: "meter17", Period: "2025", Unit: "kWh", Values: map[string]int64{}}
 	for d := 1; d <= 365; d++ {
@@ -227,7 +227,7 @@ func (p part) firstReading() string {
 // table's property-bag view: one query.
 func physical(ctx context.Context, tbl *tablekit.Table[Readings], pk string) ([]part, error) {
 	var parts []part
-	for e, err := range tbl.Entities().Query(ctx, tablekit.PartitionEq(pk), nil) {
+	for e, err := range tbl.AsEntities().Query(ctx, tablekit.PartitionEq(pk), nil) {
 		if err != nil {
 			return nil, err
 		}

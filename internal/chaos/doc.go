@@ -5,7 +5,7 @@
 // # Injecting faults
 //
 // An [Injector] holds a seed and a [Config]; its [Injector.Policy] is an
-// azcore policy installed in tablekit.Options.PerRetryPolicies, so it runs
+// azcore policy installed in tablekit.Options.ClientOptions.PerRetryPolicies, so it runs
 // on every try, after the SDK's retry policy and before the Account's
 // Meter. [Injector.Account] (tests) and [Injector.Open] do the installing:
 //

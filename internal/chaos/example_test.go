@@ -67,7 +67,7 @@ func Example() {
 	// The invariant: the stored value is one the history allows, the
 	// unknown insert applied or not.
 	allowed := chaos.Reachable(0, ops, func(n int, op chaos.Op) (int, bool) { return op.Value.(int), n == 0 })
-	stored, err := tbl.Get(chaos.NoFaults(ctx), "p", "r", nil)
+	stored, err := tbl.Get(chaos.NoFaults(ctx), "p", "r")
 	var v chaos.Violations
 	if err != nil {
 		v.Addf("p/r: %v", err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -89,12 +91,12 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 	}
 	// The endpoints are known only once the connection string is parsed:
 	// open once to read them (Open does not contact the service).
-	probe, err := tablekit.Open(connectionString, &tablekit.Options{Transport: o.Transport})
+	probe, err := tablekit.Open(connectionString, &tablekit.Options{ClientOptions: azcore.ClientOptions{Transport: o.Transport}})
 	if err != nil {
 		return nil, err
 	}
 	o.PerCallPolicies = append(slices.Clone(o.PerCallPolicies), callPolicy{})
-	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), inj.Policy(probe.Endpoints()))
+	o.PerRetryPolicies = append(slices.Clone(o.PerRetryPolicies), inj.Policy(EndpointsOf(probe)))
 	if isZeroRetry(o.Retry) {
 		o.Retry = FastRetry()
 	}

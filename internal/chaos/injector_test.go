@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -94,7 +95,7 @@ func TestAnswerLostInsertIsUnknown(t *testing.T) {
 		!slices.Equal(op.Faults, []chaos.Kind{chaos.AnswerLost}) {
 		t.Fatalf("insert: %v", op)
 	}
-	got, err := tbl.Get(ctx, "p", "r", nil)
+	got, err := tbl.Get(ctx, "p", "r")
 	if err != nil || got.N != 1 {
 		t.Fatalf("stored entity: %+v, %v", got, err)
 	}
@@ -125,7 +126,7 @@ func TestServerBusyOutlastingRetriesIsThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := q.DequeueMessages(ctx, nil)
-	err = tablekit.WrapError("GetMessages", err)
+	err = core.WrapError("GetMessages", err)
 	var re *azcore.ResponseError
 	if !errors.Is(err, tablekit.ErrThrottled) || !errors.As(err, &re) || re.StatusCode != 503 || re.ErrorCode != "ServerBusy" {
 		t.Fatalf("DequeueMessages: %v", err)
@@ -151,7 +152,7 @@ func TestServerBusyOutlastingRetriesIsThrottled(t *testing.T) {
 func TestServerBusyOnTableRead(t *testing.T) {
 	ctx := testCtx(t)
 	_, _, tbl := setup(t, 1, &chaos.Config{ServerBusy: 1, Operations: []string{"GetEntity"}, MaxConsecutive: -1})
-	_, err := tbl.Get(ctx, "p", "r", nil)
+	_, err := tbl.Get(ctx, "p", "r")
 	var re *azcore.ResponseError
 	if !errors.Is(err, tablekit.ErrThrottled) || !errors.As(err, &re) || re.ErrorCode != "ServerBusy" {
 		t.Fatalf("Get: %v", err)
@@ -165,10 +166,10 @@ func TestOperationTimedOut(t *testing.T) {
 	t.Run("after", func(t *testing.T) {
 		inj, acct, tbl := setup(t, 1, &chaos.Config{TimeoutAfter: 1, Operations: []string{"UpdateEntity"}, MaxConsecutive: 1})
 		before := acct.Meter().Snapshot()
-		if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "r", N: 2}, tablekit.Replace); err != nil {
+		if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "r", N: 2}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := tbl.Get(ctx, "p", "r", nil); err != nil || got.N != 2 {
+		if got, err := tbl.Get(ctx, "p", "r"); err != nil || got.N != 2 {
 			t.Fatalf("stored: %+v, %v", got, err)
 		}
 		if n := acct.Meter().Snapshot().Sub(before).Count("table", "UpdateEntity"); n != 2 {
@@ -181,12 +182,12 @@ func TestOperationTimedOut(t *testing.T) {
 	t.Run("before", func(t *testing.T) {
 		inj, acct, tbl := setup(t, 1, &chaos.Config{TimeoutBefore: 1, Operations: []string{"UpdateEntity"}, MaxConsecutive: -1})
 		before := acct.Meter().Snapshot()
-		_, err := tbl.Upsert(ctx, item{PK: "p", RK: "r", N: 2}, tablekit.Replace)
+		_, err := tbl.Upsert(ctx, item{PK: "p", RK: "r", N: 2})
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) || re.StatusCode != 500 || re.ErrorCode != "OperationTimedOut" || chaos.OutcomeOf(err) != chaos.Unknown {
 			t.Fatalf("Upsert: %v", err)
 		}
-		if _, err := tbl.Get(ctx, "p", "r", nil); !errors.Is(err, tablekit.ErrNotFound) {
+		if _, err := tbl.Get(ctx, "p", "r"); !errors.Is(err, tablekit.ErrNotFound) {
 			t.Errorf("Get after a timeout before sending: %v, want ErrNotFound", err)
 		}
 		if n := acct.Meter().Snapshot().Sub(before).Count("table", "UpdateEntity"); n != 0 {
@@ -203,12 +204,12 @@ func TestOperationTimedOut(t *testing.T) {
 func TestResetOutlastingRetries(t *testing.T) {
 	ctx := testCtx(t)
 	inj, _, tbl := setup(t, 1, &chaos.Config{Reset: 1, MaxConsecutive: -1})
-	_, err := tbl.Upsert(ctx, item{PK: "p", RK: "r"}, tablekit.Replace)
+	_, err := tbl.Upsert(ctx, item{PK: "p", RK: "r"})
 	var fe *chaos.FaultError
 	if !errors.As(err, &fe) || fe.Kind != chaos.Reset || !errors.Is(err, syscall.ECONNRESET) || chaos.OutcomeOf(err) != chaos.Unknown {
 		t.Fatalf("Upsert: %v", err)
 	}
-	if _, err := tbl.Get(chaos.NoFaults(ctx), "p", "r", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := tbl.Get(chaos.NoFaults(ctx), "p", "r"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("Get: %v, want ErrNotFound", err)
 	}
 	if n := inj.Stats().Count(chaos.Reset, "", ""); n != 4 {
@@ -222,7 +223,7 @@ func TestMaxConsecutiveLetsRetriesThrough(t *testing.T) {
 	ctx := testCtx(t)
 	inj, _, tbl := setup(t, 1, &chaos.Config{Reset: 0.5, ServerBusy: 0.5})
 	for i := range 10 {
-		if _, err := tbl.Upsert(ctx, item{PK: "p", RK: fmt.Sprint(i), N: i}, tablekit.Replace); err != nil {
+		if _, err := tbl.Upsert(ctx, item{PK: "p", RK: fmt.Sprint(i), N: i}); err != nil {
 			t.Fatalf("upsert %d: %v", i, err)
 		}
 	}
@@ -249,7 +250,7 @@ func TestMaxConsecutiveCountsPerCall(t *testing.T) {
 	var wg sync.WaitGroup
 	for range readers {
 		wg.Go(func() {
-			_, err := tbl.Get(ctx, "p", "r", nil)
+			_, err := tbl.Get(ctx, "p", "r")
 			errs <- err
 		})
 	}
@@ -270,7 +271,7 @@ func TestDelayHonoursContext(t *testing.T) {
 	inj, _, tbl := setup(t, 1, &chaos.Config{Delay: 1, MaxDelay: time.Hour})
 	ctx, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
 	defer cancel()
-	_, err := tbl.Get(ctx, "p", "r", nil)
+	_, err := tbl.Get(ctx, "p", "r")
 	if !errors.Is(err, context.DeadlineExceeded) || chaos.OutcomeOf(err) != chaos.Unknown {
 		t.Fatalf("Get: %v, want DeadlineExceeded", err)
 	}
@@ -284,15 +285,15 @@ func TestDelayHonoursContext(t *testing.T) {
 func TestNoFaultsAndDisabled(t *testing.T) {
 	ctx := testCtx(t)
 	inj, _, tbl := setup(t, 1, &chaos.Config{Reset: 1, MaxConsecutive: -1})
-	if _, err := tbl.Upsert(chaos.NoFaults(ctx), item{PK: "p", RK: "a"}, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(chaos.NoFaults(ctx), item{PK: "p", RK: "a"}); err != nil {
 		t.Errorf("with NoFaults: %v", err)
 	}
 	inj.SetEnabled(false)
-	if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "b"}, tablekit.Replace); err != nil {
+	if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "b"}); err != nil {
 		t.Errorf("disabled: %v", err)
 	}
 	inj.SetEnabled(true)
-	if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "c"}, tablekit.Replace); err == nil {
+	if _, err := tbl.Upsert(ctx, item{PK: "p", RK: "c"}); err == nil {
 		t.Errorf("enabled: no error")
 	}
 	if st := inj.Stats(); st.Eligible("", "") != 4 || st.Faults() != 4 {
@@ -307,7 +308,7 @@ func TestFilters(t *testing.T) {
 		inj, acct, tbl := setup(t, 3, &chaos.Config{Reset: 0.5, Services: []string{"queue"}})
 		q := newQueue(t, inj, acct)
 		for i := range 10 {
-			if _, err := tbl.Upsert(ctx, item{PK: "p", RK: fmt.Sprint(i)}, tablekit.Replace); err != nil {
+			if _, err := tbl.Upsert(ctx, item{PK: "p", RK: fmt.Sprint(i)}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := q.EnqueueMessage(ctx, fmt.Sprint(i), nil); err != nil {
@@ -348,12 +349,12 @@ func workload(t *testing.T, seed int64, cfg *chaos.Config) (*chaos.Injector, *ta
 	q := newQueue(t, inj, acct)
 	c := newContainer(t, inj, acct)
 	for i := range 30 {
-		tbl.Upsert(ctx, item{PK: "p", RK: fmt.Sprint(i), N: i}, tablekit.Merge)
+		tbl.Merge(ctx, item{PK: "p", RK: fmt.Sprint(i), N: i}, "")
 	}
 	for i := range 15 {
 		var actions []tablekit.Action[item]
 		for j := range 4 {
-			actions = append(actions, tablekit.UpsertAction(item{PK: fmt.Sprint("tx", i), RK: fmt.Sprint(j), N: i * j}, tablekit.Replace))
+			actions = append(actions, tablekit.UpsertAction(item{PK: fmt.Sprint("tx", i), RK: fmt.Sprint(j), N: i * j}))
 		}
 		tbl.Transaction(ctx, actions...)
 	}
@@ -419,7 +420,7 @@ func TestSameSeedSameFaultsConcurrently(t *testing.T) {
 			for range 15 {
 				v := item{PK: fmt.Sprint("w", w.Index), RK: fmt.Sprint(w.Rand.IntN(5)), N: w.Rand.IntN(100)}
 				w.Do(ctx, "Upsert", v.PK+"/"+v.RK, v.N, func(ctx context.Context) (any, error) {
-					_, err := tbl.Upsert(ctx, v, tablekit.Replace)
+					_, err := tbl.Upsert(ctx, v)
 					return nil, err
 				})
 			}
@@ -452,15 +453,12 @@ func TestOpenKeepsOptions(t *testing.T) {
 	}
 	var seen int
 	counter := policyFunc(func(req *policy.Request) error { seen++; return nil })
-	acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{
-		Retry:            policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond},
-		PerRetryPolicies: []policy.Policy{counter},
-	})
+	acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: time.Millisecond}, PerRetryPolicies: []policy.Policy{counter}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = acct.Table("nothing").GetEntity(testCtx(t), "p", "r", nil)
-	if !errors.Is(tablekit.WrapError("Get", err), tablekit.ErrThrottled) || seen != 2 || inj.Stats().Faults() != 2 {
+	_, err = acct.Tables().NewClient("nothing").GetEntity(testCtx(t), "p", "r", nil)
+	if !errors.Is(core.WrapError("Get", err), tablekit.ErrThrottled) || seen != 2 || inj.Stats().Faults() != 2 {
 		t.Errorf("err %v, caller's policy saw %d tries, %d faults; want 2 tries (MaxRetries 1)", err, seen, inj.Stats().Faults())
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/tablekit/tablekit"
 )
 
 func TestErrorResponseTable(t *testing.T) {
@@ -105,7 +104,7 @@ func TestNormalPath(t *testing.T) {
 
 func TestLocate(t *testing.T) {
 	inj, _ := New(1, nil)
-	p := inj.Policy(tablekit.Endpoints{
+	p := inj.Policy(Endpoints{
 		Table: "http://127.0.0.1:10002/devstoreaccount1",
 		Queue: "http://127.0.0.1:10001/devstoreaccount1",
 		Blob:  "http://127.0.0.1:10000/devstoreaccount1",

@@ -12,18 +12,19 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/storageop"
 )
 
 // Policy returns the azcore policy that injects the Injector's faults into
 // the requests of an Account with the given endpoints. Install it in
-// tablekit.Options.PerRetryPolicies (as [Injector.Open] does): it then
+// tablekit.Options.ClientOptions.PerRetryPolicies (as [Injector.Open] does): it then
 // runs on every try, after the SDK's retry policy and before tablekit's
 // Meter, which therefore counts only the tries that reached the service.
 // The endpoints tell which service a request goes to and which part of
 // its path names the account; requests to other URLs are guessed from
 // their host name (<account>.table.<suffix>, ...).
-func (inj *Injector) Policy(endpoints tablekit.Endpoints) policy.Policy {
+func (inj *Injector) Policy(endpoints Endpoints) policy.Policy {
 	p := &faultPolicy{inj: inj}
 	for _, e := range []struct{ service, url string }{
 		{storageop.Table, endpoints.Table},
@@ -42,6 +43,15 @@ func (inj *Injector) Policy(endpoints tablekit.Endpoints) policy.Policy {
 		}
 	}
 	return p
+}
+
+// Endpoints are the service URLs of an Account, without a trailing slash.
+type Endpoints struct{ Table, Queue, Blob string }
+
+// EndpointsOf returns acct's service URLs.
+func EndpointsOf(acct *tablekit.Account) Endpoints {
+	t, q, b := core.Endpoints(acct)
+	return Endpoints{t, q, b}
 }
 
 type endpoint struct {

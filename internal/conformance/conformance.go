@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tablekit/tablekit/sas"
 	"io"
 	"net/http"
 	"net/url"
@@ -30,6 +29,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/sas"
 )
 
 // Outcome is what a probe found.
@@ -176,7 +177,7 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{acct: acct, cosmos: opts.Cosmos || acct.Cosmos(), name: newTableName()}
+	p := &prober{acct: acct, cosmos: core.AccountCosmos(acct), name: newTableName()}
 	if !strings.HasPrefix(endpoint, "https://") && !strings.HasPrefix(endpoint, "http://") {
 		p.signer, _ = sas.NewSigner(endpoint) // fails without an AccountKey: the SAS probe says so
 	}
@@ -187,10 +188,10 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 	before := acct.Meter().Snapshot()
 	defer func() { rep.Requests = acct.Meter().Snapshot().Sub(before).Service("table") }()
 
-	if p.tbl, err = tablekit.OpenTable[tablekit.Entity](acct, p.name, &tablekit.TableOptions{Cosmos: p.cosmos}); err != nil {
+	if p.tbl, err = tablekit.OpenTable[tablekit.Entity](acct, p.name, nil); err != nil {
 		return rep, err
 	}
-	p.raw = acct.Table(p.name)
+	p.raw = acct.Tables().NewClient(p.name)
 	if err := p.tbl.CreateIfNotExists(ctx); err != nil {
 		var se *tablekit.ServiceError
 		if errors.As(err, &se) && se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout {
@@ -222,7 +223,7 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 
 // open opens the account endpoint names, with no retries.
 func open(endpoint string, cosmos bool) (*tablekit.Account, error) {
-	o := &tablekit.Options{Retry: noRetries, Cosmos: cosmos}
+	o := &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: noRetries}, Cosmos: cosmos}
 	if !strings.HasPrefix(endpoint, "https://") && !strings.HasPrefix(endpoint, "http://") {
 		return tablekit.Open(endpoint, o)
 	}

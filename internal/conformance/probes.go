@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tablekit/tablekit/sas"
 	"math"
 	"reflect"
 	"regexp"
@@ -17,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/sas"
 )
 
 // probes are the behaviours a run probes, in order, each with the most
@@ -48,7 +49,7 @@ func probeKeys(ctx context.Context, p *prober) Result {
 	if _, err := p.tbl.Insert(ctx, e); err != nil {
 		return differs("insert: %s", status(err))
 	}
-	got, err := p.tbl.Get(ctx, pk, rk, nil)
+	got, err := p.tbl.Get(ctx, pk, rk)
 	if err != nil {
 		return differs("point read: %s", status(err))
 	}
@@ -63,7 +64,7 @@ func probeKeys(ctx context.Context, p *prober) Result {
 		return differs("the query by both keys found %d entities", len(items))
 	}
 	e.Properties = map[string]any{"W": int32(2)}
-	if _, err := p.tbl.Update(ctx, e, tablekit.Merge, azcore.ETagAny); err != nil {
+	if _, err := p.tbl.Merge(ctx, e, azcore.ETagAny); err != nil {
 		return differs("merge: %s", status(err))
 	}
 	if err := p.tbl.Delete(ctx, pk, rk, azcore.ETagAny); err != nil {
@@ -75,7 +76,7 @@ func probeKeys(ctx context.Context, p *prober) Result {
 // edmValues are the values of the EDM probe: every type, with the values
 // that are easy to get wrong.
 func edmValues() map[string]any {
-	g, _ := tablekit.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
+	g, _ := core.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
 	return map[string]any{
 		"Empty": "", "Text": "Ünïcode 😀 \"'\\ tab\t", "I32": int32(math.MinInt32),
 		"I64": int64(math.MaxInt64), "I64Min": int64(math.MinInt64), "Whole": 1.0, "Tenth": 0.1,
@@ -90,10 +91,10 @@ func edmValues() map[string]any {
 // and the infinities survive, DateTime keeps 100 ns).
 func probeEDM(ctx context.Context, p *prober) Result {
 	want := edmValues()
-	if _, err := p.tbl.Upsert(ctx, tablekit.Entity{PartitionKey: "edm", RowKey: "1", Properties: want}, tablekit.Replace); err != nil {
+	if _, err := p.tbl.Upsert(ctx, tablekit.Entity{PartitionKey: "edm", RowKey: "1", Properties: want}); err != nil {
 		return differs("write: %s", status(err))
 	}
-	got, err := p.tbl.Get(ctx, "edm", "1", nil)
+	got, err := p.tbl.Get(ctx, "edm", "1")
 	if err != nil {
 		return differs("read: %s", status(err))
 	}
@@ -201,12 +202,12 @@ func probeFailure(ctx context.Context, p *prober) Result {
 // them (PATCH, or a tunnelled MERGE on Cosmos DB).
 func probeTxnMerge(ctx context.Context, p *prober) Result {
 	_, err := p.tbl.Transaction(ctx,
-		tablekit.UpsertAction(tablekit.Entity{PartitionKey: "fail", RowKey: "2", Properties: map[string]any{"M": int32(2)}}, tablekit.Merge),
-		tablekit.UpsertAction(tablekit.Entity{PartitionKey: "fail", RowKey: "9", Properties: map[string]any{"M": int32(9)}}, tablekit.Merge))
+		tablekit.MergeAction(tablekit.Entity{PartitionKey: "fail", RowKey: "2", Properties: map[string]any{"M": int32(2)}}, ""),
+		tablekit.MergeAction(tablekit.Entity{PartitionKey: "fail", RowKey: "9", Properties: map[string]any{"M": int32(9)}}, ""))
 	if err != nil {
 		return differs("%v", err)
 	}
-	got, err := p.tbl.Get(ctx, "fail", "2", nil)
+	got, err := p.tbl.Get(ctx, "fail", "2")
 	if err != nil {
 		return differs("read: %s", status(err))
 	}
@@ -358,12 +359,12 @@ func probeSASRange(ctx context.Context, p *prober) Result {
 			return differs("insert: %s", status(err))
 		}
 	}
-	ranged, err := sas.OpenTable[tablekit.Entity](u, &tablekit.Options{Meter: p.acct.Meter(), Retry: noRetries, Cosmos: p.cosmos}, nil)
+	ranged, err := sas.OpenTable[tablekit.Entity](u, &tablekit.Options{Meter: p.acct.Meter(), ClientOptions: azcore.ClientOptions{Retry: noRetries}, Cosmos: p.cosmos}, nil)
 	if err != nil {
 		return differs("%v", err)
 	}
 	var bad []string
-	if _, err := ranged.Get(ctx, "sas-out", "1", nil); err == nil {
+	if _, err := ranged.Get(ctx, "sas-out", "1"); err == nil {
 		bad = append(bad, "a point read outside the range found the entity (live: 404 ResourceNotFound)")
 	} else if s := status(err); s != "404 ResourceNotFound" {
 		bad = append(bad, "a point read outside the range: "+s+" (live: 404 ResourceNotFound)")
@@ -398,7 +399,7 @@ func probeErrors(ctx context.Context, p *prober) Result {
 			bad = append(bad, fmt.Sprintf("%s: %s, want %s", what, s, want))
 		}
 	}
-	_, err := p.tbl.Get(ctx, "err", "missing", nil)
+	_, err := p.tbl.Get(ctx, "err", "missing")
 	check("read of a missing entity", err, tablekit.ErrNotFound, "404 ResourceNotFound")
 	e := tablekit.Entity{PartitionKey: "err", RowKey: "1"}
 	if _, err := p.tbl.Insert(ctx, e); err != nil {
@@ -406,9 +407,9 @@ func probeErrors(ctx context.Context, p *prober) Result {
 	}
 	_, err = p.tbl.Insert(ctx, e)
 	check("insert of an existing entity", err, tablekit.ErrAlreadyExists, "409 EntityAlreadyExists")
-	_, err = p.tbl.Update(ctx, e, tablekit.Replace, `W/"datetime'2001-01-01T00%3A00%3A00.0000000Z'"`)
+	_, err = p.tbl.Update(ctx, e, `W/"datetime'2001-01-01T00%3A00%3A00.0000000Z'"`)
 	check("update with a stale ETag", err, tablekit.ErrPreconditionFailed, "412 UpdateConditionNotSatisfied")
-	_, err = p.tbl.Update(ctx, tablekit.Entity{PartitionKey: "err", RowKey: "missing"}, tablekit.Merge, azcore.ETagAny)
+	_, err = p.tbl.Merge(ctx, tablekit.Entity{PartitionKey: "err", RowKey: "missing"}, azcore.ETagAny)
 	check("merge of a missing entity", err, tablekit.ErrNotFound, "404 ResourceNotFound")
 	if header {
 		bad = append(bad, "the code also comes in an x-ms-error-code header, which the live services do not send (code that reads it breaks live)")
@@ -476,11 +477,11 @@ func probeKeyCharacters(ctx context.Context, p *prober) Result {
 // lower case: Table storage's table names are case-insensitive, Cosmos
 // DB's are not.
 func probeTableCase(ctx context.Context, p *prober) Result {
-	lower, err := tablekit.OpenTable[tablekit.Entity](p.acct, strings.ToLower(p.name), &tablekit.TableOptions{Cosmos: p.cosmos})
+	lower, err := tablekit.OpenTable[tablekit.Entity](p.acct, strings.ToLower(p.name), nil)
 	if err != nil {
 		return differs("%v", err)
 	}
-	_, err = lower.Get(ctx, "err", "1", nil)
+	_, err = lower.Get(ctx, "err", "1")
 	switch {
 	case p.cosmos && err == nil:
 		return differs("found through %s; Cosmos DB's table names are case-sensitive", strings.ToLower(p.name))

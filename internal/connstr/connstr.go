@@ -28,8 +28,8 @@ const (
 )
 
 // Endpoints are the service URLs a connection string names, without a
-// trailing slash. Its fields are those of tablekit.Endpoints, so that one
-// converts to the other.
+// trailing slash. Its fields are those of the root's endpointURLs (an
+// Account's endpoints), so that one converts to the other.
 type Endpoints struct {
 	Table, Queue, Blob string
 }

@@ -1,35 +1,62 @@
-// Package opname names the exported operation that failed in the errors
-// tablekit's pattern packages pass on, so that every refusal says who
-// refused (index and patterns use it).
+// Package opname is the one way every package of tablekit names the
+// operation that failed in its errors, so that each error starts the same
+// way: "<package>: <Op>: ...", e.g. "tablekit: Get: ...",
+// "patterns: Wide.Merge: ..." or "archive: NewWorker: ...".
+//
+// An operation is named as its caller writes it, qualified by its package
+// unless it is the root's: "Get", "Table.ToEntity", "patterns.Wide.Merge",
+// "index.NewIntra". The *tablekit.ValidationError and *tablekit.DecodeError
+// a call returns name the exported operation the caller made: an exported
+// function or method names itself in the errors it makes, and with [Set]
+// in the errors that reach it from the calls it makes (the root's checks
+// leave Op empty for that). The root's errors render their Op with
+// [Prefix].
+//
+// Package tablekit registers how to name an operation in its error types
+// at init ([Register]); this package imports nothing of tablekit's, so the
+// root uses it too.
 package opname
 
-import (
-	"errors"
+import "strings"
 
-	"github.com/tablekit/tablekit"
-)
+// namer names op in err's tablekit error when that names none yet.
+var namer func(op string, err error)
 
-// conversions are the root operations a pattern calls on its caller's
-// behalf, whose names mean nothing to that caller.
-var conversions = map[string]bool{"": true, "EncodeEntity": true, "Decode": true, "Table.ToEntity": true, "Table.FromEntity": true}
+// Register installs the function [Set] calls; package tablekit calls it
+// once, at init.
+func Register(name func(op string, err error)) { namer = name }
 
 // Set names op, the exported operation that failed, in err's
 // *tablekit.ValidationError or *tablekit.DecodeError when that names no
-// operation yet, or only a conversion (EncodeEntity, Decode,
-// Table.ToEntity, Table.FromEntity) made on the caller's behalf. tablekit
-// makes these errors fresh for each call (it copies its cached ones), so
-// naming the operation in them is safe. It returns err.
+// operation yet, in place (tablekit makes these errors fresh for each
+// call), and returns err. Errors that name an operation already keep it:
+// the innermost exported call that refused the input names itself. A nil
+// err gives nil.
 func Set(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ve *tablekit.ValidationError
-	if errors.As(err, &ve) && conversions[ve.Op] {
-		ve.Op = op
-	}
-	var de *tablekit.DecodeError
-	if errors.As(err, &de) && conversions[de.Op] {
-		de.Op = op
+	if err != nil && namer != nil {
+		namer(op, err)
 	}
 	return err
+}
+
+// Split returns the package an operation belongs to and its name there:
+// "patterns.Wide.Merge" gives "patterns" and "Wide.Merge"; "Get" and
+// "Table.Query", the root's, give "tablekit" and the name. A package name
+// is the lower-case first element of a qualified name.
+func Split(op string) (pkg, name string) {
+	if first, rest, ok := strings.Cut(op, "."); ok && first != "" && first[0] >= 'a' && first[0] <= 'z' {
+		return first, rest
+	}
+	return "tablekit", op
+}
+
+// Prefix returns how an error message of op starts, without the colon
+// after it: "patterns: Wide.Merge", "tablekit: Get", or "tablekit" for
+// op "".
+func Prefix(op string) string {
+	pkg, name := Split(op)
+	if name == "" {
+		return pkg
+	}
+	return pkg + ": " + name
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // ConnectionStringEnv names the environment variable that points the tests
@@ -209,7 +210,7 @@ func TableName(t testing.TB) string {
 		}
 	}
 	name := truncate(b.String(), 63-8) + suffix(8)
-	if err := tablekit.ValidateTableName(name); err != nil {
+	if err := core.ValidateTableName(name); err != nil {
 		t.Fatalf("testenv: made a bad table name: %v", err)
 	}
 	return name
@@ -221,7 +222,7 @@ func TableName(t testing.TB) string {
 func QueueName(t testing.TB) string {
 	t.Helper()
 	name := dnsName(t)
-	if err := tablekit.ValidateQueueName(name); err != nil {
+	if err := core.ValidateQueueName(name); err != nil {
 		t.Fatalf("testenv: made a bad queue name: %v", err)
 	}
 	return name
@@ -232,7 +233,7 @@ func QueueName(t testing.TB) string {
 func ContainerName(t testing.TB) string {
 	t.Helper()
 	name := dnsName(t)
-	if err := tablekit.ValidateContainerName(name); err != nil {
+	if err := core.ValidateContainerName(name); err != nil {
 		t.Fatalf("testenv: made a bad container name: %v", err)
 	}
 	return name
@@ -276,11 +277,11 @@ func suffix(n int) string {
 func CreateTable(t testing.TB, acct *tablekit.Account) string {
 	t.Helper()
 	name := TableName(t)
-	client := acct.Table(name)
+	client := acct.Tables().NewClient(name)
 	create(t, "table "+name, func(ctx context.Context) error { _, err := client.CreateTable(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return tablekit.WrapError("DeleteTable", err)
+			return core.WrapError("DeleteTable", err)
 		})
 	return name
 }
@@ -289,7 +290,7 @@ func CreateTable(t testing.TB, acct *tablekit.Account) string {
 // the SDK's client of it, for tests that check what the SDK sees.
 func NewTable(t testing.TB, acct *tablekit.Account) *aztables.Client {
 	t.Helper()
-	return acct.Table(CreateTable(t, acct))
+	return acct.Tables().NewClient(CreateTable(t, acct))
 }
 
 // OpenTable creates a table for t on acct (see [CreateTable]) and returns
@@ -307,11 +308,11 @@ func OpenTable[T any](t testing.TB, acct *tablekit.Account, opts *tablekit.Table
 func NewQueue(t testing.TB, acct *tablekit.Account) *azqueue.QueueClient {
 	t.Helper()
 	name := QueueName(t)
-	client := acct.Queue(name)
+	client := acct.Queues().NewQueueClient(name)
 	create(t, "queue "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return tablekit.WrapError("DeleteQueue", err)
+			return core.WrapError("DeleteQueue", err)
 		})
 	return client
 }
@@ -321,11 +322,11 @@ func NewQueue(t testing.TB, acct *tablekit.Account) *azqueue.QueueClient {
 func NewContainer(t testing.TB, acct *tablekit.Account) *container.Client {
 	t.Helper()
 	name := ContainerName(t)
-	client := acct.Container(name)
+	client := acct.Blobs().ServiceClient().NewContainerClient(name)
 	create(t, "container "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return tablekit.WrapError("DeleteContainer", err)
+			return core.WrapError("DeleteContainer", err)
 		})
 	return client
 }

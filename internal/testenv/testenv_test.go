@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -31,11 +32,11 @@ func TestNames(t *testing.T) {
 					var err error
 					switch kind {
 					case "table":
-						err = tablekit.ValidateTableName(n)
+						err = core.ValidateTableName(n)
 					case "queue":
-						err = tablekit.ValidateQueueName(n)
+						err = core.ValidateQueueName(n)
 					default:
-						err = tablekit.ValidateContainerName(n)
+						err = core.ValidateContainerName(n)
 					}
 					if err != nil {
 						t.Fatalf("%s name %q: %v", kind, n, err)
@@ -66,7 +67,7 @@ func TestResourcesAreRemoved(t *testing.T) {
 		}
 		queueExists = func() bool {
 			_, err := queue.GetProperties(ctx, nil)
-			return !errors.Is(tablekit.WrapError("GetProperties", err), tablekit.ErrNotFound)
+			return !errors.Is(core.WrapError("GetProperties", err), tablekit.ErrNotFound)
 		}
 		containerExists = func() bool {
 			_, err := container.GetProperties(ctx, nil)
@@ -93,8 +94,8 @@ func TestResourcesAreRemoved(t *testing.T) {
 		}
 	})
 
-	_, err := acct.Table(tableName).GetAccessPolicy(ctx, nil)
-	if !errors.Is(tablekit.WrapError("GetAccessPolicy", err), tablekit.ErrNotFound) {
+	_, err := acct.Tables().NewClient(tableName).GetAccessPolicy(ctx, nil)
+	if !errors.Is(core.WrapError("GetAccessPolicy", err), tablekit.ErrNotFound) {
 		t.Errorf("table %s still there after its test: %v", tableName, err)
 	}
 	if queueExists() {

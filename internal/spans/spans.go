@@ -1,0 +1,50 @@
+// Package spans starts tablekit's own spans, the parents of the REST calls
+// and HTTP requests of one logical operation (a transaction, a bulk write
+// and its chunks, a worker's message, an archive move, ...). Span names
+// follow the Azure SDK's "<Type>.<Method>" convention. It imports nothing
+// of tablekit's, so the root and every sibling package use it.
+package spans
+
+import (
+	"context"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+)
+
+// TracerName is the module name tablekit's tracers are made with.
+const TracerName = "github.com/tablekit/tablekit"
+
+// Version is the version tablekit's tracers report.
+const Version = "v0"
+
+// NewTracer returns tablekit's tracer from provider (a disabled tracer
+// from the zero Provider), setting az.namespace to namespace when it is
+// not "" (for example "Microsoft.Tables").
+func NewTracer(provider tracing.Provider, namespace string) tracing.Tracer {
+	tr := provider.NewTracer(TracerName, Version)
+	if namespace != "" {
+		tr.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: namespace})
+	}
+	return tr
+}
+
+// Start starts a span of tablekit's named name, with attributes, as the
+// child of ctx's span; call the function it returns with the operation's
+// error when the operation ends. With a disabled tracer it costs nothing.
+//
+// Unlike the SDK's own nesting rule (an SDK method called by another shows
+// no span of its own), tablekit's spans nest: a bulk write's chunks are
+// children of the write, and the REST call and request spans children of
+// the tablekit span that made them.
+func Start(ctx context.Context, tracer tracing.Tracer, name string, attrs ...tracing.Attribute) (context.Context, func(error)) {
+	if !tracer.Enabled() {
+		return ctx, func(error) {}
+	}
+	ctx, span := tracer.Start(ctx, name, &tracing.SpanOptions{Kind: tracing.SpanKindInternal, Attributes: attrs})
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(tracing.SpanStatusError, err.Error())
+		}
+		span.End()
+	}
+}
