@@ -138,7 +138,7 @@ func (p *meterPolicy) noteWrite(req *policy.Request, op string, resp *http.Respo
 		if logger == nil {
 			logger = slog.Default()
 		}
-		logger.Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardPrefix)",
+		logger.Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardedKey)",
 			"table", id.table, "partition", id.pk, "entities_per_second", int(rate), "target", PartitionTarget, "operation", op)
 	}
 }
