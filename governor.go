@@ -320,7 +320,7 @@ func (g *Governor) wrote(table, pk string, entities int) {
 	}
 	g.mu.Unlock()
 	if hot {
-		g.log().Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardPrefix)",
+		g.log().Warn("tablekit: hot partition: writes near the partition target (the prepend/append anti-pattern? spread them over more partitions, e.g. with keys.ShardedKey)",
 			"table", table, "partition", pk, "entities_per_second", int(rate), "target", int(g.opts.PartitionRate))
 	}
 }

@@ -6,16 +6,16 @@ import (
 )
 
 // Builder builds a compound key (see Compound) from string and typed
-// components without allocating once its buffer is large enough. Each
-// typed component is written as Add would write its string form (AddUint(v)
-// is Add(Uint(v)), AddTime(t) is Add(Time(t)), ...), so Split returns the
-// string forms and a key mixing typed and string components keeps tuple
-// order: a typed component compares like the value it encodes. Only Time
-// holds a character that is escaped (its '.', written ".."); the other
-// typed encodings are written as they are.
+// components, appending to a buffer of the caller's: once the buffer is
+// large enough, it does not allocate. It is the allocation-free form of
+// every encoder: a typed component is written as Add would write its
+// string form (AddUint(v) is Add(Uint(v)), AddTime(t) is Add(Time(t)),
+// ...), so Split returns the string forms, a key mixing typed and string
+// components keeps tuple order, and a key of one typed component is that
+// encoding itself, except for Time, whose '.' is escaped as "..".
 //
 // The zero Builder is ready to use. The first error stops the building:
-// later Add calls do nothing and Bytes/Key return it.
+// later Add calls do nothing and Bytes and Key return it.
 //
 //	var b keys.Builder
 //	b.Reset(buf[:0])
@@ -33,12 +33,6 @@ func (b *Builder) Reset(buf []byte) {
 	*b = Builder{buf: buf, start: len(buf)}
 }
 
-// Len returns the number of components added.
-func (b *Builder) Len() int { return b.n }
-
-// Err returns the first error, if any.
-func (b *Builder) Err() error { return b.err }
-
 // Bytes returns the buffer given to Reset with the key appended, or the
 // first error. With no components it gives ErrInvalidArgument; over
 // MaxKeyLen (see KeySize), a *KeyError matching ErrKeyTooLong.
@@ -49,8 +43,8 @@ func (b *Builder) Bytes() ([]byte, error) {
 	if b.n == 0 {
 		return nil, errNoComponents
 	}
-	if n := KeySize(b.buf[b.start:]); n > MaxKeyLen {
-		return nil, &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
+	if err := tooLongKey(b.buf[b.start:]); err != nil {
+		return nil, err
 	}
 	return b.buf, nil
 }
@@ -87,10 +81,10 @@ func (b *Builder) Add(component string) *Builder {
 	return b
 }
 
-// AddUint adds Uint(v).
+// AddUint adds Uint(v); AddUint(math.MaxUint64-v) adds the descending form.
 func (b *Builder) AddUint(v uint64) *Builder {
 	if b.sep() {
-		b.buf = AppendUint(b.buf, v)
+		b.buf = appendDigits(b.buf, v, uintWidth)
 	}
 	return b
 }
@@ -98,31 +92,15 @@ func (b *Builder) AddUint(v uint64) *Builder {
 // AddUintN adds UintN(v, width).
 func (b *Builder) AddUintN(v uint64, width int) *Builder {
 	if b.sep() {
-		b.buf, b.err = AppendUintN(b.buf, v, width)
+		b.buf, b.err = appendUintN(b.buf, v, width)
 	}
 	return b
 }
 
-// AddInvertedUint adds InvertedUint(v).
-func (b *Builder) AddInvertedUint(v uint64) *Builder {
-	if b.sep() {
-		b.buf = AppendInvertedUint(b.buf, v)
-	}
-	return b
-}
-
-// AddInt adds Int(v).
+// AddInt adds Int(v); AddInt(^v) adds the descending form.
 func (b *Builder) AddInt(v int64) *Builder {
 	if b.sep() {
-		b.buf = AppendInt(b.buf, v)
-	}
-	return b
-}
-
-// AddInvertedInt adds InvertedInt(v).
-func (b *Builder) AddInvertedInt(v int64) *Builder {
-	if b.sep() {
-		b.buf = AppendInvertedInt(b.buf, v)
+		b.buf = appendInt(b.buf, v)
 	}
 	return b
 }
@@ -131,7 +109,7 @@ func (b *Builder) AddInvertedInt(v int64) *Builder {
 func (b *Builder) AddTime(t time.Time) *Builder {
 	if b.sep() {
 		p := len(b.buf)
-		if b.buf, b.err = AppendTime(b.buf, t); b.err == nil {
+		if b.buf, b.err = appendTime(b.buf, t); b.err == nil {
 			b.buf = slices.Insert(b.buf, p+timeDot, '.')
 		}
 	}
@@ -144,7 +122,7 @@ const timeDot = len("2006-01-02T15:04:05")
 // AddTicks adds Ticks(t).
 func (b *Builder) AddTicks(t time.Time) *Builder {
 	if b.sep() {
-		b.buf, b.err = AppendTicks(b.buf, t)
+		b.buf, b.err = appendTicks(b.buf, t, false)
 	}
 	return b
 }
@@ -152,15 +130,7 @@ func (b *Builder) AddTicks(t time.Time) *Builder {
 // AddInvertedTicks adds InvertedTicks(t).
 func (b *Builder) AddInvertedTicks(t time.Time) *Builder {
 	if b.sep() {
-		b.buf, b.err = AppendInvertedTicks(b.buf, t)
-	}
-	return b
-}
-
-// AddDescendingKey adds DescendingKey(t, seq).
-func (b *Builder) AddDescendingKey(t time.Time, seq uint64) *Builder {
-	if b.sep() {
-		b.buf, b.err = AppendDescendingKey(b.buf, t, seq)
+		b.buf, b.err = appendTicks(b.buf, t, true)
 	}
 	return b
 }
@@ -168,15 +138,7 @@ func (b *Builder) AddDescendingKey(t time.Time, seq uint64) *Builder {
 // AddGUID adds GUID(g).
 func (b *Builder) AddGUID(g [16]byte) *Builder {
 	if b.sep() {
-		b.buf = AppendGUID(b.buf, g)
-	}
-	return b
-}
-
-// AddInvertedGUID adds InvertedGUID(g).
-func (b *Builder) AddInvertedGUID(g [16]byte) *Builder {
-	if b.sep() {
-		b.buf = AppendInvertedGUID(b.buf, g)
+		b.buf = appendGUID(b.buf, g)
 	}
 	return b
 }

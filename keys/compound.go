@@ -1,5 +1,10 @@
 package keys
 
+import (
+	"slices"
+	"strings"
+)
+
 // Compound encodes a tuple of components as one key whose string order is
 // the tuple order: component by component, each compared as strings, a
 // tuple sorting before its extensions. Any valid UTF-8 component can be
@@ -7,20 +12,21 @@ package keys
 // escaped (see Separator for the format and why order is preserved). At
 // least one component is needed (the tuple ("") is the empty key). The
 // result passes Validate; a component that is not valid UTF-8 gives a
-// *ComponentError (ErrKeyCharacter), a result over MaxKeyLen (see KeySize)
-// a *KeyError (ErrKeyTooLong).
+// *KeyError (ErrKeyCharacter) naming the component, a result over
+// MaxKeyLen (see KeySize) a *KeyError (ErrKeyTooLong). Builder builds the
+// same keys, from typed components too, without allocating.
 func Compound(components ...string) (string, error) {
 	var buf [128]byte
-	b, err := AppendCompound(buf[:0], components...)
+	b, err := appendCompound(buf[:0], components)
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
 }
 
-// AppendCompound appends Compound(components...) to dst. On error, dst is
+// appendCompound appends Compound(components...) to dst. On error, dst is
 // returned unchanged.
-func AppendCompound(dst []byte, components ...string) ([]byte, error) {
+func appendCompound(dst []byte, components []string) ([]byte, error) {
 	if len(components) == 0 {
 		return dst, errNoComponents
 	}
@@ -34,47 +40,32 @@ func AppendCompound(dst []byte, components ...string) ([]byte, error) {
 			return dst[:start], err
 		}
 	}
-	if n := KeySize(dst[start:]); n > MaxKeyLen {
-		return dst[:start], &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
+	if err := tooLongKey(dst[start:]); err != nil {
+		return dst[:start], err
 	}
 	return dst, nil
 }
 
 var errNoComponents = wrapf(ErrInvalidArgument, "a compound key needs at least one component")
 
-// AppendComponent appends one escaped component (without a separator) to
-// dst: the building block of AppendCompound, the ranges and Builder.Add. It
-// does not check the key length. On error (invalid UTF-8), dst is returned
-// unchanged.
-func AppendComponent(dst []byte, component string) ([]byte, error) {
-	return appendComponent(dst, component, 0)
-}
-
 // Split decodes a compound key into its components: the inverse of
 // Compound. It accepts exactly the strings Compound produces (so
 // Compound(Split(k)...) == k); anything else gives an error matching
 // ErrMalformed, ErrKeyCharacter or ErrKeyTooLong. The empty key is the
-// tuple (""). Components without escapes share memory with key.
+// tuple (""). Components without escapes share memory with key, and when
+// the result does not outlive the caller's function, a key of up to four
+// components is split without allocating.
 func Split(key string) ([]string, error) {
-	n := 1
-	for i := 0; i < len(key); i++ {
-		switch byteClass[key[i]] {
-		case classSeparator:
-			n++
-		case classLead:
-			i++
-		}
-	}
-	return AppendSplit(make([]string, 0, n), key)
+	// Small enough to be inlined: the slice can then live on the
+	// caller's stack.
+	return split(make([]string, 0, 4), key)
 }
 
-// AppendSplit appends the components of key to dst, like Split. On error,
-// dst is returned unchanged.
-func AppendSplit(dst []string, key string) ([]string, error) {
+// split appends the components of key to dst, growing it at most once.
+func split(dst []string, key string) ([]string, error) {
 	if err := Validate(key); err != nil {
-		return dst, err
+		return nil, err
 	}
-	start := len(dst)
 	compStart := 0
 	escaped := false
 	for i := 0; i <= len(key); i++ {
@@ -84,18 +75,24 @@ func AppendSplit(dst []string, key string) ([]string, error) {
 				continue
 			case classLead:
 				if _, ok := unescapeAt(key, i); !ok {
-					return dst[:start], malformed("compound key", key, "escape lead "+quote(key[i:i+1])+" not followed by its code (see keys.Separator)")
+					return nil, malformed("compound key", key, "escape lead "+quote(key[i:i+1])+" not followed by its code (see keys.Separator)")
 				}
 				escaped = true
 				i++
 				continue
 			case classSpace:
-				return dst[:start], malformed("compound key", key, "unescaped space")
+				return nil, malformed("compound key", key, "unescaped space")
 			}
 		}
 		comp := key[compStart:i]
 		if escaped {
 			comp = unescape(comp)
+		}
+		if len(dst) == cap(dst) {
+			// Room for this component and the rest, in one allocation: the
+			// separator is never part of an escape, so every '!' left
+			// ends a component.
+			dst = slices.Grow(dst, 1+strings.Count(key[i:], string(Separator)))
 		}
 		dst = append(dst, comp)
 		compStart = i + 1

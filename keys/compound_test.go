@@ -2,6 +2,7 @@ package keys_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,9 +49,14 @@ func TestCompound(t *testing.T) {
 		if err != nil || !slices.Equal(back, tc.comps) {
 			t.Errorf("Split(%q) = %q, %v; want %q", got, back, err, tc.comps)
 		}
-		b, err := keys.AppendCompound([]byte("x"), tc.comps...)
-		if err != nil || string(b) != "x"+tc.key {
-			t.Errorf("AppendCompound(%q) = %q, %v", tc.comps, b, err)
+		// The Builder writes the same key after what its buffer holds.
+		var kb keys.Builder
+		kb.Reset([]byte("x"))
+		for _, c := range tc.comps {
+			kb.Add(c)
+		}
+		if b, err := kb.Bytes(); err != nil || string(b) != "x"+tc.key {
+			t.Errorf("Builder.Add(%q...) = %q, %v", tc.comps, b, err)
 		}
 	}
 }
@@ -71,15 +77,17 @@ func TestCompoundErrors(t *testing.T) {
 		{[]string{"é\xc0\x80"}, 0, 2},                // overlong NUL
 		{[]string{"ok", "\xff"}, 1, 0},
 	} {
-		b, err := keys.AppendCompound([]byte("keep"), tc.comps...)
-		var ce *keys.ComponentError
+		k, err := keys.Compound(tc.comps...)
 		var ke *keys.KeyError
-		if !errors.Is(err, keys.ErrKeyCharacter) || !errors.As(err, &ce) || !errors.As(err, &ke) {
-			t.Errorf("Compound(%q) = %v, want *ComponentError with ErrKeyCharacter", tc.comps, err)
+		if !errors.Is(err, keys.ErrKeyCharacter) || !errors.As(err, &ke) {
+			t.Errorf("Compound(%q) = %q, %v, want a *KeyError with ErrKeyCharacter", tc.comps, k, err)
 			continue
 		}
-		if ce.Index != tc.index || ke.Pos != tc.pos || string(b) != "keep" {
-			t.Errorf("Compound(%q): index %d pos %d buf %q; want %d %d", tc.comps, ce.Index, ke.Pos, b, tc.index, tc.pos)
+		if ke.Component != tc.index || ke.Pos != tc.pos || k != "" {
+			t.Errorf("Compound(%q): component %d pos %d key %q; want %d %d", tc.comps, ke.Component, ke.Pos, k, tc.index, tc.pos)
+		}
+		if want := fmt.Sprintf("keys: component %d: invalid UTF-8 at byte %d of a %d-byte component", tc.index, tc.pos, len(tc.comps[tc.index])); err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
 		}
 		if !strings.Contains(err.Error(), "component ") || !strings.Contains(err.Error(), "UTF-8") {
 			t.Errorf("message %q does not name the component and the cause", err)
@@ -122,10 +130,6 @@ func TestSplitMalformed(t *testing.T) {
 		if got, err := keys.Split(k); err == nil {
 			t.Errorf("Split(%q) = %q, want an error", k, got)
 		}
-	}
-	dst := []string{"keep"}
-	if got, err := keys.AppendSplit(dst, `a!b"`); err == nil || !slices.Equal(got, dst) {
-		t.Errorf("AppendSplit on error = %q, %v", got, err)
 	}
 }
 
@@ -325,13 +329,21 @@ func TestComponentPrefixRange(t *testing.T) {
 	}
 }
 
-func TestAppendComponent(t *testing.T) {
-	b, err := keys.AppendComponent([]byte("p!"), `a "b"!/`)
-	if err != nil || string(b) != `p!a"_"qb"q"e.|` {
-		t.Errorf("AppendComponent = %q, %v", b, err)
-	}
-	b, err = keys.AppendComponent([]byte("p"), "x\xff")
-	if !errors.Is(err, keys.ErrKeyCharacter) || string(b) != "p" {
-		t.Errorf("AppendComponent(invalid UTF-8) = %q, %v", b, err)
+// TestSplitMany: keys of more components than Split's first guess (four)
+// are split into one slice of the right size.
+func TestSplitMany(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		comps := make([]string, n)
+		for i := range comps {
+			comps[i] = strings.Repeat("c/", i)
+		}
+		k, err := keys.Compound(comps...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := keys.Split(k)
+		if err != nil || !slices.Equal(got, comps) {
+			t.Errorf("Split(%q) = %q, %v; want %q", k, got, err, comps)
+		}
 	}
 }

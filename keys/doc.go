@@ -12,28 +12,38 @@
 //
 // # Encoders
 //
-//   - Compound, AppendCompound, Split, Builder: a tuple of components as one
-//     key ("empid!000223"), order preserved, for any text in the components
+//   - Compound, Split, Builder: a tuple of components as one key
+//     ("empid!000223"), order preserved, for any text in the components
 //     ('/', '#', control characters and the separator are escaped). See
 //     Separator for the format.
 //   - TupleRange, ComponentPrefixRange, PrefixEnd: the bounds of range
 //     queries (see Ranges below).
-//   - Uint, UintN, Int and their Inverted forms: fixed-width numbers whose
-//     string order is numeric order (negative numbers included), or its
-//     reverse.
+//   - Uint, UintN, Int: fixed-width numbers whose string order is numeric
+//     order, negative numbers included. For the reverse order, encode
+//     math.MaxUint64-v or ^v (see Uint and Int).
 //   - InvertedTicks, Ticks, Time, DescendingKey: times in .NET ticks as the
 //     design guide's log tail pattern writes them (newest first), ascending
 //     ticks, readable UTC text, and a newest-first key unique within a tick.
-//   - GUID, InvertedGUID: GUIDs in canonical text form.
-//   - Shard, ShardedKey, ParseShardedKey, ShardedKeys: a stable hash bucket
+//   - GUID: GUIDs in canonical text form.
+//   - Shard, ShardedKey, ShardedKeys, ParseShardedKey: a stable hash bucket
 //     and the key that stores a partition in it (see Sharded keys below).
-//   - Validate: what Azure refuses in a key, with the position.
+//   - Validate, KeySize, Compare: what Azure refuses in a key, with the
+//     position; a key's size as the service measures it; the service's
+//     order.
 //
-// Each encoder has an AppendX(dst []byte, ...) form that does not allocate
-// when dst has room, and a decoder (ParseX, Split) that accepts exactly
-// what the encoder produces. Typed encodings use only digits, lower-case
-// hexadecimal, '-', ':', '.', '_', 'T' and 'Z': they are valid keys, and
-// inside compound keys only Time's '.' is escaped.
+// Each encoder has a decoder (ParseX, Split) that accepts exactly what the
+// encoder produces, so one value has one key. Typed encodings use only
+// digits, lower-case hexadecimal, '-', ':', '.', '_', 'T' and 'Z': they are
+// valid keys, and inside compound keys only Time's '.' is escaped.
+//
+// Allocation: the string forms allocate their result. Builder is the
+// allocation-free form of every encoder: it appends a compound key of
+// string and typed components to a buffer of the caller's, and a key of one
+// typed component is that encoding itself (Time's '.' aside). Split of a key
+// of up to four components allocates nothing when its result does not
+// outlive the calling function (unescaped components share memory with the
+// key); Validate, KeySize, Compare, Shard and the numeric and time decoders
+// never allocate.
 //
 // # Ranges
 //
@@ -79,26 +89,27 @@
 //
 //	<bucket>!<key>     ShardedKey(3, 16, "clicks") == "03!clicks"
 //
-// with the bucket zero-padded to ShardWidth(n) digits and the logical key
-// as it is (Shard chooses the bucket, ShardedKeys lists the n keys of a
-// logical key, ParseShardedKey takes one apart). Why first: Azure stores a table in ranges of PartitionKeys, each
-// served by one server, and splits and moves ranges by load. With the
-// bucket last ("clicks!03") the n partitions of one logical key are
-// neighbours in key order, one range that must be split before the load
-// spreads; with it first they lie in n distant places, between the other
-// keys of their bucket, as Azure's performance advice for blob names (which
-// are range-partitioned the same way) puts a hash "as early as possible". When the logical keys themselves grow with time
-// (one per day, say), bucket last puts all n hot partitions at the one end
-// of the key space, bucket first gives n separate ends. What bucket first
-// keeps: a range or prefix of logical keys inside a bucket is one
-// contiguous range ("PartitionKey ge '03!2024-05' and PartitionKey lt
-// '03!2024-06'"), so a range query over logical keys is n range queries,
-// as a query for one logical key is n point queries; and when key is a
-// compound key, the sharded key is one too, with the bucket as first
-// component, so TupleRange and Split work on it. What it gives up: the n
-// partitions of one logical key are not one contiguous PartitionKey range,
-// so a scan of all of them is n queries, not one (it is n queries with
-// either layout whenever results must merge in RowKey order).
+// with the bucket zero-padded to the width of n-1 and the logical key as it
+// is (Shard chooses the bucket, ShardedKeys lists the n keys of a logical
+// key, ParseShardedKey takes one apart). Why first: Azure stores a table in
+// ranges of PartitionKeys, each served by one server, and splits and moves
+// ranges by load. With the bucket last ("clicks!03") the n partitions of one
+// logical key are neighbours in key order, one range that must be split
+// before the load spreads; with it first they lie in n distant places,
+// between the other keys of their bucket, as Azure's performance advice for
+// blob names (which are range-partitioned the same way) puts a hash "as
+// early as possible". When the logical keys themselves grow with time (one
+// per day, say), bucket last puts all n hot partitions at the one end of the
+// key space, bucket first gives n separate ends. What bucket first keeps: a
+// range or prefix of logical keys inside a bucket is one contiguous range
+// ("PartitionKey ge '03!2024-05' and PartitionKey lt '03!2024-06'"), so a
+// range query over logical keys is n range queries, as a query for one
+// logical key is n point queries; and when key is a compound key, the
+// sharded key is one too, with the bucket as first component, so TupleRange
+// and Split work on it. What it gives up: the n partitions of one logical
+// key are not one contiguous PartitionKey range, so a scan of all of them is
+// n queries, not one (it is n queries with either layout whenever results
+// must merge in RowKey order).
 //
 // # Ordering
 //
@@ -112,8 +123,10 @@
 //
 // # Errors
 //
-// Nothing panics on bad input. Errors match the sentinels ErrKeyTooLong,
-// ErrKeyCharacter (with a *KeyError giving the position, and a
-// *ComponentError giving the component), ErrMalformed, ErrOutOfRange and
-// ErrInvalidArgument with errors.Is.
+// Nothing panics on bad input. Errors match one of four sentinels with
+// errors.Is: ErrKeyTooLong and ErrKeyCharacter (a key Azure would refuse:
+// the error is a *KeyError giving the position, and the component of a
+// compound key), ErrMalformed (a decoder's input is not an encoding of
+// this package) and ErrInvalidArgument (a value that cannot be encoded,
+// such as a time outside 0001..9999, or a parameter out of range).
 package keys

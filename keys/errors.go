@@ -6,42 +6,88 @@ import (
 	"strconv"
 )
 
-// More sentinel errors (see also ErrKeyTooLong and ErrKeyCharacter).
+// Sentinel errors. Every error this package returns matches one of them
+// with errors.Is.
 var (
+	// ErrKeyTooLong: a key is larger than MaxKeyLen (see KeySize). The
+	// error is a *KeyError.
+	ErrKeyTooLong = errors.New("keys: key too long")
+	// ErrKeyCharacter: a key holds a character Azure refuses in keys: '/',
+	// '\\', '#', '?', U+0000–U+001F, U+007F–U+009F, or a byte sequence that
+	// is not valid UTF-8. A component of a compound key may hold any of
+	// these characters (they are escaped), but not invalid UTF-8. The error
+	// is a *KeyError.
+	ErrKeyCharacter = errors.New("keys: character not allowed in a key")
 	// ErrMalformed: a string given to a decoder (Split, ParseUint, ...) is
 	// not an encoding this package produces.
 	ErrMalformed = errors.New("keys: malformed encoded key")
-	// ErrOutOfRange: a value cannot be encoded: a time outside .NET's
-	// DateTime range (0001-01-01 to 9999-12-31 UTC), or a number wider than
-	// the requested width.
-	ErrOutOfRange = errors.New("keys: value out of range")
-	// ErrInvalidArgument: an argument is invalid, such as a shard count
-	// outside 1..MaxShards, a width outside 1..20, or a compound key with no
-	// components.
+	// ErrInvalidArgument: a value cannot be encoded or a parameter is out
+	// of range: a time outside .NET's DateTime range (0001-01-01 to
+	// 9999-12-31 UTC), a number wider than the requested width, a width
+	// outside 1..20, a shard count outside 1..MaxShards, a bucket outside
+	// 0..n-1, or a compound key with no components.
 	ErrInvalidArgument = errors.New("keys: invalid argument")
 )
 
-// ComponentError reports which component of a compound key could not be
-// encoded. Err is a *KeyError whose Pos is relative to the component; it
-// matches ErrKeyCharacter with errors.Is.
-type ComponentError struct {
-	Index int   // 0-based index of the component
-	Err   error // the cause, usually a *KeyError
+// KeyError says why a key, or a component of a compound key, is not
+// acceptable to Azure Table storage: which character and where, or the
+// size. It matches ErrKeyTooLong or ErrKeyCharacter with errors.Is (see
+// Err); Validate, and every encoder that checks a key, return it.
+type KeyError struct {
+	// Component is the 0-based index of the compound key component that
+	// holds the offending character, when the error is about one (Pos and
+	// Len are then the component's); -1 otherwise.
+	Component int
+	// Pos is the byte offset of the offending character in the checked
+	// string, or -1 when the key is too long.
+	Pos int
+	// Char is the offending character; utf8.RuneError for invalid UTF-8.
+	// Zero when the key is too long.
+	Char rune
+	// Reason is a short description: "reserved character", "control
+	// character", "invalid UTF-8" or "too long".
+	Reason string
+	// Len is the length of the checked string in bytes of UTF-8, or, when
+	// it is too long, its KeySize.
+	Len int
+	// Err is ErrKeyTooLong or ErrKeyCharacter.
+	Err error
 }
 
-// Error names the component and the cause.
-func (e *ComponentError) Error() string {
-	return "keys: component " + strconv.Itoa(e.Index) + ": " + trimPrefix(e.Err.Error())
-}
-
-// Unwrap returns Err.
-func (e *ComponentError) Unwrap() error { return e.Err }
-
-func trimPrefix(s string) string {
-	if len(s) > 6 && s[:6] == "keys: " {
-		return s[6:]
+// Error says what is wrong and where.
+func (e *KeyError) Error() string {
+	what, prefix := "key", "keys: "
+	if e.Component >= 0 {
+		what, prefix = "component", "keys: component "+strconv.Itoa(e.Component)+": "
 	}
-	return s
+	switch {
+	case e.Pos < 0:
+		return fmt.Sprintf("keys: key is %d bytes in UTF-16; the limit is %d (512 UTF-16 code units)", e.Len, MaxKeyLen)
+	case e.Reason == reasonUTF8:
+		return fmt.Sprintf("%sinvalid UTF-8 at byte %d of a %d-byte %s", prefix, e.Pos, e.Len, what)
+	case e.Reason == reasonControl:
+		return fmt.Sprintf("%scontrol character %U at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
+			prefix, e.Char, e.Pos)
+	default:
+		return fmt.Sprintf("%s%s %q (%U) at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
+			prefix, e.Reason, e.Char, e.Char, e.Pos)
+	}
+}
+
+// Unwrap returns Err, so errors.Is(err, ErrKeyTooLong) and
+// errors.Is(err, ErrKeyCharacter) work.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+const (
+	reasonReserved = "reserved character"
+	reasonControl  = "control character"
+	reasonUTF8     = "invalid UTF-8"
+	reasonTooLong  = "too long"
+)
+
+// tooLong is the error of a key of size n (KeySize) over MaxKeyLen.
+func tooLong(n int) *KeyError {
+	return &KeyError{Component: -1, Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
 }
 
 // malformed returns an error matching ErrMalformed that quotes (the start

@@ -139,7 +139,7 @@ func appendComponent(dst []byte, c string, index int) ([]byte, error) {
 		}
 		r, size := utf8.DecodeRuneInString(c[i:])
 		if r == utf8.RuneError && size == 1 {
-			return dst[:start], &ComponentError{Index: index, Err: &KeyError{Pos: i, Char: r, Reason: reasonUTF8, Len: len(c), Err: ErrKeyCharacter}}
+			return dst[:start], &KeyError{Component: index, Pos: i, Char: r, Reason: reasonUTF8, Len: len(c), Err: ErrKeyCharacter}
 		}
 		if r < 0xA0 { // U+0080–U+009F
 			dst = appendEscape(append(dst, c[run:i]...), escapeOf[r])

@@ -3,6 +3,7 @@ package keys_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tablekit/tablekit/keys"
@@ -53,7 +54,7 @@ func ExampleCompound() {
 	// email!jonesj@contoso..com
 	// docs.|readme..md!"|golang!what>|
 	// say"_"qhi"q"e!
-	// keys: component 1: invalid UTF-8 at byte 0 of a 1-byte key
+	// keys: component 1: invalid UTF-8 at byte 0 of a 1-byte component
 }
 
 func ExampleSplit() {
@@ -64,14 +65,6 @@ func ExampleSplit() {
 	// Output:
 	// ["say \"hi\"!" ""]
 	// ["docs/readme.md" "#golang"]
-}
-
-func ExampleAppendCompound() {
-	buf := make([]byte, 0, 64) // reused: no allocation per key
-	buf, _ = keys.AppendCompound(buf[:0], "000123", "2012")
-	fmt.Println(string(buf))
-	// Output:
-	// 000123!2012
 }
 
 func ExampleTupleRange() {
@@ -130,41 +123,56 @@ func Example_ranges() {
 func ExampleBuilder() {
 	t := time.Date(2024, 5, 1, 12, 34, 56, 789123400, time.UTC)
 	var b keys.Builder
-	b.Reset(make([]byte, 0, 128))
 	k, err := b.Add("order").AddUint(42).AddInvertedTicks(t).Key()
 	fmt.Println(k, err)
 	b.Reset(nil)
 	k, err = b.Add("page").AddTime(t).Key() // Time's '.' is escaped: ".."
 	fmt.Println(k, err)
+
+	// Without allocating: append to a buffer that is reused.
+	buf := make([]byte, 0, 128)
+	for _, id := range []uint64{123, 124} {
+		b.Reset(buf[:0])
+		if buf, err = b.AddUintN(id, 6).AddUintN(2012, 4).Bytes(); err != nil {
+			panic(err)
+		}
+		fmt.Println(string(buf)) // or use buf as it is
+	}
 	// Output:
 	// order!00000000000000000042!2516877339032108765 <nil>
 	// page!2024-05-01T12:34:56..7891234Z <nil>
+	// 000123!2012
+	// 000124!2012
 }
 
 func ExampleUint() {
 	fmt.Println(keys.Uint(223))
-	fmt.Println(keys.InvertedUint(223))
 	v, _ := keys.ParseUint("00000000000000000223")
 	fmt.Println(v)
+	// Descending order: encode and decode the complement.
+	desc := keys.Uint(math.MaxUint64 - 223)
+	v, _ = keys.ParseUint(desc)
+	fmt.Println(desc, math.MaxUint64-v)
 	// Output:
 	// 00000000000000000223
-	// 18446744073709551392
 	// 223
+	// 18446744073709551392 223
 }
 
 func ExampleUintN() {
 	k, _ := keys.UintN(223, 6)
 	fmt.Println(k)
 	_, err := keys.UintN(1000000, 6)
-	fmt.Println(errors.Is(err, keys.ErrOutOfRange))
+	fmt.Println(errors.Is(err, keys.ErrInvalidArgument))
 	// Output:
 	// 000223
 	// true
 }
 
 func ExampleInt() {
+	// Ascending, and descending (^v, decoded with ^ParseInt).
 	for _, v := range []int64{-42, -1, 0, 42} {
-		fmt.Println(keys.Int(v), keys.InvertedInt(v))
+		fmt.Println(keys.Int(v), keys.Int(^v))
 	}
 	// Output:
 	// -9999999999999999958 00000000000000000041
@@ -220,10 +228,11 @@ func ExampleDescendingKey() {
 func ExampleGUID() {
 	g := [16]byte{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
 	fmt.Println(keys.GUID(g))
-	fmt.Println(keys.InvertedGUID(g))
+	back, _ := keys.ParseGUID("12345678-9abc-def0-0123-456789abcdef")
+	fmt.Println(back == g)
 	// Output:
 	// 12345678-9abc-def0-0123-456789abcdef
-	// edcba987-6543-210f-fedc-ba9876543210
+	// true
 }
 
 func ExampleShardedKey() {

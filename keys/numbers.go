@@ -8,91 +8,72 @@ import (
 // Fixed-width numbers. Every encoding here has a fixed width and uses only
 // digits (and '-'), so string order is numeric order, the encodings need no
 // escaping inside compound keys, and they pass Validate.
+//
+// For descending order (larger numbers first), encode the complement:
+// Uint(math.MaxUint64-v) and Int(^v) (^v is -1-v, which reverses the order
+// of every int64 without overflow), and decode with the same operation.
 
-const (
-	// UintWidth is the width of Uint and InvertedUint: the 20 digits of
-	// math.MaxUint64.
-	UintWidth = 20
-	// IntWidth is the width of Int and InvertedInt.
-	IntWidth = 20
-)
+// uintWidth is the width of Uint and Int: the 20 digits of math.MaxUint64.
+const uintWidth = 20
 
 // Uint encodes v as 20 decimal digits, zero-padded: 223 is
-// "00000000000000000223". String order is numeric order.
+// "00000000000000000223". String order is numeric order; for the reverse,
+// encode math.MaxUint64-v (Uint(math.MaxUint64) is "18446744073709551615").
 func Uint(v uint64) string {
-	var b [UintWidth]byte
-	return string(AppendUint(b[:0], v))
-}
-
-// AppendUint appends Uint(v) to dst.
-func AppendUint(dst []byte, v uint64) []byte {
-	return appendDigits(dst, v, UintWidth)
+	var b [uintWidth]byte
+	return string(appendDigits(b[:0], v, uintWidth))
 }
 
 // ParseUint decodes Uint: exactly 20 digits.
 func ParseUint(s string) (uint64, error) {
-	v, ok := parseDigits(s, UintWidth)
+	v, ok := parseDigits(s, uintWidth)
 	if !ok {
-		return 0, malformed("Uint", s, "want 20 decimal digits")
+		return 0, malformed("Uint", s, "want 20 decimal digits not above 18446744073709551615")
 	}
 	return v, nil
 }
 
 // UintN encodes v as width decimal digits, zero-padded, the guide's style
 // for short keys: UintN(223, 6) is "000223". width must be 1..20 and v
-// must fit in it (ErrInvalidArgument, ErrOutOfRange).
+// must fit in it (ErrInvalidArgument).
 func UintN(v uint64, width int) (string, error) {
-	var b [UintWidth]byte
-	out, err := AppendUintN(b[:0], v, width)
+	var b [uintWidth]byte
+	out, err := appendUintN(b[:0], v, width)
 	if err != nil {
 		return "", err
 	}
 	return string(out), nil
 }
 
-// AppendUintN appends UintN(v, width) to dst. On error, dst is returned
+// appendUintN appends UintN(v, width) to dst. On error, dst is returned
 // unchanged.
-func AppendUintN(dst []byte, v uint64, width int) ([]byte, error) {
-	if width < 1 || width > UintWidth {
-		return dst, wrapf(ErrInvalidArgument, "width %d outside 1..%d", width, UintWidth)
+func appendUintN(dst []byte, v uint64, width int) ([]byte, error) {
+	if err := checkWidth(width); err != nil {
+		return dst, err
 	}
-	if width < UintWidth && v >= pow10[width] {
-		return dst, wrapf(ErrOutOfRange, "%d does not fit in %d digits", v, width)
+	if width < uintWidth && v >= pow10[width] {
+		return dst, wrapf(ErrInvalidArgument, "%d does not fit in %d digits", v, width)
 	}
 	return appendDigits(dst, v, width), nil
 }
 
+func checkWidth(width int) error {
+	if width < 1 || width > uintWidth {
+		return wrapf(ErrInvalidArgument, "width %d outside 1..%d", width, uintWidth)
+	}
+	return nil
+}
+
 // ParseUintN decodes UintN: exactly width digits.
 func ParseUintN(s string, width int) (uint64, error) {
-	if width < 1 || width > UintWidth {
-		return 0, wrapf(ErrInvalidArgument, "width %d outside 1..%d", width, UintWidth)
+	if err := checkWidth(width); err != nil {
+		return 0, err
 	}
 	v, ok := parseDigits(s, width)
 	if !ok {
 		return 0, malformed("UintN", s, "want "+strconv.Itoa(width)+" decimal digits")
 	}
 	return v, nil
-}
-
-// InvertedUint encodes math.MaxUint64-v like Uint, so larger numbers sort
-// first: InvertedUint(0) is "18446744073709551615".
-func InvertedUint(v uint64) string {
-	var b [UintWidth]byte
-	return string(AppendInvertedUint(b[:0], v))
-}
-
-// AppendInvertedUint appends InvertedUint(v) to dst.
-func AppendInvertedUint(dst []byte, v uint64) []byte {
-	return appendDigits(dst, math.MaxUint64-v, UintWidth)
-}
-
-// ParseInvertedUint decodes InvertedUint.
-func ParseInvertedUint(s string) (uint64, error) {
-	v, ok := parseDigits(s, UintWidth)
-	if !ok {
-		return 0, malformed("InvertedUint", s, "want 20 decimal digits not above 18446744073709551615")
-	}
-	return math.MaxUint64 - v, nil
 }
 
 // tenTo19 is 10^19: negative v is written as v + 10^19.
@@ -103,19 +84,21 @@ const tenTo19 = 10_000_000_000_000_000_000
 // digits (the first is always 0): 42 is "00000000000000000042". A negative v
 // is '-' (which sorts below '0') followed by the 19 digits of v + 10^19:
 // -1 is "-9999999999999999999", -42 is "-9999999999999999958", and
-// math.MinInt64 is "-0776627963145224192".
+// math.MinInt64 is "-0776627963145224192". For the reverse order, encode
+// ^v: Int(^0) is "-9999999999999999999", Int(^-1) is
+// "00000000000000000000".
 func Int(v int64) string {
-	var b [IntWidth]byte
-	return string(AppendInt(b[:0], v))
+	var b [uintWidth]byte
+	return string(appendInt(b[:0], v))
 }
 
-// AppendInt appends Int(v) to dst.
-func AppendInt(dst []byte, v int64) []byte {
+// appendInt appends Int(v) to dst.
+func appendInt(dst []byte, v int64) []byte {
 	if v >= 0 {
-		return appendDigits(dst, uint64(v), IntWidth)
+		return appendDigits(dst, uint64(v), uintWidth)
 	}
 	// v + 10^19, computed in uint64: 10^19 - |v|, with |MinInt64| = 2^63.
-	return appendDigits(append(dst, '-'), tenTo19-uint64(-(v+1))-1, IntWidth-1)
+	return appendDigits(append(dst, '-'), tenTo19-uint64(-(v+1))-1, uintWidth-1)
 }
 
 // ParseInt decodes Int.
@@ -128,18 +111,18 @@ func ParseInt(s string) (int64, error) {
 }
 
 func parseInt(s string) (int64, bool) {
-	if len(s) != IntWidth {
+	if len(s) != uintWidth {
 		return 0, false
 	}
 	switch s[0] {
 	case '0':
-		u, ok := parseDigits(s[1:], IntWidth-1)
+		u, ok := parseDigits(s[1:], uintWidth-1)
 		if !ok || u > math.MaxInt64 {
 			return 0, false
 		}
 		return int64(u), true
 	case '-':
-		u, ok := parseDigits(s[1:], IntWidth-1)
+		u, ok := parseDigits(s[1:], uintWidth-1)
 		if !ok || u < tenTo19-(1<<63) {
 			return 0, false
 		}
@@ -147,28 +130,6 @@ func parseInt(s string) (int64, bool) {
 		return -int64(d-1) - 1, true
 	}
 	return 0, false
-}
-
-// InvertedInt encodes v like Int but in reverse order (larger numbers sort
-// first): it is Int(^v), i.e. Int(-v-1). InvertedInt(0) is
-// "-9999999999999999999", InvertedInt(-1) is "00000000000000000000".
-func InvertedInt(v int64) string {
-	var b [IntWidth]byte
-	return string(AppendInvertedInt(b[:0], v))
-}
-
-// AppendInvertedInt appends InvertedInt(v) to dst.
-func AppendInvertedInt(dst []byte, v int64) []byte {
-	return AppendInt(dst, ^v)
-}
-
-// ParseInvertedInt decodes InvertedInt.
-func ParseInvertedInt(s string) (int64, error) {
-	v, ok := parseInt(s)
-	if !ok {
-		return 0, malformed("InvertedInt", s, "not an InvertedInt encoding")
-	}
-	return ^v, nil
 }
 
 // pow10[i] is 10^i for i in 0..19.

@@ -48,21 +48,21 @@ func PrefixEnd(prefix string) (end string, ok bool) {
 		copy(b, prefix[:i])
 		return string(utf8.AppendRune(b, next)), true
 	}
-	return string(appendPrefixEnd(nil, prefix, i, next)), true
+	return string(appendPrefixHead(nil, prefix, i, next)), true
 }
 
-// AppendPrefixEnd appends the bound PrefixEnd(prefix) returns to dst and
+// appendPrefixEnd appends the bound PrefixEnd(prefix) returns to dst and
 // reports whether there is one; when ok is false, dst is returned unchanged.
-func AppendPrefixEnd(dst []byte, prefix string) (out []byte, ok bool) {
+func appendPrefixEnd(dst []byte, prefix string) (out []byte, ok bool) {
 	i, next, ok := prefixEnd(prefix)
 	if !ok {
 		return dst, false
 	}
-	return appendPrefixEnd(dst, prefix, i, next), true
+	return appendPrefixHead(dst, prefix, i, next), true
 }
 
-// appendPrefixEnd appends prefix[:i] (invalid bytes as U+FFFD) and next.
-func appendPrefixEnd(dst []byte, prefix string, i int, next rune) []byte {
+// appendPrefixHead appends prefix[:i] (invalid bytes as U+FFFD) and next.
+func appendPrefixHead(dst []byte, prefix string, i int, next rune) []byte {
 	head := prefix[:i]
 	for len(head) > 0 {
 		r, size := utf8.DecodeRuneInString(head)

@@ -17,7 +17,7 @@ func TupleRange(components ...string) (lo, hi string, err error) {
 		return "", "", nil
 	}
 	var buf [128]byte
-	b, err := AppendCompound(buf[:0], components...)
+	b, err := appendCompound(buf[:0], components)
 	if err != nil {
 		return "", "", err
 	}
@@ -43,7 +43,7 @@ func ComponentPrefixRange(components []string, prefix string) (lo, hi string, er
 		return "", "", err
 	}
 	lo = string(b)
-	b, ok := AppendPrefixEnd(b, lo)
+	b, ok := appendPrefixEnd(b, lo)
 	if !ok {
 		return lo, "", nil
 	}
@@ -59,7 +59,7 @@ func appendPrefixLo(dst []byte, components []string, prefix string) ([]byte, err
 	start := len(dst)
 	var err error
 	if len(components) > 0 {
-		if dst, err = AppendCompound(dst, components...); err != nil {
+		if dst, err = appendCompound(dst, components); err != nil {
 			return dst, err
 		}
 		dst = append(dst, Separator)
@@ -67,8 +67,8 @@ func appendPrefixLo(dst []byte, components []string, prefix string) ([]byte, err
 	if dst, err = appendComponent(dst, prefix, len(components)); err != nil {
 		return dst[:start], err
 	}
-	if n := KeySize(dst[start:]); n > MaxKeyLen {
-		return dst[:start], &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
+	if err := tooLongKey(dst[start:]); err != nil {
+		return dst[:start], err
 	}
 	return dst, nil
 }

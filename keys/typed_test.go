@@ -2,6 +2,7 @@ package keys_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -23,22 +24,17 @@ func TestUint(t *testing.T) {
 		if got := keys.Uint(tc.v); got != tc.enc {
 			t.Errorf("Uint(%d) = %q, want %q", tc.v, got, tc.enc)
 		}
-		if got := keys.InvertedUint(tc.v); got != tc.inv {
-			t.Errorf("InvertedUint(%d) = %q, want %q", tc.v, got, tc.inv)
+		// The descending form the doc gives: Uint(math.MaxUint64-v).
+		if got := keys.Uint(math.MaxUint64 - tc.v); got != tc.inv {
+			t.Errorf("Uint(math.MaxUint64-%d) = %q, want %q", tc.v, got, tc.inv)
 		}
 		if v, err := keys.ParseUint(tc.enc); err != nil || v != tc.v {
 			t.Errorf("ParseUint(%q) = %d, %v", tc.enc, v, err)
-		}
-		if v, err := keys.ParseInvertedUint(tc.inv); err != nil || v != tc.v {
-			t.Errorf("ParseInvertedUint(%q) = %d, %v", tc.inv, v, err)
 		}
 	}
 	for _, s := range []string{"", "0", "18446744073709551616", "99999999999999999999", "0000000000000000000a", "-0000000000000000001", "+0000000000000000001", "000000000000000000000"} {
 		if _, err := keys.ParseUint(s); !errors.Is(err, keys.ErrMalformed) {
 			t.Errorf("ParseUint(%q) = %v", s, err)
-		}
-		if _, err := keys.ParseInvertedUint(s); !errors.Is(err, keys.ErrMalformed) {
-			t.Errorf("ParseInvertedUint(%q) = %v", s, err)
 		}
 	}
 }
@@ -52,9 +48,9 @@ func TestUintN(t *testing.T) {
 	}{
 		{223, 6, "000223", nil},
 		{999999, 6, "999999", nil},
-		{1000000, 6, "", keys.ErrOutOfRange},
+		{1000000, 6, "", keys.ErrInvalidArgument},
 		{0, 1, "0", nil},
-		{10, 1, "", keys.ErrOutOfRange},
+		{10, 1, "", keys.ErrInvalidArgument},
 		{math.MaxUint64, 20, "18446744073709551615", nil},
 		{1, 0, "", keys.ErrInvalidArgument},
 		{1, 21, "", keys.ErrInvalidArgument},
@@ -93,14 +89,15 @@ func TestInt(t *testing.T) {
 		if got := keys.Int(tc.v); got != tc.enc {
 			t.Errorf("Int(%d) = %q, want %q", tc.v, got, tc.enc)
 		}
-		if got := keys.InvertedInt(tc.v); got != tc.inv {
-			t.Errorf("InvertedInt(%d) = %q, want %q", tc.v, got, tc.inv)
+		// The descending form the doc gives: Int(^v), decoded with ^.
+		if got := keys.Int(^tc.v); got != tc.inv {
+			t.Errorf("Int(^%d) = %q, want %q", tc.v, got, tc.inv)
 		}
 		if v, err := keys.ParseInt(tc.enc); err != nil || v != tc.v {
 			t.Errorf("ParseInt(%q) = %d, %v", tc.enc, v, err)
 		}
-		if v, err := keys.ParseInvertedInt(tc.inv); err != nil || v != tc.v {
-			t.Errorf("ParseInvertedInt(%q) = %d, %v", tc.inv, v, err)
+		if v, err := keys.ParseInt(tc.inv); err != nil || ^v != tc.v {
+			t.Errorf("^ParseInt(%q) = %d, %v", tc.inv, ^v, err)
 		}
 	}
 	for _, s := range []string{"", "09223372036854775808", "-0776627963145224191", "19223372036854775807", "-999999999999999999", "-999999999999999999a", "+0000000000000000001"} {
@@ -114,8 +111,8 @@ func TestInt(t *testing.T) {
 		if !(keys.Int(vals[i-1]) < keys.Int(vals[i])) {
 			t.Errorf("Int(%d) >= Int(%d)", vals[i-1], vals[i])
 		}
-		if !(keys.InvertedInt(vals[i-1]) > keys.InvertedInt(vals[i])) {
-			t.Errorf("InvertedInt(%d) <= InvertedInt(%d)", vals[i-1], vals[i])
+		if !(keys.Int(^vals[i-1]) > keys.Int(^vals[i])) {
+			t.Errorf("Int(^%d) <= Int(^%d)", vals[i-1], vals[i])
 		}
 	}
 }
@@ -143,10 +140,6 @@ var tickVectors = []struct {
 
 func TestTicksVectors(t *testing.T) {
 	for _, v := range tickVectors {
-		ticks, err := keys.TimeToTicks(v.t)
-		if err != nil || ticks != v.ticks {
-			t.Errorf("TimeToTicks(%v) = %d, %v; want %d", v.t, ticks, err, v.ticks)
-		}
 		inv, err := keys.InvertedTicks(v.t)
 		if err != nil || inv != v.inverted {
 			t.Errorf("InvertedTicks(%v) = %q, %v; want %q", v.t, inv, err, v.inverted)
@@ -161,8 +154,8 @@ func TestTicksVectors(t *testing.T) {
 			t.Errorf("ParseInvertedTicks(%q) = %v, %v; want %v", inv, back, err, v.t)
 		}
 		asc, err := keys.Ticks(v.t)
-		if err != nil || len(asc) != 19 {
-			t.Errorf("Ticks(%v) = %q, %v", v.t, asc, err)
+		if want := fmt.Sprintf("%019d", v.ticks); err != nil || asc != want {
+			t.Errorf("Ticks(%v) = %q, %v; want %q", v.t, asc, err, want)
 		}
 		if back, err := keys.ParseTicks(asc); err != nil || !back.Equal(v.t) {
 			t.Errorf("ParseTicks(%q) = %v, %v", asc, back, err)
@@ -173,9 +166,6 @@ func TestTicksVectors(t *testing.T) {
 		}
 		if back, err := keys.ParseTime(text); err != nil || !back.Equal(v.t) {
 			t.Errorf("ParseTime(%q) = %v, %v", text, back, err)
-		}
-		if back, err := keys.TicksToTime(v.ticks); err != nil || !back.Equal(v.t) {
-			t.Errorf("TicksToTime(%d) = %v, %v", v.ticks, back, err)
 		}
 	}
 }
@@ -190,10 +180,10 @@ func TestTicksTruncation(t *testing.T) {
 	}
 	// Before the Unix epoch too (truncation toward the past).
 	tm = time.Date(1900, 1, 1, 0, 0, 0, 99, time.UTC)
-	ticks, _ := keys.TimeToTicks(tm)
-	want, _ := keys.TimeToTicks(time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC))
+	ticks, _ := keys.Ticks(tm)
+	want, _ := keys.Ticks(time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC))
 	if ticks != want {
-		t.Errorf("TimeToTicks(%v) = %d, want %d", tm, ticks, want)
+		t.Errorf("Ticks(%v) = %s, want %s", tm, ticks, want)
 	}
 }
 
@@ -207,25 +197,21 @@ func TestTimeOutOfRange(t *testing.T) {
 		time.Unix(math.MinInt64/2, 0),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.FixedZone("E", 3600)), // 0000-12-31T23:00Z
 	} {
-		if _, err := keys.InvertedTicks(tm); !errors.Is(err, keys.ErrOutOfRange) {
+		if _, err := keys.InvertedTicks(tm); !errors.Is(err, keys.ErrInvalidArgument) {
 			t.Errorf("InvertedTicks(%v) = %v", tm, err)
 		}
-		if _, err := keys.Ticks(tm); !errors.Is(err, keys.ErrOutOfRange) {
+		if _, err := keys.Ticks(tm); !errors.Is(err, keys.ErrInvalidArgument) {
 			t.Errorf("Ticks(%v) = %v", tm, err)
 		}
-		if _, err := keys.Time(tm); !errors.Is(err, keys.ErrOutOfRange) {
+		if _, err := keys.Time(tm); !errors.Is(err, keys.ErrInvalidArgument) {
 			t.Errorf("Time(%v) = %v", tm, err)
 		}
-		if _, err := keys.DescendingKey(tm, 1); !errors.Is(err, keys.ErrOutOfRange) {
+		if _, err := keys.DescendingKey(tm, 1); !errors.Is(err, keys.ErrInvalidArgument) {
 			t.Errorf("DescendingKey(%v) = %v", tm, err)
 		}
-		if b, err := keys.AppendInvertedTicks([]byte("k"), tm); err == nil || string(b) != "k" {
-			t.Errorf("AppendInvertedTicks(%v) = %q, %v", tm, b, err)
-		}
-	}
-	for _, ticks := range []int64{-1, keys.MaxTicks + 1, math.MinInt64, math.MaxInt64} {
-		if _, err := keys.TicksToTime(ticks); !errors.Is(err, keys.ErrOutOfRange) {
-			t.Errorf("TicksToTime(%d) = %v", ticks, err)
+		var b keys.Builder
+		if k, err := b.AddInvertedTicks(tm).Key(); !errors.Is(err, keys.ErrInvalidArgument) {
+			t.Errorf("Builder.AddInvertedTicks(%v) = %q, %v", tm, k, err)
 		}
 	}
 	for _, s := range []string{"", "3155378976000000000", "9999999999999999999", "315537897599999999x", "03155378975999999999"} {
@@ -280,32 +266,32 @@ func TestGUID(t *testing.T) {
 	if s := keys.GUID(g); s != "12345678-9abc-def0-0123-456789abcdef" {
 		t.Errorf("GUID = %q", s)
 	}
-	if s := keys.InvertedGUID(g); s != "edcba987-6543-210f-fedc-ba9876543210" {
-		t.Errorf("InvertedGUID = %q", s)
-	}
-	if s := keys.InvertedGUID([16]byte{}); s != "ffffffff-ffff-ffff-ffff-ffffffffffff" {
-		t.Errorf("InvertedGUID(0) = %q", s)
+	if s := keys.GUID(complement(g)); s != "edcba987-6543-210f-fedc-ba9876543210" {
+		t.Errorf("GUID(complement) = %q", s)
 	}
 	if back, err := keys.ParseGUID(keys.GUID(g)); err != nil || back != g {
 		t.Errorf("ParseGUID = %x, %v", back, err)
-	}
-	if back, err := keys.ParseInvertedGUID(keys.InvertedGUID(g)); err != nil || back != g {
-		t.Errorf("ParseInvertedGUID = %x, %v", back, err)
 	}
 	for _, s := range []string{"", "12345678-9ABC-def0-0123-456789abcdef", "12345678x9abc-def0-0123-456789abcdef", "123456789abcdef00123456789abcdef",
 		"{12345678-9abc-def0-0123-456789abcde}", "12345678-9abc-def0-0123-456789abcdeg", "12345678-9abc-def0-0123-456789abcdef0"} {
 		if _, err := keys.ParseGUID(s); !errors.Is(err, keys.ErrMalformed) {
 			t.Errorf("ParseGUID(%q) = %v", s, err)
 		}
-		if _, err := keys.ParseInvertedGUID(s); !errors.Is(err, keys.ErrMalformed) {
-			t.Errorf("ParseInvertedGUID(%q) = %v", s, err)
-		}
 	}
 	a := [16]byte{0: 1}
 	b := [16]byte{0: 1, 15: 1}
-	if !(keys.GUID(a) < keys.GUID(b)) || !(keys.InvertedGUID(a) > keys.InvertedGUID(b)) {
+	if !(keys.GUID(a) < keys.GUID(b)) || !(keys.GUID(complement(a)) > keys.GUID(complement(b))) {
 		t.Error("GUID order")
 	}
+}
+
+// complement is the descending form of a GUID the doc gives: every byte
+// complemented.
+func complement(g [16]byte) [16]byte {
+	for i := range g {
+		g[i] = ^g[i]
+	}
+	return g
 }
 
 func TestShard(t *testing.T) {
@@ -328,35 +314,33 @@ func TestShard(t *testing.T) {
 		if err != nil || b != tc.bucket {
 			t.Errorf("Shard(%q, %d) = %d, %v; want %d", tc.key, tc.n, b, err, tc.bucket)
 		}
-		p, err := keys.ShardPrefix(tc.key, tc.n)
-		if err != nil || p != tc.prefix {
-			t.Errorf("ShardPrefix(%q, %d) = %q, %v; want %q", tc.key, tc.n, p, err, tc.prefix)
+		k, err := keys.ShardedKey(b, tc.n, tc.key)
+		if err != nil || k != tc.prefix+"!"+tc.key {
+			t.Errorf("ShardedKey(%d, %d, %q) = %q, %v; want bucket %q", b, tc.n, tc.key, k, err, tc.prefix)
 		}
 	}
 	for _, n := range []int{0, -1, keys.MaxShards + 1} {
 		if _, err := keys.Shard("a", n); !errors.Is(err, keys.ErrInvalidArgument) {
 			t.Errorf("Shard(n=%d) = %v", n, err)
 		}
-		if _, err := keys.ShardPrefixes(n); !errors.Is(err, keys.ErrInvalidArgument) {
-			t.Errorf("ShardPrefixes(%d) = %v", n, err)
+		if _, err := keys.ShardedKeys(n, "a"); !errors.Is(err, keys.ErrInvalidArgument) {
+			t.Errorf("ShardedKeys(%d) = %v", n, err)
 		}
-		if b, err := keys.AppendShardPrefix([]byte("k"), "a", n); err == nil || string(b) != "k" {
-			t.Errorf("AppendShardPrefix(n=%d) = %q, %v", n, b, err)
-		}
-		if w := keys.ShardWidth(n); w != 0 {
-			t.Errorf("ShardWidth(%d) = %d", n, w)
+		if _, err := keys.ShardedKey(0, n, "a"); !errors.Is(err, keys.ErrInvalidArgument) {
+			t.Errorf("ShardedKey(n=%d) = %v", n, err)
 		}
 	}
 	for _, tc := range []struct{ n, w int }{{1, 1}, {10, 1}, {11, 2}, {100, 2}, {101, 3}, {10000, 4}} {
-		ps, err := keys.ShardPrefixes(tc.n)
-		if err != nil || len(ps) != tc.n || keys.ShardWidth(tc.n) != tc.w {
-			t.Fatalf("ShardPrefixes(%d) = %d prefixes, %v", tc.n, len(ps), err)
+		ks, err := keys.ShardedKeys(tc.n, "")
+		if err != nil || len(ks) != tc.n {
+			t.Fatalf("ShardedKeys(%d) = %d keys, %v", tc.n, len(ks), err)
 		}
-		if !slices.IsSorted(ps) || len(ps[0]) != tc.w || len(ps[tc.n-1]) != tc.w {
-			t.Errorf("ShardPrefixes(%d): %q ... %q", tc.n, ps[0], ps[tc.n-1])
+		if !slices.IsSorted(ks) || len(ks[0]) != tc.w+1 || len(ks[tc.n-1]) != tc.w+1 {
+			t.Errorf("ShardedKeys(%d): %q ... %q, want %d digits and '!'", tc.n, ks[0], ks[tc.n-1], tc.w)
 		}
-		if p, _ := keys.ShardPrefix("anything", tc.n); !slices.Contains(ps, p) {
-			t.Errorf("ShardPrefix(anything, %d) = %q not listed", tc.n, p)
+		b, _ := keys.Shard("anything", tc.n)
+		if k, _ := keys.ShardedKey(b, tc.n, ""); ks[b] != k {
+			t.Errorf("ShardedKeys(%d)[%d] = %q, ShardedKey = %q", tc.n, b, ks[b], k)
 		}
 	}
 	// Spread: 10,000 sequential ids over 16 buckets, none starved.
@@ -384,29 +368,26 @@ func TestBuilder(t *testing.T) {
 	g := [16]byte{15: 1}
 	var b keys.Builder
 	b.Reset(make([]byte, 0, 256))
-	b.Add("order").AddUint(42).AddUintN(7, 3).AddInvertedUint(1).AddInt(-1).AddInvertedInt(1).
-		AddTime(tm).AddTicks(tm).AddInvertedTicks(tm).AddDescendingKey(tm, 2).AddGUID(g).AddInvertedGUID(g).Add("a b")
+	b.Add("order").AddUint(42).AddUintN(7, 3).AddUint(math.MaxUint64 - 1).AddInt(-1).AddInt(^1).
+		AddTime(tm).AddTicks(tm).AddInvertedTicks(tm).AddGUID(g).Add("a b")
 	k, err := b.Key()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "order!00000000000000000042!007!18446744073709551614!-9999999999999999999!-9999999999999999998!" +
-		"2024-05-01T12:34:56..7891234Z!0638501636967891234!2516877339032108765!2516877339032108765_18446744073709551613!" +
-		"00000000-0000-0000-0000-000000000001!ffffffff-ffff-ffff-ffff-fffffffffffe!a\"_b"
+		"2024-05-01T12:34:56..7891234Z!0638501636967891234!2516877339032108765!" +
+		"00000000-0000-0000-0000-000000000001!a\"_b"
 	if k != want {
 		t.Errorf("Builder key\n got %q\nwant %q", k, want)
 	}
-	if b.Len() != 13 {
-		t.Errorf("Len = %d", b.Len())
-	}
 	parts, err := keys.Split(k)
-	if err != nil || len(parts) != 13 || parts[12] != "a b" {
+	if err != nil || len(parts) != 11 || parts[10] != "a b" {
 		t.Errorf("Split = %q, %v", parts, err)
 	}
 	// Each typed component is written as Add writes its string form.
-	strs := []string{"order", keys.Uint(42), "007", keys.InvertedUint(1), keys.Int(-1), keys.InvertedInt(1),
-		mustKey(keys.Time(tm)), mustKey(keys.Ticks(tm)), mustKey(keys.InvertedTicks(tm)), mustKey(keys.DescendingKey(tm, 2)),
-		keys.GUID(g), keys.InvertedGUID(g), "a b"}
+	strs := []string{"order", keys.Uint(42), "007", keys.Uint(math.MaxUint64 - 1), keys.Int(-1), keys.Int(^1),
+		mustKey(keys.Time(tm)), mustKey(keys.Ticks(tm)), mustKey(keys.InvertedTicks(tm)),
+		keys.GUID(g), "a b"}
 	if c, err := keys.Compound(strs...); err != nil || c != k {
 		t.Errorf("Compound of the string forms = %q, %v; want the Builder's %q", c, err, k)
 	}
@@ -432,15 +413,18 @@ func TestBuilder(t *testing.T) {
 	// Errors stick.
 	b.Reset(nil)
 	b.Add("ok").Add("bad\xff").AddUint(1)
-	if _, err := b.Key(); !errors.Is(err, keys.ErrKeyCharacter) || b.Err() == nil {
+	if _, err := b.Key(); !errors.Is(err, keys.ErrKeyCharacter) {
 		t.Errorf("Key after bad component = %v", err)
 	}
+	if out, err := b.Bytes(); !errors.Is(err, keys.ErrKeyCharacter) || out != nil {
+		t.Errorf("Bytes after bad component = %q, %v", out, err)
+	}
 	b.Reset(nil)
-	if _, err := b.AddTime(time.Time{}.Add(-1)).Key(); !errors.Is(err, keys.ErrOutOfRange) {
+	if _, err := b.AddTime(time.Time{}.Add(-1)).Key(); !errors.Is(err, keys.ErrInvalidArgument) {
 		t.Errorf("Key after bad time = %v", err)
 	}
 	b.Reset(nil)
-	if _, err := b.AddUintN(100, 2).Key(); !errors.Is(err, keys.ErrOutOfRange) {
+	if _, err := b.AddUintN(100, 2).Key(); !errors.Is(err, keys.ErrInvalidArgument) {
 		t.Errorf("Key after bad UintN = %v", err)
 	}
 	var zero keys.Builder

@@ -1,10 +1,6 @@
 package keys
 
-import (
-	"errors"
-	"fmt"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // MaxKeyLen is the size limit of a PartitionKey or RowKey: 1 KiB, measured
 // as the service stores keys, in UTF-16 (see [KeySize]). That is 512
@@ -27,63 +23,17 @@ func KeySize[S ~string | ~[]byte](key S) int {
 	return n
 }
 
-// Sentinel errors. Every error this package returns matches one of them with
-// errors.Is.
-var (
-	// ErrKeyTooLong: a key is larger than MaxKeyLen (see KeySize).
-	ErrKeyTooLong = errors.New("keys: key too long")
-	// ErrKeyCharacter: a key holds a character Azure refuses in keys: '/',
-	// '\\', '#', '?', U+0000–U+001F, U+007F–U+009F, or a byte sequence that
-	// is not valid UTF-8. A component of a compound key may hold any of
-	// these characters (they are escaped), but not invalid UTF-8.
-	ErrKeyCharacter = errors.New("keys: character not allowed in a key")
-)
-
-// KeyError describes why a key is not acceptable to Azure Table storage.
-// It matches ErrKeyTooLong or ErrKeyCharacter with errors.Is (see Err).
-type KeyError struct {
-	// Pos is the byte offset of the offending character in the checked
-	// string, or -1 when the key is too long.
-	Pos int
-	// Char is the offending character; utf8.RuneError for invalid UTF-8.
-	// Zero when the key is too long.
-	Char rune
-	// Reason is a short description: "reserved character", "control
-	// character", "invalid UTF-8" or "too long".
-	Reason string
-	// Len is the length of the checked string in bytes of UTF-8, or, when
-	// it is too long, its KeySize.
-	Len int
-	// Err is ErrKeyTooLong or ErrKeyCharacter.
-	Err error
-}
-
-// Error says what is wrong and where.
-func (e *KeyError) Error() string {
-	switch {
-	case e.Pos < 0:
-		return fmt.Sprintf("keys: key is %d bytes in UTF-16; the limit is %d (512 UTF-16 code units)", e.Len, MaxKeyLen)
-	case e.Reason == reasonUTF8:
-		return fmt.Sprintf("keys: invalid UTF-8 at byte %d of a %d-byte key", e.Pos, e.Len)
-	case e.Reason == reasonControl:
-		return fmt.Sprintf("keys: control character %U at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
-			e.Char, e.Pos)
-	default:
-		return fmt.Sprintf("keys: %s %q (%U) at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
-			e.Reason, e.Char, e.Char, e.Pos)
+// tooLongKey returns a *KeyError when key is larger than MaxKeyLen. A key
+// of at most MaxKeyLen/2 bytes of UTF-8 never is (KeySize counts at most
+// two per byte), so only longer keys are measured.
+func tooLongKey[S ~string | ~[]byte](key S) error {
+	if len(key) > MaxKeyLen/2 {
+		if n := KeySize(key); n > MaxKeyLen {
+			return tooLong(n)
+		}
 	}
+	return nil
 }
-
-// Unwrap returns Err, so errors.Is(err, ErrKeyTooLong) and
-// errors.Is(err, ErrKeyCharacter) work.
-func (e *KeyError) Unwrap() error { return e.Err }
-
-const (
-	reasonReserved = "reserved character"
-	reasonControl  = "control character"
-	reasonUTF8     = "invalid UTF-8"
-	reasonTooLong  = "too long"
-)
 
 // Validate reports whether key is acceptable to Azure Table storage as a
 // PartitionKey or RowKey. It returns nil or a *KeyError that names the
@@ -92,10 +42,8 @@ const (
 // UTF-8, and keys larger than MaxKeyLen (1 KiB in UTF-16, see KeySize). The
 // empty key is valid (Azure allows empty keys).
 func Validate(key string) error {
-	if len(key) > MaxKeyLen/2 {
-		if n := KeySize(key); n > MaxKeyLen {
-			return &KeyError{Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
-		}
+	if err := tooLongKey(key); err != nil {
+		return err
 	}
 	return checkChars(key, len(key))
 }
@@ -113,7 +61,7 @@ func checkChars(s string, n int) error {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			return &KeyError{Pos: i, Char: utf8.RuneError, Reason: reasonUTF8, Len: n, Err: ErrKeyCharacter}
+			return &KeyError{Component: -1, Pos: i, Char: utf8.RuneError, Reason: reasonUTF8, Len: n, Err: ErrKeyCharacter}
 		}
 		if r <= 0x9F { // U+0080–U+009F (U+007F is ASCII)
 			return charError(i, r, n)
@@ -128,7 +76,7 @@ func charError(pos int, r rune, n int) *KeyError {
 	if r < 0x20 || r >= 0x7F {
 		reason = reasonControl
 	}
-	return &KeyError{Pos: pos, Char: r, Reason: reason, Len: n, Err: ErrKeyCharacter}
+	return &KeyError{Component: -1, Pos: pos, Char: r, Reason: reason, Len: n, Err: ErrKeyCharacter}
 }
 
 // refusedASCII marks the ASCII bytes Azure refuses in keys.

@@ -64,8 +64,8 @@ func TestValidate(t *testing.T) {
 		if tc.err == keys.ErrKeyTooLong {
 			wantLen = keys.KeySize(tc.key)
 		}
-		if ke.Pos != tc.pos || ke.Char != tc.char || ke.Reason != tc.reason || ke.Len != wantLen {
-			t.Errorf("Validate(%.40q) = %+v, want pos %d char %U reason %q len %d", tc.key, *ke, tc.pos, tc.char, tc.reason, wantLen)
+		if ke.Pos != tc.pos || ke.Char != tc.char || ke.Reason != tc.reason || ke.Len != wantLen || ke.Component != -1 {
+			t.Errorf("Validate(%.40q) = %+v, want pos %d char %U reason %q len %d component -1", tc.key, *ke, tc.pos, tc.char, tc.reason, wantLen)
 		}
 		other := keys.ErrKeyTooLong
 		if tc.err == keys.ErrKeyTooLong {
@@ -152,10 +152,6 @@ func TestPrefixEnd(t *testing.T) {
 		end, ok := keys.PrefixEnd(tc.prefix)
 		if end != tc.end || ok != tc.ok {
 			t.Errorf("PrefixEnd(%q) = %q, %v; want %q, %v", tc.prefix, end, ok, tc.end, tc.ok)
-		}
-		b, ok2 := keys.AppendPrefixEnd([]byte("xx"), tc.prefix)
-		if string(b) != "xx"+tc.end || ok2 != tc.ok {
-			t.Errorf("AppendPrefixEnd(%q) = %q, %v; want %q, %v", tc.prefix, b, ok2, "xx"+tc.end, tc.ok)
 		}
 		if ok && !utf8.ValidString(end) {
 			t.Errorf("PrefixEnd(%q) = %q: invalid UTF-8", tc.prefix, end)

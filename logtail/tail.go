@@ -51,10 +51,11 @@ type Entry struct {
 // string.Format("{0:D19}", DateTime.MaxValue.Ticks - DateTime.UtcNow.Ticks).
 // It returns the zero time when the RowKey is not such a key.
 func (e Entry) Time() time.Time {
-	if len(e.RowKey) < keys.TicksWidth {
+	const ticksWidth = 19 // keys.InvertedTicks: {0:D19}
+	if len(e.RowKey) < ticksWidth {
 		return time.Time{}
 	}
-	t, err := keys.ParseInvertedTicks(e.RowKey[:keys.TicksWidth])
+	t, err := keys.ParseInvertedTicks(e.RowKey[:ticksWidth])
 	if err != nil {
 		return time.Time{}
 	}
