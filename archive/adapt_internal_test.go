@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 )
@@ -17,9 +18,7 @@ func testWorker(t *testing.T, o *WorkerOptions) *Worker {
 	if o == nil {
 		o = &WorkerOptions{}
 	}
-	o.PoisonQueue = p
-	o.Logger = slog.New(slog.DiscardHandler)
-	w, err := NewWorker(q, HandlerFunc(func(context.Context, *Message) error { return nil }), o)
+	w, err := newWorker("archive.OpenWorker", q, p, nil, HandlerFunc(func(context.Context, *Message) error { return nil }), o, slog.New(slog.DiscardHandler), tracing.Provider{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +95,8 @@ func TestWorkerBackoff(t *testing.T) {
 			t.Errorf("back-off after attempt %d: %v, want a random time up to %v", attempt, d, want)
 		}
 	}
-	if w.maxDequeue != int64(DefaultRetry.MaxAttempts) {
-		t.Errorf("MaxAttempts %d, want the default %d", w.maxDequeue, DefaultRetry.MaxAttempts)
+	if w.maxDequeue != int64(defaultRetry.MaxAttempts) {
+		t.Errorf("MaxAttempts %d, want the default %d", w.maxDequeue, defaultRetry.MaxAttempts)
 	}
 	w = testWorker(t, &WorkerOptions{Retry: tablekit.RetryPolicy{BaseDelay: 10 * time.Second}})
 	for range 100 {
@@ -114,7 +113,8 @@ func TestWorkerBackoff(t *testing.T) {
 // Clock, 0 after an empty one; MaxQueueAge keeps the longest.
 func TestQueueAgeStats(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	w := testWorker(t, &WorkerOptions{Clock: func() time.Time { return now }})
+	w := testWorker(t, nil)
+	w.clock = func() time.Time { return now }
 	w.recordQueueAge([]dequeuedMessage{{inserted: now.Add(-3 * time.Second)}, {inserted: now.Add(-7 * time.Second)}})
 	if s := w.Stats(); s.QueueAge != 7*time.Second || s.MaxQueueAge != 7*time.Second {
 		t.Errorf("after a dequeue: %v / %v, want 7s / 7s", s.QueueAge, s.MaxQueueAge)

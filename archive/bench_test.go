@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -42,8 +43,8 @@ func BenchmarkThroughput(b *testing.B) {
 	}{
 		{"handloop", handLoop(false)},
 		{"handloop-parallel-delete", handLoop(true)},
-		{"worker-c1", workerDrain(1)},
-		{"worker-c16", workerDrain(16)},
+		{"worker-c1", workerDrain(acct, 1)},
+		{"worker-c16", workerDrain(acct, 16)},
 	}
 	for _, d := range drainers {
 		b.Run(d.name, func(b *testing.B) {
@@ -141,14 +142,13 @@ func handLoop(parallel bool) func(b *testing.B, q *azqueue.QueueClient, n int) {
 	}
 }
 
-func workerDrain(concurrency int) func(b *testing.B, q *azqueue.QueueClient, n int) {
+func workerDrain(acct *tablekit.Account, concurrency int) func(b *testing.B, q *azqueue.QueueClient, n int) {
 	return func(b *testing.B, q *azqueue.QueueClient, n int) {
 		noop := archive.HandlerFunc(func(context.Context, *archive.Message) error { return nil })
-		w, err := archive.NewWorker(q, noop, &archive.WorkerOptions{
+		w, err := archive.OpenWorker(acct, queueName(q), noop, &archive.WorkerOptions{
 			Concurrency:       concurrency,
 			VisibilityTimeout: 5 * time.Second,
 			OperationTimeout:  benchTimeout,
-			PoisonQueue:       q, // never used: the handler does not fail
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -189,7 +189,7 @@ func BenchmarkPaired(b *testing.B) {
 	for _, c := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) {
 			q := testenv.NewQueue(b, acct)
-			loop, worker := handLoop(false), workerDrain(c)
+			loop, worker := handLoop(false), workerDrain(acct, c)
 			var tLoop, tWorker time.Duration
 			b.StopTimer()
 			for done := 0; done < b.N; {

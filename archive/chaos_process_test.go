@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/core"
@@ -87,13 +88,13 @@ func chaosWorkerProcess(cfgJSON string) int {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 2
 	}
-	acct, err := inj.Open(cfg.Names.Conn, nil)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	acct, err := inj.Open(cfg.Names.Conn, &tablekit.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w, h, err := openChaosWorker(acct, cfg.Names, cfg.Seed, log)
+	w, h, err := openChaosWorker(acct, cfg.Names, cfg.Seed)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker process:", err)
 		return 2

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -149,7 +148,7 @@ func (c *chaosHandler) Handle(ctx context.Context, m *archive.Message) error {
 
 // openChaosWorker returns a worker of acct that moves entities from
 // Current to Archive, and its handler.
-func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog.Logger) (*archive.Worker, *chaosHandler, error) {
+func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64) (*archive.Worker, *chaosHandler, error) {
 	current, err := openChaosTable(acct, n.Current, n.Key)
 	if err != nil {
 		return nil, nil, err
@@ -162,13 +161,13 @@ func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog
 		v.Dept = archivedPK(v.Dept)
 		return v, nil
 	}}
-	mux := archive.NewMux()
-	if err := mover.Register(mux, ""); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		return nil, nil, err
 	}
 	h := &chaosHandler{h: mux, seed: seed}
 	vis := time.Duration(max(1, n.VisibilityTimeoutSecond)) * time.Second
-	w, err := archive.NewWorker(acct.Queues().NewQueueClient(n.Queue), h, &archive.WorkerOptions{
+	w, err := archive.OpenWorker(acct, n.Queue, h, &archive.WorkerOptions{
 		Concurrency:       4,
 		VisibilityTimeout: vis,
 		// Attempts fail on purpose (chaosHandler: 15%), and lost
@@ -177,13 +176,11 @@ func openChaosWorker(acct *tablekit.Account, n chaosNames, seed int64, log *slog
 		// poisoned move unlikely (0.15^10), so a poison record points to
 		// a bug rather than to bad luck.
 		Retry:            tablekit.RetryPolicy{MaxAttempts: 10},
-		PoisonQueue:      acct.Queues().NewQueueClient(n.Poison),
-		Container:        acct.Blobs().ServiceClient().NewContainerClient(n.Claims),
-		MinPollInterval:  20 * time.Millisecond,
-		MaxPollInterval:  200 * time.Millisecond,
+		PoisonQueue:      n.Poison,
+		Container:        n.Claims,
+		PollInterval:     200 * time.Millisecond,
 		DrainTimeout:     10 * time.Second,
 		OperationTimeout: 10 * time.Second,
-		Logger:           log,
 	})
 	return w, h, err
 }
@@ -284,7 +281,7 @@ func chaosWrite(ctx context.Context, w *chaos.Writer, acct *tablekit.Account, n 
 		}
 		for range requests {
 			w.Do(ctx, "Move", e.key(), nil, func(ctx context.Context) (any, error) {
-				return archive.RequestMove(ctx, client, "", e.pk, e.rk)
+				return client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: e.pk, RowKey: e.rk}, nil)
 			})
 		}
 	}
@@ -341,7 +338,7 @@ func readChaosState(ctx context.Context, t *testing.T, acct *tablekit.Account, n
 			t.Fatal(err)
 		}
 		for _, b := range page.Segment.BlobItems {
-			data, err := archive.GetBlob(ctx, c, *b.Name)
+			data, err := getBlob(ctx, c, *b.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -451,7 +448,7 @@ func checkChaosMoves(h *chaos.History, plans [][]chaosEntity, st chaosState, v *
 		v.Addf("the work queue still holds %d messages", st.queued)
 	}
 	for _, p := range st.poisoned {
-		v.Addf("poison record: message %s (dequeued %d times, blob %q, payload %s): %s", p.Record.MessageID, p.Record.DequeueCount, p.Blob, p.Payload, p.Record.Error)
+		v.Addf("poison record: message %s (dequeued %d times, blob %q, payload %s): %s", p.MessageID, p.DequeueCount, p.Blob, p.Payload, p.Error)
 	}
 	return tally
 }
@@ -606,11 +603,11 @@ func TestChaosArchiveMove(t *testing.T) {
 		}
 		var ws []running
 		for range workers {
-			acct, err := inj.Open(names.Conn, nil)
+			acct, err := inj.Open(names.Conn, &tablekit.Options{Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, h, err := openChaosWorker(acct, names, seed, testLogger(t))
+			w, h, err := openChaosWorker(acct, names, seed)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,7 +54,7 @@ func messagePut(queue string) func(*http.Request) bool {
 func drainWith(t *testing.T, r *rig) int64 {
 	t.Helper()
 	var handled atomic.Int64
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	if err := archive.HandleFunc(mux, "big", func(ctx context.Context, p bigPayload) error {
 		if p != claimPayload {
 			t.Errorf("payload %q, want %q", p.Data, claimPayload.Data)
@@ -67,7 +67,7 @@ func drainWith(t *testing.T, r *rig) int64 {
 	opts := r.workerOpts(t)
 	opts.Retry.MaxAttempts = 2
 	opts.Concurrency = 1 // one message after the other: copies never race
-	w, err := archive.NewWorker(r.queue, mux, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestEnqueueClaimBlobAnswerLost(t *testing.T) {
 		t.Errorf("handled %d messages, want 1", n)
 	}
 	if p := drainPoison(t, r.poison); len(p) != 0 {
-		t.Errorf("poison records: %+v", p[0].Record)
+		t.Errorf("poison records: %+v", p[0])
 	}
 	if blobs := listBlobs(t, r); len(blobs) != 0 {
 		t.Errorf("claim-check blobs left: %v", blobs)
@@ -122,7 +122,7 @@ func TestEnqueueClaimMessageAnswerLost(t *testing.T) {
 		t.Errorf("handled %d messages, want 2", n)
 	}
 	if p := drainPoison(t, r.poison); len(p) != 0 {
-		t.Errorf("%d poison records, first: %+v", len(p), p[0].Record)
+		t.Errorf("%d poison records, first: %+v", len(p), p[0])
 	}
 	if blobs := listBlobs(t, r); len(blobs) != 0 {
 		t.Errorf("claim-check blobs left: %v", blobs)
@@ -147,7 +147,7 @@ func TestEnqueueClaimUnknownFailureKeepsBlobs(t *testing.T) {
 		t.Errorf("handled %d messages, want the %d stored", n, stored)
 	}
 	if p := drainPoison(t, r.poison); len(p) != 0 {
-		t.Errorf("%d poison records, first: %+v", len(p), p[0].Record)
+		t.Errorf("%d poison records, first: %+v", len(p), p[0])
 	}
 	if blobs := listBlobs(t, r); len(blobs) != 0 {
 		t.Errorf("claim-check blobs left: %v", blobs)

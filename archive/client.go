@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/opname"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -24,17 +25,6 @@ const (
 	claimsSuffix = "-claims"
 	maxNameLen   = 63 // queue and container names
 )
-
-// ClaimContainerName returns the default claim-check container of a work
-// queue: "<queue>-claims". It is only a valid container name when the
-// queue's name has at most 56 characters; [OpenClient] and [OpenWorker]
-// refuse a longer one.
-func ClaimContainerName(queue string) string { return queue + claimsSuffix }
-
-// PoisonQueueName returns the default poison queue of a work queue:
-// "<queue>-poison". It is only a valid queue name when the queue's name
-// has at most 56 characters; [OpenWorker] refuses a longer one.
-func PoisonQueueName(queue string) string { return queue + poisonSuffix }
 
 // suffixedName returns queue+suffix, the default name of a poison queue
 // or claim-check container (what), or op's refusal when the suffix makes
@@ -70,9 +60,6 @@ type ClientOptions struct {
 	// below the queue's 64 KiB limit for the error a failed attempt
 	// records in the message. Values above 64 KiB are refused.
 	ClaimCheckThreshold int
-	// BlobPrefix is prepended to claim-check blob names; "" means
-	// "claims/".
-	BlobPrefix string
 	// Retry is how often and how patiently Enqueue and Requeue try the
 	// queue request (see [Client.Enqueue]); each zero field means its
 	// default: 4 tries, 800 ms doubling up to 8 s, full jitter (about
@@ -96,20 +83,26 @@ type EnqueueOptions struct {
 
 // Client sends typed messages to a work queue: an envelope {kind, payload}
 // as base64 JSON, with payloads too large for a queue message stored in a
-// blob container (claim check). A Client is safe for concurrent use.
+// blob container (claim check, blobs named "claims/<random>.json"). Make
+// one with [OpenClient] (or [NewClient] for SDK clients, e.g. opened from
+// SAS URLs). A Client is safe for concurrent use.
 type Client struct {
 	queue         *azqueue.QueueClient
 	name          string
 	container     *container.Client
 	containerName string
 	threshold     int
-	prefix        string
 	retry         tablekit.RetryPolicy
 }
 
+// claimPrefix starts the name of every claim-check blob.
+const claimPrefix = "claims/"
+
 // NewClient returns a Client sending to queue. claims is the container for
 // claim-check blobs, created on first use; nil means payloads over the
-// threshold are refused with an error matching tablekit.ErrTooLarge.
+// threshold are refused with an error matching tablekit.ErrTooLarge. It
+// is for queues and containers opened otherwise than from an Account,
+// such as a sender's SAS URLs (sas.OpenQueue, sas.OpenContainer).
 // Bad input is refused with a *tablekit.ValidationError whose Op is
 // "archive.NewClient"; nothing is sent.
 func NewClient(queue *azqueue.QueueClient, claims *container.Client, opts *ClientOptions) (*Client, error) {
@@ -120,7 +113,7 @@ func newClient(op string, queue *azqueue.QueueClient, claims *container.Client, 
 	if queue == nil {
 		return nil, invalid(op, "queue", "queue is nil")
 	}
-	c := &Client{queue: queue, name: nameOf(queue.URL()), container: claims, threshold: 60 * 1024, prefix: "claims/", retry: defaultEnqueueRetry}
+	c := &Client{queue: queue, name: nameOf(queue.URL()), container: claims, threshold: 60 * 1024, retry: defaultEnqueueRetry}
 	if err := core.ValidateQueueName(c.name); err != nil {
 		return nil, withOp(op, err)
 	}
@@ -136,28 +129,26 @@ func newClient(op string, queue *azqueue.QueueClient, claims *container.Client, 
 		}
 		c.retry = core.WithDefaults(opts.Retry, defaultEnqueueRetry)
 		switch {
-		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > MaxMessageSize:
-			return nil, invalid(op, "ClaimCheckThreshold", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, MaxMessageSize))
+		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > maxMessageSize:
+			return nil, invalid(op, "ClaimCheckThreshold", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, maxMessageSize))
 		case opts.ClaimCheckThreshold > 0:
 			c.threshold = opts.ClaimCheckThreshold
-		}
-		if opts.BlobPrefix != "" {
-			c.prefix = opts.BlobPrefix
 		}
 	}
 	return c, nil
 }
 
 // OpenClient returns a Client sending to the queue named queue in acct,
-// with claim-check blobs in the container [ClaimContainerName](queue).
+// with claim-check blobs in the container "<queue>-claims" (the
+// container an [OpenWorker] of the queue reads by default).
 // A queue name over 56 characters is refused (the "-claims" suffix would
 // make the container's name too long): use [NewClient] with a container
 // of another name. Refusals are *tablekit.ValidationError with Op
 // "archive.OpenClient".
 func OpenClient(acct *tablekit.Account, queue string, opts *ClientOptions) (*Client, error) {
 	const op = "archive.OpenClient"
-	if acct == nil {
-		return nil, invalid(op, "acct", "account is nil")
+	if acct == nil || acct.Queues() == nil || acct.Blobs() == nil {
+		return nil, invalid(op, "acct", "the account is nil or zero: use tablekit.Open")
 	}
 	if err := core.ValidateQueueName(queue); err != nil {
 		return nil, withOp(op, err)
@@ -169,18 +160,30 @@ func OpenClient(acct *tablekit.Account, queue string, opts *ClientOptions) (*Cli
 	return newClient(op, acct.Queues().NewQueueClient(queue), acct.Blobs().ServiceClient().NewContainerClient(claims), opts)
 }
 
-// Queue returns the work queue the Client sends to.
-func (c *Client) Queue() *azqueue.QueueClient { return c.queue }
-
 // Name returns the name of the queue the client sends to.
-func (c *Client) Name() string { return c.name }
-
-// Container returns the claim-check container (nil if none).
-func (c *Client) Container() *container.Client { return c.container }
+func (c *Client) Name() string {
+	if c == nil {
+		return ""
+	}
+	return c.name
+}
 
 // ContainerName returns the name of the claim-check container, "" if the
 // Client has none.
-func (c *Client) ContainerName() string { return c.containerName }
+func (c *Client) ContainerName() string {
+	if c == nil {
+		return ""
+	}
+	return c.containerName
+}
+
+// check refuses a nil or zero Client.
+func (c *Client) check(op string) error {
+	if c == nil || c.queue == nil {
+		return invalid(op, "", "the Client is nil or zero: use archive.OpenClient")
+	}
+	return nil
+}
 
 // Enqueue sends one message of the given kind with payload (marshalled to
 // JSON; a json.RawMessage or []byte holding JSON is sent as is). It
@@ -204,7 +207,10 @@ func (c *Client) ContainerName() string { return c.containerName }
 // failed Enqueue can leave an orphan blob (see the package doc,
 // "Claim-check blobs"), never a message without its payload.
 func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *EnqueueOptions) (string, error) {
-	const op = "Client.Enqueue"
+	const op = "archive.Client.Enqueue"
+	if err := c.check(op); err != nil {
+		return "", err
+	}
 	if kind == "" {
 		return "", invalid(op, "kind", "kind is empty")
 	}
@@ -225,7 +231,10 @@ func (c *Client) Enqueue(ctx context.Context, kind string, payload any, opts *En
 // It returns the new message ID; deleting the poison message is the
 // caller's part.
 func (c *Client) Requeue(ctx context.Context, p Poisoned, opts *EnqueueOptions) (string, error) {
-	const op = "Client.Requeue"
+	const op = "archive.Client.Requeue"
+	if err := c.check(op); err != nil {
+		return "", err
+	}
 	switch {
 	case p.Kind != "":
 		return c.send(ctx, op, &envelope{Kind: p.Kind, Payload: p.Payload, Blob: p.Blob}, opts)
@@ -240,14 +249,18 @@ func (c *Client) Requeue(ctx context.Context, p Poisoned, opts *EnqueueOptions) 
 // for good: one storage transaction, none without a blob. Deleting the
 // poison message is the caller's part.
 func (c *Client) DiscardPoisoned(ctx context.Context, p Poisoned) error {
+	const op = "archive.Client.DiscardPoisoned"
+	if err := c.check(op); err != nil {
+		return err
+	}
 	if p.Blob == "" {
 		return nil
 	}
 	if c.container == nil {
-		return invalid("Client.DiscardPoisoned", "", "the Client has no claim-check container")
+		return invalid(op, "", "the Client has no claim-check container")
 	}
 	_, err := DeleteBlobIfExists(ctx, c.container, p.Blob)
-	return err
+	return opname.Set(op, err)
 }
 
 // send enqueues env, moving its payload to a claim-check blob when the
@@ -283,8 +296,8 @@ func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, op
 	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
 	for range core.Attempts(ctx, c.retry) {
 		if claim && blob == "" {
-			name := c.prefix + randomName() + ".json"
-			if err = putClaimBlob(ctx, c.container, name, env.Payload); err != nil {
+			name := claimPrefix + randomName() + ".json"
+			if err = putClaimBlob(ctx, op, c.container, name, env.Payload); err != nil {
 				// No message names it; the SDK retried the upload already.
 				_, _ = DeleteBlobIfExists(context.WithoutCancel(ctx), c.container, name)
 				break
@@ -297,7 +310,7 @@ func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, op
 				break
 			}
 		}
-		if id, err = c.enqueueText(once, text, opts); err == nil {
+		if id, err = c.enqueueText(once, op, text, opts); err == nil {
 			blob = ""
 			return id, nil
 		}
@@ -315,7 +328,7 @@ func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, op
 		err = ctx.Err() // ended before the first attempt
 	}
 	if maybeStored {
-		return "", fmt.Errorf("archive: Enqueue: a try may have stored the message: %w: %w", tablekit.ErrOutcomeUnknown, err)
+		return "", fmt.Errorf("%s: a try may have stored the message: %w: %w", opname.Prefix(op), tablekit.ErrOutcomeUnknown, err)
 	}
 	return "", err
 }
@@ -353,7 +366,7 @@ func retryable(err error) bool {
 }
 
 // enqueueText puts text in the queue.
-func (c *Client) enqueueText(ctx context.Context, text string, opts *EnqueueOptions) (string, error) {
+func (c *Client) enqueueText(ctx context.Context, op, text string, opts *EnqueueOptions) (string, error) {
 	eo := &azqueue.EnqueueMessageOptions{}
 	if opts != nil {
 		if opts.Delay > 0 {
@@ -368,10 +381,10 @@ func (c *Client) enqueueText(ctx context.Context, text string, opts *EnqueueOpti
 	}
 	resp, err := c.queue.EnqueueMessage(ctx, text, eo)
 	if err != nil {
-		return "", core.WrapError("Enqueue", err)
+		return "", core.WrapError(op, err)
 	}
 	if len(resp.Messages) == 0 || resp.Messages[0].MessageID == nil {
-		return "", errors.New("archive: Enqueue: the service returned no message ID")
+		return "", fmt.Errorf("%s: the service returned no message ID", opname.Prefix(op))
 	}
 	return *resp.Messages[0].MessageID, nil
 }

@@ -1,9 +1,12 @@
-// Package archive implements the eventually consistent transactions pattern
-// of the Azure Table storage design guide: a queue message describes a change
-// that spans partitions, tables or services, and a worker applies it with
-// idempotent steps, deleting the message only when every step succeeded. It
-// ships the guide's own example, archiving an employee from a Current table
-// to an Archive table, with claim-check payloads and a poison queue.
+// Package archive is the queue worker of the design guide's Eventually
+// consistent transactions pattern: a change that spans partitions, tables
+// or services, which no entity group transaction can make atomic, is
+// described by a queue message, and a [Worker] applies it with idempotent
+// steps, deleting the message only when every step succeeded. Delivery is
+// at least once, failures are retried, and a message that keeps failing
+// moves to a poison queue. Moving an entity from a Current table to an
+// Archive table ([Mover]), the guide's own example and the package's name,
+// is one use of it; package index's cross-partition index is another.
 //
 // # Pieces
 //
@@ -11,31 +14,43 @@
 //     base64 JSON (Azure Functions' default queue encoding). A payload that
 //     would make the message larger than the queue's 64 KiB limit is
 //     written to a blob and the message carries its name (claim check).
-//   - [Worker] dequeues messages and hands them to a [Handler]; [Mux] routes
-//     them by kind to typed handlers registered with [HandleFunc].
+//   - [Worker] dequeues messages and hands them to a [Handler]; a [Mux]
+//     routes them by kind to typed handlers registered with [HandleFunc].
 //   - Handlers are made of idempotent steps: the Table's own
 //     [tablekit.Table.Upsert] (insert or replace) and
-//     [tablekit.Table.DeleteIfExists], and for blobs [UpsertBlob],
-//     [DeleteBlobIfExists] and [GetBlob].
+//     [tablekit.Table.DeleteIfExists], and for blobs [UpsertBlob] and
+//     [DeleteBlobIfExists].
 //   - [Mover] is the archive move, Current -> Archive (-> blob), for any
-//     entity type; its table writes are paced by a [tablekit.Governor].
+//     entity type, registered for [MoveKind] messages carrying a
+//     [MoveRequest].
 //
-// Every wrapper names what it holds: [Worker.Name] (the work queue),
-// [Worker.PoisonQueueName], [Worker.ContainerName], [Client.Name],
-// [Client.ContainerName], [Mover.ContainerName]. The default poison queue
-// and claim-check container are "<queue>-poison" and "<queue>-claims"
-// ([PoisonQueueName], [ClaimContainerName]); [OpenWorker] and
-// [OpenClient] refuse a queue name over 56 characters, which the suffix
-// would make longer than the 63 characters the service allows. Every
-// refusal of input is a *tablekit.ValidationError whose Op names the
-// operation ("archive.NewWorker", "archive.OpenWorker",
-// "archive.NewClient", "Client.Enqueue", ...).
+// A sender and a worker of the archive move:
+//
+//	client, err := archive.OpenClient(acct, "employee-archive", nil)
+//	_, err = client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: "Sales", RowKey: "000123"}, nil)
+//
+//	var mux archive.Mux
+//	err = archive.HandleFunc(&mux, archive.MoveKind, (&archive.Mover[Employee]{Current: current, Archive: arch}).Handle)
+//	w, err := archive.OpenWorker(acct, "employee-archive", &mux, nil)
+//	err = w.Run(ctx) // until ctx ends
+//
+// The Worker takes its Logger and tracing from its Account, a Mover its
+// Governor and tracing from its Current table's Account: each is set once,
+// in tablekit.Options. The default poison queue and claim-check container
+// of a queue are "<queue>-poison" and "<queue>-claims" ([Worker.Name],
+// [Worker.PoisonQueueName], [Worker.ContainerName] and [Client.Name],
+// [Client.ContainerName] tell the names); [OpenWorker] and [OpenClient]
+// refuse a queue name over 56 characters, which the suffix would make
+// longer than the 63 characters the service allows, unless the options
+// name both. Every error starts "archive: <Op>:", and every refusal of
+// input is a *tablekit.ValidationError whose Op names the operation
+// ("archive.OpenWorker", "archive.Client.Enqueue", ...).
 //
 // # Costs
 //
 // In storage transactions: [Client.Enqueue] 1 (2 with a claim-check blob);
 // per message the worker handles, its share of a dequeue (one request
-// takes up to BatchSize messages, and an idle worker polls an empty queue
+// takes up to min(Concurrency, 32) messages, and an idle worker polls an empty queue
 // with a doubling wait), the handler's steps, and 1 delete (plus 2 for a
 // claim-check blob: its read before the handler and its delete after);
 // a failed attempt 1 more (its error is written into the message), a
@@ -62,7 +77,7 @@
 // [WorkerOptions].Retry), a failure marked [Permanent], or a message
 // dequeued more than Retry.MaxAttempts times (its last worker died, or
 // answers to dequeues were lost) moves the message to the poison queue with the last error and the dequeue count
-// ([PoisonRecord]). Each failed attempt also writes its error into the
+// ([Poisoned]). Each failed attempt also writes its error into the
 // message, so a worker meeting the message after a crash still knows why
 // it failed. Poisoning first confirms ownership by updating the message
 // with the current pop receipt (which also hides it for a full visibility
@@ -70,7 +85,7 @@
 // the new receipt. Two workers racing for one message therefore never
 // both write a record: the one whose receipt is stale stops at the first
 // step. A duplicate poison record (same
-// [PoisonRecord].MessageID) can only appear when the worker dies, or the
+// [Poisoned].MessageID) can only appear when the worker dies, or the
 // delete fails, after the record was written, or when the poison queue
 // stored a record whose answer was lost and the SDK sent it again;
 // readers of the poison queue that need exactly once should drop records
@@ -83,16 +98,38 @@
 // after their visibility timeout.
 //
 // The worker never busy-loops: an empty queue (or a failing dequeue) is
-// polled with a doubling wait up to MaxPollInterval, and it never holds
+// polled with a doubling wait up to PollInterval, and it never holds
 // more messages than it has free handlers. Every storage request the
 // worker makes itself is bounded by OperationTimeout, so a connection that
 // never answers delays a message, it does not strand it.
 //
+// [Worker.Run] ends only when its context ends (it returns nil) or when
+// its first check of the queue meets a permanent configuration error,
+// returned at once as a *tablekit.ServiceError: the service refused the
+// request itself with a 4xx other than 408 and 429 (the queue does not
+// exist, 404, matching tablekit.ErrNotFound; the credential is wrong or
+// lacks rights, 401, 403; the request is malformed for this account,
+// 400). Repeating such a request unchanged gets the same answer until
+// someone changes the deployment, and a worker that waited silently would
+// hide that it does nothing. Everything else is transient and logged, then
+// retried with the poll back-off, never ending Run: a request that failed
+// or timed out (OperationTimeout) in the network, an answer lost after the
+// service handled the request, 408, 429 and 5xx. Once the worker has
+// started, every failed request (dequeue, renewal, delete, poison) is
+// logged and retried, whatever its cause, and the message it concerned
+// is redelivered if need be.
+//
 // The worker adapts to throttling: a handler that fails with a throttling
-// error (tablekit.ErrThrottled) halves the number of handlers it runs at
-// once, and runs of successes raise it again by one, up to Concurrency
-// (see [WorkerOptions].Concurrency). The message itself is retried like
-// any failed one.
+// error (tablekit.ErrThrottled: 503 ServerBusy, 429, 500
+// OperationTimedOut, after the SDK's own retries) halves the number of
+// handlers it runs at once (not below 1; one cut per round of messages,
+// those started before a cut do not cut again), and every run of as many
+// successful handlers as that number raises it by one, back up to
+// [WorkerOptions].Concurrency: additive increase, multiplicative decrease.
+// [Stats].Concurrency is the number now. The message itself is retried
+// like any failed one. The worker asks for more messages once at least
+// half a batch of handlers is free (and no further handler finished in
+// the last 2 ms), for as many messages as handlers are free.
 //
 // # Figures
 //

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// MaxMessageSize is the queue's limit on a message's text: 64 KiB. The
+// maxMessageSize is the queue's limit on a message's text: 64 KiB. The
 // envelope is base64-encoded, so at most 48 KiB of envelope JSON fits.
-const MaxMessageSize = 64 * 1024
+const maxMessageSize = 64 * 1024
 
 // envelope is the JSON inside every message the Client sends, base64
 // encoded (as Azure Functions' queue trigger expects by default):
@@ -30,31 +30,37 @@ type envelope struct {
 	// Text holds a foreign (non-envelope) message's text in a poison
 	// record.
 	Text   string        `json:"text,omitempty"`
-	Poison *PoisonRecord `json:"poison,omitempty"`
+	Poison *poisonRecord `json:"poison,omitempty"`
 }
 
-// PoisonRecord says why a message was moved to the poison queue. It is the
-// "poison" object of a poison message; read one with [ParsePoison].
-type PoisonRecord struct {
+// poisonRecord is the "poison" object of a poison message: where the
+// message came from and why it failed (see [Poisoned]).
+type poisonRecord struct {
+	MessageID    string    `json:"messageId"`
+	Queue        string    `json:"queue"`
+	DequeueCount int64     `json:"dequeueCount"`
+	Error        string    `json:"error"`
+	InsertedAt   time.Time `json:"insertedAt"`
+	PoisonedAt   time.Time `json:"poisonedAt"`
+}
+
+// Poisoned is a message read back from a poison queue with [ParsePoison]:
+// the original message, and where it came from and why it failed.
+type Poisoned struct {
 	// MessageID is the message's ID in the work queue. A message is
 	// poisoned at most once per delivery that owns it, and the ID lets a
 	// reader recognise the rare duplicate (see the package doc).
-	MessageID string `json:"messageId"`
+	MessageID string
 	// Queue is the name of the work queue.
-	Queue string `json:"queue"`
+	Queue string
 	// DequeueCount is the message's dequeue count when it was poisoned.
-	DequeueCount int64 `json:"dequeueCount"`
+	DequeueCount int64
 	// Error is the last error a handler returned (or why the worker gave
 	// up without running one).
-	Error string `json:"error"`
-	// InsertedAt is when the message entered the work queue.
-	InsertedAt time.Time `json:"insertedAt"`
-	// PoisonedAt is when the worker moved it.
-	PoisonedAt time.Time `json:"poisonedAt"`
-}
-
-// Poisoned is a message read back from a poison queue.
-type Poisoned struct {
+	Error string
+	// InsertedAt is when the message entered the work queue, PoisonedAt
+	// when the worker moved it.
+	InsertedAt, PoisonedAt time.Time
 	// Kind, Payload and Blob are the original envelope's (Blob: the claim
 	// check blob, kept so the payload is not lost).
 	Kind    string
@@ -63,8 +69,6 @@ type Poisoned struct {
 	// Text is the original text of a message that was not a tablekit
 	// envelope.
 	Text string
-	// Record says where the message came from and why it failed.
-	Record PoisonRecord
 }
 
 // ParsePoison decodes the text of a poison-queue message written by a
@@ -79,7 +83,12 @@ func ParsePoison(text string) (Poisoned, error) {
 	if err != nil || env.Poison == nil {
 		return Poisoned{}, invalid("archive.ParsePoison", "text", "not a tablekit poison record")
 	}
-	return Poisoned{Kind: env.Kind, Payload: env.Payload, Blob: env.Blob, Text: env.Text, Record: *env.Poison}, nil
+	r := env.Poison
+	return Poisoned{
+		MessageID: r.MessageID, Queue: r.Queue, DequeueCount: r.DequeueCount, Error: r.Error,
+		InsertedAt: r.InsertedAt, PoisonedAt: r.PoisonedAt,
+		Kind: env.Kind, Payload: env.Payload, Blob: env.Blob, Text: env.Text,
+	}, nil
 }
 
 // encodeEnvelope returns the message text for env: base64 of its JSON.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/azurite"
 )
 
 // The archive move end to end against the tests' Azurite: a request is
@@ -16,7 +16,18 @@ import (
 // message is deleted once every idempotent step succeeded.
 func ExampleMover() {
 	ctx := context.Background()
-	acct := testenv.ExampleAccount() // in an application: tablekit.Open(connectionString, nil)
+	// The account in AZURE_STORAGE_CONNECTION_STRING, or a local Azurite.
+	conn, stopAzurite, err := azurite.EnvOrStart(ctx, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stopAzurite()
+	acct, err := tablekit.Open(conn, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	current, _ := tablekit.OpenTable[Employee](acct, "Current"+suffix, nil)
 	archived, _ := tablekit.OpenTable[Employee](acct, "Archive"+suffix, nil)
@@ -43,14 +54,14 @@ func ExampleMover() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := archive.RequestMove(ctx, client, "", "Sales", "000223"); err != nil {
+	if _, err := client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: "Sales", RowKey: "000223"}, nil); err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	mover := &archive.Mover[Employee]{Current: current, Archive: archived}
-	if err := mover.Register(mux, archive.MoveKind); err != nil {
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		fmt.Println(err)
 		return
 	}

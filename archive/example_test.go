@@ -3,7 +3,6 @@ package archive_test
 import (
 	"context"
 	"log"
-	"log/slog"
 	"os"
 	"os/signal"
 	"time"
@@ -36,21 +35,20 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := archive.RequestMove(ctx, client, "", "Sales", "000223"); err != nil {
+	if _, err := client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: "Sales", RowKey: "000223"}, nil); err != nil {
 		log.Fatal(err)
 	}
 
 	// The worker: typed handlers by kind; the Mover's steps are idempotent.
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	mover := &archive.Mover[Employee]{Current: current, Archive: archived}
-	if err := mover.Register(mux, archive.MoveKind); err != nil {
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		log.Fatal(err)
 	}
 	w, err := archive.OpenWorker(acct, "employee-archive", mux, &archive.WorkerOptions{
 		Concurrency:       16,
 		VisibilityTimeout: time.Minute,
-		Logger:            slog.Default(),
-	})
+	}) // it logs to the Account's Options.Logger (nil: slog.Default())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,7 +63,7 @@ func ExampleHandleFunc() {
 		Department, ID, NewName string
 	}
 	var employees *tablekit.Table[Employee] // opened elsewhere
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	err := archive.HandleFunc(mux, "employee.rename", func(ctx context.Context, r Rename) error {
 		e, err := employees.Get(ctx, r.Department, r.ID)
 		if err != nil {

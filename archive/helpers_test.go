@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
@@ -55,7 +56,14 @@ type rig struct {
 
 func newRig(t *testing.T, opts *tablekit.Options) *rig {
 	t.Helper()
-	acct := testenv.Account(t, opts)
+	var o tablekit.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
+	}
+	acct := testenv.Account(t, &o)
 	r := &rig{acct: acct, queue: testenv.NewQueue(t, acct), claims: testenv.NewContainer(t, acct)}
 	// Not PoisonQueueName: the test's queue name may be too long for the
 	// suffix. Created on demand by the worker.
@@ -96,7 +104,22 @@ func newTable(t *testing.T, acct *tablekit.Account) *tablekit.Table[Employee] {
 	return tbl
 }
 
-func queueName(q *azqueue.QueueClient) string {
+// getBlob reads the whole blob name from c (tablekit.ErrNotFound when it
+// is missing).
+func getBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
+	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+			return nil, fmt.Errorf("blob %s: %w", name, tablekit.ErrNotFound)
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// queueName returns the name of a queue or container client.
+func queueName(q interface{ URL() string }) string {
 	u := strings.TrimRight(q.URL(), "/")
 	if i := strings.IndexByte(u, '?'); i >= 0 {
 		u = u[:i]
@@ -109,12 +132,10 @@ func (r *rig) workerOpts(t *testing.T) *archive.WorkerOptions {
 	return &archive.WorkerOptions{
 		Concurrency:       4,
 		VisibilityTimeout: time.Second,
-		PoisonQueue:       r.poison,
-		Container:         r.claims,
-		MinPollInterval:   20 * time.Millisecond,
-		MaxPollInterval:   200 * time.Millisecond,
+		PoisonQueue:       queueName(r.poison),
+		Container:         queueName(r.claims),
+		PollInterval:      200 * time.Millisecond,
 		DrainTimeout:      5 * time.Second,
-		Logger:            testLogger(t),
 	}
 }
 
@@ -161,7 +182,7 @@ func (r *rig) seed(t *testing.T, emps []Employee) []string {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			id, err := archive.RequestMove(ctx, r.client, "", e.Department, e.ID)
+			id, err := r.client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: e.Department, RowKey: e.ID}, nil)
 			ids[i] = id
 			errs <- err
 		}()

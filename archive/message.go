@@ -47,27 +47,31 @@ type Message struct {
 }
 
 // Decode unmarshals the JSON payload into v. A payload that is not valid
-// JSON for v gives a *tablekit.DecodeError (Op "Message.Decode") marked
-// [Permanent]: retrying cannot fix it.
+// JSON for v gives a *tablekit.DecodeError (Op "archive.Message.Decode")
+// marked [Permanent]: retrying cannot fix it.
 func (m *Message) Decode(v any) error {
+	const op = "archive.Message.Decode"
+	if m == nil || len(m.Payload) == 0 {
+		return Permanent(invalid(op, "", "the Message is nil or has no payload"))
+	}
 	if err := json.Unmarshal(m.Payload, v); err != nil {
-		return Permanent(&tablekit.DecodeError{Op: "Message.Decode", Detail: fmt.Sprintf("message %s (kind %q): payload: %v", m.ID, m.Kind, err)})
+		return Permanent(&tablekit.DecodeError{Op: op, Detail: fmt.Sprintf("message %s (kind %q): payload: %v", m.ID, m.Kind, err)})
 	}
 	return nil
 }
 
-// Handler applies the change one message describes. It must be idempotent:
-// a message can be delivered more than once (after a crash, a lost
+// Handler applies the change one message describes; m is the message,
+// with its ID, dequeue count and payload. It must be idempotent: a
+// message can be delivered more than once (after a crash, a lost
 // response, or when its visibility timeout lapses), so every step must be
 // safe to repeat: [tablekit.Table.Upsert] (insert or replace),
 // [tablekit.Table.DeleteIfExists], [UpsertBlob], [DeleteBlobIfExists].
 // Returning nil deletes the message; returning an error leaves it in the
 // queue for another attempt, until WorkerOptions.Retry.MaxAttempts
-// attempts have failed and it moves to the poison queue. An error that
-// matches tablekit.ErrThrottled also makes the
-// worker run fewer handlers at once for a while (see
-// [WorkerOptions].Concurrency). Handle should return promptly when ctx
-// ends.
+// attempts have failed and it moves to the poison queue ([Permanent]: at
+// once). An error that matches tablekit.ErrThrottled also makes the
+// worker run fewer handlers at once for a while. Handle should return
+// promptly when ctx ends.
 type Handler interface {
 	Handle(ctx context.Context, m *Message) error
 }
@@ -75,17 +79,12 @@ type Handler interface {
 // HandlerFunc adapts a function to [Handler].
 type HandlerFunc func(ctx context.Context, m *Message) error
 
-// Handle calls f(ctx, m).
-func (f HandlerFunc) Handle(ctx context.Context, m *Message) error { return f(ctx, m) }
-
-type messageKey struct{}
-
-// MessageFromContext returns the message being handled, for typed handlers
-// registered with [HandleFunc] that want its ID or dequeue count. It
-// returns nil outside a handler.
-func MessageFromContext(ctx context.Context) *Message {
-	m, _ := ctx.Value(messageKey{}).(*Message)
-	return m
+// Handle calls f(ctx, m); a nil f fails permanently.
+func (f HandlerFunc) Handle(ctx context.Context, m *Message) error {
+	if f == nil {
+		return Permanent(invalid("archive.HandlerFunc.Handle", "", "the HandlerFunc is nil"))
+	}
+	return f(ctx, m)
 }
 
 // ErrPermanent marks an error that retrying cannot fix (a malformed
@@ -111,8 +110,8 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string   { return e.err.Error() }
 func (e *permanentError) Unwrap() []error { return []error{e.err, ErrPermanent} }
 
-// invalid returns the refusal of op (an exported operation:
-// "archive.NewWorker", "Client.Enqueue", ...): a *tablekit.ValidationError
+// invalid returns the refusal of op (an exported operation, qualified:
+// "archive.OpenWorker", "archive.Client.Enqueue", ...): a *tablekit.ValidationError
 // matching tablekit.ErrInvalidInput. property names the option or argument
 // at fault ("" for none).
 func invalid(op, property, detail string) error {

@@ -17,58 +17,36 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
-// MoveKind is the message kind [Mover.Register] uses when given "".
+// MoveKind is the message kind of archive moves: register a Mover for
+// it and send [MoveRequest]s under it.
 const MoveKind = "archive.move"
 
 // MoveRequest is the payload of an archive-move message: the keys of the
 // entity to move.
+//
+//	_, err := client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: "Sales", RowKey: "000123"}, nil)
 type MoveRequest struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
 }
 
 // Mover moves entities from a Current table to an Archive table (and
-// optionally also to a blob), the design guide's example of an eventually
-// consistent transaction. Each step is idempotent, so [Mover.Move] can be
-// repeated after a failure at any point:
+// optionally also to a blob): the design guide's example of an eventually
+// consistent transaction, in four idempotent steps (read from Current,
+// upsert into Archive, write the blob copy, delete from Current on the
+// version read), so [Mover.Move] can be repeated after a failure at any
+// point. Set Current and Archive; the rest is optional.
 //
-//  1. read the entity from Current ([tablekit.Table.Get]); if it is gone,
-//     an earlier attempt finished the move: done;
-//  2. upsert it into Archive, replacing what is there
-//     ([tablekit.Table.Upsert], which replaces; after Transform, if
-//     set);
-//  3. if Blobs is set, write it to a blob, replacing any earlier copy
-//     ([UpsertBlob]);
-//  4. delete it from Current ([tablekit.Table.Delete]), conditional on the
-//     ETag read in step 1 when T has an etag field (so a concurrent update
-//     is not lost: the move fails and its retry archives the newer
-//     version), else whatever its version. A 404 counts as done.
+//	mover := &archive.Mover[Employee]{Current: current, Archive: arch}
+//	err := archive.HandleFunc(&mux, archive.MoveKind, mover.Handle)
 //
-// A move costs 3 storage transactions (GetEntity, UpdateEntity for the
-// upsert, DeleteEntity), 4 with the blob copy, and 1 when the entity is
-// already gone. Current and Archive are different tables, so no entity
-// group transaction can join steps 2 and 4 and the ETags transactions
-// return save no read here.
-//
-// The table writes (steps 2 and 4) are paced by a [tablekit.Governor]
-// (Governor; default Current's): each waits for its partition's turn and
-// reports how it went, so a Mover that the service throttles slows down
-// to what the partitions serve, and speeds up again after, on top of the
-// SDK's retries. A throttled step fails the move (its error matches
-// tablekit.ErrThrottled); every step is idempotent, so the redelivered
-// message neither loses nor duplicates the entity.
-//
-// Entities with client-side encrypted properties (see
-// [tablekit.Encryption]) move like any other: step 1 decrypts them with
-// Current's encryption and step 2 encrypts them once, for their keys in
-// Archive, with Archive's. Both tables therefore need an Encryption whose
-// key resolver has the keys (usually the same one), and Archive must
-// encrypt every property Current does; a Mover that would store a
-// decrypted value in plaintext (an Archive that does not encrypt it, or a
-// blob copy with the default JSON encoding) refuses to move anything, with
-// a permanent error matching tablekit.ErrInvalidInput.
-//
-// A Mover is safe for concurrent use once configured.
+// A move costs 3 storage transactions, 4 with the blob copy, 1 when the
+// entity is already gone. Its table writes are paced by the Current
+// table's Governor (its Account's), and its spans are the Current table's
+// Account's. An entity with client-side encrypted properties moves
+// encrypted: a Mover that would store a secret in plaintext refuses to
+// move. The package doc ("The archive move") tells the details. A Mover is
+// safe for concurrent use once configured.
 type Mover[T any] struct {
 	// Current and Archive are the source and destination tables.
 	Current, Archive *tablekit.Table[T]
@@ -87,27 +65,6 @@ type Mover[T any] struct {
 	// hold their plaintext): then set EncodeBlob, e.g. to encrypt the blob
 	// or to leave the secrets out.
 	EncodeBlob func(v T) ([]byte, error)
-	// Governor paces the table writes (see above); nil means Current's
-	// (for tables opened with tablekit.OpenTable: their Account's, which
-	// the Account's BulkWriters and other Movers share).
-	Governor *tablekit.Governor
-}
-
-// ContainerName returns the name of the blob container that receives
-// copies (Blobs), "" if none.
-func (m *Mover[T]) ContainerName() string {
-	if m.Blobs == nil {
-		return ""
-	}
-	return nameOf(m.Blobs.URL())
-}
-
-// governor returns the Governor that paces the table writes.
-func (m *Mover[T]) governor() *tablekit.Governor {
-	if m.Governor != nil {
-		return m.Governor
-	}
-	return core.Governor(m.Current)
 }
 
 // governed runs one table write of one entity of partition pk of table
@@ -121,9 +78,12 @@ func governed(ctx context.Context, gov *tablekit.Governor, table, pk string, wri
 
 // check refuses a Mover that is not configured to move safely.
 func (m *Mover[T]) check() error {
-	const op = "Mover.Move"
+	const op = "archive.Mover.Move"
 	if m == nil || m.Current == nil || m.Archive == nil {
 		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive tables are required", Err: tablekit.ErrInvalidInput}
+	}
+	if m.Current.Name() == "" || m.Archive.Name() == "" {
+		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive must be tables made by tablekit.OpenTable", Err: tablekit.ErrInvalidInput}
 	}
 	secret := core.EncryptedProperties(m.Current)
 	if len(secret) == 0 {
@@ -170,26 +130,26 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		return nil // moved by an earlier attempt (or never there)
 	}
 	if err != nil {
-		return fmt.Errorf("archive: move %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
+		return fmt.Errorf("archive: Mover.Move: %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
 	}
 	etag := core.ETagOf(m.Current, v)
 	out, archivePK := v, pk
 	if m.Transform != nil {
 		if out, err = m.Transform(v); err != nil {
-			return fmt.Errorf("archive: move %s/%s: transform: %w", pk, rk, err)
+			return fmt.Errorf("archive: Mover.Move: %s/%s: transform: %w", pk, rk, err)
 		}
 		if e, err := core.Encode(out); err == nil {
 			archivePK = e.PartitionKey
 		}
 	}
-	gov := m.governor()
+	gov := core.Governor(m.Current)
 	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
 		return governed(ctx, gov, m.Archive.Name(), archivePK, func(ctx context.Context) error {
 			_, err := m.Archive.Upsert(ctx, out)
 			return err
 		})
 	}); err != nil {
-		return fmt.Errorf("archive: move %s/%s: write to %s: %w", pk, rk, m.Archive.Name(), err)
+		return fmt.Errorf("archive: Mover.Move: %s/%s: write to %s: %w", pk, rk, m.Archive.Name(), err)
 	}
 	if m.Blobs != nil {
 		name := pk + "/" + rk + ".json"
@@ -202,13 +162,13 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		}
 		data, err := encode(out)
 		if err != nil {
-			return Permanent(fmt.Errorf("archive: move %s/%s: encoding blob: %w", pk, rk, err))
+			return Permanent(fmt.Errorf("archive: Mover.Move: %s/%s: encoding blob: %w", pk, rk, err))
 		}
 		if err := step("Mover.WriteBlob", func(ctx context.Context) error {
 			_, err := UpsertBlob(ctx, m.Blobs, name, data)
 			return err
 		}); err != nil {
-			return fmt.Errorf("archive: move %s/%s: write blob %s: %w", pk, rk, name, err)
+			return fmt.Errorf("archive: Mover.Move: %s/%s: write blob %s: %w", pk, rk, name, err)
 		}
 	}
 	if etag == "" {
@@ -218,34 +178,16 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 		return governed(ctx, gov, m.Current.Name(), pk, func(ctx context.Context) error { return m.Current.Delete(ctx, pk, rk, etag) })
 	})
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
-		return fmt.Errorf("archive: move %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)
+		return fmt.Errorf("archive: Mover.Move: %s/%s: delete from %s: %w", pk, rk, m.Current.Name(), err)
 	}
 	return nil
 }
 
-// Handle moves the entity a [MoveRequest] names; it has the shape
+// Handle moves the entity a [MoveRequest] names: Move with the shape
 // [HandleFunc] takes. A request without keys fails permanently.
 func (m *Mover[T]) Handle(ctx context.Context, req MoveRequest) error {
 	if req.PartitionKey == "" && req.RowKey == "" {
-		return Permanent(invalid("Mover.Handle", "", "the MoveRequest has no keys"))
+		return Permanent(invalid("archive.Mover.Handle", "", "the MoveRequest has no keys"))
 	}
 	return m.Move(ctx, req.PartitionKey, req.RowKey)
-}
-
-// Register registers the Mover on mux for messages of the given kind ("":
-// [MoveKind]) carrying a [MoveRequest].
-func (m *Mover[T]) Register(mux *Mux, kind string) error {
-	if kind == "" {
-		kind = MoveKind
-	}
-	return HandleFunc(mux, kind, m.Handle)
-}
-
-// RequestMove enqueues a move of pk/rk with client, as a message of the
-// given kind ("": [MoveKind]). It returns the message ID.
-func RequestMove(ctx context.Context, client *Client, kind, pk, rk string) (string, error) {
-	if kind == "" {
-		kind = MoveKind
-	}
-	return client.Enqueue(ctx, kind, MoveRequest{PartitionKey: pk, RowKey: rk}, nil)
 }

@@ -87,18 +87,18 @@ func TestMoveEncryptedEntities(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range emps {
-		if _, err := archive.RequestMove(ctx, client, "", e.Department, e.ID); err != nil {
+		if _, err := client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: e.Department, RowKey: e.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mux := archive.NewMux()
-	if err := mover.Register(mux, ""); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWorker(queue, mux, &archive.WorkerOptions{
-		VisibilityTimeout: time.Second, PoisonQueue: poison,
-		MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
-		Logger: testLogger(t),
+	w, err := archive.OpenWorker(acct, queueName(queue), mux, &archive.WorkerOptions{
+		VisibilityTimeout: time.Second, PoisonQueue: queueName(poison),
+		Container:    testenv.ContainerName(t), // never used: no claim checks
+		PollInterval: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestMoveEncryptedEntities(t *testing.T) {
 		t.Errorf("worker stats %+v, want %d succeeded and none poisoned", s, len(emps))
 	}
 	if p := drainPoison(t, poison); len(p) != 0 {
-		t.Fatalf("poison queue holds %d messages: first %q", len(p), p[0].Record.Error)
+		t.Fatalf("poison queue holds %d messages: first %q", len(p), p[0].Error)
 	}
 
 	// Read back through a Table with the same encryption: the originals.
@@ -218,7 +218,7 @@ func TestMoveRefusesToDecryptIntoPlaintext(t *testing.T) {
 	if got := countEntities(t, archived); got != 0 {
 		t.Errorf("Archive holds %d entities after the refused move", got)
 	}
-	if _, err := archive.GetBlob(ctx, claims, "Sales/000223.json"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := getBlob(ctx, claims, "Sales/000223.json"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("blob copy written by the refused move: %v", err)
 	}
 	if _, err := current.Get(ctx, "Sales", "000223"); err != nil {

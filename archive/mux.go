@@ -8,28 +8,29 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
-// Mux is a [Handler] that routes each message by its kind to a typed
-// handler registered with [HandleFunc]. A message of an unknown kind, or
-// one that is not a tablekit envelope, fails permanently (it goes to the
-// poison queue without retries) unless a fallback is set with
-// [Mux.HandleOther]. A Mux is safe for concurrent use.
+// Mux is a [Handler] that routes each message by its kind to the handler
+// registered for it, with [HandleFunc] (typed payloads) or [Mux.Register]
+// (the raw *Message). A message of an unknown kind, or one that is not a
+// tablekit envelope, fails permanently (it goes to the poison queue
+// without retries) unless a fallback is set with [Mux.HandleOther]. The
+// zero Mux is ready to use; a Mux is safe for concurrent use.
+//
+//	var mux archive.Mux
+//	err := archive.HandleFunc(&mux, archive.MoveKind, mover.Handle)
+//	w, err := archive.OpenWorker(acct, "employee-archive", &mux, nil)
 type Mux struct {
 	mu       sync.RWMutex
 	handlers map[string]func(ctx context.Context, m *Message) error
 	other    Handler
 }
 
-// NewMux returns an empty Mux.
-func NewMux() *Mux {
-	return &Mux{handlers: make(map[string]func(ctx context.Context, m *Message) error)}
-}
-
-// HandleFunc registers f for messages of the given kind: the payload is
-// decoded from JSON into a P and passed to f (a payload that does not
-// decode fails permanently). The *Message is available in f through
-// [MessageFromContext]. Registering an empty kind or a kind twice is
-// refused with a *tablekit.ValidationError (Op "archive.HandleFunc")
-// matching tablekit.ErrInvalidInput.
+// HandleFunc registers f on mux for messages of the given kind: the
+// payload is decoded from JSON into a P and passed to f (a payload that
+// does not decode fails permanently). A handler that needs the message
+// itself (its ID, dequeue count or last error) is registered with
+// [Mux.Register] and decodes with [Message.Decode]. Registering an empty
+// kind or a kind twice is refused with a *tablekit.ValidationError (Op
+// "archive.HandleFunc") matching tablekit.ErrInvalidInput.
 func HandleFunc[P any](mux *Mux, kind string, f func(ctx context.Context, p P) error) error {
 	const op = "archive.HandleFunc"
 	if mux == nil || f == nil {
@@ -45,10 +46,13 @@ func HandleFunc[P any](mux *Mux, kind string, f func(ctx context.Context, p P) e
 }
 
 // Register registers h for messages of the given kind, with the same
-// rules as [HandleFunc] (refusals name Op "Mux.Register"); h sees the raw
-// *Message.
+// rules as [HandleFunc] (refusals name Op "archive.Mux.Register"); h sees
+// the raw *Message.
 func (mux *Mux) Register(kind string, h Handler) error {
-	const op = "Mux.Register"
+	const op = "archive.Mux.Register"
+	if mux == nil {
+		return invalid(op, "", "the Mux is nil")
+	}
 	if h == nil {
 		return invalid(op, "handler", "handler is nil")
 	}
@@ -59,6 +63,9 @@ func (mux *Mux) Register(kind string, h Handler) error {
 // (including foreign messages, whose Kind is ""). nil restores the
 // default: fail permanently.
 func (mux *Mux) HandleOther(h Handler) {
+	if mux == nil {
+		return
+	}
 	mux.mu.Lock()
 	mux.other = h
 	mux.mu.Unlock()
@@ -80,20 +87,13 @@ func (mux *Mux) register(op, kind string, f func(ctx context.Context, m *Message
 	return nil
 }
 
-// Kinds returns the registered kinds, in no particular order.
-func (mux *Mux) Kinds() []string {
-	mux.mu.RLock()
-	defer mux.mu.RUnlock()
-	kinds := make([]string, 0, len(mux.handlers))
-	for k := range mux.handlers {
-		kinds = append(kinds, k)
-	}
-	return kinds
-}
-
 // Handle routes m to the handler registered for m.Kind; it makes Mux a
 // [Handler].
 func (mux *Mux) Handle(ctx context.Context, m *Message) error {
+	const op = "archive.Mux.Handle"
+	if mux == nil || m == nil {
+		return Permanent(invalid(op, "", "the Mux or the Message is nil"))
+	}
 	mux.mu.RLock()
 	f := mux.handlers[m.Kind]
 	other := mux.other
@@ -104,5 +104,5 @@ func (mux *Mux) Handle(ctx context.Context, m *Message) error {
 	case other != nil:
 		return other.Handle(ctx, m)
 	}
-	return Permanent(fmt.Errorf("archive: message %s: no handler for kind %q: %w", m.ID, m.Kind, tablekit.ErrInvalidInput))
+	return Permanent(fmt.Errorf("archive: Mux.Handle: message %s: no handler for kind %q: %w", m.ID, m.Kind, tablekit.ErrInvalidInput))
 }

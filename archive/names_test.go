@@ -27,7 +27,7 @@ func offlineAccount(t *testing.T) *tablekit.Account {
 // suffix would make too long is refused up front, saying so.
 func TestNames(t *testing.T) {
 	acct := offlineAccount(t)
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	q56, q57 := strings.Repeat("q", 56), strings.Repeat("q", 57)
 
 	w, err := archive.OpenWorker(acct, q56, mux, nil)
@@ -47,14 +47,6 @@ func TestNames(t *testing.T) {
 	if c, err := archive.NewClient(acct.Queues().NewQueueClient("work"), nil, nil); err != nil || c.ContainerName() != "" || c.Name() != "work" {
 		t.Errorf("NewClient without a container: %v, names %q %q", err, c.Name(), c.ContainerName())
 	}
-	m := &archive.Mover[Employee]{}
-	if m.ContainerName() != "" {
-		t.Errorf("Mover without Blobs: ContainerName %q", m.ContainerName())
-	}
-	m.Blobs = acct.Blobs().ServiceClient().NewContainerClient("copies")
-	if m.ContainerName() != "copies" {
-		t.Errorf("Mover.ContainerName %q, want copies", m.ContainerName())
-	}
 
 	tooLong := func(what string, err error, op, suffix string) {
 		t.Helper()
@@ -72,12 +64,12 @@ func TestNames(t *testing.T) {
 	_, err = archive.OpenWorker(acct, q57, mux, nil)
 	t.Log(err)
 	tooLong("OpenWorker, 57 characters", err, "archive.OpenWorker", "-poison")
-	_, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queues().NewQueueClient("poison")})
+	_, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: "poison"})
 	tooLong("OpenWorker, 57 characters with a poison queue", err, "archive.OpenWorker", "-claims")
 	_, err = archive.OpenClient(acct, q57, nil)
 	tooLong("OpenClient, 57 characters", err, "archive.OpenClient", "-claims")
 
-	w, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: acct.Queues().NewQueueClient("poison"), Container: acct.Blobs().ServiceClient().NewContainerClient("claims")})
+	w, err = archive.OpenWorker(acct, q57, mux, &archive.WorkerOptions{PoisonQueue: "poison", Container: "claims"})
 	if err != nil {
 		t.Fatalf("OpenWorker, 57 characters with both named: %v", err)
 	}
@@ -91,8 +83,8 @@ func TestNames(t *testing.T) {
 func TestRefusalsNameTheOperation(t *testing.T) {
 	ctx := context.Background()
 	acct := offlineAccount(t)
-	q, p := acct.Queues().NewQueueClient("work"), acct.Queues().NewQueueClient("work-poison")
-	h := archive.NewMux()
+	q := acct.Queues().NewQueueClient("work")
+	h := new(archive.Mux)
 	c, err := archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -102,30 +94,31 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 		op, property string
 		err          error
 	}{
-		{"archive.NewWorker", "queue", second(archive.NewWorker(nil, h, &archive.WorkerOptions{PoisonQueue: p}))},
-		{"archive.NewWorker", "handler", second(archive.NewWorker(q, nil, &archive.WorkerOptions{PoisonQueue: p}))},
-		{"archive.NewWorker", "PoisonQueue", second(archive.NewWorker(q, h, nil))},
-		{"archive.NewWorker", "Concurrency", second(archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p, Concurrency: -1}))},
-		{"archive.NewWorker", "Retry", second(archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}}))},
-		{"archive.NewWorker", "", second(archive.NewWorker(acct.Queues().NewQueueClient("Bad_Queue"), h, &archive.WorkerOptions{PoisonQueue: p}))},
+		{"archive.OpenWorker", "handler", second(archive.OpenWorker(acct, "work", nil, nil))},
+		{"archive.OpenWorker", "PoisonQueue", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{PoisonQueue: "work"}))},
+		{"archive.OpenWorker", "PoisonQueue", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{PoisonQueue: "Bad_Queue"}))},
+		{"archive.OpenWorker", "Container", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{Container: "Bad_Container"}))},
+		{"archive.OpenWorker", "Concurrency", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{Concurrency: -1}))},
+		{"archive.OpenWorker", "Retry", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{Retry: tablekit.RetryPolicy{MaxAttempts: -1}}))},
+		{"archive.OpenWorker", "PollInterval", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{PollInterval: -1}))},
 		{"archive.OpenWorker", "acct", second(archive.OpenWorker(nil, "work", h, nil))},
+		{"archive.OpenWorker", "acct", second(archive.OpenWorker(&tablekit.Account{}, "work", h, nil))},
 		{"archive.OpenWorker", "", second(archive.OpenWorker(acct, "Bad_Queue", h, nil))},
-		{"archive.OpenWorker", "BatchSize", second(archive.OpenWorker(acct, "work", h, &archive.WorkerOptions{BatchSize: 33}))},
 		{"archive.NewClient", "queue", second(archive.NewClient(nil, nil, nil))},
 		{"archive.NewClient", "ClaimCheckThreshold", second(archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: -1}))},
 		{"archive.OpenClient", "acct", second(archive.OpenClient(nil, "work", nil))},
 		{"archive.OpenClient", "", second(archive.OpenClient(acct, "x", nil))},
-		{"Client.Enqueue", "kind", second(c.Enqueue(ctx, "", 1, nil))},
-		{"Client.Enqueue", "payload", second(c.Enqueue(ctx, "k", func() {}, nil))},
-		{"Client.Enqueue", "payload", second(c.Enqueue(ctx, "k", tooBig, nil))},
-		{"Client.Requeue", "", second(c.Requeue(ctx, archive.Poisoned{}, nil))},
-		{"Client.DiscardPoisoned", "", c.DiscardPoisoned(ctx, archive.Poisoned{Blob: "claims/x.json"})},
+		{"archive.Client.Enqueue", "kind", second(c.Enqueue(ctx, "", 1, nil))},
+		{"archive.Client.Enqueue", "payload", second(c.Enqueue(ctx, "k", func() {}, nil))},
+		{"archive.Client.Enqueue", "payload", second(c.Enqueue(ctx, "k", tooBig, nil))},
+		{"archive.Client.Requeue", "", second(c.Requeue(ctx, archive.Poisoned{}, nil))},
+		{"archive.Client.DiscardPoisoned", "", c.DiscardPoisoned(ctx, archive.Poisoned{Blob: "claims/x.json"})},
 		{"archive.HandleFunc", "", archive.HandleFunc(nil, "k", func(context.Context, struct{}) error { return nil })},
 		{"archive.HandleFunc", "kind", archive.HandleFunc(h, "", func(context.Context, struct{}) error { return nil })},
-		{"Mux.Register", "handler", h.Register("k", nil)},
+		{"archive.Mux.Register", "handler", h.Register("k", nil)},
 		{"archive.ParsePoison", "text", second(archive.ParsePoison("not a poison record"))},
-		{"Mover.Move", "", (&archive.Mover[Employee]{}).Move(ctx, "a", "b")},
-		{"Mover.Handle", "", (&archive.Mover[Employee]{}).Handle(ctx, archive.MoveRequest{})},
+		{"archive.Mover.Move", "", (&archive.Mover[Employee]{}).Move(ctx, "a", "b")},
+		{"archive.Mover.Handle", "", (&archive.Mover[Employee]{}).Handle(ctx, archive.MoveRequest{})},
 	} {
 		var ve *tablekit.ValidationError
 		if !errors.As(tc.err, &ve) {
@@ -139,8 +132,8 @@ func TestRefusalsNameTheOperation(t *testing.T) {
 			t.Errorf("%s: message %q", tc.op, msg)
 		}
 	}
-	if _, err := archive.NewWorker(nil, h, nil); err == nil || err.Error() != `archive: NewWorker: invalid property "queue": queue is nil` {
-		t.Errorf("NewWorker(nil, ...): %v", err)
+	if _, err := archive.OpenWorker(acct, "work", nil, nil); err == nil || err.Error() != `archive: OpenWorker: invalid property "handler": handler is nil` {
+		t.Errorf("OpenWorker(..., nil, nil): %v", err)
 	}
 	if _, err := c.Enqueue(ctx, "k", tooBig, nil); !errors.Is(err, tablekit.ErrTooLarge) {
 		t.Errorf("a payload too large without a claim-check container: %v, want ErrTooLarge", err)

@@ -11,42 +11,35 @@ import (
 	"github.com/tablekit/tablekit/archive"
 )
 
-func TestNewWorkerRefusesBadOptions(t *testing.T) {
-	q, err := azqueue.NewQueueClientWithNoCredential("http://127.0.0.1:1/acct/work", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := azqueue.NewQueueClientWithNoCredential("http://127.0.0.1:1/acct/work-poison", nil)
-	h := archive.NewMux()
+func TestOpenWorkerRefusesBadOptions(t *testing.T) {
+	acct := offlineAccount(t)
+	h := new(archive.Mux)
 	for name, o := range map[string]*archive.WorkerOptions{
-		"nil options (no poison queue)": nil,
-		"negative concurrency":          {PoisonQueue: p, Concurrency: -1},
-		"batch 33":                      {PoisonQueue: p, BatchSize: 33},
-		"negative visibility":           {PoisonQueue: p, VisibilityTimeout: -time.Second},
-		"visibility over 7 days":        {PoisonQueue: p, VisibilityTimeout: 8 * 24 * time.Hour},
-		"negative max attempts":         {PoisonQueue: p, Retry: tablekit.RetryPolicy{MaxAttempts: -1}},
-		"negative retry delay":          {PoisonQueue: p, Retry: tablekit.RetryPolicy{BaseDelay: -1}},
-		"poison queue is the queue":     {PoisonQueue: q},
-		"negative drain":                {PoisonQueue: p, DrainTimeout: -1},
+		"negative concurrency":      {Concurrency: -1},
+		"negative visibility":       {VisibilityTimeout: -time.Second},
+		"visibility over 7 days":    {VisibilityTimeout: 8 * 24 * time.Hour},
+		"negative max attempts":     {Retry: tablekit.RetryPolicy{MaxAttempts: -1}},
+		"negative retry delay":      {Retry: tablekit.RetryPolicy{BaseDelay: -1}},
+		"poison queue is the queue": {PoisonQueue: "work"},
+		"negative poll interval":    {PollInterval: -1},
+		"negative operation":        {OperationTimeout: -1},
+		"negative drain":            {DrainTimeout: -1},
 	} {
-		if _, err := archive.NewWorker(q, h, o); !errors.Is(err, tablekit.ErrInvalidInput) {
+		if _, err := archive.OpenWorker(acct, "work", h, o); !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if _, err := archive.NewWorker(nil, h, &archive.WorkerOptions{PoisonQueue: p}); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Errorf("nil queue: %v", err)
-	}
-	if _, err := archive.NewWorker(q, nil, &archive.WorkerOptions{PoisonQueue: p}); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := archive.OpenWorker(acct, "work", nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("nil handler: %v", err)
 	}
-	if _, err := archive.NewWorker(q, h, &archive.WorkerOptions{PoisonQueue: p}); err != nil {
+	if _, err := archive.OpenWorker(acct, "work", h, nil); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
 }
 
 func TestClientRefusesBadInput(t *testing.T) {
 	q, _ := azqueue.NewQueueClientWithNoCredential("http://127.0.0.1:1/acct/work", nil)
-	if _, err := archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: archive.MaxMessageSize + 1}); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := archive.NewClient(q, nil, &archive.ClientOptions{ClaimCheckThreshold: 64*1024 + 1}); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("threshold over 64 KiB: %v", err)
 	}
 	if _, err := archive.NewClient(q, nil, &archive.ClientOptions{Retry: tablekit.RetryPolicy{MaxAttempts: -1}}); !errors.Is(err, tablekit.ErrInvalidInput) {

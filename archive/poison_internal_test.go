@@ -24,8 +24,8 @@ func TestPoisonRaceStaleOwner(t *testing.T) {
 	q := testenv.NewQueue(t, acct)
 	pq := acct.Queues().NewQueueClient(testenv.QueueName(t))
 	t.Cleanup(func() { pq.Delete(context.Background(), nil) })
-	w, err := NewWorker(q, HandlerFunc(func(context.Context, *Message) error { return nil }),
-		&WorkerOptions{PoisonQueue: pq, VisibilityTimeout: time.Second})
+	w, err := OpenWorker(acct, nameOf(q.URL()), HandlerFunc(func(context.Context, *Message) error { return nil }),
+		&WorkerOptions{PoisonQueue: nameOf(pq.URL()), VisibilityTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPoisonRaceStaleOwner(t *testing.T) {
 	wg.Wait()
 	poison(a, "A again") // a stale owner retrying: the message is gone (404)
 
-	var records []PoisonRecord
+	var records []Poisoned
 	for {
 		resp, err := pq.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: ptr(int32(32))})
 		if err != nil {
@@ -84,7 +84,7 @@ func TestPoisonRaceStaleOwner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			records = append(records, p.Record)
+			records = append(records, p)
 			pq.DeleteMessage(ctx, *m.MessageID, *m.PopReceipt, nil)
 		}
 	}
@@ -106,9 +106,11 @@ func TestPoisonRaceStaleOwner(t *testing.T) {
 // TestPoisonQueueNameChecked: a poison queue with an invalid name is
 // refused up front, not discovered at the first poison message.
 func TestPoisonQueueNameChecked(t *testing.T) {
-	q, _ := azqueue.NewQueueClientWithNoCredential("http://127.0.0.1:1/acct/work", nil)
-	p, _ := azqueue.NewQueueClientWithNoCredential("http://127.0.0.1:1/acct/this-name-is-far-too-long-for-a-queue-because-it-has-more-than-63-chars", nil)
-	if _, err := NewWorker(q, HandlerFunc(func(context.Context, *Message) error { return nil }), &WorkerOptions{PoisonQueue: p}); !errors.Is(err, tablekit.ErrInvalidKey) {
+	acct, err := tablekit.Open("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;TableEndpoint=http://127.0.0.1:1/devstoreaccount1;", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWorker(acct, "work", HandlerFunc(func(context.Context, *Message) error { return nil }), &WorkerOptions{PoisonQueue: "this-name-is-far-too-long-for-a-queue-because-it-has-more-than-63-chars"}); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("long poison queue name: %v, want ErrInvalidKey", err)
 	}
 }

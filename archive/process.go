@@ -134,22 +134,22 @@ func (w *Worker) runHandler(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.log.Error("handler panicked", "message_id", m.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("archive: handler panicked: %v", r)
+			err = fmt.Errorf("archive: Worker.Run: handler panicked: %v", r)
 		}
 	}()
 	if m.Blob != "" {
 		if w.claims == nil {
-			return fmt.Errorf("archive: message %s carries claim check %q but the worker has no Container", m.ID, m.Blob)
+			return fmt.Errorf("archive: Worker.Run: message %s carries claim check %q but the worker has no container", m.ID, m.Blob)
 		}
 		octx, cancel := w.opContext(ctx)
-		data, err := GetBlob(octx, w.claims, m.Blob)
+		data, err := getBlob(octx, w.claims, m.Blob)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("archive: message %s: reading claim check %q: %w", m.ID, m.Blob, err)
+			return fmt.Errorf("archive: Worker.Run: message %s: reading claim check %q: %w", m.ID, m.Blob, err)
 		}
 		m.Payload = data
 	}
-	return w.handler.Handle(context.WithValue(ctx, messageKey{}, m), m)
+	return w.handler.Handle(ctx, m)
 }
 
 // recordFailure writes the error into the message (so a later worker knows
@@ -160,7 +160,7 @@ func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, 
 		env := *m.env
 		env.LastError = truncate(herr.Error(), maxErrorText)
 		env.Attempt = m.DequeueCount
-		if t, err := encodeEnvelope(&env); err == nil && len(t) <= MaxMessageSize {
+		if t, err := encodeEnvelope(&env); err == nil && len(t) <= maxMessageSize {
 			text = t
 		}
 	}
@@ -189,7 +189,7 @@ func (w *Worker) backoff(attempt int64) time.Duration {
 //     dequeued it meanwhile, the receipt is stale (PopReceiptMismatch) and
 //     this worker stops here, leaving the message to its new owner. So two
 //     racing workers never both write a poison record.
-//  2. Put the poison record (original envelope plus [PoisonRecord]).
+//  2. Put the poison record (original envelope plus [Poisoned]).
 //  3. Delete the message with the receipt from step 1.
 //
 // If the process dies between 2 and 3 (or 3 fails), the message reappears
@@ -203,7 +203,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		env := *m.env
 		env.LastError = reason
 		env.Attempt = m.DequeueCount
-		if t, err := encodeEnvelope(&env); err == nil && len(t) <= MaxMessageSize {
+		if t, err := encodeEnvelope(&env); err == nil && len(t) <= maxMessageSize {
 			text = t
 		}
 	}
@@ -224,7 +224,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		receipt = *resp.PopReceipt
 	}
 
-	rec := &PoisonRecord{
+	rec := &poisonRecord{
 		MessageID:    m.ID,
 		Queue:        w.queueName,
 		DequeueCount: m.DequeueCount,
@@ -253,7 +253,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 
 // poisonText builds the poison message for m, spilling a payload that does
 // not fit to a claim-check blob when the worker has a container.
-func (w *Worker) poisonText(ctx context.Context, m *Message, rec *PoisonRecord) (string, error) {
+func (w *Worker) poisonText(ctx context.Context, m *Message, rec *poisonRecord) (string, error) {
 	env := envelope{Poison: rec}
 	if m.env != nil {
 		env.Kind, env.Payload, env.Blob = m.env.Kind, m.env.Payload, m.env.Blob
@@ -264,11 +264,11 @@ func (w *Worker) poisonText(ctx context.Context, m *Message, rec *PoisonRecord) 
 	if err != nil {
 		return "", err
 	}
-	if len(text) <= MaxMessageSize {
+	if len(text) <= maxMessageSize {
 		return text, nil
 	}
 	if w.claims == nil {
-		return "", fmt.Errorf("poison record is %d bytes, over the %d-byte message limit, and the worker has no claim-check Container", len(text), MaxMessageSize)
+		return "", fmt.Errorf("poison record is %d bytes, over the %d-byte message limit, and the worker has no claim-check Container", len(text), maxMessageSize)
 	}
 	// Deterministic name: a repeated attempt overwrites the same blob.
 	name := "poison/" + w.queueName + "/" + m.ID + ".json"

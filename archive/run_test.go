@@ -41,7 +41,7 @@ func TestRunSurvivesTransientStartFailures(t *testing.T) {
 		handled <- m.ID
 		return nil
 	})
-	w, err := archive.NewWorker(r.queue, h, r.workerOpts(t))
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), h, r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRunCancelledWhileStartFails(t *testing.T) {
 	faults := &faultPolicy{}
 	r := newRig(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{faults}, Retry: policy.RetryOptions{MaxRetries: -1}}})
 	f := faults.add(&fault{name: "check: server busy", mode: serverBusy, match: queueCheck(queueName(r.queue)), times: 1 << 30})
-	w, err := archive.NewWorker(r.queue, archive.NewMux(), r.workerOpts(t))
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), new(archive.Mux), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRunWrongKeyIsPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWorker(bad.Queues().NewQueueClient(queueName(r.queue)), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.OpenWorker(bad, queueName(r.queue), new(archive.Mux), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,17 +17,21 @@ import (
 // The idempotent blob steps of an eventually consistent operation: each
 // can be repeated any number of times with the same outcome, so a
 // redelivered message is harmless. The table steps are the Table's own
-// methods: [tablekit.Table.Upsert] (insert or
-// replace) and [tablekit.Table.DeleteIfExists].
+// methods: [tablekit.Table.Upsert] (insert or replace) and
+// [tablekit.Table.DeleteIfExists].
 
 // UpsertBlob writes data to the block blob name in c, replacing whatever
 // is there (an unconditional write), and returns the blob's new ETag: the
 // idempotent blob write step. It costs one storage transaction (a blob of
 // up to 256 MiB is uploaded in one request).
 func UpsertBlob(ctx context.Context, c *container.Client, name string, data []byte) (azcore.ETag, error) {
+	const op = "archive.UpsertBlob"
+	if c == nil {
+		return "", invalid(op, "container", "the container is nil")
+	}
 	resp, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, data, nil)
 	if err != nil {
-		return "", core.WrapError("UpsertBlob", err)
+		return "", core.WrapError(op, err)
 	}
 	if resp.ETag == nil {
 		return "", nil
@@ -40,6 +44,10 @@ func UpsertBlob(ctx context.Context, c *container.Client, name string, data []by
 // reports whether the blob existed: the idempotent blob delete step. It
 // costs one storage transaction.
 func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (existed bool, err error) {
+	const op = "archive.DeleteBlobIfExists"
+	if c == nil {
+		return false, invalid(op, "container", "the container is nil")
+	}
 	_, err = c.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 	switch {
 	case err == nil:
@@ -47,15 +55,15 @@ func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
 		return false, nil
 	}
-	return false, core.WrapError("DeleteBlobIfExists", err)
+	return false, core.WrapError(op, err)
 }
 
-// GetBlob reads the whole blob name from c. A missing blob is an error
+// getBlob reads the whole blob name from c. A missing blob is an error
 // matching tablekit.ErrNotFound. It costs one storage transaction.
-func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
+func getBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, core.WrapError("GetBlob", err)
+		return nil, core.WrapError("archive.Worker.Run", err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -63,7 +71,7 @@ func GetBlob(ctx context.Context, c *container.Client, name string) ([]byte, err
 		buf.Grow(int(*resp.ContentLength))
 	}
 	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, core.WrapError("GetBlob", err)
+		return nil, core.WrapError("archive.Worker.Run", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -74,7 +82,7 @@ func putBlobOverwrite(ctx context.Context, c *container.Client, name string, dat
 	_, err := UpsertBlob(ctx, c, name, data)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return core.WrapError("CreateContainer", cerr)
+			return core.WrapError("archive.Worker.Run", cerr)
 		}
 		_, err = UpsertBlob(ctx, c, name, data)
 	}
@@ -85,17 +93,17 @@ func putBlobOverwrite(ctx context.Context, c *container.Client, name string, dat
 // it does not exist yet. Its name is random (128 bits), so it overwrites
 // nothing but an earlier try of its own upload: an SDK retry after a lost
 // answer must succeed, not fail on the blob that try stored.
-func putClaimBlob(ctx context.Context, c *container.Client, name string, data []byte) error {
+func putClaimBlob(ctx context.Context, op string, c *container.Client, name string, data []byte) error {
 	bb := c.NewBlockBlobClient(name)
 	_, err := bb.UploadBuffer(ctx, data, nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return core.WrapError("CreateContainer", cerr)
+			return core.WrapError(op, cerr)
 		}
 		_, err = bb.UploadBuffer(ctx, data, nil)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		return context.Canceled
 	}
-	return core.WrapError("PutBlob", err)
+	return core.WrapError(op, err)
 }

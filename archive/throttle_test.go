@@ -103,8 +103,8 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	}
 	// Governor nil: the Mover takes Current's, the Account's.
 	mover := &archive.Mover[Employee]{Current: current, Archive: archived}
-	mux := archive.NewMux()
-	if err := mover.Register(mux, ""); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		t.Fatal(err)
 	}
 	const concurrency = 8
@@ -114,7 +114,7 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	// Throttled attempts fail often while the Governor learns the rate;
 	// enough attempts that none is poisoned for it.
 	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 1000}
-	w, err := archive.NewWorker(r.queue, mux, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 		if recovered < 0 && w.Stats().Concurrency == concurrency {
 			recovered = i
 		}
-		if _, err := archive.RequestMove(ctx, r.client, "", e.Department, e.ID); err != nil {
+		if _, err := r.client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: e.Department, RowKey: e.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if recovered < 0 {

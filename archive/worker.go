@@ -27,80 +27,56 @@ const refillLinger = 2 * time.Millisecond
 
 // Defaults of [WorkerOptions].
 const (
-	DefaultConcurrency       = 4                      // handlers at once
-	DefaultVisibilityTimeout = 30 * time.Second       // per dequeue and renewal
-	DefaultMinPollInterval   = 100 * time.Millisecond // first wait on an empty queue
-	DefaultMaxPollInterval   = 5 * time.Second        // longest wait on an empty queue
-	DefaultDrainTimeout      = 30 * time.Second       // shutdown grace for handlers
-	DefaultOperationTimeout  = 30 * time.Second       // per storage request of the worker
+	defaultConcurrency       = 4
+	defaultVisibilityTimeout = 30 * time.Second
+	minPollInterval          = 100 * time.Millisecond // first wait on an empty queue
+	defaultPollInterval      = 5 * time.Second
+	defaultDrainTimeout      = 30 * time.Second
+	defaultOperationTimeout  = 30 * time.Second
 )
 
-// DefaultRetry is the default of [WorkerOptions].Retry: 5 attempts (Azure
-// Functions' maxDequeueCount), a failed message visible again at once (no
-// back-off), a back-off never over an hour when BaseDelay is set.
-var DefaultRetry = tablekit.RetryPolicy{MaxAttempts: 5, MaxDelay: time.Hour}
+// defaultRetry is what a zero WorkerOptions.Retry means: 5 attempts
+// (Azure Functions' maxDequeueCount), a failed message visible again at
+// once, a back-off (when BaseDelay is set) never over an hour.
+var defaultRetry = tablekit.RetryPolicy{MaxAttempts: 5, MaxDelay: time.Hour}
 
 // WorkerOptions configures a [Worker]. A nil *WorkerOptions means the
-// defaults, except that [NewWorker] needs PoisonQueue ([OpenWorker] fills
-// it in).
+// defaults. The Worker logs to its Account's Logger and traces with its
+// Account's tracing provider (tablekit.Options).
 type WorkerOptions struct {
-	// Concurrency is the most handlers that run at once; 0 means 4. The
-	// worker never holds more messages than it has free handlers.
-	//
-	// The worker adapts below it when the service throttles: a handler
-	// that fails with a throttling error (tablekit.ErrThrottled: 503
-	// ServerBusy, 429, 500 OperationTimedOut, after the SDK's own retries)
-	// halves the number of handlers the worker runs at once (not below
-	// 1; one cut per round of messages, those started before a cut do not
-	// cut again), and every run of as many successful handlers as that
-	// number raises it by one, back up to Concurrency: additive increase,
-	// multiplicative decrease. [Stats].Concurrency is the number now.
+	// Concurrency is the most handlers that run at once; 0 means 4. One
+	// dequeue asks for up to min(Concurrency, 32) messages, and the worker
+	// never holds more messages than it has free handlers. A handler that
+	// fails throttled halves it for a while (see the package doc).
 	Concurrency int
-
-	// BatchSize is the most messages one dequeue request asks for, 1–32;
-	// 0 means min(Concurrency, 32). The worker asks again once at least
-	// half a batch of handlers is free (and no further handler finished in
-	// the last 2 ms), for as many messages as handlers are free.
-	BatchSize int
 
 	// VisibilityTimeout is how long a dequeued message stays hidden from
 	// other workers; the worker renews it every half VisibilityTimeout
-	// while the handler runs. Whole seconds (rounded up), at least 1 s; 0
-	// means 30 s.
+	// while the handler runs. Whole seconds (rounded up), 1 s to 7 days;
+	// 0 means 30 s.
 	VisibilityTimeout time.Duration
 
 	// Retry says how often a message is tried and how long it waits
-	// between tries; each zero field takes [DefaultRetry]'s.
-	//
-	// Retry.MaxAttempts is how many attempts a message gets (Azure
-	// Functions' maxDequeueCount; default 5): a handler failure on attempt
-	// MaxAttempts, or a message found with a higher dequeue count (its
-	// last worker died), moves it to the poison queue. [tablekit.RetryPolicy{MaxAttempts: 1}]
-	// poisons a message at its first failure.
-	//
-	// Retry.BaseDelay, MaxDelay and Jitter are the back-off: after failed
-	// attempt n, the message stays hidden for Retry.Delay(n+1) (BaseDelay
-	// doubling per attempt, at most MaxDelay, default an hour), randomised
-	// as Jitter says, in whole seconds (rounded up). BaseDelay 0 (the
-	// default) makes it visible again at once.
+	// between tries; each zero field means its default. MaxAttempts
+	// (default 5, Azure Functions' maxDequeueCount) is how many attempts a
+	// message gets before it moves to the poison queue; MaxAttempts 1
+	// poisons a message at its first failure. After failed attempt n the
+	// message stays hidden for about BaseDelay doubled n-1 times, at most
+	// MaxDelay (default an hour), randomised, in whole seconds; BaseDelay
+	// 0 (the default) makes it visible again at once.
 	Retry tablekit.RetryPolicy
 
-	// PoisonQueue receives the messages that failed Retry.MaxAttempts
-	// attempts (or failed with a [Permanent] error). It is created on first
-	// use. NewWorker requires it; OpenWorker defaults it to
-	// [PoisonQueueName] of the work queue.
-	PoisonQueue *azqueue.QueueClient
+	// PoisonQueue and Container name the poison queue (created on first
+	// use) and the claim-check container in the Worker's Account; ""
+	// means "<queue>-poison" and "<queue>-claims", which a queue name over
+	// 56 characters makes too long (OpenWorker then refuses it).
+	PoisonQueue, Container string
 
-	// Container holds claim-check blobs (see [Client]). nil: a message
-	// that carries a claim check fails (and ends in the poison queue).
-	// OpenWorker defaults it to [ClaimContainerName] of the work queue.
-	Container *container.Client
-
-	// MinPollInterval and MaxPollInterval bound the wait between dequeue
-	// attempts while the queue is empty: the wait starts at the minimum and
-	// doubles up to the maximum, and returns to the minimum as soon as a
-	// message arrives. 0 means 100 ms and 5 s.
-	MinPollInterval, MaxPollInterval time.Duration
+	// PollInterval is the longest wait between dequeues while the queue is
+	// empty: the wait starts at 100 ms (or PollInterval when shorter),
+	// doubles up to PollInterval, and starts over when a message arrives.
+	// 0 means 5 s.
+	PollInterval time.Duration
 
 	// OperationTimeout bounds each storage request the worker itself
 	// makes (dequeue, renew, delete, poison), including the SDK's retries,
@@ -113,20 +89,6 @@ type WorkerOptions struct {
 	// returns. Their messages are not deleted and become visible again
 	// when their visibility timeout lapses. 0 means 30 s.
 	DrainTimeout time.Duration
-
-	// Clock tells the time of poison records (PoisonRecord.PoisonedAt)
-	// and of queue ages (Stats.QueueAge); nil means time.Now. Timers
-	// (polls, renewals, back-off, drain) run on real time.
-	Clock func() time.Time
-
-	// Logger receives the worker's logs (never message payloads). nil
-	// means slog.Default() at the time of logging.
-	Logger *slog.Logger
-	// TracingProvider traces each message the worker handles (a span
-	// "Worker.Handle" with the message id, kind and dequeue count, parent
-	// of the handler's storage requests); OpenWorker takes the Account's.
-	// The zero value traces nothing.
-	TracingProvider tracing.Provider
 }
 
 // Stats holds a Worker's figures: what it did since it was made (the
@@ -172,7 +134,7 @@ type Stats struct {
 // Worker takes messages from a work queue and hands each to a [Handler],
 // deleting it only when the handler succeeds. It is a competing consumer:
 // any number of Workers, in any number of processes, may share one queue.
-// See the package documentation for its guarantees.
+// Make one with [OpenWorker]; the package doc states its guarantees.
 type Worker struct {
 	queue      *azqueue.QueueClient
 	queueName  string
@@ -183,7 +145,7 @@ type Worker struct {
 	handler    Handler
 	log        *slog.Logger
 	tracer     tracing.Tracer
-	clock      func() time.Time
+	clock      func() time.Time // nil: time.Now; set by internal tests
 
 	concurrency int
 	batch       int
@@ -203,113 +165,20 @@ type Worker struct {
 	}
 }
 
-// NewWorker returns a Worker for queue that calls handler for each
-// message. It checks the options and the names of the queues and the
-// container but does not contact the service: bad input is refused with a
-// *tablekit.ValidationError whose Op is "archive.NewWorker" and whose
-// Property names the option at fault (matching tablekit.ErrInvalidInput,
-// or tablekit.ErrInvalidKey for a name).
-func NewWorker(queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions) (*Worker, error) {
-	return newWorker("archive.NewWorker", queue, handler, opts)
-}
-
-func newWorker(op string, queue *azqueue.QueueClient, handler Handler, opts *WorkerOptions) (*Worker, error) {
-	if queue == nil {
-		return nil, invalid(op, "queue", "queue is nil")
-	}
-	if handler == nil {
-		return nil, invalid(op, "handler", "handler is nil")
-	}
-	var o WorkerOptions
-	if opts != nil {
-		o = *opts
-	}
-	w := &Worker{
-		queue:     queue,
-		queueName: nameOf(queue.URL()),
-		poison:    o.PoisonQueue,
-		claims:    o.Container,
-		handler:   handler,
-		log:       o.Logger,
-		clock:     o.Clock,
-		tracer:    o.TracingProvider.NewTracer(spans.TracerName, "v0"),
-	}
-	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
-	if w.poison == nil {
-		return nil, invalid(op, "PoisonQueue", "WorkerOptions.PoisonQueue is nil (OpenWorker defaults it to <queue>-poison)")
-	}
-	w.poisonName = nameOf(w.poison.URL())
-	if err := core.ValidateQueueName(w.queueName); err != nil {
-		return nil, withOp(op, err)
-	}
-	if err := core.ValidateQueueName(w.poisonName); err != nil {
-		return nil, withOp(op, err)
-	}
-	if w.poisonName == w.queueName {
-		return nil, invalid(op, "PoisonQueue", fmt.Sprintf("the poison queue is the work queue %q", w.queueName))
-	}
-	if w.claims != nil {
-		w.claimsName = nameOf(w.claims.URL())
-		if err := core.ValidateContainerName(w.claimsName); err != nil {
-			return nil, withOp(op, err)
-		}
-	}
-	w.log = logs.Or(w.log).With("queue", w.queueName)
-
-	switch {
-	case o.Concurrency < 0:
-		return nil, invalid(op, "Concurrency", fmt.Sprintf("Concurrency %d is negative", o.Concurrency))
-	case o.Concurrency == 0:
-		w.concurrency = DefaultConcurrency
-	default:
-		w.concurrency = o.Concurrency
-	}
-	w.stats.limit.Store(int64(w.concurrency))
-	switch {
-	case o.BatchSize < 0 || o.BatchSize > 32:
-		return nil, invalid(op, "BatchSize", fmt.Sprintf("BatchSize %d is outside 1..32", o.BatchSize))
-	case o.BatchSize == 0:
-		w.batch = min(w.concurrency, 32)
-	default:
-		w.batch = min(o.BatchSize, w.concurrency)
-	}
-	switch {
-	case o.VisibilityTimeout < 0 || o.VisibilityTimeout > 7*24*time.Hour:
-		return nil, invalid(op, "VisibilityTimeout", fmt.Sprintf("VisibilityTimeout %v is outside 1s..7 days", o.VisibilityTimeout))
-	case o.VisibilityTimeout == 0:
-		w.visibility = DefaultVisibilityTimeout
-	default:
-		w.visibility = time.Duration(*seconds(o.VisibilityTimeout)) * time.Second
-	}
-	if err := core.ValidateRetry(op, o.Retry); err != nil {
-		return nil, err
-	}
-	w.retry = core.WithDefaults(o.Retry, DefaultRetry)
-	w.maxDequeue = int64(w.retry.MaxAttempts)
-	if o.MinPollInterval < 0 || o.MaxPollInterval < 0 || o.DrainTimeout < 0 || o.OperationTimeout < 0 {
-		return nil, invalid(op, "", "MinPollInterval, MaxPollInterval, DrainTimeout and OperationTimeout must not be negative")
-	}
-	w.minPoll = cmpOr(o.MinPollInterval, DefaultMinPollInterval)
-	w.maxPoll = cmpOr(o.MaxPollInterval, DefaultMaxPollInterval)
-	if w.maxPoll < w.minPoll {
-		w.maxPoll = w.minPoll
-	}
-	w.drain = cmpOr(o.DrainTimeout, DefaultDrainTimeout)
-	w.opTimeout = cmpOr(o.OperationTimeout, DefaultOperationTimeout)
-	return w, nil
-}
-
-// OpenWorker returns a Worker for the queue named queue in acct, with the
-// poison queue [PoisonQueueName](queue) and the claim-check container
-// [ClaimContainerName](queue) unless opts names others. A queue name over
-// 56 characters is refused unless opts names both (the "-poison" and
-// "-claims" suffixes would make their names longer than the service's 63
-// characters). Refusals are *tablekit.ValidationError with Op
-// "archive.OpenWorker".
+// OpenWorker returns a Worker for the queue named queue in acct that calls
+// handler for each message, with the poison queue and claim-check
+// container opts names (default "<queue>-poison" and "<queue>-claims").
+// It logs to acct's Logger and traces each message with acct's tracing
+// provider (a span "Worker.Handle", parent of the handler's requests).
+// It checks the names and options but does not contact the service: bad
+// input is refused with a *tablekit.ValidationError whose Op is
+// "archive.OpenWorker" and whose Property names the option at fault
+// (matching tablekit.ErrInvalidInput, or tablekit.ErrInvalidKey for a
+// name).
 func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *WorkerOptions) (*Worker, error) {
 	const op = "archive.OpenWorker"
-	if acct == nil {
-		return nil, invalid(op, "acct", "account is nil")
+	if acct == nil || acct.Queues() == nil || acct.Blobs() == nil {
+		return nil, invalid(op, "acct", "the account is nil or zero: use tablekit.Open")
 	}
 	if err := core.ValidateQueueName(queue); err != nil {
 		return nil, withOp(op, err)
@@ -318,28 +187,105 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	if opts != nil {
 		o = *opts
 	}
-	if !o.TracingProvider.NewTracer(spans.TracerName, "v0").Enabled() {
-		o.TracingProvider = core.TracingProvider(acct)
-	}
-	if o.PoisonQueue == nil {
+	if o.PoisonQueue == "" {
 		name, err := suffixedName(op, queue, poisonSuffix, "poison queue", "name the poison queue in WorkerOptions.PoisonQueue")
 		if err != nil {
 			return nil, err
 		}
-		o.PoisonQueue = acct.Queues().NewQueueClient(name)
+		o.PoisonQueue = name
 	}
-	if o.Container == nil {
+	if o.Container == "" {
 		name, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "name the container in WorkerOptions.Container")
 		if err != nil {
 			return nil, err
 		}
-		o.Container = acct.Blobs().ServiceClient().NewContainerClient(name)
+		o.Container = name
 	}
-	return newWorker(op, acct.Queues().NewQueueClient(queue), handler, &o)
+	for _, check := range []struct {
+		property, name string
+		validate       func(string) error
+	}{{"PoisonQueue", o.PoisonQueue, core.ValidateQueueName}, {"Container", o.Container, core.ValidateContainerName}} {
+		if err := check.validate(check.name); err != nil {
+			var ve *tablekit.ValidationError
+			if errors.As(err, &ve) && ve.Property == "" {
+				ve.Property = check.property
+			}
+			return nil, withOp(op, err)
+		}
+	}
+	return newWorker(op, acct.Queues().NewQueueClient(queue), acct.Queues().NewQueueClient(o.PoisonQueue),
+		acct.Blobs().ServiceClient().NewContainerClient(o.Container), handler, &o,
+		core.AccountLogger(acct), core.TracingProvider(acct))
+}
+
+// newWorker makes a Worker of queue, poison and claims (nil: no
+// claim-check container), logging to log (nil: slog.Default()) and
+// tracing with tp. OpenWorker has checked the names of poison and claims.
+func newWorker(op string, queue, poison *azqueue.QueueClient, claims *container.Client, handler Handler, o *WorkerOptions, log *slog.Logger, tp tracing.Provider) (*Worker, error) {
+	if handler == nil {
+		return nil, invalid(op, "handler", "handler is nil")
+	}
+	w := &Worker{
+		queue:     queue,
+		queueName: nameOf(queue.URL()),
+		poison:    poison,
+		claims:    claims,
+		handler:   handler,
+		tracer:    tp.NewTracer(spans.TracerName, "v0"),
+	}
+	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
+	w.poisonName = nameOf(w.poison.URL())
+	if w.poisonName == w.queueName {
+		return nil, invalid(op, "PoisonQueue", fmt.Sprintf("the poison queue is the work queue %q", w.queueName))
+	}
+	if w.claims != nil {
+		w.claimsName = nameOf(w.claims.URL())
+	}
+	w.log = logs.Or(log).With("queue", w.queueName)
+
+	switch {
+	case o.Concurrency < 0:
+		return nil, invalid(op, "Concurrency", fmt.Sprintf("Concurrency %d is negative", o.Concurrency))
+	case o.Concurrency == 0:
+		w.concurrency = defaultConcurrency
+	default:
+		w.concurrency = o.Concurrency
+	}
+	w.stats.limit.Store(int64(w.concurrency))
+	w.batch = min(w.concurrency, 32)
+	switch {
+	case o.VisibilityTimeout < 0 || o.VisibilityTimeout > 7*24*time.Hour:
+		return nil, invalid(op, "VisibilityTimeout", fmt.Sprintf("VisibilityTimeout %v is outside 1s..7 days", o.VisibilityTimeout))
+	case o.VisibilityTimeout == 0:
+		w.visibility = defaultVisibilityTimeout
+	default:
+		w.visibility = time.Duration(*seconds(o.VisibilityTimeout)) * time.Second
+	}
+	if err := core.ValidateRetry(op, o.Retry); err != nil {
+		return nil, err
+	}
+	w.retry = core.WithDefaults(o.Retry, defaultRetry)
+	w.maxDequeue = int64(w.retry.MaxAttempts)
+	for _, d := range []struct {
+		property string
+		v        time.Duration
+	}{{"PollInterval", o.PollInterval}, {"OperationTimeout", o.OperationTimeout}, {"DrainTimeout", o.DrainTimeout}} {
+		if d.v < 0 {
+			return nil, invalid(op, d.property, fmt.Sprintf("%s %v is negative", d.property, d.v))
+		}
+	}
+	w.maxPoll = cmpOr(o.PollInterval, defaultPollInterval)
+	w.minPoll = min(minPollInterval, w.maxPoll)
+	w.drain = cmpOr(o.DrainTimeout, defaultDrainTimeout)
+	w.opTimeout = cmpOr(o.OperationTimeout, defaultOperationTimeout)
+	return w, nil
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
+	if w == nil {
+		return Stats{}
+	}
 	return Stats{
 		Received:  w.stats.received.Load(),
 		Succeeded: w.stats.succeeded.Load(),
@@ -356,40 +302,30 @@ func (w *Worker) Stats() Stats {
 	}
 }
 
-// ErrRunning is returned by Run when the Worker is already running.
-var ErrRunning = errors.New("archive: worker is already running")
-
 // Run checks that the queue exists, then takes messages from it and
 // handles them until ctx ends. Then it stops dequeuing, waits up to
 // DrainTimeout for the handlers in flight (they keep a live context
 // meanwhile, and those that finish delete their message), cancels the
 // rest, and returns nil. A cancelled handler may still be returning when
-// Run returns; its message is not deleted. A Worker runs once at a time
-// (else [ErrRunning]); it may be run again after Run returned.
+// Run returns; its message is not deleted.
 //
-// Only two things end Run: ctx (then Run returns nil, also while it is
-// still checking the queue) and a permanent configuration error found by
-// the first check, returned at once as a *tablekit.ServiceError. Permanent
-// means the service refused the request itself with a 4xx status other
-// than 408 and 429: the queue does not exist (404, matching
-// tablekit.ErrNotFound), the credential is wrong or lacks rights (401,
-// 403), the request is malformed for this account (400). Repeating such a
-// request unchanged gets the same answer until someone changes the
-// deployment, and a worker that waited silently would hide that it does
-// nothing; so Run reports it to its caller. Everything else is transient
-// and logged, then retried with the poll back-off (MinPollInterval
-// doubling up to MaxPollInterval), never ending Run: a request that failed
-// or timed out (OperationTimeout) in the network, an answer lost after the
-// service handled the request, 408, 429 and 5xx (ServerBusy,
-// OperationTimedOut). Once the worker has started, every failed request
-// (dequeue, renewal, delete, poison) is logged and retried, whatever its
-// cause, and the message it concerned is redelivered if need be.
+// Besides ctx, only a permanent configuration error found by the first
+// check of the queue ends Run: a *tablekit.ServiceError with a 4xx status
+// other than 408 and 429, such as a queue that does not exist (matching
+// tablekit.ErrNotFound) or a credential without rights. Every other
+// failure is logged and retried (see the package doc). A Worker runs once
+// at a time (a second Run at once is refused with an error matching
+// tablekit.ErrInvalidInput); it may be run again after Run returned.
 func (w *Worker) Run(ctx context.Context) error {
+	const op = "archive.Worker.Run"
+	if w == nil || w.queue == nil {
+		return invalid(op, "", "the Worker is nil or zero: use archive.OpenWorker")
+	}
 	if !w.running.CompareAndSwap(false, true) {
-		return ErrRunning
+		return invalid(op, "", "the Worker is already running")
 	}
 	defer w.running.Store(false)
-	if err := w.checkQueue(ctx); err != nil || ctx.Err() != nil {
+	if err := w.checkQueue(ctx, op); err != nil || ctx.Err() != nil {
 		return err
 	}
 	w.log.Info("worker started", "concurrency", w.concurrency, "batch", w.batch, "visibility", w.visibility)
@@ -552,7 +488,7 @@ func (l *limiter) settle(s settled) {
 // checkQueue reads the queue's properties until the queue answers (nil),
 // a permanent error occurs (returned), or ctx ends (nil; the caller checks
 // ctx). Transient failures are logged and retried with the poll back-off.
-func (w *Worker) checkQueue(ctx context.Context) error {
+func (w *Worker) checkQueue(ctx context.Context, op string) error {
 	wait := time.Duration(0)
 	for {
 		octx, cancel := w.opContext(ctx)
@@ -561,7 +497,7 @@ func (w *Worker) checkQueue(ctx context.Context) error {
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
-		err = core.WrapError("Worker.Run", err)
+		err = core.WrapError(op, err)
 		if permanentConfigError(err) {
 			return err
 		}
@@ -769,12 +705,28 @@ func lostOwnership(err error) bool {
 	return se.StatusCode == 404 || se.Code == "PopReceiptMismatch"
 }
 
-// Name returns the name of the queue the worker reads.
-func (w *Worker) Name() string { return w.queueName }
+// Name returns the name of the queue the worker reads ("" for a zero
+// Worker).
+func (w *Worker) Name() string {
+	if w == nil {
+		return ""
+	}
+	return w.queueName
+}
 
-// PoisonQueueName returns the name of the worker's poison queue.
-func (w *Worker) PoisonQueueName() string { return w.poisonName }
+// PoisonQueueName returns the name of the worker's poison queue: where to
+// read the messages it gave up on (see [ParsePoison]).
+func (w *Worker) PoisonQueueName() string {
+	if w == nil {
+		return ""
+	}
+	return w.poisonName
+}
 
-// ContainerName returns the name of the worker's claim-check container,
-// "" if it has none.
-func (w *Worker) ContainerName() string { return w.claimsName }
+// ContainerName returns the name of the worker's claim-check container.
+func (w *Worker) ContainerName() string {
+	if w == nil {
+		return ""
+	}
+	return w.claimsName
+}

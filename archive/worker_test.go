@@ -54,7 +54,7 @@ func (r *rig) checkArchived(t *testing.T, emps []Employee) {
 		t.Errorf("work queue holds %d messages, want 0", n)
 	}
 	if p := drainPoison(t, r.poison); len(p) != 0 {
-		t.Errorf("poison queue holds %d messages, want 0: first %+v", len(p), p[0].Record)
+		t.Errorf("poison queue holds %d messages, want 0: first %+v", len(p), p[0])
 	}
 }
 
@@ -63,13 +63,13 @@ func TestArchive200ThreeWorkers(t *testing.T) {
 	emps := employees(200)
 	r.seed(t, emps)
 
-	mux := archive.NewMux()
-	if err := r.mover.Register(mux, ""); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, r.mover.Handle); err != nil {
 		t.Fatal(err)
 	}
 	var workers []*archive.Worker
 	for range 3 {
-		w, err := archive.NewWorker(r.queue, mux, r.workerOpts(t))
+		w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, r.workerOpts(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,13 +126,13 @@ func TestArchiveFaults(t *testing.T) {
 		}
 	}
 
-	mux := archive.NewMux()
-	if err := r.mover.Register(mux, ""); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, r.mover.Handle); err != nil {
 		t.Fatal(err)
 	}
 	opts := r.workerOpts(t)
 	opts.DrainTimeout = 200 * time.Millisecond
-	first, err := archive.NewWorker(r.queue, mux, opts)
+	first, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestArchiveFaults(t *testing.T) {
 	var stops []func() error
 	var restarted []*archive.Worker
 	for range 2 {
-		w, err := archive.NewWorker(r.queue, mux, opts)
+		w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestAlwaysFailingHandlerIsPoisoned(t *testing.T) {
 	})
 	opts := r.workerOpts(t)
 	opts.Retry.MaxAttempts = 0 // the default, 5
-	w, err := archive.NewWorker(r.queue, h, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), h, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,11 +217,11 @@ func TestAlwaysFailingHandlerIsPoisoned(t *testing.T) {
 		t.Fatalf("poison queue holds %d messages, want 3", len(poisoned))
 	}
 	for _, p := range poisoned {
-		if p.Record.Error != "boom on attempt 5" || p.Record.DequeueCount != 5 || p.Kind != archive.MoveKind {
-			t.Errorf("poison record %+v (kind %q): want error %q after 5 dequeues", p.Record, p.Kind, "boom on attempt 5")
+		if p.Error != "boom on attempt 5" || p.DequeueCount != 5 || p.Kind != archive.MoveKind {
+			t.Errorf("poison record %+v (kind %q): want error %q after 5 dequeues", p, p.Kind, "boom on attempt 5")
 		}
-		if _, ok := attempts[p.Record.MessageID]; !ok || p.Record.Queue != queueName(r.queue) {
-			t.Errorf("poison record names message %s of queue %s, not one of ours", p.Record.MessageID, p.Record.Queue)
+		if _, ok := attempts[p.MessageID]; !ok || p.Queue != queueName(r.queue) {
+			t.Errorf("poison record names message %s of queue %s, not one of ours", p.MessageID, p.Queue)
 		}
 		var req archive.MoveRequest
 		if err := json.Unmarshal(p.Payload, &req); err != nil || req.RowKey == "" {
@@ -245,7 +245,7 @@ func TestPermanentErrorAndUnknownKindArePoisonedAtOnce(t *testing.T) {
 	if _, err := r.client.Enqueue(ctx, "bad-payload", `"a string, not an object"`, nil); err != nil {
 		t.Fatal(err)
 	}
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	calls := atomic.Int32{}
 	if err := archive.HandleFunc(mux, "bad-payload", func(ctx context.Context, p struct{ X int }) error {
 		calls.Add(1)
@@ -256,7 +256,7 @@ func TestPermanentErrorAndUnknownKindArePoisonedAtOnce(t *testing.T) {
 	if err := archive.HandleFunc(mux, "bad-payload", func(ctx context.Context, p struct{}) error { return nil }); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("registering a kind twice: %v, want ErrInvalidInput", err)
 	}
-	w, err := archive.NewWorker(r.queue, mux, r.workerOpts(t))
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +272,8 @@ func TestPermanentErrorAndUnknownKindArePoisonedAtOnce(t *testing.T) {
 	poisoned := drainPoison(t, r.poison)
 	texts := 0
 	for _, p := range poisoned {
-		if p.Record.DequeueCount != 1 {
-			t.Errorf("%+v: poisoned after %d dequeues, want 1", p.Record, p.Record.DequeueCount)
+		if p.DequeueCount != 1 {
+			t.Errorf("%+v: poisoned after %d dequeues, want 1", p, p.DequeueCount)
 		}
 		if p.Text == "plain text, not an envelope" {
 			texts++
@@ -305,7 +305,7 @@ func TestPoisonAfterCrash(t *testing.T) {
 	opts := r.workerOpts(t)
 	opts.Retry.MaxAttempts = 2
 	opts.DrainTimeout = 10 * time.Millisecond
-	w, err := archive.NewWorker(r.queue, h, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), h, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestPoisonAfterCrash(t *testing.T) {
 	// The crashed attempt's visibility lapses; the next worker sees
 	// dequeue count 3 > 2 and poisons without calling its handler.
 	called := atomic.Int32{}
-	w2, err := archive.NewWorker(r.queue, archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
+	w2, err := archive.OpenWorker(r.acct, queueName(r.queue), archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
 		called.Add(1)
 		return nil
 	}), opts)
@@ -336,7 +336,7 @@ func TestPoisonAfterCrash(t *testing.T) {
 	if len(poisoned) != 1 {
 		t.Fatalf("poison queue holds %d messages, want 1", len(poisoned))
 	}
-	rec := poisoned[0].Record
+	rec := poisoned[0]
 	if rec.DequeueCount != 3 || !strings.Contains(rec.Error, "more than Retry.MaxAttempts 2") || !strings.Contains(rec.Error, "disk on fire") {
 		t.Errorf("poison record %+v: want dequeue count 3 and the recorded error", rec)
 	}
@@ -356,7 +356,7 @@ func TestPoisonRaceManyWorkers(t *testing.T) {
 	for range 3 {
 		opts := r.workerOpts(t)
 		opts.Retry.MaxAttempts = 2
-		w, err := archive.NewWorker(r.queue, fails, opts)
+		w, err := archive.OpenWorker(r.acct, queueName(r.queue), fails, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func TestPoisonRaceManyWorkers(t *testing.T) {
 	poisoned := drainPoison(t, r.poison)
 	count := map[string]int{}
 	for _, p := range poisoned {
-		count[p.Record.MessageID]++
+		count[p.MessageID]++
 	}
 	for _, id := range ids {
 		if count[id] != 1 {
@@ -397,17 +397,16 @@ func TestClaimCheck200KiB(t *testing.T) {
 	if blobs := listBlobs(t, r); len(blobs) != 1 {
 		t.Fatalf("claim-check container holds %v, want one blob", blobs)
 	}
-	mux := archive.NewMux()
+	mux := new(archive.Mux)
 	var got big
 	var blob string
-	if err := archive.HandleFunc(mux, "big", func(ctx context.Context, p big) error {
-		got = p
-		blob = archive.MessageFromContext(ctx).Blob
-		return nil
-	}); err != nil {
+	if err := mux.Register("big", archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
+		blob = m.Blob
+		return m.Decode(&got)
+	})); err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWorker(r.queue, mux, r.workerOpts(t))
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +436,7 @@ func TestClaimCheck200KiB(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	w2, err := archive.NewWorker(r.queue, mux, r.workerOpts(t))
+	w2, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +455,7 @@ func TestClaimCheck200KiB(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = big{}
-	w3, err := archive.NewWorker(r.queue, mux, r.workerOpts(t))
+	w3, err := archive.OpenWorker(r.acct, queueName(r.queue), mux, r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +516,7 @@ func TestGracefulShutdown(t *testing.T) {
 	opts := r.workerOpts(t)
 	opts.Concurrency = 10
 	opts.DrainTimeout = 30 * time.Second
-	w, err := archive.NewWorker(r.queue, h, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), h, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +569,7 @@ func TestDrainTimeout(t *testing.T) {
 	opts := r.workerOpts(t)
 	opts.Concurrency = 10
 	opts.DrainTimeout = 300 * time.Millisecond
-	w, err := archive.NewWorker(r.queue, stuck, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), stuck, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +598,7 @@ func TestDrainTimeout(t *testing.T) {
 		return nil
 	})
 	opts.DrainTimeout = 5 * time.Second
-	w2, err := archive.NewWorker(r.queue, ok, opts)
+	w2, err := archive.OpenWorker(r.acct, queueName(r.queue), ok, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +633,7 @@ func TestVisibilityRenewal(t *testing.T) {
 	var workers []*archive.Worker
 	var stops []func() error
 	for range 2 {
-		w, err := archive.NewWorker(r.queue, slow, r.workerOpts(t))
+		w, err := archive.OpenWorker(r.acct, queueName(r.queue), slow, r.workerOpts(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -673,7 +672,7 @@ func TestMoverWithBlobCopy(t *testing.T) {
 			}
 		}
 	}
-	data, err := archive.GetBlob(ctx, r.claims, emps[1].Department+"/"+emps[1].ID+".json")
+	data, err := getBlob(ctx, r.claims, emps[1].Department+"/"+emps[1].ID+".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,7 +726,7 @@ func TestBlobSteps(t *testing.T) {
 	if etags[0] == etags[1] {
 		t.Errorf("UpsertBlob returned the same ETag twice: %q", etags[0])
 	}
-	if data, err := archive.GetBlob(ctx, r.claims, "x/y"); err != nil || string(data) != "hello" {
+	if data, err := getBlob(ctx, r.claims, "x/y"); err != nil || string(data) != "hello" {
 		t.Errorf("GetBlob: %q, %v", data, err)
 	}
 	for i, want := range []bool{true, false} {
@@ -736,14 +735,14 @@ func TestBlobSteps(t *testing.T) {
 			t.Fatalf("DeleteBlobIfExists #%d: existed %v, %v; want %v", i+1, existed, err, want)
 		}
 	}
-	if _, err := archive.GetBlob(ctx, r.claims, "x/y"); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := getBlob(ctx, r.claims, "x/y"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("GetBlob of a deleted blob: %v, want ErrNotFound", err)
 	}
 }
 
 func TestRunMissingQueue(t *testing.T) {
 	r := newRig(t, nil)
-	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient("no-such-queue-here"), archive.NewMux(), r.workerOpts(t))
+	w, err := archive.OpenWorker(r.acct, "no-such-queue-here", new(archive.Mux), r.workerOpts(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -752,8 +751,8 @@ func TestRunMissingQueue(t *testing.T) {
 	}
 }
 
-// TestClockAndQueueAge: the worker tells time by WorkerOptions.Clock (a
-// clock an hour ahead here): poison records are stamped with it, and the
+// TestClockAndQueueAge: the worker tells time by its clock (a clock an
+// hour ahead here, set with SetClock): poison records are stamped with it, and the
 // queue age of a message is that clock minus its insertion time. A failed
 // attempt waits Retry's back-off before the next (1 s).
 func TestClockAndQueueAge(t *testing.T) {
@@ -761,7 +760,6 @@ func TestClockAndQueueAge(t *testing.T) {
 	ctx := context.Background()
 	const ahead = time.Hour
 	opts := r.workerOpts(t)
-	opts.Clock = func() time.Time { return time.Now().Add(ahead) }
 	opts.Retry = tablekit.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Second} // randomised up to 1 s; the queue rounds it up to 1 s
 	var attempts []time.Time
 	var mu sync.Mutex
@@ -771,10 +769,11 @@ func TestClockAndQueueAge(t *testing.T) {
 		mu.Unlock()
 		return errors.New("always fails")
 	})
-	w, err := archive.NewWorker(r.queue, h, opts)
+	w, err := archive.OpenWorker(r.acct, queueName(r.queue), h, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	archive.SetClock(w, func() time.Time { return time.Now().Add(ahead) })
 	start := time.Now()
 	if _, err := r.client.Enqueue(ctx, "k", 1, nil); err != nil {
 		t.Fatal(err)
@@ -801,7 +800,7 @@ func TestClockAndQueueAge(t *testing.T) {
 	if len(p) != 1 {
 		t.Fatalf("%d poison records, want 1", len(p))
 	}
-	if at := p[0].Record.PoisonedAt; at.Before(start.Add(ahead)) || at.After(time.Now().Add(ahead)) {
+	if at := p[0].PoisonedAt; at.Before(start.Add(ahead)) || at.After(time.Now().Add(ahead)) {
 		t.Errorf("PoisonedAt %v, want the worker's clock (%v ahead)", at, ahead)
 	}
 }

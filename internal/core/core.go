@@ -99,6 +99,10 @@ func AccountGovernor(acct *tablekit.Account) *tablekit.Governor {
 	return g
 }
 
+// AccountLogger returns acct's Logger (see tablekit.Options.Logger); nil
+// means slog.Default() at the time of logging (see internal/logs).
+func AccountLogger(acct *tablekit.Account) *slog.Logger { return hook.AccountInfo(acct).Logger }
+
 // AccountCosmos reports whether acct's tables are on Azure Cosmos DB for
 // Table (see tablekit.Options.Cosmos).
 func AccountCosmos(acct *tablekit.Account) bool { return hook.AccountInfo(acct).Cosmos }
