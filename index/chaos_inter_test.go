@@ -129,9 +129,9 @@ func TestChaosInter(t *testing.T) {
 			setup.Blobs().ServiceClient().NewContainerClient(r.container).Delete(ctx, nil) // created on demand
 		})
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(14, 40)
-		open := func() (*tablekit.Account, *index.Inter[Employee]) {
+		open := func(log *slog.Logger) (*tablekit.Account, *index.Inter[Employee]) {
 			t.Helper()
-			acct, err := inj.Open(testenv.ConnectionString(t), nil)
+			acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{Logger: log})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,15 +143,15 @@ func TestChaosInter(t *testing.T) {
 		}
 		ixs := make([]*index.Inter[Employee], writers)
 		for w := range ixs {
-			_, ixs[w] = open()
+			_, ixs[w] = open(nil)
 		}
 		// Two workers, as two processes would run them.
 		var workers []*chaosWorker
 		logs := &countingHandler{n: map[string]int{}}
 		slow := &slowest{}
 		for range 2 {
-			acct, ix := open()
-			workers = append(workers, startChaosWorker(t, acct, slow.wrap(ix), r, slog.New(logs)))
+			acct, ix := open(slog.New(logs)) // the worker logs to its Account's Logger
+			workers = append(workers, startChaosWorker(t, acct, slow.wrap(ix), r))
 		}
 		stopWorkers := func() {
 			for _, w := range workers {
@@ -255,7 +255,7 @@ func TestChaosInter(t *testing.T) {
 		t.Logf("workers: %d messages received, %d handled, %d handler failures, %d poisoned, %d ownership lost; warnings: %v", ws.Received, ws.Succeeded, ws.Failed, ws.Poisoned, ws.Lost, logs.counts())
 		poisoned := poisonRecords(t, check, setup.Queues().NewQueueClient(r.poison))
 		for _, p := range poisoned {
-			v.Addf("message poisoned: %s (dequeued %d times): %s", p.Payload, p.Record.DequeueCount, p.Record.Error)
+			v.Addf("message poisoned: %s (dequeued %d times): %s", p.Payload, p.DequeueCount, p.Error)
 		}
 
 		reader, err := r.build(setup)
@@ -317,12 +317,12 @@ type chaosWorker struct {
 	once   sync.Once
 }
 
-func startChaosWorker(t *testing.T, acct *tablekit.Account, h archive.Handler, r *chaosInterRig, log *slog.Logger) *chaosWorker {
+func startChaosWorker(t *testing.T, acct *tablekit.Account, h archive.Handler, r *chaosInterRig) *chaosWorker {
 	t.Helper()
-	w, err := archive.NewWorker(acct.Queues().NewQueueClient(r.queue), h, &archive.WorkerOptions{
-		Concurrency: 8, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond,
+	w, err := archive.OpenWorker(acct, r.queue, h, &archive.WorkerOptions{
+		Concurrency: 8, PollInterval: 100 * time.Millisecond,
 		VisibilityTimeout: 3 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 10}, DrainTimeout: 10 * time.Second,
-		PoisonQueue: acct.Queues().NewQueueClient(r.poison), Logger: log,
+		PoisonQueue: r.poison, Container: r.poison, // no claim checks: the index's messages are small
 	})
 	if err != nil {
 		t.Fatal(err)

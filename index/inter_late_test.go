@@ -160,7 +160,7 @@ func TestInterInsertLandingAfterSafetyNet(t *testing.T) {
 		handled <- struct{}{}
 		return err
 	})
-	w, err := archive.NewWorker(r.acct.Queues().NewQueueClient(r.queue), h, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.acct.Queues().NewQueueClient(r.poison)})
+	w, err := archive.OpenWorker(r.acct, r.queue, h, &archive.WorkerOptions{PollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, PoisonQueue: r.poison, Container: r.poison})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,12 +116,14 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 // stop function is called.
 func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.Inter[Employee], opts *archive.WorkerOptions) (stop func()) {
 	t.Helper()
-	o := archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}}
+	o := archive.WorkerOptions{Concurrency: 8, PollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}}
 	if opts != nil {
 		o = *opts
 	}
-	o.PoisonQueue = acct.Queues().NewQueueClient(r.poison)
-	w, err := archive.NewWorker(acct.Queues().NewQueueClient(r.queue), ix, &o)
+	// The claim-check container is never used (the index's messages are
+	// small): name one that fits, as the default's suffix may not.
+	o.PoisonQueue, o.Container = r.poison, r.poison
+	w, err := archive.OpenWorker(acct, r.queue, ix, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func (r *interRig) drain(t *testing.T, ctx context.Context) {
 	}
 	for _, m := range peek.Messages {
 		p, _ := archive.ParsePoison(*m.MessageText)
-		t.Errorf("poisoned: %+v", p.Record)
+		t.Errorf("poisoned: %+v", p)
 	}
 }
 
@@ -432,7 +434,7 @@ func TestInterListContention(t *testing.T) {
 	// Two workers, as two processes would run them: each one's handlers
 	// take turns on the index entity, and the two meet its ETag condition.
 	for range 2 {
-		stop := r.worker(t, r.acct, r.build(t, r.acct), &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, VisibilityTimeout: 10 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}})
+		stop := r.worker(t, r.acct, r.build(t, r.acct), &archive.WorkerOptions{Concurrency: 8, PollInterval: 200 * time.Millisecond, VisibilityTimeout: 10 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}})
 		defer stop()
 	}
 	const writers, each = 16, 50
@@ -524,7 +526,7 @@ func TestInterCrashes(t *testing.T) {
 	// writers are busy.
 	crashCtx, crash := context.WithCancel(context.Background())
 	defer crash()
-	w1, err := archive.NewWorker(workerAcct.Queues().NewQueueClient(r.queue), handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 50 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}, PoisonQueue: workerAcct.Queues().NewQueueClient(r.poison)})
+	w1, err := archive.OpenWorker(workerAcct, r.queue, handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, DrainTimeout: time.Millisecond, PollInterval: 50 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}, PoisonQueue: r.poison, Container: r.poison})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +566,7 @@ func TestInterCrashes(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Fatal("no write failed: the faults were not injected")
 	}
-	stop := r.worker(t, workerAcct, handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, MinPollInterval: 20 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}})
+	stop := r.worker(t, workerAcct, handler, &archive.WorkerOptions{Concurrency: 8, VisibilityTimeout: 2 * time.Second, PollInterval: 200 * time.Millisecond, Retry: tablekit.RetryPolicy{MaxAttempts: 50}})
 	defer stop()
 	r.drain(t, ctx)
 	stored := r.check(t, ctx)

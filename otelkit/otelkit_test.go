@@ -181,11 +181,11 @@ func TestWorkerMessageSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Queue().Create(ctx, nil); err != nil {
+	if _, err := acct.Queues().NewQueueClient(queue).Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	poison := acct.Queues().NewQueueClient(archive.PoisonQueueName(queue))
+	t.Cleanup(func() { acct.Queues().NewQueueClient(queue).Delete(context.Background(), nil) })
+	poison := acct.Queues().NewQueueClient(queue + "-poison")
 	if _, err := poison.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestWorkerMessageSpan(t *testing.T) {
 		handled <- struct{}{}
 		return err
 	})
-	w, err := archive.OpenWorker(acct, queue, h, &archive.WorkerOptions{MinPollInterval: 10 * time.Millisecond})
+	w, err := archive.OpenWorker(acct, queue, h, &archive.WorkerOptions{PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,11 +327,11 @@ func TestWorkerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Queue().Create(ctx, nil); err != nil {
+	if _, err := acct.Queues().NewQueueClient(queue).Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Queue().Delete(context.Background(), nil) })
-	t.Cleanup(func() { acct.Queues().NewQueueClient(archive.PoisonQueueName(queue)).Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Queues().NewQueueClient(queue).Delete(context.Background(), nil) })
+	t.Cleanup(func() { acct.Queues().NewQueueClient(queue+"-poison").Delete(context.Background(), nil) })
 
 	// "ok" succeeds, "flaky" fails its first attempt, "bad" fails
 	// permanently (poisoned), "hold" blocks until released.
@@ -353,7 +353,7 @@ func TestWorkerMetrics(t *testing.T) {
 	})
 	// One handler at a time: while "hold" runs, the worker dequeues
 	// nothing, so its queue age stays that of the "hold" message.
-	w, err := archive.OpenWorker(acct, queue, h, &archive.WorkerOptions{Concurrency: 1, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond})
+	w, err := archive.OpenWorker(acct, queue, h, &archive.WorkerOptions{Concurrency: 1, PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, suffi
 	}
 	defer queue.Delete(context.WithoutCancel(ctx), nil)
 	// The worker creates its poison queue if a message fails for good.
-	defer acct.Queues().NewQueueClient(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Queues().NewQueueClient(queueName+"-poison").Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
 
 	entityList, err := index.NewEntityList(listTable, nil)
@@ -238,7 +238,7 @@ func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, suffi
 
 	// The worker, usually in another process: any number may share the
 	// queue. It runs Inter.Sync for each message.
-	worker, err := archive.OpenWorker(acct, queueName, ix, &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 50 * time.Millisecond, MaxPollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
+	worker, err := archive.OpenWorker(acct, queueName, ix, &archive.WorkerOptions{Concurrency: 8, PollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}

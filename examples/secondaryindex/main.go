@@ -276,7 +276,7 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 	}
 	defer queue.Delete(context.WithoutCancel(ctx), nil)
 	// The worker creates its poison queue if a message fails for good.
-	defer acct.Queues().NewQueueClient(archive.PoisonQueueName(queueName)).Delete(context.WithoutCancel(ctx), nil)
+	defer acct.Queues().NewQueueClient(queueName+"-poison").Delete(context.WithoutCancel(ctx), nil)
 	meter := acct.Meter()
 
 	ix, err := newInter(acct)
@@ -305,7 +305,7 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 	if err != nil {
 		return err
 	}
-	worker, err := archive.OpenWorker(workerAcct, queueName, workerIx, &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 50 * time.Millisecond, MaxPollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
+	worker, err := archive.OpenWorker(workerAcct, queueName, workerIx, &archive.WorkerOptions{Concurrency: 8, PollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}

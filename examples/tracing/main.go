@@ -89,7 +89,7 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 		defer t.DeleteTable(context.WithoutCancel(ctx))
 	}
 	queueName := "traced-" + strings.ToLower(suffix)
-	for _, name := range []string{queueName, archive.PoisonQueueName(queueName)} {
+	for _, name := range []string{queueName, queueName + "-poison"} {
 		q := acct.Queues().NewQueueClient(name)
 		if _, err := q.Create(ctx, nil); err != nil {
 			return fmt.Errorf("CreateQueue: %w", err)
@@ -106,15 +106,15 @@ func run(ctx context.Context, acct *tablekit.Account, spans *tracetest.InMemoryE
 	if err != nil {
 		return err
 	}
-	if _, err := archive.RequestMove(ctx, client, "", "Sales", "000123"); err != nil {
+	if _, err := client.Enqueue(ctx, archive.MoveKind, archive.MoveRequest{PartitionKey: "Sales", RowKey: "000123"}, nil); err != nil {
 		return err
 	}
 	mover := &archive.Mover[Employee]{Current: current, Archive: arch}
-	mux := archive.NewMux()
-	if err := mover.Register(mux, archive.MoveKind); err != nil {
+	mux := new(archive.Mux)
+	if err := archive.HandleFunc(mux, archive.MoveKind, mover.Handle); err != nil {
 		return err
 	}
-	worker, err := archive.OpenWorker(acct, queueName, mux, &archive.WorkerOptions{MinPollInterval: 20 * time.Millisecond})
+	worker, err := archive.OpenWorker(acct, queueName, mux, &archive.WorkerOptions{PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		return err
 	}
