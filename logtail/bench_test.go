@@ -23,7 +23,7 @@ import (
 func BenchmarkBlobWriter(b *testing.B) {
 	ctx := context.Background()
 	acct := testenv.Account(b, nil)
-	msg := strings.Repeat("x", 100-logtail.TimeWidth-2)
+	msg := strings.Repeat("x", 100-len("2006-01-02T15:04:05.000000000Z")-2)
 	for _, mode := range []struct {
 		name string
 		opts logtail.WriterOptions
@@ -33,7 +33,7 @@ func BenchmarkBlobWriter(b *testing.B) {
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			c := testenv.NewContainer(b, acct)
-			w, err := logtail.NewWriter(c, "bench", &mode.opts)
+			w, err := logtail.OpenWriter(acct, containerName(c), "bench", &mode.opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -59,8 +59,8 @@ func listAll(t *testing.T, ctx context.Context, c *container.Client) []listedBlo
 			if _, b.start, b.seq, err = logtail.ParseBlobName(b.name); err != nil {
 				t.Fatalf("blob %q: %v", b.name, err)
 			}
-			b.first, _ = time.Parse(time.RFC3339Nano, b.meta[logtail.MetaFirst])
-			b.last, _ = time.Parse(time.RFC3339Nano, b.meta[logtail.MetaLast])
+			b.first, _ = time.Parse(time.RFC3339Nano, b.meta["firstrecord"])
+			b.last, _ = time.Parse(time.RFC3339Nano, b.meta["lastrecord"])
 			resp, err := c.NewBlobClient(b.name).DownloadStream(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +168,7 @@ func TestBlobLog(t *testing.T) {
 	for w := range counts {
 		wg.Go(func() {
 			clock := newClock(start)
-			wr, err := logtail.NewWriter(c, source, &logtail.WriterOptions{
+			wr, err := logtail.OpenWriter(acct, containerName(c), source, &logtail.WriterOptions{
 				FlushBytes:   2048,
 				FlushAge:     45 * time.Second,
 				Period:       period,
@@ -237,7 +237,7 @@ func TestBlobLog(t *testing.T) {
 			}
 			seen[r.Message] = true
 		}
-		if !b.first.Equal(first) || !b.last.Equal(last) || b.meta[logtail.MetaRecords] != strconv.Itoa(len(b.records)) {
+		if !b.first.Equal(first) || !b.last.Equal(last) || b.meta["records"] != strconv.Itoa(len(b.records)) {
 			t.Fatalf("blob %s metadata %v; content has %d records from %v to %v", b.name, b.meta, len(b.records), first, last)
 		}
 	}
@@ -246,7 +246,7 @@ func TestBlobLog(t *testing.T) {
 	}
 	t.Logf("%d blobs", len(blobs))
 
-	r, err := logtail.NewReader(c, source, nil)
+	r, err := logtail.OpenReader(acct, containerName(c), source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestBlobWritersShareSource(t *testing.T) {
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
 	newWriter := func() *logtail.Writer {
-		w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{Clock: clock.Now})
+		w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{Clock: clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestBlobWriterLosesNothing(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{Clock: clock.Now})
+	w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestBlobWriterLosesNothing(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := logtail.NewReader(c, "app", nil)
+	r, err := logtail.OpenReader(acct, containerName(c), "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +452,11 @@ func TestBlobWriteThrough(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-	w, err := logtail.NewWriter(c, "audit", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now})
+	w, err := logtail.OpenWriter(acct, containerName(c), "audit", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := logtail.NewReader(c, "audit", nil)
+	r, err := logtail.OpenReader(acct, containerName(c), "audit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestBlobWriterFlushInterval(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	c := testenv.NewContainer(t, acct)
-	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushAge: time.Millisecond, FlushInterval: 5 * time.Millisecond})
+	w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{FlushAge: time.Millisecond, FlushInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,26 +516,32 @@ func TestBlobWriterInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := acct.Blobs().ServiceClient().NewContainerClient("unused")
-	for _, o := range []logtail.WriterOptions{
-		{FlushBytes: -1}, {FlushBytes: logtail.MaxFlushBytes + 1}, {Period: 7 * time.Minute},
-		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, {MaxBlocks: 50001}, {FlushInterval: -1}, {FlushTimeout: -1},
+	for _, o := range []*logtail.WriterOptions{
+		{FlushBytes: -1}, {FlushBytes: 64<<20 + 1}, {Period: 7 * time.Minute},
+		{Period: 2 * time.Hour}, {Period: 90 * time.Second}, logtail.WithMaxBlocks(logtail.WriterOptions{}, 50001),
+		{FlushInterval: -1}, {FlushTimeout: -1}, {MaxBlobBytes: -1},
 	} {
-		_, err := logtail.NewWriter(c, "app", &o)
-		wantRefusal(t, fmt.Sprintf("NewWriter with options %+v", o), err, "logtail.NewWriter", tablekit.ErrInvalidInput)
+		_, err := logtail.OpenWriter(acct, "unused", "app", o)
+		wantRefusal(t, fmt.Sprintf("OpenWriter with options %+v", o), err, "logtail.OpenWriter", tablekit.ErrInvalidInput)
 	}
-	_, err = logtail.NewWriter(nil, "app", nil)
-	wantRefusal(t, "NewWriter(nil)", err, "logtail.NewWriter", tablekit.ErrInvalidInput)
-	_, err = logtail.NewWriter(c, "2024", nil)
-	wantRefusal(t, "NewWriter of a digits-only source", err, "logtail.NewWriter", tablekit.ErrInvalidInput)
-	_, err = logtail.NewReader(nil, "app", nil)
-	wantRefusal(t, "NewReader(nil)", err, "logtail.NewReader", tablekit.ErrInvalidInput)
-	_, err = logtail.NewReader(c, "app/", nil)
-	wantRefusal(t, "NewReader of source app/", err, "logtail.NewReader", tablekit.ErrInvalidInput)
-	_, err = logtail.NewReader(c, "app", &logtail.ReaderOptions{Concurrency: -1})
-	wantRefusal(t, "NewReader with Concurrency -1", err, "logtail.NewReader", tablekit.ErrInvalidInput)
+	_, err = logtail.OpenWriter(nil, "unused", "app", nil)
+	wantRefusal(t, "OpenWriter(nil)", err, "logtail.OpenWriter", tablekit.ErrInvalidInput)
+	_, err = logtail.OpenWriter(&tablekit.Account{}, "unused", "app", nil)
+	wantRefusal(t, "OpenWriter of a zero Account", err, "logtail.OpenWriter", tablekit.ErrInvalidInput)
+	_, err = logtail.OpenWriter(acct, "Bad_Container", "app", nil)
+	wantRefusal(t, "OpenWriter of a bad container name", err, "logtail.OpenWriter", tablekit.ErrInvalidKey)
+	_, err = logtail.OpenWriter(acct, "unused", "2024", nil)
+	wantRefusal(t, "OpenWriter of a digits-only source", err, "logtail.OpenWriter", tablekit.ErrInvalidInput)
+	for _, bad := range []string{"", "/web", "web/", "a//b", "2024", "web/05", "we b", "web?", "..", "a/./b", strings.Repeat("a", 513)} {
+		_, err = logtail.OpenWriter(acct, "unused", bad, nil)
+		wantRefusal(t, fmt.Sprintf("OpenWriter of source %q", bad), err, "logtail.OpenWriter", tablekit.ErrInvalidInput)
+	}
+	_, err = logtail.OpenReader(nil, "unused", "app")
+	wantRefusal(t, "OpenReader(nil)", err, "logtail.OpenReader", tablekit.ErrInvalidInput)
+	_, err = logtail.OpenReader(acct, "unused", "app/")
+	wantRefusal(t, "OpenReader of source app/", err, "logtail.OpenReader", tablekit.ErrInvalidInput)
 
-	w, err := logtail.NewWriter(c, "app", nil)
+	w, err := logtail.OpenWriter(acct, "unused", "app", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,11 +549,11 @@ func TestBlobWriterInput(t *testing.T) {
 		t.Errorf("Writer names container %q, source %q; want unused, app", w.ContainerName(), w.Source())
 	}
 	err = w.WriteRecord(ctx, logtail.Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
-	wantRefusal(t, "WriteRecord after 9999", err, "Writer.WriteRecord", tablekit.ErrInvalidInput)
-	err = w.Write(ctx, strings.Repeat("x", logtail.MaxRecordBytes))
-	wantRefusal(t, "Write of a record too large", err, "Writer.Write", tablekit.ErrTooLarge)
+	wantRefusal(t, "WriteRecord after 9999", err, "logtail.Writer.WriteRecord", tablekit.ErrInvalidInput)
+	err = w.Write(ctx, strings.Repeat("x", 4<<20))
+	wantRefusal(t, "Write of a record too large", err, "logtail.Writer.Write", tablekit.ErrTooLarge)
 
-	r, err := logtail.NewReader(c, "app", nil)
+	r, err := logtail.OpenReader(acct, "unused", "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,14 +562,10 @@ func TestBlobWriterInput(t *testing.T) {
 	}
 	now := time.Now()
 	_, err = r.Blobs(ctx, now, now)
-	wantRefusal(t, "Blobs of an empty window", err, "Reader.Blobs", tablekit.ErrInvalidInput)
+	wantRefusal(t, "Blobs of an empty window", err, "logtail.Reader.Blobs", tablekit.ErrInvalidInput)
 	for _, err := range r.Read(ctx, now, now.Add(-time.Second)) {
-		wantRefusal(t, "Read of an empty window", err, "Reader.Read", tablekit.ErrInvalidInput)
+		wantRefusal(t, "Read of an empty window", err, "logtail.Reader.Read", tablekit.ErrInvalidInput)
 	}
-	_, err = logtail.BlobName("app", now, -1)
-	wantRefusal(t, "BlobName with seq -1", err, "logtail.BlobName", tablekit.ErrInvalidInput)
-	_, _, _, err = logtail.ParseBlobName("app/2024/05/06/1504/1.log")
-	wantRefusal(t, "ParseBlobName of a short name", err, "logtail.ParseBlobName", tablekit.ErrInvalidInput)
 	_, err = logtail.AppendRecord(nil, logtail.Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	wantRefusal(t, "AppendRecord after 9999", err, "logtail.AppendRecord", tablekit.ErrInvalidInput)
 	var de *tablekit.DecodeError
@@ -580,14 +582,11 @@ func TestBlobReaderCorruptBlob(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	c := testenv.NewContainer(t, acct)
 	start := time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC)
-	name, err := logtail.BlobName("app", start, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	name := logtail.BlobName("app", start, 0)
 	if _, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, []byte("2024-05-06T15:00:01.000000000Z\tok\ngarbage\n"), nil); err != nil {
 		t.Fatal(err)
 	}
-	r, err := logtail.NewReader(c, "app", nil)
+	r, err := logtail.OpenReader(acct, containerName(c), "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +600,16 @@ func TestBlobReaderCorruptBlob(t *testing.T) {
 		}
 	}
 	var de *tablekit.DecodeError
-	if !errors.As(got, &de) || de.Op != "Reader.Read" || !strings.Contains(de.Detail, r.ContainerName()+"/"+name) {
+	if !errors.As(got, &de) || de.Op != "logtail.Reader.Read" || !strings.Contains(de.Detail, r.ContainerName()+"/"+name) {
 		t.Fatalf("Read of a corrupt blob: %v, want a *tablekit.DecodeError of Reader.Read naming %s/%s", got, r.ContainerName(), name)
 	}
+}
+
+// containerName returns the name of the container c addresses.
+func containerName(c *container.Client) string {
+	u := strings.TrimRight(c.URL(), "/")
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return u[strings.LastIndexByte(u, '/')+1:]
 }

@@ -18,8 +18,8 @@ import (
 // the blobs of that source and period. All of an hour's blobs share the
 // prefix "<source>/YYYY/MM/DD/hh", which is what a Reader lists.
 
-// MaxSeq is the largest sequence number of a blob name (six digits).
-const MaxSeq = 999999
+// maxSeq is the largest sequence number of a blob name (six digits).
+const maxSeq = 999999
 
 // maxSourceLen keeps blob names well below the service's 1,024 characters.
 const maxSourceLen = 512
@@ -63,25 +63,9 @@ func checkSource(op, source string) error {
 	return nil
 }
 
-// BlobName returns the name of blob seq of source for the period starting
+// blobName returns the name of blob seq of source for the period starting
 // at start (which is rounded down to the minute, in UTC):
-// BlobName("web", 2024-05-06T15:04:00Z, 1) is "web/2024/05/06/1504/000001.log".
-// Bad input is refused with a *tablekit.ValidationError whose Op is
-// "logtail.BlobName".
-func BlobName(source string, start time.Time, seq int) (string, error) {
-	const op = "logtail.BlobName"
-	if err := checkSource(op, source); err != nil {
-		return "", err
-	}
-	if seq < 0 || seq > MaxSeq {
-		return "", &tablekit.ValidationError{Op: op, Property: "seq", Limit: "0..999999", Size: seq, Detail: "blob sequence number out of range", Err: tablekit.ErrInvalidInput}
-	}
-	if err := checkTime(op, "start", start); err != nil {
-		return "", err
-	}
-	return blobName(source, start, seq), nil
-}
-
+// blobName("web", 2024-05-06T15:04:00Z, 1) is "web/2024/05/06/1504/000001.log".
 func blobName(source string, start time.Time, seq int) string {
 	u := start.UTC()
 	b := make([]byte, 0, len(source)+32)
@@ -107,13 +91,12 @@ func hourPrefix(source string, t time.Time) string {
 	return source + "/" + t.UTC().Format("2006/01/02/15")
 }
 
-// ParseBlobName decodes a name BlobName made: the source, the start of the
-// period (to the minute, UTC) and the sequence number. Any other name is
-// refused with a *tablekit.ValidationError whose Op is
-// "logtail.ParseBlobName".
-func ParseBlobName(name string) (source string, start time.Time, seq int, err error) {
+// parseBlobName decodes a name blobName made: the source, the start of the
+// period (to the minute, UTC) and the sequence number; any other name is
+// an error.
+func parseBlobName(name string) (source string, start time.Time, seq int, err error) {
 	bad := func() (string, time.Time, int, error) {
-		return "", time.Time{}, 0, &tablekit.ValidationError{Op: "logtail.ParseBlobName", Property: "name", Detail: fmt.Sprintf("%q is not a log blob name (<source>/YYYY/MM/DD/hhmm/NNNNNN.log)", name), Err: tablekit.ErrInvalidInput}
+		return "", time.Time{}, 0, &tablekit.ValidationError{Op: "logtail.parseBlobName", Property: "name", Detail: fmt.Sprintf("%q is not a log blob name (<source>/YYYY/MM/DD/hhmm/NNNNNN.log)", name), Err: tablekit.ErrInvalidInput}
 	}
 	const tail = len("/2006/01/02/1504/000000.log")
 	if len(name) <= tail {

@@ -309,23 +309,17 @@ func TestChaosBlobLog(t *testing.T) {
 		c := testenv.NewContainer(t, setup)
 		inj.SetEnabled(true)
 		cname := c.URL()[strings.LastIndex(c.URL(), "/")+1:]
-		open := func() (*container.Client, error) {
-			acct, err := inj.Open(cs, nil)
-			if err != nil {
-				return nil, err
-			}
-			return acct.Blobs().ServiceClient().NewContainerClient(cname), nil
-		}
+		open := func() (*tablekit.Account, error) { return inj.Open(cs, nil) }
 
 		reg := newBlobRegistry()
 		var v chaos.Violations
 		separate, shared, perWriter := chaos.Size(8, 16), chaos.Size(3, 4), chaos.Size(30, 100)
 		// One Writer shared by several goroutines, on an Account of its own.
-		sc, err := open()
+		sacct, err := open()
 		if err != nil {
 			t.Fatal(err)
 		}
-		sharedW, err := logtail.NewWriter(sc, blobSources[0], &logtail.WriterOptions{FlushBytes: 500, MaxBlocks: 3, Period: blobPeriod, FlushTimeout: 2 * time.Second})
+		sharedW, err := logtail.OpenWriter(sacct, cname, blobSources[0], logtail.WithMaxBlocks(logtail.WriterOptions{FlushBytes: 500, Period: blobPeriod, FlushTimeout: 2 * time.Second}, 3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,7 +328,7 @@ func TestChaosBlobLog(t *testing.T) {
 		closed := map[string]bool{}
 
 		h, err := chaos.RunWriters(ctx, seed, separate+shared, func(ctx context.Context, w *chaos.Writer) error {
-			c, err := open()
+			acct, err := open()
 			if err != nil {
 				return err
 			}
@@ -343,12 +337,11 @@ func TestChaosBlobLog(t *testing.T) {
 				bw.lw, bw.owner, bw.source = sharedW, "shared", blobSources[0]
 			} else {
 				bw.owner, bw.source = fmt.Sprintf("w%02d", w.Index), blobSources[w.Index%len(blobSources)]
-				o := &logtail.WriterOptions{
+				o := logtail.WithMaxBlocks(logtail.WriterOptions{
 					FlushBytes:   150 + w.Rand.IntN(650),
-					MaxBlocks:    2 + w.Rand.IntN(4),
 					Period:       blobPeriod,
 					FlushTimeout: 5 * time.Second,
-				}
+				}, 2+w.Rand.IntN(4))
 				if w.Rand.IntN(3) == 0 {
 					// Short enough that flushes slowed by faults time out.
 					o.FlushTimeout = time.Duration(80+w.Rand.IntN(200)) * time.Millisecond
@@ -359,16 +352,17 @@ func TestChaosBlobLog(t *testing.T) {
 				case 3:
 					o.WriteThrough, bw.through = true, true
 				}
-				if bw.lw, err = logtail.NewWriter(c, bw.source, o); err != nil {
+				if bw.lw, err = logtail.OpenWriter(acct, cname, bw.source, o); err != nil {
 					return err
 				}
 				mu.Lock()
 				all[bw.owner] = bw.lw
 				mu.Unlock()
 			}
-			if bw.reader, err = logtail.NewReader(c, bw.source, &logtail.ReaderOptions{Concurrency: 1 + w.Rand.IntN(8)}); err != nil {
+			if bw.reader, err = logtail.OpenReader(acct, cname, bw.source); err != nil {
 				return err
 			}
+			logtail.SetConcurrency(bw.reader, 1+w.Rand.IntN(8))
 			for range perWriter {
 				bw.write(ctx)
 				if w.Rand.IntN(6) == 0 && bw.flush(ctx, "Flush") && w.Rand.IntN(3) == 0 {
@@ -422,7 +416,7 @@ func TestChaosBlobLog(t *testing.T) {
 		if rate := st.FaultRate(); rate < 0.15 {
 			t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
 		}
-		checkBlobFinal(t, chaos.NoFaults(ctx), c, h, reg, &v)
+		checkBlobFinal(t, chaos.NoFaults(ctx), setup, c, h, reg, &v)
 		if h.Len() < 300 && chaos.Full() {
 			v.Addf("only %d operations ran, want at least 300", h.Len())
 		}
@@ -485,13 +479,13 @@ func logBlobOps(t *testing.T, h *chaos.History, st chaos.Stats, all map[string]*
 
 // checkBlobFinal reads every source without faults and checks the stored
 // records and blobs against the history.
-func checkBlobFinal(t *testing.T, ctx context.Context, c *container.Client, h *chaos.History, reg *blobRegistry, v *chaos.Violations) {
+func checkBlobFinal(t *testing.T, ctx context.Context, acct *tablekit.Account, c *container.Client, h *chaos.History, reg *blobRegistry, v *chaos.Violations) {
 	t.Helper()
 	from, to := blobT0.Add(-time.Hour), blobT0.Add(4*time.Hour)
 	count := map[string]int{}
 	var total, subWindows int
 	for _, source := range blobSources {
-		r, err := logtail.NewReader(c, source, nil)
+		r, err := logtail.OpenReader(acct, containerName(c), source)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,8 +577,8 @@ func checkBlobFinal(t *testing.T, ctx context.Context, c *container.Client, h *c
 			v.Addf("blob %s: %v", bl.name, bl.parseErr)
 			continue
 		}
-		if bl.meta[logtail.MetaRecords] != fmt.Sprint(len(bl.records)) {
-			v.Addf("blob %s: metadata says %s records, it holds %d", bl.name, bl.meta[logtail.MetaRecords], len(bl.records))
+		if bl.meta["records"] != fmt.Sprint(len(bl.records)) {
+			v.Addf("blob %s: metadata says %s records, it holds %d", bl.name, bl.meta["records"], len(bl.records))
 		}
 		owners := map[string]bool{}
 		lastN := map[int]int{}

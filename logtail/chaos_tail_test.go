@@ -242,12 +242,13 @@ func checkEntries(rd tailRead, attempted map[string]chaosEvent, ackedByID map[st
 
 // tailWriter is one writer of the suite.
 type tailWriter struct {
-	w    *chaos.Writer
-	logs map[string]*logtail.Log[chaosEvent] // by logical partition
-	reg  *tailRegistry
-	v    *chaos.Violations
-	n    int
-	mine map[string][]ackedEntry // this writer's acknowledged entries, by partition
+	w     *chaos.Writer
+	clock *monoClock                          // the times of its appends
+	logs  map[string]*logtail.Log[chaosEvent] // by logical partition
+	reg   *tailRegistry
+	v     *chaos.Violations
+	n     int
+	mine  map[string][]ackedEntry // this writer's acknowledged entries, by partition
 }
 
 func (tw *tailWriter) append(ctx context.Context, pk string) {
@@ -269,7 +270,7 @@ func (tw *tailWriter) append(ctx context.Context, pk string) {
 			ctx, cancel = context.WithTimeout(ctx, limit)
 			defer cancel()
 		}
-		return tw.logs[pk].Append(ctx, pk, e)
+		return tw.logs[pk].AppendAt(ctx, pk, tw.clock.Now(), e)
 	})
 	var se *tablekit.ServiceError
 	if errors.As(op.Err, &se) && se.Code == "EntityAlreadyExists" {
@@ -300,7 +301,7 @@ func (tw *tailWriter) read(ctx context.Context, pk string) {
 		n := 1 + tw.w.Rand.IntN(25)
 		rd.what = fmt.Sprintf("Latest(%d)", n)
 		call = func(ctx context.Context) (any, error) {
-			es, err := l.Latest(ctx, pk, n, nil)
+			es, err := l.Latest(ctx, pk, n)
 			rd.entries, rd.complete = es, len(es) < n
 			return len(es), err
 		}
@@ -390,15 +391,15 @@ func TestChaosLogTail(t *testing.T) {
 			}
 			clock := &monoClock{}
 			pageSize := 1 + w.Rand.IntN(8) // short pages: reads need several
-			plain, err := logtail.New(tbl, &logtail.Options{PageSize: pageSize, Clock: clock.Now})
+			plain, err := logtail.New(tbl, &logtail.Options{PageSize: pageSize})
 			if err != nil {
 				return err
 			}
-			sharded, err := logtail.New(tbl, &logtail.Options{Shards: tailShards, PageSize: pageSize, Clock: clock.Now})
+			sharded, err := logtail.New(tbl, &logtail.Options{Shards: tailShards, PageSize: pageSize})
 			if err != nil {
 				return err
 			}
-			tw := &tailWriter{w: w, reg: reg, v: &v, mine: map[string][]ackedEntry{}, logs: map[string]*logtail.Log[chaosEvent]{}}
+			tw := &tailWriter{w: w, clock: clock, reg: reg, v: &v, mine: map[string][]ackedEntry{}, logs: map[string]*logtail.Log[chaosEvent]{}}
 			for _, p := range tailPartitions {
 				tw.logs[p.name] = plain
 				if p.sharded {
@@ -471,7 +472,7 @@ func checkTailFinal(t *testing.T, ctx context.Context, acct *tablekit.Account, n
 		if p.sharded {
 			l = sharded
 		}
-		latest, err := l.Latest(ctx, p.name, 100_000, nil)
+		latest, err := l.Latest(ctx, p.name, 100_000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +512,7 @@ func checkTailFinal(t *testing.T, ctx context.Context, acct *tablekit.Account, n
 			// Since the time of a middle entry: a suffix of the newest-first list.
 			mid := latest[len(latest)/2].Time()
 			var since []chaosEvent
-			for e, err := range l.Since(ctx, p.name, mid) {
+			for e, err := range l.Window(ctx, p.name, mid, time.Time{}) {
 				if err != nil {
 					t.Fatal(err)
 				}

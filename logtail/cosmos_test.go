@@ -53,7 +53,7 @@ func TestCosmosLog(t *testing.T) {
 		}
 
 		before := acct.Meter().Snapshot()
-		if _, err := l.Latest(ctx, pk, 5, nil); !errors.Is(err, tablekit.ErrUnsupported) {
+		if _, err := l.Latest(ctx, pk, 5); !errors.Is(err, tablekit.ErrUnsupported) {
 			t.Errorf("shards %d: Latest on Cosmos DB: %v, want ErrUnsupported", shards, err)
 		}
 		if _, err := l.Page(ctx, pk, nil); !errors.Is(err, tablekit.ErrUnsupported) {
@@ -64,7 +64,7 @@ func TestCosmosLog(t *testing.T) {
 		}
 
 		var got []int
-		for e, err := range l.Since(ctx, pk, time.Time{}) {
+		for e, err := range l.Window(ctx, pk, time.Time{}, time.Time{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

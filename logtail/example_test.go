@@ -50,19 +50,15 @@ func ExampleLog() {
 	if _, err := log.Append(ctx, "sensor-7", Reading{Celsius: 21.5}); err != nil {
 		panic(err)
 	}
-	latest, err := log.Latest(ctx, "sensor-7", 10, nil) // nil: the Log's page size
+	latest, err := log.Latest(ctx, "sensor-7", 10)
 	if err != nil {
 		panic(err)
 	}
 	for _, r := range latest {
 		fmt.Println(r.Time(), r.Celsius)
 	}
-	// The 5,000 newest, at most 500 per request: smaller answers, more
-	// requests (a page size for this call only).
-	if _, err := log.Latest(ctx, "sensor-7", 5000, &logtail.LatestOptions{PageSize: 500}); err != nil {
-		panic(err)
-	}
-	for r, err := range log.Since(ctx, "sensor-7", time.Now().Add(-time.Hour)) {
+	// The last hour's readings: a zero end means no upper bound.
+	for r, err := range log.Window(ctx, "sensor-7", time.Now().Add(-time.Hour), time.Time{}) {
 		if err != nil {
 			panic(err)
 		}
@@ -90,26 +86,23 @@ func ExampleAppendRecord() {
 	// "GET /\tok\nnext line"
 }
 
-func ExampleBlobName() {
-	name, _ := logtail.BlobName("web", time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC), 1)
-	fmt.Println(name)
-	// Output: web/2024/05/06/1504/000001.log
-}
-
 // Write a source's log to blobs, buffered, and read back a time window.
 func ExampleWriter() {
 	ctx := context.Background()
-	acct, err := tablekit.Open(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil)
+	// The Writer logs failed background flushes and commits settled
+	// after a lost answer to the Account's Logger.
+	acct, err := tablekit.Open(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), &tablekit.Options{
+		Logger: slog.Default().With("component", "weblog"),
+	})
 	if err != nil {
 		panic(err)
 	}
-	c := acct.Blobs().ServiceClient().NewContainerClient("logs") // must exist
-	w, err := logtail.NewWriter(c, "web", &logtail.WriterOptions{
+	// Blobs named web/YYYY/MM/DD/hhmm/NNNNNN.log in the container "logs",
+	// which must exist.
+	w, err := logtail.OpenWriter(acct, "logs", "web", &logtail.WriterOptions{
 		FlushBytes:    4 << 20,          // a block per 4 MiB...
 		FlushAge:      30 * time.Second, // ...or per 30 seconds
 		FlushInterval: 5 * time.Second,  // also when no record arrives
-		// failed background flushes, commits settled after a lost answer
-		Logger: slog.Default().With("component", "weblog"),
 	})
 	if err != nil {
 		panic(err)
@@ -119,7 +112,7 @@ func ExampleWriter() {
 		panic(err)
 	}
 
-	r, err := logtail.NewReader(c, "web", nil)
+	r, err := logtail.OpenReader(acct, "logs", "web")
 	if err != nil {
 		panic(err)
 	}

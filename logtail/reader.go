@@ -12,17 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/opname"
 )
-
-// ReaderOptions configures a [Reader]. A nil *ReaderOptions means defaults.
-type ReaderOptions struct {
-	// Concurrency is how many blobs are downloaded at once (default 8).
-	Concurrency int
-}
 
 // Reader reads the records of one source from the blobs Writers made.
 // It is safe for concurrent use.
@@ -33,40 +27,57 @@ type Reader struct {
 	conc   int
 }
 
-// NewReader returns a Reader of source's records in the container c. Bad
-// input is refused with a *tablekit.ValidationError whose Op is
-// "logtail.NewReader"; nothing is sent.
-func NewReader(c *container.Client, source string, opts *ReaderOptions) (*Reader, error) {
-	const op = "logtail.NewReader"
-	if c == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil container client", Err: tablekit.ErrInvalidInput}
+// OpenReader returns a Reader of source's records in the container named
+// container in acct; it downloads up to 8 blobs at once. Bad input is
+// refused with a *tablekit.ValidationError whose Op is
+// "logtail.OpenReader"; nothing is sent.
+func OpenReader(acct *tablekit.Account, container, source string) (*Reader, error) {
+	const op = "logtail.OpenReader"
+	c, err := openContainer(op, acct, container)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSource(op, source); err != nil {
 		return nil, err
 	}
-	r := &Reader{c: c, cname: containerName(c), source: source, conc: 8}
-	if opts != nil && opts.Concurrency != 0 {
-		if opts.Concurrency < 0 {
-			return nil, &tablekit.ValidationError{Op: op, Property: "Concurrency", Limit: ">= 0", Detail: "negative concurrency", Err: tablekit.ErrInvalidInput}
-		}
-		r.conc = opts.Concurrency
-	}
-	return r, nil
+	return &Reader{c: c, cname: container, source: source, conc: 8}, nil
 }
 
-// containerName returns the name of the container c addresses.
-func containerName(c *container.Client) string {
-	if parts, err := blob.ParseURL(c.URL()); err == nil {
-		return parts.ContainerName
+// openContainer returns the client of the container named name in acct,
+// or op's refusal of a zero Account or a bad name.
+func openContainer(op string, acct *tablekit.Account, name string) (*container.Client, error) {
+	if acct == nil || acct.Blobs() == nil {
+		return nil, &tablekit.ValidationError{Op: op, Property: "acct", Detail: "the account is nil or zero: use tablekit.Open", Err: tablekit.ErrInvalidInput}
 	}
-	return ""
+	if err := core.ValidateContainerName(name); err != nil {
+		return nil, opname.Set(op, err)
+	}
+	return acct.Blobs().ServiceClient().NewContainerClient(name), nil
 }
 
 // ContainerName returns the name of the container the Reader reads.
-func (r *Reader) ContainerName() string { return r.cname }
+func (r *Reader) ContainerName() string {
+	if r == nil {
+		return ""
+	}
+	return r.cname
+}
 
 // Source returns the source whose records the Reader reads.
-func (r *Reader) Source() string { return r.source }
+func (r *Reader) Source() string {
+	if r == nil {
+		return ""
+	}
+	return r.source
+}
+
+// check refuses a nil or zero Reader.
+func (r *Reader) check(op string) error {
+	if r == nil || r.c == nil {
+		return &tablekit.ValidationError{Op: op, Detail: "the Reader is nil or zero: use logtail.OpenReader", Err: tablekit.ErrInvalidInput}
+	}
+	return nil
+}
 
 // BlobInfo describes one log blob, as listed.
 type BlobInfo struct {
@@ -97,12 +108,16 @@ type BlobInfo struct {
 // Cost: one List Blobs per hour of the window (per 5,000 blobs), and one
 // Get Blob per blob that may hold records of the window. A window that is
 // empty or outside years 1..9999 is refused (yielded) with a
-// *tablekit.ValidationError whose Op is "Reader.Read"; a blob whose
+// *tablekit.ValidationError whose Op is "logtail.Reader.Read"; a blob whose
 // content is not in the record format stops the read with a
 // *tablekit.DecodeError naming it.
 func (r *Reader) Read(ctx context.Context, from, to time.Time) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		if err := checkWindow("Reader.Read", from, to); err != nil {
+		if err := r.check("logtail.Reader.Read"); err != nil {
+			yield(Record{}, err)
+			return
+		}
+		if err := checkWindow("logtail.Reader.Read", from, to); err != nil {
 			yield(Record{}, err)
 			return
 		}
@@ -129,9 +144,12 @@ func (r *Reader) Read(ctx context.Context, from, to time.Time) iter.Seq2[Record,
 // Blobs returns the blobs Read(ctx, from, to) would download, in name
 // order: the listing of each hour of the window minus the blobs whose name
 // or metadata rule them out. Cost: one List Blobs per hour of the window
-// (per 5,000 blobs). Refusals name Op "Reader.Blobs".
+// (per 5,000 blobs). Refusals name Op "logtail.Reader.Blobs".
 func (r *Reader) Blobs(ctx context.Context, from, to time.Time) ([]BlobInfo, error) {
-	if err := checkWindow("Reader.Blobs", from, to); err != nil {
+	if err := r.check("logtail.Reader.Blobs"); err != nil {
+		return nil, err
+	}
+	if err := checkWindow("logtail.Reader.Blobs", from, to); err != nil {
 		return nil, err
 	}
 	var out []BlobInfo
@@ -176,7 +194,7 @@ func (r *Reader) hourBlobs(ctx context.Context, h, from, to time.Time) ([]BlobIn
 			if it.Name == nil {
 				continue
 			}
-			src, start, seq, err := ParseBlobName(*it.Name)
+			src, start, seq, err := parseBlobName(*it.Name)
 			if err != nil || src != r.source {
 				continue // not a log blob of this source
 			}
@@ -192,11 +210,11 @@ func (r *Reader) hourBlobs(ctx context.Context, h, from, to time.Time) ([]BlobIn
 					continue
 				}
 				switch {
-				case strings.EqualFold(k, MetaFirst):
+				case strings.EqualFold(k, metaFirst):
 					bi.First, _ = parseTime([]byte(*v))
-				case strings.EqualFold(k, MetaLast):
+				case strings.EqualFold(k, metaLast):
 					bi.Last, _ = parseTime([]byte(*v))
-				case strings.EqualFold(k, MetaRecords):
+				case strings.EqualFold(k, metaRecords):
 					if n, err := strconv.ParseInt(*v, 10, 64); err == nil {
 						bi.Records = n
 					}
@@ -286,7 +304,7 @@ func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) 
 		return nil
 	})
 	if err != nil {
-		return nil, &tablekit.DecodeError{Op: "Reader.Read", Detail: "blob " + quote(r.cname+"/"+name) + ": " + err.Error()}
+		return nil, &tablekit.DecodeError{Op: "logtail.Reader.Read", Detail: "blob " + quote(r.cname+"/"+name) + ": " + err.Error()}
 	}
 	return out, nil
 }

@@ -21,11 +21,12 @@ type Record struct {
 // timeLayout is the record time format (see AppendRecord).
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// TimeWidth is the width of a record's time field.
-const TimeWidth = len(timeLayout)
+// timeWidth is the width of a record's time field.
+const timeWidth = len(timeLayout)
 
-// MaxRecordBytes is the longest encoded record (line) a Writer accepts.
-const MaxRecordBytes = 4 << 20
+// maxRecordBytes is the longest encoded record (line) a Writer accepts:
+// 4 MiB.
+const maxRecordBytes = 4 << 20
 
 // checkTime refuses, for operation op, a time t (of property prop) that
 // cannot be written: years 1 to 9999 UTC.
@@ -43,7 +44,7 @@ func appendTime(dst []byte, t time.Time) []byte {
 func formatTime(t time.Time) string { return string(appendTime(nil, t)) }
 
 func parseTime(b []byte) (time.Time, error) {
-	if len(b) != TimeWidth || b[len(b)-1] != 'Z' {
+	if len(b) != timeWidth || b[len(b)-1] != 'Z' {
 		return time.Time{}, fmt.Errorf("malformed record time %q", b)
 	}
 	t, err := time.Parse(timeLayout, string(b))
@@ -117,14 +118,14 @@ func ParseRecord(line []byte) (Record, error) {
 // parseRecord is ParseRecord with a plain error.
 func parseRecord(line []byte) (Record, error) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
-	if len(line) < TimeWidth+1 || line[TimeWidth] != '\t' {
+	if len(line) < timeWidth+1 || line[timeWidth] != '\t' {
 		return Record{}, fmt.Errorf("malformed record %q: want <time>\\t<message>", truncateForError(line))
 	}
-	t, err := parseTime(line[:TimeWidth])
+	t, err := parseTime(line[:timeWidth])
 	if err != nil {
 		return Record{}, err
 	}
-	msg := line[TimeWidth+1:]
+	msg := line[timeWidth+1:]
 	if !bytes.ContainsAny(msg, "\\\t\n") {
 		return Record{Time: t, Message: string(msg)}, nil
 	}

@@ -88,13 +88,11 @@ type Options struct {
 	// of a log must use the same Shards value.
 	Shards int
 	// PageSize is the most entities one query request asks for (1..1000;
-	// 0 means the service's maximum, 1000), unless a call's options say
-	// otherwise ([LatestOptions], [PageOptions]). Reads keep requesting
-	// until they have what they need, whatever the service returns per
-	// page.
+	// 0 means the service's maximum, 1000), unless [PageOptions] say
+	// otherwise. Reads keep requesting until they have what they need,
+	// whatever the service returns per page, so it changes the number of
+	// requests, never the result.
 	PageSize int
-	// Clock is the clock Append uses (nil means time.Now).
-	Clock func() time.Time
 }
 
 // Log is a log tail over a Table: entries of one partition, read newest
@@ -103,7 +101,6 @@ type Log[T HasEntry] struct {
 	table    *tablekit.Table[T]
 	shards   int
 	pageSize int
-	now      func() time.Time
 	keyPath  []int // index path of the embedded Entry in T
 	writerID uint32
 	counter  atomic.Uint32
@@ -114,8 +111,8 @@ type Log[T HasEntry] struct {
 // *tablekit.ValidationError whose Op is "logtail.New"; nothing is sent.
 func New[T HasEntry](table *tablekit.Table[T], opts *Options) (*Log[T], error) {
 	const op = "logtail.New"
-	if table == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
+	if table == nil || table.Name() == "" {
+		return nil, &tablekit.ValidationError{Op: op, Property: "table", Detail: "the table is nil or zero: use tablekit.OpenTable", Err: tablekit.ErrInvalidInput}
 	}
 	var o Options
 	if opts != nil {
@@ -131,7 +128,7 @@ func New[T HasEntry](table *tablekit.Table[T], opts *Options) (*Log[T], error) {
 	if !ok {
 		return nil, &tablekit.ValidationError{Op: op, Detail: "the entry type " + reflect.TypeFor[T]().String() + " must be a struct that embeds logtail.Entry by value", Err: tablekit.ErrInvalidInput}
 	}
-	l := &Log[T]{table: table, shards: max(o.Shards, 1), pageSize: o.PageSize, now: o.Clock, keyPath: path}
+	l := &Log[T]{table: table, shards: max(o.Shards, 1), pageSize: o.PageSize, keyPath: path}
 	var id [4]byte
 	rand.Read(id[:])
 	l.writerID = binary.BigEndian.Uint32(id[:])
@@ -187,12 +184,22 @@ func entryPath(t reflect.Type) ([]int, bool) {
 	return nil, false
 }
 
-// Table returns the table the Log stores its entries in.
-func (l *Log[T]) Table() *tablekit.Table[T] { return l.table }
+// Table returns the table the Log stores its entries in (nil for a zero
+// Log).
+func (l *Log[T]) Table() *tablekit.Table[T] {
+	if l == nil {
+		return nil
+	}
+	return l.table
+}
 
-// Shards returns the number of table partitions each logical partition
-// is spread over (1 when not sharded).
-func (l *Log[T]) Shards() int { return l.shards }
+// check refuses a nil or zero Log.
+func (l *Log[T]) check(op string) error {
+	if l == nil || l.table == nil {
+		return &tablekit.ValidationError{Op: op, Detail: "the Log is nil or zero: use logtail.New", Err: tablekit.ErrInvalidInput}
+	}
+	return nil
+}
 
 // nextSeq returns a sequence number for DescendingKey: a per-Log counter
 // in the high 32 bits, so that among entries of one tick a later Append
@@ -251,50 +258,39 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Append inserts v as the newest entry of partition pk, timed now by the
-// Log's clock. See AppendAt.
+// Append inserts v as the newest entry of partition pk, timed now. See
+// AppendAt.
 func (l *Log[T]) Append(ctx context.Context, pk string, v T) (T, error) {
-	return l.appendAt(ctx, "Log.Append", pk, core.Now(l.now), v)
+	return l.appendAt(ctx, "logtail.Log.Append", pk, time.Now(), v)
 }
 
 // AppendAt inserts v as an entry of partition pk at time at, and returns
-// it with its Entry keys set. An append is an insert (create only, like
-// tablekit.Table.Insert) of a new entry under a key of its own: the RowKey
-// keys.DescendingKey(at, seq), where seq holds this Log's random identity
-// and a counter, so no other call, in this process or another, uses it.
-// Whatever keys v holds are replaced; entries never replace each other.
-// Entries at the same tick (100 ns) get distinct RowKeys; among them the
-// one appended later through this Log sorts first.
+// it with its Entry keys set: an insert (create only, like
+// tablekit.Table.Insert) under a RowKey of its own, keys.DescendingKey(at,
+// seq), where seq holds this Log's random identity and a counter, so no
+// other call, in this process or another, uses it. Whatever keys v holds
+// are replaced; entries never replace each other. Entries at the same
+// tick (100 ns) get distinct RowKeys; among them the one appended later
+// through this Log sorts first.
 //
 // Cost: one transaction (InsertEntity), and one more (GetEntity) only to
-// settle a lost answer (below).
+// settle a lost answer by its RowKey (see the package doc, "Faults"): an
+// error matching tablekit.ErrOutcomeUnknown, or a context error, means
+// the entry may or may not be stored, at most once; any other error means
+// it was not stored.
 //
-// A lost answer is settled by that key: when the SDK retries an insert the
-// service had already applied, the service answers "already exists", and
-// since no other call inserts under this key, AppendAt takes it as
-// success; when no try got an answer (or a retry after a lost answer was
-// throttled or answered 5xx), AppendAt reads the key (a point query) and
-// reports success if the entry is there. An error matching
-// tablekit.ErrOutcomeUnknown is thus left only when that read failed too,
-// or found nothing while a try whose connection broke may still be applied
-// later, and a context error when ctx ended first: then the entry may or
-// may not be stored, at most once, under the RowKey this call chose. Any
-// other error means the entry was not stored. Appending it again after an unknown
-// outcome makes a new entry under a new RowKey, so a log holds a
-// duplicate only when the first one was stored after all: a caller that
-// must not have duplicates gives its entries an id of its own and looks
-// for it (with Window around the time of the first try) before appending
-// again.
-//
-// Refusals (a partition key Azure refuses, a time outside years
-// 1..9999) are *tablekit.ValidationError with Op "Log.AppendAt" ("Log.Append"
-// from Append); nothing is sent.
+// Refusals (a partition key Azure refuses, a time outside years 1..9999)
+// are *tablekit.ValidationError with Op "logtail.Log.AppendAt"
+// ("logtail.Log.Append" from Append); nothing is sent.
 func (l *Log[T]) AppendAt(ctx context.Context, pk string, at time.Time, v T) (T, error) {
-	return l.appendAt(ctx, "Log.AppendAt", pk, at, v)
+	return l.appendAt(ctx, "logtail.Log.AppendAt", pk, at, v)
 }
 
 func (l *Log[T]) appendAt(ctx context.Context, op, pk string, at time.Time, v T) (T, error) {
 	var zero T
+	if err := l.check(op); err != nil {
+		return zero, err
+	}
 	if err := checkPartition(op, pk); err != nil {
 		return zero, err
 	}
@@ -339,16 +335,6 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 	return gerr == nil
 }
 
-// LatestOptions configures one [Log.Latest] call. A nil *LatestOptions
-// means defaults.
-type LatestOptions struct {
-	// PageSize is the most entities one query request of this call asks
-	// for (1..1000; 0 means the Log's Options.PageSize). Latest keeps
-	// requesting until it has n entries or the partition ends, so it
-	// changes the number of requests, never the result.
-	PageSize int
-}
-
 // Latest returns the n newest entries of partition pk, newest first: fewer
 // only when the partition holds fewer. It reads as many pages as needed,
 // however short the pages the service returns.
@@ -356,41 +342,37 @@ type LatestOptions struct {
 // Cost: one query (QueryEntities) per page read, ⌈n/PageSize⌉ when the
 // service returns full pages, on each of the Log's Shards buckets (so at
 // least Shards queries on a sharded log). n <= PageSize is one query per
-// bucket. Refusals are *tablekit.ValidationError with Op "Log.Latest".
-func (l *Log[T]) Latest(ctx context.Context, pk string, n int, opts *LatestOptions) ([]T, error) {
-	const op = "Log.Latest"
+// bucket. Refusals are *tablekit.ValidationError with Op
+// "logtail.Log.Latest".
+func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
+	const op = "logtail.Log.Latest"
+	if err := l.check(op); err != nil {
+		return nil, err
+	}
 	if n <= 0 {
 		return nil, &tablekit.ValidationError{Op: op, Property: "n", Limit: "n > 0", Detail: "no entries asked for", Err: tablekit.ErrInvalidInput}
 	}
-	pageSize := l.pageSize
-	if opts != nil && opts.PageSize != 0 {
-		if err := checkPageSize(op, opts.PageSize); err != nil {
-			return nil, err
-		}
-		pageSize = opts.PageSize
-	}
-	return l.collect(ctx, op, pk, "", n, pageSize)
-}
-
-// Since returns the entries of partition pk at or after t, newest first.
-// It is Window with no upper bound; refusals name Op "Log.Since".
-func (l *Log[T]) Since(ctx context.Context, pk string, t time.Time) iter.Seq2[T, error] {
-	return l.window(ctx, "Log.Since", pk, t, time.Time{})
+	return l.collect(ctx, op, pk, "", n, l.pageSize)
 }
 
 // Window returns the entries of partition pk with from <= time < to,
 // newest first. A zero from means no lower bound, a zero to no upper
-// bound. It is one RowKey range query per shard bucket, one request per
-// page of results (Options.PageSize). Refusals (a partition key Azure
-// refuses, a time outside years 1..9999) are yielded as a
-// *tablekit.ValidationError with Op "Log.Window".
+// bound: Window(ctx, pk, since, time.Time{}) is every entry since a time.
+// It is one RowKey range query per shard bucket, one request per page of
+// results (Options.PageSize). Refusals (a partition key Azure refuses, a
+// time outside years 1..9999) are yielded as a *tablekit.ValidationError
+// with Op "logtail.Log.Window".
 func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
-	return l.window(ctx, "Log.Window", pk, from, to)
+	return l.window(ctx, "logtail.Log.Window", pk, from, to)
 }
 
 func (l *Log[T]) window(ctx context.Context, op, pk string, from, to time.Time) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		if err := l.check(op); err != nil {
+			yield(zero, err)
+			return
+		}
 		lo, hi, err := windowBounds(op, from, to)
 		if err != nil {
 			yield(zero, err)
@@ -429,18 +411,17 @@ func windowBounds(op string, from, to time.Time) (lo, hi string, err error) {
 	return lo, hi, nil
 }
 
-// DefaultPageSize is the number of entries in a page of [Log.Page] when
+// defaultPageSize is the number of entries in a page of [Log.Page] when
 // neither PageOptions.PageSize nor Options.PageSize sets it.
-const DefaultPageSize = 100
+const defaultPageSize = 100
 
 // PageOptions configures one [Log.Page] call. A nil *PageOptions means
 // defaults.
 type PageOptions struct {
 	// PageSize is the number of entries in the page, and the most
 	// entities one query request of this call asks for (1..1000; 0 means
-	// the Log's Options.PageSize, or DefaultPageSize when that is 0 too).
-	// Like LatestOptions.PageSize it overrides the Log's for this call; a
-	// page is short only at the end of the log.
+	// the Log's Options.PageSize, or 100 when that is 0 too). A page is
+	// short only at the end of the log.
 	PageSize int
 	// Continuation resumes after the last entry of an earlier page of the
 	// same partition; "" starts at the newest entry.
@@ -456,9 +437,12 @@ type PageOptions struct {
 //
 // Cost: like Latest(PageSize): one query per page read on each bucket.
 // Refusals (a bad PageSize, a token that is not this partition's) are
-// *tablekit.ValidationError with Op "Log.Page".
+// *tablekit.ValidationError with Op "logtail.Log.Page".
 func (l *Log[T]) Page(ctx context.Context, pk string, opts *PageOptions) (tablekit.Page[T], error) {
-	const op = "Log.Page"
+	const op = "logtail.Log.Page"
+	if err := l.check(op); err != nil {
+		return tablekit.Page[T]{}, err
+	}
 	var o PageOptions
 	if opts != nil {
 		o = *opts
@@ -467,7 +451,7 @@ func (l *Log[T]) Page(ctx context.Context, pk string, opts *PageOptions) (tablek
 		return tablekit.Page[T]{}, err
 	}
 	if o.PageSize == 0 {
-		o.PageSize = cmp.Or(l.pageSize, DefaultPageSize)
+		o.PageSize = cmp.Or(l.pageSize, defaultPageSize)
 	}
 	after := ""
 	if o.Continuation != "" {

@@ -142,7 +142,7 @@ func TestLogTail(t *testing.T) {
 	}
 
 	want := []int{999, 998, 997, 996, 995, 994, 993, -1, 992, 991}
-	latest, err := log.Latest(ctx, pk, 10, nil)
+	latest, err := log.Latest(ctx, pk, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestLogTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := acct.Meter().Snapshot()
-	latest7, err := log7.Latest(ctx, pk, 10, nil)
+	latest7, err := log7.Latest(ctx, pk, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLogTail(t *testing.T) {
 
 	// Since: everything at or after 400 ms.
 	var since []event
-	for e, err := range log.Since(ctx, pk, base.Add(400*time.Millisecond)) {
+	for e, err := range log.Window(ctx, pk, base.Add(400*time.Millisecond), time.Time{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestShardedLogTail(t *testing.T) {
 	}
 
 	before := acct.Meter().Snapshot()
-	latest, err := log.Latest(ctx, pk, 15, nil)
+	latest, err := log.Latest(ctx, pk, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestShardedLayout(t *testing.T) {
 			t.Fatalf("entry %d is not at %s/%s: %v", i, want, e.RowKey, err)
 		}
 	}
-	latest, err := log.Latest(ctx, pk, 5, nil)
+	latest, err := log.Latest(ctx, pk, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,25 +412,31 @@ func TestPerCallPageSize(t *testing.T) {
 		want[i] = 29 - i
 	}
 	for _, tc := range []struct {
-		opts    *logtail.LatestOptions
-		queries int
+		pageSize, queries int
 	}{
-		{nil, 3},                                  // the Log's 4: 4+4+2
-		{&logtail.LatestOptions{}, 3},             // 0: the Log's
-		{&logtail.LatestOptions{PageSize: 3}, 4},  // 3+3+3+1
-		{&logtail.LatestOptions{PageSize: 10}, 1}, // one request
+		{4, 3},  // 4+4+2
+		{3, 4},  // 3+3+3+1
+		{10, 1}, // one request
+		{0, 1},  // the service's maximum: one request
 	} {
+		l := log
+		if tc.pageSize != 4 {
+			var err error
+			if l, err = logtail.New(tbl, &logtail.Options{PageSize: tc.pageSize}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		before := acct.Meter().Snapshot()
-		got, err := log.Latest(ctx, pk, 10, tc.opts)
+		got, err := l.Latest(ctx, pk, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cost := acct.Meter().Snapshot().Sub(before)
 		if !slices.Equal(ns(got), want) {
-			t.Fatalf("Latest(10, %+v) = %v, want %v", tc.opts, ns(got), want)
+			t.Fatalf("Latest(10) with PageSize %d = %v, want %v", tc.pageSize, ns(got), want)
 		}
 		if q := cost.Count("table", "QueryEntities"); q < int64(tc.queries) || (q != int64(tc.queries) && !testenv.PagesAsAzure()) {
-			t.Errorf("Latest(10, %+v) took %d queries, want %d (more only where pages may be cut short)", tc.opts, q, tc.queries)
+			t.Errorf("Latest(10) with PageSize %d took %d queries, want %d (more only where pages may be cut short)", tc.pageSize, q, tc.queries)
 		}
 	}
 	for _, tc := range []struct {
@@ -462,7 +468,7 @@ func TestPerCallPageSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := plain.Page(ctx, pk, &logtail.PageOptions{PageSize: 0}); err != nil || len(p.Items) != min(30, logtail.DefaultPageSize) {
+	if p, err := plain.Page(ctx, pk, &logtail.PageOptions{PageSize: 0}); err != nil || len(p.Items) != min(30, 100) {
 		t.Fatalf("Page with no page size: %d entries, %v", len(p.Items), err)
 	}
 }
@@ -511,25 +517,23 @@ func TestLogTailInput(t *testing.T) {
 	}
 	// Checked before anything is sent (the table does not exist).
 	_, err = log.Append(ctx, "a/b", event{})
-	wantRefusal(t, "Append to a partition with '/'", err, "Log.Append", tablekit.ErrInvalidKey)
+	wantRefusal(t, "Append to a partition with '/'", err, "logtail.Log.Append", tablekit.ErrInvalidKey)
 	_, err = sharded.Append(ctx, strings.Repeat("x", keys.MaxKeyLen), event{})
-	wantRefusal(t, "sharded Append to a partition too long for a bucket prefix", err, "Log.Append", tablekit.ErrInvalidKey)
+	wantRefusal(t, "sharded Append to a partition too long for a bucket prefix", err, "logtail.Log.Append", tablekit.ErrInvalidKey)
 	_, err = log.AppendAt(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), event{})
-	wantRefusal(t, "AppendAt after 9999", err, "Log.AppendAt", tablekit.ErrInvalidInput)
-	_, err = log.Latest(ctx, "a", 0, nil)
-	wantRefusal(t, "Latest(0)", err, "Log.Latest", tablekit.ErrInvalidInput)
-	_, err = log.Latest(ctx, "a", 5, &logtail.LatestOptions{PageSize: 1001})
-	wantRefusal(t, "Latest with PageSize 1001", err, "Log.Latest", tablekit.ErrInvalidInput)
-	_, err = sharded.Latest(ctx, "a#b", 5, nil)
-	wantRefusal(t, "Latest of a partition with '#'", err, "Log.Latest", tablekit.ErrInvalidKey)
+	wantRefusal(t, "AppendAt after 9999", err, "logtail.Log.AppendAt", tablekit.ErrInvalidInput)
+	_, err = log.Latest(ctx, "a", 0)
+	wantRefusal(t, "Latest(0)", err, "logtail.Log.Latest", tablekit.ErrInvalidInput)
+	_, err = sharded.Latest(ctx, "a#b", 5)
+	wantRefusal(t, "Latest of a partition with '#'", err, "logtail.Log.Latest", tablekit.ErrInvalidKey)
 	_, err = log.Page(ctx, "a", &logtail.PageOptions{Continuation: "garbage"})
-	wantRefusal(t, "Page with a bad token", err, "Log.Page", tablekit.ErrInvalidInput)
+	wantRefusal(t, "Page with a bad token", err, "logtail.Log.Page", tablekit.ErrInvalidInput)
 	_, err = log.Page(ctx, "a", &logtail.PageOptions{PageSize: -1})
-	wantRefusal(t, "Page with PageSize -1", err, "Log.Page", tablekit.ErrInvalidInput)
+	wantRefusal(t, "Page with PageSize -1", err, "logtail.Log.Page", tablekit.ErrInvalidInput)
 	for _, err := range log.Window(ctx, "a", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}) {
-		wantRefusal(t, "Window from after 9999", err, "Log.Window", tablekit.ErrInvalidInput)
+		wantRefusal(t, "Window from after 9999", err, "logtail.Log.Window", tablekit.ErrInvalidInput)
 	}
-	for _, err := range sharded.Since(ctx, "a?b", time.Now()) {
-		wantRefusal(t, "Since of a partition with '?'", err, "Log.Since", tablekit.ErrInvalidKey)
+	for _, err := range sharded.Window(ctx, "a?b", time.Now(), time.Time{}) {
+		wantRefusal(t, "Window of a partition with '?'", err, "logtail.Log.Window", tablekit.ErrInvalidKey)
 	}
 }

@@ -13,51 +13,38 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/logs"
 )
 
 // Metadata names of a log blob. The service may return them with other
 // capitalisation (e.g. "Firstrecord"); compare case-insensitively.
 const (
-	// MetaFirst is the earliest record time in the blob (record time format).
-	MetaFirst = "firstrecord"
-	// MetaLast is the latest record time in the blob.
-	MetaLast = "lastrecord"
-	// MetaRecords is the number of records in the blob.
-	MetaRecords = "records"
+	metaFirst   = "firstrecord" // the earliest record time in the blob (record time format)
+	metaLast    = "lastrecord"  // the latest record time in the blob
+	metaRecords = "records"     // the number of records in the blob
 )
 
-// Writer defaults and limits.
+// Writer defaults and limits (WriterOptions' docs give them).
 const (
-	// DefaultFlushBytes is the default WriterOptions.FlushBytes.
-	DefaultFlushBytes = 1 << 20
-	// DefaultFlushAge is the default WriterOptions.FlushAge.
-	DefaultFlushAge = time.Minute
-	// DefaultFlushTimeout is the default WriterOptions.FlushTimeout.
-	DefaultFlushTimeout = time.Minute
-	// DefaultPeriod is the default WriterOptions.Period.
-	DefaultPeriod = time.Hour
-	// DefaultMaxBlocks is the default WriterOptions.MaxBlocks.
-	DefaultMaxBlocks = 1000
-	// DefaultWriteThroughMaxBlocks is the default MaxBlocks in write-through
-	// mode, where every record is a block: the block list every commit
-	// sends stays short.
-	DefaultWriteThroughMaxBlocks = 200
-	// DefaultMaxBlobBytes is the default WriterOptions.MaxBlobBytes.
-	DefaultMaxBlobBytes = 128 << 20
-	// MaxFlushBytes bounds FlushBytes, far below the service's block size
-	// limit.
-	MaxFlushBytes = 64 << 20
-	// MaxBlocks is the service's limit of committed blocks per blob.
-	MaxBlocks = 50000
+	defaultFlushBytes            = 1 << 20
+	defaultFlushAge              = time.Minute
+	defaultFlushTimeout          = time.Minute
+	defaultPeriod                = time.Hour
+	defaultMaxBlocks             = 1000 // per blob: each flush sends the whole block list
+	defaultWriteThroughMaxBlocks = 200  // every record is a block: keep the list short
+	defaultMaxBlobBytes          = 128 << 20
+	maxFlushBytes                = 64 << 20 // far below the service's block size limit
+	maxBlocks                    = 50000    // the service's limit of committed blocks per blob
 )
 
 // ErrClosed is returned by a Writer's Write methods after Close.
 var ErrClosed = errors.New("logtail: writer closed")
 
-// WriterOptions configures a [Writer]. A nil *WriterOptions means defaults.
+// WriterOptions configures a [Writer]. A nil *WriterOptions means
+// defaults. The Writer logs to its Account's Logger (tablekit.Options).
 type WriterOptions struct {
 	// FlushBytes flushes the buffer before it would grow past this many
-	// bytes of encoded records (default 1 MiB, at most MaxFlushBytes).
+	// bytes of encoded records (default 1 MiB, at most 64 MiB).
 	// While a flush is under way, new records collect in a second buffer
 	// of the same bound, so a Writer holds at most twice FlushBytes.
 	FlushBytes int
@@ -73,7 +60,7 @@ type WriterOptions struct {
 	FlushInterval time.Duration
 	// FlushTimeout bounds one flush (its Put Block and Put Block List
 	// requests, with the SDK's retries), whatever context it runs under
-	// (default DefaultFlushTimeout, one minute). A flush that times out
+	// (default one minute). A flush that times out
 	// fails like any other: its records stay buffered, in order, and the
 	// next flush writes them.
 	FlushTimeout time.Duration
@@ -85,26 +72,16 @@ type WriterOptions struct {
 	// a whole number of minutes that divides an hour (default 1 hour, as
 	// Storage Analytics does). A blob holds only records of its period.
 	Period time.Duration
-	// MaxBlocks starts the next blob (NNNNNN+1) once a blob has this many
-	// blocks (one block per flush; default 1000, or 200 in write-through
-	// mode; at most 50,000). Each flush sends the blob's whole block list,
-	// so a long list makes every flush slower.
-	MaxBlocks int
-	// MaxBlobBytes starts the next blob once a blob holds this many bytes
-	// (default 128 MiB).
+	// MaxBlobBytes starts the next blob (NNNNNN+1) once a blob holds this
+	// many bytes (default 128 MiB), or 1000 blocks (200 in write-through
+	// mode, where every record is one): each flush sends the blob's whole
+	// block list, so a long list would make every flush slower.
 	MaxBlobBytes int64
+
+	maxBlocks int // 0: the default; set by tests (export_test.go)
 	// Clock gives record times for Write and the age of the buffer (nil
 	// means time.Now). Tests inject a simulated clock.
 	Clock func() time.Time
-	// Logger receives the Writer's log records, with structured fields
-	// (container, source, blob, block, records, error): a failed flush of
-	// the FlushInterval goroutine, which has no caller to return its error
-	// to (warn); a commit whose outcome is unknown, which the next flush
-	// checks again (warn); a commit settled as applied after its answer
-	// was lost (info); a blob changed by someone else, left for a new one
-	// (warn); a blob name found taken by another writer (debug). nil means
-	// slog.Default() at the time of logging.
-	Logger *slog.Logger
 }
 
 // WriterStats counts what a [Writer] did.
@@ -202,6 +179,7 @@ type Writer struct {
 	cname  string
 	source string
 	o      WriterOptions
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	cur      batch         // accepts new records
@@ -227,15 +205,21 @@ type Writer struct {
 	stopOnce sync.Once
 }
 
-// NewWriter returns a Writer of source's records into the container c,
-// which must exist. source names the log ("web", "billing/eu"): segments of
-// letters, digits, '-', '_' and '.' separated by '/', none made only of
-// digits. Bad input is refused with a *tablekit.ValidationError whose Op
-// is "logtail.NewWriter"; nothing is sent.
-func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer, error) {
-	const op = "logtail.NewWriter"
-	if c == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil container client", Err: tablekit.ErrInvalidInput}
+// OpenWriter returns a Writer of source's records into the container
+// named container in acct, which must exist. source names the log ("web",
+// "billing/eu"): segments of letters, digits, '-', '_' and '.' separated
+// by '/', none made only of digits. The Writer logs to acct's Logger what
+// no caller hears of (a failed background flush, a commit whose outcome
+// is unknown and is checked again, a commit settled as applied after its
+// answer was lost), with structured fields (container, source, blob,
+// block, records, error). Bad input is refused with a
+// *tablekit.ValidationError whose Op is "logtail.OpenWriter"; nothing is
+// sent.
+func OpenWriter(acct *tablekit.Account, container, source string, opts *WriterOptions) (*Writer, error) {
+	const op = "logtail.OpenWriter"
+	c, err := openContainer(op, acct, container)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSource(op, source); err != nil {
 		return nil, err
@@ -249,43 +233,43 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 	}
 	switch {
 	case o.FlushBytes == 0:
-		o.FlushBytes = DefaultFlushBytes
-	case o.FlushBytes < 0 || o.FlushBytes > MaxFlushBytes:
+		o.FlushBytes = defaultFlushBytes
+	case o.FlushBytes < 0 || o.FlushBytes > maxFlushBytes:
 		return nil, bad("FlushBytes", "1..64 MiB", o.FlushBytes, "flush size out of range")
 	}
 	if o.FlushAge == 0 {
-		o.FlushAge = DefaultFlushAge
+		o.FlushAge = defaultFlushAge
 	}
 	if o.FlushInterval < 0 {
 		return nil, bad("FlushInterval", ">= 0", int(o.FlushInterval), "negative flush interval")
 	}
 	switch {
 	case o.FlushTimeout == 0:
-		o.FlushTimeout = DefaultFlushTimeout
+		o.FlushTimeout = defaultFlushTimeout
 	case o.FlushTimeout < 0:
 		return nil, bad("FlushTimeout", "> 0", int(o.FlushTimeout), "negative flush timeout")
 	}
 	if o.Period == 0 {
-		o.Period = DefaultPeriod
+		o.Period = defaultPeriod
 	}
 	if o.Period < time.Minute || o.Period > time.Hour || o.Period%time.Minute != 0 || time.Hour%o.Period != 0 {
 		return nil, bad("Period", "whole minutes dividing an hour", int(o.Period/time.Minute), fmt.Sprintf("period %v must be a whole number of minutes that divides an hour", o.Period))
 	}
 	switch {
-	case o.MaxBlocks == 0 && o.WriteThrough:
-		o.MaxBlocks = DefaultWriteThroughMaxBlocks
-	case o.MaxBlocks == 0:
-		o.MaxBlocks = DefaultMaxBlocks
-	case o.MaxBlocks < 0 || o.MaxBlocks > MaxBlocks:
-		return nil, bad("MaxBlocks", "1..50000", o.MaxBlocks, "block count out of range")
+	case o.maxBlocks == 0 && o.WriteThrough:
+		o.maxBlocks = defaultWriteThroughMaxBlocks
+	case o.maxBlocks == 0:
+		o.maxBlocks = defaultMaxBlocks
+	case o.maxBlocks < 0 || o.maxBlocks > maxBlocks:
+		return nil, bad("maxBlocks", "1..50000", o.maxBlocks, "block count out of range")
 	}
 	switch {
 	case o.MaxBlobBytes == 0:
-		o.MaxBlobBytes = DefaultMaxBlobBytes
+		o.MaxBlobBytes = defaultMaxBlobBytes
 	case o.MaxBlobBytes < 0:
 		return nil, bad("MaxBlobBytes", "> 0", int(o.MaxBlobBytes), "negative blob size")
 	}
-	w := &Writer{c: c, cname: containerName(c), source: source, o: o, seqHint: map[time.Time]int{}}
+	w := &Writer{c: c, cname: container, source: source, o: o, log: logs.Or(core.AccountLogger(acct)), seqHint: map[time.Time]int{}}
 	rand.Read(w.id[:])
 	if o.FlushInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -295,20 +279,33 @@ func NewWriter(c *container.Client, source string, opts *WriterOptions) (*Writer
 	return w, nil
 }
 
-// Source returns the source the Writer writes.
-func (w *Writer) Source() string { return w.source }
+// Source returns the source the Writer writes ("" for a zero Writer).
+func (w *Writer) Source() string {
+	if w == nil {
+		return ""
+	}
+	return w.source
+}
 
 // ContainerName returns the name of the container the Writer writes to.
-func (w *Writer) ContainerName() string { return w.cname }
-
-// logger returns the Writer's logger: WriterOptions.Logger, or
-// slog.Default() now.
-func (w *Writer) logger() *slog.Logger {
-	if w.o.Logger != nil {
-		return w.o.Logger
+func (w *Writer) ContainerName() string {
+	if w == nil {
+		return ""
 	}
-	return slog.Default()
+	return w.cname
 }
+
+// check refuses a nil or zero Writer.
+func (w *Writer) check(op string) error {
+	if w == nil || w.c == nil {
+		return &tablekit.ValidationError{Op: op, Detail: "the Writer is nil or zero: use logtail.OpenWriter", Err: tablekit.ErrInvalidInput}
+	}
+	return nil
+}
+
+// logger returns the Writer's logger: its Account's (nil: slog.Default()
+// at the time of logging).
+func (w *Writer) logger() *slog.Logger { return w.log }
 
 // background flushes due buffers every FlushInterval until Close.
 func (w *Writer) background(ctx context.Context) {
@@ -339,7 +336,10 @@ func (w *Writer) background(ctx context.Context) {
 // Write writes a record of msg timed now by the Writer's Clock. See
 // WriteRecord.
 func (w *Writer) Write(ctx context.Context, msg string) error {
-	return w.writeRecord(ctx, "Writer.Write", Record{Time: core.Now(w.o.Clock), Message: msg})
+	if err := w.check("logtail.Writer.Write"); err != nil {
+		return err
+	}
+	return w.writeRecord(ctx, "logtail.Writer.Write", Record{Time: core.Now(w.o.Clock), Message: msg})
 }
 
 // WriteRecord accepts r (a zero r.Time means now, by the Clock). It returns
@@ -364,11 +364,14 @@ func (w *Writer) Write(ctx context.Context, msg string) error {
 // fails adds a Get Block List to settle it; a new blob whose name another
 // writer took adds 4 (the refused Put Block List, that Get Block List, a
 // List Blobs, and the Put Block again under the next name). A record
-// with a time outside years 1..9999 or an encoding over MaxRecordBytes is
+// with a time outside years 1..9999 or an encoding over maxRecordBytes is
 // refused with a *tablekit.ValidationError whose Op is
-// "Writer.WriteRecord" ("Writer.Write" from Write).
+// "logtail.Writer.WriteRecord" ("logtail.Writer.Write" from Write).
 func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
-	return w.writeRecord(ctx, "Writer.WriteRecord", r)
+	if err := w.check("logtail.Writer.WriteRecord"); err != nil {
+		return err
+	}
+	return w.writeRecord(ctx, "logtail.Writer.WriteRecord", r)
 }
 
 func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
@@ -419,14 +422,14 @@ func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 }
 
 // encode appends r's encoding to dst, refusing a record over
-// MaxRecordBytes; on error dst is returned unchanged.
+// maxRecordBytes; on error dst is returned unchanged.
 func (w *Writer) encode(op string, dst []byte, r Record) ([]byte, error) {
 	n0 := len(dst)
 	line, err := appendRecord(op, dst, r)
 	if err != nil {
 		return dst, err
 	}
-	if size := len(line) - n0; size > MaxRecordBytes {
+	if size := len(line) - n0; size > maxRecordBytes {
 		return dst, &tablekit.ValidationError{Op: op, Entity: w.cname, Property: "Message", Limit: "4 MiB encoded", Size: size, Detail: "record too large", Err: tablekit.ErrTooLarge}
 	}
 	return line, nil
@@ -563,6 +566,9 @@ func (w *Writer) flushDueLocked(ctx context.Context, reason int) (bool, error) {
 // Clock) and no flush is under way. Call it from a timer of your own, or
 // set FlushInterval.
 func (w *Writer) FlushDue(ctx context.Context) error {
+	if err := w.check("logtail.Writer.FlushDue"); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, err := w.flushDueLocked(ctx, reasonAge)
@@ -577,6 +583,9 @@ func (w *Writer) FlushDue(ctx context.Context) error {
 // one block for the buffer, one more when a flush under way or a period
 // boundary split it; nothing when nothing is buffered.
 func (w *Writer) Flush(ctx context.Context) error {
+	if err := w.check("logtail.Writer.Flush"); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.flushAllLocked(ctx, reasonExplicit)
@@ -587,6 +596,9 @@ func (w *Writer) Flush(ctx context.Context) error {
 // fails, Close returns its error and the records stay buffered: call Close
 // (or Flush) again to retry.
 func (w *Writer) Close(ctx context.Context) error {
+	if err := w.check("logtail.Writer.Close"); err != nil {
+		return err
+	}
 	if w.bgStop != nil {
 		w.stopOnce.Do(func() { close(w.bgStop) })
 		select {
@@ -606,6 +618,9 @@ func (w *Writer) Close(ctx context.Context) error {
 // Stats returns the Writer's counts so far. It does not wait for a flush
 // under way.
 func (w *Writer) Stats() WriterStats {
+	if w == nil {
+		return WriterStats{}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.stats

@@ -48,7 +48,7 @@ func (w *Writer) commit(ctx context.Context, b *batch) (commitResult, error) {
 	} else if err := w.appendBlock(ctx, b); err != nil {
 		return res, err
 	}
-	if bs := w.blob; len(bs.ids) >= w.o.MaxBlocks || bs.size >= w.o.MaxBlobBytes {
+	if bs := w.blob; len(bs.ids) >= w.o.maxBlocks || bs.size >= w.o.MaxBlobBytes {
 		w.seqHint[bs.period] = bs.seq + 1
 		w.blob = nil
 	}
@@ -76,9 +76,9 @@ func (w *Writer) newBlockID() string {
 
 func (w *Writer) metadata(b *blobState) map[string]*string {
 	return map[string]*string{
-		MetaFirst:   to.Ptr(formatTime(b.first)),
-		MetaLast:    to.Ptr(formatTime(b.last)),
-		MetaRecords: to.Ptr(strconv.FormatInt(b.records, 10)),
+		metaFirst:   to.Ptr(formatTime(b.first)),
+		metaLast:    to.Ptr(formatTime(b.last)),
+		metaRecords: to.Ptr(strconv.FormatInt(b.records, 10)),
 	}
 }
 
@@ -157,8 +157,8 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 	seq := w.seqHint[b.period]
 	listed := false
 	for {
-		if seq > MaxSeq {
-			return &tablekit.ValidationError{Op: "Writer.Flush", Entity: w.cname, Property: "seq", Limit: "999999", Size: seq, Detail: "no free blob sequence number left in period " + b.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
+		if seq > maxSeq {
+			return &tablekit.ValidationError{Op: "logtail.Writer.Flush", Entity: w.cname, Property: "seq", Limit: "999999", Size: seq, Detail: "no free blob sequence number left in period " + b.period.Format(time.RFC3339), Err: tablekit.ErrTooLarge}
 		}
 		name := blobName(w.source, b.period, seq)
 		bs := &blobState{name: name, period: b.period, seq: seq, ids: []string{b.id}, size: int64(len(b.data)), records: int64(b.n), first: b.first, last: b.last}
@@ -304,7 +304,7 @@ func (w *Writer) highestSeq(ctx context.Context, p time.Time) (int, error) {
 			if it.Name == nil {
 				continue
 			}
-			if _, _, seq, err := ParseBlobName(*it.Name); err == nil && seq > top {
+			if _, _, seq, err := parseBlobName(*it.Name); err == nil && seq > top {
 				top = seq
 			}
 		}

@@ -44,17 +44,17 @@ func TestBlobWriterUnsettledCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := lost.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
+			var logs logBuffer
+			acct := lost.Account(t, &tablekit.Options{Logger: logs.logger(), ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
 			lost.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
 			clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-			var logs logBuffer
-			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{Clock: clock.Now, Logger: logs.logger()})
+			w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{Clock: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := logtail.NewReader(c, "app", nil)
+			r, err := logtail.OpenReader(acct, containerName(c), "app")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,17 +126,17 @@ func TestBlobWriteThroughAfterLostCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			probe := testenv.Account(t, nil)
-			acct := inj.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
+			var logs logBuffer
+			acct := inj.Account(t, &tablekit.Options{Logger: logs.logger(), ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{blind.Policy(chaos.EndpointsOf(probe))}}})
 			inj.SetEnabled(false)
 			blind.SetEnabled(false)
 			c := testenv.NewContainer(t, acct)
 			clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-			var logs logBuffer
-			w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now, Logger: logs.logger()})
+			w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{WriteThrough: true, Clock: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := logtail.NewReader(c, "app", nil)
+			r, err := logtail.OpenReader(acct, containerName(c), "app")
 			if err != nil {
 				t.Fatal(err)
 			}

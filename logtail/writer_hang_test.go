@@ -86,11 +86,11 @@ func hangWriter(t *testing.T, h *hangBlockList, o logtail.WriterOptions) (*logta
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
 	o.Clock = clock.Now
-	w, err := logtail.NewWriter(c, "app", &o)
+	w, err := logtail.OpenWriter(acct, containerName(c), "app", &o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := logtail.NewReader(c, "app", nil)
+	r, err := logtail.OpenReader(acct, containerName(c), "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestBlobWriterConcurrentFaults(t *testing.T) {
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{f}, Retry: policy.RetryOptions{RetryDelay: 5 * time.Millisecond}}})
 	c := testenv.NewContainer(t, acct)
 	clock := newClock(time.Date(2024, 5, 6, 15, 4, 5, 0, time.UTC))
-	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushBytes: 2000, FlushTimeout: 200 * time.Millisecond, Clock: clock.Now})
+	w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{FlushBytes: 2000, FlushTimeout: 200 * time.Millisecond, Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/logtail"
 )
@@ -81,10 +82,10 @@ func wantFields(t *testing.T, rec map[string]any, want map[string]string, presen
 // container, the source, what stays buffered and the error.
 func TestBlobWriterLogsBackgroundFlush(t *testing.T) {
 	ctx := context.Background()
-	acct := testenv.Account(t, nil)
-	c := acct.Blobs().ServiceClient().NewContainerClient(testenv.ContainerName(t)) // never created: every flush fails
 	var logs logBuffer
-	w, err := logtail.NewWriter(c, "app", &logtail.WriterOptions{FlushAge: time.Millisecond, FlushInterval: 5 * time.Millisecond, Logger: logs.logger()})
+	acct := testenv.Account(t, &tablekit.Options{Logger: logs.logger()})           // the Writer logs to its Account's Logger
+	c := acct.Blobs().ServiceClient().NewContainerClient(testenv.ContainerName(t)) // never created: every flush fails
+	w, err := logtail.OpenWriter(acct, containerName(c), "app", &logtail.WriterOptions{FlushAge: time.Millisecond, FlushInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
