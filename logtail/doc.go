@@ -16,7 +16,7 @@
 //	tbl, _ := tablekit.OpenTable[Reading](acct, "Readings", nil)
 //	log, _ := logtail.New(tbl, nil)
 //	r, _ := log.Append(ctx, "sensor-7", Reading{Celsius: 21.5})
-//	latest, _ := log.Latest(ctx, "sensor-7", 10, nil) // newest first
+//	latest, _ := log.Latest(ctx, "sensor-7", 10) // newest first
 //
 // The Log owns both keys. The PartitionKey is the partition (sensor, user,
 // device, ...) the caller names. The RowKey is keys.DescendingKey(time,
@@ -37,11 +37,11 @@
 //     high-volume delete pattern (a table per period), or by the Table.
 //   - Reads are RowKey range queries inside one partition: [Log.Latest]
 //     (the n newest, exactly n even when the service returns short pages),
-//     [Log.Since] and [Log.Window] (a time range), and [Log.Page] (newest
-//     first, then older pages with a continuation token). Each costs one
-//     query per page of results per shard bucket. The page size, the most
-//     entities one request asks for, is [Options.PageSize] for the Log and
-//     [LatestOptions.PageSize] or [PageOptions.PageSize] for one call.
+//     [Log.Window] (a time range; a zero end is open), and [Log.Page]
+//     (newest first, then older pages with a continuation token). Each
+//     costs one query per page of results per shard bucket. The page size,
+//     the most entities one request asks for, is [Options.PageSize] for the
+//     Log and [PageOptions.PageSize] for one Page.
 //
 // Faults: an entry is inserted once, under a RowKey unique to its Append
 // call, so a lost answer cannot make a duplicate by itself, and Append
@@ -83,7 +83,8 @@
 // [WriterOptions.Period]; NNNNNN numbers the blobs of a period), one record
 // per line in a tab-delimited text format (see [AppendRecord]) that
 // round-trips any message. The earliest and latest record times are kept
-// in the blob's metadata ([MetaFirst], [MetaLast]). A [Reader] lists an
+// in the blob's metadata ("firstrecord", "lastrecord", and "records" their
+// count; the service may return the names capitalised). A [Reader] lists an
 // hour's blobs by prefix, skips the blobs whose name or metadata rule them
 // out, and returns the records of a time window in time order, merged
 // across blobs and writers.
@@ -134,22 +135,28 @@
 // next name). A [Reader] costs a List Blobs per hour of the window and a
 // Get Blob per blob that may hold records of it.
 //
-// Logging: a Writer logs with log/slog, to [WriterOptions.Logger] (nil:
-// slog.Default()), what an operator needs to know and no caller hears
-// of: a failed background flush, a commit whose outcome is unknown and is
-// checked again, a commit settled as applied after its answer was lost,
-// with structured fields (container, source, blob, block, records, error).
+// A Writer and a Reader are opened from a tablekit.Account, with the name
+// of their container ([OpenWriter], [OpenReader]). A Writer logs with
+// log/slog, to its Account's Logger (tablekit.Options.Logger; nil:
+// slog.Default()), what an operator needs to know and no caller hears of:
+// a failed background flush (warn), a commit whose outcome is unknown and
+// is checked again (warn), a commit settled as applied after its answer
+// was lost (info), a blob changed by someone else, left for a new one
+// (warn), a blob name found taken by another writer (debug), with
+// structured fields (container, source, blob, block, records, error).
 //
 // # Errors
 //
-// Input refused before anything is sent is a *tablekit.ValidationError
-// whose Op names the operation: "logtail.New", "logtail.NewWriter",
-// "logtail.NewReader", "Log.Append", "Log.AppendAt", "Log.Latest",
-// "Log.Page", "Log.Since", "Log.Window", "Writer.Write",
-// "Writer.WriteRecord", "Reader.Read", "Reader.Blobs", "logtail.BlobName",
-// "logtail.ParseBlobName", "logtail.AppendRecord". (Input the Table
-// refuses, such as an entry over 1 MiB, names the Table's operation,
-// "Insert".) Stored data that cannot be read, a blob line that is not a
+// Every error of the package starts "logtail: <Op>:". Input refused
+// before anything is sent is a *tablekit.ValidationError whose Op names
+// the operation: "logtail.New", "logtail.OpenWriter",
+// "logtail.OpenReader", "logtail.Log.Append", "logtail.Log.AppendAt",
+// "logtail.Log.Latest", "logtail.Log.Page", "logtail.Log.Window",
+// "logtail.Writer.Write", "logtail.Writer.WriteRecord",
+// "logtail.Reader.Read", "logtail.Reader.Blobs", "logtail.AppendRecord";
+// a zero Log, Writer or Reader refuses every operation the same way.
+// (Input the Table refuses, such as an entry over 1 MiB, names the
+// Table's operation: "tablekit: Insert".) Stored data that cannot be read, a blob line that is not a
 // record, is a *tablekit.DecodeError. Service failures are tablekit's
 // *tablekit.ServiceError and *tablekit.RequestError.
 //

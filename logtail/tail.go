@@ -521,7 +521,7 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) ([]T, error) {
 	if core.Cosmos(l.table) {
 		return nil, &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
-			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Since and Window still work: they sort their range on the client)",
+			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
 			Err:    tablekit.ErrUnsupported}
 	}
 	parts, err := l.partitions(op, pk)

@@ -198,7 +198,7 @@ type Writer struct {
 	blob    *blobState
 	seqHint map[time.Time]int // next sequence number to try, per period
 
-	// the FlushInterval goroutine; set by NewWriter, nil without one
+	// the FlushInterval goroutine; set by OpenWriter, nil without one
 	bgStop   chan struct{}
 	bgDone   chan struct{}
 	bgCancel context.CancelFunc
