@@ -387,9 +387,9 @@ func TestShardedLayout(t *testing.T) {
 	}
 }
 
-// TestPerCallPageSize: LatestOptions.PageSize and PageOptions.PageSize set
-// the most entities one request of that call asks for, over the Log's
-// Options.PageSize; the results do not change, the request count does.
+// TestPerCallPageSize: Options.PageSize and, for one Page,
+// PageOptions.PageSize set the most entities one request asks for; the
+// results do not change, the request count does.
 func TestPerCallPageSize(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
