@@ -15,7 +15,7 @@ import (
 // The guide's intra-partition secondary index: look employees up by id and
 // by email, each index a copy of the employee in its department's
 // partition, all written in one transaction.
-func ExampleIntra() {
+func ExampleSamePartition() {
 	ctx := context.Background()
 	acct := testenv.ExampleAccount() // in an application: tablekit.Open(connectionString, nil)
 	employees, err := tablekit.OpenTable[Employee](acct, fmt.Sprintf("Employees%d", time.Now().UnixNano()%1e9), nil)
@@ -26,7 +26,7 @@ func ExampleIntra() {
 		log.Fatal(err)
 	}
 	defer employees.DeleteTable(ctx)
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Unique: true},
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
 	}, nil)
@@ -81,7 +81,7 @@ func ExampleIndex_list() {
 	ctx := context.Background()
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true},
 	}, nil)
 	if err != nil {
@@ -99,7 +99,7 @@ func ExampleIndex_list() {
 
 // The inter-partition secondary index and index entities in another table
 // (option 3) and in blobs (option 1), maintained by a queue worker.
-func ExampleInter() {
+func ExampleCrossPartition() {
 	ctx := context.Background()
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
@@ -111,11 +111,11 @@ func ExampleInter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
+	ix, err := index.NewCrossPartition(employees, []index.InterIndex[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: byEmail},
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
 		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobs, Global: true},
-	}, &index.InterOptions{Queue: queue})
+	}, &index.CrossPartitionOptions{Queue: queue})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (k ListKey) String() string {
 	return fmt.Sprintf("%s=%q in partition %q", k.Index, k.Value, k.Partition)
 }
 
-// ListStore keeps id lists: where an [Inter] keeps its List indexes. Every
+// ListStore keeps id lists: where an [CrossPartition] keeps its List indexes. Every
 // method is idempotent, so a redelivered maintenance message is harmless,
 // and safe for concurrent use: updates are read-modify-write cycles made
 // conditional on the ETag read, retried when another writer got there
@@ -75,7 +75,7 @@ func listRetry(op string, opts *ListOptions) (tablekit.RetryPolicy, error) {
 }
 
 // EntityList keeps each id list in an index entity of a table: the
-// guide's index entities pattern, option 3, when used by an [Inter]. The
+// guide's index entities pattern, option 3, when used by an [CrossPartition]. The
 // index entity of a list has the PartitionKey keys.Compound(Index) (or
 // keys.Compound(Index, Partition) for a per-partition list) and the RowKey
 // keys.Compound(Value); its ids are in the properties IDs, IDs2, ... (see

@@ -7,11 +7,11 @@
 // lists the ids instead:
 //
 //   - option 2: in the employees' partition, updated in the same entity
-//     group transaction as the employee (package index's Intra with a List
+//     group transaction as the employee (package index's SamePartition with a List
 //     index);
 //   - option 3: in another table, kept eventually consistent by a queue
-//     worker (Inter with an EntityList);
-//   - option 1: a blob per value, for lists too long for an entity (Inter
+//     worker (CrossPartition with an EntityList);
+//   - option 1: a blob per value, for lists too long for an entity (CrossPartition
 //     with a BlobList).
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
@@ -100,7 +100,7 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, s
 	defer employees.DeleteTable(context.WithoutCancel(ctx))
 	meter := acct.Meter()
 
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true},
 	}, nil)
 	if err != nil {
@@ -164,7 +164,7 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, s
 	if rowKeys(jones) != "[000200 000223]" || rowKeys(halls) != "[000123 000152]" {
 		return fmt.Errorf("after the move: Jones %s, Hall %s", rowKeys(jones), rowKeys(halls))
 	}
-	fmt.Fprintln(out, "concurrent hirings conflict on the index entity's ETag; the loser re-reads it and retries (IntraOptions.Retry)")
+	fmt.Fprintln(out, "concurrent hirings conflict on the index entity's ETag; the loser re-reads it and retries (SamePartitionOptions.Retry)")
 	return nil
 }
 
@@ -214,10 +214,10 @@ func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, suffi
 	if err != nil {
 		return err
 	}
-	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
+	ix, err := index.NewCrossPartition(employees, []index.InterIndex[Employee]{
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
 		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobList, Global: true},
-	}, &index.InterOptions{Queue: client, Delay: 10 * time.Second})
+	}, &index.CrossPartitionOptions{Queue: client, Delay: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, suffi
 	fmt.Fprintln(out, "no worker is running yet: CaughtUp(Sales, 000223) = false, the lists do not know Jon yet")
 
 	// The worker, usually in another process: any number may share the
-	// queue. It runs Inter.Sync for each message.
+	// queue. It runs CrossPartition.Sync for each message.
 	worker, err := archive.OpenWorker(acct, queueName, ix, &archive.WorkerOptions{Concurrency: 8, MinPollInterval: 50 * time.Millisecond, MaxPollInterval: 250 * time.Millisecond, DrainTimeout: 5 * time.Second})
 	if err != nil {
 		return err
@@ -326,7 +326,7 @@ func firstNames(seq func(func(Employee, error) bool)) ([]string, error) {
 
 // waitCaughtUp waits until the worker has indexed the current version of
 // each employee.
-func waitCaughtUp(ctx context.Context, ix *index.Inter[Employee], staff []Employee) error {
+func waitCaughtUp(ctx context.Context, ix *index.CrossPartition[Employee], staff []Employee) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, e := range staff {

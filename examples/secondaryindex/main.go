@@ -6,8 +6,8 @@
 // Table storage indexes only PartitionKey and RowKey. The design guide's
 // answer is to store each employee again under other keys: in its own
 // partition, where one transaction keeps every copy in step (package
-// index's Intra), or in other partitions, where a queue worker brings the
-// copies up to date after each write (Inter).
+// index's SamePartition), or in other partitions, where a queue worker brings the
+// copies up to date after each write (CrossPartition).
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
 // Azurite it starts (Node.js 18+ needed; installed with npm on first use):
@@ -107,7 +107,7 @@ func intraPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 	defer employees.DeleteTable(context.WithoutCancel(ctx))
 	meter := acct.Meter()
 
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Unique: true},
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
 		// Several Joneses: the RowKey is lastname!Jones!<id>; the copies
@@ -235,7 +235,7 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 	queueName := "secidx-" + strings.ToLower(suffix)
 	// The application and the worker build the same index, each over its
 	// own Account.
-	newInter := func(acct *tablekit.Account) (*index.Inter[Employee], error) {
+	newInter := func(acct *tablekit.Account) (*index.CrossPartition[Employee], error) {
 		employees, err := tablekit.OpenTable[Employee](acct, empName, nil)
 		if err != nil {
 			return nil, err
@@ -248,10 +248,10 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 		if err != nil {
 			return nil, err
 		}
-		return index.NewInter(employees, []index.InterIndex[Employee]{
+		return index.NewCrossPartition(employees, []index.InterIndex[Employee]{
 			{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 			{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true, Properties: []string{"FirstName", "LastName", "Email"}},
-		}, &index.InterOptions{Queue: client, Delay: 10 * time.Second})
+		}, &index.CrossPartitionOptions{Queue: client, Delay: 10 * time.Second})
 	}
 	employees, err := tablekit.OpenTable[Employee](acct, empName, nil)
 	if err != nil {
@@ -300,7 +300,7 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 	fmt.Fprintln(out, "no worker is running yet: CaughtUp(Sales, 000223) = false, the index does not know Jon yet")
 
 	// The worker, usually in another process: any number may share the
-	// queue. It runs Inter.Sync for each message.
+	// queue. It runs CrossPartition.Sync for each message.
 	workerIx, err := newInter(workerAcct)
 	if err != nil {
 		return err
@@ -355,7 +355,7 @@ func interPartition(ctx context.Context, acct, workerAcct *tablekit.Account, out
 	if s != "[]" {
 		return fmt.Errorf("the old email still finds %s", s)
 	}
-	fmt.Fprintln(out, "a writer that dies after its entity write leaves the safety-net message, which re-syncs the entity after InterOptions.Delay; direct mode (no queue) syncs inline, best effort")
+	fmt.Fprintln(out, "a writer that dies after its entity write leaves the safety-net message, which re-syncs the entity after CrossPartitionOptions.Delay; direct mode (no queue) syncs inline, best effort")
 	return nil
 }
 
@@ -379,7 +379,7 @@ func describe(seq iter.Seq2[Employee, error]) (string, []string, error) {
 
 // waitCaughtUp waits until the worker has indexed the current version of
 // each employee.
-func waitCaughtUp(ctx context.Context, ix *index.Inter[Employee], staff []Employee) error {
+func waitCaughtUp(ctx context.Context, ix *index.CrossPartition[Employee], staff []Employee) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, e := range staff {

@@ -21,7 +21,7 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// InterIndex describes one index that an [Inter] keeps outside the
+// InterIndex describes one index that an [CrossPartition] keeps outside the
 // entities' partitions.
 //
 // By default the index holds a copy of every entity (the guide's
@@ -48,7 +48,7 @@ type InterIndex[T any] struct {
 	Key func(v T) string
 	// Table holds the copies (use the Entities() view of a typed table);
 	// nil means the entities' own table. It must encrypt every property
-	// the entities' table encrypts that the copies hold, or NewInter
+	// the entities' table encrypts that the copies hold, or NewCrossPartition
 	// refuses it. Not used with List.
 	Table *tablekit.Table[tablekit.Entity]
 	// Global puts the entries of all the entities' partitions together:
@@ -62,16 +62,16 @@ type InterIndex[T any] struct {
 	List ListStore
 }
 
-// InterOptions configures an [Inter]. A nil *InterOptions means defaults:
+// CrossPartitionOptions configures an [CrossPartition]. A nil *CrossPartitionOptions means defaults:
 // direct mode.
-type InterOptions struct {
-	// Queue sends index maintenance to a worker (see [Inter]). nil means
+type CrossPartitionOptions struct {
+	// Queue sends index maintenance to a worker (see [CrossPartition]). nil means
 	// direct mode: each write updates the indexes itself, synchronously and
 	// best effort, not atomically.
 	Queue *archive.Client
-	// Kind is the message kind of this Inter's maintenance requests; ""
-	// means [DefaultKind]. Inters that share a queue need distinct kinds.
-	// It also names the Inter's sync records.
+	// Kind is the message kind of this CrossPartition's maintenance requests; ""
+	// means [DefaultKind]. CrossPartitions that share a queue need distinct kinds.
+	// It also names the CrossPartition's sync records.
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
 	// (0 means [DefaultDelay]), and the time a writer gives its write of
@@ -82,7 +82,7 @@ type InterOptions struct {
 	Delay time.Duration
 	// InsertHorizon is how long after Delay the safety net of an insert
 	// keeps looking for the new entity while it is not there, in case the
-	// insert reaches the service late (see [Inter]); 0 means
+	// insert reaches the service late (see [CrossPartition]); 0 means
 	// [DefaultInsertHorizon].
 	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
@@ -93,12 +93,12 @@ type InterOptions struct {
 	// changing its sync record or the entity changes under it (then it
 	// fails with a *ConflictError), or while the requests of a pass that
 	// may have created entries fail (then it returns the last failure). Its zero fields take the package's
-	// defaults, as [IntraOptions].Retry. The list stores of List indexes
+	// defaults, as [SamePartitionOptions].Retry. The list stores of List indexes
 	// have their own ([ListOptions]).
 	Retry tablekit.RetryPolicy
 }
 
-// Defaults of InterOptions.
+// Defaults of CrossPartitionOptions.
 const (
 	DefaultKind  = "index.sync"
 	DefaultDelay = 30 * time.Second
@@ -128,7 +128,7 @@ type SyncRequest struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
 	// Guard, when set, makes the request the safety net of one write of
-	// the entity (see [Inter]).
+	// the entity (see [CrossPartition]).
 	Guard *WriteGuard `json:"guard,omitempty"`
 }
 
@@ -142,17 +142,17 @@ type WriteGuard struct {
 	Waited time.Duration `json:"waited,omitempty"`
 }
 
-// Inter keeps indexes of the entities of one table in other partitions or
+// CrossPartition keeps indexes of the entities of one table in other partitions or
 // tables, eventually consistent with the entities: the guide's
 // inter-partition secondary index pattern, and index entities kept apart
 // from the entities (options 1 and 3).
 //
-// # Queued mode (InterOptions.Queue set)
+// # Queued mode (CrossPartitionOptions.Queue set)
 //
 // A write first enqueues a maintenance request hidden for Delay (the safety
 // net), then writes the entity, then enqueues a request visible at once. A
-// worker ([archive.Worker] with the Inter as its handler, or a Mux it is
-// registered on) runs [Inter.Sync] for each request. A writer that crashes
+// worker ([archive.Worker] with the CrossPartition as its handler, or a Mux it is
+// registered on) runs [CrossPartition.Sync] for each request. A writer that crashes
 // after the first step leaves at worst a request that syncs an unchanged
 // entity, and one that crashes after writing leaves the safety net, which
 // syncs the new version once Delay has passed.
@@ -206,7 +206,7 @@ type WriteGuard struct {
 // (DeleteIfExists reports success, and false: the entity is gone either
 // way); its safety net brings the indexes up to date whatever happened.
 //
-// # Direct mode (InterOptions.Queue nil)
+// # Direct mode (CrossPartitionOptions.Queue nil)
 //
 // A write writes the entity and then runs Sync itself. This is best effort,
 // not atomic: if Sync fails or the process dies in between, the entity is
@@ -226,11 +226,11 @@ type WriteGuard struct {
 // a lost race starts the pass again, and removes the entries it created
 // that the entity no longer has. An entry therefore exists without being
 // in the record only while the Sync that created it runs (a Sync that read
-// an older version and lost the race to a newer one), and [Inter.CaughtUp]
+// an older version and lost the race to a newer one), and [CrossPartition.CaughtUp]
 // compares the record with the entity. A pass that may have created
 // entries and then fails (no answer,
 // a lost answer, throttling, a server error) is made again within the same
-// Sync (InterOptions.Retry): a newer Sync may have removed those entries
+// Sync (CrossPartitionOptions.Retry): a newer Sync may have removed those entries
 // meanwhile and recorded the entity without them, and only this Sync knows
 // that it created them; the next pass removes them if the entity no longer
 // has their values.
@@ -252,8 +252,8 @@ type WriteGuard struct {
 // an error matching tablekit.ErrPreconditionFailed); an entity read
 // through a List index is read from the entity itself, with its ETag.
 //
-// An Inter is safe for concurrent use.
-type Inter[T any] struct {
+// A CrossPartition is safe for concurrent use.
+type CrossPartition[T any] struct {
 	table     *tablekit.Table[T]
 	raw       *tablekit.Table[tablekit.Entity]
 	state     *tablekit.Table[tablekit.Entity]
@@ -274,7 +274,7 @@ type interIndex[T any] struct {
 	copies *tablekit.Table[tablekit.Entity]
 }
 
-// NewInter returns an Inter over the entities of table with the given
+// NewCrossPartition returns a CrossPartition over the entities of table with the given
 // indexes. It reads and writes the entities through table itself and its
 // property-bag view (table.AsEntities()), so they keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
@@ -284,15 +284,15 @@ type interIndex[T any] struct {
 // that does not encrypt what the copies would hold of the encrypted
 // properties is refused, and so is every write whose index value is
 // derived from an encrypted property.
-func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *InterOptions) (*Inter[T], error) {
-	const op = "index.NewInter"
+func NewCrossPartition[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *CrossPartitionOptions) (*CrossPartition[T], error) {
+	const op = "index.NewCrossPartition"
 	if table == nil {
 		return nil, invalid(op, "", "table is nil")
 	}
 	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	o := InterOptions{}
+	o := CrossPartitionOptions{}
 	if opts != nil {
 		o = *opts
 	}
@@ -300,7 +300,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
 	enc := core.EncryptedProperties(table)
-	ix := &Inter[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
+	ix := &CrossPartition[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
@@ -392,22 +392,22 @@ func probe[T any](op string, table *tablekit.Table[T]) error {
 	return nil
 }
 
-// Kind returns the message kind of the Inter's maintenance requests.
-func (ix *Inter[T]) Kind() string { return ix.kind }
+// Kind returns the message kind of the CrossPartition's maintenance requests.
+func (ix *CrossPartition[T]) Kind() string { return ix.kind }
 
-// Register registers the Inter's maintenance handler on mux, for its Kind.
-func (ix *Inter[T]) Register(mux *archive.Mux) error {
+// Register registers the CrossPartition's maintenance handler on mux, for its Kind.
+func (ix *CrossPartition[T]) Register(mux *archive.Mux) error {
 	return archive.HandleFunc(mux, ix.kind, func(ctx context.Context, req SyncRequest) error {
 		return ix.handle(ctx, req)
 	})
 }
 
-// Handle runs the maintenance request m: it makes the Inter an
+// Handle runs the maintenance request m: it makes the CrossPartition an
 // [archive.Handler] for a queue of its own. Messages of another kind fail
 // permanently.
-func (ix *Inter[T]) Handle(ctx context.Context, m *archive.Message) error {
+func (ix *CrossPartition[T]) Handle(ctx context.Context, m *archive.Message) error {
 	if m.Kind != ix.kind {
-		return archive.Permanent(invalid("Inter.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+		return archive.Permanent(invalid("CrossPartition.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
 	}
 	var req SyncRequest
 	if err := m.Decode(&req); err != nil {
@@ -416,7 +416,7 @@ func (ix *Inter[T]) Handle(ctx context.Context, m *archive.Message) error {
 	return ix.handle(ctx, req)
 }
 
-func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
+func (ix *CrossPartition[T]) handle(ctx context.Context, req SyncRequest) error {
 	var err error
 	if req.Guard != nil {
 		err = ix.repair(ctx, req)
@@ -431,14 +431,14 @@ func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
 	return err
 }
 
-func (ix *Inter[T]) describe(id ID) string {
+func (ix *CrossPartition[T]) describe(id ID) string {
 	if ix.table.Name() == "" {
 		return id.String()
 	}
 	return ix.table.Name() + ":" + id.String()
 }
 
-func (ix *Inter[T]) checkID(op string, id ID) error {
+func (ix *CrossPartition[T]) checkID(op string, id ID) error {
 	if id.PartitionKey == "" || id.RowKey == "" {
 		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
 	}
@@ -456,11 +456,11 @@ type entry struct {
 	value string
 }
 
-func (ix *Inter[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
+func (ix *CrossPartition[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
 // entriesOf returns v's index entries, checking that their keys are valid
 // and that no value gives an encrypted property away.
-func (ix *Inter[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
+func (ix *CrossPartition[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
 	var out []entry
 	values := make([]string, len(ix.indexes))
 	for i := range ix.indexes {
@@ -483,7 +483,7 @@ func (ix *Inter[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
 
 // partitionOf returns the index partition (or list partition) of index i
 // for the entity partition pk.
-func (ix *Inter[T]) partitionOf(op string, i int, pk string) (string, error) {
+func (ix *CrossPartition[T]) partitionOf(op string, i int, pk string) (string, error) {
 	idx := &ix.indexes[i]
 	if idx.Global {
 		return compound(op, ix.table.Name(), "index "+idx.Name+": PartitionKey", idx.Name)
@@ -495,7 +495,7 @@ func (ix *Inter[T]) partitionOf(op string, i int, pk string) (string, error) {
 }
 
 // entryLocation returns the keys of a copy entry.
-func (ix *Inter[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
+func (ix *CrossPartition[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
 	idx := &ix.indexes[i]
 	what := fmt.Sprintf("index %s entry %q", idx.Name, e.value)
 	if idx.List != nil {
@@ -513,7 +513,7 @@ func (ix *Inter[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk stri
 	return pk, rk, err
 }
 
-func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
+func (ix *CrossPartition[T]) listKey(i int, pk, value string) ListKey {
 	k := ListKey{Index: ix.indexes[i].Name, Value: value}
 	if !ix.indexes[i].Global {
 		k.Partition = pk
@@ -522,7 +522,7 @@ func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
 }
 
 // prepare checks v and returns its id.
-func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
+func (ix *CrossPartition[T]) prepare(op string, v T) (ID, error) {
 	e, err := core.ToEntity(ix.table, v)
 	if err != nil {
 		return ID{}, err
@@ -540,8 +540,8 @@ func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
 // Upsert. It returns the entity's new ETag. Cost in queued mode: 3
 // transactions (2 queue messages, the insert); in direct mode 1 plus a
 // Sync.
-func (ix *Inter[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Inter.Insert"
+func (ix *CrossPartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "CrossPartition.Insert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -550,7 +550,7 @@ func (ix *Inter[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 	return etag, withOp(op, err)
 }
 
-func (ix *Inter[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
 			return ix.table.Insert(ctx, v)
@@ -566,11 +566,11 @@ func (ix *Inter[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error)
 // up to date, and returns the entity's new ETag: in queued mode by the
 // worker, soon after; in direct mode before it returns (cost: 1 plus a
 // Sync). In queued mode the write is conditional on the version Upsert
-// read (see [Inter]), and a concurrent write in between makes Upsert read
-// again and retry (InterOptions.Retry); cost: 4 transactions (read, 2
+// read (see [CrossPartition]), and a concurrent write in between makes Upsert read
+// again and retry (CrossPartitionOptions.Retry); cost: 4 transactions (read, 2
 // queue messages, the write).
-func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Inter.Upsert"
+func (ix *CrossPartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	const op = "CrossPartition.Upsert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -591,7 +591,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 }
 
 // Update replaces the stored entity with v if its ETag is still etag (as
-// read with Get, or through a copy index: see [Inter]), as Table.Update
+// read with Get, or through a copy index: see [CrossPartition]), as Table.Update
 // does, has the indexes brought up to date like Upsert, and returns the
 // new ETag. It fails with an error matching tablekit.ErrPreconditionFailed
 // when the entity changed since, and tablekit.ErrNotFound when there is
@@ -599,8 +599,8 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 // queued mode it then reads the version first and retries like Upsert.
 // "" is refused before anything is sent. Cost in queued mode: 3
 // transactions (4 with ETagAny).
-func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "Inter.Update"
+func (ix *CrossPartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	const op = "CrossPartition.Update"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -612,7 +612,7 @@ func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 	return newETag, withOp(op, err)
 }
 
-func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
 			return ix.table.Update(ctx, v, etag)
@@ -626,7 +626,7 @@ func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azco
 // versionOf returns the version function of a write conditional on etag:
 // etag itself, or for azcore.ETagAny the stored version (read; an error
 // matching tablekit.ErrNotFound when there is none).
-func (ix *Inter[T]) versionOf(op string, etag azcore.ETag) func(context.Context, ID) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) versionOf(op string, etag azcore.ETag) func(context.Context, ID) (azcore.ETag, error) {
 	if etag != azcore.ETagAny {
 		return func(context.Context, ID) (azcore.ETag, error) { return etag, nil }
 	}
@@ -645,13 +645,13 @@ func (ix *Inter[T]) versionOf(op string, etag azcore.ETag) func(context.Context,
 // the entity), calls fn with it, and writes what fn left with Update on
 // the ETag read (or Insert), having the indexes brought up to date. When
 // another writer changed (or created) the entity in between, it reads
-// again and calls fn again, as InterOptions.Retry says; fn may run several
+// again and calls fn again, as CrossPartitionOptions.Retry says; fn may run several
 // times and must only change v, not its keys. An error from fn stops
 // Modify and is returned as it is; nothing is written. It returns the
 // value stored, with its new ETag when T has an etag field. Cost in queued
 // mode: 4 transactions (the read, then as Update or Insert).
-func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "Inter.Modify"
+func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	const op = "CrossPartition.Modify"
 	var zero T
 	id := ID{pk, rk}
 	if fn == nil {
@@ -719,8 +719,8 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 // tablekit.ErrPreconditionFailed when it changed since etag was read. Cost
 // in queued mode: 3 transactions (2 queue messages, the delete); 4 with
 // ETagAny (a read first, retried like Upsert).
-func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "Inter.Delete"
+func (ix *CrossPartition[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	const op = "CrossPartition.Delete"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return err
@@ -747,8 +747,8 @@ func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag)
 // as tablekit.Table.DeleteIfExists does. Cost in queued mode: 4
 // transactions (read, 2 queue messages, the delete); 2 when the entity is
 // missing (read, and a request that removes any entries left).
-func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "Inter.DeleteIfExists"
+func (ix *CrossPartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
+	const op = "CrossPartition.DeleteIfExists"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -779,9 +779,9 @@ func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, er
 
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
-func (ix *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+func (ix *CrossPartition[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 	v, err := ix.table.Get(ctx, pk, rk)
-	return v, withOp("Inter.Get", err)
+	return v, withOp("CrossPartition.Get", err)
 }
 
 // current is the stored version of an entity, as Sync sees it.
@@ -792,7 +792,7 @@ type current[T any] struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
+func (ix *CrossPartition[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
 	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -818,11 +818,11 @@ type record struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) statePK(op, pk string) (string, error) {
+func (ix *CrossPartition[T]) statePK(op, pk string) (string, error) {
 	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, StatePartitionPrefix, ix.kind, pk)
 }
 
-func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
+func (ix *CrossPartition[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
 	e, err := ix.state.Get(ctx, spk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -846,7 +846,7 @@ func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, er
 
 // writeRecord stores a sync record: an insert when etag is "", else a
 // replacement conditional on etag. It returns the new ETag.
-func (ix *Inter[T]) writeRecord(ctx context.Context, spk, rk string, synced string, entries []entry, etag azcore.ETag) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) writeRecord(ctx context.Context, spk, rk string, synced string, entries []entry, etag azcore.ETag) (azcore.ETag, error) {
 	pairs := make([][2]string, len(entries))
 	for i, e := range entries {
 		pairs[i] = [2]string{e.index, e.value}
@@ -880,7 +880,7 @@ func subset(a, b []entry) bool {
 	return true
 }
 
-const syncOp = "Inter.Sync"
+const syncOp = "CrossPartition.Sync"
 
 // Sync brings the index entries of the entity pk/rk up to date with its
 // stored version (or removes them when it is gone). It is what the worker
@@ -889,8 +889,8 @@ const syncOp = "Inter.Sync"
 // concurrently. Cost when the indexes are already up to date: 2
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
-func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Inter.Sync",
+func (ix *CrossPartition[T]) Sync(ctx context.Context, pk, rk string) (err error) {
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "CrossPartition.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
@@ -927,7 +927,7 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 // syncPass makes one pass of Sync; retry says a concurrent writer got in
 // the way and another pass is needed. own accumulates the entries this
 // Sync created.
-func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
+func (ix *CrossPartition[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
 	pk, rk := id.PartitionKey, id.RowKey
 	cur, err := ix.readCurrent(ctx, syncOp, id)
 	if err != nil {
@@ -998,7 +998,7 @@ func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entr
 }
 
 // putEntry creates or refreshes one index entry of the entity.
-func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T]) error {
+func (ix *CrossPartition[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T]) error {
 	i, ok := ix.byName[e.index]
 	if !ok {
 		return nil
@@ -1031,7 +1031,7 @@ func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T
 }
 
 // removeEntry deletes one index entry of the entity, if it exists.
-func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
+func (ix *CrossPartition[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 	i, ok := ix.byName[e.index]
 	if !ok {
 		return nil // an index no longer configured
@@ -1051,8 +1051,8 @@ func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 // CaughtUp reports whether the indexes of the entity pk/rk reflect its
 // stored version: its sync record names the entity's current ETag (or,
 // for a missing entity, there is no record left). Cost: 2 transactions.
-func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "Inter.CaughtUp"
+func (ix *CrossPartition[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
+	const op = "CrossPartition.CaughtUp"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -1076,7 +1076,7 @@ func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
 	return rec != nil && rec.synced == string(e.ETag), nil
 }
 
-func (ix *Inter[T]) lookupIndex(op, name string, list bool) (int, error) {
+func (ix *CrossPartition[T]) lookupIndex(op, name string, list bool) (int, error) {
 	i, ok := ix.byName[name]
 	if !ok {
 		return 0, invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", name))
@@ -1109,14 +1109,14 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 // By returns the entities with value in index, in index order: those of
 // entity partition pk, or of all partitions for a Global index (pk is
 // then ignored). Results may lag behind recent writes. Each entity carries
-// the ETag of the version it was read from (see [Inter]). Cost: 1
+// the ETag of the version it was read from (see [CrossPartition]). Cost: 1
 // transaction per 1,000 results; for a List index 1 plus 1 point read per
 // entity, up to 16 at once.
-func (ix *Inter[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	return ix.by(ctx, "Inter.By", pk, index, value)
+func (ix *CrossPartition[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
+	return ix.by(ctx, "CrossPartition.By", pk, index, value)
 }
 
-func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
+func (ix *CrossPartition[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
 	i, ok := ix.byName[index]
 	if !ok {
 		return errSeq[T](invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", index)))
@@ -1150,8 +1150,8 @@ func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 
 // Find returns the first entity with value in index (see By), or an error
 // matching tablekit.ErrNotFound. Cost: 1 transaction; 2 for a List index.
-func (ix *Inter[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	const op = "Inter.Find"
+func (ix *CrossPartition[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
+	const op = "CrossPartition.Find"
 	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, err
 	}
@@ -1161,8 +1161,8 @@ func (ix *Inter[T]) Find(ctx context.Context, pk, index, value string) (T, error
 // Range returns the entities whose value in index is in [lo, hi) (hi ""
 // means no upper bound), in index order, with ETags as By; see By for pk.
 // Copy indexes only. Cost: 1 transaction per 1,000 results.
-func (ix *Inter[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	const op = "Inter.Range"
+func (ix *CrossPartition[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
+	const op = "CrossPartition.Range"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1186,8 +1186,8 @@ func (ix *Inter[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Se
 // Prefix returns the entities whose value in index starts with prefix, in
 // index order, with ETags as By; see By for pk. Copy indexes only. Cost:
 // as Range.
-func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	const op = "Inter.Prefix"
+func (ix *CrossPartition[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
+	const op = "CrossPartition.Prefix"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1201,7 +1201,7 @@ func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.S
 
 // scan reads index i's copies with RowKeys in [lo, hi), in key order
 // (sorted on the client on Cosmos DB, see keyOrder).
-func (ix *Inter[T]) scan(ctx context.Context, op string, i int, pk, lo, hi string) iter.Seq2[T, error] {
+func (ix *CrossPartition[T]) scan(ctx context.Context, op string, i int, pk, lo, hi string) iter.Seq2[T, error] {
 	ipk, err := ix.partitionOf(op, i, pk)
 	if err != nil {
 		return errSeq[T](err)
@@ -1222,11 +1222,11 @@ func (ix *Inter[T]) scan(ctx context.Context, op string, i int, pk, lo, hi strin
 
 // IDs returns the ids in the list of value in List index index, for entity
 // partition pk (ignored for a Global index). Cost: 1 transaction.
-func (ix *Inter[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	return ix.ids(ctx, "Inter.IDs", pk, index, value)
+func (ix *CrossPartition[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
+	return ix.ids(ctx, "CrossPartition.IDs", pk, index, value)
 }
 
-func (ix *Inter[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
+func (ix *CrossPartition[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
 	i, err := ix.lookupIndex(op, index, true)
 	if err != nil {
 		return nil, err
