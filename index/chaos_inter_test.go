@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -65,14 +66,7 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.CrossPartition[Emp
 	if err != nil {
 		return nil, err
 	}
-	entityList, err := index.NewEntityList(lists, nil)
-	if err != nil {
-		return nil, err
-	}
-	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), nil)
-	if err != nil {
-		return nil, err
-	}
+	blobs := acct.Blobs().ServiceClient().NewContainerClient(r.container)
 	q, err := archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil)
 	if err != nil {
 		return nil, err
@@ -85,7 +79,7 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.CrossPartition[Emp
 	if err != nil {
 		return nil, err
 	}
-	return index.NewCrossPartition(tbl, chaosInterIndexes(copies, entityList, blobList), &index.CrossPartitionOptions{
+	return index.NewCrossPartition(tbl, chaosInterIndexes(copies, lists, blobs), &index.CrossPartitionOptions{
 		Queue: q,
 		// Short delays keep the drain short: safety nets become visible
 		// after 1 s, and the safety net of an insert stops looking for a
@@ -94,12 +88,12 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.CrossPartition[Emp
 	})
 }
 
-func chaosInterIndexes(copies *tablekit.Table[tablekit.Entity], entityList, blobList index.ListStore) []index.InterIndex[Employee] {
-	return []index.InterIndex[Employee]{
+func chaosInterIndexes(copies, lists *tablekit.Table[tablekit.Entity], blobs *container.Client) []index.Index[Employee] {
+	return []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
-		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
+		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: true, Blobs: blobs, Global: true},
 	}
 }
 

@@ -186,10 +186,6 @@ func TestRetryOptionChecked(t *testing.T) {
 	}
 	_, err = index.NewSamePartition(tbl, lastNameList(), &index.SamePartitionOptions{Retry: bad})
 	check("index.NewSamePartition", err)
-	_, err = index.NewCrossPartition(tbl, []index.InterIndex[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, &index.CrossPartitionOptions{Retry: bad})
+	_, err = index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, &index.CrossPartitionOptions{Retry: bad})
 	check("index.NewCrossPartition", err)
-	_, err = index.NewEntityList(tbl, &index.ListOptions{Retry: bad})
-	check("index.NewEntityList", err)
-	_, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("unused"), &index.ListOptions{Retry: bad})
-	check("index.NewBlobList", err)
 }

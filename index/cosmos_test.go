@@ -52,14 +52,11 @@ func TestCosmosIndexLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	copies := open("cosmoscopies")
-	lists, err := index.NewEntityList(open("cosmoslists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewCrossPartition(staffTable, []index.InterIndex[Employee]{
+	lists := open("cosmoslists")
+	inter, err := index.NewCrossPartition(staffTable, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil) // direct mode
 	if err != nil {
 		t.Fatal(err)

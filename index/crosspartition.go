@@ -21,47 +21,6 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// InterIndex describes one index that an [CrossPartition] keeps outside the
-// entities' partitions.
-//
-// By default the index holds a copy of every entity (the guide's
-// inter-partition secondary index pattern) in the partition
-// keys.Compound(Name, entity PartitionKey) — "email!Sales" — under the
-// RowKey keys.Compound(value, entity RowKey); a Global index keeps all
-// entities in the one partition keys.Compound(Name) under
-// keys.Compound(value, PartitionKey, RowKey). With List set it keeps
-// instead the entity's id in the list of its value in a [ListStore]: an
-// [EntityList] (the guide's index entities pattern, option 3) or a
-// [BlobList] (option 1).
-//
-// Several entities may share a value: an eventually consistent index cannot
-// enforce uniqueness.
-type InterIndex[T any] struct {
-	// Name is the index's name, the first component of its partition
-	// keys, e.g. "email".
-	Name string
-	// Key returns the indexed value of v; "" means no entry. The value is
-	// a key component: any valid UTF-8 string (keys.Compound escapes '/',
-	// '\', '#', '?' and control characters), as long as the key stays
-	// within 1 KiB. It must not be derived from a property the table
-	// encrypts: keys are stored in clear, so such a write is refused.
-	Key func(v T) string
-	// Table holds the copies (use the Entities() view of a typed table);
-	// nil means the entities' own table. It must encrypt every property
-	// the entities' table encrypts that the copies hold, or NewCrossPartition
-	// refuses it. Not used with List.
-	Table *tablekit.Table[tablekit.Entity]
-	// Global puts the entries of all the entities' partitions together:
-	// one partition of copies, or lists that span partitions. Otherwise
-	// each entity partition has its own.
-	Global bool
-	// Properties, when not nil, projects the copies onto these properties;
-	// entities read through the index have the other fields zero.
-	Properties []string
-	// List, when set, keeps id lists in this store instead of copies.
-	List ListStore
-}
-
 // CrossPartitionOptions configures an [CrossPartition]. A nil *CrossPartitionOptions means defaults:
 // direct mode.
 type CrossPartitionOptions struct {
@@ -70,11 +29,11 @@ type CrossPartitionOptions struct {
 	// best effort, not atomically.
 	Queue *archive.Client
 	// Kind is the message kind of this CrossPartition's maintenance requests; ""
-	// means [DefaultKind]. CrossPartitions that share a queue need distinct kinds.
+	// means [defaultKind]. CrossPartitions that share a queue need distinct kinds.
 	// It also names the CrossPartition's sync records.
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
-	// (0 means [DefaultDelay]), and the time a writer gives its write of
+	// (0 means [defaultDelay]), and the time a writer gives its write of
 	// the entity (including the SDK's retries), counted from before it
 	// sends the safety net, so that no try of the write starts after the
 	// safety net can be visible. It bounds how stale an index can be after
@@ -83,7 +42,7 @@ type CrossPartitionOptions struct {
 	// InsertHorizon is how long after Delay the safety net of an insert
 	// keeps looking for the new entity while it is not there, in case the
 	// insert reaches the service late (see [CrossPartition]); 0 means
-	// [DefaultInsertHorizon].
+	// [defaultInsertHorizon].
 	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
@@ -91,7 +50,7 @@ type CrossPartitionOptions struct {
 	// Retry says how many passes a sync makes, and how long it waits
 	// between them, while concurrent syncs of the same entity keep
 	// changing its sync record or the entity changes under it (then it
-	// fails with a *ConflictError), or while the requests of a pass that
+	// fails with an error matching tablekit.ErrPreconditionFailed), or while the requests of a pass that
 	// may have created entries fail (then it returns the last failure). Its zero fields take the package's
 	// defaults, as [SamePartitionOptions].Retry. The list stores of List indexes
 	// have their own ([ListOptions]).
@@ -100,40 +59,40 @@ type CrossPartitionOptions struct {
 
 // Defaults of CrossPartitionOptions.
 const (
-	DefaultKind  = "index.sync"
-	DefaultDelay = 30 * time.Second
-	// DefaultInsertHorizon covers the 15 minutes after which Azure
+	defaultKind  = "index.sync"
+	defaultDelay = 30 * time.Second
+	// defaultInsertHorizon covers the 15 minutes after which Azure
 	// refuses a request signed with Shared Key (its x-ms-date is too old),
 	// plus 5 minutes for the writer's clock being behind the service's.
-	DefaultInsertHorizon = 20 * time.Minute
+	defaultInsertHorizon = 20 * time.Minute
 )
 
-// StatePartitionPrefix is the first component of the PartitionKey of sync
-// records: keys.Compound(StatePartitionPrefix, kind, entity PartitionKey).
-const StatePartitionPrefix = "IndexState"
+// statePartitionPrefix is the first component of the PartitionKey of sync
+// records: keys.Compound(statePartitionPrefix, kind, entity PartitionKey).
+const statePartitionPrefix = "IndexState"
 
 // Properties of a sync record.
 const (
-	// SyncedProperty is the ETag of the entity version the indexes were
+	// syncedProperty is the ETag of the entity version the indexes were
 	// last brought up to date with.
-	SyncedProperty = "Synced"
-	// EntriesProperty lists, as JSON [[index, value], ...], the index
+	syncedProperty = "Synced"
+	// entriesProperty lists, as JSON [[index, value], ...], the index
 	// entries that may exist for the entity.
-	EntriesProperty = "Entries"
+	entriesProperty = "Entries"
 )
 
-// SyncRequest is the payload of an index maintenance message: the keys of
+// syncRequest is the payload of an index maintenance message: the keys of
 // the entity whose indexes to bring up to date.
-type SyncRequest struct {
+type syncRequest struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
 	// Guard, when set, makes the request the safety net of one write of
 	// the entity (see [CrossPartition]).
-	Guard *WriteGuard `json:"guard,omitempty"`
+	Guard *writeGuard `json:"guard,omitempty"`
 }
 
-// WriteGuard is what the safety net of one write knows about it.
-type WriteGuard struct {
+// writeGuard is what the safety net of one write knows about it.
+type writeGuard struct {
 	// ETag is the version the write is conditional on, the one it
 	// replaces; "" when the write inserts a new entity.
 	ETag azcore.ETag `json:"etag,omitempty"`
@@ -170,7 +129,7 @@ type WriteGuard struct {
 //     Delete on the caller's ETag, Upsert, Modify and DeleteIfExists on the
 //     ETag they read just before (and they read again and retry when
 //     another writer got in between), Insert on the entity's absence. The
-//     safety net carries that version ([WriteGuard]).
+//     safety net carries that version ([writeGuard]).
 //   - When it runs, the safety net first fences the version: a Merge of no
 //     properties conditional on it. If the entity is still at that
 //     version, the Merge gives it a new ETag, and the write, conditional
@@ -191,7 +150,7 @@ type WriteGuard struct {
 //     at most Delay from before it sends the safety net, so no try of the
 //     insert is signed after the safety net became visible, and Azure refuses a Shared Key request that
 //     arrives more than 15 minutes after it was signed;
-//     [DefaultInsertHorizon] covers that with 5 minutes for clock skew.
+//     [defaultInsertHorizon] covers that with 5 minutes for clock skew.
 //     With other credentials the service documents no such limit: an
 //     insert that arrives later still leaves the entity unindexed until it
 //     is written again or Sync runs.
@@ -247,7 +206,7 @@ type WriteGuard struct {
 //
 // Writes return the entity's new ETag, and Get fills T's etag field. An
 // entity read through a copy carries the ETag of the version the copy was
-// made from ([PrimaryETagProperty]), so Update and Delete with it succeed
+// made from ([primaryETagProperty]), so Update and Delete with it succeed
 // only while the copy is up to date with the entity (else they fail with
 // an error matching tablekit.ErrPreconditionFailed); an entity read
 // through a List index is read from the entity itself, with its ETag.
@@ -270,8 +229,9 @@ type CrossPartition[T any] struct {
 }
 
 type interIndex[T any] struct {
-	InterIndex[T]
-	copies *tablekit.Table[tablekit.Entity]
+	Index[T]
+	copies *tablekit.Table[tablekit.Entity] // copies, or nil
+	list   listStore                        // id lists, or nil
 }
 
 // NewCrossPartition returns a CrossPartition over the entities of table with the given
@@ -280,11 +240,11 @@ type interIndex[T any] struct {
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
 // kept in the entities' table use that view too.
 //
-// On a table with client-side encryption, a copy table (InterIndex.Table)
+// On a table with client-side encryption, a copy table (Index.Table)
 // that does not encrypt what the copies would hold of the encrypted
 // properties is refused, and so is every write whose index value is
 // derived from an encrypted property.
-func NewCrossPartition[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *CrossPartitionOptions) (*CrossPartition[T], error) {
+func NewCrossPartition[T any](table *tablekit.Table[T], indexes []Index[T], opts *CrossPartitionOptions) (*CrossPartition[T], error) {
 	const op = "index.NewCrossPartition"
 	if table == nil {
 		return nil, invalid(op, "", "table is nil")
@@ -300,19 +260,19 @@ func NewCrossPartition[T any](table *tablekit.Table[T], indexes []InterIndex[T],
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
 	enc := core.EncryptedProperties(table)
-	ix := &CrossPartition[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
+	ix := &CrossPartition[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, defaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
 	}
 	if ix.kind == "" {
-		ix.kind = DefaultKind
+		ix.kind = defaultKind
 	}
 	if err := checkName(op, table.Name(), "Kind", ix.kind); err != nil {
 		return nil, err
 	}
 	if ix.delay == 0 {
-		ix.delay = DefaultDelay
+		ix.delay = defaultDelay
 	}
 	sameTable := func(t *tablekit.Table[tablekit.Entity]) bool {
 		return t == nil || (t.Name() != "" && t.Name() == table.Name())
@@ -322,7 +282,7 @@ func NewCrossPartition[T any](table *tablekit.Table[T], indexes []InterIndex[T],
 		ix.state = ix.raw
 	}
 	if sameTable(o.State) {
-		p, _ := keys.Compound(StatePartitionPrefix)
+		p, _ := keys.Compound(statePartitionPrefix)
 		ix.reserved = append(ix.reserved, p)
 	}
 	if len(indexes) == 0 {
@@ -339,25 +299,37 @@ func NewCrossPartition[T any](table *tablekit.Table[T], indexes []InterIndex[T],
 		if idx.Key == nil {
 			return nil, invalidField(op, table.Name(), field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
-		ii := interIndex[T]{InterIndex: idx}
-		if idx.List != nil {
-			if idx.Table != nil || idx.Properties != nil {
-				return nil, invalidField(op, table.Name(), field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Table and Properties do not apply", idx.Name))
-			}
-		} else {
+		ii := interIndex[T]{Index: idx}
+		switch {
+		case idx.Unique:
+			return nil, invalidField(op, table.Name(), field+".Unique", fmt.Sprintf("index %q: a CrossPartition index cannot enforce uniqueness (no transaction spans partitions); use a SamePartition index", idx.Name))
+		case idx.Blobs != nil && !idx.List:
+			return nil, invalidField(op, table.Name(), field+".Blobs", fmt.Sprintf("index %q: Blobs holds id lists: set List too", idx.Name))
+		case idx.Blobs != nil && idx.Table != nil:
+			return nil, invalidField(op, table.Name(), field+".Blobs", fmt.Sprintf("index %q: the lists go to Blobs or to Table, not both", idx.Name))
+		case idx.List && idx.Properties != nil:
+			return nil, invalidField(op, table.Name(), field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Properties does not apply", idx.Name))
+		}
+		entries := idx.Table
+		if entries == nil {
+			entries = ix.raw
+		}
+		if idx.Blobs == nil && sameTable(idx.Table) {
+			p, _ := keys.Compound(idx.Name)
+			ix.reserved = append(ix.reserved, p)
+		}
+		switch {
+		case idx.Blobs != nil:
+			ii.list = newBlobList(idx.Blobs, ix.retry)
+		case idx.List:
+			ii.list = newEntityList(entries, ix.retry)
+		default:
 			for _, p := range idx.Properties {
-				if p == "" || p == PrimaryPartitionKeyProperty || p == PrimaryRowKeyProperty || p == PrimaryETagProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
+				if p == "" || p == primaryPartitionKeyProperty || p == primaryRowKeyProperty || p == primaryETagProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
 					return nil, invalidField(op, table.Name(), field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 				}
 			}
-			ii.copies = idx.Table
-			if ii.copies == nil {
-				ii.copies = ix.raw
-			}
-			if sameTable(idx.Table) {
-				p, _ := keys.Compound(idx.Name)
-				ix.reserved = append(ix.reserved, p)
-			}
+			ii.copies = entries
 			if missing := unencrypted(enc, idx.Properties, core.EncryptedProperties(ii.copies)); len(missing) > 0 {
 				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
 					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
@@ -392,12 +364,12 @@ func probe[T any](op string, table *tablekit.Table[T]) error {
 	return nil
 }
 
-// Kind returns the message kind of the CrossPartition's maintenance requests.
-func (ix *CrossPartition[T]) Kind() string { return ix.kind }
-
 // Register registers the CrossPartition's maintenance handler on mux, for its Kind.
 func (ix *CrossPartition[T]) Register(mux *archive.Mux) error {
-	return archive.HandleFunc(mux, ix.kind, func(ctx context.Context, req SyncRequest) error {
+	if err := ix.ready("index.CrossPartition.Register"); err != nil {
+		return err
+	}
+	return archive.HandleFunc(mux, ix.kind, func(ctx context.Context, req syncRequest) error {
 		return ix.handle(ctx, req)
 	})
 }
@@ -406,17 +378,23 @@ func (ix *CrossPartition[T]) Register(mux *archive.Mux) error {
 // [archive.Handler] for a queue of its own. Messages of another kind fail
 // permanently.
 func (ix *CrossPartition[T]) Handle(ctx context.Context, m *archive.Message) error {
-	if m.Kind != ix.kind {
-		return archive.Permanent(invalid("CrossPartition.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+	if err := ix.ready("index.CrossPartition.Handle"); err != nil {
+		return err
 	}
-	var req SyncRequest
+	if m == nil {
+		return archive.Permanent(invalid("index.CrossPartition.Handle", ix.table.Name(), "message is nil"))
+	}
+	if m.Kind != ix.kind {
+		return archive.Permanent(invalid("index.CrossPartition.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+	}
+	var req syncRequest
 	if err := m.Decode(&req); err != nil {
 		return err
 	}
 	return ix.handle(ctx, req)
 }
 
-func (ix *CrossPartition[T]) handle(ctx context.Context, req SyncRequest) error {
+func (ix *CrossPartition[T]) handle(ctx context.Context, req syncRequest) error {
 	var err error
 	if req.Guard != nil {
 		err = ix.repair(ctx, req)
@@ -443,11 +421,28 @@ func (ix *CrossPartition[T]) checkID(op string, id ID) error {
 		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
 	}
 	for _, p := range ix.reserved {
-		if id.PartitionKey == p || strings.HasPrefix(id.PartitionKey, p+string(keys.Separator)) {
+		if inRange(id.PartitionKey, p) {
 			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "PartitionKey", Detail: fmt.Sprintf("the PartitionKey is in the key range %q the index keeps in the same table", p), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	return nil
+}
+
+// reservedPK reports whether pk is in a key range the index keeps in the
+// entities' table.
+func (ix *CrossPartition[T]) reservedPK(pk string) bool {
+	for _, p := range ix.reserved {
+		if inRange(pk, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// inRange reports whether key is the compound key p or one of its
+// extensions.
+func inRange(key, p string) bool {
+	return key == p || strings.HasPrefix(key, p+string(keys.Separator))
 }
 
 // entry is one index entry of an entity: index name and value.
@@ -498,7 +493,7 @@ func (ix *CrossPartition[T]) partitionOf(op string, i int, pk string) (string, e
 func (ix *CrossPartition[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
 	idx := &ix.indexes[i]
 	what := fmt.Sprintf("index %s entry %q", idx.Name, e.value)
-	if idx.List != nil {
+	if idx.list != nil {
 		_, err = compound(op, ix.describe(id), what, e.value)
 		return "", "", err
 	}
@@ -513,8 +508,8 @@ func (ix *CrossPartition[T]) entryLocation(op string, i int, e entry, id ID) (pk
 	return pk, rk, err
 }
 
-func (ix *CrossPartition[T]) listKey(i int, pk, value string) ListKey {
-	k := ListKey{Index: ix.indexes[i].Name, Value: value}
+func (ix *CrossPartition[T]) listOf(i int, pk, value string) listKey {
+	k := listKey{Index: ix.indexes[i].Name, Value: value}
 	if !ix.indexes[i].Global {
 		k.Partition = pk
 	}
@@ -541,7 +536,10 @@ func (ix *CrossPartition[T]) prepare(op string, v T) (ID, error) {
 // transactions (2 queue messages, the insert); in direct mode 1 plus a
 // Sync.
 func (ix *CrossPartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "CrossPartition.Insert"
+	if err := ix.ready("index.CrossPartition.Insert"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Insert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -570,7 +568,10 @@ func (ix *CrossPartition[T]) insert(ctx context.Context, id ID, v T) (azcore.ETa
 // again and retry (CrossPartitionOptions.Retry); cost: 4 transactions (read, 2
 // queue messages, the write).
 func (ix *CrossPartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "CrossPartition.Upsert"
+	if err := ix.ready("index.CrossPartition.Upsert"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Upsert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -600,7 +601,10 @@ func (ix *CrossPartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, erro
 // "" is refused before anything is sent. Cost in queued mode: 3
 // transactions (4 with ETagAny).
 func (ix *CrossPartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "CrossPartition.Update"
+	if err := ix.ready("index.CrossPartition.Update"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Update"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -651,7 +655,10 @@ func (ix *CrossPartition[T]) versionOf(op string, etag azcore.ETag) func(context
 // value stored, with its new ETag when T has an etag field. Cost in queued
 // mode: 4 transactions (the read, then as Update or Insert).
 func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "CrossPartition.Modify"
+	if err := ix.ready("index.CrossPartition.Modify"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.CrossPartition.Modify"
 	var zero T
 	id := ID{pk, rk}
 	if fn == nil {
@@ -720,7 +727,10 @@ func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(
 // in queued mode: 3 transactions (2 queue messages, the delete); 4 with
 // ETagAny (a read first, retried like Upsert).
 func (ix *CrossPartition[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "CrossPartition.Delete"
+	if err := ix.ready("index.CrossPartition.Delete"); err != nil {
+		return err
+	}
+	const op = "index.CrossPartition.Delete"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return err
@@ -748,7 +758,10 @@ func (ix *CrossPartition[T]) Delete(ctx context.Context, pk, rk string, etag azc
 // transactions (read, 2 queue messages, the delete); 2 when the entity is
 // missing (read, and a request that removes any entries left).
 func (ix *CrossPartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "CrossPartition.DeleteIfExists"
+	if err := ix.ready("index.CrossPartition.DeleteIfExists"); err != nil {
+		return false, err
+	}
+	const op = "index.CrossPartition.DeleteIfExists"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -780,8 +793,11 @@ func (ix *CrossPartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) 
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
 func (ix *CrossPartition[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	if err := ix.ready("index.CrossPartition.Get"); err != nil {
+		return *new(T), err
+	}
 	v, err := ix.table.Get(ctx, pk, rk)
-	return v, withOp("CrossPartition.Get", err)
+	return v, withOp("index.CrossPartition.Get", err)
 }
 
 // current is the stored version of an entity, as Sync sees it.
@@ -819,7 +835,7 @@ type record struct {
 }
 
 func (ix *CrossPartition[T]) statePK(op, pk string) (string, error) {
-	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, StatePartitionPrefix, ix.kind, pk)
+	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, statePartitionPrefix, ix.kind, pk)
 }
 
 func (ix *CrossPartition[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
@@ -831,8 +847,8 @@ func (ix *CrossPartition[T]) readRecord(ctx context.Context, spk, rk string) (*r
 		return nil, err
 	}
 	r := &record{etag: e.ETag}
-	r.synced, _ = e.Properties[SyncedProperty].(string)
-	if s, _ := e.Properties[EntriesProperty].(string); s != "" {
+	r.synced, _ = e.Properties[syncedProperty].(string)
+	if s, _ := e.Properties[entriesProperty].(string); s != "" {
 		var pairs [][2]string
 		if err := json.Unmarshal([]byte(s), &pairs); err != nil {
 			return nil, fmt.Errorf("index: sync record %s/%s: %w", spk, rk, err)
@@ -852,7 +868,7 @@ func (ix *CrossPartition[T]) writeRecord(ctx context.Context, spk, rk string, sy
 		pairs[i] = [2]string{e.index, e.value}
 	}
 	data, _ := json.Marshal(pairs)
-	e := tablekit.Entity{PartitionKey: spk, RowKey: rk, Properties: map[string]any{SyncedProperty: synced, EntriesProperty: string(data)}}
+	e := tablekit.Entity{PartitionKey: spk, RowKey: rk, Properties: map[string]any{syncedProperty: synced, entriesProperty: string(data)}}
 	if etag == "" {
 		return ix.state.Insert(ctx, e)
 	}
@@ -880,7 +896,7 @@ func subset(a, b []entry) bool {
 	return true
 }
 
-const syncOp = "CrossPartition.Sync"
+const syncOp = "index.CrossPartition.Sync"
 
 // Sync brings the index entries of the entity pk/rk up to date with its
 // stored version (or removes them when it is gone). It is what the worker
@@ -890,6 +906,9 @@ const syncOp = "CrossPartition.Sync"
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
 func (ix *CrossPartition[T]) Sync(ctx context.Context, pk, rk string) (err error) {
+	if err := ix.ready("index.CrossPartition.Sync"); err != nil {
+		return err
+	}
 	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "CrossPartition.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
@@ -917,9 +936,9 @@ func (ix *CrossPartition[T]) Sync(ctx context.Context, pk, rk string) (err error
 		}
 		return again, err
 	})
-	var ce *ConflictError
-	if errors.As(err, &ce) && transient(ce.Err) {
-		return fmt.Errorf("index: %s: the sync failed on each of %d attempts: %w", id, ce.Attempts, ce.Err)
+	var ce *conflictError
+	if errors.As(err, &ce) && transient(ce.err) {
+		return fmt.Errorf("index: %s: the sync failed on each of %d attempts: %w", id, ce.attempts, ce.err)
 	}
 	return err
 }
@@ -1004,8 +1023,8 @@ func (ix *CrossPartition[T]) putEntry(ctx context.Context, id ID, e entry, cur *
 		return nil
 	}
 	idx := &ix.indexes[i]
-	if idx.List != nil {
-		return idx.List.Add(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
+	if idx.list != nil {
+		return idx.list.Add(ctx, ix.listOf(i, id.PartitionKey, e.value), id)
 	}
 	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
@@ -1023,9 +1042,9 @@ func (ix *CrossPartition[T]) putEntry(ctx context.Context, id ID, e entry, cur *
 			}
 		}
 	}
-	c.Properties[PrimaryPartitionKeyProperty] = id.PartitionKey
-	c.Properties[PrimaryRowKeyProperty] = id.RowKey
-	c.Properties[PrimaryETagProperty] = string(cur.etag)
+	c.Properties[primaryPartitionKeyProperty] = id.PartitionKey
+	c.Properties[primaryRowKeyProperty] = id.RowKey
+	c.Properties[primaryETagProperty] = string(cur.etag)
 	_, err = idx.copies.Upsert(ctx, c)
 	return err
 }
@@ -1037,8 +1056,8 @@ func (ix *CrossPartition[T]) removeEntry(ctx context.Context, id ID, e entry) er
 		return nil // an index no longer configured
 	}
 	idx := &ix.indexes[i]
-	if idx.List != nil {
-		return idx.List.Remove(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
+	if idx.list != nil {
+		return idx.list.Remove(ctx, ix.listOf(i, id.PartitionKey, e.value), id)
 	}
 	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
@@ -1048,11 +1067,31 @@ func (ix *CrossPartition[T]) removeEntry(ctx context.Context, id ID, e entry) er
 	return err
 }
 
+// Query returns the table's entities that match f (the zero Filter matches
+// all), as tablekit.Table.Query does, without the rows the index keeps in
+// the entities' table: copies, index entities and sync records (their
+// PartitionKeys begin with an index's Name, or "IndexState", and '!'),
+// which a plain Table.Query returns too, decoded as if they were entities.
+// opts are Table.Query's; Limit counts entities. Cost: as Table.Query,
+// including the index rows it reads and skips.
+func (ix *CrossPartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "index.CrossPartition.Query"
+	if err := ix.ready(op); err != nil {
+		return errSeq[T](err)
+	}
+	return queryEntities(ctx, op, ix.raw, ix.table, f, opts, func(pk, _ string) bool {
+		return ix.reservedPK(pk)
+	})
+}
+
 // CaughtUp reports whether the indexes of the entity pk/rk reflect its
 // stored version: its sync record names the entity's current ETag (or,
 // for a missing entity, there is no record left). Cost: 2 transactions.
 func (ix *CrossPartition[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "CrossPartition.CaughtUp"
+	if err := ix.ready("index.CrossPartition.CaughtUp"); err != nil {
+		return false, err
+	}
+	const op = "index.CrossPartition.CaughtUp"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -1081,7 +1120,7 @@ func (ix *CrossPartition[T]) lookupIndex(op, name string, list bool) (int, error
 	if !ok {
 		return 0, invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", name))
 	}
-	if list != (ix.indexes[i].List != nil) {
+	if list != (ix.indexes[i].list != nil) {
 		if list {
 			return 0, invalid(op, ix.table.Name(), fmt.Sprintf("index %q is not a List index", name))
 		}
@@ -1095,13 +1134,13 @@ func (ix *CrossPartition[T]) lookupIndex(op, name string, list bool) (int, error
 // Delete accept it, and fail with tablekit.ErrPreconditionFailed if the
 // copy lagged behind the entity.
 func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
-	pk, _ := e.Properties[PrimaryPartitionKeyProperty].(string)
-	rk, _ := e.Properties[PrimaryRowKeyProperty].(string)
-	etag, _ := e.Properties[PrimaryETagProperty].(string)
+	pk, _ := e.Properties[primaryPartitionKeyProperty].(string)
+	rk, _ := e.Properties[primaryRowKeyProperty].(string)
+	etag, _ := e.Properties[primaryETagProperty].(string)
 	e.PartitionKey, e.RowKey, e.ETag = pk, rk, azcore.ETag(etag)
-	delete(e.Properties, PrimaryPartitionKeyProperty)
-	delete(e.Properties, PrimaryRowKeyProperty)
-	delete(e.Properties, PrimaryETagProperty)
+	delete(e.Properties, primaryPartitionKeyProperty)
+	delete(e.Properties, primaryRowKeyProperty)
+	delete(e.Properties, primaryETagProperty)
 	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
 }
@@ -1113,7 +1152,10 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 // transaction per 1,000 results; for a List index 1 plus 1 point read per
 // entity, up to 16 at once.
 func (ix *CrossPartition[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	return ix.by(ctx, "CrossPartition.By", pk, index, value)
+	if err := ix.ready("index.CrossPartition.By"); err != nil {
+		return errSeq[T](err)
+	}
+	return ix.by(ctx, "index.CrossPartition.By", pk, index, value)
 }
 
 func (ix *CrossPartition[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
@@ -1124,7 +1166,7 @@ func (ix *CrossPartition[T]) by(ctx context.Context, op, pk, index, value string
 	if value == "" {
 		return func(func(T, error) bool) {}
 	}
-	if ix.indexes[i].List != nil {
+	if ix.indexes[i].list != nil {
 		return func(yield func(T, error) bool) {
 			list, err := ix.ids(ctx, op, pk, index, value)
 			if err != nil {
@@ -1151,7 +1193,10 @@ func (ix *CrossPartition[T]) by(ctx context.Context, op, pk, index, value string
 // Find returns the first entity with value in index (see By), or an error
 // matching tablekit.ErrNotFound. Cost: 1 transaction; 2 for a List index.
 func (ix *CrossPartition[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	const op = "CrossPartition.Find"
+	if err := ix.ready("index.CrossPartition.Find"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.CrossPartition.Find"
 	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, err
 	}
@@ -1162,7 +1207,10 @@ func (ix *CrossPartition[T]) Find(ctx context.Context, pk, index, value string) 
 // means no upper bound), in index order, with ETags as By; see By for pk.
 // Copy indexes only. Cost: 1 transaction per 1,000 results.
 func (ix *CrossPartition[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	const op = "CrossPartition.Range"
+	if err := ix.ready("index.CrossPartition.Range"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.CrossPartition.Range"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1187,7 +1235,10 @@ func (ix *CrossPartition[T]) Range(ctx context.Context, pk, index, lo, hi string
 // index order, with ETags as By; see By for pk. Copy indexes only. Cost:
 // as Range.
 func (ix *CrossPartition[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	const op = "CrossPartition.Prefix"
+	if err := ix.ready("index.CrossPartition.Prefix"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.CrossPartition.Prefix"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1223,7 +1274,10 @@ func (ix *CrossPartition[T]) scan(ctx context.Context, op string, i int, pk, lo,
 // IDs returns the ids in the list of value in List index index, for entity
 // partition pk (ignored for a Global index). Cost: 1 transaction.
 func (ix *CrossPartition[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	return ix.ids(ctx, "CrossPartition.IDs", pk, index, value)
+	if err := ix.ready("index.CrossPartition.IDs"); err != nil {
+		return nil, err
+	}
+	return ix.ids(ctx, "index.CrossPartition.IDs", pk, index, value)
 }
 
 func (ix *CrossPartition[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
@@ -1237,6 +1291,14 @@ func (ix *CrossPartition[T]) ids(ctx context.Context, op, pk, index, value strin
 	if value == "" {
 		return nil, nil
 	}
-	ids, err := ix.indexes[i].List.IDs(ctx, ix.listKey(i, pk, value))
+	ids, err := ix.indexes[i].list.IDs(ctx, ix.listOf(i, pk, value))
 	return ids, withOp(op, err)
+}
+
+// ready refuses a zero value, one not made by its constructor.
+func (ix *CrossPartition[T]) ready(op string) error {
+	if ix == nil || ix.table == nil {
+		return invalid(op, "", "the CrossPartition is not initialized: use index.NewCrossPartition")
+	}
+	return nil
 }

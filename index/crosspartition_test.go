@@ -78,21 +78,14 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 // fault-injecting policies).
 func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.CrossPartition[Employee] {
 	t.Helper()
-	var lists *index.ListOptions // the defaults
-	entityList, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), lists)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), lists)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	blobs := acct.Blobs().ServiceClient().NewContainerClient(r.container)
 	copies := mustNewTable[tablekit.Entity](t, acct, r.copies)
-	indexes := []index.InterIndex[Employee]{
+	indexes := []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
-		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
+		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: true, Blobs: blobs, Global: true},
 	}
 	if r.lastNameOnly {
 		indexes = indexes[2:3]
@@ -100,6 +93,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.CrossParti
 	// A short InsertHorizon: the safety net of an insert that never
 	// reached the service stops looking for the entity after 1+3 s.
 	opts := &index.CrossPartitionOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
+	var err error
 	if r.queued {
 		if opts.Queue, err = archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil); err != nil {
 			t.Fatal(err)
@@ -585,11 +579,11 @@ func TestInterErrors(t *testing.T) {
 	if _, err := r.ix.IDs(ctx, "Sales", "email", "x"); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("IDs of a copy index: %v", err)
 	}
-	if _, err := index.NewCrossPartition(r.employeeTable, []index.InterIndex[Employee]{{Name: "a", Key: func(e Employee) string { return e.Email }}, {Name: "a", Key: func(e Employee) string { return e.Email }}}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := index.NewCrossPartition(r.employeeTable, []index.Index[Employee]{{Name: "a", Key: func(e Employee) string { return e.Email }}, {Name: "a", Key: func(e Employee) string { return e.Email }}}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("duplicate index names: %v", err)
 	}
 	// Entities may not live in the key range of an index kept in their table.
-	same, err := index.NewCrossPartition(r.employeeTable, []index.InterIndex[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, nil)
+	same, err := index.NewCrossPartition(r.employeeTable, []index.Index[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@
 // # Inter-partition: [CrossPartition]
 //
 // Entries live in other partitions or tables: copies under
-// email!Sales / jonesj@contoso.com!000223, or ids in a [ListStore]. No
+// email!Sales / jonesj@contoso.com!000223, or ids in a [listStore]. No
 // transaction spans partitions, so the entries follow the entity eventually:
 // a write enqueues a maintenance request for the archive package's worker
 // ([archive.Worker] with the CrossPartition as handler), whose [CrossPartition.Sync] is
@@ -49,19 +49,19 @@
 //
 // # Index entities: the guide's three options
 //
-//   - Option 1, a blob per value: an [CrossPartition] index whose List is a [BlobList].
+//   - Option 1, a blob per value: an [CrossPartition] index whose List is a [blobList].
 //   - Option 2, an index entity in the entities' partition, updated in the
 //     same EGT with ETag optimistic concurrency: an [SamePartition] index with List.
 //   - Option 3, an index entity in another partition or table, eventually
-//     consistent: an [CrossPartition] index whose List is an [EntityList].
+//     consistent: an [CrossPartition] index whose List is an [entityList].
 //
 // An index entity stores the ids one per line in the string property IDs,
 // continued in IDs2, IDs3, ... (64 KiB each) up to the 1 MiB entity limit;
 // growing one further fails with an error matching tablekit.ErrTooLarge that
 // points to the blob option. Changing an entity's value moves its id from one
 // list to the other. Updates of one list are read-modify-write cycles
-// conditional on its ETag; the writers that share one SamePartition, EntityList or
-// BlobList take turns on a list (a lock per list), so only writers in
+// conditional on its ETag; the writers that share one SamePartition, entityList or
+// blobList take turns on a list (a lock per list), so only writers in
 // different processes (or using different values) ever retry.
 //
 // # Verbs
@@ -133,13 +133,13 @@
 //     Delete accept it, at the cost of one query.
 //   - A CrossPartition cannot enforce uniqueness, and its copies may briefly hold an
 //     older version; each copy records the entity version it was made from
-//     ([PrimaryETagProperty]), which entities read through it carry as
+//     ([primaryETagProperty]), which entities read through it carry as
 //     their ETag.
 //   - A CrossPartition cannot fence its own index writes: an entry write of a Sync
 //     that reaches the service late (delayed in the network after the Sync
 //     gave up on it), after a newer Sync removed the entry, stays until the
 //     entity is written again (see [CrossPartition]).
-//   - A SamePartition index entity or EntityList entity holds at most 1 MiB of ids,
+//   - A SamePartition index entity or entityList entity holds at most 1 MiB of ids,
 //     and every change to it is a read-modify-write of the whole list, so
 //     values shared by very many frequently changing entities contend.
 package index

@@ -82,7 +82,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	if !errors.As(err, &sve) || sve.Property != "SSN" || strings.Contains(err.Error(), "444-55-6666") {
 		t.Errorf("a typed index on an encrypted field: %v, want a refusal naming SSN (not its value)", err)
 	}
-	if _, err := index.NewCrossPartition(secret, []index.InterIndex[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }}}, nil); err != nil {
+	if _, err := index.NewCrossPartition(secret, []index.Index[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }}}, nil); err != nil {
 		t.Errorf("NewCrossPartition on a struct with an encrypted field: %v", err)
 	}
 
@@ -134,7 +134,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	before := acct.Meter().Snapshot()
 	_, err = bySSN.Insert(ctx, bob)
 	var ve *tablekit.ValidationError
-	if !errors.As(err, &ve) || ve.Op != "SamePartition.Insert" || ve.Property != "SSN" || strings.Contains(err.Error(), "987-65-4321") {
+	if !errors.As(err, &ve) || ve.Op != "index.SamePartition.Insert" || ve.Property != "SSN" || strings.Contains(err.Error(), "987-65-4321") {
 		t.Errorf("an index on an encrypted property: %v, want a refusal naming SSN (not its value)", err)
 	}
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Total() != 0 {
@@ -143,19 +143,19 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 
 	// CrossPartition: a copy table must encrypt what the copies hold.
 	plain := mustNewTable[tablekit.Entity](t, acct, copiesName)
-	_, err = index.NewCrossPartition(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
+	_, err = index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
 	if !errors.As(err, &ve) || ve.Op != "index.NewCrossPartition" || ve.Property != "SSN" || !strings.Contains(err.Error(), "plaintext") {
 		t.Errorf("NewCrossPartition with copies in a table that does not encrypt SSN: %v", err)
 	}
 	// A projection without SSN needs no encryption.
-	if _, err := index.NewCrossPartition(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
+	if _, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
 		t.Errorf("NewCrossPartition with copies projected without SSN: %v", err)
 	}
 	copies, err := tablekit.OpenTable[tablekit.Entity](acct, copiesName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: enc.Keys, Properties: []string{"SSN"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inter, err := index.NewCrossPartition(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
+	inter, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
 	if err != nil {
 		t.Fatalf("NewCrossPartition on an encrypted table: %v", err)
 	}
@@ -179,11 +179,11 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d copies, want 1", n)
 	}
-	bySSNInter, err := index.NewCrossPartition(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
+	bySSNInter, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bySSNInter.Upsert(ctx, bob); !errors.As(err, &ve) || ve.Op != "CrossPartition.Upsert" || ve.Property != "SSN" {
+	if _, err := bySSNInter.Upsert(ctx, bob); !errors.As(err, &ve) || ve.Op != "index.CrossPartition.Upsert" || ve.Property != "SSN" {
 		t.Errorf("a CrossPartition index on an encrypted property: %v, want a refusal naming SSN", err)
 	}
 }

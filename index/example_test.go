@@ -104,17 +104,16 @@ func ExampleCrossPartition() {
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
 	listTable, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeeLists", nil)
-	lists, _ := index.NewEntityList(listTable, nil)
 	byEmail, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeesByEmail", nil)
-	blobs, _ := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
+	blobs := acct.Blobs().ServiceClient().NewContainerClient("employee-lists")
 	queue, err := archive.OpenClient(acct, "employee-index", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	ix, err := index.NewCrossPartition(employees, []index.InterIndex[Employee]{
+	ix, err := index.NewCrossPartition(employees, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: byEmail},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
-		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobs, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: listTable},
+		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: true, Blobs: blobs, Global: true},
 	}, &index.CrossPartitionOptions{Queue: queue})
 	if err != nil {
 		log.Fatal(err)

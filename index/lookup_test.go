@@ -117,11 +117,8 @@ func TestListLookupsConcurrent(t *testing.T) {
 	r := newInterRigWith(t, &interRig{lastNameOnly: true})
 	r.acct = acct
 	staffTable := mustNewTable[Employee](t, acct, r.employees)
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewCrossPartition(staffTable, []index.InterIndex[Employee]{{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists}}, nil)
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	inter, err := index.NewCrossPartition(staffTable, []index.Index[Employee]{{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,13 +191,10 @@ func TestIndexSpans(t *testing.T) {
 	}
 
 	r := newInterRigWith(t, &interRig{lastNameOnly: true})
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewCrossPartition(mustNewTable[Employee](t, acct, r.employees), []index.InterIndex[Employee]{
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	inter, err := index.NewCrossPartition(mustNewTable[Employee](t, acct, r.employees), []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func (ix *CrossPartition[T]) storedVersion(ctx context.Context, id ID) (azcore.E
 // (with a new version and a new safety net), as CrossPartitionOptions.Retry says.
 // It returns the ETag do returns: the entity's new one.
 func (ix *CrossPartition[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error)) (azcore.ETag, error) {
-	req := SyncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
+	req := syncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
 	var etag azcore.ETag
 	err := retry(ctx, ix.retry, id, func() (bool, error) {
 		pre, err := version(ctx, id)
@@ -59,7 +59,7 @@ func (ix *CrossPartition[T]) guarded(ctx context.Context, id ID, version func(co
 			return false, nil
 		}
 		guard := req
-		guard.Guard = &WriteGuard{ETag: pre, Waited: ix.delay}
+		guard.Guard = &writeGuard{ETag: pre, Waited: ix.delay}
 		// No try of the write may start after the safety net becomes
 		// visible: the safety net of an insert counts on it, and that of
 		// an update would fence the version the write is conditional on.
@@ -92,7 +92,7 @@ func (ix *CrossPartition[T]) guarded(ctx context.Context, id ID, version func(co
 
 // repair runs the safety net of one write (see [CrossPartition]): it makes sure the
 // write is either visible to the Sync it then runs or can never be applied.
-func (ix *CrossPartition[T]) repair(ctx context.Context, req SyncRequest) error {
+func (ix *CrossPartition[T]) repair(ctx context.Context, req syncRequest) error {
 	pk, rk, g := req.PartitionKey, req.RowKey, req.Guard
 	if g.ETag != "" {
 		// The fence: a Merge of no properties, conditional on the version
@@ -117,7 +117,7 @@ func (ix *CrossPartition[T]) repair(ctx context.Context, req SyncRequest) error 
 		return err
 	}
 	next := req
-	next.Guard = &WriteGuard{Waited: 2 * g.Waited}
+	next.Guard = &writeGuard{Waited: 2 * g.Waited}
 	_, err = ix.queue.Enqueue(ctx, ix.kind, next, &archive.EnqueueOptions{Delay: g.Waited})
 	return err
 }

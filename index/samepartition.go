@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/spans"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -18,51 +19,12 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// Index describes one index that an [SamePartition] keeps in each entity's own
-// partition.
-//
-// By default the index holds a copy of every entity (the guide's
-// intra-partition secondary index pattern) under the RowKey
-// keys.Compound(Name, value) — "email!jonesj@contoso.com" — or, when the
-// index is not Unique, keys.Compound(Name, value, RowKey), so that several
-// entities can share a value. With List set it holds instead one index
-// entity per value, under keys.Compound(Name, value), listing the RowKeys
-// of the entities that have the value (the guide's index entities pattern,
-// option 2).
-type Index[T any] struct {
-	// Name is the index's name and the first component of its RowKeys,
-	// e.g. "email". Entities' own RowKeys must not begin with Name
-	// followed by keys.Separator ('!').
-	Name string
-	// Key returns the indexed value of v. "" means v has no entry in this
-	// index. The value is a key component: any valid UTF-8 string
-	// (keys.Compound escapes '/', '\', '#', '?' and control characters),
-	// as long as the RowKey stays within 1 KiB. Encode numbers with package
-	// keys (e.g. keys.UintN) so that their order is numeric. The value must
-	// not be derived from a property the table encrypts: keys are stored
-	// in clear, so such a write is refused.
-	Key func(v T) string
-	// Unique makes the value identify one entity: the RowKey of a copy is
-	// Compound(Name, value), a lookup is a point query, and a write that
-	// gives a second entity the same value fails with a *UniqueError. Not
-	// allowed with List.
-	Unique bool
-	// Properties, when not nil, projects the copies: they hold only these
-	// properties, and entities read through the index have the other
-	// fields zero. nil copies every property. Not allowed with List.
-	Properties []string
-	// List keeps an index entity per value listing the entities' RowKeys
-	// instead of a copy of every entity. An index entity holds at most
-	// 1 MiB (about 100,000 short ids); for more, use a [BlobList].
-	List bool
-}
-
 // SamePartitionOptions configures an [SamePartition]. A nil *SamePartitionOptions means defaults.
 type SamePartitionOptions struct {
 	// Retry says how often and how patiently a write is tried again when
 	// a concurrent writer changed the entity or one of its index entities
 	// between the read and the conditional transaction; then it fails with
-	// a *ConflictError, which matches tablekit.ErrPreconditionFailed. Its
+	// an error matching tablekit.ErrPreconditionFailed. Its
 	// zero fields take the package's defaults: 30 attempts, full-jitter
 	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
 	// with a longer cap), which carries tens of writers in separate
@@ -134,7 +96,7 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 		return nil, invalid(op, ix.name, "no indexes")
 	}
 	if len(indexes) >= limits.TransactionActions {
-		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Detail: "too many indexes", Err: tablekit.ErrTooLarge}
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Unit: "indexes", Detail: "too many indexes", Err: tablekit.ErrTooLarge}
 	}
 	for i, idx := range indexes {
 		field := fmt.Sprintf("indexes[%d]", i)
@@ -147,11 +109,14 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 		if idx.Key == nil {
 			return nil, invalidField(op, ix.name, field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
+		if idx.Global || idx.Table != nil || idx.Blobs != nil {
+			return nil, invalidField(op, ix.name, field, fmt.Sprintf("index %q: Global, Table and Blobs place entries outside the entity's partition: use a CrossPartition", idx.Name))
+		}
 		if idx.List && (idx.Unique || idx.Properties != nil) {
 			return nil, invalidField(op, ix.name, field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Unique and Properties do not apply", idx.Name))
 		}
 		for _, p := range idx.Properties {
-			if p == "" || p == PrimaryRowKeyProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
+			if p == "" || p == primaryRowKeyProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
 				return nil, invalidField(op, ix.name, field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 			}
 		}
@@ -222,8 +187,8 @@ func (ix *SamePartition[T]) imageOf(op string, v T) (*image, error) {
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return nil, err
 	}
-	if _, ok := e.Properties[PrimaryRowKeyProperty]; ok {
-		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: PrimaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
+	if _, ok := e.Properties[primaryRowKeyProperty]; ok {
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: primaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
 	}
 	e.ETag, e.Timestamp = "", time.Time{}
 	im := &image{id: id, entity: e, values: make([]string, len(ix.indexes))}
@@ -409,7 +374,7 @@ func (ix *SamePartition[T]) copyOf(im *image, i int, rk string) tablekit.Entity 
 			}
 		}
 	}
-	c.Properties[PrimaryRowKeyProperty] = im.id.RowKey
+	c.Properties[primaryRowKeyProperty] = im.id.RowKey
 	return c
 }
 
@@ -465,6 +430,7 @@ func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action
 			Entity: ix.describe(id),
 			Limit:  "<= 100 actions per entity group transaction",
 			Size:   len(acts),
+			Unit:   "actions",
 			Detail: fmt.Sprintf("writing the entity with its %d indexes takes %d actions (the entity, an entry per index, and a removal per changed value); use fewer indexes, or change fewer indexed values at once", len(ix.indexes), len(acts)),
 			Err:    tablekit.ErrTooLarge,
 		}
@@ -487,6 +453,7 @@ func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action
 			Entity: ix.describe(id),
 			Limit:  limitText,
 			Size:   total,
+			Unit:   "bytes",
 			Detail: fmt.Sprintf("the entity and its index copies (%d actions) add up to about %d bytes; project fewer properties into the indexes (Index.Properties) or keep large properties in a blob", len(acts), total),
 			Err:    tablekit.ErrTooLarge,
 		}
@@ -551,7 +518,7 @@ const (
 // stale is the error of a conditional write whose ETag is no longer the
 // entity's.
 func (ix *SamePartition[T]) stale(op string, id ID) error {
-	return fmt.Errorf("index: %s: %s changed since the given ETag was read: %w", op, ix.describe(id), tablekit.ErrPreconditionFailed)
+	return fmt.Errorf("%s: %s changed since the given ETag was read: %w", opname.Prefix(op), ix.describe(id), tablekit.ErrPreconditionFailed)
 }
 
 // write runs one write of the entity id through the optimistic-concurrency
@@ -636,7 +603,7 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 		case failList:
 			// re-read the index entities in the next plan
 		case failUnique:
-			return false, &UniqueError{Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
+			return false, &UniqueError{Op: op, Table: ix.name, Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
 		default:
 			return false, err
 		}
@@ -710,7 +677,10 @@ func fixed(im *image) func(*version) (*image, error) {
 // *UniqueError when a unique value is taken. Cost: 1 transaction, plus 1
 // read per List index.
 func (ix *SamePartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "SamePartition.Insert"
+	if err := ix.ready("index.SamePartition.Insert"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Insert"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -731,7 +701,10 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error
 // change an entity known to exist, [SamePartition.Modify] costs 2 and
 // [SamePartition.Update] 2. List indexes add 1 read per changed value.
 func (ix *SamePartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "SamePartition.Upsert"
+	if err := ix.ready("index.SamePartition.Upsert"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Upsert"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -755,7 +728,10 @@ func (ix *SamePartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error
 // [SamePartition.Modify] reads and writes in 2 in all, with no separate Get.
 // List indexes add 1 read per changed value.
 func (ix *SamePartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "SamePartition.Update"
+	if err := ix.ready("index.SamePartition.Update"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Update"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -783,7 +759,10 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (
 // (the read and the transaction), plus 1 read per changed value of a List
 // index.
 func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "SamePartition.Modify"
+	if err := ix.ready("index.SamePartition.Modify"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Modify"
 	var zero T
 	id := ID{pk, rk}
 	if fn == nil {
@@ -838,7 +817,10 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 // than the former DeleteVersion(prev); 3 when etag comes from a copy
 // index. List indexes add 1 read each.
 func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "SamePartition.Delete"
+	if err := ix.ready("index.SamePartition.Delete"); err != nil {
+		return err
+	}
+	const op = "index.SamePartition.Delete"
 	id := ID{pk, rk}
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return err
@@ -859,7 +841,10 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, etag azco
 // transactions (read, then the transaction); 1 when the entity is missing.
 // List indexes add 1 read each.
 func (ix *SamePartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "SamePartition.DeleteIfExists"
+	if err := ix.ready("index.SamePartition.DeleteIfExists"); err != nil {
+		return false, err
+	}
+	const op = "index.SamePartition.DeleteIfExists"
 	id := ID{pk, rk}
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return false, err
@@ -871,7 +856,10 @@ func (ix *SamePartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
 func (ix *SamePartition[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	const op = "SamePartition.Get"
+	if err := ix.ready("index.SamePartition.Get"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Get"
 	v, err := ix.get(ctx, op, pk, rk)
 	return v, withOp(op, err)
 }
@@ -899,9 +887,9 @@ func (ix *SamePartition[T]) lookupIndex(op, name string) (int, error) {
 // decodeCopy turns an index copy back into the entity it copies. The copy
 // keeps its own ETag, which stands for the entity's version (see [SamePartition]).
 func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
-	if rk, ok := e.Properties[PrimaryRowKeyProperty].(string); ok {
+	if rk, ok := e.Properties[primaryRowKeyProperty].(string); ok {
 		e.RowKey = rk
-		delete(e.Properties, PrimaryRowKeyProperty)
+		delete(e.Properties, primaryRowKeyProperty)
 	}
 	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
@@ -913,7 +901,10 @@ func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (
 // matching tablekit.ErrNotFound when there is none. Cost: 1 transaction (a
 // point query for a unique index); 2 for a List index.
 func (ix *SamePartition[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	const op = "SamePartition.Find"
+	if err := ix.ready("index.SamePartition.Find"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Find"
 	var zero T
 	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, withOp(op, err)
@@ -927,7 +918,10 @@ func (ix *SamePartition[T]) Find(ctx context.Context, pk, index, value string) (
 // have only the projected fields. Cost: 1 transaction per 1,000 results;
 // for a List index 1 plus 1 point read per entity, up to 16 at once.
 func (ix *SamePartition[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	return ix.by(ctx, "SamePartition.By", pk, index, value)
+	if err := ix.ready("index.SamePartition.By"); err != nil {
+		return errSeq[T](err)
+	}
+	return ix.by(ctx, "index.SamePartition.By", pk, index, value)
 }
 
 func (ix *SamePartition[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
@@ -971,7 +965,10 @@ func (ix *SamePartition[T]) by(ctx context.Context, op, pk, index, value string)
 // bound. Cost: 1 transaction per 1,000 results; for a List index 1 per
 // 1,000 index entities plus 1 point read per entity, up to 16 at once.
 func (ix *SamePartition[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	const op = "SamePartition.Range"
+	if err := ix.ready("index.SamePartition.Range"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.SamePartition.Range"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
@@ -999,7 +996,10 @@ func (ix *SamePartition[T]) Range(ctx context.Context, pk, index, lo, hi string)
 // Prefix returns the entities of partition pk whose value in index starts
 // with prefix, in index order, with ETags as By. Cost: as Range.
 func (ix *SamePartition[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	const op = "SamePartition.Prefix"
+	if err := ix.ready("index.SamePartition.Prefix"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.SamePartition.Prefix"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
@@ -1067,7 +1067,10 @@ func (ix *SamePartition[T]) listed(ctx context.Context, op, pk string, f tableki
 // IDs returns the ids the index entity of value in List index lists, in
 // RowKey order. Cost: 1 transaction.
 func (ix *SamePartition[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	const op = "SamePartition.IDs"
+	if err := ix.ready("index.SamePartition.IDs"); err != nil {
+		return nil, err
+	}
+	const op = "index.SamePartition.IDs"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return nil, err
@@ -1097,6 +1100,31 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, index, value string) ([
 	return ids, nil
 }
 
+// Query returns the table's entities that match f (the zero Filter matches
+// all), as tablekit.Table.Query does, without the index entries kept
+// beside them: a plain Table.Query of an indexed partition also returns
+// every copy and index entity (RowKeys that begin with an index's Name and
+// '!'), decoded as if they were entities. opts are Table.Query's; Limit
+// counts entities. Cost: as Table.Query, including the index rows it
+// reads and skips (1 transaction per 1,000 rows).
+func (ix *SamePartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "index.SamePartition.Query"
+	if err := ix.ready(op); err != nil {
+		return errSeq[T](err)
+	}
+	return queryEntities(ctx, op, ix.table, ix.typed, f, opts, func(_, rk string) bool {
+		return ix.checkPrimaryKey("", ID{RowKey: rk}) != nil
+	})
+}
+
 func errSeq[T any](err error) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) { yield(*new(T), err) }
+}
+
+// ready refuses a zero value, one not made by its constructor.
+func (ix *SamePartition[T]) ready(op string) error {
+	if ix == nil || ix.table == nil {
+		return invalid(op, "", "the SamePartition is not initialized: use index.NewSamePartition")
+	}
+	return nil
 }

@@ -171,13 +171,10 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, "UnusedLists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewCrossPartition(tbl, []index.InterIndex[Employee]{
+	lists := mustNewTable[tablekit.Entity](t, acct, "UnusedLists")
+	inter, err := index.NewCrossPartition(tbl, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -202,38 +199,55 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		}()},
 		{"index.NewCrossPartition", func() error { _, err := index.NewCrossPartition[Employee](nil, nil, nil); return err }()},
 		{"index.NewCrossPartition", func() error {
-			_, err := index.NewCrossPartition(tbl, []index.InterIndex[Employee]{{Name: "x"}}, nil)
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x"}}, nil)
 			return err
 		}()},
-		{"index.NewEntityList", func() error { _, err := index.NewEntityList[tablekit.Entity](nil, nil); return err }()},
-		{"index.NewBlobList", func() error { _, err := index.NewBlobList(nil, nil); return err }()},
-		{"SamePartition.Insert", func() error { _, err := intra.Insert(ctx, bad); return err }()},
-		{"SamePartition.Upsert", func() error { _, err := intra.Upsert(ctx, Employee{}); return err }()},
-		{"SamePartition.Update", func() error { _, err := intra.Update(ctx, staff()[0], ""); return err }()},
-		{"SamePartition.Modify", func() error { _, err := intra.Modify(ctx, "Sales", "1", nil); return err }()},
-		{"SamePartition.Delete", intra.Delete(ctx, "Sales", "1", "")},
-		{"SamePartition.DeleteIfExists", func() error { _, err := intra.DeleteIfExists(ctx, "Sales", "empid!1"); return err }()},
-		{"SamePartition.Get", func() error { _, err := intra.Get(ctx, "Sales", "email!1"); return err }()},
-		{"SamePartition.Find", func() error { _, err := intra.Find(ctx, "Sales", "phone", "1"); return err }()},
-		{"SamePartition.By", first(intra.By(ctx, "Sales", "phone", "1"))},
-		{"SamePartition.Range", first(intra.Range(ctx, "Sales", "phone", "1", "2"))},
-		{"SamePartition.Prefix", first(intra.Prefix(ctx, "Sales", "phone", "1"))},
-		{"SamePartition.IDs", func() error { _, err := intra.IDs(ctx, "Sales", "email", "x"); return err }()},
-		{"CrossPartition.Insert", func() error { _, err := inter.Insert(ctx, long); return err }()},
-		{"CrossPartition.Upsert", func() error { _, err := inter.Upsert(ctx, long); return err }()},
-		{"CrossPartition.Update", func() error { _, err := inter.Update(ctx, staff()[0], ""); return err }()},
-		{"CrossPartition.Modify", func() error { _, err := inter.Modify(ctx, "", "1", func(*Employee) error { return nil }); return err }()},
-		{"CrossPartition.Delete", inter.Delete(ctx, "Sales", "1", "")},
-		{"CrossPartition.DeleteIfExists", func() error { _, err := inter.DeleteIfExists(ctx, "Sales", ""); return err }()},
-		{"CrossPartition.Sync", inter.Sync(ctx, "", "1")},
-		{"CrossPartition.CaughtUp", func() error { _, err := inter.CaughtUp(ctx, "Sales", ""); return err }()},
-		{"CrossPartition.Find", func() error { _, err := inter.Find(ctx, "Sales", "phone", "1"); return err }()},
-		{"CrossPartition.By", first(inter.By(ctx, "Sales", "phone", "1"))},
-		{"CrossPartition.Range", first(inter.Range(ctx, "Sales", "lastname", "a", "b"))},
-		{"CrossPartition.Prefix", first(inter.Prefix(ctx, "Sales", "lastname", "a"))},
-		{"CrossPartition.IDs", func() error { _, err := inter.IDs(ctx, "Sales", "email", "x"); return err }()},
-		{"EntityList.Add", lists.Add(ctx, index.ListKey{Index: "lastname", Value: "\xff"}, index.ID{PartitionKey: "Sales", RowKey: "1"})},
-		{"EntityList.IDs", func() error { _, err := lists.IDs(ctx, index.ListKey{Index: "lastname", Value: "\xff"}); return err }()},
+		{"index.NewCrossPartition", func() error {
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Unique: true}}, nil)
+			return err
+		}()},
+		{"index.NewCrossPartition", func() error {
+			blobs := acct.Blobs().ServiceClient().NewContainerClient("unused")
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Blobs: blobs}}, nil)
+			return err
+		}()},
+		{"index.NewSamePartition", func() error {
+			_, err := index.NewSamePartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Global: true}}, nil)
+			return err
+		}()},
+		{"index.NewSamePartition", func() error {
+			_, err := index.NewSamePartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Table: lists}}, nil)
+			return err
+		}()},
+		{"index.SamePartition.Insert", func() error { _, err := intra.Insert(ctx, bad); return err }()},
+		{"index.SamePartition.Upsert", func() error { _, err := intra.Upsert(ctx, Employee{}); return err }()},
+		{"index.SamePartition.Update", func() error { _, err := intra.Update(ctx, staff()[0], ""); return err }()},
+		{"index.SamePartition.Modify", func() error { _, err := intra.Modify(ctx, "Sales", "1", nil); return err }()},
+		{"index.SamePartition.Delete", intra.Delete(ctx, "Sales", "1", "")},
+		{"index.SamePartition.DeleteIfExists", func() error { _, err := intra.DeleteIfExists(ctx, "Sales", "empid!1"); return err }()},
+		{"index.SamePartition.Get", func() error { _, err := intra.Get(ctx, "Sales", "email!1"); return err }()},
+		{"index.SamePartition.Find", func() error { _, err := intra.Find(ctx, "Sales", "phone", "1"); return err }()},
+		{"index.SamePartition.By", first(intra.By(ctx, "Sales", "phone", "1"))},
+		{"index.SamePartition.Range", first(intra.Range(ctx, "Sales", "phone", "1", "2"))},
+		{"index.SamePartition.Prefix", first(intra.Prefix(ctx, "Sales", "phone", "1"))},
+		{"index.SamePartition.IDs", func() error { _, err := intra.IDs(ctx, "Sales", "email", "x"); return err }()},
+		{"index.CrossPartition.Insert", func() error { _, err := inter.Insert(ctx, long); return err }()},
+		{"index.CrossPartition.Upsert", func() error { _, err := inter.Upsert(ctx, long); return err }()},
+		{"index.CrossPartition.Update", func() error { _, err := inter.Update(ctx, staff()[0], ""); return err }()},
+		{"index.CrossPartition.Modify", func() error { _, err := inter.Modify(ctx, "", "1", func(*Employee) error { return nil }); return err }()},
+		{"index.CrossPartition.Delete", inter.Delete(ctx, "Sales", "1", "")},
+		{"index.CrossPartition.DeleteIfExists", func() error { _, err := inter.DeleteIfExists(ctx, "Sales", ""); return err }()},
+		{"index.CrossPartition.Sync", inter.Sync(ctx, "", "1")},
+		{"index.CrossPartition.CaughtUp", func() error { _, err := inter.CaughtUp(ctx, "Sales", ""); return err }()},
+		{"index.CrossPartition.Find", func() error { _, err := inter.Find(ctx, "Sales", "phone", "1"); return err }()},
+		{"index.CrossPartition.By", first(inter.By(ctx, "Sales", "phone", "1"))},
+		{"index.CrossPartition.Range", first(inter.Range(ctx, "Sales", "lastname", "a", "b"))},
+		{"index.CrossPartition.Prefix", first(inter.Prefix(ctx, "Sales", "lastname", "a"))},
+		{"index.CrossPartition.IDs", func() error { _, err := inter.IDs(ctx, "Sales", "email", "x"); return err }()},
+		{"index.CrossPartition.Upsert", func() error {
+			_, err := inter.Upsert(ctx, Employee{Department: "Sales", ID: "1", LastName: "\xff"})
+			return err
+		}()},
 	}
 	for _, c := range cases {
 		var ve *tablekit.ValidationError
@@ -244,28 +258,12 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		if ve.Op != c.op {
 			t.Errorf("%s: Op %q in %v", c.op, ve.Op, c.err)
 		}
+		if want := "index: " + strings.TrimPrefix(c.op, "index.") + ": "; !strings.HasPrefix(c.err.Error(), want) {
+			t.Errorf("%s: message %q does not start with %q", c.op, c.err, want)
+		}
 		if strings.Contains(ve.Entity, "index.") || strings.Contains(ve.Entity, "SamePartition") || strings.Contains(ve.Entity, "CrossPartition") || strings.HasPrefix(ve.Detail, "index.") {
 			t.Errorf("%s: an operation named in Entity %q or Detail %q", c.op, ve.Entity, ve.Detail)
 		}
-	}
-}
-
-// A BlobList says which container holds its lists.
-func TestBlobListContainerName(t *testing.T) {
-	acct := testenv.Account(t, nil)
-	l, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.ContainerName(); got != "employee-lists" {
-		t.Errorf("ContainerName = %q, want employee-lists", got)
-	}
-	el, err := index.NewEntityList(mustNewTable[Employee](t, acct, "EmployeeLists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := el.TableName(); got != "EmployeeLists" {
-		t.Errorf("TableName = %q, want EmployeeLists", got)
 	}
 }
 
