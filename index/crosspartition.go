@@ -21,28 +21,29 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// CrossPartitionOptions configures an [CrossPartition]. A nil *CrossPartitionOptions means defaults:
-// direct mode.
+// CrossPartitionOptions configures a [CrossPartition]. A nil
+// *CrossPartitionOptions means defaults: direct mode.
 type CrossPartitionOptions struct {
-	// Queue sends index maintenance to a worker (see [CrossPartition]). nil means
-	// direct mode: each write updates the indexes itself, synchronously and
-	// best effort, not atomically.
+	// Queue sends index maintenance to a worker (see [CrossPartition]).
+	// nil means direct mode: each write updates the indexes itself,
+	// synchronously and best effort, not atomically.
 	Queue *archive.Client
-	// Kind is the message kind of this CrossPartition's maintenance requests; ""
-	// means [defaultKind]. CrossPartitions that share a queue need distinct kinds.
-	// It also names the CrossPartition's sync records.
+	// Kind is the message kind of the maintenance requests; "" means
+	// "index.sync". CrossPartitions that share a queue need distinct
+	// kinds. It also names the sync records.
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
-	// (0 means [defaultDelay]), and the time a writer gives its write of
-	// the entity (including the SDK's retries), counted from before it
-	// sends the safety net, so that no try of the write starts after the
-	// safety net can be visible. It bounds how stale an index can be after
-	// a writer crashed.
+	// (0 means 30 s), and the time a writer gives its write of the entity
+	// (including the SDK's retries), counted from before it sends the
+	// safety net, so that no try of the write starts after the safety net
+	// can be visible. It bounds how stale an index can be after a writer
+	// crashed.
 	Delay time.Duration
 	// InsertHorizon is how long after Delay the safety net of an insert
 	// keeps looking for the new entity while it is not there, in case the
-	// insert reaches the service late (see [CrossPartition]); 0 means
-	// [defaultInsertHorizon].
+	// insert reaches the service late (see the package doc); 0 means 20
+	// minutes (Azure refuses a Shared Key request 15 minutes after it was
+	// signed, plus 5 for clock skew).
 	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
@@ -50,14 +51,16 @@ type CrossPartitionOptions struct {
 	// Retry says how many passes a sync makes, and how long it waits
 	// between them, while concurrent syncs of the same entity keep
 	// changing its sync record or the entity changes under it (then it
-	// fails with an error matching tablekit.ErrPreconditionFailed), or while the requests of a pass that
-	// may have created entries fail (then it returns the last failure). Its zero fields take the package's
-	// defaults, as [SamePartitionOptions].Retry. The list stores of List indexes
-	// have their own ([ListOptions]).
+	// fails with an error matching tablekit.ErrPreconditionFailed), or
+	// while the requests of a pass that may have created entries fail
+	// (then it returns the last failure); and how often an update of an id
+	// list (List indexes) repeats its read-modify-write while other
+	// writers change the list. Its zero fields take the package's
+	// defaults, as [SamePartitionOptions].Retry.
 	Retry tablekit.RetryPolicy
 }
 
-// Defaults of CrossPartitionOptions.
+// Defaults of CrossPartitionOptions (documented there).
 const (
 	defaultKind  = "index.sync"
 	defaultDelay = 30 * time.Second
@@ -101,117 +104,28 @@ type writeGuard struct {
 	Waited time.Duration `json:"waited,omitempty"`
 }
 
-// CrossPartition keeps indexes of the entities of one table in other partitions or
-// tables, eventually consistent with the entities: the guide's
-// inter-partition secondary index pattern, and index entities kept apart
-// from the entities (options 1 and 3).
+// CrossPartition keeps indexes of the entities of one table in other
+// partitions or tables, eventually consistent with the entities: the
+// guide's inter-partition secondary index pattern, and index entities or
+// blobs of ids kept apart from the entities (options 3 and 1). Make one
+// with [NewCrossPartition]; the zero value refuses every call.
 //
-// # Queued mode (CrossPartitionOptions.Queue set)
+// With CrossPartitionOptions.Queue set, each write enqueues a hidden
+// safety-net request, writes the entity (conditional on the version it
+// replaces), then enqueues a visible request; a worker
+// (archive.OpenWorker with the CrossPartition as handler, or a Mux it is
+// [CrossPartition.Register]ed on) runs [CrossPartition.Sync] for each, so
+// the indexes catch up even if the writer dies at any point. Without a
+// queue, each write runs Sync itself, best effort. [CrossPartition.CaughtUp]
+// tells whether an entity's entries reflect its stored version. The
+// package doc describes the protocol, its crash guarantees and its cost.
 //
-// A write first enqueues a maintenance request hidden for Delay (the safety
-// net), then writes the entity, then enqueues a request visible at once. A
-// worker ([archive.Worker] with the CrossPartition as its handler, or a Mux it is
-// registered on) runs [CrossPartition.Sync] for each request. A writer that crashes
-// after the first step leaves at worst a request that syncs an unchanged
-// entity, and one that crashes after writing leaves the safety net, which
-// syncs the new version once Delay has passed.
-//
-// A write can also reach the service after its safety net ran: the writer
-// gave up waiting (a timeout, a lost connection) while its request was
-// still on its way, in a retransmitting TCP stack, a proxy or the
-// service's front end, and it reports an error without sending the second
-// request. Bounding the write on the client cannot prevent that: a
-// deadline stops the client waiting and sending, not a request already
-// sent. So the safety net checks the version it guards instead of trusting
-// time:
-//
-//   - Every write is conditional on the version it replaces: Update and
-//     Delete on the caller's ETag, Upsert, Modify and DeleteIfExists on the
-//     ETag they read just before (and they read again and retry when
-//     another writer got in between), Insert on the entity's absence. The
-//     safety net carries that version ([writeGuard]).
-//   - When it runs, the safety net first fences the version: a Merge of no
-//     properties conditional on it. If the entity is still at that
-//     version, the Merge gives it a new ETag, and the write, conditional
-//     on the old ETag, fails with 412 whenever it arrives. If the entity
-//     has changed, the write has been applied or can never be (ETags do
-//     not recur). Either way the write can no longer change the entity
-//     after the fence, and the Sync that follows sees its final effect.
-//     The fence costs one transaction; when the write did not land it
-//     also changes the entity's ETag and Timestamp (not its properties),
-//     which a concurrent Update made with that ETag then sees as a
-//     conflict, as it would have seen the write.
-//   - An insert (no version yet) cannot be fenced: only the entity's
-//     existence makes an insert fail, and Table storage has no condition
-//     on absence that a writer could invalidate. So while the new entity
-//     is missing, the safety net of an insert syncs and then looks again,
-//     with doubling waits, until it finds the entity (and syncs it) or
-//     until Delay + InsertHorizon have passed. The writer gives its write
-//     at most Delay from before it sends the safety net, so no try of the
-//     insert is signed after the safety net became visible, and Azure refuses a Shared Key request that
-//     arrives more than 15 minutes after it was signed;
-//     [defaultInsertHorizon] covers that with 5 minutes for clock skew.
-//     With other credentials the service documents no such limit: an
-//     insert that arrives later still leaves the entity unindexed until it
-//     is written again or Sync runs.
-//
-// Every write that reaches the service is therefore followed by a Sync
-// that sees it, and the indexes never stay behind the entity once the
-// queue is drained. A hazard remains that belongs to Table storage
-// itself, not to the index: an insert that arrives after a later delete
-// of the same entity re-creates it (no condition can stop it). A write
-// whose answer was lost, and whose SDK retry met the change it may have
-// made, reports an error matching tablekit.ErrOutcomeUnknown
-// (DeleteIfExists reports success, and false: the entity is gone either
-// way); its safety net brings the indexes up to date whatever happened.
-//
-// # Direct mode (CrossPartitionOptions.Queue nil)
-//
-// A write writes the entity and then runs Sync itself. This is best effort,
-// not atomic: if Sync fails or the process dies in between, the entity is
-// stored but its index entries are stale until the next write of the entity
-// or an explicit Sync.
-//
-// # Sync and the sync record
-//
-// Sync is idempotent and safe to run concurrently for one entity. It reads
-// the entity and its sync record (in the State table), which lists every
-// index entry that may exist for the entity: it first adds the entries it
-// is about to create to the record (conditional on the record's ETag), then
-// writes the entries of the current version (copies: insert-or-replace; ids:
-// add to list), deletes the others the record lists (delete-if-exists;
-// remove from list), then records the entity's ETag as synced with exactly
-// the current entries, and checks that the entity did not change meanwhile;
-// a lost race starts the pass again, and removes the entries it created
-// that the entity no longer has. An entry therefore exists without being
-// in the record only while the Sync that created it runs (a Sync that read
-// an older version and lost the race to a newer one), and [CrossPartition.CaughtUp]
-// compares the record with the entity. A pass that may have created
-// entries and then fails (no answer,
-// a lost answer, throttling, a server error) is made again within the same
-// Sync (CrossPartitionOptions.Retry): a newer Sync may have removed those entries
-// meanwhile and recorded the entity without them, and only this Sync knows
-// that it created them; the next pass removes them if the entity no longer
-// has their values.
-//
-// What Sync cannot cover: an entry write of a Sync that reaches the service
-// late, after the Sync gave up on it (a request delayed in the network, as
-// above) and a newer Sync removed that entry, or a worker that dies
-// between creating an entry and finishing its pass while a newer Sync of
-// the entity ran. No condition can fence a write to another partition or
-// table, so the entry then stays until the entity is written again (or
-// Sync is run after the entity changed).
-//
-// # Versions and ETags
-//
-// Writes return the entity's new ETag, and Get fills T's etag field. An
+// Writes return the entity's new ETag and Get fills T's etag field. An
 // entity read through a copy carries the ETag of the version the copy was
-// made from ([primaryETagProperty]), so Update and Delete with it succeed
-// only while the copy is up to date with the entity (else they fail with
-// an error matching tablekit.ErrPreconditionFailed); an entity read
-// through a List index is read from the entity itself, with its ETag.
-//
-// A CrossPartition is safe for concurrent use.
+// made from, so Update and Delete with it succeed only while the copy is
+// up to date; one read through a List index carries its own. Every write
+// to the entities must go through the CrossPartition, or the indexes go
+// stale until Sync. A CrossPartition is safe for concurrent use.
 type CrossPartition[T any] struct {
 	table     *tablekit.Table[T]
 	raw       *tablekit.Table[tablekit.Entity]
@@ -234,8 +148,9 @@ type interIndex[T any] struct {
 	list   listStore                        // id lists, or nil
 }
 
-// NewCrossPartition returns a CrossPartition over the entities of table with the given
-// indexes. It reads and writes the entities through table itself and its
+// NewCrossPartition returns a CrossPartition over the entities of table
+// with the given indexes (Unique is refused: no transaction spans
+// partitions). It reads and writes the entities through table itself and its
 // property-bag view (table.AsEntities()), so they keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
 // kept in the entities' table use that view too.

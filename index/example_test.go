@@ -8,8 +8,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // The guide's intra-partition secondary index: look employees up by id and
@@ -17,7 +17,16 @@ import (
 // partition, all written in one transaction.
 func ExampleSamePartition() {
 	ctx := context.Background()
-	acct := testenv.ExampleAccount() // in an application: tablekit.Open(connectionString, nil)
+	// AZURE_STORAGE_CONNECTION_STRING, or an Azurite started for the example.
+	conn, stopAzurite, err := azurite.EnvOrStart(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopAzurite()
+	acct, err := tablekit.Open(conn, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	employees, err := tablekit.OpenTable[Employee](acct, fmt.Sprintf("Employees%d", time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		log.Fatal(err)
@@ -69,10 +78,21 @@ func ExampleSamePartition() {
 		log.Fatal(err)
 	}
 	fmt.Println(jon.LastName, jon.ETag != "")
+	// Query reads the employees only; a plain employees.Query of the
+	// partition would return the copies too.
+	n := 0
+	for _, err := range ix.Query(ctx, tablekit.PartitionEq("Sales"), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		n++
+	}
+	fmt.Println("employees in Sales:", n)
 	// Output:
 	// 000223
 	// old email found: false
 	// Jones-Hall true
+	// employees in Sales: 1
 }
 
 // Index entities, option 2: an index entity per last name in the

@@ -19,40 +19,39 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// SamePartitionOptions configures an [SamePartition]. A nil *SamePartitionOptions means defaults.
+// SamePartitionOptions configures a [SamePartition]. A nil
+// *SamePartitionOptions means defaults.
 type SamePartitionOptions struct {
 	// Retry says how often and how patiently a write is tried again when
 	// a concurrent writer changed the entity or one of its index entities
 	// between the read and the conditional transaction; then it fails with
-	// an error matching tablekit.ErrPreconditionFailed. Its
-	// zero fields take the package's defaults: 30 attempts, full-jitter
-	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
-	// with a longer cap), which carries tens of writers in separate
-	// processes adding to one index entity.
-	// [tablekit.RetryPolicy{MaxAttempts: 1}] fails at the first lost race.
+	// an error matching tablekit.ErrPreconditionFailed. Its zero fields
+	// take the package's defaults: 30 attempts, full-jitter exponential
+	// back-off from 10 ms up to 2 s, which carries tens of writers in
+	// separate processes adding to one index entity.
+	// [tablekit.RetryPolicy]{MaxAttempts: 1} fails at the first lost race.
 	Retry tablekit.RetryPolicy
 }
 
-// SamePartition keeps secondary indexes of the entities of one table inside each
-// entity's own partition, consistent with the entity: every write changes
-// the entity and all its index entries in one entity group transaction
-// (EGT), so they change together or not at all. See the package doc for the
-// layout and the cost of each operation.
+// SamePartition keeps secondary indexes of the entities of one table
+// inside each entity's own partition, consistent with the entity: every
+// write changes the entity and all its index entries in one entity group
+// transaction (EGT), so they change together or not at all. Make one with
+// [NewSamePartition]; the zero value refuses every call.
 //
-// # Versions and ETags
+//	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
+//		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
+//	}, nil)
+//	_, err = ix.Insert(ctx, jon)                                  // Jon and his copy, one transaction
+//	jon, err = ix.Find(ctx, "Sales", "email", "jonesj@contoso.com") // one point query
+//	for e, err := range ix.Query(ctx, tablekit.PartitionEq("Sales"), nil) { ... } // no copies
 //
-// Writes return the entity's new ETag, taken from the transaction's answer
-// (no read). [SamePartition.Get], and lookups through a List index, give the
-// entity with its ETag in T's etag field. An entity read through a copy
-// index ([SamePartition.Find], [SamePartition.By], [SamePartition.Range], [SamePartition.Prefix]) carries
-// the ETag of the copy it was read from: every write of the entity
-// rewrites all its copies in the same transaction, so that ETag changes
-// exactly when the entity does, and [SamePartition.Update] and [SamePartition.Delete]
-// accept it as the entity's version (at the cost of one query that finds
-// the copy).
-//
-// Every write to the table's entities must go through the SamePartition, or the
-// indexes go stale. A SamePartition is safe for concurrent use.
+// Writes return the entity's new ETag, from the transaction's answer. An
+// entity read through a copy carries the copy's ETag, which changes exactly
+// when the entity does: Update and Delete accept it. Every write to the
+// entities must go through the SamePartition, or the indexes go stale. The
+// package doc shows the layout and the cost of each operation. A
+// SamePartition is safe for concurrent use.
 type SamePartition[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	typed    *tablekit.Table[T] // converts T <-> Entity (ToEntity, FromEntity)
@@ -65,13 +64,14 @@ type SamePartition[T any] struct {
 	locks    keyLocks
 }
 
-// NewSamePartition returns a SamePartition over the entities of table with the given
-// indexes. It reads and writes through table's property-bag view
+// NewSamePartition returns a SamePartition over the entities of table with
+// the given indexes. It reads and writes through table's property-bag view
 // (table.AsEntities()), so the entities and their copies keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode.
 //
-// It refuses invalid or duplicate index names, a nil Key, and Unique or
-// Properties on a List index. On a table with client-side encryption the
+// It refuses invalid or duplicate index names, a nil Key, Unique or
+// Properties on a List index, and Global, Table and Blobs (a
+// CrossPartition's). On a table with client-side encryption the
 // copies hold the encrypted properties encrypted, under their own keys;
 // every write whose index value is derived from an encrypted property is
 // refused.
