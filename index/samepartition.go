@@ -1113,7 +1113,12 @@ func (ix *SamePartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *
 		return errSeq[T](err)
 	}
 	return queryEntities(ctx, op, ix.table, ix.typed, f, opts, func(_, rk string) bool {
-		return ix.checkPrimaryKey("", ID{RowKey: rk}) != nil
+		for _, p := range ix.prefixes {
+			if strings.HasPrefix(rk, p) {
+				return true
+			}
+		}
+		return false
 	})
 }
 
