@@ -321,7 +321,8 @@ func nonEmpty(s string) *string {
 // Query returns the entities that match f (the zero Filter matches all),
 // reading page after page, including past pages the service returns empty.
 // Iteration stops at the first error, which is yielded with a zero T. To
-// resume a loop broken off early, set QueryOptions.Cursor.
+// resume a loop broken off early, set QueryOptions.Cursor. Index copies
+// kept in the table match too (decoded as T): package index's Query skips them.
 func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T

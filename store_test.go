@@ -11,7 +11,7 @@ import (
 var (
 	_ tablekit.Store[Employee]        = (*tablekit.Table[Employee])(nil)
 	_ tablekit.Store[tablekit.Entity] = (*tablekit.Table[tablekit.Entity])(nil)
-	_ tablekit.Store[Employee]        = (*index.Intra[Employee])(nil)
-	_ tablekit.Store[Employee]        = (*index.Inter[Employee])(nil)
+	_ tablekit.Store[Employee]        = (*index.SamePartition[Employee])(nil)
+	_ tablekit.Store[Employee]        = (*index.CrossPartition[Employee])(nil)
 	_ tablekit.Store[Employee]        = (*patterns.Wide[Employee])(nil)
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -24,11 +25,11 @@ import (
 )
 
 // The inter-partition index chaos suite: concurrent writers, each with its
-// own Account and Inter (queued mode), upsert, update (conditional on the
+// own Account and CrossPartition (queued mode), upsert, update (conditional on the
 // version read, or on any version) and delete employees (conditional on
 // the version read, or whatever it is), changing indexed values (values
 // holding ' included), while two archive workers, each with its own
-// Account and Inter, run the index maintenance; faults hit the tables, the
+// Account and CrossPartition, run the index maintenance; faults hit the tables, the
 // queue and the blobs, for writers and workers alike.
 //
 // The indexes: a whole copy by email and a projected copy by employee id
@@ -59,20 +60,13 @@ type chaosInterRig struct {
 	container, queue, poison string
 }
 
-// build returns an Inter over the rig on acct.
-func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], error) {
+// build returns a CrossPartition over the rig on acct.
+func (r *chaosInterRig) build(acct *tablekit.Account) (*index.CrossPartition[Employee], error) {
 	lists, err := tablekit.OpenTable[tablekit.Entity](acct, r.lists, nil)
 	if err != nil {
 		return nil, err
 	}
-	entityList, err := index.NewEntityList(lists, nil)
-	if err != nil {
-		return nil, err
-	}
-	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), nil)
-	if err != nil {
-		return nil, err
-	}
+	blobs := acct.Blobs().ServiceClient().NewContainerClient(r.container)
 	q, err := archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil)
 	if err != nil {
 		return nil, err
@@ -85,7 +79,7 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], e
 	if err != nil {
 		return nil, err
 	}
-	return index.NewInter(tbl, chaosInterIndexes(copies, entityList, blobList), &index.InterOptions{
+	return index.NewCrossPartition(tbl, chaosInterIndexes(copies, lists, blobs), &index.CrossPartitionOptions{
 		Queue: q,
 		// Short delays keep the drain short: safety nets become visible
 		// after 1 s, and the safety net of an insert stops looking for a
@@ -94,12 +88,12 @@ func (r *chaosInterRig) build(acct *tablekit.Account) (*index.Inter[Employee], e
 	})
 }
 
-func chaosInterIndexes(copies *tablekit.Table[tablekit.Entity], entityList, blobList index.ListStore) []index.InterIndex[Employee] {
-	return []index.InterIndex[Employee]{
+func chaosInterIndexes(copies, lists *tablekit.Table[tablekit.Entity], blobs *container.Client) []index.Index[Employee] {
+	return []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
-		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
+		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: true, Blobs: blobs, Global: true},
 	}
 }
 
@@ -129,7 +123,7 @@ func TestChaosInter(t *testing.T) {
 			setup.Blobs().ServiceClient().NewContainerClient(r.container).Delete(ctx, nil) // created on demand
 		})
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(14, 40)
-		open := func(log *slog.Logger) (*tablekit.Account, *index.Inter[Employee]) {
+open := func(log *slog.Logger) (*tablekit.Account, *index.CrossPartition[Employee]) {
 			t.Helper()
 			acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{Logger: log})
 			if err != nil {
@@ -141,7 +135,7 @@ func TestChaosInter(t *testing.T) {
 			}
 			return acct, ix
 		}
-		ixs := make([]*index.Inter[Employee], writers)
+		ixs := make([]*index.CrossPartition[Employee], writers)
 		for w := range ixs {
 			_, ixs[w] = open(nil)
 		}
@@ -279,7 +273,7 @@ func TestChaosInter(t *testing.T) {
 //     written: a write that lost every race until its retries ran out
 //     (*index.ConflictError), the refusal of a write to a missing entity
 //     (an error matching tablekit.ErrNotFound that is no service error),
-//     and the refusal of an Intra write whose ETag the entity no longer
+//     and the refusal of a SamePartition write whose ETag the entity no longer
 //     has (one matching tablekit.ErrPreconditionFailed, found by its
 //     read). Those are Failed.
 //   - tablekit reports a write whose last try was throttled (503) as
@@ -349,7 +343,7 @@ type slowest struct {
 	durs []time.Duration
 }
 
-func (s *slowest) wrap(ix *index.Inter[Employee]) archive.Handler {
+func (s *slowest) wrap(ix *index.CrossPartition[Employee]) archive.Handler {
 	return archive.HandlerFunc(func(ctx context.Context, m *archive.Message) error {
 		start := time.Now()
 		err := ix.Handle(ctx, m)
@@ -458,7 +452,7 @@ func poisonRecords(t *testing.T, ctx context.Context, q *azqueue.QueueClient) []
 
 // checkInterIndexes checks every index entry and sync record against the
 // stored employees; it returns the employees' model states by "pk/rk".
-func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account, r *chaosInterRig, reader *index.Inter[Employee], v *chaos.Violations) map[string]empState {
+func checkInterIndexes(t *testing.T, ctx context.Context, acct *tablekit.Account, r *chaosInterRig, reader *index.CrossPartition[Employee], v *chaos.Violations) map[string]empState {
 	t.Helper()
 	statePrefix, _ := keys.Compound(index.StatePartitionPrefix)
 	employees := map[string]tablekit.Entity{}

@@ -18,7 +18,7 @@ import (
 )
 
 // The intra-partition index chaos suite: concurrent writers, each with its
-// own Account and Intra (as separate processes would have), insert,
+// own Account and SamePartition (as separate processes would have), insert,
 // upsert, modify, update (changing indexed values, values holding '
 // included; conditional on the ETag read with Get or through a copy) and
 // delete employees (conditional, or whatever the version) through a
@@ -82,13 +82,13 @@ func TestChaosIntra(t *testing.T) {
 		inj.SetEnabled(false)
 		name := newTable(t, setup)
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(30, 60)
-		ixs := make([]*index.Intra[Employee], writers)
+		ixs := make([]*index.SamePartition[Employee], writers)
 		for w := range ixs {
 			acct, err := inj.Open(testenv.ConnectionString(t), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ixs[w], err = index.NewIntra(mustNewTable[Employee](t, acct, name), chaosIntraIndexes(), nil)
+			ixs[w], err = index.NewSamePartition(mustNewTable[Employee](t, acct, name), chaosIntraIndexes(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,7 @@ import (
 )
 
 // The index entities chaos suite: many concurrent writers, each with its
-// own Account, EntityList, BlobList and Intra (as separate processes would
+// own Account, EntityList, BlobList and SamePartition (as separate processes would
 // have), add and remove ids on a few shared lists, the guide's last-name
 // lists, through a fault-injecting pipeline:
 //
@@ -25,7 +25,7 @@ import (
 //     removes ids of its own on two shared lists (one across partitions,
 //     one per partition, a value holding ');
 //   - option 2, an index entity in the employees' partition changed in the
-//     same transaction as each employee (an Intra List index): each writer
+//     same transaction as each employee (a SamePartition List index): each writer
 //     puts and deletes employees of its own, all in one partition, whose
 //     last names are two shared values, so all of them contend on the two
 //     index entities.
@@ -88,7 +88,7 @@ func TestChaosIndexEntities(t *testing.T) {
 			acct   *tablekit.Account
 			entity *index.EntityList
 			blob   *index.BlobList
-			intra  *index.Intra[Employee]
+			intra  *index.SamePartition[Employee]
 		}
 		procs := make([]stores, writers)
 		for w := range procs {
@@ -104,7 +104,7 @@ func TestChaosIndexEntities(t *testing.T) {
 			if p.blob, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(container), nil); err != nil {
 				t.Fatal(err)
 			}
-			if p.intra, err = index.NewIntra(mustNewTable[Employee](t, acct, empTable), surnames, nil); err != nil {
+			if p.intra, err = index.NewSamePartition(mustNewTable[Employee](t, acct, empTable), surnames, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

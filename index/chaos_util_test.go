@@ -67,12 +67,12 @@ const (
 
 // empModel says what the pattern under test guarantees.
 type empModel struct {
-	// uniqueEmail: email is a unique index within a partition (Intra): a
+	// uniqueEmail: email is a unique index within a partition (SamePartition): a
 	// write that gives a second employee of the partition the same email
 	// fails with a *index.UniqueError.
 	uniqueEmail bool
 	// fences: a safety net fences the version a write that did not land
-	// was conditional on (Inter), so a conditional write made after an
+	// was conditional on (CrossPartition), so a conditional write made after an
 	// op whose write may not have landed can meet a changed ETag.
 	fences bool
 }

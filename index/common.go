@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -33,20 +34,25 @@ func (id ID) String() string { return id.PartitionKey + "/" + id.RowKey }
 // Property names index copies add to the entity's own properties. An entity
 // type must not have properties with these names.
 const (
-	// PrimaryPartitionKeyProperty holds, in an inter-partition index copy,
+	// primaryPartitionKeyProperty holds, in an inter-partition index copy,
 	// the PartitionKey of the entity it copies.
-	PrimaryPartitionKeyProperty = "PrimaryPartitionKey"
-	// PrimaryRowKeyProperty holds, in an index copy, the RowKey of the
+	primaryPartitionKeyProperty = "PrimaryPartitionKey"
+	// primaryRowKeyProperty holds, in an index copy, the RowKey of the
 	// entity it copies.
-	PrimaryRowKeyProperty = "PrimaryRowKey"
-	// PrimaryETagProperty holds, in an inter-partition index copy, the ETag
+	primaryRowKeyProperty = "PrimaryRowKey"
+	// primaryETagProperty holds, in an inter-partition index copy, the ETag
 	// of the version of the entity it was copied from.
-	PrimaryETagProperty = "PrimaryETag"
+	primaryETagProperty = "PrimaryETag"
 )
 
 // UniqueError reports a write refused because another entity already has
-// the value in a unique index. It matches tablekit.ErrAlreadyExists.
+// the value in a unique index; nothing was written. It matches
+// tablekit.ErrAlreadyExists.
 type UniqueError struct {
+	// Op is the operation that failed, e.g. "index.SamePartition.Insert".
+	Op string
+	// Table is the table the entity was written to.
+	Table string
 	// Index and Value name the index entry that is taken.
 	Index, Value string
 	// Entity is the entity that was being written.
@@ -55,38 +61,47 @@ type UniqueError struct {
 	Err error
 }
 
-// Error names the index and the value already taken.
+// Error names the operation, the table, the entity and the value taken.
 func (e *UniqueError) Error() string {
-	return fmt.Sprintf("index: %s: value %q of unique index %q is already taken by another entity", e.Entity, e.Value, e.Index)
+	return fmt.Sprintf("%s: table %s: entity %s: value %q of unique index %q is already taken by another entity", opname.Prefix(e.Op), e.Table, e.Entity, e.Value, e.Index)
 }
 
 // Unwrap returns tablekit.ErrAlreadyExists and the service error.
 func (e *UniqueError) Unwrap() []error { return []error{tablekit.ErrAlreadyExists, e.Err} }
 
-// ConflictError reports a write that kept losing to concurrent writers: the
+// conflictError reports a write that kept losing to concurrent writers: the
 // entity or an index entity changed between the read and the conditional
 // write on every attempt. Nothing of the failed attempts was applied. It
 // matches tablekit.ErrPreconditionFailed.
-type ConflictError struct {
-	// Entity is the entity that was being written.
-	Entity ID
-	// Attempts is how many times the write was tried.
-	Attempts int
-	// Err is the last attempt's error.
-	Err error
+type conflictError struct {
+	op       string // named by withOp
+	entity   ID
+	attempts int
+	err      error // the last attempt's
 }
 
-// Error says the write kept losing to concurrent writers.
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("index: %s: concurrent writers changed the entity or its index entities on each of %d attempts: %v", e.Entity, e.Attempts, e.Err)
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("%s: entity %s: concurrent writers changed the entity or its index entities on each of %d attempts: %v", opname.Prefix(e.op), e.entity, e.attempts, e.err)
 }
 
-// Unwrap returns tablekit.ErrPreconditionFailed.
-func (e *ConflictError) Unwrap() error { return tablekit.ErrPreconditionFailed }
+func (e *conflictError) Unwrap() error { return tablekit.ErrPreconditionFailed }
+
+// opError names the failed operation in one of the package's own errors
+// that was made below the exported call ("index: ..." without its Op).
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return opname.Prefix(e.op) + ": " + strings.TrimPrefix(e.err.Error(), "index: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
 
 // notFound returns an error matching tablekit.ErrNotFound.
 func notFound(op, what string) error {
-	return fmt.Errorf("index: %s: %s: %w", op, what, tablekit.ErrNotFound)
+	return fmt.Errorf("%s: %s: %w", opname.Prefix(op), what, tablekit.ErrNotFound)
 }
 
 // invalid returns a validation error of op matching
@@ -131,8 +146,30 @@ func checkName(op, entity, field, name string) error {
 	return nil
 }
 
-// withOp names op in err's tablekit error (see opname.Set).
-func withOp(op string, err error) error { return opname.Set(op, err) }
+// withOp names op, the exported operation that failed, in err, the one
+// way the package's errors start "index: <Op>: ..." (op is qualified:
+// "index.SamePartition.Insert"): tablekit's error types through
+// opname.Set, the package's own types by their op field, and any other
+// error of the package ("index: ...") wrapped in an *opError. Errors of
+// other packages keep their own prefix; a nil err gives nil.
+func withOp(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *conflictError
+	if errors.As(err, &ce) && ce.op == "" {
+		ce.op = op
+	}
+	var ue *UniqueError
+	if errors.As(err, &ue) && ue.Op == "" {
+		ue.Op = op
+	}
+	var oe *opError
+	if msg := err.Error(); strings.HasPrefix(msg, "index: ") && !strings.HasPrefix(msg, opname.Prefix(op)+":") && !errors.As(err, &oe) {
+		return &opError{op: op, err: err}
+	}
+	return opname.Set(op, err)
+}
 
 // defaultRetry is the default Retry of every option of the package:
 // core.ConflictRetry's 30 attempts and 10 ms first back-off,
@@ -161,7 +198,7 @@ func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error
 // retry runs try under policy p while it reports a lost race (retry true),
 // sleeping p's back-off between attempts. It returns try's error when try
 // says not to retry, ctx's error when ctx ends first, and a
-// *ConflictError for entity when every attempt lost.
+// *conflictError for entity when every attempt lost.
 func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (retry bool, err error)) error {
 	var lastErr error
 	n := 0
@@ -175,17 +212,17 @@ func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (r
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return &ConflictError{Entity: entity, Attempts: n, Err: lastErr}
+	return &conflictError{entity: entity, attempts: n, err: lastErr}
 }
 
-// lastUnsettled returns err, except for a *ConflictError whose last
+// lastUnsettled returns err, except for a *conflictError whose last
 // attempt's outcome is unknown (it matches tablekit.ErrOutcomeUnknown):
-// that attempt may have been applied, which a ConflictError denies, so
+// that attempt may have been applied, which a conflictError denies, so
 // its error is returned instead.
 func lastUnsettled(err error) error {
-	var ce *ConflictError
-	if errors.As(err, &ce) && errors.Is(ce.Err, tablekit.ErrOutcomeUnknown) {
-		return fmt.Errorf("index: %s: the last of %d attempts has an unknown outcome: %w", ce.Entity, ce.Attempts, ce.Err)
+	var ce *conflictError
+	if errors.As(err, &ce) && errors.Is(ce.err, tablekit.ErrOutcomeUnknown) {
+		return fmt.Errorf("index: %s: the last of %d attempts has an unknown outcome: %w", ce.entity, ce.attempts, ce.err)
 	}
 	return err
 }
@@ -425,6 +462,47 @@ func fetchOrdered[T any](ctx context.Context, ids iter.Seq2[ID, error], get func
 				continue
 			}
 			if !yield(s.v, s.err) || s.err != nil {
+				return
+			}
+		}
+	}
+}
+
+// queryEntities runs f over the entities' table (its property-bag view) and
+// yields the entities only, decoded with typed: rows for which isIndex
+// reports true (index entries and sync records kept in the same table) are
+// read and skipped. opts.Limit counts entities; opts.Cursor records the
+// last entity yielded, as Table.Query's does.
+func queryEntities[T any](ctx context.Context, op string, raw *tablekit.Table[tablekit.Entity], typed *tablekit.Table[T], f tablekit.Filter, opts *tablekit.QueryOptions, isIndex func(pk, rk string) bool) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var o tablekit.QueryOptions
+		if opts != nil {
+			o = *opts
+		}
+		if o.Limit < 0 {
+			yield(*new(T), invalidField(op, raw.Name(), "Limit", fmt.Sprintf("Limit %d is negative", o.Limit)))
+			return
+		}
+		limit := o.Limit
+		o.Limit = 0
+		n := 0
+		for e, err := range raw.Query(ctx, f, &o) {
+			if err != nil {
+				yield(*new(T), withOp(op, err))
+				return
+			}
+			if isIndex(e.PartitionKey, e.RowKey) {
+				continue
+			}
+			v, err := core.FromEntity(typed, e)
+			if err != nil {
+				yield(*new(T), withOp(op, err))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+			if n++; limit > 0 && n >= limit {
 				return
 			}
 		}

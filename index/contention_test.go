@@ -20,7 +20,7 @@ import (
 )
 
 // Contention from separate processes on one id list, with the default
-// retry policy: contendedWriters writers, each with its own Intra,
+// retry policy: contendedWriters writers, each with its own SamePartition,
 // EntityList or BlobList (no shared in-process lock, as in separate
 // processes), add contendedAdds ids each to the one list. No add may fail,
 // and the list must hold every id.
@@ -84,13 +84,13 @@ func checkIDs(t *testing.T, got, want []index.ID, err error) {
 }
 
 // Option 2: one index entity in the employees' partition, changed in the
-// same transaction as each employee, by 30 separate Intra values.
+// same transaction as each employee, by 30 separate SamePartition values.
 func TestIntraListContentionDefaults(t *testing.T) {
 	ctx := testCtx(t)
 	f := newIntraOn(t, latencyAccount(t), lastNameList(), nil)
-	procs := make([]*index.Intra[Employee], contendedWriters)
+	procs := make([]*index.SamePartition[Employee], contendedWriters)
 	for w := range procs {
-		ix, err := index.NewIntra(mustTable[Employee](t, f), lastNameList(), nil)
+		ix, err := index.NewSamePartition(mustTable[Employee](t, f), lastNameList(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,12 +184,8 @@ func TestRetryOptionChecked(t *testing.T) {
 			t.Errorf("%s with MaxAttempts -1: %v, want a ValidationError of %s", op, err, op)
 		}
 	}
-	_, err = index.NewIntra(tbl, lastNameList(), &index.IntraOptions{Retry: bad})
-	check("index.NewIntra", err)
-	_, err = index.NewInter(tbl, []index.InterIndex[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, &index.InterOptions{Retry: bad})
-	check("index.NewInter", err)
-	_, err = index.NewEntityList(tbl, &index.ListOptions{Retry: bad})
-	check("index.NewEntityList", err)
-	_, err = index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("unused"), &index.ListOptions{Retry: bad})
-	check("index.NewBlobList", err)
+	_, err = index.NewSamePartition(tbl, lastNameList(), &index.SamePartitionOptions{Retry: bad})
+	check("index.NewSamePartition", err)
+	_, err = index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, &index.CrossPartitionOptions{Retry: bad})
+	check("index.NewCrossPartition", err)
 }

@@ -42,7 +42,7 @@ func TestCosmosIndexLookups(t *testing.T) {
 	if !core.Cosmos(tbl) {
 		t.Fatal("the table is not in Cosmos mode")
 	}
-	ix, err := index.NewIntra(tbl, employeeIndexes(), nil)
+	ix, err := index.NewSamePartition(tbl, employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +52,11 @@ func TestCosmosIndexLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	copies := open("cosmoscopies")
-	lists, err := index.NewEntityList(open("cosmoslists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewInter(staffTable, []index.InterIndex[Employee]{
+	lists := open("cosmoslists")
+	inter, err := index.NewCrossPartition(staffTable, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "anyemail", Key: func(e Employee) string { return e.Email }, Table: copies, Global: true},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil) // direct mode
 	if err != nil {
 		t.Fatal(err)
@@ -107,26 +104,26 @@ func TestCosmosIndexLookups(t *testing.T) {
 		t.Fatalf("the test data has %d Joneses in Sales; the test needs several", len(jones))
 	}
 
-	// Intra.
-	equal(t, "Intra.Range over the email index", emailsOf(ix.Range(ctx, "Sales", "email", "", "")), emails)
-	equal(t, "Intra.Prefix a", emailsOf(ix.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
-	equal(t, "Intra.By Jones (projected copies)", collect(t, ix.By(ctx, "Sales", "lastname", "Jones")), jones)
+	// SamePartition.
+	equal(t, "SamePartition.Range over the email index", emailsOf(ix.Range(ctx, "Sales", "email", "", "")), emails)
+	equal(t, "SamePartition.Prefix a", emailsOf(ix.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
+	equal(t, "SamePartition.By Jones (projected copies)", collect(t, ix.By(ctx, "Sales", "lastname", "Jones")), jones)
 	if e, err := ix.Find(ctx, "Sales", "lastname", "Jones"); err != nil || e.ID != jones[0] {
-		t.Errorf("Intra.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
+		t.Errorf("SamePartition.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
 	}
 	if e, err := ix.Find(ctx, "Sales", "email", "donh@contoso.com"); err != nil || e.ID != "000152" {
-		t.Errorf("Intra.Find by a unique email = %s, %v", e.ID, err)
+		t.Errorf("SamePartition.Find by a unique email = %s, %v", e.ID, err)
 	}
 
-	// Inter.
-	equal(t, "Inter.Range over the email index", emailsOf(inter.Range(ctx, "Sales", "email", "", "")), emails)
-	equal(t, "Inter.Prefix a", emailsOf(inter.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
-	equal(t, "Inter.Prefix a, all departments", emailsOf(inter.Prefix(ctx, "", "anyemail", "a")), startingWith(allEmails, "a"))
-	equal(t, "Inter.By Jones (an index entity)", collect(t, inter.By(ctx, "Sales", "lastname", "Jones")), jones)
+	// CrossPartition.
+	equal(t, "CrossPartition.Range over the email index", emailsOf(inter.Range(ctx, "Sales", "email", "", "")), emails)
+	equal(t, "CrossPartition.Prefix a", emailsOf(inter.Prefix(ctx, "Sales", "email", "a")), startingWith(emails, "a"))
+	equal(t, "CrossPartition.Prefix a, all departments", emailsOf(inter.Prefix(ctx, "", "anyemail", "a")), startingWith(allEmails, "a"))
+	equal(t, "CrossPartition.By Jones (an index entity)", collect(t, inter.By(ctx, "Sales", "lastname", "Jones")), jones)
 	if e, err := inter.Find(ctx, "Sales", "lastname", "Jones"); err != nil || e.ID != jones[0] {
-		t.Errorf("Inter.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
+		t.Errorf("CrossPartition.Find of the first Jones = %s, %v; want %s", e.ID, err, jones[0])
 	}
 	if e, err := inter.Find(ctx, "", "anyemail", "donh@contoso.com"); err != nil || e.ID != "000152" {
-		t.Errorf("Inter.Find by email = %s, %v", e.ID, err)
+		t.Errorf("CrossPartition.Find by email = %s, %v", e.ID, err)
 	}
 }

@@ -55,9 +55,9 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	// A struct type with an encrypted field: the entity and its copies
 	// hold SSN encrypted, a lookup gives it back decrypted, and an index
 	// derived from SSN is refused.
-	typed, err := index.NewIntra(secret, []index.Index[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }, Unique: true}}, nil)
+	typed, err := index.NewSamePartition(secret, []index.Index[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }, Unique: true}}, nil)
 	if err != nil {
-		t.Fatalf("NewIntra on a struct with an encrypted field: %v", err)
+		t.Fatalf("NewSamePartition on a struct with an encrypted field: %v", err)
 	}
 	if _, err := typed.Insert(ctx, SecretEmployee{Department: "Ops", ID: "000401", Email: "cy@contoso.com", SSN: "111-22-3333"}); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 			t.Errorf("typed write: row %s holds SSN %T %v, want ciphertext", e.RowKey, e.Properties["SSN"], e.Properties["SSN"])
 		}
 	}
-	bySecret, err := index.NewIntra(secret, []index.Index[SecretEmployee]{{Name: "ssn", Key: func(e SecretEmployee) string { return e.SSN }}}, nil)
+	bySecret, err := index.NewSamePartition(secret, []index.Index[SecretEmployee]{{Name: "ssn", Key: func(e SecretEmployee) string { return e.SSN }}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +82,16 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	if !errors.As(err, &sve) || sve.Property != "SSN" || strings.Contains(err.Error(), "444-55-6666") {
 		t.Errorf("a typed index on an encrypted field: %v, want a refusal naming SSN (not its value)", err)
 	}
-	if _, err := index.NewInter(secret, []index.InterIndex[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }}}, nil); err != nil {
-		t.Errorf("NewInter on a struct with an encrypted field: %v", err)
+	if _, err := index.NewCrossPartition(secret, []index.Index[SecretEmployee]{{Name: "email", Key: func(e SecretEmployee) string { return e.Email }}}, nil); err != nil {
+		t.Errorf("NewCrossPartition on a struct with an encrypted field: %v", err)
 	}
 
-	// Intra over the property-bag view.
-	ix, err := index.NewIntra(secret.AsEntities(), []index.Index[tablekit.Entity]{
+	// SamePartition over the property-bag view.
+	ix, err := index.NewSamePartition(secret.AsEntities(), []index.Index[tablekit.Entity]{
 		{Name: "email", Key: property("Email"), Unique: true},
 	}, nil)
 	if err != nil {
-		t.Fatalf("NewIntra on an encrypted table: %v", err)
+		t.Fatalf("NewSamePartition on an encrypted table: %v", err)
 	}
 	ana := tablekit.Entity{PartitionKey: "Sales", RowKey: "000301", Properties: map[string]any{"Email": "ana@contoso.com", "SSN": "123-45-6789"}}
 	if _, err := ix.Insert(ctx, ana); err != nil {
@@ -124,7 +124,7 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 
 	// An index on the encrypted property is refused before anything is
 	// sent.
-	bySSN, err := index.NewIntra(secret.AsEntities(), []index.Index[tablekit.Entity]{
+	bySSN, err := index.NewSamePartition(secret.AsEntities(), []index.Index[tablekit.Entity]{
 		{Name: "ssn", Key: func(e tablekit.Entity) string { return "x" + property("SSN")(e) }},
 	}, nil)
 	if err != nil {
@@ -134,37 +134,37 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	before := acct.Meter().Snapshot()
 	_, err = bySSN.Insert(ctx, bob)
 	var ve *tablekit.ValidationError
-	if !errors.As(err, &ve) || ve.Op != "Intra.Insert" || ve.Property != "SSN" || strings.Contains(err.Error(), "987-65-4321") {
+	if !errors.As(err, &ve) || ve.Op != "index.SamePartition.Insert" || ve.Property != "SSN" || strings.Contains(err.Error(), "987-65-4321") {
 		t.Errorf("an index on an encrypted property: %v, want a refusal naming SSN (not its value)", err)
 	}
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Total() != 0 {
 		t.Errorf("the refused write sent %v", cost)
 	}
 
-	// Inter: a copy table must encrypt what the copies hold.
+	// CrossPartition: a copy table must encrypt what the copies hold.
 	plain := mustNewTable[tablekit.Entity](t, acct, copiesName)
-	_, err = index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
-	if !errors.As(err, &ve) || ve.Op != "index.NewInter" || ve.Property != "SSN" || !strings.Contains(err.Error(), "plaintext") {
-		t.Errorf("NewInter with copies in a table that does not encrypt SSN: %v", err)
+	_, err = index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain}}, nil)
+	if !errors.As(err, &ve) || ve.Op != "index.NewCrossPartition" || ve.Property != "SSN" || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("NewCrossPartition with copies in a table that does not encrypt SSN: %v", err)
 	}
 	// A projection without SSN needs no encryption.
-	if _, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
-		t.Errorf("NewInter with copies projected without SSN: %v", err)
+	if _, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: plain, Properties: []string{"Email"}}}, nil); err != nil {
+		t.Errorf("NewCrossPartition with copies projected without SSN: %v", err)
 	}
 	copies, err := tablekit.OpenTable[tablekit.Entity](acct, copiesName, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: enc.Keys, Properties: []string{"SSN"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inter, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
+	inter, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "email", Key: property("Email"), Table: copies}}, nil)
 	if err != nil {
-		t.Fatalf("NewInter on an encrypted table: %v", err)
+		t.Fatalf("NewCrossPartition on an encrypted table: %v", err)
 	}
 	if _, err := inter.Upsert(ctx, bob); err != nil {
 		t.Fatal(err)
 	}
 	got, err := inter.Find(ctx, "Sales", "email", "bob@contoso.com")
 	if err != nil || got.Properties["SSN"] != "987-65-4321" || got.ETag == "" {
-		t.Fatalf("Inter.Find = %+v, %v; want the decrypted SSN and an ETag", got, err)
+		t.Fatalf("CrossPartition.Find = %+v, %v; want the decrypted SSN and an ETag", got, err)
 	}
 	n := 0
 	for e, err := range plain.Query(ctx, tablekit.Filter{}, &tablekit.QueryOptions{AllowTableScan: true}) {
@@ -179,11 +179,11 @@ func TestIndexesOnEncryptedTable(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d copies, want 1", n)
 	}
-	bySSNInter, err := index.NewInter(secret.AsEntities(), []index.InterIndex[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
+	bySSNInter, err := index.NewCrossPartition(secret.AsEntities(), []index.Index[tablekit.Entity]{{Name: "ssn", Key: property("SSN"), Table: copies}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bySSNInter.Upsert(ctx, bob); !errors.As(err, &ve) || ve.Op != "Inter.Upsert" || ve.Property != "SSN" {
-		t.Errorf("an Inter index on an encrypted property: %v, want a refusal naming SSN", err)
+	if _, err := bySSNInter.Upsert(ctx, bob); !errors.As(err, &ve) || ve.Op != "index.CrossPartition.Upsert" || ve.Property != "SSN" {
+		t.Errorf("a CrossPartition index on an encrypted property: %v, want a refusal naming SSN", err)
 	}
 }

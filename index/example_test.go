@@ -8,16 +8,25 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // The guide's intra-partition secondary index: look employees up by id and
 // by email, each index a copy of the employee in its department's
 // partition, all written in one transaction.
-func ExampleIntra() {
+func ExampleSamePartition() {
 	ctx := context.Background()
-	acct := testenv.ExampleAccount() // in an application: tablekit.Open(connectionString, nil)
+	// AZURE_STORAGE_CONNECTION_STRING, or an Azurite started for the example.
+	conn, stopAzurite, err := azurite.EnvOrStart(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopAzurite()
+	acct, err := tablekit.Open(conn, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	employees, err := tablekit.OpenTable[Employee](acct, fmt.Sprintf("Employees%d", time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		log.Fatal(err)
@@ -26,7 +35,7 @@ func ExampleIntra() {
 		log.Fatal(err)
 	}
 	defer employees.DeleteTable(ctx)
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Unique: true},
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
 	}, nil)
@@ -69,10 +78,21 @@ func ExampleIntra() {
 		log.Fatal(err)
 	}
 	fmt.Println(jon.LastName, jon.ETag != "")
+	// Query reads the employees only; a plain employees.Query of the
+	// partition would return the copies too.
+	n := 0
+	for _, err := range ix.Query(ctx, tablekit.PartitionEq("Sales"), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		n++
+	}
+	fmt.Println("employees in Sales:", n)
 	// Output:
 	// 000223
 	// old email found: false
 	// Jones-Hall true
+	// employees in Sales: 1
 }
 
 // Index entities, option 2: an index entity per last name in the
@@ -81,7 +101,7 @@ func ExampleIndex_list() {
 	ctx := context.Background()
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
-	ix, err := index.NewIntra(employees, []index.Index[Employee]{
+	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
 		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true},
 	}, nil)
 	if err != nil {
@@ -99,23 +119,22 @@ func ExampleIndex_list() {
 
 // The inter-partition secondary index and index entities in another table
 // (option 3) and in blobs (option 1), maintained by a queue worker.
-func ExampleInter() {
+func ExampleCrossPartition() {
 	ctx := context.Background()
 	acct, _ := tablekit.Open("UseDevelopmentStorage=true", nil)
 	employees, _ := tablekit.OpenTable[Employee](acct, "Employees", nil)
 	listTable, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeeLists", nil)
-	lists, _ := index.NewEntityList(listTable, nil)
 	byEmail, _ := tablekit.OpenTable[tablekit.Entity](acct, "EmployeesByEmail", nil)
-	blobs, _ := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
+	blobs := acct.Blobs().ServiceClient().NewContainerClient("employee-lists")
 	queue, err := archive.OpenClient(acct, "employee-index", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	ix, err := index.NewInter(employees, []index.InterIndex[Employee]{
+	ix, err := index.NewCrossPartition(employees, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: byEmail},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
-		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: blobs, Global: true},
-	}, &index.InterOptions{Queue: queue})
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: listTable},
+		{Name: "surname", Key: func(e Employee) string { return e.LastName }, List: true, Blobs: blobs, Global: true},
+	}, &index.CrossPartitionOptions{Queue: queue})
 	if err != nil {
 		log.Fatal(err)
 	}

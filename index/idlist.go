@@ -23,10 +23,10 @@ import (
 // each holding whole lines, until the entity reaches 1 MiB. Count holds the
 // number of ids.
 const (
-	// IDsProperty is the first property of an index entity's id list.
-	IDsProperty = "IDs"
-	// CountProperty is the number of ids an index entity lists.
-	CountProperty = "Count"
+	// idsProperty is the first property of an index entity's id list.
+	idsProperty = "IDs"
+	// countProperty is the number of ids an index entity lists.
+	countProperty = "Count"
 )
 
 // maxChunkUnits is the most UTF-16 code units one string property holds.
@@ -35,9 +35,9 @@ const maxChunkUnits = limits.PropertyBytes / 2
 // chunkName returns the name of the i-th (0-based) id property.
 func chunkName(i int) string {
 	if i == 0 {
-		return IDsProperty
+		return idsProperty
 	}
-	return IDsProperty + strconv.Itoa(i+1)
+	return idsProperty + strconv.Itoa(i+1)
 }
 
 // readIDs returns the sorted ids an index entity lists.
@@ -82,7 +82,7 @@ func removeID(ids []string, id string) ([]string, bool) {
 // pointing to a blob list. op is the operation writing the list, and what
 // describes the index entity for messages.
 func setIDs(op string, e *tablekit.Entity, ids []string, what string) error {
-	props := map[string]any{CountProperty: int64(len(ids))}
+	props := map[string]any{countProperty: int64(len(ids))}
 	var b strings.Builder
 	units, chunk := 0, 0
 	flush := func() {
@@ -112,12 +112,13 @@ func setIDs(op string, e *tablekit.Entity, ids []string, what string) error {
 		return &tablekit.ValidationError{
 			Op:       op,
 			Entity:   what,
-			Property: IDsProperty,
+			Property: idsProperty,
 			Limit:    "an index entity holds at most 1 MiB (64 KiB per property)",
 			Size:     size,
+			Unit:     "bytes",
 			Detail: fmt.Sprintf("listing %d ids would make the index entity too large; "+
 				"an index entity suits values shared by up to some tens of thousands of entities: "+
-				"keep the id list in a blob instead (index.BlobList, the guide's option 1)", len(ids)),
+				"keep the id lists in blobs instead (a CrossPartition index with Index.Blobs, the guide's option 1)", len(ids)),
 			Err: tablekit.ErrTooLarge,
 		}
 	}

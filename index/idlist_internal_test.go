@@ -33,8 +33,8 @@ func TestIDListChunks(t *testing.T) {
 	if got := readIDs(&e); !slices.Equal(got, ids) {
 		t.Errorf("round trip lost ids: %d of %d", len(got), len(ids))
 	}
-	if e.Properties[CountProperty] != int64(100) {
-		t.Errorf("Count = %v", e.Properties[CountProperty])
+	if e.Properties[countProperty] != int64(100) {
+		t.Errorf("Count = %v", e.Properties[countProperty])
 	}
 
 	// 600 such ids (1.2 MB as UTF-16) do not fit in an entity.
@@ -43,8 +43,8 @@ func TestIDListChunks(t *testing.T) {
 	}
 	err := setIDs("test", &e, ids, "Sales/lastname!Jones")
 	var ve *tablekit.ValidationError
-	if !errors.As(err, &ve) || !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "BlobList") || ve.Entity != "Sales/lastname!Jones" {
-		t.Fatalf("oversized list: %v, want ErrTooLarge pointing to BlobList", err)
+	if !errors.As(err, &ve) || !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "Index.Blobs") || !strings.Contains(err.Error(), "bytes)") || ve.Entity != "Sales/lastname!Jones" {
+		t.Fatalf("oversized list: %v, want ErrTooLarge in bytes pointing to Index.Blobs", err)
 	}
 
 	// The empty list and ids with spaces and tabs (pk\trk) survive.

@@ -81,9 +81,9 @@ func entityWrite(table, rk string) func(*http.Request) bool {
 	}
 }
 
-// lateWriter returns an Inter like the rig's whose first write of rk is
+// lateWriter returns a CrossPartition like the rig's whose first write of rk is
 // delayed in the network (see lateWrite); no SDK retries.
-func (r *interRig) lateWriter(t *testing.T, rk string) (*index.Inter[Employee], *lateWrite) {
+func (r *interRig) lateWriter(t *testing.T, rk string) (*index.CrossPartition[Employee], *lateWrite) {
 	t.Helper()
 	late := newLateWrite(entityWrite(r.employees, rk))
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{late}, Retry: policy.RetryOptions{MaxRetries: -1}}})

@@ -78,15 +78,15 @@ func TestPartitionListMoves(t *testing.T) {
 
 // 16 writers add 50 employees each, all named Jones, to one partition: the
 // Jones index entity must list all 800 (no lost update). The writers use
-// four Intra instances, as four processes would: writers of one instance
+// four SamePartition instances, as four processes would: writers of one instance
 // take turns on the index entity, and the instances meet the entity's ETag
 // condition.
 func TestPartitionListContention(t *testing.T) {
 	ctx := testCtx(t)
 	f := newIntra(t, lastNameList(), nil)
-	var procs []*index.Intra[Employee]
+	var procs []*index.SamePartition[Employee]
 	for range 4 {
-		ix, err := index.NewIntra(mustTable[Employee](t, f), lastNameList(), nil)
+		ix, err := index.NewSamePartition(mustTable[Employee](t, f), lastNameList(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,14 +79,14 @@ func (p *inflight) peak() int {
 }
 
 // List-index lookups read the listed entities concurrently, bounded, and
-// yield them in the list's order: Intra.By (option 2) and Inter.By
+// yield them in the list's order: SamePartition.By (option 2) and CrossPartition.By
 // (options 1 and 3).
 func TestListLookupsConcurrent(t *testing.T) {
 	ctx := testCtx(t)
 	p := newInflight()
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{p}}})
 	name := newTable(t, acct)
-	intra, err := index.NewIntra(mustNewTable[Employee](t, acct, name), lastNameList(), nil)
+	intra, err := index.NewSamePartition(mustNewTable[Employee](t, acct, name), lastNameList(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +101,10 @@ func TestListLookupsConcurrent(t *testing.T) {
 	slices.Sort(want)
 	p.arm(name)
 	start := time.Now()
-	equal(t, "Intra.By over a List index", collect(t, intra.By(ctx, "Sales", "lastname", "Jones")), want)
-	t.Logf("Intra.By of 40 entities: %v", time.Since(start))
+	equal(t, "SamePartition.By over a List index", collect(t, intra.By(ctx, "Sales", "lastname", "Jones")), want)
+	t.Logf("SamePartition.By of 40 entities: %v", time.Since(start))
 	if n := p.peak(); n < 2 {
-		t.Errorf("Intra.By read at most %d entity at once, want several", n)
+		t.Errorf("SamePartition.By read at most %d entity at once, want several", n)
 	}
 	// Breaking out of the loop early stops the lookup.
 	for e, err := range intra.By(ctx, "Sales", "lastname", "Jones") {
@@ -117,11 +117,8 @@ func TestListLookupsConcurrent(t *testing.T) {
 	r := newInterRigWith(t, &interRig{lastNameOnly: true})
 	r.acct = acct
 	staffTable := mustNewTable[Employee](t, acct, r.employees)
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewInter(staffTable, []index.InterIndex[Employee]{{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists}}, nil)
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	inter, err := index.NewCrossPartition(staffTable, []index.Index[Employee]{{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +133,10 @@ func TestListLookupsConcurrent(t *testing.T) {
 	slices.Sort(want)
 	p.arm(r.employees)
 	start = time.Now()
-	equal(t, "Inter.By over a List index", collect(t, inter.By(ctx, "Sales", "lastname", "Jones")), want)
-	t.Logf("Inter.By of 30 entities: %v", time.Since(start))
+	equal(t, "CrossPartition.By over a List index", collect(t, inter.By(ctx, "Sales", "lastname", "Jones")), want)
+	t.Logf("CrossPartition.By of 30 entities: %v", time.Since(start))
 	if n := p.peak(); n < 2 {
-		t.Errorf("Inter.By read at most %d entity at once, want several", n)
+		t.Errorf("CrossPartition.By read at most %d entity at once, want several", n)
 	}
 }
 
@@ -157,8 +154,8 @@ func named(rec *spantest.Recorder, name string) ([]*spantest.Span, string) {
 	return out, strings.Join(paths, "\n")
 }
 
-// The index upkeep is traced: Intra.Write around each Intra write's
-// transaction, Inter.Sync around each sync, with the table and keys as
+// The index upkeep is traced: SamePartition.Write around each SamePartition write's
+// transaction, CrossPartition.Sync around each sync, with the table and keys as
 // attributes, as parents of tablekit's and the SDK's spans; a failed write
 // ends its span with an error status.
 func TestIndexSpans(t *testing.T) {
@@ -166,7 +163,7 @@ func TestIndexSpans(t *testing.T) {
 	rec := &spantest.Recorder{}
 	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: rec.Provider()}})
 	name := newTable(t, acct)
-	ix, err := index.NewIntra(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
+	ix, err := index.NewSamePartition(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,30 +174,27 @@ func TestIndexSpans(t *testing.T) {
 	if _, err := ix.Insert(ctx, jon); err == nil {
 		t.Fatal("a second Insert succeeded")
 	}
-	spans, paths := named(rec, "Intra.Write")
+	spans, paths := named(rec, "SamePartition.Write")
 	if len(spans) != 2 {
-		t.Fatalf("%d Intra.Write spans, want 2:\n%s", len(spans), paths)
+		t.Fatalf("%d SamePartition.Write spans, want 2:\n%s", len(spans), paths)
 	}
 	for i, s := range spans {
 		if s.Parent != nil || !s.Ended() || s.Attrs["tablekit.table"] != name || s.Attrs["tablekit.partition_key"] != jon.Department || s.Attrs["tablekit.row_key"] != jon.ID {
-			t.Errorf("Intra.Write span %s: ended %v, attributes %v", s.Path(), s.Ended(), s.Attrs)
+			t.Errorf("SamePartition.Write span %s: ended %v, attributes %v", s.Path(), s.Ended(), s.Attrs)
 		}
 		if s.Failed() != (i == 1) {
-			t.Errorf("Intra.Write span %d: error status %v, want %v", i, s.Failed(), i == 1)
+			t.Errorf("SamePartition.Write span %d: error status %v, want %v", i, s.Failed(), i == 1)
 		}
 	}
-	if !strings.Contains(paths, "Intra.Write > Table.Transaction > ") {
-		t.Errorf("no transaction inside Intra.Write:\n%s", paths)
+	if !strings.Contains(paths, "SamePartition.Write > Table.Transaction > ") {
+		t.Errorf("no transaction inside SamePartition.Write:\n%s", paths)
 	}
 
 	r := newInterRigWith(t, &interRig{lastNameOnly: true})
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewInter(mustNewTable[Employee](t, acct, r.employees), []index.InterIndex[Employee]{
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	inter, err := index.NewCrossPartition(mustNewTable[Employee](t, acct, r.employees), []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,21 +202,21 @@ func TestIndexSpans(t *testing.T) {
 	if _, err := inter.Upsert(ctx, jon); err != nil { // direct mode: the write, then Sync
 		t.Fatal(err)
 	}
-	spans, paths = named(rec, "Inter.Sync")
+	spans, paths = named(rec, "CrossPartition.Sync")
 	if len(spans) != 1 {
-		t.Fatalf("%d Inter.Sync spans, want 1:\n%s", len(spans), paths)
+		t.Fatalf("%d CrossPartition.Sync spans, want 1:\n%s", len(spans), paths)
 	}
 	s := spans[0]
 	if !s.Ended() || s.Failed() || s.Attrs["tablekit.table"] != r.employees || s.Attrs["tablekit.partition_key"] != jon.Department || s.Attrs["tablekit.row_key"] != jon.ID {
-		t.Errorf("Inter.Sync span: ended %v, failed %v, attributes %v", s.Ended(), s.Failed(), s.Attrs)
+		t.Errorf("CrossPartition.Sync span: ended %v, failed %v, attributes %v", s.Ended(), s.Failed(), s.Attrs)
 	}
 	children := 0
 	for _, line := range strings.Split(paths, "\n") {
-		if strings.HasPrefix(line, "Inter.Sync > ") {
+		if strings.HasPrefix(line, "CrossPartition.Sync > ") {
 			children++
 		}
 	}
 	if children < 5 { // reads, the sync record, the copy, the list
-		t.Errorf("%d spans inside Inter.Sync, want the requests of the sync:\n%s", children, paths)
+		t.Errorf("%d spans inside CrossPartition.Sync, want the requests of the sync:\n%s", children, paths)
 	}
 }

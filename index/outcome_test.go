@@ -94,7 +94,7 @@ func TestEntityListLostAnswerSettles(t *testing.T) {
 	}
 }
 
-// An Inter DeleteIfExists whose answer is lost, and whose SDK retry then
+// A CrossPartition DeleteIfExists whose answer is lost, and whose SDK retry then
 // finds the entity gone, succeeds: the entity is gone either way, and
 // deleting a missing entity is not an error (it reports false: it cannot
 // tell whether this call deleted it). It used to report
@@ -190,7 +190,7 @@ func TestInterSyncFailureAfterLostRace(t *testing.T) {
 }
 
 // A queued write refused at once (a stale ETag) does not claim that it
-// took longer than InterOptions.Delay and may still be applied: that
+// took longer than CrossPartitionOptions.Delay and may still be applied: that
 // message is for a write cut off by the Delay. Every refused write used to
 // carry it.
 func TestInterRefusedWriteIsNotLate(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // direct runs do, the write of the entity, then Sync: the direct mode. It
 // returns the ETag do returns.
-func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Context) (azcore.ETag, error)) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) direct(ctx context.Context, id ID, do func(ctx context.Context) (azcore.ETag, error)) (azcore.ETag, error) {
 	etag, err := do(ctx)
 	if err != nil {
 		return "", err
@@ -27,7 +27,7 @@ func (ix *Inter[T]) direct(ctx context.Context, id ID, do func(ctx context.Conte
 
 // storedVersion returns the ETag of the stored entity id, "" when there is
 // none. Cost: 1 transaction.
-func (ix *Inter[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, error) {
 	e, err := core.GetSelect(ctx, ix.raw, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return "", nil
@@ -42,10 +42,10 @@ func (ix *Inter[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, erro
 // (deletes) of a missing entity writes nothing and only enqueues the
 // request visible at once, which removes any entries left. With
 // retryConflicts, a write that lost a race to another writer starts again
-// (with a new version and a new safety net), as InterOptions.Retry says.
+// (with a new version and a new safety net), as CrossPartitionOptions.Retry says.
 // It returns the ETag do returns: the entity's new one.
-func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error)) (azcore.ETag, error) {
-	req := SyncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
+func (ix *CrossPartition[T]) guarded(ctx context.Context, id ID, version func(context.Context, ID) (azcore.ETag, error), retryConflicts, deletes bool, do func(ctx context.Context, pre azcore.ETag) (azcore.ETag, error)) (azcore.ETag, error) {
+	req := syncRequest{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
 	var etag azcore.ETag
 	err := retry(ctx, ix.retry, id, func() (bool, error) {
 		pre, err := version(ctx, id)
@@ -59,7 +59,7 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 			return false, nil
 		}
 		guard := req
-		guard.Guard = &WriteGuard{ETag: pre, Waited: ix.delay}
+		guard.Guard = &writeGuard{ETag: pre, Waited: ix.delay}
 		// No try of the write may start after the safety net becomes
 		// visible: the safety net of an insert counts on it, and that of
 		// an update would fence the version the write is conditional on.
@@ -70,7 +70,7 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 			return false, fmt.Errorf("index: %s: requesting index maintenance (nothing was written): %w", id, err)
 		}
 		if !time.Now().Before(deadline) {
-			return false, fmt.Errorf("index: %s: requesting index maintenance took longer than InterOptions.Delay (%v), which leaves no time for the write: nothing was written", id, ix.delay)
+			return false, fmt.Errorf("index: %s: requesting index maintenance took longer than CrossPartitionOptions.Delay (%v), which leaves no time for the write: nothing was written", id, ix.delay)
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		etag, err = do(wctx, pre)
@@ -78,7 +78,7 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil && late {
-				err = fmt.Errorf("index: %s: the write took longer than InterOptions.Delay (%v); it may still be applied, and its safety net will then bring the indexes up to date: %w", id, ix.delay, err)
+				err = fmt.Errorf("index: %s: the write took longer than CrossPartitionOptions.Delay (%v); it may still be applied, and its safety net will then bring the indexes up to date: %w", id, ix.delay, err)
 			}
 			return retryConflicts && isConflict(err), err
 		}
@@ -90,9 +90,9 @@ func (ix *Inter[T]) guarded(ctx context.Context, id ID, version func(context.Con
 	return etag, err
 }
 
-// repair runs the safety net of one write (see [Inter]): it makes sure the
+// repair runs the safety net of one write (see [CrossPartition]): it makes sure the
 // write is either visible to the Sync it then runs or can never be applied.
-func (ix *Inter[T]) repair(ctx context.Context, req SyncRequest) error {
+func (ix *CrossPartition[T]) repair(ctx context.Context, req syncRequest) error {
 	pk, rk, g := req.PartitionKey, req.RowKey, req.Guard
 	if g.ETag != "" {
 		// The fence: a Merge of no properties, conditional on the version
@@ -117,7 +117,7 @@ func (ix *Inter[T]) repair(ctx context.Context, req SyncRequest) error {
 		return err
 	}
 	next := req
-	next.Guard = &WriteGuard{Waited: 2 * g.Waited}
+	next.Guard = &writeGuard{Waited: 2 * g.Waited}
 	_, err = ix.queue.Enqueue(ctx, ix.kind, next, &archive.EnqueueOptions{Delay: g.Waited})
 	return err
 }

@@ -19,100 +19,61 @@ import (
 	"github.com/tablekit/tablekit/internal/core"
 )
 
-// ListKey names one id list: the list of the entities that have Value in
+// listKey names one id list: the list of the entities that have Value in
 // the index Index, among the entities of one partition (Partition) or of
 // the whole table (Partition "").
-type ListKey struct {
+type listKey struct {
 	Index     string
 	Partition string
 	Value     string
 }
 
 // String formats the key for messages.
-func (k ListKey) String() string {
+func (k listKey) String() string {
 	if k.Partition == "" {
 		return fmt.Sprintf("%s=%q", k.Index, k.Value)
 	}
 	return fmt.Sprintf("%s=%q in partition %q", k.Index, k.Value, k.Partition)
 }
 
-// ListStore keeps id lists: where an [Inter] keeps its List indexes. Every
-// method is idempotent, so a redelivered maintenance message is harmless,
-// and safe for concurrent use: updates are read-modify-write cycles made
-// conditional on the ETag read, retried when another writer got there
-// first. [EntityList] (an index entity per list, the guide's option 3) and
-// [BlobList] (a blob per list, option 1) implement it.
-type ListStore interface {
+// listStore keeps the id lists of a CrossPartition List index: an
+// entityList (an index entity per list, the guide's option 3) or a blobList
+// (a blob per list, option 1). Every method is idempotent, so a redelivered
+// maintenance message is harmless, and safe for concurrent use: updates
+// are read-modify-write cycles made conditional on the ETag read, retried
+// when another writer got there first. Errors name no operation: the
+// exported call that uses the store names its own.
+type listStore interface {
 	// Add puts id in the list; nothing happens if it is there.
-	Add(ctx context.Context, list ListKey, id ID) error
+	Add(ctx context.Context, list listKey, id ID) error
 	// Remove takes id out of the list; nothing happens if it is not
 	// there. A list left empty is deleted.
-	Remove(ctx context.Context, list ListKey, id ID) error
+	Remove(ctx context.Context, list listKey, id ID) error
 	// IDs returns the ids of the list, sorted by PartitionKey and RowKey;
 	// none for a list that does not exist.
-	IDs(ctx context.Context, list ListKey) ([]ID, error)
+	IDs(ctx context.Context, list listKey) ([]ID, error)
 }
 
-// ListOptions configures an [EntityList] or a [BlobList]. A nil
-// *ListOptions means defaults.
-type ListOptions struct {
-	// Retry says how often and how patiently an update repeats its
-	// read-modify-write cycle while other writers keep changing the list;
-	// then it fails with a *ConflictError (tablekit.ErrPreconditionFailed).
-	// Its zero fields take the package's defaults: 30 attempts, full-jitter
-	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
-	// with a longer cap), which carries tens of writers in separate
-	// processes on one list.
-	Retry tablekit.RetryPolicy
-}
-
-func listRetry(op string, opts *ListOptions) (tablekit.RetryPolicy, error) {
-	var o ListOptions
-	if opts != nil {
-		o = *opts
-	}
-	return retryPolicy(op, o.Retry)
-}
-
-// EntityList keeps each id list in an index entity of a table: the
-// guide's index entities pattern, option 3, when used by an [Inter]. The
-// index entity of a list has the PartitionKey keys.Compound(Index) (or
-// keys.Compound(Index, Partition) for a per-partition list) and the RowKey
+// entityList keeps each id list in an index entity of a table: the
+// guide's index entities pattern, option 3. The index entity of a list has
+// the PartitionKey keys.Compound(Index) (or keys.Compound(Index,
+// Partition) for a per-partition list) and the RowKey
 // keys.Compound(Value); its ids are in the properties IDs, IDs2, ... (see
-// [IDsProperty]). An index entity holds at most 1 MiB of ids; an Add that
+// idlist.go). An index entity holds at most 1 MiB of ids; an Add that
 // would grow it further fails with an error matching tablekit.ErrTooLarge
-// that points to [BlobList].
-type EntityList struct {
+// that points to Index.Blobs.
+type entityList struct {
 	table *tablekit.Table[tablekit.Entity]
 	retry tablekit.RetryPolicy
 	locks keyLocks
 }
 
-// NewEntityList returns an EntityList storing index entities in table,
-// through its property-bag view (table.AsEntities(): the index entities keep
-// table's tracing, logger and Cosmos DB mode). E is the table's type,
-// whatever it is: the index entities are property bags.
-func NewEntityList[E any](table *tablekit.Table[E], opts *ListOptions) (*EntityList, error) {
-	const op = "index.NewEntityList"
-	if table == nil {
-		return nil, invalid(op, "", "table is nil")
-	}
-	p, err := listRetry(op, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &EntityList{table: table.AsEntities(), retry: p}, nil
+// newEntityList returns an entityList storing index entities in table.
+func newEntityList(table *tablekit.Table[tablekit.Entity], retry tablekit.RetryPolicy) *entityList {
+	return &entityList{table: table, retry: retry}
 }
 
-// TableName returns the name of the table that holds the index entities.
-func (l *EntityList) TableName() string { return l.table.Name() }
-
-// Keys returns the PartitionKey and RowKey of list's index entity.
-func (l *EntityList) Keys(list ListKey) (pk, rk string, err error) {
-	return l.keys("EntityList.Keys", list)
-}
-
-func (l *EntityList) keys(op string, list ListKey) (pk, rk string, err error) {
+func (l *entityList) keys(op string, list listKey) (pk, rk string, err error) {
 	what := "list " + list.String()
 	if list.Partition == "" {
 		pk, err = compound(op, l.table.Name(), what+": PartitionKey", list.Index)
@@ -126,7 +87,7 @@ func (l *EntityList) keys(op string, list ListKey) (pk, rk string, err error) {
 	return pk, rk, err
 }
 
-func (l *EntityList) describe(pk, rk string) string {
+func (l *entityList) describe(pk, rk string) string {
 	if l.table.Name() == "" {
 		return pk + "/" + rk
 	}
@@ -137,17 +98,18 @@ func (l *EntityList) describe(pk, rk string) string {
 // transactions (read, conditional write) per attempt; 1 when id is there.
 // A write whose answer was lost, and whose SDK retry met the change it may
 // have made, is settled by reading the list again, as a lost race is.
-func (l *EntityList) Add(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, "EntityList.Add", list, id, true)
+func (l *entityList) Add(ctx context.Context, list listKey, id ID) error {
+	return l.update(ctx, list, id, true)
 }
 
 // Remove takes id out of the list's index entity, deleting it when it
 // becomes empty. Cost: as Add.
-func (l *EntityList) Remove(ctx context.Context, list ListKey, id ID) error {
-	return l.update(ctx, "EntityList.Remove", list, id, false)
+func (l *entityList) Remove(ctx context.Context, list listKey, id ID) error {
+	return l.update(ctx, list, id, false)
 }
 
-func (l *EntityList) update(ctx context.Context, op string, list ListKey, id ID, adding bool) error {
+func (l *entityList) update(ctx context.Context, list listKey, id ID, adding bool) error {
+	const op = ""
 	pk, rk, err := l.keys(op, list)
 	if err != nil {
 		return err
@@ -159,12 +121,12 @@ func (l *EntityList) update(ctx context.Context, op string, list ListKey, id ID,
 		err := l.attempt(ctx, op, list, pk, rk, id, adding)
 		return err != nil && (isConflict(err) || errors.Is(err, tablekit.ErrOutcomeUnknown)), err
 	})
-	return withOp(op, lastUnsettled(err))
+	return lastUnsettled(err)
 }
 
 // attempt makes one read-modify-write cycle, holding the process's lock of
 // the list.
-func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, rk string, id ID, adding bool) error {
+func (l *entityList) attempt(ctx context.Context, op string, list listKey, pk, rk string, id ID, adding bool) error {
 	unlock, err := l.locks.lock(ctx, pk+"\x00"+rk)
 	if err != nil {
 		return err
@@ -211,9 +173,8 @@ func (l *EntityList) attempt(ctx context.Context, op string, list ListKey, pk, r
 }
 
 // IDs returns the ids the list's index entity holds. Cost: 1 transaction.
-func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
-	const op = "EntityList.IDs"
-	pk, rk, err := l.keys(op, list)
+func (l *entityList) IDs(ctx context.Context, list listKey) ([]ID, error) {
+	pk, rk, err := l.keys("", list)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +183,7 @@ func (l *EntityList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, withOp(op, err)
+		return nil, err
 	}
 	return toIDs(readIDs(&e)), nil
 }
@@ -235,32 +196,24 @@ func toIDs(lines []string) []ID {
 	return out
 }
 
-// BlobList keeps each id list in a block blob: the guide's index entities
+// blobList keeps each id list in a block blob: the guide's index entities
 // pattern, option 1. The blob of a list is named
 // "<Index>/<Value>" (or "<Index>/<Partition>/<Value>" for a per-partition
 // list), each part path-escaped, and holds the ids as text, one
 // "PartitionKey<TAB>RowKey" per line, sorted. A blob has no practical size
-// limit, so a BlobList suits values shared by very many entities; every
+// limit, so a blobList suits values shared by very many entities; every
 // update rewrites the whole blob, conditional on its ETag. The container is
 // created on first write if it does not exist.
-type BlobList struct {
+type blobList struct {
 	container *container.Client
 	name      string
 	retry     tablekit.RetryPolicy
 	locks     keyLocks
 }
 
-// NewBlobList returns a BlobList storing its blobs in c.
-func NewBlobList(c *container.Client, opts *ListOptions) (*BlobList, error) {
-	const op = "index.NewBlobList"
-	if c == nil {
-		return nil, invalid(op, "", "container is nil")
-	}
-	p, err := listRetry(op, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &BlobList{container: c, name: containerName(c.URL()), retry: p}, nil
+// newBlobList returns a blobList storing its blobs in c.
+func newBlobList(c *container.Client, retry tablekit.RetryPolicy) *blobList {
+	return &blobList{container: c, name: containerName(c.URL()), retry: retry}
 }
 
 // containerName returns the last segment of a container URL's path.
@@ -276,12 +229,8 @@ func containerName(u string) string {
 	return name
 }
 
-// ContainerName returns the name of the blob container that holds the
-// lists.
-func (l *BlobList) ContainerName() string { return l.name }
-
-// BlobName returns the name of list's blob.
-func (l *BlobList) BlobName(list ListKey) string {
+// blobName returns the name of list's blob.
+func (l *blobList) blobName(list listKey) string {
 	parts := []string{url.PathEscape(list.Index)}
 	if list.Partition != "" {
 		parts = append(parts, url.PathEscape(list.Partition))
@@ -291,18 +240,18 @@ func (l *BlobList) BlobName(list ListKey) string {
 
 // Add puts id in the list's blob, creating it if needed. Cost: 2
 // transactions (read, conditional upload) per attempt; 1 when id is there.
-func (l *BlobList) Add(ctx context.Context, list ListKey, id ID) error {
-	return withOp("BlobList.Add", l.update(ctx, list, id, true))
+func (l *blobList) Add(ctx context.Context, list listKey, id ID) error {
+	return l.update(ctx, list, id, true)
 }
 
 // Remove takes id out of the list's blob, deleting it when it becomes
 // empty. Cost: as Add.
-func (l *BlobList) Remove(ctx context.Context, list ListKey, id ID) error {
-	return withOp("BlobList.Remove", l.update(ctx, list, id, false))
+func (l *blobList) Remove(ctx context.Context, list listKey, id ID) error {
+	return l.update(ctx, list, id, false)
 }
 
 // read returns the list's lines and the blob's ETag ("" when absent).
-func (l *BlobList) read(ctx context.Context, name string) ([]string, azcore.ETag, error) {
+func (l *blobList) read(ctx context.Context, name string) ([]string, azcore.ETag, error) {
 	resp, err := l.container.NewBlobClient(name).DownloadStream(ctx, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return nil, "", nil
@@ -329,8 +278,8 @@ func (l *BlobList) read(ctx context.Context, name string) ([]string, azcore.ETag
 	return slices.Compact(lines), etag, nil
 }
 
-func (l *BlobList) update(ctx context.Context, list ListKey, id ID, adding bool) error {
-	name := l.BlobName(list)
+func (l *blobList) update(ctx context.Context, list listKey, id ID, adding bool) error {
+	name := l.blobName(list)
 	return retry(ctx, l.retry, ID{RowKey: name}, func() (bool, error) {
 		return l.attempt(ctx, name, id, adding)
 	})
@@ -339,7 +288,7 @@ func (l *BlobList) update(ctx context.Context, list ListKey, id ID, adding bool)
 // attempt makes one read-modify-write cycle, holding the process's lock of
 // the blob; retry says whether another writer got in the way (or the
 // container had to be created).
-func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool) (retry bool, err error) {
+func (l *blobList) attempt(ctx context.Context, name string, id ID, adding bool) (retry bool, err error) {
 	unlock, err := l.locks.lock(ctx, name)
 	if err != nil {
 		return false, err
@@ -400,10 +349,10 @@ func (l *BlobList) attempt(ctx context.Context, name string, id ID, adding bool)
 }
 
 // IDs returns the ids in the list's blob. Cost: 1 transaction.
-func (l *BlobList) IDs(ctx context.Context, list ListKey) ([]ID, error) {
-	lines, _, err := l.read(ctx, l.BlobName(list))
+func (l *blobList) IDs(ctx context.Context, list listKey) ([]ID, error) {
+	lines, _, err := l.read(ctx, l.blobName(list))
 	if err != nil {
-		return nil, withOp("BlobList.IDs", err)
+		return nil, err
 	}
 	return toIDs(lines), nil
 }

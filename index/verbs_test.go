@@ -14,7 +14,7 @@ import (
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
-// The Inter's verbs, in direct mode and queued mode: Insert, Upsert,
+// The CrossPartition's verbs, in direct mode and queued mode: Insert, Upsert,
 // Update, Modify, Delete and DeleteIfExists return what the root Table's
 // do, and an entity read through a copy carries the ETag of the version it
 // was copied from, which Update accepts.
@@ -129,7 +129,7 @@ func TestInterVerbs(t *testing.T) {
 	}
 }
 
-// The costs the docs give for the queued Inter's writes.
+// The costs the docs give for the queued CrossPartition's writes.
 func TestInterQueuedCosts(t *testing.T) {
 	ctx := testCtx(t)
 	r := newInterRigWith(t, &interRig{queued: true, lastNameOnly: true})
@@ -167,17 +167,14 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 	ctx := testCtx(t)
 	acct := testenv.Account(t, nil)
 	tbl := mustNewTable[Employee](t, acct, "Unused")
-	intra, err := index.NewIntra(tbl, employeeIndexes(), nil)
+	intra, err := index.NewSamePartition(tbl, employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lists, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, "UnusedLists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, err := index.NewInter(tbl, []index.InterIndex[Employee]{
+	lists := mustNewTable[tablekit.Entity](t, acct, "UnusedLists")
+	inter, err := index.NewCrossPartition(tbl, []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: lists},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -194,46 +191,63 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		op  string
 		err error
 	}{
-		{"index.NewIntra", func() error { _, err := index.NewIntra[Employee](nil, employeeIndexes(), nil); return err }()},
-		{"index.NewIntra", func() error { _, err := index.NewIntra(tbl, nil, nil); return err }()},
-		{"index.NewIntra", func() error {
-			_, err := index.NewIntra(tbl, append(employeeIndexes(), employeeIndexes()[0]), nil)
+		{"index.NewSamePartition", func() error { _, err := index.NewSamePartition[Employee](nil, employeeIndexes(), nil); return err }()},
+		{"index.NewSamePartition", func() error { _, err := index.NewSamePartition(tbl, nil, nil); return err }()},
+		{"index.NewSamePartition", func() error {
+			_, err := index.NewSamePartition(tbl, append(employeeIndexes(), employeeIndexes()[0]), nil)
 			return err
 		}()},
-		{"index.NewInter", func() error { _, err := index.NewInter[Employee](nil, nil, nil); return err }()},
-		{"index.NewInter", func() error {
-			_, err := index.NewInter(tbl, []index.InterIndex[Employee]{{Name: "x"}}, nil)
+		{"index.NewCrossPartition", func() error { _, err := index.NewCrossPartition[Employee](nil, nil, nil); return err }()},
+		{"index.NewCrossPartition", func() error {
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x"}}, nil)
 			return err
 		}()},
-		{"index.NewEntityList", func() error { _, err := index.NewEntityList[tablekit.Entity](nil, nil); return err }()},
-		{"index.NewBlobList", func() error { _, err := index.NewBlobList(nil, nil); return err }()},
-		{"Intra.Insert", func() error { _, err := intra.Insert(ctx, bad); return err }()},
-		{"Intra.Upsert", func() error { _, err := intra.Upsert(ctx, Employee{}); return err }()},
-		{"Intra.Update", func() error { _, err := intra.Update(ctx, staff()[0], ""); return err }()},
-		{"Intra.Modify", func() error { _, err := intra.Modify(ctx, "Sales", "1", nil); return err }()},
-		{"Intra.Delete", intra.Delete(ctx, "Sales", "1", "")},
-		{"Intra.DeleteIfExists", func() error { _, err := intra.DeleteIfExists(ctx, "Sales", "empid!1"); return err }()},
-		{"Intra.Get", func() error { _, err := intra.Get(ctx, "Sales", "email!1"); return err }()},
-		{"Intra.Find", func() error { _, err := intra.Find(ctx, "Sales", "phone", "1"); return err }()},
-		{"Intra.By", first(intra.By(ctx, "Sales", "phone", "1"))},
-		{"Intra.Range", first(intra.Range(ctx, "Sales", "phone", "1", "2"))},
-		{"Intra.Prefix", first(intra.Prefix(ctx, "Sales", "phone", "1"))},
-		{"Intra.IDs", func() error { _, err := intra.IDs(ctx, "Sales", "email", "x"); return err }()},
-		{"Inter.Insert", func() error { _, err := inter.Insert(ctx, long); return err }()},
-		{"Inter.Upsert", func() error { _, err := inter.Upsert(ctx, long); return err }()},
-		{"Inter.Update", func() error { _, err := inter.Update(ctx, staff()[0], ""); return err }()},
-		{"Inter.Modify", func() error { _, err := inter.Modify(ctx, "", "1", func(*Employee) error { return nil }); return err }()},
-		{"Inter.Delete", inter.Delete(ctx, "Sales", "1", "")},
-		{"Inter.DeleteIfExists", func() error { _, err := inter.DeleteIfExists(ctx, "Sales", ""); return err }()},
-		{"Inter.Sync", inter.Sync(ctx, "", "1")},
-		{"Inter.CaughtUp", func() error { _, err := inter.CaughtUp(ctx, "Sales", ""); return err }()},
-		{"Inter.Find", func() error { _, err := inter.Find(ctx, "Sales", "phone", "1"); return err }()},
-		{"Inter.By", first(inter.By(ctx, "Sales", "phone", "1"))},
-		{"Inter.Range", first(inter.Range(ctx, "Sales", "lastname", "a", "b"))},
-		{"Inter.Prefix", first(inter.Prefix(ctx, "Sales", "lastname", "a"))},
-		{"Inter.IDs", func() error { _, err := inter.IDs(ctx, "Sales", "email", "x"); return err }()},
-		{"EntityList.Add", lists.Add(ctx, index.ListKey{Index: "lastname", Value: "\xff"}, index.ID{PartitionKey: "Sales", RowKey: "1"})},
-		{"EntityList.IDs", func() error { _, err := lists.IDs(ctx, index.ListKey{Index: "lastname", Value: "\xff"}); return err }()},
+		{"index.NewCrossPartition", func() error {
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Unique: true}}, nil)
+			return err
+		}()},
+		{"index.NewCrossPartition", func() error {
+			blobs := acct.Blobs().ServiceClient().NewContainerClient("unused")
+			_, err := index.NewCrossPartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Blobs: blobs}}, nil)
+			return err
+		}()},
+		{"index.NewSamePartition", func() error {
+			_, err := index.NewSamePartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Global: true}}, nil)
+			return err
+		}()},
+		{"index.NewSamePartition", func() error {
+			_, err := index.NewSamePartition(tbl, []index.Index[Employee]{{Name: "x", Key: func(e Employee) string { return e.Email }, Table: lists}}, nil)
+			return err
+		}()},
+		{"index.SamePartition.Insert", func() error { _, err := intra.Insert(ctx, bad); return err }()},
+		{"index.SamePartition.Upsert", func() error { _, err := intra.Upsert(ctx, Employee{}); return err }()},
+		{"index.SamePartition.Update", func() error { _, err := intra.Update(ctx, staff()[0], ""); return err }()},
+		{"index.SamePartition.Modify", func() error { _, err := intra.Modify(ctx, "Sales", "1", nil); return err }()},
+		{"index.SamePartition.Delete", intra.Delete(ctx, "Sales", "1", "")},
+		{"index.SamePartition.DeleteIfExists", func() error { _, err := intra.DeleteIfExists(ctx, "Sales", "empid!1"); return err }()},
+		{"index.SamePartition.Get", func() error { _, err := intra.Get(ctx, "Sales", "email!1"); return err }()},
+		{"index.SamePartition.Find", func() error { _, err := intra.Find(ctx, "Sales", "phone", "1"); return err }()},
+		{"index.SamePartition.By", first(intra.By(ctx, "Sales", "phone", "1"))},
+		{"index.SamePartition.Range", first(intra.Range(ctx, "Sales", "phone", "1", "2"))},
+		{"index.SamePartition.Prefix", first(intra.Prefix(ctx, "Sales", "phone", "1"))},
+		{"index.SamePartition.IDs", func() error { _, err := intra.IDs(ctx, "Sales", "email", "x"); return err }()},
+		{"index.CrossPartition.Insert", func() error { _, err := inter.Insert(ctx, long); return err }()},
+		{"index.CrossPartition.Upsert", func() error { _, err := inter.Upsert(ctx, long); return err }()},
+		{"index.CrossPartition.Update", func() error { _, err := inter.Update(ctx, staff()[0], ""); return err }()},
+		{"index.CrossPartition.Modify", func() error { _, err := inter.Modify(ctx, "", "1", func(*Employee) error { return nil }); return err }()},
+		{"index.CrossPartition.Delete", inter.Delete(ctx, "Sales", "1", "")},
+		{"index.CrossPartition.DeleteIfExists", func() error { _, err := inter.DeleteIfExists(ctx, "Sales", ""); return err }()},
+		{"index.CrossPartition.Sync", inter.Sync(ctx, "", "1")},
+		{"index.CrossPartition.CaughtUp", func() error { _, err := inter.CaughtUp(ctx, "Sales", ""); return err }()},
+		{"index.CrossPartition.Find", func() error { _, err := inter.Find(ctx, "Sales", "phone", "1"); return err }()},
+		{"index.CrossPartition.By", first(inter.By(ctx, "Sales", "phone", "1"))},
+		{"index.CrossPartition.Range", first(inter.Range(ctx, "Sales", "lastname", "a", "b"))},
+		{"index.CrossPartition.Prefix", first(inter.Prefix(ctx, "Sales", "lastname", "a"))},
+		{"index.CrossPartition.IDs", func() error { _, err := inter.IDs(ctx, "Sales", "email", "x"); return err }()},
+		{"index.CrossPartition.Upsert", func() error {
+			_, err := inter.Upsert(ctx, Employee{Department: "Sales", ID: "1", LastName: "\xff"})
+			return err
+		}()},
 	}
 	for _, c := range cases {
 		var ve *tablekit.ValidationError
@@ -244,32 +258,16 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		if ve.Op != c.op {
 			t.Errorf("%s: Op %q in %v", c.op, ve.Op, c.err)
 		}
-		if strings.Contains(ve.Entity, "index.") || strings.Contains(ve.Entity, "Intra") || strings.Contains(ve.Entity, "Inter") || strings.HasPrefix(ve.Detail, "index.") {
+		if want := "index: " + strings.TrimPrefix(c.op, "index.") + ": "; !strings.HasPrefix(c.err.Error(), want) {
+			t.Errorf("%s: message %q does not start with %q", c.op, c.err, want)
+		}
+		if strings.Contains(ve.Entity, "index.") || strings.Contains(ve.Entity, "SamePartition") || strings.Contains(ve.Entity, "CrossPartition") || strings.HasPrefix(ve.Detail, "index.") {
 			t.Errorf("%s: an operation named in Entity %q or Detail %q", c.op, ve.Entity, ve.Detail)
 		}
 	}
 }
 
-// A BlobList says which container holds its lists.
-func TestBlobListContainerName(t *testing.T) {
-	acct := testenv.Account(t, nil)
-	l, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient("employee-lists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.ContainerName(); got != "employee-lists" {
-		t.Errorf("ContainerName = %q, want employee-lists", got)
-	}
-	el, err := index.NewEntityList(mustNewTable[Employee](t, acct, "EmployeeLists"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := el.TableName(); got != "EmployeeLists" {
-		t.Errorf("TableName = %q, want EmployeeLists", got)
-	}
-}
-
-// An Intra DeleteIfExists whose transaction's answer is lost, and whose
+// A SamePartition DeleteIfExists whose transaction's answer is lost, and whose
 // SDK retry then finds the entity gone, settles by reading again: the
 // entity and its copies are gone, and it reports false (it cannot tell
 // whether this call deleted them), as Table.DeleteIfExists does.
@@ -283,7 +281,7 @@ func TestIntraDeleteIfExistsLostAnswerSettles(t *testing.T) {
 			return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "$batch")
 		}),
 	}}})
-	ix, err := index.NewIntra(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
+	ix, err := index.NewSamePartition(mustNewTable[Employee](t, acct, name), employeeIndexes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ type interRig struct {
 	container, queue, poison string
 	queued                   bool
 	lastNameOnly             bool // only the last name index
-	ix                       *index.Inter[Employee]
+	ix                       *index.CrossPartition[Employee]
 	employeeTable            *tablekit.Table[Employee]
 	copyRows, listRows       *tablekit.Table[tablekit.Entity]
 	entityList               *index.EntityList
@@ -74,38 +74,32 @@ func newInterRigWith(t *testing.T, r *interRig) *interRig {
 	return r
 }
 
-// build returns the rig's Inter on acct (another Account can carry
+// build returns the rig's CrossPartition on acct (another Account can carry
 // fault-injecting policies).
-func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Employee] {
+func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.CrossPartition[Employee] {
 	t.Helper()
-	var lists *index.ListOptions // the defaults
-	entityList, err := index.NewEntityList(mustNewTable[tablekit.Entity](t, acct, r.lists), lists)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobList, err := index.NewBlobList(acct.Blobs().ServiceClient().NewContainerClient(r.container), lists)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists := mustNewTable[tablekit.Entity](t, acct, r.lists)
+	blobs := acct.Blobs().ServiceClient().NewContainerClient(r.container)
 	copies := mustNewTable[tablekit.Entity](t, acct, r.copies)
-	indexes := []index.InterIndex[Employee]{
+	indexes := []index.Index[Employee]{
 		{Name: "email", Key: func(e Employee) string { return e.Email }, Table: copies},
 		{Name: "empid", Key: func(e Employee) string { return e.ID }, Table: copies, Properties: []string{"FirstName", "LastName"}},
-		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: entityList},
-		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: blobList, Global: true},
+		{Name: "lastname", Key: func(e Employee) string { return e.LastName }, List: true, Table: lists},
+		{Name: "firstname", Key: func(e Employee) string { return e.FirstName }, List: true, Blobs: blobs, Global: true},
 	}
 	if r.lastNameOnly {
 		indexes = indexes[2:3]
 	}
 	// A short InsertHorizon: the safety net of an insert that never
 	// reached the service stops looking for the entity after 1+3 s.
-	opts := &index.InterOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
+	opts := &index.CrossPartitionOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
+	var err error
 	if r.queued {
 		if opts.Queue, err = archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ix, err := index.NewInter(mustNewTable[Employee](t, acct, r.employees), indexes, opts)
+	ix, err := index.NewCrossPartition(mustNewTable[Employee](t, acct, r.employees), indexes, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +108,7 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.Inter[Empl
 
 // worker runs a worker for the rig's queue on acct until the returned
 // stop function is called.
-func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.Inter[Employee], opts *archive.WorkerOptions) (stop func()) {
+func (r *interRig) worker(t *testing.T, acct *tablekit.Account, ix *index.CrossPartition[Employee], opts *archive.WorkerOptions) (stop func()) {
 	t.Helper()
 	o := archive.WorkerOptions{Concurrency: 8, PollInterval: 200 * time.Millisecond, VisibilityTimeout: 5 * time.Second, Retry: tablekit.RetryPolicy{MaxAttempts: 20}}
 	if opts != nil {
@@ -587,11 +581,11 @@ func TestInterErrors(t *testing.T) {
 	if _, err := r.ix.IDs(ctx, "Sales", "email", "x"); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("IDs of a copy index: %v", err)
 	}
-	if _, err := index.NewInter(r.employeeTable, []index.InterIndex[Employee]{{Name: "a", Key: func(e Employee) string { return e.Email }}, {Name: "a", Key: func(e Employee) string { return e.Email }}}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := index.NewCrossPartition(r.employeeTable, []index.Index[Employee]{{Name: "a", Key: func(e Employee) string { return e.Email }}, {Name: "a", Key: func(e Employee) string { return e.Email }}}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("duplicate index names: %v", err)
 	}
 	// Entities may not live in the key range of an index kept in their table.
-	same, err := index.NewInter(r.employeeTable, []index.InterIndex[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, nil)
+	same, err := index.NewCrossPartition(r.employeeTable, []index.Index[Employee]{{Name: "email", Key: func(e Employee) string { return e.Email }}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

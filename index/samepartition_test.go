@@ -27,23 +27,23 @@ func employeeIndexes() []index.Index[Employee] {
 
 type intraFixture struct {
 	acct *tablekit.Account
-	ix   *index.Intra[Employee]
+	ix   *index.SamePartition[Employee]
 	raw  *tablekit.Table[tablekit.Entity]
 }
 
-func newIntra(t *testing.T, indexes []index.Index[Employee], opts *index.IntraOptions) *intraFixture {
+func newIntra(t *testing.T, indexes []index.Index[Employee], opts *index.SamePartitionOptions) *intraFixture {
 	t.Helper()
 	return newIntraOn(t, testenv.Account(t, nil), indexes, opts)
 }
 
-func newIntraOn(t *testing.T, acct *tablekit.Account, indexes []index.Index[Employee], opts *index.IntraOptions) *intraFixture {
+func newIntraOn(t *testing.T, acct *tablekit.Account, indexes []index.Index[Employee], opts *index.SamePartitionOptions) *intraFixture {
 	t.Helper()
 	name := testenv.CreateTable(t, acct)
 	tbl, err := tablekit.OpenTable[Employee](acct, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := index.NewIntra(tbl, indexes, opts)
+	ix, err := index.NewSamePartition(tbl, indexes, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func TestIntraConcurrentWriters(t *testing.T) {
 
 	// With a single attempt, a writer that loses the race gets an error
 	// matching ErrPreconditionFailed.
-	strict, err := index.NewIntra(mustTable[Employee](t, f), employeeIndexes(), &index.IntraOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}})
+	strict, err := index.NewSamePartition(mustTable[Employee](t, f), employeeIndexes(), &index.SamePartitionOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

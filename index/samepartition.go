@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/spans"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -18,80 +19,40 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// Index describes one index that an [Intra] keeps in each entity's own
-// partition.
-//
-// By default the index holds a copy of every entity (the guide's
-// intra-partition secondary index pattern) under the RowKey
-// keys.Compound(Name, value) — "email!jonesj@contoso.com" — or, when the
-// index is not Unique, keys.Compound(Name, value, RowKey), so that several
-// entities can share a value. With List set it holds instead one index
-// entity per value, under keys.Compound(Name, value), listing the RowKeys
-// of the entities that have the value (the guide's index entities pattern,
-// option 2).
-type Index[T any] struct {
-	// Name is the index's name and the first component of its RowKeys,
-	// e.g. "email". Entities' own RowKeys must not begin with Name
-	// followed by keys.Separator ('!').
-	Name string
-	// Key returns the indexed value of v. "" means v has no entry in this
-	// index. The value is a key component: any valid UTF-8 string
-	// (keys.Compound escapes '/', '\', '#', '?' and control characters),
-	// as long as the RowKey stays within 1 KiB. Encode numbers with package
-	// keys (e.g. keys.UintN) so that their order is numeric. The value must
-	// not be derived from a property the table encrypts: keys are stored
-	// in clear, so such a write is refused.
-	Key func(v T) string
-	// Unique makes the value identify one entity: the RowKey of a copy is
-	// Compound(Name, value), a lookup is a point query, and a write that
-	// gives a second entity the same value fails with a *UniqueError. Not
-	// allowed with List.
-	Unique bool
-	// Properties, when not nil, projects the copies: they hold only these
-	// properties, and entities read through the index have the other
-	// fields zero. nil copies every property. Not allowed with List.
-	Properties []string
-	// List keeps an index entity per value listing the entities' RowKeys
-	// instead of a copy of every entity. An index entity holds at most
-	// 1 MiB (about 100,000 short ids); for more, use a [BlobList].
-	List bool
-}
-
-// IntraOptions configures an [Intra]. A nil *IntraOptions means defaults.
-type IntraOptions struct {
+// SamePartitionOptions configures a [SamePartition]. A nil
+// *SamePartitionOptions means defaults.
+type SamePartitionOptions struct {
 	// Retry says how often and how patiently a write is tried again when
 	// a concurrent writer changed the entity or one of its index entities
 	// between the read and the conditional transaction; then it fails with
-	// a *ConflictError, which matches tablekit.ErrPreconditionFailed. Its
-	// zero fields take the package's defaults: 30 attempts, full-jitter
-	// exponential back-off from 10 ms up to 2 s ([core.ConflictRetry]
-	// with a longer cap), which carries tens of writers in separate
-	// processes adding to one index entity.
-	// [tablekit.RetryPolicy{MaxAttempts: 1}] fails at the first lost race.
+	// an error matching tablekit.ErrPreconditionFailed. Its zero fields
+	// take the package's defaults: 30 attempts, full-jitter exponential
+	// back-off from 10 ms up to 2 s, which carries tens of writers in
+	// separate processes adding to one index entity.
+	// [tablekit.RetryPolicy]{MaxAttempts: 1} fails at the first lost race.
 	Retry tablekit.RetryPolicy
 }
 
-// Intra keeps secondary indexes of the entities of one table inside each
-// entity's own partition, consistent with the entity: every write changes
-// the entity and all its index entries in one entity group transaction
-// (EGT), so they change together or not at all. See the package doc for the
-// layout and the cost of each operation.
+// SamePartition keeps secondary indexes of the entities of one table
+// inside each entity's own partition, consistent with the entity: every
+// write changes the entity and all its index entries in one entity group
+// transaction (EGT), so they change together or not at all. Make one with
+// [NewSamePartition]; the zero value refuses every call.
 //
-// # Versions and ETags
+//	ix, err := index.NewSamePartition(employees, []index.Index[Employee]{
+//		{Name: "email", Key: func(e Employee) string { return e.Email }, Unique: true},
+//	}, nil)
+//	_, err = ix.Insert(ctx, jon)                                  // Jon and his copy, one transaction
+//	jon, err = ix.Find(ctx, "Sales", "email", "jonesj@contoso.com") // one point query
+//	for e, err := range ix.Query(ctx, tablekit.PartitionEq("Sales"), nil) { ... } // no copies
 //
-// Writes return the entity's new ETag, taken from the transaction's answer
-// (no read). [Intra.Get], and lookups through a List index, give the
-// entity with its ETag in T's etag field. An entity read through a copy
-// index ([Intra.Find], [Intra.By], [Intra.Range], [Intra.Prefix]) carries
-// the ETag of the copy it was read from: every write of the entity
-// rewrites all its copies in the same transaction, so that ETag changes
-// exactly when the entity does, and [Intra.Update] and [Intra.Delete]
-// accept it as the entity's version (at the cost of one query that finds
-// the copy).
-//
-// Every write to the table's entities must go through the Intra, or the
-// indexes go stale. An Intra is safe for concurrent use.
-type Intra[T any] struct {
+// Writes return the entity's new ETag, from the transaction's answer. An
+// entity read through a copy carries the copy's ETag, which changes exactly
+// when the entity does: Update and Delete accept it. Every write to the
+// entities must go through the SamePartition, or the indexes go stale. The
+// package doc shows the layout and the cost of each operation. A
+// SamePartition is safe for concurrent use.
+type SamePartition[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	typed    *tablekit.Table[T] // converts T <-> Entity (ToEntity, FromEntity)
 	name     string
@@ -103,27 +64,28 @@ type Intra[T any] struct {
 	locks    keyLocks
 }
 
-// NewIntra returns an Intra over the entities of table with the given
-// indexes. It reads and writes through table's property-bag view
+// NewSamePartition returns a SamePartition over the entities of table with
+// the given indexes. It reads and writes through table's property-bag view
 // (table.AsEntities()), so the entities and their copies keep table's
 // client-side encryption, tracing, logger and Cosmos DB mode.
 //
-// It refuses invalid or duplicate index names, a nil Key, and Unique or
-// Properties on a List index. On a table with client-side encryption the
+// It refuses invalid or duplicate index names, a nil Key, Unique or
+// Properties on a List index, and Global, Table and Blobs (a
+// CrossPartition's). On a table with client-side encryption the
 // copies hold the encrypted properties encrypted, under their own keys;
 // every write whose index value is derived from an encrypted property is
 // refused.
-func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOptions) (*Intra[T], error) {
-	const op = "index.NewIntra"
+func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts *SamePartitionOptions) (*SamePartition[T], error) {
+	const op = "index.NewSamePartition"
 	if table == nil {
 		return nil, invalid(op, "", "table is nil")
 	}
 	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	ix := &Intra[T]{table: table.AsEntities(), typed: table, name: table.Name(), byName: make(map[string]int)}
+	ix := &SamePartition[T]{table: table.AsEntities(), typed: table, name: table.Name(), byName: make(map[string]int)}
 	var err error
-	var o IntraOptions
+	var o SamePartitionOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -134,7 +96,7 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 		return nil, invalid(op, ix.name, "no indexes")
 	}
 	if len(indexes) >= limits.TransactionActions {
-		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Detail: "too many indexes", Err: tablekit.ErrTooLarge}
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.name, Limit: "< 100 indexes (an entity and its index entries share one transaction of <= 100 actions)", Size: len(indexes), Unit: "indexes", Detail: "too many indexes", Err: tablekit.ErrTooLarge}
 	}
 	for i, idx := range indexes {
 		field := fmt.Sprintf("indexes[%d]", i)
@@ -147,11 +109,14 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 		if idx.Key == nil {
 			return nil, invalidField(op, ix.name, field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
+		if idx.Global || idx.Table != nil || idx.Blobs != nil {
+			return nil, invalidField(op, ix.name, field, fmt.Sprintf("index %q: Global, Table and Blobs place entries outside the entity's partition: use a CrossPartition", idx.Name))
+		}
 		if idx.List && (idx.Unique || idx.Properties != nil) {
 			return nil, invalidField(op, ix.name, field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Unique and Properties do not apply", idx.Name))
 		}
 		for _, p := range idx.Properties {
-			if p == "" || p == PrimaryRowKeyProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
+			if p == "" || p == primaryRowKeyProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
 				return nil, invalidField(op, ix.name, field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 			}
 		}
@@ -166,7 +131,7 @@ func NewIntra[T any](table *tablekit.Table[T], indexes []Index[T], opts *IntraOp
 
 // checkPrimaryKey refuses an entity RowKey that would fall into an index's
 // key range.
-func (ix *Intra[T]) checkPrimaryKey(op string, id ID) error {
+func (ix *SamePartition[T]) checkPrimaryKey(op string, id ID) error {
 	for i, p := range ix.prefixes {
 		if strings.HasPrefix(id.RowKey, p) {
 			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("the RowKey begins with %q, the key prefix of index %q", p, ix.indexes[i].Name), Err: tablekit.ErrInvalidKey}
@@ -175,7 +140,7 @@ func (ix *Intra[T]) checkPrimaryKey(op string, id ID) error {
 	return nil
 }
 
-func (ix *Intra[T]) describe(id ID) string {
+func (ix *SamePartition[T]) describe(id ID) string {
 	if ix.name == "" {
 		return id.String()
 	}
@@ -183,7 +148,7 @@ func (ix *Intra[T]) describe(id ID) string {
 }
 
 // entryKey returns the RowKey of index i's entry for value ("" for none).
-func (ix *Intra[T]) entryKey(op string, i int, value string, id ID) (string, error) {
+func (ix *SamePartition[T]) entryKey(op string, i int, value string, id ID) (string, error) {
 	if value == "" {
 		return "", nil
 	}
@@ -208,9 +173,9 @@ type image struct {
 	values []string
 }
 
-func (ix *Intra[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
+func (ix *SamePartition[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
-func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
+func (ix *SamePartition[T]) imageOf(op string, v T) (*image, error) {
 	e, err := core.ToEntity(ix.typed, v)
 	if err != nil {
 		return nil, err
@@ -222,8 +187,8 @@ func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return nil, err
 	}
-	if _, ok := e.Properties[PrimaryRowKeyProperty]; ok {
-		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: PrimaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
+	if _, ok := e.Properties[primaryRowKeyProperty]; ok {
+		return nil, &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: primaryRowKeyProperty, Detail: "the property name is reserved for index copies", Err: tablekit.ErrInvalidInput}
 	}
 	e.ETag, e.Timestamp = "", time.Time{}
 	im := &image{id: id, entity: e, values: make([]string, len(ix.indexes))}
@@ -240,7 +205,7 @@ func (ix *Intra[T]) imageOf(op string, v T) (*image, error) {
 }
 
 // read returns the stored version of id, or nil when there is none.
-func (ix *Intra[T]) read(ctx context.Context, id ID) (*version, error) {
+func (ix *SamePartition[T]) read(ctx context.Context, id ID) (*version, error) {
 	e, err := ix.table.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -264,7 +229,7 @@ func (ix *Intra[T]) read(ctx context.Context, id ID) (*version, error) {
 // index. Every write of the entity rewrites all its copies in its
 // transaction, so a copy keeps its ETag exactly as long as the entity
 // keeps its version. Cost: 1 query (one more per 2 KiB of copy RowKeys).
-func (ix *Intra[T]) copyHasETag(ctx context.Context, id ID, old *version, etag azcore.ETag) (bool, error) {
+func (ix *SamePartition[T]) copyHasETag(ctx context.Context, id ID, old *version, etag azcore.ETag) (bool, error) {
 	var rks []string
 	for i := range ix.indexes {
 		if ix.indexes[i].List {
@@ -318,7 +283,7 @@ type actionInfo struct {
 // plan builds the transaction that takes the stored entity from old (nil:
 // absent) to im (nil: deleted). gone lists index RowKeys known to be
 // missing already. The entity's own action comes first.
-func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]tablekit.Action[tablekit.Entity], []actionInfo, error) {
+func (ix *SamePartition[T]) plan(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]tablekit.Action[tablekit.Entity], []actionInfo, error) {
 	var acts []tablekit.Action[tablekit.Entity]
 	var info []actionInfo
 	add := func(a tablekit.Action[tablekit.Entity], ai actionInfo) {
@@ -395,7 +360,7 @@ func (ix *Intra[T]) plan(ctx context.Context, op string, id ID, old *version, im
 }
 
 // copyOf returns index i's copy of the entity under RowKey rk.
-func (ix *Intra[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
+func (ix *SamePartition[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
 	props := ix.indexes[i].Properties
 	c := tablekit.Entity{PartitionKey: im.id.PartitionKey, RowKey: rk, Properties: make(map[string]any, len(im.entity.Properties)+1)}
 	if props == nil {
@@ -409,14 +374,14 @@ func (ix *Intra[T]) copyOf(im *image, i int, rk string) tablekit.Entity {
 			}
 		}
 	}
-	c.Properties[PrimaryRowKeyProperty] = im.id.RowKey
+	c.Properties[primaryRowKeyProperty] = im.id.RowKey
 	return c
 }
 
 // listChange reads the index entity of list index i for value and returns
 // the action that adds (or removes) id's RowKey, conditional on the ETag
 // read; changed is false when there is nothing to do.
-func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
+func (ix *SamePartition[T]) listChange(ctx context.Context, op string, id ID, i int, value, rk string, adding bool) (tablekit.Action[tablekit.Entity], bool, error) {
 	var none tablekit.Action[tablekit.Entity]
 	cur, err := ix.table.Get(ctx, id.PartitionKey, rk)
 	exists := err == nil
@@ -452,19 +417,20 @@ func (ix *Intra[T]) listChange(ctx context.Context, op string, id ID, i int, val
 	return tablekit.UpdateAction(e, cur.ETag), true, nil
 }
 
-func (ix *Intra[T]) listWhat(pk, rk string, i int, value string) string {
+func (ix *SamePartition[T]) listWhat(pk, rk string, i int, value string) string {
 	return fmt.Sprintf("%s (index entity of %s=%q)", ix.describe(ID{pk, rk}), ix.indexes[i].Name, value)
 }
 
 // checkLimits refuses a transaction over the EGT limits with an error that
 // says why it is so large.
-func (ix *Intra[T]) checkLimits(op string, id ID, acts []tablekit.Action[tablekit.Entity]) error {
+func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action[tablekit.Entity]) error {
 	if len(acts) > limits.TransactionActions {
 		return &tablekit.ValidationError{
 			Op:     op,
 			Entity: ix.describe(id),
 			Limit:  "<= 100 actions per entity group transaction",
 			Size:   len(acts),
+			Unit:   "actions",
 			Detail: fmt.Sprintf("writing the entity with its %d indexes takes %d actions (the entity, an entry per index, and a removal per changed value); use fewer indexes, or change fewer indexed values at once", len(ix.indexes), len(acts)),
 			Err:    tablekit.ErrTooLarge,
 		}
@@ -487,6 +453,7 @@ func (ix *Intra[T]) checkLimits(op string, id ID, acts []tablekit.Action[tableki
 			Entity: ix.describe(id),
 			Limit:  limitText,
 			Size:   total,
+			Unit:   "bytes",
 			Detail: fmt.Sprintf("the entity and its index copies (%d actions) add up to about %d bytes; project fewer properties into the indexes (Index.Properties) or keep large properties in a blob", len(acts), total),
 			Err:    tablekit.ErrTooLarge,
 		}
@@ -550,20 +517,20 @@ const (
 
 // stale is the error of a conditional write whose ETag is no longer the
 // entity's.
-func (ix *Intra[T]) stale(op string, id ID) error {
-	return fmt.Errorf("index: %s: %s changed since the given ETag was read: %w", op, ix.describe(id), tablekit.ErrPreconditionFailed)
+func (ix *SamePartition[T]) stale(op string, id ID) error {
+	return fmt.Errorf("%s: %s changed since the given ETag was read: %w", opname.Prefix(op), ix.describe(id), tablekit.ErrPreconditionFailed)
 }
 
 // write runs one write of the entity id through the optimistic-concurrency
 // loop: it learns the stored version as mode says, plans the transaction
 // that takes the entity and its index entries from that version to what
 // next returns for it (nil: delete), and sends it, starting again when a
-// concurrent writer got in the way (IntraOptions.Retry). etag is the
+// concurrent writer got in the way (SamePartitionOptions.Retry). etag is the
 // caller's (modeUpdate, modeDelete). It returns the entity's new ETag
 // ("" after a delete), taken from the transaction's answer, and whether
 // the entity existed (modeDeleteIfExists).
-func (ix *Intra[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Intra.Write",
+func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, err error) {
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "SamePartition.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
@@ -636,7 +603,7 @@ func (ix *Intra[T]) write(ctx context.Context, op string, id ID, mode writeMode,
 		case failList:
 			// re-read the index entities in the next plan
 		case failUnique:
-			return false, &UniqueError{Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
+			return false, &UniqueError{Op: op, Table: ix.name, Index: ix.indexes[ai.index].Name, Value: ai.value, Entity: id, Err: err}
 		default:
 			return false, err
 		}
@@ -657,7 +624,7 @@ func (p *planned) Unwrap() error { return p.err }
 // attempt plans and sends one transaction, holding the process's locks of
 // the index entities it changes, and returns the actions' new ETags. A
 // failed transaction is returned as a *planned.
-func (ix *Intra[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]azcore.ETag, error) {
+func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]azcore.ETag, error) {
 	var lockKeys []string
 	for i := range ix.indexes {
 		if !ix.indexes[i].List {
@@ -709,8 +676,11 @@ func fixed(im *image) func(*version) (*image, error) {
 // tablekit.ErrAlreadyExists when the entity exists, and with a
 // *UniqueError when a unique value is taken. Cost: 1 transaction, plus 1
 // read per List index.
-func (ix *Intra[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Intra.Insert"
+func (ix *SamePartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	if err := ix.ready("index.SamePartition.Insert"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Insert"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -724,14 +694,17 @@ func (ix *Intra[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 // removed, a unique value taken by another entity fails with a
 // *UniqueError. It returns the entity's new ETag. A concurrent writer is
 // detected with the stored entity's ETag and the write retried (see
-// IntraOptions.Retry).
+// SamePartitionOptions.Retry).
 //
 // Upsert first tries to insert, so a new entity costs 1 transaction; an
 // existing one costs 3 (the refused insert, a read, the replacement): to
-// change an entity known to exist, [Intra.Modify] costs 2 and
-// [Intra.Update] 2. List indexes add 1 read per changed value.
-func (ix *Intra[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Intra.Upsert"
+// change an entity known to exist, [SamePartition.Modify] costs 2 and
+// [SamePartition.Update] 2. List indexes add 1 read per changed value.
+func (ix *SamePartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	if err := ix.ready("index.SamePartition.Upsert"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Upsert"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -742,8 +715,8 @@ func (ix *Intra[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 
 // Update replaces the stored entity with v if its version is still etag,
 // and updates the indexes in the same transaction; it returns the new
-// ETag. etag is the ETag read with the entity ([Intra.Get], or a lookup:
-// see [Intra]); azcore.ETagAny replaces whatever version is stored; ""
+// ETag. etag is the ETag read with the entity ([SamePartition.Get], or a lookup:
+// see [SamePartition]); azcore.ETagAny replaces whatever version is stored; ""
 // is refused before anything is sent. It fails with an error matching
 // tablekit.ErrNotFound when there is no such entity, and
 // tablekit.ErrPreconditionFailed when it changed since etag was read.
@@ -752,10 +725,13 @@ func (ix *Intra[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 // the transaction must remove, then the transaction), one more than the
 // former Update(prev, v), which trusted the caller's copy of the old
 // values; 3 when etag comes from a copy index (a query finds the copy).
-// [Intra.Modify] reads and writes in 2 in all, with no separate Get.
+// [SamePartition.Modify] reads and writes in 2 in all, with no separate Get.
 // List indexes add 1 read per changed value.
-func (ix *Intra[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "Intra.Update"
+func (ix *SamePartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	if err := ix.ready("index.SamePartition.Update"); err != nil {
+		return "", err
+	}
+	const op = "index.SamePartition.Update"
 	im, err := ix.imageOf(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -773,7 +749,7 @@ func (ix *Intra[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 // the entity), calls fn with it, and writes what fn left together with its
 // index entries in one transaction, conditional on the version read. When
 // another writer changed the entity (or one of its index entities) in
-// between, it reads again and calls fn again, as IntraOptions.Retry says;
+// between, it reads again and calls fn again, as SamePartitionOptions.Retry says;
 // fn may run several times and must only change v, not its keys. An error
 // from fn stops Modify and is returned as it is; nothing is written. A
 // unique value taken by another entity fails with a *UniqueError.
@@ -782,8 +758,11 @@ func (ix *Intra[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 // transaction's answer) when T has an etag field. Cost: 2 transactions
 // (the read and the transaction), plus 1 read per changed value of a List
 // index.
-func (ix *Intra[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "Intra.Modify"
+func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	if err := ix.ready("index.SamePartition.Modify"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Modify"
 	var zero T
 	id := ID{pk, rk}
 	if fn == nil {
@@ -830,15 +809,18 @@ func (ix *Intra[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 }
 
 // Delete deletes the entity pk/rk and all its index entries in one
-// transaction if its version is still etag (see [Intra.Update] for etag).
+// transaction if its version is still etag (see [SamePartition.Update] for etag).
 // It fails with an error matching tablekit.ErrNotFound when there is no
 // such entity, and tablekit.ErrPreconditionFailed when it changed since
 // etag was read. Cost: 2 transactions (a read of the stored version, whose
 // index entries the transaction removes, then the transaction), one more
 // than the former DeleteVersion(prev); 3 when etag comes from a copy
 // index. List indexes add 1 read each.
-func (ix *Intra[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "Intra.Delete"
+func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	if err := ix.ready("index.SamePartition.Delete"); err != nil {
+		return err
+	}
+	const op = "index.SamePartition.Delete"
 	id := ID{pk, rk}
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return err
@@ -853,13 +835,16 @@ func (ix *Intra[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag)
 // DeleteIfExists deletes the entity pk/rk, whatever its version, and all
 // its index entries in one transaction, and reports whether it existed; a
 // missing entity is not an error. A concurrent write in between makes it
-// read again and retry (IntraOptions.Retry). When an answer was lost and
+// read again and retry (SamePartitionOptions.Retry). When an answer was lost and
 // the entity is gone, it cannot tell whether this call deleted it and
 // reports false, as tablekit.Table.DeleteIfExists does. Cost: 2
 // transactions (read, then the transaction); 1 when the entity is missing.
 // List indexes add 1 read each.
-func (ix *Intra[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "Intra.DeleteIfExists"
+func (ix *SamePartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
+	if err := ix.ready("index.SamePartition.DeleteIfExists"); err != nil {
+		return false, err
+	}
+	const op = "index.SamePartition.DeleteIfExists"
 	id := ID{pk, rk}
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return false, err
@@ -870,13 +855,16 @@ func (ix *Intra[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, er
 
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
-func (ix *Intra[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	const op = "Intra.Get"
+func (ix *SamePartition[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	if err := ix.ready("index.SamePartition.Get"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Get"
 	v, err := ix.get(ctx, op, pk, rk)
 	return v, withOp(op, err)
 }
 
-func (ix *Intra[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
+func (ix *SamePartition[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
 	var zero T
 	if err := ix.checkPrimaryKey(op, ID{pk, rk}); err != nil {
 		return zero, err
@@ -888,7 +876,7 @@ func (ix *Intra[T]) get(ctx context.Context, op, pk, rk string) (T, error) {
 	return core.FromEntity(ix.typed, e)
 }
 
-func (ix *Intra[T]) lookupIndex(op, name string) (int, error) {
+func (ix *SamePartition[T]) lookupIndex(op, name string) (int, error) {
 	i, ok := ix.byName[name]
 	if !ok {
 		return 0, invalid(op, ix.name, fmt.Sprintf("no index %q", name))
@@ -897,11 +885,11 @@ func (ix *Intra[T]) lookupIndex(op, name string) (int, error) {
 }
 
 // decodeCopy turns an index copy back into the entity it copies. The copy
-// keeps its own ETag, which stands for the entity's version (see [Intra]).
+// keeps its own ETag, which stands for the entity's version (see [SamePartition]).
 func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
-	if rk, ok := e.Properties[PrimaryRowKeyProperty].(string); ok {
+	if rk, ok := e.Properties[primaryRowKeyProperty].(string); ok {
 		e.RowKey = rk
-		delete(e.Properties, PrimaryRowKeyProperty)
+		delete(e.Properties, primaryRowKeyProperty)
 	}
 	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
@@ -909,11 +897,14 @@ func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (
 
 // Find returns the entity with value in index in partition pk: for a
 // unique index the one entity, else the first in index order, with the
-// ETag Update and Delete accept (see [Intra]). It returns an error
+// ETag Update and Delete accept (see [SamePartition]). It returns an error
 // matching tablekit.ErrNotFound when there is none. Cost: 1 transaction (a
 // point query for a unique index); 2 for a List index.
-func (ix *Intra[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	const op = "Intra.Find"
+func (ix *SamePartition[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
+	if err := ix.ready("index.SamePartition.Find"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.SamePartition.Find"
 	var zero T
 	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, withOp(op, err)
@@ -923,14 +914,17 @@ func (ix *Intra[T]) Find(ctx context.Context, pk, index, value string) (T, error
 
 // By returns the entities of partition pk that have value in index, in
 // index order (by RowKey among equal values), each with the ETag Update
-// and Delete accept (see [Intra]). Entities read through a projected index
+// and Delete accept (see [SamePartition]). Entities read through a projected index
 // have only the projected fields. Cost: 1 transaction per 1,000 results;
 // for a List index 1 plus 1 point read per entity, up to 16 at once.
-func (ix *Intra[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	return ix.by(ctx, "Intra.By", pk, index, value)
+func (ix *SamePartition[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
+	if err := ix.ready("index.SamePartition.By"); err != nil {
+		return errSeq[T](err)
+	}
+	return ix.by(ctx, "index.SamePartition.By", pk, index, value)
 }
 
-func (ix *Intra[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
+func (ix *SamePartition[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
@@ -970,8 +964,11 @@ func (ix *Intra[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 // [lo, hi), in index order, with ETags as By. hi == "" means no upper
 // bound. Cost: 1 transaction per 1,000 results; for a List index 1 per
 // 1,000 index entities plus 1 point read per entity, up to 16 at once.
-func (ix *Intra[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	const op = "Intra.Range"
+func (ix *SamePartition[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
+	if err := ix.ready("index.SamePartition.Range"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.SamePartition.Range"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
@@ -998,8 +995,11 @@ func (ix *Intra[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Se
 
 // Prefix returns the entities of partition pk whose value in index starts
 // with prefix, in index order, with ETags as By. Cost: as Range.
-func (ix *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	const op = "Intra.Prefix"
+func (ix *SamePartition[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
+	if err := ix.ready("index.SamePartition.Prefix"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.SamePartition.Prefix"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return errSeq[T](err)
@@ -1019,7 +1019,7 @@ func (ix *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.S
 
 // scan reads index i's entries with RowKeys in [lo, hi), in key order
 // (sorted on the client on Cosmos DB, see keyOrder).
-func (ix *Intra[T]) scan(ctx context.Context, op, pk string, i int, lo, hi string) iter.Seq2[T, error] {
+func (ix *SamePartition[T]) scan(ctx context.Context, op, pk string, i int, lo, hi string) iter.Seq2[T, error] {
 	f := tablekit.RowKeyRange(pk, lo, hi)
 	if ix.indexes[i].List {
 		return ix.listed(ctx, op, pk, f)
@@ -1039,7 +1039,7 @@ func (ix *Intra[T]) scan(ctx context.Context, op, pk string, i int, lo, hi strin
 
 // listed reads the index entities f selects and then the entities they
 // list, up to 16 at once, yielding them in index order.
-func (ix *Intra[T]) listed(ctx context.Context, op, pk string, f tablekit.Filter) iter.Seq2[T, error] {
+func (ix *SamePartition[T]) listed(ctx context.Context, op, pk string, f tablekit.Filter) iter.Seq2[T, error] {
 	ids := func(yield func(ID, error) bool) {
 		for e, err := range ix.table.Query(ctx, f, keyOrder()) {
 			if err != nil {
@@ -1066,8 +1066,11 @@ func (ix *Intra[T]) listed(ctx context.Context, op, pk string, f tablekit.Filter
 
 // IDs returns the ids the index entity of value in List index lists, in
 // RowKey order. Cost: 1 transaction.
-func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	const op = "Intra.IDs"
+func (ix *SamePartition[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
+	if err := ix.ready("index.SamePartition.IDs"); err != nil {
+		return nil, err
+	}
+	const op = "index.SamePartition.IDs"
 	i, err := ix.lookupIndex(op, index)
 	if err != nil {
 		return nil, err
@@ -1097,6 +1100,36 @@ func (ix *Intra[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, err
 	return ids, nil
 }
 
+// Query returns the table's entities that match f (the zero Filter matches
+// all), as tablekit.Table.Query does, without the index entries kept
+// beside them: a plain Table.Query of an indexed partition also returns
+// every copy and index entity (RowKeys that begin with an index's Name and
+// '!'), decoded as if they were entities. opts are Table.Query's; Limit
+// counts entities. Cost: as Table.Query, including the index rows it
+// reads and skips (1 transaction per 1,000 rows).
+func (ix *SamePartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "index.SamePartition.Query"
+	if err := ix.ready(op); err != nil {
+		return errSeq[T](err)
+	}
+	return queryEntities(ctx, op, ix.table, ix.typed, f, opts, func(_, rk string) bool {
+		for _, p := range ix.prefixes {
+			if strings.HasPrefix(rk, p) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func errSeq[T any](err error) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) { yield(*new(T), err) }
+}
+
+// ready refuses a zero value, one not made by its constructor.
+func (ix *SamePartition[T]) ready(op string) error {
+	if ix == nil || ix.table == nil {
+		return invalid(op, "", "the SamePartition is not initialized: use index.NewSamePartition")
+	}
+	return nil
 }

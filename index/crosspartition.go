@@ -21,69 +21,29 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// InterIndex describes one index that an [Inter] keeps outside the
-// entities' partitions.
-//
-// By default the index holds a copy of every entity (the guide's
-// inter-partition secondary index pattern) in the partition
-// keys.Compound(Name, entity PartitionKey) — "email!Sales" — under the
-// RowKey keys.Compound(value, entity RowKey); a Global index keeps all
-// entities in the one partition keys.Compound(Name) under
-// keys.Compound(value, PartitionKey, RowKey). With List set it keeps
-// instead the entity's id in the list of its value in a [ListStore]: an
-// [EntityList] (the guide's index entities pattern, option 3) or a
-// [BlobList] (option 1).
-//
-// Several entities may share a value: an eventually consistent index cannot
-// enforce uniqueness.
-type InterIndex[T any] struct {
-	// Name is the index's name, the first component of its partition
-	// keys, e.g. "email".
-	Name string
-	// Key returns the indexed value of v; "" means no entry. The value is
-	// a key component: any valid UTF-8 string (keys.Compound escapes '/',
-	// '\', '#', '?' and control characters), as long as the key stays
-	// within 1 KiB. It must not be derived from a property the table
-	// encrypts: keys are stored in clear, so such a write is refused.
-	Key func(v T) string
-	// Table holds the copies (use the Entities() view of a typed table);
-	// nil means the entities' own table. It must encrypt every property
-	// the entities' table encrypts that the copies hold, or NewInter
-	// refuses it. Not used with List.
-	Table *tablekit.Table[tablekit.Entity]
-	// Global puts the entries of all the entities' partitions together:
-	// one partition of copies, or lists that span partitions. Otherwise
-	// each entity partition has its own.
-	Global bool
-	// Properties, when not nil, projects the copies onto these properties;
-	// entities read through the index have the other fields zero.
-	Properties []string
-	// List, when set, keeps id lists in this store instead of copies.
-	List ListStore
-}
-
-// InterOptions configures an [Inter]. A nil *InterOptions means defaults:
-// direct mode.
-type InterOptions struct {
-	// Queue sends index maintenance to a worker (see [Inter]). nil means
-	// direct mode: each write updates the indexes itself, synchronously and
-	// best effort, not atomically.
+// CrossPartitionOptions configures a [CrossPartition]. A nil
+// *CrossPartitionOptions means defaults: direct mode.
+type CrossPartitionOptions struct {
+	// Queue sends index maintenance to a worker (see [CrossPartition]).
+	// nil means direct mode: each write updates the indexes itself,
+	// synchronously and best effort, not atomically.
 	Queue *archive.Client
-	// Kind is the message kind of this Inter's maintenance requests; ""
-	// means [DefaultKind]. Inters that share a queue need distinct kinds.
-	// It also names the Inter's sync records.
+	// Kind is the message kind of the maintenance requests; "" means
+	// "index.sync". CrossPartitions that share a queue need distinct
+	// kinds. It also names the sync records.
 	Kind string
 	// Delay is how long the safety-net message of each write stays hidden
-	// (0 means [DefaultDelay]), and the time a writer gives its write of
-	// the entity (including the SDK's retries), counted from before it
-	// sends the safety net, so that no try of the write starts after the
-	// safety net can be visible. It bounds how stale an index can be after
-	// a writer crashed.
+	// (0 means 30 s), and the time a writer gives its write of the entity
+	// (including the SDK's retries), counted from before it sends the
+	// safety net, so that no try of the write starts after the safety net
+	// can be visible. It bounds how stale an index can be after a writer
+	// crashed.
 	Delay time.Duration
 	// InsertHorizon is how long after Delay the safety net of an insert
 	// keeps looking for the new entity while it is not there, in case the
-	// insert reaches the service late (see [Inter]); 0 means
-	// [DefaultInsertHorizon].
+	// insert reaches the service late (see the package doc); 0 means 20
+	// minutes (Azure refuses a Shared Key request 15 minutes after it was
+	// signed, plus 5 for clock skew).
 	InsertHorizon time.Duration
 	// State holds the sync record of each entity; nil means the entities'
 	// own table.
@@ -91,49 +51,51 @@ type InterOptions struct {
 	// Retry says how many passes a sync makes, and how long it waits
 	// between them, while concurrent syncs of the same entity keep
 	// changing its sync record or the entity changes under it (then it
-	// fails with a *ConflictError), or while the requests of a pass that
-	// may have created entries fail (then it returns the last failure). Its zero fields take the package's
-	// defaults, as [IntraOptions].Retry. The list stores of List indexes
-	// have their own ([ListOptions]).
+	// fails with an error matching tablekit.ErrPreconditionFailed), or
+	// while the requests of a pass that may have created entries fail
+	// (then it returns the last failure); and how often an update of an id
+	// list (List indexes) repeats its read-modify-write while other
+	// writers change the list. Its zero fields take the package's
+	// defaults, as [SamePartitionOptions].Retry.
 	Retry tablekit.RetryPolicy
 }
 
-// Defaults of InterOptions.
+// Defaults of CrossPartitionOptions (documented there).
 const (
-	DefaultKind  = "index.sync"
-	DefaultDelay = 30 * time.Second
-	// DefaultInsertHorizon covers the 15 minutes after which Azure
+	defaultKind  = "index.sync"
+	defaultDelay = 30 * time.Second
+	// defaultInsertHorizon covers the 15 minutes after which Azure
 	// refuses a request signed with Shared Key (its x-ms-date is too old),
 	// plus 5 minutes for the writer's clock being behind the service's.
-	DefaultInsertHorizon = 20 * time.Minute
+	defaultInsertHorizon = 20 * time.Minute
 )
 
-// StatePartitionPrefix is the first component of the PartitionKey of sync
-// records: keys.Compound(StatePartitionPrefix, kind, entity PartitionKey).
-const StatePartitionPrefix = "IndexState"
+// statePartitionPrefix is the first component of the PartitionKey of sync
+// records: keys.Compound(statePartitionPrefix, kind, entity PartitionKey).
+const statePartitionPrefix = "IndexState"
 
 // Properties of a sync record.
 const (
-	// SyncedProperty is the ETag of the entity version the indexes were
+	// syncedProperty is the ETag of the entity version the indexes were
 	// last brought up to date with.
-	SyncedProperty = "Synced"
-	// EntriesProperty lists, as JSON [[index, value], ...], the index
+	syncedProperty = "Synced"
+	// entriesProperty lists, as JSON [[index, value], ...], the index
 	// entries that may exist for the entity.
-	EntriesProperty = "Entries"
+	entriesProperty = "Entries"
 )
 
-// SyncRequest is the payload of an index maintenance message: the keys of
+// syncRequest is the payload of an index maintenance message: the keys of
 // the entity whose indexes to bring up to date.
-type SyncRequest struct {
+type syncRequest struct {
 	PartitionKey string `json:"pk"`
 	RowKey       string `json:"rk"`
 	// Guard, when set, makes the request the safety net of one write of
-	// the entity (see [Inter]).
-	Guard *WriteGuard `json:"guard,omitempty"`
+	// the entity (see [CrossPartition]).
+	Guard *writeGuard `json:"guard,omitempty"`
 }
 
-// WriteGuard is what the safety net of one write knows about it.
-type WriteGuard struct {
+// writeGuard is what the safety net of one write knows about it.
+type writeGuard struct {
 	// ETag is the version the write is conditional on, the one it
 	// replaces; "" when the write inserts a new entity.
 	ETag azcore.ETag `json:"etag,omitempty"`
@@ -142,118 +104,29 @@ type WriteGuard struct {
 	Waited time.Duration `json:"waited,omitempty"`
 }
 
-// Inter keeps indexes of the entities of one table in other partitions or
-// tables, eventually consistent with the entities: the guide's
-// inter-partition secondary index pattern, and index entities kept apart
-// from the entities (options 1 and 3).
+// CrossPartition keeps indexes of the entities of one table in other
+// partitions or tables, eventually consistent with the entities: the
+// guide's inter-partition secondary index pattern, and index entities or
+// blobs of ids kept apart from the entities (options 3 and 1). Make one
+// with [NewCrossPartition]; the zero value refuses every call.
 //
-// # Queued mode (InterOptions.Queue set)
+// With CrossPartitionOptions.Queue set, each write enqueues a hidden
+// safety-net request, writes the entity (conditional on the version it
+// replaces), then enqueues a visible request; a worker
+// (archive.OpenWorker with the CrossPartition as handler, or a Mux it is
+// [CrossPartition.Register]ed on) runs [CrossPartition.Sync] for each, so
+// the indexes catch up even if the writer dies at any point. Without a
+// queue, each write runs Sync itself, best effort. [CrossPartition.CaughtUp]
+// tells whether an entity's entries reflect its stored version. The
+// package doc describes the protocol, its crash guarantees and its cost.
 //
-// A write first enqueues a maintenance request hidden for Delay (the safety
-// net), then writes the entity, then enqueues a request visible at once. A
-// worker ([archive.Worker] with the Inter as its handler, or a Mux it is
-// registered on) runs [Inter.Sync] for each request. A writer that crashes
-// after the first step leaves at worst a request that syncs an unchanged
-// entity, and one that crashes after writing leaves the safety net, which
-// syncs the new version once Delay has passed.
-//
-// A write can also reach the service after its safety net ran: the writer
-// gave up waiting (a timeout, a lost connection) while its request was
-// still on its way, in a retransmitting TCP stack, a proxy or the
-// service's front end, and it reports an error without sending the second
-// request. Bounding the write on the client cannot prevent that: a
-// deadline stops the client waiting and sending, not a request already
-// sent. So the safety net checks the version it guards instead of trusting
-// time:
-//
-//   - Every write is conditional on the version it replaces: Update and
-//     Delete on the caller's ETag, Upsert, Modify and DeleteIfExists on the
-//     ETag they read just before (and they read again and retry when
-//     another writer got in between), Insert on the entity's absence. The
-//     safety net carries that version ([WriteGuard]).
-//   - When it runs, the safety net first fences the version: a Merge of no
-//     properties conditional on it. If the entity is still at that
-//     version, the Merge gives it a new ETag, and the write, conditional
-//     on the old ETag, fails with 412 whenever it arrives. If the entity
-//     has changed, the write has been applied or can never be (ETags do
-//     not recur). Either way the write can no longer change the entity
-//     after the fence, and the Sync that follows sees its final effect.
-//     The fence costs one transaction; when the write did not land it
-//     also changes the entity's ETag and Timestamp (not its properties),
-//     which a concurrent Update made with that ETag then sees as a
-//     conflict, as it would have seen the write.
-//   - An insert (no version yet) cannot be fenced: only the entity's
-//     existence makes an insert fail, and Table storage has no condition
-//     on absence that a writer could invalidate. So while the new entity
-//     is missing, the safety net of an insert syncs and then looks again,
-//     with doubling waits, until it finds the entity (and syncs it) or
-//     until Delay + InsertHorizon have passed. The writer gives its write
-//     at most Delay from before it sends the safety net, so no try of the
-//     insert is signed after the safety net became visible, and Azure refuses a Shared Key request that
-//     arrives more than 15 minutes after it was signed;
-//     [DefaultInsertHorizon] covers that with 5 minutes for clock skew.
-//     With other credentials the service documents no such limit: an
-//     insert that arrives later still leaves the entity unindexed until it
-//     is written again or Sync runs.
-//
-// Every write that reaches the service is therefore followed by a Sync
-// that sees it, and the indexes never stay behind the entity once the
-// queue is drained. A hazard remains that belongs to Table storage
-// itself, not to the index: an insert that arrives after a later delete
-// of the same entity re-creates it (no condition can stop it). A write
-// whose answer was lost, and whose SDK retry met the change it may have
-// made, reports an error matching tablekit.ErrOutcomeUnknown
-// (DeleteIfExists reports success, and false: the entity is gone either
-// way); its safety net brings the indexes up to date whatever happened.
-//
-// # Direct mode (InterOptions.Queue nil)
-//
-// A write writes the entity and then runs Sync itself. This is best effort,
-// not atomic: if Sync fails or the process dies in between, the entity is
-// stored but its index entries are stale until the next write of the entity
-// or an explicit Sync.
-//
-// # Sync and the sync record
-//
-// Sync is idempotent and safe to run concurrently for one entity. It reads
-// the entity and its sync record (in the State table), which lists every
-// index entry that may exist for the entity: it first adds the entries it
-// is about to create to the record (conditional on the record's ETag), then
-// writes the entries of the current version (copies: insert-or-replace; ids:
-// add to list), deletes the others the record lists (delete-if-exists;
-// remove from list), then records the entity's ETag as synced with exactly
-// the current entries, and checks that the entity did not change meanwhile;
-// a lost race starts the pass again, and removes the entries it created
-// that the entity no longer has. An entry therefore exists without being
-// in the record only while the Sync that created it runs (a Sync that read
-// an older version and lost the race to a newer one), and [Inter.CaughtUp]
-// compares the record with the entity. A pass that may have created
-// entries and then fails (no answer,
-// a lost answer, throttling, a server error) is made again within the same
-// Sync (InterOptions.Retry): a newer Sync may have removed those entries
-// meanwhile and recorded the entity without them, and only this Sync knows
-// that it created them; the next pass removes them if the entity no longer
-// has their values.
-//
-// What Sync cannot cover: an entry write of a Sync that reaches the service
-// late, after the Sync gave up on it (a request delayed in the network, as
-// above) and a newer Sync removed that entry, or a worker that dies
-// between creating an entry and finishing its pass while a newer Sync of
-// the entity ran. No condition can fence a write to another partition or
-// table, so the entry then stays until the entity is written again (or
-// Sync is run after the entity changed).
-//
-// # Versions and ETags
-//
-// Writes return the entity's new ETag, and Get fills T's etag field. An
+// Writes return the entity's new ETag and Get fills T's etag field. An
 // entity read through a copy carries the ETag of the version the copy was
-// made from ([PrimaryETagProperty]), so Update and Delete with it succeed
-// only while the copy is up to date with the entity (else they fail with
-// an error matching tablekit.ErrPreconditionFailed); an entity read
-// through a List index is read from the entity itself, with its ETag.
-//
-// An Inter is safe for concurrent use.
-type Inter[T any] struct {
+// made from, so Update and Delete with it succeed only while the copy is
+// up to date; one read through a List index carries its own. Every write
+// to the entities must go through the CrossPartition, or the indexes go
+// stale until Sync. A CrossPartition is safe for concurrent use.
+type CrossPartition[T any] struct {
 	table     *tablekit.Table[T]
 	raw       *tablekit.Table[tablekit.Entity]
 	state     *tablekit.Table[tablekit.Entity]
@@ -270,29 +143,31 @@ type Inter[T any] struct {
 }
 
 type interIndex[T any] struct {
-	InterIndex[T]
-	copies *tablekit.Table[tablekit.Entity]
+	Index[T]
+	copies *tablekit.Table[tablekit.Entity] // copies, or nil
+	list   listStore                        // id lists, or nil
 }
 
-// NewInter returns an Inter over the entities of table with the given
-// indexes. It reads and writes the entities through table itself and its
+// NewCrossPartition returns a CrossPartition over the entities of table
+// with the given indexes (Unique is refused: no transaction spans
+// partitions). It reads and writes the entities through table itself and its
 // property-bag view (table.AsEntities()), so they keep table's client-side
 // encryption, tracing, logger and Cosmos DB mode; copies and sync records
 // kept in the entities' table use that view too.
 //
-// On a table with client-side encryption, a copy table (InterIndex.Table)
+// On a table with client-side encryption, a copy table (Index.Table)
 // that does not encrypt what the copies would hold of the encrypted
 // properties is refused, and so is every write whose index value is
 // derived from an encrypted property.
-func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *InterOptions) (*Inter[T], error) {
-	const op = "index.NewInter"
+func NewCrossPartition[T any](table *tablekit.Table[T], indexes []Index[T], opts *CrossPartitionOptions) (*CrossPartition[T], error) {
+	const op = "index.NewCrossPartition"
 	if table == nil {
 		return nil, invalid(op, "", "table is nil")
 	}
 	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	o := InterOptions{}
+	o := CrossPartitionOptions{}
 	if opts != nil {
 		o = *opts
 	}
@@ -300,19 +175,19 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
 	enc := core.EncryptedProperties(table)
-	ix := &Inter[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, DefaultInsertHorizon), encrypted: enc}
+	ix := &CrossPartition[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, defaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
 		return nil, err
 	}
 	if ix.kind == "" {
-		ix.kind = DefaultKind
+		ix.kind = defaultKind
 	}
 	if err := checkName(op, table.Name(), "Kind", ix.kind); err != nil {
 		return nil, err
 	}
 	if ix.delay == 0 {
-		ix.delay = DefaultDelay
+		ix.delay = defaultDelay
 	}
 	sameTable := func(t *tablekit.Table[tablekit.Entity]) bool {
 		return t == nil || (t.Name() != "" && t.Name() == table.Name())
@@ -322,7 +197,7 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		ix.state = ix.raw
 	}
 	if sameTable(o.State) {
-		p, _ := keys.Compound(StatePartitionPrefix)
+		p, _ := keys.Compound(statePartitionPrefix)
 		ix.reserved = append(ix.reserved, p)
 	}
 	if len(indexes) == 0 {
@@ -339,25 +214,37 @@ func NewInter[T any](table *tablekit.Table[T], indexes []InterIndex[T], opts *In
 		if idx.Key == nil {
 			return nil, invalidField(op, table.Name(), field+".Key", fmt.Sprintf("index %q has no Key function", idx.Name))
 		}
-		ii := interIndex[T]{InterIndex: idx}
-		if idx.List != nil {
-			if idx.Table != nil || idx.Properties != nil {
-				return nil, invalidField(op, table.Name(), field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Table and Properties do not apply", idx.Name))
-			}
-		} else {
+		ii := interIndex[T]{Index: idx}
+		switch {
+		case idx.Unique:
+			return nil, invalidField(op, table.Name(), field+".Unique", fmt.Sprintf("index %q: a CrossPartition index cannot enforce uniqueness (no transaction spans partitions); use a SamePartition index", idx.Name))
+		case idx.Blobs != nil && !idx.List:
+			return nil, invalidField(op, table.Name(), field+".Blobs", fmt.Sprintf("index %q: Blobs holds id lists: set List too", idx.Name))
+		case idx.Blobs != nil && idx.Table != nil:
+			return nil, invalidField(op, table.Name(), field+".Blobs", fmt.Sprintf("index %q: the lists go to Blobs or to Table, not both", idx.Name))
+		case idx.List && idx.Properties != nil:
+			return nil, invalidField(op, table.Name(), field+".List", fmt.Sprintf("index %q: a List index holds ids, not copies: Properties does not apply", idx.Name))
+		}
+		entries := idx.Table
+		if entries == nil {
+			entries = ix.raw
+		}
+		if idx.Blobs == nil && sameTable(idx.Table) {
+			p, _ := keys.Compound(idx.Name)
+			ix.reserved = append(ix.reserved, p)
+		}
+		switch {
+		case idx.Blobs != nil:
+			ii.list = newBlobList(idx.Blobs, ix.retry)
+		case idx.List:
+			ii.list = newEntityList(entries, ix.retry)
+		default:
 			for _, p := range idx.Properties {
-				if p == "" || p == PrimaryPartitionKeyProperty || p == PrimaryRowKeyProperty || p == PrimaryETagProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
+				if p == "" || p == primaryPartitionKeyProperty || p == primaryRowKeyProperty || p == primaryETagProperty || p == "PartitionKey" || p == "RowKey" || p == "Timestamp" {
 					return nil, invalidField(op, table.Name(), field+".Properties", fmt.Sprintf("index %q: Properties lists %q, which is not a projectable property", idx.Name, p))
 				}
 			}
-			ii.copies = idx.Table
-			if ii.copies == nil {
-				ii.copies = ix.raw
-			}
-			if sameTable(idx.Table) {
-				p, _ := keys.Compound(idx.Name)
-				ix.reserved = append(ix.reserved, p)
-			}
+			ii.copies = entries
 			if missing := unencrypted(enc, idx.Properties, core.EncryptedProperties(ii.copies)); len(missing) > 0 {
 				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
 					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
@@ -392,31 +279,37 @@ func probe[T any](op string, table *tablekit.Table[T]) error {
 	return nil
 }
 
-// Kind returns the message kind of the Inter's maintenance requests.
-func (ix *Inter[T]) Kind() string { return ix.kind }
-
-// Register registers the Inter's maintenance handler on mux, for its Kind.
-func (ix *Inter[T]) Register(mux *archive.Mux) error {
-	return archive.HandleFunc(mux, ix.kind, func(ctx context.Context, req SyncRequest) error {
+// Register registers the CrossPartition's maintenance handler on mux, for its Kind.
+func (ix *CrossPartition[T]) Register(mux *archive.Mux) error {
+	if err := ix.ready("index.CrossPartition.Register"); err != nil {
+		return err
+	}
+	return archive.HandleFunc(mux, ix.kind, func(ctx context.Context, req syncRequest) error {
 		return ix.handle(ctx, req)
 	})
 }
 
-// Handle runs the maintenance request m: it makes the Inter an
+// Handle runs the maintenance request m: it makes the CrossPartition an
 // [archive.Handler] for a queue of its own. Messages of another kind fail
 // permanently.
-func (ix *Inter[T]) Handle(ctx context.Context, m *archive.Message) error {
-	if m.Kind != ix.kind {
-		return archive.Permanent(invalid("Inter.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+func (ix *CrossPartition[T]) Handle(ctx context.Context, m *archive.Message) error {
+	if err := ix.ready("index.CrossPartition.Handle"); err != nil {
+		return err
 	}
-	var req SyncRequest
+	if m == nil {
+		return archive.Permanent(invalid("index.CrossPartition.Handle", ix.table.Name(), "message is nil"))
+	}
+	if m.Kind != ix.kind {
+		return archive.Permanent(invalid("index.CrossPartition.Handle", ix.table.Name(), fmt.Sprintf("message %s has kind %q, want %q", m.ID, m.Kind, ix.kind)))
+	}
+	var req syncRequest
 	if err := m.Decode(&req); err != nil {
 		return err
 	}
 	return ix.handle(ctx, req)
 }
 
-func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
+func (ix *CrossPartition[T]) handle(ctx context.Context, req syncRequest) error {
 	var err error
 	if req.Guard != nil {
 		err = ix.repair(ctx, req)
@@ -431,23 +324,40 @@ func (ix *Inter[T]) handle(ctx context.Context, req SyncRequest) error {
 	return err
 }
 
-func (ix *Inter[T]) describe(id ID) string {
+func (ix *CrossPartition[T]) describe(id ID) string {
 	if ix.table.Name() == "" {
 		return id.String()
 	}
 	return ix.table.Name() + ":" + id.String()
 }
 
-func (ix *Inter[T]) checkID(op string, id ID) error {
+func (ix *CrossPartition[T]) checkID(op string, id ID) error {
 	if id.PartitionKey == "" || id.RowKey == "" {
 		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Detail: "an indexed entity needs a non-empty PartitionKey and RowKey", Err: tablekit.ErrInvalidKey}
 	}
 	for _, p := range ix.reserved {
-		if id.PartitionKey == p || strings.HasPrefix(id.PartitionKey, p+string(keys.Separator)) {
+		if inRange(id.PartitionKey, p) {
 			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "PartitionKey", Detail: fmt.Sprintf("the PartitionKey is in the key range %q the index keeps in the same table", p), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	return nil
+}
+
+// reservedPK reports whether pk is in a key range the index keeps in the
+// entities' table.
+func (ix *CrossPartition[T]) reservedPK(pk string) bool {
+	for _, p := range ix.reserved {
+		if inRange(pk, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// inRange reports whether key is the compound key p or one of its
+// extensions.
+func inRange(key, p string) bool {
+	return key == p || strings.HasPrefix(key, p+string(keys.Separator))
 }
 
 // entry is one index entry of an entity: index name and value.
@@ -456,11 +366,11 @@ type entry struct {
 	value string
 }
 
-func (ix *Inter[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
+func (ix *CrossPartition[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
 // entriesOf returns v's index entries, checking that their keys are valid
 // and that no value gives an encrypted property away.
-func (ix *Inter[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
+func (ix *CrossPartition[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
 	var out []entry
 	values := make([]string, len(ix.indexes))
 	for i := range ix.indexes {
@@ -483,7 +393,7 @@ func (ix *Inter[T]) entriesOf(op string, id ID, v T) ([]entry, error) {
 
 // partitionOf returns the index partition (or list partition) of index i
 // for the entity partition pk.
-func (ix *Inter[T]) partitionOf(op string, i int, pk string) (string, error) {
+func (ix *CrossPartition[T]) partitionOf(op string, i int, pk string) (string, error) {
 	idx := &ix.indexes[i]
 	if idx.Global {
 		return compound(op, ix.table.Name(), "index "+idx.Name+": PartitionKey", idx.Name)
@@ -495,10 +405,10 @@ func (ix *Inter[T]) partitionOf(op string, i int, pk string) (string, error) {
 }
 
 // entryLocation returns the keys of a copy entry.
-func (ix *Inter[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
+func (ix *CrossPartition[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk string, err error) {
 	idx := &ix.indexes[i]
 	what := fmt.Sprintf("index %s entry %q", idx.Name, e.value)
-	if idx.List != nil {
+	if idx.list != nil {
 		_, err = compound(op, ix.describe(id), what, e.value)
 		return "", "", err
 	}
@@ -513,8 +423,8 @@ func (ix *Inter[T]) entryLocation(op string, i int, e entry, id ID) (pk, rk stri
 	return pk, rk, err
 }
 
-func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
-	k := ListKey{Index: ix.indexes[i].Name, Value: value}
+func (ix *CrossPartition[T]) listOf(i int, pk, value string) listKey {
+	k := listKey{Index: ix.indexes[i].Name, Value: value}
 	if !ix.indexes[i].Global {
 		k.Partition = pk
 	}
@@ -522,7 +432,7 @@ func (ix *Inter[T]) listKey(i int, pk, value string) ListKey {
 }
 
 // prepare checks v and returns its id.
-func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
+func (ix *CrossPartition[T]) prepare(op string, v T) (ID, error) {
 	e, err := core.ToEntity(ix.table, v)
 	if err != nil {
 		return ID{}, err
@@ -540,8 +450,11 @@ func (ix *Inter[T]) prepare(op string, v T) (ID, error) {
 // Upsert. It returns the entity's new ETag. Cost in queued mode: 3
 // transactions (2 queue messages, the insert); in direct mode 1 plus a
 // Sync.
-func (ix *Inter[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Inter.Insert"
+func (ix *CrossPartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
+	if err := ix.ready("index.CrossPartition.Insert"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Insert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -550,7 +463,7 @@ func (ix *Inter[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 	return etag, withOp(op, err)
 }
 
-func (ix *Inter[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
 			return ix.table.Insert(ctx, v)
@@ -566,11 +479,14 @@ func (ix *Inter[T]) insert(ctx context.Context, id ID, v T) (azcore.ETag, error)
 // up to date, and returns the entity's new ETag: in queued mode by the
 // worker, soon after; in direct mode before it returns (cost: 1 plus a
 // Sync). In queued mode the write is conditional on the version Upsert
-// read (see [Inter]), and a concurrent write in between makes Upsert read
-// again and retry (InterOptions.Retry); cost: 4 transactions (read, 2
+// read (see [CrossPartition]), and a concurrent write in between makes Upsert read
+// again and retry (CrossPartitionOptions.Retry); cost: 4 transactions (read, 2
 // queue messages, the write).
-func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Inter.Upsert"
+func (ix *CrossPartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
+	if err := ix.ready("index.CrossPartition.Upsert"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Upsert"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -591,7 +507,7 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 }
 
 // Update replaces the stored entity with v if its ETag is still etag (as
-// read with Get, or through a copy index: see [Inter]), as Table.Update
+// read with Get, or through a copy index: see [CrossPartition]), as Table.Update
 // does, has the indexes brought up to date like Upsert, and returns the
 // new ETag. It fails with an error matching tablekit.ErrPreconditionFailed
 // when the entity changed since, and tablekit.ErrNotFound when there is
@@ -599,8 +515,11 @@ func (ix *Inter[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 // queued mode it then reads the version first and retries like Upsert.
 // "" is refused before anything is sent. Cost in queued mode: 3
 // transactions (4 with ETagAny).
-func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "Inter.Update"
+func (ix *CrossPartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	if err := ix.ready("index.CrossPartition.Update"); err != nil {
+		return "", err
+	}
+	const op = "index.CrossPartition.Update"
 	id, err := ix.prepare(op, v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -612,7 +531,7 @@ func (ix *Inter[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.E
 	return newETag, withOp(op, err)
 }
 
-func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) update(ctx context.Context, op string, id ID, v T, etag azcore.ETag) (azcore.ETag, error) {
 	if ix.queue == nil {
 		return ix.direct(ctx, id, func(ctx context.Context) (azcore.ETag, error) {
 			return ix.table.Update(ctx, v, etag)
@@ -626,7 +545,7 @@ func (ix *Inter[T]) update(ctx context.Context, op string, id ID, v T, etag azco
 // versionOf returns the version function of a write conditional on etag:
 // etag itself, or for azcore.ETagAny the stored version (read; an error
 // matching tablekit.ErrNotFound when there is none).
-func (ix *Inter[T]) versionOf(op string, etag azcore.ETag) func(context.Context, ID) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) versionOf(op string, etag azcore.ETag) func(context.Context, ID) (azcore.ETag, error) {
 	if etag != azcore.ETagAny {
 		return func(context.Context, ID) (azcore.ETag, error) { return etag, nil }
 	}
@@ -645,13 +564,16 @@ func (ix *Inter[T]) versionOf(op string, etag azcore.ETag) func(context.Context,
 // the entity), calls fn with it, and writes what fn left with Update on
 // the ETag read (or Insert), having the indexes brought up to date. When
 // another writer changed (or created) the entity in between, it reads
-// again and calls fn again, as InterOptions.Retry says; fn may run several
+// again and calls fn again, as CrossPartitionOptions.Retry says; fn may run several
 // times and must only change v, not its keys. An error from fn stops
 // Modify and is returned as it is; nothing is written. It returns the
 // value stored, with its new ETag when T has an etag field. Cost in queued
 // mode: 4 transactions (the read, then as Update or Insert).
-func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "Inter.Modify"
+func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
+	if err := ix.ready("index.CrossPartition.Modify"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.CrossPartition.Modify"
 	var zero T
 	id := ID{pk, rk}
 	if fn == nil {
@@ -719,8 +641,11 @@ func (ix *Inter[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) err
 // tablekit.ErrPreconditionFailed when it changed since etag was read. Cost
 // in queued mode: 3 transactions (2 queue messages, the delete); 4 with
 // ETagAny (a read first, retried like Upsert).
-func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "Inter.Delete"
+func (ix *CrossPartition[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	if err := ix.ready("index.CrossPartition.Delete"); err != nil {
+		return err
+	}
+	const op = "index.CrossPartition.Delete"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return err
@@ -747,8 +672,11 @@ func (ix *Inter[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag)
 // as tablekit.Table.DeleteIfExists does. Cost in queued mode: 4
 // transactions (read, 2 queue messages, the delete); 2 when the entity is
 // missing (read, and a request that removes any entries left).
-func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "Inter.DeleteIfExists"
+func (ix *CrossPartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, error) {
+	if err := ix.ready("index.CrossPartition.DeleteIfExists"); err != nil {
+		return false, err
+	}
+	const op = "index.CrossPartition.DeleteIfExists"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -779,9 +707,12 @@ func (ix *Inter[T]) DeleteIfExists(ctx context.Context, pk, rk string) (bool, er
 
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
 // Cost: 1 transaction.
-func (ix *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+func (ix *CrossPartition[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	if err := ix.ready("index.CrossPartition.Get"); err != nil {
+		return *new(T), err
+	}
 	v, err := ix.table.Get(ctx, pk, rk)
-	return v, withOp("Inter.Get", err)
+	return v, withOp("index.CrossPartition.Get", err)
 }
 
 // current is the stored version of an entity, as Sync sees it.
@@ -792,7 +723,7 @@ type current[T any] struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
+func (ix *CrossPartition[T]) readCurrent(ctx context.Context, op string, id ID) (*current[T], error) {
 	e, err := ix.raw.Get(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -818,11 +749,11 @@ type record struct {
 	entries []entry
 }
 
-func (ix *Inter[T]) statePK(op, pk string) (string, error) {
-	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, StatePartitionPrefix, ix.kind, pk)
+func (ix *CrossPartition[T]) statePK(op, pk string) (string, error) {
+	return compound(op, ix.state.Name(), "sync record PartitionKey of "+pk, statePartitionPrefix, ix.kind, pk)
 }
 
-func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
+func (ix *CrossPartition[T]) readRecord(ctx context.Context, spk, rk string) (*record, error) {
 	e, err := ix.state.Get(ctx, spk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
@@ -831,8 +762,8 @@ func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, er
 		return nil, err
 	}
 	r := &record{etag: e.ETag}
-	r.synced, _ = e.Properties[SyncedProperty].(string)
-	if s, _ := e.Properties[EntriesProperty].(string); s != "" {
+	r.synced, _ = e.Properties[syncedProperty].(string)
+	if s, _ := e.Properties[entriesProperty].(string); s != "" {
 		var pairs [][2]string
 		if err := json.Unmarshal([]byte(s), &pairs); err != nil {
 			return nil, fmt.Errorf("index: sync record %s/%s: %w", spk, rk, err)
@@ -846,13 +777,13 @@ func (ix *Inter[T]) readRecord(ctx context.Context, spk, rk string) (*record, er
 
 // writeRecord stores a sync record: an insert when etag is "", else a
 // replacement conditional on etag. It returns the new ETag.
-func (ix *Inter[T]) writeRecord(ctx context.Context, spk, rk string, synced string, entries []entry, etag azcore.ETag) (azcore.ETag, error) {
+func (ix *CrossPartition[T]) writeRecord(ctx context.Context, spk, rk string, synced string, entries []entry, etag azcore.ETag) (azcore.ETag, error) {
 	pairs := make([][2]string, len(entries))
 	for i, e := range entries {
 		pairs[i] = [2]string{e.index, e.value}
 	}
 	data, _ := json.Marshal(pairs)
-	e := tablekit.Entity{PartitionKey: spk, RowKey: rk, Properties: map[string]any{SyncedProperty: synced, EntriesProperty: string(data)}}
+	e := tablekit.Entity{PartitionKey: spk, RowKey: rk, Properties: map[string]any{syncedProperty: synced, entriesProperty: string(data)}}
 	if etag == "" {
 		return ix.state.Insert(ctx, e)
 	}
@@ -880,7 +811,7 @@ func subset(a, b []entry) bool {
 	return true
 }
 
-const syncOp = "Inter.Sync"
+const syncOp = "index.CrossPartition.Sync"
 
 // Sync brings the index entries of the entity pk/rk up to date with its
 // stored version (or removes them when it is gone). It is what the worker
@@ -889,8 +820,11 @@ const syncOp = "Inter.Sync"
 // concurrently. Cost when the indexes are already up to date: 2
 // transactions; else about 5 plus one write per entry to create or delete
 // (2 per id list change).
-func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "Inter.Sync",
+func (ix *CrossPartition[T]) Sync(ctx context.Context, pk, rk string) (err error) {
+	if err := ix.ready("index.CrossPartition.Sync"); err != nil {
+		return err
+	}
+	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "CrossPartition.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
@@ -917,9 +851,9 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 		}
 		return again, err
 	})
-	var ce *ConflictError
-	if errors.As(err, &ce) && transient(ce.Err) {
-		return fmt.Errorf("index: %s: the sync failed on each of %d attempts: %w", id, ce.Attempts, ce.Err)
+	var ce *conflictError
+	if errors.As(err, &ce) && transient(ce.err) {
+		return fmt.Errorf("index: %s: the sync failed on each of %d attempts: %w", id, ce.attempts, ce.err)
 	}
 	return err
 }
@@ -927,7 +861,7 @@ func (ix *Inter[T]) Sync(ctx context.Context, pk, rk string) (err error) {
 // syncPass makes one pass of Sync; retry says a concurrent writer got in
 // the way and another pass is needed. own accumulates the entries this
 // Sync created.
-func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
+func (ix *CrossPartition[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entry) (retry bool, err error) {
 	pk, rk := id.PartitionKey, id.RowKey
 	cur, err := ix.readCurrent(ctx, syncOp, id)
 	if err != nil {
@@ -998,14 +932,14 @@ func (ix *Inter[T]) syncPass(ctx context.Context, id ID, spk string, own *[]entr
 }
 
 // putEntry creates or refreshes one index entry of the entity.
-func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T]) error {
+func (ix *CrossPartition[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T]) error {
 	i, ok := ix.byName[e.index]
 	if !ok {
 		return nil
 	}
 	idx := &ix.indexes[i]
-	if idx.List != nil {
-		return idx.List.Add(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
+	if idx.list != nil {
+		return idx.list.Add(ctx, ix.listOf(i, id.PartitionKey, e.value), id)
 	}
 	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
@@ -1023,22 +957,22 @@ func (ix *Inter[T]) putEntry(ctx context.Context, id ID, e entry, cur *current[T
 			}
 		}
 	}
-	c.Properties[PrimaryPartitionKeyProperty] = id.PartitionKey
-	c.Properties[PrimaryRowKeyProperty] = id.RowKey
-	c.Properties[PrimaryETagProperty] = string(cur.etag)
+	c.Properties[primaryPartitionKeyProperty] = id.PartitionKey
+	c.Properties[primaryRowKeyProperty] = id.RowKey
+	c.Properties[primaryETagProperty] = string(cur.etag)
 	_, err = idx.copies.Upsert(ctx, c)
 	return err
 }
 
 // removeEntry deletes one index entry of the entity, if it exists.
-func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
+func (ix *CrossPartition[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 	i, ok := ix.byName[e.index]
 	if !ok {
 		return nil // an index no longer configured
 	}
 	idx := &ix.indexes[i]
-	if idx.List != nil {
-		return idx.List.Remove(ctx, ix.listKey(i, id.PartitionKey, e.value), id)
+	if idx.list != nil {
+		return idx.list.Remove(ctx, ix.listOf(i, id.PartitionKey, e.value), id)
 	}
 	pk, rk, err := ix.entryLocation(syncOp, i, e, id)
 	if err != nil {
@@ -1048,11 +982,31 @@ func (ix *Inter[T]) removeEntry(ctx context.Context, id ID, e entry) error {
 	return err
 }
 
+// Query returns the table's entities that match f (the zero Filter matches
+// all), as tablekit.Table.Query does, without the rows the index keeps in
+// the entities' table: copies, index entities and sync records (their
+// PartitionKeys begin with an index's Name, or "IndexState", and '!'),
+// which a plain Table.Query returns too, decoded as if they were entities.
+// opts are Table.Query's; Limit counts entities. Cost: as Table.Query,
+// including the index rows it reads and skips.
+func (ix *CrossPartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "index.CrossPartition.Query"
+	if err := ix.ready(op); err != nil {
+		return errSeq[T](err)
+	}
+	return queryEntities(ctx, op, ix.raw, ix.table, f, opts, func(pk, _ string) bool {
+		return ix.reservedPK(pk)
+	})
+}
+
 // CaughtUp reports whether the indexes of the entity pk/rk reflect its
 // stored version: its sync record names the entity's current ETag (or,
 // for a missing entity, there is no record left). Cost: 2 transactions.
-func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
-	const op = "Inter.CaughtUp"
+func (ix *CrossPartition[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
+	if err := ix.ready("index.CrossPartition.CaughtUp"); err != nil {
+		return false, err
+	}
+	const op = "index.CrossPartition.CaughtUp"
 	id := ID{pk, rk}
 	if err := ix.checkID(op, id); err != nil {
 		return false, err
@@ -1076,12 +1030,12 @@ func (ix *Inter[T]) CaughtUp(ctx context.Context, pk, rk string) (bool, error) {
 	return rec != nil && rec.synced == string(e.ETag), nil
 }
 
-func (ix *Inter[T]) lookupIndex(op, name string, list bool) (int, error) {
+func (ix *CrossPartition[T]) lookupIndex(op, name string, list bool) (int, error) {
 	i, ok := ix.byName[name]
 	if !ok {
 		return 0, invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", name))
 	}
-	if list != (ix.indexes[i].List != nil) {
+	if list != (ix.indexes[i].list != nil) {
 		if list {
 			return 0, invalid(op, ix.table.Name(), fmt.Sprintf("index %q is not a List index", name))
 		}
@@ -1095,13 +1049,13 @@ func (ix *Inter[T]) lookupIndex(op, name string, list bool) (int, error) {
 // Delete accept it, and fail with tablekit.ErrPreconditionFailed if the
 // copy lagged behind the entity.
 func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (T, error) {
-	pk, _ := e.Properties[PrimaryPartitionKeyProperty].(string)
-	rk, _ := e.Properties[PrimaryRowKeyProperty].(string)
-	etag, _ := e.Properties[PrimaryETagProperty].(string)
+	pk, _ := e.Properties[primaryPartitionKeyProperty].(string)
+	rk, _ := e.Properties[primaryRowKeyProperty].(string)
+	etag, _ := e.Properties[primaryETagProperty].(string)
 	e.PartitionKey, e.RowKey, e.ETag = pk, rk, azcore.ETag(etag)
-	delete(e.Properties, PrimaryPartitionKeyProperty)
-	delete(e.Properties, PrimaryRowKeyProperty)
-	delete(e.Properties, PrimaryETagProperty)
+	delete(e.Properties, primaryPartitionKeyProperty)
+	delete(e.Properties, primaryRowKeyProperty)
+	delete(e.Properties, primaryETagProperty)
 	v, err := core.FromEntity(table, e)
 	return v, withOp(op, err)
 }
@@ -1109,14 +1063,17 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 // By returns the entities with value in index, in index order: those of
 // entity partition pk, or of all partitions for a Global index (pk is
 // then ignored). Results may lag behind recent writes. Each entity carries
-// the ETag of the version it was read from (see [Inter]). Cost: 1
+// the ETag of the version it was read from (see [CrossPartition]). Cost: 1
 // transaction per 1,000 results; for a List index 1 plus 1 point read per
 // entity, up to 16 at once.
-func (ix *Inter[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	return ix.by(ctx, "Inter.By", pk, index, value)
+func (ix *CrossPartition[T]) By(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
+	if err := ix.ready("index.CrossPartition.By"); err != nil {
+		return errSeq[T](err)
+	}
+	return ix.by(ctx, "index.CrossPartition.By", pk, index, value)
 }
 
-func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
+func (ix *CrossPartition[T]) by(ctx context.Context, op, pk, index, value string) iter.Seq2[T, error] {
 	i, ok := ix.byName[index]
 	if !ok {
 		return errSeq[T](invalid(op, ix.table.Name(), fmt.Sprintf("no index %q", index)))
@@ -1124,7 +1081,7 @@ func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 	if value == "" {
 		return func(func(T, error) bool) {}
 	}
-	if ix.indexes[i].List != nil {
+	if ix.indexes[i].list != nil {
 		return func(yield func(T, error) bool) {
 			list, err := ix.ids(ctx, op, pk, index, value)
 			if err != nil {
@@ -1150,8 +1107,11 @@ func (ix *Inter[T]) by(ctx context.Context, op, pk, index, value string) iter.Se
 
 // Find returns the first entity with value in index (see By), or an error
 // matching tablekit.ErrNotFound. Cost: 1 transaction; 2 for a List index.
-func (ix *Inter[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
-	const op = "Inter.Find"
+func (ix *CrossPartition[T]) Find(ctx context.Context, pk, index, value string) (T, error) {
+	if err := ix.ready("index.CrossPartition.Find"); err != nil {
+		return *new(T), err
+	}
+	const op = "index.CrossPartition.Find"
 	for v, err := range ix.by(ctx, op, pk, index, value) {
 		return v, err
 	}
@@ -1161,8 +1121,11 @@ func (ix *Inter[T]) Find(ctx context.Context, pk, index, value string) (T, error
 // Range returns the entities whose value in index is in [lo, hi) (hi ""
 // means no upper bound), in index order, with ETags as By; see By for pk.
 // Copy indexes only. Cost: 1 transaction per 1,000 results.
-func (ix *Inter[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
-	const op = "Inter.Range"
+func (ix *CrossPartition[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Seq2[T, error] {
+	if err := ix.ready("index.CrossPartition.Range"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.CrossPartition.Range"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1186,8 +1149,11 @@ func (ix *Inter[T]) Range(ctx context.Context, pk, index, lo, hi string) iter.Se
 // Prefix returns the entities whose value in index starts with prefix, in
 // index order, with ETags as By; see By for pk. Copy indexes only. Cost:
 // as Range.
-func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	const op = "Inter.Prefix"
+func (ix *CrossPartition[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
+	if err := ix.ready("index.CrossPartition.Prefix"); err != nil {
+		return errSeq[T](err)
+	}
+	const op = "index.CrossPartition.Prefix"
 	i, err := ix.lookupIndex(op, index, false)
 	if err != nil {
 		return errSeq[T](err)
@@ -1201,7 +1167,7 @@ func (ix *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.S
 
 // scan reads index i's copies with RowKeys in [lo, hi), in key order
 // (sorted on the client on Cosmos DB, see keyOrder).
-func (ix *Inter[T]) scan(ctx context.Context, op string, i int, pk, lo, hi string) iter.Seq2[T, error] {
+func (ix *CrossPartition[T]) scan(ctx context.Context, op string, i int, pk, lo, hi string) iter.Seq2[T, error] {
 	ipk, err := ix.partitionOf(op, i, pk)
 	if err != nil {
 		return errSeq[T](err)
@@ -1222,11 +1188,14 @@ func (ix *Inter[T]) scan(ctx context.Context, op string, i int, pk, lo, hi strin
 
 // IDs returns the ids in the list of value in List index index, for entity
 // partition pk (ignored for a Global index). Cost: 1 transaction.
-func (ix *Inter[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
-	return ix.ids(ctx, "Inter.IDs", pk, index, value)
+func (ix *CrossPartition[T]) IDs(ctx context.Context, pk, index, value string) ([]ID, error) {
+	if err := ix.ready("index.CrossPartition.IDs"); err != nil {
+		return nil, err
+	}
+	return ix.ids(ctx, "index.CrossPartition.IDs", pk, index, value)
 }
 
-func (ix *Inter[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
+func (ix *CrossPartition[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID, error) {
 	i, err := ix.lookupIndex(op, index, true)
 	if err != nil {
 		return nil, err
@@ -1237,6 +1206,14 @@ func (ix *Inter[T]) ids(ctx context.Context, op, pk, index, value string) ([]ID,
 	if value == "" {
 		return nil, nil
 	}
-	ids, err := ix.indexes[i].List.IDs(ctx, ix.listKey(i, pk, value))
+	ids, err := ix.indexes[i].list.IDs(ctx, ix.listOf(i, pk, value))
 	return ids, withOp(op, err)
+}
+
+// ready refuses a zero value, one not made by its constructor.
+func (ix *CrossPartition[T]) ready(op string) error {
+	if ix == nil || ix.table == nil {
+		return invalid(op, "", "the CrossPartition is not initialized: use index.NewCrossPartition")
+	}
+	return nil
 }
