@@ -76,7 +76,7 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 	if opts != nil {
 		if opts.Registry != nil {
 			reg := opts.Registry
-			d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("Denormalizer.Write", v) }
+			d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("patterns.Denormalizer.Write", v) }
 		}
 		if err := core.ValidateRetry(op, opts.Retry); err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 // transaction, plus one query when a copy must lose a property.
 func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...string) (azcore.ETag, error) {
 	etag, err := d.write(ctx, src, copyRowKeys)
-	return etag, withOp("Denormalizer.Write", err)
+	return etag, withOp("patterns.Denormalizer.Write", err)
 }
 
 func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string) (azcore.ETag, error) {

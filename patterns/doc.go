@@ -83,7 +83,7 @@
 //
 // Errors match tablekit's sentinels. Input refused before sending is a
 // *tablekit.ValidationError whose Op names the operation
-// ("patterns.NewWide", "Wide.Update"); stored data a pattern cannot read
+// ("patterns.NewWide", "patterns.Wide.Update"); stored data a pattern cannot read
 // back is a *tablekit.DecodeError; a missing entity matches
 // tablekit.ErrNotFound.
 //

@@ -165,7 +165,7 @@ func Register[T any](r *Registry, kind string, version int) error {
 func (r *Registry) RowKey(kind string, ids ...string) (string, error) {
 	k, err := keys.Compound(append([]string{kind}, ids...)...)
 	if err != nil {
-		return "", &tablekit.ValidationError{Op: "Registry.RowKey", Property: "RowKey", Detail: fmt.Sprintf("kind %q: %v", kind, err), Err: tablekit.ErrInvalidKey}
+		return "", &tablekit.ValidationError{Op: "patterns.Registry.RowKey", Property: "RowKey", Detail: fmt.Sprintf("kind %q: %v", kind, err), Err: tablekit.ErrInvalidKey}
 	}
 	return k, nil
 }
@@ -192,7 +192,7 @@ func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
 // kind and version (the struct, not a pointer), or e itself, a
 // tablekit.Entity, when none is.
 func (r *Registry) Decode(e tablekit.Entity) (any, error) {
-	return r.decode("Registry.Decode", e)
+	return r.decode("patterns.Registry.Decode", e)
 }
 
 // decode is Decode for operation op.
@@ -209,7 +209,7 @@ func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 	}
 	v, err := info.decode(e)
 	if err != nil {
-		return nil, fmt.Errorf("patterns: decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), withOp(op, err))
+		return nil, fmt.Errorf("decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), withOp(op, err))
 	}
 	return v, nil
 }
@@ -218,7 +218,7 @@ func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 // type property set. With ByRowKeyPrefix, the RowKey must start with the
 // kind (see RowKey). A tablekit.Entity passes through as it is.
 func (r *Registry) Encode(v any) (tablekit.Entity, error) {
-	return r.encode("Registry.Encode", v)
+	return r.encode("patterns.Registry.Encode", v)
 }
 
 // encode is Encode for operation op.
@@ -295,69 +295,69 @@ func (m *Mixed) Table() *tablekit.Table[tablekit.Entity] { return m.table }
 func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
 	e, err := m.table.Get(ctx, pk, rk)
 	if err != nil {
-		return nil, withOp("Mixed.Get", err)
+		return nil, withOp("patterns.Mixed.Get", err)
 	}
-	return m.reg.decode("Mixed.Get", e)
+	return m.reg.decode("patterns.Mixed.Get", e)
 }
 
 // Insert inserts v, a value of a registered type, and returns its ETag; it
 // fails with an error matching tablekit.ErrAlreadyExists when the entity
 // exists.
 func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Insert", v)
+	e, err := m.reg.encode("patterns.Mixed.Insert", v)
 	if err != nil {
 		return "", err
 	}
 	etag, err := m.table.Insert(ctx, e)
-	return etag, withOp("Mixed.Insert", err)
+	return etag, withOp("patterns.Mixed.Insert", err)
 }
 
 // Upsert inserts v, a value of a registered type, or replaces whatever
 // version is stored, and returns the new ETag.
 func (m *Mixed) Upsert(ctx context.Context, v any) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Upsert", v)
+	e, err := m.reg.encode("patterns.Mixed.Upsert", v)
 	if err != nil {
 		return "", err
 	}
 	etag, err := m.table.Upsert(ctx, e)
-	return etag, withOp("Mixed.Upsert", err)
+	return etag, withOp("patterns.Mixed.Upsert", err)
 }
 
 // Update replaces the stored entity with v's keys if its ETag is still
 // etag (azcore.ETagAny: any version), and returns the new ETag; see
 // tablekit.Table.Update.
 func (m *Mixed) Update(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Update", v)
+	e, err := m.reg.encode("patterns.Mixed.Update", v)
 	if err != nil {
 		return "", err
 	}
 	etag, err = m.table.Update(ctx, e, etag)
-	return etag, withOp("Mixed.Update", err)
+	return etag, withOp("patterns.Mixed.Update", err)
 }
 
 // Merge merges v's properties into the stored entity with v's keys, and
 // returns the new ETag; etag says which version it may merge into, as for
 // tablekit.Table.Merge ("": insert or merge).
 func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Merge", v)
+	e, err := m.reg.encode("patterns.Mixed.Merge", v)
 	if err != nil {
 		return "", err
 	}
 	etag, err = m.table.Merge(ctx, e, etag)
-	return etag, withOp("Mixed.Merge", err)
+	return etag, withOp("patterns.Mixed.Merge", err)
 }
 
 // Delete deletes an entity if its ETag is still etag (azcore.ETagAny: any
 // version); see tablekit.Table.Delete.
 func (m *Mixed) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	return withOp("Mixed.Delete", m.table.Delete(ctx, pk, rk, etag))
+	return withOp("patterns.Mixed.Delete", m.table.Delete(ctx, pk, rk, etag))
 }
 
 // DeleteIfExists deletes an entity whatever its version and reports
 // whether it existed; see tablekit.Table.DeleteIfExists.
 func (m *Mixed) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
 	existed, err = m.table.DeleteIfExists(ctx, pk, rk)
-	return existed, withOp("Mixed.DeleteIfExists", err)
+	return existed, withOp("patterns.Mixed.DeleteIfExists", err)
 }
 
 // Query returns the entities matching f, each decoded into its type: one
@@ -367,9 +367,9 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 		for e, err := range m.table.Query(ctx, f, opts) {
 			var v any
 			if err == nil {
-				v, err = m.reg.decode("Mixed.Query", e)
+				v, err = m.reg.decode("patterns.Mixed.Query", e)
 			}
-			err = withOp("Mixed.Query", err)
+			err = withOp("patterns.Mixed.Query", err)
 			if !yield(v, err) || err != nil {
 				return
 			}
@@ -381,7 +381,7 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 // in partition pk: a RowKey prefix range with ByRowKeyPrefix, a filter on
 // the type property with ByProperty.
 func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
-	const op = "Mixed.KindFilter"
+	const op = "patterns.Mixed.KindFilter"
 	if !validKind(kind) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: "kind", Detail: fmt.Sprintf("%q is not a valid kind (a letter followed by letters, digits and _)", kind), Err: tablekit.ErrInvalidInput}
 	}
@@ -443,7 +443,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 // the order of the actions ("" for a delete), so that the caller can
 // continue from them without reading again.
 func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]) ([]azcore.ETag, error) {
-	const op = "Mixed.Transaction"
+	const op = "patterns.Mixed.Transaction"
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
 		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })

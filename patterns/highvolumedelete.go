@@ -183,7 +183,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	sample := period.Stamp(period.Start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
 	if err := core.ValidateTableName(prefix + sample); err != nil {
-		return nil, fmt.Errorf("patterns: the table prefix %q does not make valid table names: %w", prefix, withOp(op, err))
+		return nil, fmt.Errorf("the table prefix %q does not make valid table names: %w", prefix, withOp(op, err))
 	}
 	for _, r := range prefix {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
@@ -221,7 +221,7 @@ func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Tab
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == "TableBeingDeleted" {
-			return nil, fmt.Errorf("patterns: table %s of the period of %s was deleted recently (retention?) and Azure refuses its name for a while: %w", name, t.UTC().Format(time.RFC3339), err)
+			return nil, fmt.Errorf("table %s of the period of %s was deleted recently (retention?) and Azure refuses its name for a while: %w", name, t.UTC().Format(time.RFC3339), err)
 		}
 		return nil, err
 	}
@@ -301,7 +301,7 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f ta
 	return func(yield func(T, error) bool) {
 		var zero T
 		if opts != nil && opts.Continuation != "" {
-			yield(zero, &tablekit.ValidationError{Op: "PeriodTables.Query", Property: "Continuation", Detail: "the query spans tables and cannot resume from a continuation token", Err: tablekit.ErrInvalidInput})
+			yield(zero, &tablekit.ValidationError{Op: "patterns.PeriodTables.Query", Property: "Continuation", Detail: "the query spans tables and cannot resume from a continuation token", Err: tablekit.ErrInvalidInput})
 			return
 		}
 		tables, err := p.List(ctx)
@@ -374,7 +374,7 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]s
 // It returns the names of the deleted tables.
 func (p *PeriodTables[T]) Retain(ctx context.Context, n int) ([]string, error) {
 	if n < 1 {
-		return nil, &tablekit.ValidationError{Op: "PeriodTables.Retain", Property: "n", Size: n, Detail: "at least the current period is kept (n >= 1)", Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: "patterns.PeriodTables.Retain", Property: "n", Size: n, Detail: "at least the current period is kept (n >= 1)", Err: tablekit.ErrInvalidInput}
 	}
 	cutoff := p.period.Add(p.period.Start(core.Now(p.now)), -(n - 1))
 	return p.DropBefore(ctx, cutoff)

@@ -128,7 +128,7 @@ func (s *Series) Slots() int { return len(s.names) }
 // SlotName returns the property name of slot i (0-based), e.g. "H07".
 func (s *Series) SlotName(i int) (string, error) {
 	if i < 0 || i >= len(s.names) {
-		return "", s.badSlot("Series.SlotName", i)
+		return "", s.badSlot("patterns.Series.SlotName", i)
 	}
 	return s.names[i], nil
 }
@@ -142,10 +142,10 @@ func (s *Series) badSlot(op string, i int) error {
 func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
 	e, err := s.table.Get(ctx, pk, rk)
 	if err != nil {
-		return nil, withOp("Series.Get", err)
+		return nil, withOp("patterns.Series.Get", err)
 	}
 	v, err := s.values(&e)
-	return v, withOp("Series.Get", err)
+	return v, withOp("patterns.Series.Get", err)
 }
 
 // values reads the slots of an entity.
@@ -168,7 +168,7 @@ func (s *Series) values(e *tablekit.Entity) ([]int64, error) {
 // Add adds delta to one slot and returns the slot's new value: a Modify
 // of that slot, with its cost.
 func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) (int64, error) {
-	const op = "Series.Add"
+	const op = "patterns.Series.Add"
 	if slot < 0 || slot >= len(s.names) {
 		return 0, s.badSlot(op, slot)
 	}
@@ -184,7 +184,7 @@ func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) 
 
 // Set sets one slot to value: a Modify of that slot, with its cost.
 func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) error {
-	const op = "Series.Set"
+	const op = "patterns.Series.Set"
 	if slot < 0 || slot >= len(s.names) {
 		return s.badSlot(op, slot)
 	}
@@ -206,7 +206,7 @@ func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) 
 // (nothing is then written). Cost: one point query and one merge (or
 // insert), none when nothing changes, and one more of each per conflict.
 func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
-	return s.modify(ctx, "Series.Modify", pk, rk, fn)
+	return s.modify(ctx, "patterns.Series.Modify", pk, rk, fn)
 }
 
 func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {

@@ -111,12 +111,12 @@ func (s *Stream[T]) Partitions() []string { return append([]string(nil), s.pks..
 func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
 	shard, err := keys.Shard(id, s.shards)
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+		return "", "", &tablekit.ValidationError{Op: "patterns.Stream.Keys", Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 	}
 	var b keys.Builder
 	rk, err = b.AddTime(at).Add(id).Key()
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
+		return "", "", &tablekit.ValidationError{Op: "patterns.Stream.Keys", Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
 	}
 	return s.pks[shard], rk, nil
 }
@@ -126,7 +126,7 @@ func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
 // per shard and 100 events. See tablekit.BulkWriter for how failures are
 // reported, and tablekit.BulkResult.ETags for the events' new ETags.
 func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.BulkResult, error) {
-	const op = "Stream.Append"
+	const op = "patterns.Stream.Append"
 	items := make([]tablekit.Entity, len(events))
 	for i, ev := range events {
 		e, err := s.toEntity(ev.Value)
@@ -296,7 +296,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		ev.Time, err = keys.ParseTime(comps[0])
 	}
 	if err != nil {
-		return ev, &tablekit.DecodeError{Op: "Stream.Query", Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
+		return ev, &tablekit.DecodeError{Op: "patterns.Stream.Query", Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
 	}
 	ev.ID = comps[1]
 	if s.isEntity {
@@ -304,7 +304,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		return ev, nil
 	}
 	ev.Value, err = core.Decode[T](e)
-	return ev, withOp("Stream.Query", err)
+	return ev, withOp("patterns.Stream.Query", err)
 }
 
 // shardPage is one page of a shard's query.
