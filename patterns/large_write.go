@@ -554,7 +554,7 @@ func refNames(refs map[string]blobRef) []string {
 
 // upload writes one blob, create-only: a blob name is never reused.
 func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(l.table), "patterns.Large.Spill",
+	ctx, end := spans.Start(ctx, core.Tracer(l.table), "Large.Spill",
 		tracing.Attribute{Key: "tablekit.property", Value: s.name},
 		tracing.Attribute{Key: "tablekit.blob", Value: s.ref.Blob},
 		tracing.Attribute{Key: "tablekit.bytes", Value: len(s.data)})
