@@ -193,6 +193,9 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	if err := l.usable(op); err != nil {
 		return zero, err
 	}
+	if fn == nil {
+		return zero, invalid(op, "nil function")
+	}
 	var last error
 	for range core.Attempts(ctx, l.retry) {
 		stored, oldRefs, found, err := l.readForModify(ctx, pk, rk)

@@ -183,6 +183,9 @@ func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int
 	if err := s.usable(op); err != nil {
 		return nil, err
 	}
+	if fn == nil {
+		return nil, invalid(op, "nil function")
+	}
 	return s.modify(ctx, op, pk, rk, fn)
 }
 

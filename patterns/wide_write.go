@@ -210,6 +210,9 @@ func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error
 	if err := w.usable(op); err != nil {
 		return zero, err
 	}
+	if fn == nil {
+		return zero, invalid(op, "nil function")
+	}
 	res, err := w.write(ctx, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		_, ts := assemble(parts)
 		var etag azcore.ETag
