@@ -19,7 +19,7 @@ import (
 )
 
 // This file reads a wide entity and checks that what it read is one
-// version (see the Consistency section of Wide's documentation).
+// version (see the package doc, Wide entities).
 
 // widePart is one physical entity as read, without Wide's bookkeeping.
 type widePart struct {
