@@ -72,7 +72,7 @@ const defaultLargeGrace = time.Hour
 // tablekit.ErrNotFound, which a read returns only when the entity does not
 // exist. Large never stores such a reference; a blob deleted by hand, or
 // by a Sweep with a shorter grace than the writers', can leave one.
-var ErrMissingBlob = errors.New("a referenced blob is missing")
+var ErrMissingBlob = errors.New("patterns: a referenced blob is missing")
 
 // blobRef is the reference an entity keeps to one property stored in a blob.
 type blobRef struct {
