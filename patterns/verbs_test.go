@@ -557,3 +557,51 @@ func TestLargeSpillSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceErrorsNameTheirOperation: an error the service answered, or a
+// conflict a pattern found, starts with the operation the caller made and
+// still matches tablekit's sentinel.
+func TestServiceErrorsNameTheirOperation(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	w, err := patterns.NewWide(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "a"}}
+	v1, err := w.Insert(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errInsert := w.Insert(ctx, e)
+	_, errUpdate := w.Update(ctx, e, v1)
+	_, errMerge := w.Merge(ctx, e, v1)
+	_, errGet := w.Get(ctx, "p", "missing")
+	errDelete := w.Delete(ctx, "p", "missing", azcore.ETagAny)
+	_, errMixed := m.Get(ctx, "p", "missing")
+	for _, c := range []struct {
+		prefix string
+		err    error
+		want   error
+	}{
+		{"patterns: Wide.Insert: ", errInsert, tablekit.ErrAlreadyExists},
+		{"patterns: Wide.Update: ", errUpdate, tablekit.ErrPreconditionFailed},
+		{"patterns: Wide.Merge: ", errMerge, tablekit.ErrPreconditionFailed},
+		{"patterns: Wide.Get: ", errGet, tablekit.ErrNotFound},
+		{"patterns: Wide.Delete: ", errDelete, tablekit.ErrNotFound},
+		{"patterns: Mixed.Get: ", errMixed, tablekit.ErrNotFound},
+	} {
+		if !errors.Is(c.err, c.want) || !strings.HasPrefix(fmt.Sprint(c.err), c.prefix) {
+			t.Errorf("want an error starting %q matching %v, got %v", c.prefix, c.want, c.err)
+		}
+	}
+}
