@@ -194,7 +194,7 @@ func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 	}
 	v, err := info.decode(e)
 	if err != nil {
-		return nil, withOp(op, fmt.Errorf("decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, typeValue(kind, version), err))
+		return nil, withOp(op, annotate(err, fmt.Sprintf("decode %s as %s", e.PartitionKey+"/"+e.RowKey, typeValue(kind, version))))
 	}
 	return v, nil
 }
@@ -479,7 +479,7 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	for i, a := range actions {
 		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
 		if err != nil {
-			return nil, withOp(op, fmt.Errorf("action %d: %w", i, err))
+			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}
 		conv[i] = c
 	}

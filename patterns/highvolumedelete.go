@@ -174,7 +174,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	sample := p.period.stamp(p.period.start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
 	if err := core.ValidateTableName(prefix + sample); err != nil {
-		return nil, withOp(op, fmt.Errorf("the table prefix %q does not make valid table names: %w", prefix, err))
+		return nil, withOp(op, annotate(err, fmt.Sprintf("the table prefix %q does not make valid table names", prefix)))
 	}
 	for _, r := range prefix {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {

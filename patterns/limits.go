@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -199,6 +200,24 @@ type opError struct {
 
 func (e *opError) Error() string { return opname.Prefix(e.op) + ": " + e.err.Error() }
 func (e *opError) Unwrap() error { return e.err }
+
+// annotate puts context before what err says: in the Detail of its
+// *tablekit.ValidationError or *tablekit.DecodeError (in place: tablekit
+// makes them fresh for each call), so that withOp still names the
+// operation first, or else by wrapping err.
+func annotate(err error, context string) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		ve.Detail = context + ": " + ve.Detail
+		return err
+	}
+	var de *tablekit.DecodeError
+	if errors.As(err, &de) {
+		de.Detail = context + ": " + de.Detail
+		return err
+	}
+	return fmt.Errorf("%s: %w", context, err)
+}
 
 // invalid is the *tablekit.ValidationError of input op refuses.
 func invalid(op, detail string) error {

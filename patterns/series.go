@@ -247,7 +247,7 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 			return values, nil
 		}
 		if errors.Is(err, tablekit.ErrTooLarge) {
-			return nil, withOp(op, fmt.Errorf("%w (%w)", err, seriesTooLong(pk+"/"+rk, len(s.names))))
+			return nil, withOp(op, fmt.Errorf("%w (%s)", err, seriesTooLong(pk+"/"+rk, len(s.names)).Detail))
 		}
 		if !isConflict(err) {
 			return nil, withOp(op, err)

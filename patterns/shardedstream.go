@@ -132,7 +132,7 @@ func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.Bu
 			e.PartitionKey, e.RowKey, err = s.keys(op, ev.Time, ev.ID)
 		}
 		if err != nil {
-			return tablekit.BulkResult{}, withOp(op, fmt.Errorf("event %d: %w", i, err))
+			return tablekit.BulkResult{}, withOp(op, annotate(err, fmt.Sprintf("event %d", i)))
 		}
 		e.ETag = ""
 		items[i] = e

@@ -605,3 +605,37 @@ func TestServiceErrorsNameTheirOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnotatedRefusals: a refusal about one of several inputs says which,
+// after the operation's name and once: "patterns: Stream.Append: invalid
+// input ... event 1: ...".
+func TestAnnotatedRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	tbl := entityTable(t, testenv.Account(t, nil))
+	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errAppend := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "a"}, patterns.Event[tablekit.Entity]{Time: s0, ID: "bad\xffid"})
+	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errTx := m.Transaction(ctx, tablekit.InsertAction[any](tablekit.Entity{PartitionKey: "p", RowKey: "r"}), tablekit.InsertAction[any](Employee{Department: "p", Key: "e"}))
+	for _, c := range []struct {
+		op, context string
+		err         error
+	}{
+		{"patterns.Stream.Append", "event 1: ", errAppend},
+		{"patterns.Mixed.Transaction", "action 1: ", errTx},
+	} {
+		msg := fmt.Sprint(c.err)
+		if opOf(c.err) != c.op || !strings.HasPrefix(msg, opname(c.op)) || strings.Count(msg, opname(c.op)) != 1 || !strings.Contains(msg, c.context) {
+			t.Errorf("%s: %v (Op %q)", c.op, c.err, opOf(c.err))
+		}
+	}
+}
+
+// opname is how an error of op starts: "patterns: Stream.Append: ".
+func opname(op string) string { return "patterns: " + strings.TrimPrefix(op, "patterns.") + ": " }
