@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -42,7 +43,9 @@ func TestChaosSeries(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			mine, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), nil)
+			// The retry a series with many writers needs (what Series
+			// used by default before issue 25).
+			mine, err := tablekit.OpenTable[tablekit.Entity](acct, tbl.Name(), &tablekit.TableOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 100, BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}})
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func TestCosmosStreamMerge(t *testing.T) {
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := patterns.NewStream[Click](tbl, "clicks", &patterns.StreamOptions{Shards: 4})
+	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestCosmosStreamMerge(t *testing.T) {
 		t.Fatalf("Append: %d, %v", res.Succeeded, err)
 	}
 	var got []string
-	for ev, err := range s.Query(ctx, base.Add(50*time.Second), base.Add(250*time.Second), &patterns.StreamQueryOptions{PageSize: 20}) {
+	for ev, err := range s.Query(ctx, base.Add(50*time.Second), base.Add(250*time.Second), &tablekit.QueryOptions{PageSize: 20}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestCosmosStreamMerge(t *testing.T) {
 		t.Errorf("Query on Cosmos DB: %d events, in order %v; want events 50..249 in time order", len(got), slices.IsSorted(got))
 	}
 	got = got[:0]
-	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &patterns.StreamQueryOptions{Limit: 10}) {
+	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,10 +28,6 @@ type DenormalizeOptions struct {
 	// Registry, when set, encodes sources through it (setting their type
 	// property), for a table of heterogeneous entities (see Mixed).
 	Registry *Registry
-	// Retry says how often, and with what back-off, Write starts again
-	// when a copy changed between reading and writing it (see Write). The
-	// zero value means core.ConflictRetry.
-	Retry tablekit.RetryPolicy
 }
 
 // Denormalizer writes source entities of type S together with copies of
@@ -39,8 +35,9 @@ type DenormalizeOptions struct {
 // in one entity group transaction. The copies are renamed as the mapping
 // says: {"Name": "ManagerName", "Email": "ManagerEmail"} copies the
 // source's Name into the copy's ManagerName. S is a struct as for
-// [tablekit.Table], or tablekit.Entity. A Denormalizer is safe for
-// concurrent use.
+// [tablekit.Table], or tablekit.Entity. A Write that must re-read copies
+// retries as the Table's TableOptions.Retry says. A Denormalizer is safe
+// for concurrent use.
 type Denormalizer[S any] struct {
 	table   *tablekit.Table[tablekit.Entity]
 	mapping map[string]string
@@ -49,17 +46,16 @@ type Denormalizer[S any] struct {
 	retry   tablekit.RetryPolicy
 }
 
-// NewDenormalizer returns a Denormalizer writing to table with mapping
-// (source property -> property of the copy). It uses table's property-bag
-// view (table.AsEntities(): the entities keep table's client-side
-// encryption, tracing, logger and Cosmos DB mode); E, the table's type,
-// need not be S, since the table usually holds the copies' type too.
-func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]string, opts *DenormalizeOptions) (*Denormalizer[S], error) {
+// NewDenormalizer returns a Denormalizer writing to table, a property-bag
+// view (tablekit.Table.AsEntities of the application's table keeps its
+// client-side encryption), with mapping (source property -> property of
+// the copy).
+func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[string]string, opts *DenormalizeOptions) (*Denormalizer[S], error) {
 	const op = "patterns.NewDenormalizer"
 	if table == nil || len(mapping) == 0 {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or empty mapping", Err: tablekit.ErrInvalidInput}
+		return nil, invalid(op, "nil table or empty mapping")
 	}
-	d := &Denormalizer[S]{table: table.AsEntities(), mapping: maps.Clone(mapping), retry: core.ConflictRetry}
+	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retry: core.TableRetry(table)}
 	d.sources = slices.Sorted(maps.Keys(mapping))
 	seen := map[string]string{}
 	for _, src := range d.sources {
@@ -73,15 +69,9 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 		seen[dst] = src
 	}
 	d.encode = core.Encode[S]
-	if opts != nil {
-		if opts.Registry != nil {
-			reg := opts.Registry
-			d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("Denormalizer.Write", v) }
-		}
-		if err := core.ValidateRetry(op, opts.Retry); err != nil {
-			return nil, err
-		}
-		d.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
+	if opts != nil && opts.Registry != nil {
+		reg := opts.Registry
+		d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("patterns.Denormalizer.Write", v) }
 	}
 	var zero S
 	if _, err := core.Encode(zero); err != nil {
@@ -105,8 +95,12 @@ func NewDenormalizer[S, E any](table *tablekit.Table[E], mapping map[string]stri
 // from which the caller can continue optimistically. Cost: one entity group
 // transaction, plus one query when a copy must lose a property.
 func (d *Denormalizer[S]) Write(ctx context.Context, src S, copyRowKeys ...string) (azcore.ETag, error) {
+	const op = "patterns.Denormalizer.Write"
+	if d == nil || d.table == nil {
+		return "", unusable(op, "NewDenormalizer")
+	}
 	etag, err := d.write(ctx, src, copyRowKeys)
-	return etag, withOp("Denormalizer.Write", err)
+	return etag, withOp(op, err)
 }
 
 func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string) (azcore.ETag, error) {

@@ -14,7 +14,7 @@ func TestDenormalizer(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	reg := newRegistry(t, patterns.ByProperty)
+	reg := newRegistry(t, false)
 	m, err := patterns.NewMixed(tbl, reg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,36 +11,38 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/patterns"
 )
 
-// The examples connect to the tests' account: Azurite, or the account in
-// AZURE_STORAGE_CONNECTION_STRING (in an application: tablekit.Open). Those
-// with an Output comment run under go test; examples/<pattern> are the
-// narrated, runnable versions.
+// The examples use the account in AZURE_STORAGE_CONNECTION_STRING, or an
+// Azurite they start (in an application: tablekit.Open of your connection
+// string). Those with an Output comment run under go test;
+// examples/<pattern> are the narrated, runnable versions.
 
-func exampleTable(ctx context.Context, name string) (*tablekit.Account, *tablekit.Table[tablekit.Entity]) {
-	acct := testenv.ExampleAccount()
-	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, fmt.Sprintf("%s%d", name, time.Now().UnixNano()%1e9), nil)
+// exampleTable opens the account, creates a table of a new name and
+// returns it as the application's Table[T]; cleanup deletes the table and
+// stops the Azurite it started.
+func exampleTable[T any](ctx context.Context, name string) (acct *tablekit.Account, tbl *tablekit.Table[T], cleanup func()) {
+	conn, stop, err := azurite.EnvOrStart(ctx, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
-		log.Fatal(err)
+	acct, err = tablekit.Open(conn, nil)
+	if err == nil {
+		tbl, err = tablekit.OpenTable[T](acct, fmt.Sprintf("%s%d", name, time.Now().UnixNano()%1e9), nil)
 	}
-	return acct, tbl
-}
-
-// exampleTableOf is exampleTable for an application's typed table, which
-// the patterns take as it is.
-func exampleTableOf[T any](ctx context.Context, name string) (*tablekit.Account, *tablekit.Table[T]) {
-	acct, tbl := exampleTable(ctx, name)
-	typed, err := tablekit.OpenTable[T](acct, tbl.Name(), nil)
+	if err == nil {
+		err = tbl.CreateIfNotExists(ctx)
+	}
 	if err != nil {
+		_ = stop()
 		log.Fatal(err)
 	}
-	return acct, typed
+	return acct, tbl, func() {
+		_ = tbl.DeleteTable(context.WithoutCancel(ctx))
+		_ = stop()
+	}
 }
 
 // MeterYear holds a reading for every day of a year: 365 properties D001..
@@ -55,7 +57,8 @@ type MeterYear struct {
 
 func ExampleWide() {
 	ctx := context.Background()
-	_, years := exampleTableOf[MeterYear](ctx, "Meters") // the application's Table[MeterYear]
+	_, years, cleanup := exampleTable[MeterYear](ctx, "Meters") // the application's Table[MeterYear]
+	defer cleanup()
 	w, err := patterns.NewWide(years, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -83,11 +86,17 @@ func ExampleWide() {
 	if _, err := w.Update(ctx, y, y.ETag); err != nil {
 		log.Fatal(err)
 	}
+	// Merge writes the properties given (here one day) and keeps the
+	// others: "" inserts or merges, a version must still be current.
+	if _, err := w.Merge(ctx, MeterYear{Meter: "meter17", Year: "2025", Unit: "MWh", Days: map[string]int64{"043": 5}}, ""); err != nil {
+		log.Fatal(err)
+	}
 	back, err := w.Get(ctx, "meter17", "2025") // one range query
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(back.Days["042"], back.Unit)
+	fmt.Println(back.Days["042"], back.Days["043"], len(back.Days), back.Unit)
+	// Output: 17 5 365 MWh
 }
 
 // Profile has a photo that may be larger than a table property allows.
@@ -101,7 +110,8 @@ type Profile struct {
 
 func ExampleLarge() {
 	ctx := context.Background()
-	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
+	acct, profiles, cleanup := exampleTable[Profile](ctx, "Profiles")
+	defer cleanup()
 	l, err := patterns.NewLarge(profiles, acct.Blobs().ServiceClient().NewContainerClient("profile-photos"), nil)
 	if err != nil {
 		log.Fatal(err)
@@ -114,18 +124,20 @@ func ExampleLarge() {
 	if _, err := l.Upsert(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
 		log.Fatal(err)
 	}
-	// A list view needs no photos: read only the entity.
-	p, err := l.Get(ctx, "eng", "ada", &patterns.LargeGetOptions{SkipBlobs: true})
-	if err != nil {
-		log.Fatal(err)
+	// A list view needs no photos: select the properties it shows, and
+	// no blob is read.
+	for p, err := range l.Query(ctx, tablekit.PartitionEq("eng"), &tablekit.QueryOptions{Select: []string{"Name"}}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(p.Name)
 	}
-	fmt.Println(p.Name)
 	// Now and then, remove blobs that crashed writers left behind.
-	res, err := l.Sweep(ctx, nil)
+	deleted, err := l.Sweep(ctx, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Deleted)
+	fmt.Println(deleted)
 }
 
 // Optimistic concurrency with large values: Update replaces the version
@@ -134,11 +146,13 @@ func ExampleLarge() {
 // another writer got there first.
 func ExampleLarge_Update() {
 	ctx := context.Background()
-	acct, profiles := exampleTableOf[Profile](ctx, "Profiles")
+	acct, profiles, cleanup := exampleTable[Profile](ctx, "Profiles")
+	defer cleanup()
 	photos := acct.Blobs().ServiceClient().NewContainerClient(fmt.Sprintf("photos-%d", time.Now().UnixNano()%1e9))
 	if _, err := photos.Create(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
+	defer photos.Delete(context.WithoutCancel(ctx), nil)
 	l, err := patterns.NewLarge(profiles, photos, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -147,7 +161,7 @@ func ExampleLarge_Update() {
 	if _, err := l.Insert(ctx, Profile{Team: "eng", User: "ada", Name: "Ada", Photo: photo}); err != nil {
 		log.Fatal(err)
 	}
-	p, err := l.Get(ctx, "eng", "ada", nil)
+	p, err := l.Get(ctx, "eng", "ada")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -173,8 +187,8 @@ func ExampleLarge_Update() {
 
 func ExampleSeries() {
 	ctx := context.Background()
-	_, tbl := exampleTable(ctx, "MessageStats")
-	defer tbl.DeleteTable(ctx)
+	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "MessageStats")
+	defer cleanup()
 	s, err := patterns.NewSeries(tbl, nil) // 24 slots, H00..H23
 	if err != nil {
 		log.Fatal(err)
@@ -210,12 +224,16 @@ func ExamplePeriodTables() {
 		log.Fatal(err)
 	}
 	now := time.Now()
-	// Goes to table Logins<yyyymmdd> of today.
-	if _, err := p.Insert(ctx, now, LoginAttempt{User: "ada", ID: now.Format("150405.000"), At: now}); err != nil {
+	// Table Logins<yyyymmdd> of today, created on first use.
+	today, err := p.Table(ctx, now)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := today.Insert(ctx, LoginAttempt{User: "ada", ID: now.Format("150405.000"), At: now}); err != nil {
 		log.Fatal(err)
 	}
 	// Deletes the tables of days before the last 7: one request per day.
-	dropped, err := p.Retain(ctx, 7)
+	dropped, err := p.DropBefore(ctx, now.AddDate(0, 0, -6))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -224,9 +242,10 @@ func ExamplePeriodTables() {
 
 func ExampleStream() {
 	ctx := context.Background()
-	_, tbl := exampleTable(ctx, "Clicks")
+	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Clicks")
+	defer cleanup()
 	// PartitionKeys "0!clicks" .. "7!clicks": the shard bucket first.
-	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", &patterns.StreamOptions{Shards: 8})
+	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", 8)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -259,15 +278,16 @@ type Staff struct {
 
 func ExampleMixed() {
 	ctx := context.Background()
-	_, tbl := exampleTable(ctx, "Company")
-	reg := patterns.NewRegistry(nil) // EntityType property
-	if err := patterns.Register[Dept](reg, "Department", 1); err != nil {
+	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Company")
+	defer cleanup()
+	var reg patterns.Registry // kinds in the EntityType property
+	if err := patterns.Register[Dept](&reg, "Department", 1); err != nil {
 		log.Fatal(err)
 	}
-	if err := patterns.Register[Staff](reg, "Employee", 1); err != nil {
+	if err := patterns.Register[Staff](&reg, "Employee", 1); err != nil {
 		log.Fatal(err)
 	}
-	m, err := patterns.NewMixed(tbl, reg)
+	m, err := patterns.NewMixed(tbl, &reg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -281,14 +301,15 @@ func ExampleMixed() {
 		case Staff:
 			fmt.Println("employee", x.Name)
 		case tablekit.Entity:
-			fmt.Println("unknown kind", x.Properties[reg.TypeProperty()])
+			fmt.Println("unknown kind", x.Properties["EntityType"])
 		}
 	}
 }
 
 func ExampleDenormalizer() {
 	ctx := context.Background()
-	_, tbl := exampleTable(ctx, "Company")
+	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Company")
+	defer cleanup()
 	// The department keeps a copy of its manager's name.
 	d, err := patterns.NewDenormalizer[Staff](tbl, map[string]string{"Name": "ManagerName"}, nil)
 	if err != nil {

@@ -21,42 +21,29 @@ import (
 // row says what it is, either by an EntityType property or by a prefix of
 // its RowKey (the guide shows both).
 
-// DefaultTypeProperty is the property that holds an entity's type value.
-const DefaultTypeProperty = "EntityType"
+// defaultTypeProperty is the property that holds an entity's type value.
+const defaultTypeProperty = "EntityType"
 
-// Discriminator says where a [Registry] finds an entity's kind.
-type Discriminator uint8
-
-const (
-	// ByProperty reads the kind from the type property (EntityType).
-	ByProperty Discriminator = iota
-	// ByRowKeyPrefix reads the kind from the first component of the
-	// RowKey, a compound key (kind, id...) as RowKey builds; the version
-	// still comes from the type property.
-	ByRowKeyPrefix
-)
-
-// RegistryOptions configures a [Registry]. A nil *RegistryOptions means
-// defaults.
-type RegistryOptions struct {
-	// Discriminator says where the kind is read from (default ByProperty).
-	Discriminator Discriminator
-	// TypeProperty names the property holding the type value (default
-	// DefaultTypeProperty). It is written in both modes.
-	TypeProperty string
-}
-
-// Registry maps the kinds of entity in a table to Go types. A row's type
-// value, stored in the type property, is the kind and its version,
-// "Employee.v2" (TypeValue); a value without a version ("Employee", as
-// other programs may write) counts as version 1. With ByRowKeyPrefix, the
+// Registry maps the kinds of entity in a table to Go types ([Register]).
+// A row's type value, stored in the type property ("EntityType"), is its
+// kind and version, "Employee.v2"; a value without a version ("Employee",
+// as other programs may write) counts as version 1. With KindInRowKey, the
 // kind is the RowKey's first component instead, so that a prefix query
 // reads one kind.
 //
-// Register adds types; after that a Registry is safe for concurrent use.
+// The zero Registry is ready to use. Set its fields before the first
+// Register; after that a Registry is safe for concurrent use, and must not
+// be copied.
 type Registry struct {
-	by    Discriminator
-	prop  string
+	// TypeProperty names the property holding type values ("" means
+	// "EntityType"). It is written whatever KindInRowKey says.
+	TypeProperty string
+	// KindInRowKey reads the kind from the first component of the RowKey,
+	// a compound key (kind, id...) as keys.Compound(kind, id) builds,
+	// instead of from the type property; the version still comes from the
+	// type property.
+	KindInRowKey bool
+
 	mu    sync.RWMutex
 	kinds map[kindVersion]*kindInfo
 	types map[reflect.Type]*kindInfo
@@ -74,28 +61,21 @@ type kindInfo struct {
 	encode func(any) (tablekit.Entity, error)
 }
 
-// NewRegistry returns an empty Registry.
-func NewRegistry(opts *RegistryOptions) *Registry {
-	r := &Registry{prop: DefaultTypeProperty, kinds: map[kindVersion]*kindInfo{}, types: map[reflect.Type]*kindInfo{}}
-	if opts != nil {
-		r.by = opts.Discriminator
-		if opts.TypeProperty != "" {
-			r.prop = opts.TypeProperty
-		}
+// prop returns the name of the type property.
+func (r *Registry) prop() string {
+	if r.TypeProperty == "" {
+		return defaultTypeProperty
 	}
-	return r
+	return r.TypeProperty
 }
 
-// TypeProperty returns the name of the property holding type values.
-func (r *Registry) TypeProperty() string { return r.prop }
-
-// TypeValue returns the type value stored for a kind and version:
+// typeValue returns the type value stored for a kind and version:
 // "Employee.v2".
-func TypeValue(kind string, version int) string { return kind + ".v" + strconv.Itoa(version) }
+func typeValue(kind string, version int) string { return kind + ".v" + strconv.Itoa(version) }
 
-// ParseTypeValue splits a type value into kind and version; a value
+// parseTypeValue splits a type value into kind and version; a value
 // without a version suffix is version 1.
-func ParseTypeValue(s string) (kind string, version int, ok bool) {
+func parseTypeValue(s string) (kind string, version int, ok bool) {
 	if i := strings.LastIndex(s, ".v"); i > 0 {
 		if v, err := strconv.Atoi(s[i+2:]); err == nil && v >= 1 && s[i+2] != '+' {
 			return s[:i], v, true
@@ -123,9 +103,13 @@ func validKind(kind string) bool {
 // values of T encode with that type value. A kind may have several
 // versions, each its own Go type; a Go type has one kind and version.
 func Register[T any](r *Registry, kind string, version int) error {
+	const op = "patterns.Register"
 	typ := reflect.TypeFor[T]()
 	bad := func(detail string) error {
-		return &tablekit.ValidationError{Op: "patterns.Register", Property: "kind", Detail: fmt.Sprintf("type %s as kind %q: %s", typ, kind, detail), Err: tablekit.ErrInvalidInput}
+		return &tablekit.ValidationError{Op: op, Property: "kind", Detail: fmt.Sprintf("type %s as kind %q: %s", typ, kind, detail), Err: tablekit.ErrInvalidInput}
+	}
+	if r == nil {
+		return invalid(op, "nil *Registry")
 	}
 	if !validKind(kind) {
 		return bad("a kind is a letter followed by letters, digits and _")
@@ -149,33 +133,30 @@ func Register[T any](r *Registry, kind string, version int) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.kinds == nil {
+		r.kinds = map[kindVersion]*kindInfo{}
+		r.types = map[reflect.Type]*kindInfo{}
+	}
 	if old, ok := r.kinds[kv]; ok {
-		return bad(fmt.Sprintf("%s is already registered to %s", TypeValue(kind, version), old.typ))
+		return bad(fmt.Sprintf("%s is already registered to %s", typeValue(kind, version), old.typ))
 	}
 	if old, ok := r.types[typ]; ok {
-		return bad(fmt.Sprintf("the type is already registered as %s", TypeValue(old.kind, old.version)))
+		return bad(fmt.Sprintf("the type is already registered as %s", typeValue(old.kind, old.version)))
 	}
 	r.kinds[kv] = info
 	r.types[typ] = info
 	return nil
 }
 
-// RowKey returns the RowKey of an entity of kind with the given ID
-// components: the compound key (kind, ids...), as ByRowKeyPrefix expects.
-func (r *Registry) RowKey(kind string, ids ...string) (string, error) {
-	k, err := keys.Compound(append([]string{kind}, ids...)...)
-	if err != nil {
-		return "", &tablekit.ValidationError{Op: "Registry.RowKey", Property: "RowKey", Detail: fmt.Sprintf("kind %q: %v", kind, err), Err: tablekit.ErrInvalidKey}
-	}
-	return k, nil
-}
-
 // Kind returns the kind and version of an entity, and false when it has
 // none the Registry can read (registered or not).
 func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
-	tv, _ := e.Properties[r.prop].(string)
-	kind, version, ok = ParseTypeValue(tv)
-	if r.by == ByRowKeyPrefix {
+	if r == nil {
+		return "", 0, false
+	}
+	tv, _ := e.Properties[r.prop()].(string)
+	kind, version, ok = parseTypeValue(tv)
+	if r.KindInRowKey {
 		comps, err := keys.Split(e.RowKey)
 		if err != nil || len(comps) < 2 || !validKind(comps[0]) {
 			return "", 0, false
@@ -192,7 +173,11 @@ func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
 // kind and version (the struct, not a pointer), or e itself, a
 // tablekit.Entity, when none is.
 func (r *Registry) Decode(e tablekit.Entity) (any, error) {
-	return r.decode("Registry.Decode", e)
+	const op = "patterns.Registry.Decode"
+	if r == nil {
+		return nil, invalid(op, "nil *Registry")
+	}
+	return r.decode(op, e)
 }
 
 // decode is Decode for operation op.
@@ -209,16 +194,21 @@ func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 	}
 	v, err := info.decode(e)
 	if err != nil {
-		return nil, fmt.Errorf("patterns: decode %s as %s: %w", e.PartitionKey+"/"+e.RowKey, TypeValue(kind, version), withOp(op, err))
+		return nil, withOp(op, annotate(err, fmt.Sprintf("decode %s as %s", e.PartitionKey+"/"+e.RowKey, typeValue(kind, version))))
 	}
 	return v, nil
 }
 
 // Encode converts a value of a registered type to its entity, with the
-// type property set. With ByRowKeyPrefix, the RowKey must start with the
-// kind (see RowKey). A tablekit.Entity passes through as it is.
+// type property set: for writes of a Table[tablekit.Entity] or a
+// BulkWriter. With KindInRowKey, the RowKey must start with the kind
+// (keys.Compound(kind, id...)). A tablekit.Entity passes through as it is.
 func (r *Registry) Encode(v any) (tablekit.Entity, error) {
-	return r.encode("Registry.Encode", v)
+	const op = "patterns.Registry.Encode"
+	if r == nil {
+		return tablekit.Entity{}, invalid(op, "nil *Registry")
+	}
+	return r.encode(op, v)
 }
 
 // encode is Encode for operation op.
@@ -237,21 +227,21 @@ func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
 	if err != nil {
 		return e, withOp(op, err)
 	}
-	if r.by == ByRowKeyPrefix {
+	if r.KindInRowKey {
 		comps, err := keys.Split(e.RowKey)
 		if err != nil || len(comps) < 2 || comps[0] != info.kind {
-			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (Registry.RowKey(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
+			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (keys.Compound(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	if e.Properties == nil {
 		e.Properties = map[string]any{}
 	}
-	e.Properties[r.prop] = TypeValue(info.kind, info.version)
+	e.Properties[r.prop()] = typeValue(info.kind, info.version)
 	return e, nil
 }
 
-// KindOf returns the kind and version registered for T.
-func KindOf[T any](r *Registry) (kind string, version int, ok bool) {
+// kindOf returns the kind and version registered for T.
+func kindOf[T any](r *Registry) (kind string, version int, ok bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	info := r.types[reflect.TypeFor[T]()]
@@ -266,110 +256,145 @@ func KindOf[T any](r *Registry) (kind string, version int, ok bool) {
 // does not know), writes take any registered value. Its verbs are
 // tablekit.Table's, each one request: Get, Insert, Upsert and Update
 // (which replace), Merge, Delete (with an ETag), DeleteIfExists, Query and
-// Transaction. A Mixed is safe for concurrent use.
+// Transaction; [QueryKind] reads one kind as its type. A Mixed is safe for
+// concurrent use.
 type Mixed struct {
 	table *tablekit.Table[tablekit.Entity]
 	reg   *Registry
 }
 
-// NewMixed returns a Mixed over table, decoding with reg. It uses table's
-// property-bag view (table.AsEntities(): the entities keep table's
-// client-side encryption, tracing, logger and Cosmos DB mode); E, the
-// table's type, does not matter.
-func NewMixed[E any](table *tablekit.Table[E], reg *Registry) (*Mixed, error) {
+// NewMixed returns a Mixed over table, a property-bag view
+// (tablekit.Table.AsEntities of the application's table keeps its
+// client-side encryption), decoding with reg.
+func NewMixed(table *tablekit.Table[tablekit.Entity], reg *Registry) (*Mixed, error) {
 	if table == nil || reg == nil {
-		return nil, &tablekit.ValidationError{Op: "patterns.NewMixed", Detail: "nil table or registry", Err: tablekit.ErrInvalidInput}
+		return nil, invalid("patterns.NewMixed", "nil table or registry")
 	}
-	return &Mixed{table: table.AsEntities(), reg: reg}, nil
+	return &Mixed{table: table, reg: reg}, nil
 }
 
-// Registry returns the Mixed's Registry.
-func (m *Mixed) Registry() *Registry { return m.reg }
-
-// Table returns the property-bag view of the table the Mixed writes.
-func (m *Mixed) Table() *tablekit.Table[tablekit.Entity] { return m.table }
+// usable refuses a Mixed its constructor did not make.
+func (m *Mixed) usable(op string) error {
+	if m == nil || m.table == nil || m.reg == nil {
+		return unusable(op, "NewMixed")
+	}
+	return nil
+}
 
 // Get reads one entity and decodes it into its type; the ETag is in the
 // type's etag field when it has one. It returns an error matching
 // tablekit.ErrNotFound when the entity does not exist.
 func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
+	const op = "patterns.Mixed.Get"
+	if err := m.usable(op); err != nil {
+		return nil, err
+	}
 	e, err := m.table.Get(ctx, pk, rk)
 	if err != nil {
-		return nil, withOp("Mixed.Get", err)
+		return nil, withOp(op, err)
 	}
-	return m.reg.decode("Mixed.Get", e)
+	return m.reg.decode(op, e)
 }
 
 // Insert inserts v, a value of a registered type, and returns its ETag; it
 // fails with an error matching tablekit.ErrAlreadyExists when the entity
 // exists.
 func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Insert", v)
+	const op = "patterns.Mixed.Insert"
+	if err := m.usable(op); err != nil {
+		return "", err
+	}
+	e, err := m.reg.encode(op, v)
 	if err != nil {
 		return "", err
 	}
 	etag, err := m.table.Insert(ctx, e)
-	return etag, withOp("Mixed.Insert", err)
+	return etag, withOp(op, err)
 }
 
 // Upsert inserts v, a value of a registered type, or replaces whatever
 // version is stored, and returns the new ETag.
 func (m *Mixed) Upsert(ctx context.Context, v any) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Upsert", v)
+	const op = "patterns.Mixed.Upsert"
+	if err := m.usable(op); err != nil {
+		return "", err
+	}
+	e, err := m.reg.encode(op, v)
 	if err != nil {
 		return "", err
 	}
 	etag, err := m.table.Upsert(ctx, e)
-	return etag, withOp("Mixed.Upsert", err)
+	return etag, withOp(op, err)
 }
 
 // Update replaces the stored entity with v's keys if its ETag is still
 // etag (azcore.ETagAny: any version), and returns the new ETag; see
 // tablekit.Table.Update.
 func (m *Mixed) Update(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Update", v)
+	const op = "patterns.Mixed.Update"
+	if err := m.usable(op); err != nil {
+		return "", err
+	}
+	e, err := m.reg.encode(op, v)
 	if err != nil {
 		return "", err
 	}
 	etag, err = m.table.Update(ctx, e, etag)
-	return etag, withOp("Mixed.Update", err)
+	return etag, withOp(op, err)
 }
 
 // Merge merges v's properties into the stored entity with v's keys, and
 // returns the new ETag; etag says which version it may merge into, as for
 // tablekit.Table.Merge ("": insert or merge).
 func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag, error) {
-	e, err := m.reg.encode("Mixed.Merge", v)
+	const op = "patterns.Mixed.Merge"
+	if err := m.usable(op); err != nil {
+		return "", err
+	}
+	e, err := m.reg.encode(op, v)
 	if err != nil {
 		return "", err
 	}
 	etag, err = m.table.Merge(ctx, e, etag)
-	return etag, withOp("Mixed.Merge", err)
+	return etag, withOp(op, err)
 }
 
 // Delete deletes an entity if its ETag is still etag (azcore.ETagAny: any
 // version); see tablekit.Table.Delete.
 func (m *Mixed) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	return withOp("Mixed.Delete", m.table.Delete(ctx, pk, rk, etag))
+	const op = "patterns.Mixed.Delete"
+	if err := m.usable(op); err != nil {
+		return err
+	}
+	return withOp(op, m.table.Delete(ctx, pk, rk, etag))
 }
 
 // DeleteIfExists deletes an entity whatever its version and reports
 // whether it existed; see tablekit.Table.DeleteIfExists.
 func (m *Mixed) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	const op = "patterns.Mixed.DeleteIfExists"
+	if err := m.usable(op); err != nil {
+		return false, err
+	}
 	existed, err = m.table.DeleteIfExists(ctx, pk, rk)
-	return existed, withOp("Mixed.DeleteIfExists", err)
+	return existed, withOp(op, err)
 }
 
 // Query returns the entities matching f, each decoded into its type: one
 // query for a partition of mixed kinds. Use a type switch on the values.
 func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[any, error] {
+	const op = "patterns.Mixed.Query"
 	return func(yield func(any, error) bool) {
+		if err := m.usable(op); err != nil {
+			yield(nil, err)
+			return
+		}
 		for e, err := range m.table.Query(ctx, f, opts) {
 			var v any
 			if err == nil {
-				v, err = m.reg.decode("Mixed.Query", e)
+				v, err = m.reg.decode(op, e)
 			}
-			err = withOp("Mixed.Query", err)
+			err = withOp(op, err)
 			if !yield(v, err) || err != nil {
 				return
 			}
@@ -377,22 +402,21 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 	}
 }
 
-// KindFilter returns the filter of the entities of one kind (any version)
-// in partition pk: a RowKey prefix range with ByRowKeyPrefix, a filter on
-// the type property with ByProperty.
-func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
-	const op = "Mixed.KindFilter"
+// kindFilter returns the filter of the entities of one kind (any version)
+// in partition pk: a RowKey prefix range with KindInRowKey, a filter on
+// the type property otherwise.
+func (m *Mixed) kindFilter(op, pk, kind string) (tablekit.Filter, error) {
 	if !validKind(kind) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: "kind", Detail: fmt.Sprintf("%q is not a valid kind (a letter followed by letters, digits and _)", kind), Err: tablekit.ErrInvalidInput}
 	}
-	if m.reg.by == ByRowKeyPrefix {
+	if m.reg.KindInRowKey {
 		lo, hi, err := keys.TupleRange(kind)
 		if err != nil {
 			return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: "kind", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 		}
 		return tablekit.RowKeyRange(pk, lo, hi), nil
 	}
-	p := m.reg.prop
+	p := m.reg.prop()
 	if !validKind(p) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: p, Detail: "the type property's name is not an identifier", Err: tablekit.ErrInvalidInput}
 	}
@@ -400,19 +424,23 @@ func (m *Mixed) KindFilter(pk, kind string) (tablekit.Filter, error) {
 }
 
 // QueryKind returns the entities of partition pk stored as T's kind and
-// version, decoded as T: with ByRowKeyPrefix one RowKey prefix range, with
-// ByProperty a filter on the type property. Rows of the kind with another
-// version are not T's and are skipped.
+// version, decoded as T: with KindInRowKey one RowKey prefix range, else a
+// filter on the type property. Rows of the kind with another version are
+// not T's and are skipped.
 func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		const op = "patterns.QueryKind"
-		kind, version, ok := KindOf[T](m.reg)
+		if err := m.usable(op); err != nil {
+			yield(zero, err)
+			return
+		}
+		kind, version, ok := kindOf[T](m.reg)
 		if !ok {
 			yield(zero, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %s is not registered (patterns.Register)", reflect.TypeFor[T]()), Err: tablekit.ErrInvalidInput})
 			return
 		}
-		f, err := m.KindFilter(pk, kind)
+		f, err := m.kindFilter(op, pk, kind)
 		if err != nil {
 			yield(zero, err)
 			return
@@ -443,12 +471,15 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 // the order of the actions ("" for a delete), so that the caller can
 // continue from them without reading again.
 func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]) ([]azcore.ETag, error) {
-	const op = "Mixed.Transaction"
+	const op = "patterns.Mixed.Transaction"
+	if err := m.usable(op); err != nil {
+		return nil, err
+	}
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
 		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
 		if err != nil {
-			return nil, fmt.Errorf("action %d: %w", i, err)
+			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}
 		conv[i] = c
 	}

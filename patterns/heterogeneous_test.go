@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -36,8 +37,8 @@ type EmployeeV2 struct {
 	Last       string `table:"Last"`
 }
 
-func newRegistry(t *testing.T, by patterns.Discriminator) *patterns.Registry {
-	r := patterns.NewRegistry(&patterns.RegistryOptions{Discriminator: by})
+func newRegistry(t *testing.T, kindInRowKey bool) *patterns.Registry {
+	r := &patterns.Registry{KindInRowKey: kindInRowKey}
 	for _, err := range []error{
 		patterns.Register[Department](r, "Department", 1),
 		patterns.Register[Employee](r, "Employee", 1),
@@ -58,7 +59,7 @@ func TestMixedByProperty(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	m, err := patterns.NewMixed(tbl, newRegistry(t, patterns.ByProperty))
+	m, err := patterns.NewMixed(tbl, newRegistry(t, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +172,13 @@ func TestMixedByRowKeyPrefix(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	reg := newRegistry(t, patterns.ByRowKeyPrefix)
+	reg := newRegistry(t, true)
 	m, err := patterns.NewMixed(tbl, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := func(kind, id string) string {
-		k, err := reg.RowKey(kind, id)
+		k, err := keys.Compound(kind, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,12 +245,18 @@ func TestTypeValues(t *testing.T) {
 		{"Employee.v+3", "", 0, false},
 		{"", "", 0, false},
 	} {
-		k, v, ok := patterns.ParseTypeValue(c.in)
+		var reg patterns.Registry // the zero Registry reads type values
+		k, v, ok := reg.Kind(tablekit.Entity{Properties: map[string]any{"EntityType": c.in}})
 		if k != c.kind || v != c.version || ok != c.ok {
-			t.Errorf("ParseTypeValue(%q) = %q, %d, %v", c.in, k, v, ok)
+			t.Errorf("Kind of type value %q = %q, %d, %v", c.in, k, v, ok)
 		}
 	}
-	if patterns.TypeValue("Employee", 3) != "Employee.v3" {
-		t.Error("TypeValue")
+	reg := &patterns.Registry{TypeProperty: "Type"}
+	if err := patterns.Register[EmployeeV2](reg, "Employee", 3); err != nil {
+		t.Fatal(err)
+	}
+	e, err := reg.Encode(EmployeeV2{Department: "d", Key: "k"})
+	if err != nil || e.Properties["Type"] != "Employee.v3" {
+		t.Errorf("Encode wrote type value %v, %v", e.Properties["Type"], err)
 	}
 }

@@ -23,20 +23,24 @@ import (
 // own separate table"): one table per period, and retention that deletes a
 // whole table — one storage transaction — instead of every entity in it.
 
-// Period divides time into the consecutive intervals that each get their
-// own table. Hourly, Daily, Monthly and Every return the usual ones.
-type Period interface {
-	// Start returns the start of the interval holding t, in UTC.
-	Start(t time.Time) time.Time
-	// Add returns the start of the interval n intervals after the one
+// Period divides time into the consecutive intervals that each get a
+// table of their own: Hourly, Daily, Monthly or Every(d). The zero Period
+// is refused where one is needed.
+type Period struct{ p period }
+
+// period is what a Period does.
+type period interface {
+	// start returns the start of the interval holding t, in UTC.
+	start(t time.Time) time.Time
+	// add returns the start of the interval n intervals after the one
 	// starting at start (n may be negative).
-	Add(start time.Time, n int) time.Time
-	// Stamp names the interval starting at start with ASCII letters and
-	// digits, all stamps of a Period having the same length, so that they
-	// sort in time order.
-	Stamp(start time.Time) string
-	// Parse returns the start of the interval Stamp named, or an error.
-	Parse(stamp string) (time.Time, error)
+	add(start time.Time, n int) time.Time
+	// stamp names the interval starting at start with ASCII digits, all
+	// stamps of a Period having the same length, so that they sort in time
+	// order.
+	stamp(start time.Time) string
+	// parse returns the start of the interval stamp named, or an error.
+	parse(stamp string) (time.Time, error)
 }
 
 // calendarPeriod is an hour, a day or a month, in UTC.
@@ -47,15 +51,15 @@ type calendarPeriod struct {
 }
 
 // Hourly returns the Period of UTC hours, stamped "2006010215".
-func Hourly() Period { return calendarPeriod{layout: "2006010215", dur: time.Hour} }
+func Hourly() Period { return Period{calendarPeriod{layout: "2006010215", dur: time.Hour}} }
 
 // Daily returns the Period of UTC days, stamped "20060102".
-func Daily() Period { return calendarPeriod{layout: "20060102", dur: 24 * time.Hour} }
+func Daily() Period { return Period{calendarPeriod{layout: "20060102", dur: 24 * time.Hour}} }
 
 // Monthly returns the Period of UTC calendar months, stamped "200601".
-func Monthly() Period { return calendarPeriod{layout: "200601", months: 1} }
+func Monthly() Period { return Period{calendarPeriod{layout: "200601", months: 1}} }
 
-func (p calendarPeriod) Start(t time.Time) time.Time {
+func (p calendarPeriod) start(t time.Time) time.Time {
 	t = t.UTC()
 	if p.months > 0 {
 		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
@@ -66,7 +70,7 @@ func (p calendarPeriod) Start(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-func (p calendarPeriod) Add(start time.Time, n int) time.Time {
+func (p calendarPeriod) add(start time.Time, n int) time.Time {
 	if p.months > 0 {
 		return start.AddDate(0, n*p.months, 0)
 	}
@@ -76,9 +80,9 @@ func (p calendarPeriod) Add(start time.Time, n int) time.Time {
 	return start.AddDate(0, 0, n)
 }
 
-func (p calendarPeriod) Stamp(start time.Time) string { return start.UTC().Format(p.layout) }
+func (p calendarPeriod) stamp(start time.Time) string { return start.UTC().Format(p.layout) }
 
-func (p calendarPeriod) Parse(stamp string) (time.Time, error) {
+func (p calendarPeriod) parse(stamp string) (time.Time, error) {
 	if len(stamp) != len(p.layout) {
 		return time.Time{}, fmt.Errorf("stamp %q: want %d digits", stamp, len(p.layout))
 	}
@@ -94,50 +98,41 @@ type fixedPeriod struct{ d time.Duration }
 // of minutes.
 func Every(d time.Duration) (Period, error) {
 	if d < time.Minute || d%time.Minute != 0 {
-		return nil, &tablekit.ValidationError{Op: "patterns.Every", Property: "d", Detail: fmt.Sprintf("%v: the interval must be a positive whole number of minutes", d), Err: tablekit.ErrInvalidInput}
+		return Period{}, &tablekit.ValidationError{Op: "patterns.Every", Property: "d", Detail: fmt.Sprintf("%v: the interval must be a positive whole number of minutes", d), Err: tablekit.ErrInvalidInput}
 	}
-	return fixedPeriod{d}, nil
+	return Period{fixedPeriod{d}}, nil
 }
 
-func (p fixedPeriod) Start(t time.Time) time.Time {
+func (p fixedPeriod) start(t time.Time) time.Time {
 	u := t.UTC().Unix()
 	s := int64(p.d / time.Second)
 	u -= ((u % s) + s) % s
 	return time.Unix(u, 0).UTC()
 }
 
-func (p fixedPeriod) Add(start time.Time, n int) time.Time {
+func (p fixedPeriod) add(start time.Time, n int) time.Time {
 	return start.Add(time.Duration(n) * p.d).UTC()
 }
 
-func (p fixedPeriod) Stamp(start time.Time) string { return start.UTC().Format("200601021504") }
+func (p fixedPeriod) stamp(start time.Time) string { return start.UTC().Format("200601021504") }
 
-func (p fixedPeriod) Parse(stamp string) (time.Time, error) {
+func (p fixedPeriod) parse(stamp string) (time.Time, error) {
 	if len(stamp) != len("200601021504") {
 		return time.Time{}, fmt.Errorf("stamp %q: want 12 digits", stamp)
 	}
 	t, err := time.ParseInLocation("200601021504", stamp, time.UTC)
-	if err == nil && !p.Start(t).Equal(t) {
+	if err == nil && !p.start(t).Equal(t) {
 		err = fmt.Errorf("stamp %q is not the start of an interval of %v", stamp, p.d)
 	}
 	return t, err
 }
 
-// PeriodOptions configures [PeriodTables]. A nil *PeriodOptions means
-// defaults.
-type PeriodOptions struct {
-	// Clock decides the current period (nil means time.Now).
-	Clock func() time.Time
-	// Table configures every period's Table (e.g. encryption).
-	Table *tablekit.TableOptions
-}
-
 // PeriodTables keeps the entities of each period in a table of their own,
 // named by a fixed prefix and the period's stamp, e.g. "Logins20250314" for
-// Daily. Writes go to the table of their period (created on first use),
-// queries read the tables of the periods they cover, and retention deletes
-// whole tables: one storage transaction per period, however many entities
-// it held.
+// Daily. Writes go to the table of their period (Table, which creates it on
+// first use), Query reads the tables of the periods it covers, and
+// DropBefore deletes whole tables: one storage transaction per period,
+// however many entities it held.
 //
 // Table names are never reused: each period has its own. That matters,
 // because Azure keeps a deleted table's name unavailable for a while
@@ -150,8 +145,7 @@ type PeriodOptions struct {
 type PeriodTables[T any] struct {
 	acct    *tablekit.Account
 	prefix  string
-	period  Period
-	now     func() time.Time
+	period  period
 	topts   *tablekit.TableOptions
 	width   int
 	mu      sync.Mutex
@@ -168,22 +162,19 @@ type PeriodTable struct {
 
 // NewPeriodTables returns the PeriodTables of acct whose names start with
 // prefix (letters and digits, starting with a letter) and divide time by
-// period. No other table of the account should start with prefix followed
-// by a period stamp.
-func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period, opts *PeriodOptions) (*PeriodTables[T], error) {
+// period; opts configures every period's Table (e.g. its encryption). No
+// other table of the account should start with prefix followed by a period
+// stamp.
+func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period, opts *tablekit.TableOptions) (*PeriodTables[T], error) {
 	const op = "patterns.NewPeriodTables"
-	if acct == nil || period == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil account or period", Err: tablekit.ErrInvalidInput}
+	if acct == nil || period.p == nil {
+		return nil, invalid(op, "nil account or zero Period (use Hourly, Daily, Monthly or Every)")
 	}
-	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period, created: map[string]*tablekit.Table[T]{}}
-	if opts != nil {
-		p.now = opts.Clock
-		p.topts = opts.Table
-	}
-	sample := period.Stamp(period.Start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
+	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period.p, topts: opts, created: map[string]*tablekit.Table[T]{}}
+	sample := p.period.stamp(p.period.start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
 	if err := core.ValidateTableName(prefix + sample); err != nil {
-		return nil, fmt.Errorf("patterns: the table prefix %q does not make valid table names: %w", prefix, withOp(op, err))
+		return nil, withOp(op, annotate(err, fmt.Sprintf("the table prefix %q does not make valid table names", prefix)))
 	}
 	for _, r := range prefix {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
@@ -196,18 +187,35 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	return p, nil
 }
 
-// Period returns the Period the tables divide time by.
-func (p *PeriodTables[T]) Period() Period { return p.period }
+// usable refuses a PeriodTables its constructor did not make.
+func (p *PeriodTables[T]) usable(op string) error {
+	if p == nil || p.acct == nil {
+		return unusable(op, "NewPeriodTables")
+	}
+	return nil
+}
 
-// Name returns the name of the table of the period holding t.
-func (p *PeriodTables[T]) Name(t time.Time) string {
-	return p.prefix + p.period.Stamp(p.period.Start(t))
+// name returns the name of the table of the period holding t.
+func (p *PeriodTables[T]) name(t time.Time) string {
+	return p.prefix + p.period.stamp(p.period.start(t))
 }
 
 // Table returns the table of the period holding t, creating it the first
-// time this PeriodTables asks for it.
+// time this PeriodTables asks for it: write an entity of time t with
+// Table(ctx, t), then the Table's verbs. Writing into a period whose table
+// retention deleted recently fails: Azure keeps a deleted table's name
+// unavailable for a while.
 func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Table[T], error) {
-	name := p.Name(t)
+	const op = "patterns.PeriodTables.Table"
+	if err := p.usable(op); err != nil {
+		return nil, err
+	}
+	tbl, err := p.table(ctx, t)
+	return tbl, withOp(op, err)
+}
+
+func (p *PeriodTables[T]) table(ctx context.Context, t time.Time) (*tablekit.Table[T], error) {
+	name := p.name(t)
 	p.mu.Lock()
 	tbl, ok := p.created[name]
 	p.mu.Unlock()
@@ -221,7 +229,7 @@ func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Tab
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.ErrorCode == "TableBeingDeleted" {
-			return nil, fmt.Errorf("patterns: table %s of the period of %s was deleted recently (retention?) and Azure refuses its name for a while: %w", name, t.UTC().Format(time.RFC3339), err)
+			return nil, fmt.Errorf("table %s of the period of %s was deleted recently (retention?) and Azure refuses its name for a while: %w", name, t.UTC().Format(time.RFC3339), err)
 		}
 		return nil, err
 	}
@@ -231,32 +239,18 @@ func (p *PeriodTables[T]) Table(ctx context.Context, t time.Time) (*tablekit.Tab
 	return tbl, nil
 }
 
-// Current returns the table of the current period (see PeriodOptions.Clock).
-func (p *PeriodTables[T]) Current(ctx context.Context) (*tablekit.Table[T], error) {
-	return p.Table(ctx, core.Now(p.now))
-}
-
-// Insert inserts v into the table of the period holding at.
-func (p *PeriodTables[T]) Insert(ctx context.Context, at time.Time, v T) (azcore.ETag, error) {
-	tbl, err := p.Table(ctx, at)
-	if err != nil {
-		return "", err
-	}
-	return tbl.Insert(ctx, v)
-}
-
-// Upsert inserts or replaces v in the table of the period holding at.
-func (p *PeriodTables[T]) Upsert(ctx context.Context, at time.Time, v T) (azcore.ETag, error) {
-	tbl, err := p.Table(ctx, at)
-	if err != nil {
-		return "", err
-	}
-	return tbl.Upsert(ctx, v)
-}
-
 // List returns the period tables that exist, oldest first: one query of
 // the table service (a prefix range over table names).
 func (p *PeriodTables[T]) List(ctx context.Context) ([]PeriodTable, error) {
+	const op = "patterns.PeriodTables.List"
+	if err := p.usable(op); err != nil {
+		return nil, err
+	}
+	tables, err := p.list(ctx)
+	return tables, withOp(op, err)
+}
+
+func (p *PeriodTables[T]) list(ctx context.Context) ([]PeriodTable, error) {
 	end, ok := keys.PrefixEnd(p.prefix)
 	f := tablekit.Where("TableName ge ?", p.prefix)
 	if ok {
@@ -281,11 +275,11 @@ func (p *PeriodTables[T]) List(ctx context.Context) ([]PeriodTable, error) {
 			if !ok || len(stamp) != p.width {
 				continue
 			}
-			start, err := p.period.Parse(stamp)
+			start, err := p.period.parse(stamp)
 			if err != nil {
 				continue // another family of tables sharing the prefix
 			}
-			out = append(out, PeriodTable{Name: *t.Name, Start: start, End: p.period.Add(start, 1)})
+			out = append(out, PeriodTable{Name: *t.Name, Start: start, End: p.period.add(start, 1)})
 		}
 	}
 	slices.SortFunc(out, func(a, b PeriodTable) int { return a.Start.Compare(b.Start) })
@@ -298,15 +292,20 @@ func (p *PeriodTables[T]) List(ctx context.Context) ([]PeriodTable, error) {
 // to cut the first and last period exactly. opts.Limit counts across
 // tables; opts.Continuation is not supported.
 func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "patterns.PeriodTables.Query"
 	return func(yield func(T, error) bool) {
 		var zero T
-		if opts != nil && opts.Continuation != "" {
-			yield(zero, &tablekit.ValidationError{Op: "PeriodTables.Query", Property: "Continuation", Detail: "the query spans tables and cannot resume from a continuation token", Err: tablekit.ErrInvalidInput})
+		if err := p.usable(op); err != nil {
+			yield(zero, err)
 			return
 		}
-		tables, err := p.List(ctx)
+		if opts != nil && (opts.Continuation != "" || opts.Cursor != nil) {
+			yield(zero, &tablekit.ValidationError{Op: op, Property: "Continuation", Detail: "the query spans tables and cannot resume from a continuation token or cursor", Err: tablekit.ErrInvalidInput})
+			return
+		}
+		tables, err := p.list(ctx)
 		if err != nil {
-			yield(zero, err)
+			yield(zero, withOp(op, err))
 			return
 		}
 		limit := 0
@@ -322,7 +321,7 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f ta
 			}
 			tbl, err := tablekit.OpenTable[T](p.acct, pt.Name, p.topts)
 			if err != nil {
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 			if limit > 0 {
@@ -332,6 +331,7 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f ta
 				if errors.Is(err, tablekit.ErrNotFound) {
 					break // dropped by a concurrent retention
 				}
+				err = withOp(op, err)
 				if !yield(v, err) || err != nil {
 					return
 				}
@@ -345,9 +345,20 @@ func (p *PeriodTables[T]) Query(ctx context.Context, from, until time.Time, f ta
 }
 
 // DropBefore deletes the tables of every period that ended at or before
-// cutoff — one delete per table — and returns their names, oldest first.
+// cutoff (one delete per table) and returns their names, oldest first:
+// DropBefore(ctx, time.Now().AddDate(0, 0, -2)) with Daily keeps today,
+// yesterday and the day before.
 func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	tables, err := p.List(ctx)
+	const op = "patterns.PeriodTables.DropBefore"
+	if err := p.usable(op); err != nil {
+		return nil, err
+	}
+	dropped, err := p.dropBefore(ctx, cutoff)
+	return dropped, withOp(op, err)
+}
+
+func (p *PeriodTables[T]) dropBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	tables, err := p.list(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -366,16 +377,4 @@ func (p *PeriodTables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]s
 		dropped = append(dropped, pt.Name)
 	}
 	return dropped, nil
-}
-
-// Retain keeps the tables of the newest n periods, counting the current
-// one (see PeriodOptions.Clock), and deletes the tables of older periods:
-// Retain(ctx, 3) with Daily keeps today, yesterday and the day before.
-// It returns the names of the deleted tables.
-func (p *PeriodTables[T]) Retain(ctx context.Context, n int) ([]string, error) {
-	if n < 1 {
-		return nil, &tablekit.ValidationError{Op: "PeriodTables.Retain", Property: "n", Size: n, Detail: "at least the current period is kept (n >= 1)", Err: tablekit.ErrInvalidInput}
-	}
-	cutoff := p.period.Add(p.period.Start(core.Now(p.now)), -(n - 1))
-	return p.DropBefore(ctx, cutoff)
 }

@@ -27,7 +27,7 @@ func TestPeriodTablesRetention(t *testing.T) {
 	today := time.Date(2025, 3, 14, 10, 30, 0, 0, time.UTC)
 	// A prefix unique to this run, short enough for the date stamp.
 	prefix := "hvd" + strings.ToLower(testenv.TableName(t)[len(testenv.TableName(t))-8:])
-	p, err := patterns.NewPeriodTables[Login](acct, prefix, patterns.Daily(), &patterns.PeriodOptions{Clock: func() time.Time { return today }})
+	p, err := patterns.NewPeriodTables[Login](acct, prefix, patterns.Daily(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,11 @@ func TestPeriodTablesRetention(t *testing.T) {
 		}
 	}
 	// Routing: a write at a time goes to that day's table.
-	if _, err := p.Upsert(ctx, today.AddDate(0, 0, -1), Login{User: "late", ID: "x", At: today.AddDate(0, 0, -1)}); err != nil {
+	yesterday, err := p.Table(ctx, today.AddDate(0, 0, -1))
+	if err != nil || yesterday.Name() != prefix+"20250313" {
+		t.Fatal(yesterday, err)
+	}
+	if _, err := yesterday.Upsert(ctx, Login{User: "late", ID: "x", At: today.AddDate(0, 0, -1)}); err != nil {
 		t.Fatal(err)
 	}
 	tables, err := p.List(ctx)
@@ -69,7 +73,7 @@ func TestPeriodTablesRetention(t *testing.T) {
 
 	// Keep three days: exactly two tables go, in two requests.
 	before := acct.Meter().Snapshot()
-	dropped, err := p.Retain(ctx, 3)
+	dropped, err := p.DropBefore(ctx, today.AddDate(0, 0, -2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
@@ -29,49 +28,43 @@ import (
 // values"): a property too large for an entity is stored in a blob and the
 // entity keeps a reference to it.
 
-// DefaultRefProperty is the property in which a [Large] entity keeps the
+// defaultRefProperty is the property in which a [Large] entity keeps the
 // references to its blobs.
-const DefaultRefProperty = "LargeBlobs"
+const defaultRefProperty = "LargeBlobs"
 
 // LargeOptions configures a [Large]. A nil *LargeOptions means defaults.
 type LargeOptions struct {
 	// Threshold is the size above which a string or binary property is
 	// stored in a blob, measured as the service does (2 bytes per UTF-16
-	// code unit of a string, the length of a binary). 0 means
-	// limits.PropertyBytes: only values the service would refuse move.
-	// Whatever the threshold, when an entity would still be over 1 MiB its
-	// largest string and binary properties move to blobs until it fits.
+	// code unit of a string, the length of a binary). 0 means 64 KiB, the
+	// service's limit: only values it would refuse move. Whatever the
+	// threshold, when an entity would still be over 1 MiB its largest
+	// string and binary properties move to blobs until it fits.
 	Threshold int
 	// BlobPrefix starts the name of every blob this Large writes; Sweep
 	// looks only at blobs with this prefix. Default: the table's name and
-	// "/" ("large/" when the Table has no name).
+	// "/".
 	BlobPrefix string
 	// RefProperty names the property holding the blob references
-	// (default DefaultRefProperty).
+	// (default "LargeBlobs").
 	RefProperty string
 	// Concurrency is how many blobs are read or written at once (default 8).
 	Concurrency int
 	// Grace is how long a blob may exist without an entity referencing it
-	// before Sweep removes it (default DefaultLargeGrace, one hour). Every
-	// write relies on it: it writes its entity within Grace/2, by Clock, of
-	// starting to write the entity's blobs, or gives up (see Upsert). Every
-	// Large writing a table, and every Sweep of it, must use the same
-	// Grace (or Sweep a longer one), and the clocks of the machines
-	// running them and the service's must not drift apart by Grace/2.
+	// before Sweep removes it (default one hour). Every write stores its
+	// entity within Grace/2, by Clock, of starting to write its blobs, or
+	// gives up (see Upsert). Every Large writing a table, and every Sweep
+	// of it, must use the same Grace (or Sweep a longer one), and the
+	// clocks of the machines running them and the service's must not
+	// drift apart by Grace/2.
 	Grace time.Duration
-	// Clock tells the time for the writes' deadline and Sweep's ages (nil means
-	// time.Now).
+	// Clock tells the time for the writes' deadline and Sweep's ages (nil
+	// means time.Now).
 	Clock func() time.Time
-	// Retry says how often Upsert, Modify, Update and Delete with
-	// azcore.ETagAny, and DeleteIfExists start again when the entity
-	// changed between reading its references and writing it, and how
-	// often a read re-reads an entity whose blob a concurrent write just
-	// removed. The zero value means core.ConflictRetry.
-	Retry tablekit.RetryPolicy
 }
 
-// DefaultLargeGrace is the default LargeOptions.Grace.
-const DefaultLargeGrace = time.Hour
+// defaultLargeGrace is the default LargeOptions.Grace.
+const defaultLargeGrace = time.Hour
 
 // ErrMissingBlob matches the error of a read that found an entity
 // referencing a blob that does not exist: the entity did not change while
@@ -81,8 +74,8 @@ const DefaultLargeGrace = time.Hour
 // by a Sweep with a shorter grace than the writers', can leave one.
 var ErrMissingBlob = errors.New("patterns: a referenced blob is missing")
 
-// BlobRef is the reference an entity keeps to one property stored in a blob.
-type BlobRef struct {
+// blobRef is the reference an entity keeps to one property stored in a blob.
+type blobRef struct {
 	// Blob is the blob's name in the container.
 	Blob string `json:"blob"`
 	// Binary is true for an Edm.Binary property, false for an Edm.String.
@@ -91,47 +84,30 @@ type BlobRef struct {
 	Size int64 `json:"size"`
 }
 
-// Large stores entities whose properties may be larger than a table
-// allows: string and binary properties over a threshold are written to
-// blobs in a container, and the entity keeps their references (a JSON
-// property, by default LargeBlobs). Reads restore them transparently,
-// fetching several blobs concurrently.
+// Large stores entities whose string and binary properties may be larger
+// than a table allows: values over a threshold are written to blobs of a
+// container, and the entity keeps their references (a JSON property,
+// "LargeBlobs"). Reads restore them, fetching blobs concurrently; Get fills
+// T's etag field and every write returns the new ETag.
 //
-// Writes keep one invariant: an entity never references a blob that does
-// not exist. A write (Insert, Upsert, Update, Modify) stores the new
-// blobs (under new, unique names) first, then the entity, and only then
-// deletes the blobs of the version it replaced; a delete (Delete,
-// DeleteIfExists) deletes the entity first, then its blobs. A crash in
-// between can only leave blobs no entity references, which Sweep removes
-// once they are older than the grace period (LargeOptions.Grace); a write
-// stores its entity within half of it or not at all, so Sweep never
-// removes a blob an entity references or is about to reference.
+// Writes never leave an entity referencing a missing blob: they store new
+// blobs (under new names) first, then the entity, then delete the blobs of
+// the version replaced; deletes remove the entity first. A crash in between
+// leaves only unreferenced blobs, which [Large.Sweep] removes after the
+// grace period (LargeOptions.Grace). Reads never report a present entity
+// as missing: a read that finds a blob gone reads the entity again. The
+// package doc, "Large entities", says more, with each verb's cost.
 //
-// Reads never report a present entity as missing: a Get or Query that
-// finds a blob gone (a concurrent write replaced the entity, or a delete
-// removed it) reads the entity again and restores the version it finds,
-// and reports tablekit.ErrNotFound only when the entity is gone. Get
-// fills T's etag field with the entity's ETag, and every write returns
-// the new one.
-//
-// The verbs are tablekit.Table's: Get, Insert, Upsert, Update (with an
-// ETag), Modify (read-modify-write by a function), Delete (with an ETag)
-// and DeleteIfExists. Every write but Insert first reads the references
-// of the version it replaces (one point query: it deletes that version's
-// blobs afterwards) and is conditional on that version, so Update and
-// Delete check the caller's ETag before writing any blob.
-//
-// T is [tablekit.Entity] or a struct as for [tablekit.Table]. The string
-// and []byte fields of a struct can move to blobs (fields with the json or
-// guid option cannot). Blob contents are not encrypted by tablekit, so the
-// properties the table encrypts (see tablekit.Encryption) never move to
-// blobs: each stays in the entity, encrypted, within the service's 64 KiB.
-// A Large is safe for concurrent use.
+// Its verbs are tablekit.Table's (a Large is a [tablekit.Store]), conflicts
+// retried as the Table's TableOptions.Retry says. T is [tablekit.Entity] or
+// a struct as for [tablekit.Table], whose string and []byte fields can move
+// to blobs (not those with the json or guid option). Blobs are not
+// encrypted: properties the table encrypts stay in the entity. A Large is
+// safe for concurrent use.
 type Large[T any] struct {
 	table     *tablekit.Table[tablekit.Entity]
 	typed     *tablekit.Table[T] // converts T <-> Entity in plaintext (ToEntity, FromEntity)
 	container *container.Client
-	cname     string
 	encrypted map[string]bool // properties the table encrypts: never spilled
 	threshold int
 	prefix    string
@@ -157,18 +133,15 @@ const inlineLimit = 1024
 
 // NewLarge returns a Large storing values of T in table, through its
 // property-bag view (table.AsEntities(): the entities keep table's
-// client-side encryption, tracing, logger and Cosmos DB mode), with the
-// blobs in container (which must exist).
+// client-side encryption and its Account's settings), with the blobs in
+// container (which must exist).
 func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts *LargeOptions) (*Large[T], error) {
 	const op = "patterns.NewLarge"
 	if table == nil || container == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table or container", Err: tablekit.ErrInvalidInput}
+		return nil, invalid(op, "nil table or container")
 	}
 	view := table.AsEntities()
-	l := &Large[T]{table: view, typed: table, container: container, threshold: limits.PropertyBytes, refProp: DefaultRefProperty, conc: 8, grace: DefaultLargeGrace, retry: core.ConflictRetry}
-	if parts, err := blob.ParseURL(container.URL()); err == nil {
-		l.cname = parts.ContainerName
-	}
+	l := &Large[T]{table: view, typed: table, container: container, threshold: limits.PropertyBytes, refProp: defaultRefProperty, conc: 8, grace: defaultLargeGrace, retry: core.TableRetry(table)}
 	if names := core.EncryptedProperties(table); len(names) > 0 {
 		l.encrypted = make(map[string]bool, len(names))
 		for _, name := range names {
@@ -204,10 +177,6 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 		if opts.Grace > 0 {
 			l.grace = opts.Grace
 		}
-		if err := core.ValidateRetry(op, opts.Retry); err != nil {
-			return nil, err
-		}
-		l.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
 		l.clock = opts.Clock
 	}
 	if !validKind(l.refProp) {
@@ -228,8 +197,13 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 	return l, nil
 }
 
-// ContainerName returns the name of the container holding the blobs.
-func (l *Large[T]) ContainerName() string { return l.cname }
+// usable refuses a Large its constructor did not make.
+func (l *Large[T]) usable(op string) error {
+	if l == nil || l.table == nil {
+		return unusable(op, "NewLarge")
+	}
+	return nil
+}
 
 // largeFields maps the property names of T's string and []byte fields to
 // the fields. It asks tablekit's codec which property each field is stored
@@ -360,7 +334,7 @@ func (l *Large[T]) fromEntity(e tablekit.Entity) (T, error) {
 type spilled struct {
 	name string
 	data []byte
-	ref  BlobRef
+	ref  blobRef
 }
 
 // split decides which properties of e go to blobs, removes them from e and
@@ -418,7 +392,7 @@ func (l *Large[T]) split(e *tablekit.Entity) ([]*spilled, error) {
 		}
 	}
 	if len(out) > 0 {
-		refs := make(map[string]BlobRef, len(out))
+		refs := make(map[string]blobRef, len(out))
 		for _, s := range out {
 			refs[s.name] = s.ref
 		}
@@ -466,13 +440,13 @@ func newBlobID() string {
 }
 
 // refs parses the reference property of e.
-func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
+func (l *Large[T]) refs(e *tablekit.Entity) (map[string]blobRef, error) {
 	raw, ok := e.Properties[l.refProp]
 	if !ok {
 		return nil, nil
 	}
 	s, ok := raw.(string)
-	var refs map[string]BlobRef
+	var refs map[string]blobRef
 	if ok {
 		if err := json.Unmarshal([]byte(s), &refs); err == nil {
 			return refs, nil
@@ -483,7 +457,7 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]BlobRef, error) {
 
 // readRefs reads only the reference property of an entity (and its ETag):
 // one point query.
-func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]BlobRef, azcore.ETag, error) {
+func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]blobRef, azcore.ETag, error) {
 	e, err := core.GetSelect(ctx, l.table, pk, rk, l.refProp)
 	if err != nil {
 		return nil, "", err
@@ -492,39 +466,26 @@ func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]Blob
 	return refs, e.ETag, err
 }
 
-// Refs returns the blob references of an entity, by property name, without
-// reading anything else: one point query.
-func (l *Large[T]) Refs(ctx context.Context, pk, rk string) (map[string]BlobRef, error) {
-	refs, _, err := l.readRefs(ctx, pk, rk)
-	return refs, withOp("Large.Refs", err)
-}
-
-// LargeGetOptions configures [Large.Get] and [Large.Query]. A nil
-// *LargeGetOptions means defaults.
-type LargeGetOptions struct {
-	// SkipBlobs reads only the entity: properties stored in blobs are left
-	// out (zero in a struct), which saves a blob read each.
-	SkipBlobs bool
-	// Query configures Large.Query's table query; Get ignores it.
-	Query *tablekit.QueryOptions
-}
-
 // Get reads an entity and restores its properties from their blobs,
 // reading the blobs concurrently, with its ETag in T's etag field when T
 // has one. It returns an error matching tablekit.ErrNotFound when the
-// entity does not exist. When a blob is missing because a concurrent
-// Upsert or DeleteIfExists replaced or removed the entity meanwhile, Get
-// reads the entity again (see LargeOptions.Retry); a blob missing from an
-// entity that did not change is an error matching ErrMissingBlob. Cost:
-// one point query and one blob read per large property.
-func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions) (T, error) {
-	const op = "Large.Get"
+// entity does not exist. When a blob is missing because a concurrent write
+// replaced or removed the entity meanwhile, Get reads the entity again; a
+// blob missing from an entity that did not change is an error matching
+// ErrMissingBlob. For some properties only, and no blob read for the
+// others, query with tablekit.PointQuery and QueryOptions.Select. Cost: one
+// point query and one blob read per large property.
+func (l *Large[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	const op = "patterns.Large.Get"
 	var zero T
+	if err := l.usable(op); err != nil {
+		return zero, err
+	}
 	e, err := l.table.Get(ctx, pk, rk)
 	if err != nil {
 		return zero, withOp(op, err)
 	}
-	e, err = l.load(ctx, e, opts != nil && opts.SkipBlobs)
+	e, err = l.load(ctx, e, nil)
 	if err != nil {
 		return zero, withOp(op, err)
 	}
@@ -533,30 +494,43 @@ func (l *Large[T]) Get(ctx context.Context, pk, rk string, opts *LargeGetOptions
 }
 
 // Query returns the entities matching f, each with its blob properties
-// restored (unless opts.SkipBlobs). An entity whose blob a concurrent
-// Upsert replaced is read again and returned as it is now; one a
-// concurrent DeleteIfExists removed is left out.
-func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *LargeGetOptions) iter.Seq2[T, error] {
-	var qo *tablekit.QueryOptions
-	skip := false
-	if opts != nil {
-		qo, skip = opts.Query, opts.SkipBlobs
-	}
+// restored. With opts.Select, only the properties selected are read, and
+// only their blobs. An entity whose blob a concurrent write replaced is
+// read again and returned as it is now; one a concurrent delete removed is
+// left out.
+func (l *Large[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {
+	const op = "patterns.Large.Query"
 	return func(yield func(T, error) bool) {
 		var zero T
-		for e, err := range l.table.Query(ctx, f, qo) {
+		if err := l.usable(op); err != nil {
+			yield(zero, err)
+			return
+		}
+		var selected map[string]bool
+		if opts != nil && len(opts.Select) > 0 {
+			o := *opts
+			selected = make(map[string]bool, len(o.Select))
+			for _, name := range o.Select {
+				selected[name] = true
+			}
+			if !selected[l.refProp] {
+				o.Select = append(slices.Clone(o.Select), l.refProp)
+			}
+			opts = &o
+		}
+		for e, err := range l.table.Query(ctx, f, opts) {
 			if err == nil {
-				e, err = l.load(ctx, e, skip)
+				e, err = l.load(ctx, e, selected)
 				if errors.Is(err, errEntityGone) {
 					continue
 				}
 			}
 			if err != nil {
-				yield(zero, withOp("Large.Query", err))
+				yield(zero, withOp(op, err))
 				return
 			}
 			v, err := l.fromEntity(e)
-			if !yield(v, withOp("Large.Query", err)) || err != nil {
+			if !yield(v, withOp(op, err)) || err != nil {
 				return
 			}
 		}
@@ -578,10 +552,10 @@ func (g *goneError) Unwrap() []error { return []error{g.err, errEntityGone} }
 // entity again: a changed entity is restored again, a deleted one is a
 // goneError, and an unchanged one references a missing blob
 // (ErrMissingBlob).
-func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, skip bool) (tablekit.Entity, error) {
+func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, selected map[string]bool) (tablekit.Entity, error) {
 	var last error
 	for range core.Attempts(ctx, l.retry) {
-		out, err := l.restore(ctx, e, skip)
+		out, err := l.restore(ctx, e, selected)
 		var missing *missingBlobError
 		if !errors.As(err, &missing) {
 			return out, err
@@ -595,14 +569,14 @@ func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, skip bool) (tabl
 			return out, err
 		}
 		if fresh.ETag == e.ETag {
-			return out, fmt.Errorf("patterns: property %s of %s/%s references blob %s: %w (%v)", missing.property, e.PartitionKey, e.RowKey, missing.blob, ErrMissingBlob, missing.err)
+			return out, fmt.Errorf("property %s of %s/%s references blob %s: %w (%v)", missing.property, e.PartitionKey, e.RowKey, missing.blob, ErrMissingBlob, missing.err)
 		}
 		e = fresh
 	}
 	if err := ctx.Err(); err != nil {
 		return e, err
 	}
-	return e, fmt.Errorf("patterns: %s/%s changed during each of %d reads (last: %v): %w", e.PartitionKey, e.RowKey, l.retry.MaxAttempts, last, tablekit.ErrPreconditionFailed)
+	return e, fmt.Errorf("%s/%s changed during each of %d reads (last: %v): %w", e.PartitionKey, e.RowKey, l.retry.MaxAttempts, last, tablekit.ErrPreconditionFailed)
 }
 
 // missingBlobError is restore's error for a blob that does not exist.
@@ -616,8 +590,9 @@ func (m *missingBlobError) Error() string {
 }
 
 // restore returns e with its reference property replaced by the values of
-// its blobs (or just removed, when skip).
-func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (tablekit.Entity, error) {
+// its blobs: all of them, or only the properties selected when selected is
+// not nil.
+func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, selected map[string]bool) (tablekit.Entity, error) {
 	refs, err := l.refs(&e)
 	if err != nil {
 		return e, err
@@ -629,7 +604,14 @@ func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (t
 		}
 	}
 	e.Properties = props
-	if skip || len(refs) == 0 {
+	if selected != nil {
+		for name := range refs {
+			if !selected[name] {
+				delete(refs, name)
+			}
+		}
+	}
+	if len(refs) == 0 {
 		return e, nil
 	}
 	names := slices.Sorted(maps.Keys(refs))
@@ -641,7 +623,7 @@ func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (t
 			return &missingBlobError{property: names[i], blob: ref.Blob, err: err}
 		}
 		if err != nil {
-			return fmt.Errorf("patterns: read property %s of %s/%s from blob %s: %w", names[i], e.PartitionKey, e.RowKey, ref.Blob, err)
+			return fmt.Errorf("read property %s of %s/%s from blob %s: %w", names[i], e.PartitionKey, e.RowKey, ref.Blob, err)
 		}
 		values[i] = data
 		return nil
@@ -660,7 +642,7 @@ func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, skip bool) (t
 }
 
 // download reads one blob and checks its length.
-func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
+func (l *Large[T]) download(ctx context.Context, ref blobRef) ([]byte, error) {
 	resp, err := l.container.NewBlobClient(ref.Blob).DownloadStream(ctx, nil)
 	if err != nil {
 		return nil, core.WrapError("GetBlob", err)
@@ -682,44 +664,38 @@ func (l *Large[T]) download(ctx context.Context, ref BlobRef) ([]byte, error) {
 type SweepOptions struct {
 	// MinAge protects recent blobs: a blob modified less than MinAge
 	// before the sweep is kept even if no entity references it yet,
-	// because an Upsert may be between writing it and writing its entity.
-	// 0 means the Large's grace period (LargeOptions.Grace, one hour by
-	// default). A shorter MinAge than the Grace of the Larges writing the
-	// table, or a negative one (no protection), is safe only when no
-	// Upsert runs during the sweep.
+	// because a write may be between writing it and writing its entity.
+	// 0 means the Large's grace period (LargeOptions.Grace). A shorter
+	// MinAge than the Grace of the Larges writing the table, or a negative
+	// one (no protection), is safe only when no write runs during the
+	// sweep.
 	MinAge time.Duration
 	// DryRun finds the unreferenced blobs but deletes nothing.
 	DryRun bool
 }
 
-// SweepResult reports what a sweep found.
-type SweepResult struct {
-	// Blobs counts the blobs under the Large's prefix.
-	Blobs int
-	// Referenced counts the blobs some entity references.
-	Referenced int
-	// Orphans lists the unreferenced blobs old enough to remove, sorted.
-	Orphans []string
-	// Deleted counts the orphans deleted (0 in a dry run).
-	Deleted int
+// Sweep deletes the blobs under the Large's prefix that no entity of the
+// table references (a crash or a failed best-effort delete left them) and
+// that are older than the grace period (see SweepOptions.MinAge), and
+// returns their names, sorted. It lists the blobs first and reads every
+// entity's references after (a table scan of one property), so a blob
+// written meanwhile is either not listed or protected by its age; writes
+// store their entity within half the grace period of their blobs, so no
+// entity can come to reference a blob Sweep found unreferenced and old.
+// Ages are measured from a blob's last modification (the service's clock)
+// to now by LargeOptions.Clock, or without one, by the earlier of this
+// machine's time and the service's. On an error, it returns the names of
+// the blobs it deleted before.
+func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (orphans []string, err error) {
+	const op = "patterns.Large.Sweep"
+	if err := l.usable(op); err != nil {
+		return nil, err
+	}
+	orphans, err = l.sweep(ctx, opts)
+	return orphans, withOp(op, err)
 }
 
-// Sweep finds the blobs under the Large's prefix that no entity of the
-// table references (left by a crash or a failed best-effort delete) and
-// deletes those older than the grace period (see SweepOptions.MinAge). It
-// lists the blobs first and reads every entity's references after (a
-// projection of one property), so a blob written during the sweep is
-// either not listed or protected by its age, and a blob an entity
-// references when the sweep reads it is kept. Upsert writes an entity
-// within half the grace period of writing its blobs, so no entity can come
-// to reference a blob after Sweep found it unreferenced and old.
-//
-// A blob's age is measured from its last modification (the service's
-// clock) to now by the Large's Clock; without a Clock, to the earlier of
-// this machine's time and the service's (the Date of the listing), so
-// that a fast local clock does not age blobs early.
-func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, error) {
-	var res SweepResult
+func (l *Large[T]) sweep(ctx context.Context, opts *SweepOptions) ([]string, error) {
 	minAge := l.grace
 	dry := false
 	if opts != nil {
@@ -733,7 +709,7 @@ func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, 
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return res, core.WrapError("ListBlobs", err)
+			return nil, core.WrapError("ListBlobs", err)
 		}
 		now := core.Now(l.clock)
 		if l.clock == nil && page.Date != nil && page.Date.Before(now) {
@@ -743,7 +719,6 @@ func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, 
 			if b.Name == nil {
 				continue
 			}
-			res.Blobs++
 			old := minAge < 0
 			if !old && b.Properties != nil && b.Properties.LastModified != nil {
 				old = now.Sub(*b.Properties.LastModified) >= minAge
@@ -755,33 +730,30 @@ func (l *Large[T]) Sweep(ctx context.Context, opts *SweepOptions) (SweepResult, 
 	// purpose, so neither logged nor refused by the table's policy.
 	for e, err := range l.table.Query(ctx, tablekit.Where(l.refProp+" gt ?", ""), &tablekit.QueryOptions{Select: []string{l.refProp}, AllowTableScan: true}) {
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		refs, err := l.refs(&e)
 		if err != nil {
 			continue // not ours
 		}
 		for _, r := range refs {
-			if _, ok := candidates[r.Blob]; ok {
-				res.Referenced++
-				delete(candidates, r.Blob)
-			}
+			delete(candidates, r.Blob)
 		}
 	}
+	var orphans []string
 	for name, old := range candidates {
 		if old {
-			res.Orphans = append(res.Orphans, name)
+			orphans = append(orphans, name)
 		}
 	}
-	slices.Sort(res.Orphans)
+	slices.Sort(orphans)
 	if dry {
-		return res, nil
+		return orphans, nil
 	}
-	for _, name := range res.Orphans {
+	for i, name := range orphans {
 		if err := l.deleteBlob(ctx, name); err != nil {
-			return res, err
+			return orphans[:i], err
 		}
-		res.Deleted++
 	}
-	return res, nil
+	return orphans, nil
 }

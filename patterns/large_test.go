@@ -85,7 +85,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 2 {
 		t.Fatalf("blobs %v", blobs)
 	}
-	got, err := l.Get(ctx, "f", "report", nil)
+	got, err := l.Get(ctx, "f", "report")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +95,24 @@ func TestLargeRoundTrip(t *testing.T) {
 
 	// Reading without the blobs.
 	before = acct.Meter().Snapshot()
-	light, err := l.Get(ctx, "f", "report", &patterns.LargeGetOptions{SkipBlobs: true})
-	if err != nil {
-		t.Fatal(err)
+	light, err := tablekit.Collect(l.Query(ctx, tablekit.PointQuery("f", "report"), &tablekit.QueryOptions{Select: []string{"Title"}}), 0)
+	if err != nil || len(light) != 1 {
+		t.Fatal(light, err)
 	}
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Service("blob") != 0 || cost.Total() != 1 {
-		t.Fatalf("SkipBlobs cost %v", cost)
+		t.Fatalf("a projected read cost %v", cost)
 	}
-	if light.Body != "" || light.Scan != nil || light.Title != "Q3" {
-		t.Fatalf("SkipBlobs read %+v", light.Title)
+	if light[0].Body != "" || light[0].Scan != nil || light[0].Title != "Q3" {
+		t.Fatalf("a projected read read %+v", light[0].Title)
+	}
+	// A projection of a property in a blob reads that blob only.
+	before = acct.Meter().Snapshot()
+	scan, err := tablekit.Collect(l.Query(ctx, tablekit.PointQuery("f", "report"), &tablekit.QueryOptions{Select: []string{"Scan"}}), 0)
+	if err != nil || len(scan) != 1 || !bytes.Equal(scan[0].Scan, doc.Scan) || scan[0].Body != "" || scan[0].Title != "" {
+		t.Fatal(scan, err)
+	}
+	if cost := acct.Meter().Snapshot().Sub(before); cost.Service("blob") != 1 || cost.Total() != 2 {
+		t.Fatalf("a projection of one blob property cost %v", cost)
 	}
 
 	// A small body moves back into the entity; the old blobs go.
@@ -118,7 +127,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 1 || blobs[0] != refs["Scan"].Blob {
 		t.Fatalf("blobs %v, want only %s", blobs, refs["Scan"].Blob)
 	}
-	got, err = l.Get(ctx, "f", "report", nil)
+	got, err = l.Get(ctx, "f", "report")
 	if err != nil || got.Body != "short now" || !bytes.Equal(got.Scan, doc.Scan) {
 		t.Fatalf("after update: %v", err)
 	}
@@ -145,7 +154,7 @@ func TestLargeRoundTrip(t *testing.T) {
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 0 {
 		t.Fatalf("blobs left: %v", blobs)
 	}
-	if _, err := l.Get(ctx, "f", "report", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := l.Get(ctx, "f", "report"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}
 }
@@ -176,7 +185,7 @@ func TestLargeEntityBag(t *testing.T) {
 	if len(refs) != 2 || refs["Medium"].Binary || !refs["Big"].Binary {
 		t.Fatalf("refs %v", refs)
 	}
-	got, err := l.Get(ctx, "p", "r", nil)
+	got, err := l.Get(ctx, "p", "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +209,7 @@ func TestLargeEntityBag(t *testing.T) {
 	if err != nil || len(refs) != 3 || refs["SA"].Blob == "" || refs["SB"].Blob == "" || refs["SC"].Blob == "" {
 		t.Fatalf("refs %v, %v; want the three largest strings", refs, err)
 	}
-	got, err = l2.Get(ctx, "p", "wide", nil)
+	got, err = l2.Get(ctx, "p", "wide")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +276,7 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	if err != nil || refs["Scan"].Blob != oldBlob {
 		t.Fatalf("after the crash the entity references %v (%v), want %s", refs, err, oldBlob)
 	}
-	got, err := l.Get(ctx, "f", "d", nil)
+	got, err := l.Get(ctx, "f", "d")
 	if err != nil || got.Title != "v1" || !bytes.Equal(got.Scan, v1.Scan) {
 		t.Fatalf("after the crash: %q, %v", got.Title, err)
 	}
@@ -279,20 +288,24 @@ func TestLargeCrashBetweenBlobAndEntity(t *testing.T) {
 	// A sweep that protects recent blobs removes nothing; one without
 	// protection removes exactly the orphan.
 	res, err := l.Sweep(ctx, nil)
-	if err != nil || res.Deleted != 0 || res.Blobs != 2 || res.Referenced != 1 {
+	if err != nil || len(res) != 0 || len(listBlobs(t, ctx, cont)) != 2 {
 		t.Fatalf("default sweep: %+v, %v", res, err)
+	}
+	res, err = l.Sweep(ctx, &patterns.SweepOptions{MinAge: -1, DryRun: true})
+	if err != nil || len(res) != 1 || res[0] == oldBlob || len(listBlobs(t, ctx, cont)) != 2 {
+		t.Fatalf("dry run: %+v, %v", res, err)
 	}
 	res, err = l.Sweep(ctx, &patterns.SweepOptions{MinAge: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Deleted != 1 || len(res.Orphans) != 1 || res.Orphans[0] == oldBlob {
+	if len(res) != 1 || res[0] == oldBlob {
 		t.Fatalf("sweep: %+v", res)
 	}
 	if blobs := listBlobs(t, ctx, cont); len(blobs) != 1 || blobs[0] != oldBlob {
 		t.Fatalf("blobs after the sweep: %v", blobs)
 	}
-	if got, err := l.Get(ctx, "f", "d", nil); err != nil || !bytes.Equal(got.Scan, v1.Scan) {
+	if got, err := l.Get(ctx, "f", "d"); err != nil || !bytes.Equal(got.Scan, v1.Scan) {
 		t.Fatalf("after the sweep: %v", err)
 	}
 

@@ -65,7 +65,7 @@ func TestLargeConditionalVerbs(t *testing.T) {
 	}
 	get := func(rk string) largeDoc {
 		t.Helper()
-		d, err := l.Get(ctx, pk, rk, nil)
+		d, err := l.Get(ctx, pk, rk)
 		if err != nil {
 			t.Fatalf("Get %s: %v", rk, err)
 		}
@@ -124,7 +124,7 @@ func TestLargeConditionalVerbs(t *testing.T) {
 		t.Fatalf("Update with no ETag: %v, cost %v; want ErrInvalidInput before sending", err, c)
 	}
 	var ve *tablekit.ValidationError
-	if !errors.As(err, &ve) || ve.Op != "Large.Update" {
+	if !errors.As(err, &ve) || ve.Op != "patterns.Large.Update" {
 		t.Fatalf("Update with no ETag: %#v; want a *ValidationError of Large.Update", err)
 	}
 	checkOnlyReferenced(t, l, cont, pk, "a")
@@ -172,7 +172,7 @@ func TestLargeConditionalVerbs(t *testing.T) {
 	if err := l.Delete(ctx, pk, "a", get("a").ETag); err != nil {
 		t.Fatalf("Delete with the ETag read: %v", err)
 	}
-	if _, err := l.Get(ctx, pk, "a", nil); !errors.Is(err, tablekit.ErrNotFound) {
+	if _, err := l.Get(ctx, pk, "a"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}
 	if err := l.Delete(ctx, pk, "a", azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
@@ -247,7 +247,7 @@ func TestLargeModifyConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Get(ctx, "p", "counter", nil)
+	got, err := l.Get(ctx, "p", "counter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestLargeUpdateAnswerLost(t *testing.T) {
 	if err != nil || !p.done.Load() {
 		t.Fatalf("Update with its answer lost: %v (answer lost: %v)", err, p.done.Load())
 	}
-	got, err := l.Get(ctx, "p", "d", nil)
+	got, err := l.Get(ctx, "p", "d")
 	if err != nil || !equalLargeDoc(got, v2) || got.ETag != etag2 {
 		t.Fatalf("after Update: %s etag %s (returned %s), %v", largeDocString(got), got.ETag, etag2, err)
 	}

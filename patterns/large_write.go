@@ -29,42 +29,29 @@ import (
 
 // Upsert stores v, inserting its entity or replacing whatever version is
 // stored, and returns the entity's new ETag. It reads the references of
-// the entity it replaces, writes the blobs of v's large properties
-// (concurrently), then the entity, conditional on the version whose
-// references it read, then deletes the blobs of that version. When another
-// writer changed the entity in between, Upsert reads its references again
-// and writes again (LargeOptions.Retry; the blobs stay), so the blobs it
-// deletes are exactly those of the version it replaced and concurrent
-// Upserts leave no blob behind. If the entity write fails, the new blobs
-// are deleted when the failure is certain (the service refused the write)
-// and left for Sweep otherwise (the write may have happened). When the
-// entity write's answer was lost (tablekit.ErrOutcomeUnknown), Upsert
-// reads the entity's references: if they are exactly its new blobs (whose
-// names are random and its own), the write was applied and Upsert
-// succeeds; otherwise it returns the error matching
-// tablekit.ErrOutcomeUnknown and leaves its blobs for Sweep, since the
-// write may have been applied and replaced. An insert (the entity did not
-// exist) is sent without the SDK's retries, since a retry whose first try
-// was applied would bring back an entity a concurrent delete removed in
-// between, referencing the blobs that delete removed; when such an insert
-// may have been applied and the entity is absent, Upsert writes again with
-// new blobs, so it may take effect twice around that delete, as a retried
-// insert does. Deleting the replaced blobs is best effort too: any left
-// behind are unreferenced, and Sweep removes them.
+// the version it replaces, writes v's large properties to new blobs
+// (concurrently), then the entity, conditional on that version, then
+// deletes that version's blobs. When another writer changed the entity in
+// between, it reads the references again and writes again (the Table's
+// TableOptions.Retry; its blobs stay). A write whose answer was lost is
+// settled by reading the references back (the blob names are random and
+// its own): its own blobs mean it was applied; otherwise the error matches
+// tablekit.ErrOutcomeUnknown and its blobs are left for Sweep.
 //
 // Upsert sends its entity write within half the grace period
-// (LargeOptions.Grace, by the Clock) of starting to write the blobs, and
-// bounds it by that deadline, so that Sweep cannot have removed a blob the
-// entity references. When the blobs took longer, Upsert writes no entity,
-// deletes its new blobs and fails with an error matching
-// context.DeadlineExceeded.
+// (LargeOptions.Grace, by its Clock) of starting to write the blobs, so
+// that Sweep cannot have removed one; when the blobs took longer, it
+// writes no entity, deletes its blobs and fails with an error matching
+// context.DeadlineExceeded. The package doc says more.
 //
 // Cost: one point query (the references), one blob write per large
-// property, one entity write (insert or replace), one blob delete per blob
-// of the version replaced; a conflict costs one more point query and
-// entity write.
+// property, one entity write, one blob delete per blob of the version
+// replaced; a conflict costs one more point query and entity write.
 func (l *Large[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Large.Upsert"
+	const op = "patterns.Large.Upsert"
+	if err := l.usable(op); err != nil {
+		return "", err
+	}
 	e, err := l.toEntity(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -99,7 +86,7 @@ const (
 
 // write puts e (see put) and starts again with new blobs when an insert
 // may have been applied and then deleted.
-func (l *Large[T]) write(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
+func (l *Large[T]) write(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]blobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
 	var last error
 	for range core.Attempts(ctx, l.retry) {
 		newETag, err := l.put(ctx, op, e, oldRefs, etag, mode)
@@ -125,7 +112,10 @@ func (l *Large[T]) write(ctx context.Context, op string, e tablekit.Entity, oldR
 // inserts sent without the SDK's retries included), but reads nothing
 // before. Cost: one blob write per large property and one entity insert.
 func (l *Large[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Large.Insert"
+	const op = "patterns.Large.Insert"
+	if err := l.usable(op); err != nil {
+		return "", err
+	}
 	e, err := l.toEntity(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -148,7 +138,10 @@ func (l *Large[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 // and writes again, as Upsert does, but never inserts. An empty etag is
 // refused before anything is sent. Cost: as Upsert's.
 func (l *Large[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "Large.Update"
+	const op = "patterns.Large.Update"
+	if err := l.usable(op); err != nil {
+		return "", err
+	}
 	e, err := l.toEntity(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -162,7 +155,7 @@ func (l *Large[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 		return "", withOp(op, err)
 	}
 	if err := checkLargeVersion(e.PartitionKey, e.RowKey, current, etag); err != nil {
-		return "", err
+		return "", withOp(op, err)
 	}
 	mode := modeUpdate
 	if etag == azcore.ETagAny {
@@ -178,7 +171,7 @@ func checkLargeVersion(pk, rk string, current, want azcore.ETag) error {
 	if want == azcore.ETagAny || current == want {
 		return nil
 	}
-	return fmt.Errorf("patterns: large entity %s/%s is at version %s, not %s: %w", pk, rk, current, want, tablekit.ErrPreconditionFailed)
+	return fmt.Errorf("large entity %s/%s is at version %s, not %s: %w", pk, rk, current, want, tablekit.ErrPreconditionFailed)
 }
 
 // Modify changes the entity by a function, the read-modify-write of
@@ -187,7 +180,7 @@ func checkLargeVersion(pk, rk string, current, want azcore.ETag) error {
 // does), lets fn change it, and writes it as Update does, conditional on
 // the version fn saw (as Insert does for a new entity). When another
 // writer changed the entity in between, it reads again and calls fn again
-// (LargeOptions.Retry), so fn must only change *v; fn must not change the
+// (the Table's TableOptions.Retry), so fn must only change *v; fn must not change the
 // keys. An error from fn stops Modify and is returned as it is; nothing is
 // written. A write whose outcome is unknown (tablekit.ErrOutcomeUnknown)
 // is not tried again, since it may have been applied. Modify returns the
@@ -195,8 +188,14 @@ func checkLargeVersion(pk, rk string, current, want azcore.ETag) error {
 // a Get (one point query and one blob read per large property) and an
 // Update's writes; a conflict costs both again.
 func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "Large.Modify"
+	const op = "patterns.Large.Modify"
 	var zero T
+	if err := l.usable(op); err != nil {
+		return zero, err
+	}
+	if fn == nil {
+		return zero, invalid(op, "nil function")
+	}
 	var last error
 	for range core.Attempts(ctx, l.retry) {
 		stored, oldRefs, found, err := l.readForModify(ctx, pk, rk)
@@ -240,7 +239,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	return zero, last
+	return zero, withOp(op, last)
 }
 
 // readForModify reads the entity pk/rk with its blob properties restored
@@ -248,7 +247,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // Entity with only the keys when there is none (found false). It fails
 // with an error matching errEntityGone or errChangedWhileRead when a read
 // of a blob found the entity removed or replaced: Modify then reads again.
-func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit.Entity, refs map[string]BlobRef, found bool, err error) {
+func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit.Entity, refs map[string]blobRef, found bool, err error) {
 	e, err := l.table.Get(ctx, pk, rk)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return tablekit.Entity{PartitionKey: pk, RowKey: rk}, nil, false, nil
@@ -259,14 +258,14 @@ func (l *Large[T]) readForModify(ctx context.Context, pk, rk string) (_ tablekit
 	if refs, err = l.refs(&e); err != nil {
 		return e, nil, false, err
 	}
-	out, err := l.load(ctx, e, false)
+	out, err := l.load(ctx, e, nil)
 	if err != nil {
 		return out, nil, false, err
 	}
 	if out.ETag != e.ETag {
 		// load found a blob gone and read a newer version, whose
 		// references this read does not hold: read again.
-		return out, nil, false, fmt.Errorf("patterns: %s/%s: %w", pk, rk, errChangedWhileRead)
+		return out, nil, false, fmt.Errorf("%s/%s: %w", pk, rk, errChangedWhileRead)
 	}
 	return out, refs, true, nil
 }
@@ -286,7 +285,10 @@ var errChangedWhileRead = fmt.Errorf("the entity changed while it was read: %w",
 // version whose references it read, so it deletes exactly that version's
 // blobs. Cost: as DeleteIfExists's.
 func (l *Large[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "Large.Delete"
+	const op = "patterns.Large.Delete"
+	if err := l.usable(op); err != nil {
+		return err
+	}
 	if etag == "" {
 		return &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)", Err: tablekit.ErrInvalidInput}
 	}
@@ -298,12 +300,16 @@ func (l *Large[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 // blobs, and reports whether the entity existed; a missing entity is not
 // an error. The entity delete is conditional on the version whose
 // references were read (starting again when another writer changed it in
-// between, see LargeOptions.Retry), so a concurrent Upsert's blobs are
+// between, see the Table's TableOptions.Retry), so a concurrent Upsert's blobs are
 // found too. Cost: one point query (the references), one entity delete,
 // one blob delete per blob; a conflict costs one more query and delete.
 func (l *Large[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	const op = "patterns.Large.DeleteIfExists"
+	if err := l.usable(op); err != nil {
+		return false, err
+	}
 	existed, err = l.remove(ctx, pk, rk, "")
-	return existed, withOp("Large.DeleteIfExists", err)
+	return existed, withOp(op, err)
 }
 
 // remove deletes the entity and then its blobs: the version etag, any
@@ -330,7 +336,7 @@ func (l *Large[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		if err == nil {
 			for _, name := range refNames(refs) {
 				if err := l.deleteBlob(ctx, name); err != nil {
-					return true, fmt.Errorf("patterns: entity deleted, its blob %s not (Sweep removes it): %w", name, err)
+					return true, fmt.Errorf("entity deleted, its blob %s not (Sweep removes it): %w", name, err)
 				}
 			}
 			return true, nil
@@ -356,7 +362,7 @@ func (r *restartPut) Unwrap() error { return r.err }
 // put writes e's blobs under new names, then e conditional on the version
 // whose references (oldRefs, etag) were read, as mode allows, then deletes
 // the blobs of the version it replaced. It returns the entity's new ETag.
-func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]BlobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
+func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]blobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
 	e.Properties = maps.Clone(e.Properties) // split moves the large ones out
 	blobs, err := l.split(&e)
 	if err != nil {
@@ -377,7 +383,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 		left := l.grace/2 - core.Now(l.clock).Sub(start)
 		if left <= 0 {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
-			return "", fmt.Errorf("patterns: %s %s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", op, e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
+			return "", fmt.Errorf("%s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
 		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, left)
@@ -401,7 +407,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 // whether no entity can reference the new blobs (the service refused every
 // write, or a later read showed another version), so that they may be
 // deleted.
-func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]BlobRef, etag azcore.ETag, mode writeMode) (newETag azcore.ETag, replaced map[string]BlobRef, unreferenced bool, err error) {
+func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]blobRef, etag azcore.ETag, mode writeMode) (newETag azcore.ETag, replaced map[string]blobRef, unreferenced bool, err error) {
 	for range core.Attempts(ctx, l.retry) {
 		if etag == "" && len(blobs) > 0 {
 			again, done, tag, ierr := l.insert(ctx, e, blobs)
@@ -503,7 +509,7 @@ func (l *Large[T]) insert(ctx context.Context, e tablekit.Entity, blobs []*spill
 }
 
 // ownRefs reports whether refs are exactly the references of blobs.
-func ownRefs(refs map[string]BlobRef, blobs []*spilled) bool {
+func ownRefs(refs map[string]blobRef, blobs []*spilled) bool {
 	if len(refs) != len(blobs) {
 		return false
 	}
@@ -540,7 +546,7 @@ func spilledNames(s []*spilled) []string {
 	return names
 }
 
-func refNames(refs map[string]BlobRef) []string {
+func refNames(refs map[string]blobRef) []string {
 	names := make([]string, 0, len(refs))
 	for _, r := range refs {
 		names = append(names, r.Blob)
@@ -573,7 +579,7 @@ func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("patterns: write blob %s for property %s: %w", s.ref.Blob, s.name, err)
+		return fmt.Errorf("write blob %s for property %s: %w", s.ref.Blob, s.name, err)
 	}
 	return nil
 }

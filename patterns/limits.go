@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -171,5 +173,60 @@ func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 	return ctx.Err()
 }
 
-// withOp names op in err's tablekit error (see opname.Set).
-func withOp(op string, err error) error { return opname.Set(op, err) }
+// withOp names op, the exported operation that failed ("patterns.Wide.Get"),
+// in err, so that its message starts "patterns: Wide.Get: ": a
+// *tablekit.ValidationError or *tablekit.DecodeError that names no
+// operation gets op (opname.Set), and any other error whose message does
+// not start so is wrapped in an opError. Context errors are returned as
+// they are, as tablekit returns them. A nil err gives nil.
+func withOp(op string, err error) error {
+	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	err = opname.Set(op, err)
+	if strings.HasPrefix(err.Error(), opname.Prefix(op)+":") {
+		return err
+	}
+	return &opError{op: op, err: err}
+}
+
+// opError names the operation that failed in an error of another shape (a
+// service error of tablekit, a conflict, a blob failure): its message is
+// "patterns: <Op>: " and err's.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string { return opname.Prefix(e.op) + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+// annotate puts context before what err says: in the Detail of its
+// *tablekit.ValidationError or *tablekit.DecodeError (in place: tablekit
+// makes them fresh for each call), so that withOp still names the
+// operation first, or else by wrapping err.
+func annotate(err error, context string) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		ve.Detail = context + ": " + ve.Detail
+		return err
+	}
+	var de *tablekit.DecodeError
+	if errors.As(err, &de) {
+		de.Detail = context + ": " + de.Detail
+		return err
+	}
+	return fmt.Errorf("%s: %w", context, err)
+}
+
+// invalid is the *tablekit.ValidationError of input op refuses.
+func invalid(op, detail string) error {
+	return &tablekit.ValidationError{Op: op, Detail: detail, Err: tablekit.ErrInvalidInput}
+}
+
+// usable returns the error of a method called on a value its constructor
+// did not make (a zero or nil *Wide, *Large, ...): what matches
+// tablekit.ErrInvalidInput and says which constructor to use.
+func unusable(op, constructor string) error {
+	return invalid(op, "zero or nil value: make one with patterns."+constructor)
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
@@ -30,41 +29,29 @@ type SeriesOptions struct {
 	// Width is the number of digits of the slot number in property names
 	// (default: enough for Slots-1, at least 2).
 	Width int
-	// Retry says how often, and with what back-off, an update starts
-	// again after a concurrent writer changed the entity. Each zero field
-	// takes its value from DefaultSeriesRetry (100 tries, a first pause of
-	// up to 20 ms, about one read-modify-write cycle, doubling up to one
-	// second, jittered): a series is typically incremented by many writers
-	// at once.
-	Retry tablekit.RetryPolicy
 }
 
-// DefaultSeriesRetry is the default SeriesOptions.Retry.
-var DefaultSeriesRetry = tablekit.RetryPolicy{MaxAttempts: 100, BaseDelay: 20 * time.Millisecond, MaxDelay: time.Second}
-
 // Series stores data series of int64 values (counts, sums, gauges), each
-// series in one entity with one property per slot. Reads are one point
-// query; updates merge only the changed slots, conditional on the ETag
-// that was read (optimistic concurrency), and start again with a jittered
-// back-off when another writer got there first, so concurrent increments
-// are never lost. Absent slots read as 0. A Series is safe for concurrent
-// use.
+// series in one entity with one property per slot (Prefix and the slot
+// number: H00..H23). Get reads a series in one point query; Modify and Add
+// merge only the changed slots, conditional on the ETag read, and start
+// again after a jittered pause when another writer got there first (the
+// Table's TableOptions.Retry; for many writers of one series, raise its
+// MaxAttempts), so concurrent increments are never lost. Absent slots read
+// as 0. A Series is safe for concurrent use.
 type Series struct {
 	table *tablekit.Table[tablekit.Entity]
 	names []string
-	index map[string]int
 	retry tablekit.RetryPolicy
 }
 
-// NewSeries returns a Series storing its entities in table, through its
-// property-bag view (table.AsEntities(): the entities keep table's
-// client-side encryption, tracing, logger and Cosmos DB mode). E, the
-// table's type, is not the Series' concern: a Series reads and writes
-// property bags.
-func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, error) {
+// NewSeries returns a Series storing its entities in table, a property-bag
+// view (tablekit.Table.AsEntities of the application's table keeps its
+// client-side encryption).
+func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Series, error) {
 	const op = "patterns.NewSeries"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
+		return nil, invalid(op, "nil table")
 	}
 	o := SeriesOptions{}
 	if opts != nil {
@@ -75,9 +62,6 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 	}
 	if o.Slots == 0 {
 		o.Slots = 24
-	}
-	if err := core.ValidateRetry(op, o.Retry); err != nil {
-		return nil, err
 	}
 	if o.Slots < 0 {
 		return nil, &tablekit.ValidationError{Op: op, Property: "Slots", Size: o.Slots, Detail: "negative slot count", Err: tablekit.ErrInvalidInput}
@@ -90,15 +74,13 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 	if o.Width == 0 {
 		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
 	}
-	s := &Series{table: table.AsEntities(), index: make(map[string]int, o.Slots), retry: core.WithDefaults(o.Retry, DefaultSeriesRetry)}
+	s := &Series{table: table, retry: core.TableRetry(table)}
 	for i := range o.Slots {
 		n, err := keys.UintN(uint64(i), o.Width)
 		if err != nil {
 			return nil, &tablekit.ValidationError{Op: op, Property: "Width", Size: o.Width, Detail: "the slot numbers do not fit: " + err.Error(), Err: tablekit.ErrInvalidInput}
 		}
-		name := o.Prefix + n
-		s.names = append(s.names, name)
-		s.index[name] = i
+		s.names = append(s.names, o.Prefix+n)
 	}
 	// Check the property names now rather than at the first write.
 	probe := tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}}
@@ -109,6 +91,14 @@ func NewSeries[E any](table *tablekit.Table[E], opts *SeriesOptions) (*Series, e
 		return nil, withOp(op, err)
 	}
 	return s, nil
+}
+
+// usable refuses a Series its constructor did not make.
+func (s *Series) usable(op string) error {
+	if s == nil || s.table == nil {
+		return unusable(op, "NewSeries")
+	}
+	return nil
 }
 
 // seriesTooLong is the error of a series wider than one entity.
@@ -122,17 +112,6 @@ func seriesTooLong(entity string, slots int) *tablekit.ValidationError {
 	}
 }
 
-// Slots returns the number of slots of every series.
-func (s *Series) Slots() int { return len(s.names) }
-
-// SlotName returns the property name of slot i (0-based), e.g. "H07".
-func (s *Series) SlotName(i int) (string, error) {
-	if i < 0 || i >= len(s.names) {
-		return "", s.badSlot("Series.SlotName", i)
-	}
-	return s.names[i], nil
-}
-
 func (s *Series) badSlot(op string, i int) error {
 	return &tablekit.ValidationError{Op: op, Entity: s.table.Name(), Property: "slot", Limit: fmt.Sprintf("0 <= slot < %d", len(s.names)), Size: i, Detail: "slot out of range", Err: tablekit.ErrInvalidInput}
 }
@@ -140,12 +119,16 @@ func (s *Series) badSlot(op string, i int) error {
 // Get reads a whole series in one point query. It returns an error
 // matching tablekit.ErrNotFound when the series has never been written.
 func (s *Series) Get(ctx context.Context, pk, rk string) ([]int64, error) {
+	const op = "patterns.Series.Get"
+	if err := s.usable(op); err != nil {
+		return nil, err
+	}
 	e, err := s.table.Get(ctx, pk, rk)
 	if err != nil {
-		return nil, withOp("Series.Get", err)
+		return nil, withOp(op, err)
 	}
 	v, err := s.values(&e)
-	return v, withOp("Series.Get", err)
+	return v, withOp(op, err)
 }
 
 // values reads the slots of an entity.
@@ -165,10 +148,13 @@ func (s *Series) values(e *tablekit.Entity) ([]int64, error) {
 	return out, nil
 }
 
-// Add adds delta to one slot and returns the slot's new value: a Modify
-// of that slot, with its cost.
+// Add adds delta to one slot (0-based) and returns the slot's new value: a
+// Modify of that slot, with its cost. To set a slot, Modify it.
 func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) (int64, error) {
-	const op = "Series.Add"
+	const op = "patterns.Series.Add"
+	if err := s.usable(op); err != nil {
+		return 0, err
+	}
 	if slot < 0 || slot >= len(s.names) {
 		return 0, s.badSlot(op, slot)
 	}
@@ -182,31 +168,25 @@ func (s *Series) Add(ctx context.Context, pk, rk string, slot int, delta int64) 
 	return values[slot], nil
 }
 
-// Set sets one slot to value: a Modify of that slot, with its cost.
-func (s *Series) Set(ctx context.Context, pk, rk string, slot int, value int64) error {
-	const op = "Series.Set"
-	if slot < 0 || slot >= len(s.names) {
-		return s.badSlot(op, slot)
-	}
-	_, err := s.modify(ctx, op, pk, rk, func(v []int64) error {
-		v[slot] = value
-		return nil
-	})
-	return err
-}
-
 // Modify changes a series by a function, the read-modify-write of
 // optimistic concurrency: it reads the series (all zeros if it does not
 // exist yet: like tablekit.Table.Modify, Modify creates the entity), lets
 // fn change any of its values, and writes the changed slots with a merge
 // conditional on the ETag read (an insert for a new series). When another
 // writer changed the series in between, it waits a random, growing pause,
-// reads again and calls fn again (see SeriesOptions.Retry), so fn must only
-// change the slice. It returns the values stored, and fn's error as is
+// reads again and calls fn again (the Table's TableOptions.Retry), so fn must
+// only change the slice. It returns the values stored, and fn's error as is
 // (nothing is then written). Cost: one point query and one merge (or
 // insert), none when nothing changes, and one more of each per conflict.
 func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int64) error) ([]int64, error) {
-	return s.modify(ctx, "Series.Modify", pk, rk, fn)
+	const op = "patterns.Series.Modify"
+	if err := s.usable(op); err != nil {
+		return nil, err
+	}
+	if fn == nil {
+		return nil, invalid(op, "nil function")
+	}
+	return s.modify(ctx, op, pk, rk, fn)
 }
 
 func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {
@@ -267,7 +247,7 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 			return values, nil
 		}
 		if errors.Is(err, tablekit.ErrTooLarge) {
-			return nil, fmt.Errorf("%w (%w)", withOp(op, err), seriesTooLong(pk+"/"+rk, len(s.names)))
+			return nil, withOp(op, fmt.Errorf("%w (%s)", err, seriesTooLong(pk+"/"+rk, len(s.names)).Detail))
 		}
 		if !isConflict(err) {
 			return nil, withOp(op, err)
@@ -277,5 +257,5 @@ func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values [
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return nil, last
+	return nil, withOp(op, last)
 }

@@ -23,17 +23,6 @@ import (
 // and a time-range query reads all of them in parallel and merges the
 // results back into time order.
 
-// StreamOptions configures a [Stream]. A nil *StreamOptions means defaults.
-type StreamOptions struct {
-	// Shards is the number of partitions the stream is spread over
-	// (default 8, at most keys.MaxShards). Changing it re-homes events:
-	// keep it fixed for the life of a stream.
-	Shards int
-	// Concurrency is how many shard queries run at once (default: Shards,
-	// at most 16).
-	Concurrency int
-}
-
 // Event is one entry of a [Stream]: its time, an ID unique within the
 // stream, and the value stored.
 type Event[T any] struct {
@@ -43,12 +32,12 @@ type Event[T any] struct {
 }
 
 // Stream is a time-ordered stream of events in one table, spread over
-// Shards partitions. An event's PartitionKey is the sharded key of the
-// stream's name (keys.ShardedKey: the bucket of the event's ID first, then
-// the name, e.g. "3!clicks"; see the keys package doc, Sharded keys, for
-// the layout and why the bucket comes first); its RowKey is its time
-// (keys.Time) and its ID, so that each shard is in time order and a time
-// window is one range query per shard.
+// shards partitions. An event's PartitionKey is the sharded key of the
+// stream's name, keys.ShardedKey(bucket, shards, keys.Compound(name)): the
+// bucket of the event's ID first, e.g. "3!clicks" (the keys package doc,
+// Sharded keys, says why); keys.ShardedKeys gives them all. Its RowKey is
+// its time (keys.Time) and its ID, so that each shard is in time order and
+// a time window is one range query per shard.
 //
 // T is [tablekit.Entity] or a struct as for [tablekit.Table]; the stream
 // sets its keys. A Stream is safe for concurrent use.
@@ -61,37 +50,30 @@ type Stream[T any] struct {
 	isEntity bool
 }
 
-// NewStream returns the Stream called name stored in table, through its
-// property-bag view (table.AsEntities(): the events keep table's client-side
-// encryption, tracing, logger and Cosmos DB mode). T is the type of the
-// events' values, E the table's. The name may be any string, '/', '\',
-// '#', '?' and control characters included: it is stored as a compound-key
-// component (keys.Compound), so its PartitionKeys are the compound keys
-// (bucket, name).
-func NewStream[T, E any](table *tablekit.Table[E], name string, opts *StreamOptions) (*Stream[T], error) {
+// NewStream returns the Stream called name stored in table, a property-bag
+// view (tablekit.Table.AsEntities of the application's table keeps its
+// client-side encryption), over shards partitions (1 to keys.MaxShards;
+// changing it re-homes events, so keep it for the life of the stream). T
+// is the type of the events' values. The name may be any string: it is
+// stored as a compound-key component (keys.Compound).
+func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, shards int) (*Stream[T], error) {
 	const op = "patterns.NewStream"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
+		return nil, invalid(op, "nil table")
 	}
-	s := &Stream[T]{table: table.AsEntities(), name: name, shards: 8}
-	if opts != nil && opts.Shards != 0 {
-		s.shards = opts.Shards
-	}
+	s := &Stream[T]{table: table, name: name, shards: shards}
 	key, err := keys.Compound(name)
 	if err != nil {
 		return nil, &tablekit.ValidationError{Op: op, Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
 	s.pks, err = keys.ShardedKeys(s.shards, key)
 	if errors.Is(err, keys.ErrInvalidArgument) {
-		return nil, &tablekit.ValidationError{Op: op, Property: "Shards", Size: s.shards, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+		return nil, &tablekit.ValidationError{Op: op, Property: "shards", Size: s.shards, Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 	}
 	if err != nil {
 		return nil, &tablekit.ValidationError{Op: op, Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
 	s.conc = min(s.shards, 16)
-	if opts != nil && opts.Concurrency > 0 {
-		s.conc = opts.Concurrency
-	}
 	if reflect.TypeFor[T]() == reflect.TypeFor[tablekit.Entity]() {
 		s.isEntity = true
 	} else {
@@ -103,20 +85,33 @@ func NewStream[T, E any](table *tablekit.Table[E], name string, opts *StreamOpti
 	return s, nil
 }
 
-// Partitions returns the stream's PartitionKeys, one per shard.
-func (s *Stream[T]) Partitions() []string { return append([]string(nil), s.pks...) }
+// usable refuses a Stream its constructor did not make.
+func (s *Stream[T]) usable(op string) error {
+	if s == nil || s.table == nil {
+		return unusable(op, "NewStream")
+	}
+	return nil
+}
 
 // Keys returns the PartitionKey and RowKey of the event with time at and
 // ID id.
 func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
+	const op = "patterns.Stream.Keys"
+	if err := s.usable(op); err != nil {
+		return "", "", err
+	}
+	return s.keys(op, at, id)
+}
+
+func (s *Stream[T]) keys(op string, at time.Time, id string) (pk, rk string, err error) {
 	shard, err := keys.Shard(id, s.shards)
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
+		return "", "", &tablekit.ValidationError{Op: op, Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
 	}
 	var b keys.Builder
 	rk, err = b.AddTime(at).Add(id).Key()
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Op: "Stream.Keys", Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
+		return "", "", &tablekit.ValidationError{Op: op, Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
 	}
 	return s.pks[shard], rk, nil
 }
@@ -126,25 +121,24 @@ func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
 // per shard and 100 events. See tablekit.BulkWriter for how failures are
 // reported, and tablekit.BulkResult.ETags for the events' new ETags.
 func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.BulkResult, error) {
-	const op = "Stream.Append"
+	const op = "patterns.Stream.Append"
+	if err := s.usable(op); err != nil {
+		return tablekit.BulkResult{}, err
+	}
 	items := make([]tablekit.Entity, len(events))
 	for i, ev := range events {
 		e, err := s.toEntity(ev.Value)
-		if err != nil {
-			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, withOp(op, err))
+		if err == nil {
+			e.PartitionKey, e.RowKey, err = s.keys(op, ev.Time, ev.ID)
 		}
-		e.PartitionKey, e.RowKey, err = s.Keys(ev.Time, ev.ID)
 		if err != nil {
-			var ve *tablekit.ValidationError
-			if errors.As(err, &ve) {
-				ve.Op = op
-			}
-			return tablekit.BulkResult{}, fmt.Errorf("event %d: %w", i, err)
+			return tablekit.BulkResult{}, withOp(op, annotate(err, fmt.Sprintf("event %d", i)))
 		}
 		e.ETag = ""
 		items[i] = e
 	}
-	return s.table.BulkWriter(nil).Upsert(ctx, items)
+	res, err := s.table.BulkWriter(nil).Upsert(ctx, items)
+	return res, withOp(op, err)
 }
 
 func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
@@ -154,41 +148,42 @@ func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
 	return core.Encode(v)
 }
 
-// StreamQueryOptions configures [Stream.Query]. A nil *StreamQueryOptions
-// means defaults.
-type StreamQueryOptions struct {
-	// Limit stops the query after this many events (0: no limit).
-	Limit int
-	// PageSize is the page size of each shard's query (default 1000).
-	PageSize int
-}
-
 // Query returns the events with from <= Time < until, in time order (and
-// by ID among equal times), across all shards: it runs one range query per
-// shard, in parallel, each reading ahead one page, and merges their results.
-// A zero from or until leaves that side open. On Azure Cosmos DB for Table,
-// which does not return a shard's events in key order, each shard's range
-// is read whole and sorted first (at most limits.CollectLimit
-// events per shard, else an error matching tablekit.ErrTooLarge: narrow
-// the time range).
-func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *StreamQueryOptions) iter.Seq2[Event[T], error] {
+// by ID among equal times), across all shards: one range query per shard,
+// in parallel, each reading ahead one page, merged. A zero from or until
+// leaves that side open. Of opts, Limit (across shards), PageSize (of each
+// shard's query) and Select apply; a continuation is refused. On Azure
+// Cosmos DB for Table, which does not return a shard's events in key order,
+// each shard's range is read whole and sorted first (at most 10,000 events
+// per shard, else an error matching tablekit.ErrTooLarge: narrow the time
+// range).
+func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tablekit.QueryOptions) iter.Seq2[Event[T], error] {
+	const op = "patterns.Stream.Query"
 	return func(yield func(Event[T], error) bool) {
 		var zero Event[T]
-		o := StreamQueryOptions{}
+		if err := s.usable(op); err != nil {
+			yield(zero, err)
+			return
+		}
+		var o tablekit.QueryOptions
 		if opts != nil {
 			o = *opts
+		}
+		if o.Continuation != "" || o.Cursor != nil {
+			yield(zero, &tablekit.ValidationError{Op: op, Property: "Continuation", Detail: "the query merges one query per shard and cannot resume from a continuation token or cursor", Err: tablekit.ErrInvalidInput})
+			return
 		}
 		lo, hi := "", ""
 		var err error
 		if !from.IsZero() {
 			if lo, err = (&keys.Builder{}).AddTime(from).Key(); err != nil { // RowKeys are compound keys: Time's '.' is escaped
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 		}
 		if !until.IsZero() {
 			if hi, err = (&keys.Builder{}).AddTime(until).Key(); err != nil {
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 		}
@@ -203,13 +198,13 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 			c := &shardCursor{shard: i, pages: make(chan shardPage, 1)}
 			cursors[i] = c
 			f := tablekit.RowKeyRange(pk, lo, hi)
-			wg.Go(func() { s.readShard(ctx, f, o.PageSize, sem, c.pages) })
+			wg.Go(func() { s.readShard(ctx, f, o, sem, c.pages) })
 		}
 		h := &cursorHeap{}
 		for _, c := range cursors {
 			ok, err := c.fill()
 			if err != nil {
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 			if ok {
@@ -221,6 +216,7 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 			c := (*h)[0]
 			e := c.items[c.pos]
 			ev, err := s.event(e)
+			err = withOp(op, err)
 			if !yield(ev, err) || err != nil {
 				return
 			}
@@ -231,7 +227,7 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 			c.pos++
 			ok, err := c.fill()
 			if err != nil {
-				yield(zero, err)
+				yield(zero, withOp(op, err))
 				return
 			}
 			if ok {
@@ -245,7 +241,8 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *Stre
 
 // readShard pages through one shard's query and sends the pages, stopping
 // when the query ends, fails, or ctx is cancelled.
-func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize int, sem chan struct{}, out chan<- shardPage) {
+func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, o tablekit.QueryOptions, sem chan struct{}, out chan<- shardPage) {
+	o.Limit = 0 // the merge counts
 	defer close(out)
 	if core.Cosmos(s.table) {
 		// Azure Cosmos DB for Table does not return a shard's events in
@@ -256,7 +253,8 @@ func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize i
 		case <-ctx.Done():
 			return
 		}
-		page, err := tablekit.Collect(s.table.Query(ctx, f, &tablekit.QueryOptions{PageSize: pageSize, KeyOrder: true}), 0)
+		o.KeyOrder = true
+		page, err := tablekit.Collect(s.table.Query(ctx, f, &o), 0)
 		<-sem
 		select {
 		case out <- shardPage{items: page, err: err}:
@@ -271,7 +269,8 @@ func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, pageSize i
 		case <-ctx.Done():
 			return
 		}
-		page, err := s.table.QueryPage(ctx, f, &tablekit.QueryOptions{PageSize: pageSize, Continuation: tok})
+		o.Continuation = tok
+		page, err := s.table.QueryPage(ctx, f, &o)
 		<-sem
 		select {
 		case out <- shardPage{items: page.Items, err: err}:
@@ -296,7 +295,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		ev.Time, err = keys.ParseTime(comps[0])
 	}
 	if err != nil {
-		return ev, &tablekit.DecodeError{Op: "Stream.Query", Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
+		return ev, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
 	}
 	ev.ID = comps[1]
 	if s.isEntity {
@@ -304,7 +303,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		return ev, nil
 	}
 	ev.Value, err = core.Decode[T](e)
-	return ev, withOp("Stream.Query", err)
+	return ev, err
 }
 
 // shardPage is one page of a shard's query.

@@ -23,7 +23,7 @@ func TestStreamShardsAndWindow(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	s, err := patterns.NewStream[Click](tbl, "clicks", &patterns.StreamOptions{Shards: 8})
+	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStreamShardsAndWindow(t *testing.T) {
 
 	// Limit, and stopping early.
 	n = 0
-	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &patterns.StreamQueryOptions{Limit: 10, PageSize: 3}) {
+	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10, PageSize: 3}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,7 +95,7 @@ func TestWideVersions(t *testing.T) {
 	}
 	// An empty version is refused before sending, naming the operation.
 	var ve *tablekit.ValidationError
-	if _, err := w.Update(ctx, got, ""); !errors.As(err, &ve) || ve.Op != "Wide.Update" {
+	if _, err := w.Update(ctx, got, ""); !errors.As(err, &ve) || ve.Op != "patterns.Wide.Update" {
 		t.Fatalf("Update with an empty ETag: %v", err)
 	}
 	// Any version; a missing entity is ErrNotFound.
@@ -119,9 +119,21 @@ func TestWideVersions(t *testing.T) {
 	if err != nil || v4 == v3 || v4 != part0() {
 		t.Fatalf("Upsert: %q, %v; part 0's ETag is %q", v4, err, part0())
 	}
-	v5, err := w.Merge(ctx, "m1", "2025", map[string]any{w.PropertyName("100"): int64(-1)})
+	// Merge writes the properties v has (Unit, and one day of the map)
+	// and keeps the others, on the version given.
+	change := versionedYear{Meter: "m1", Year: "2025", Unit: "TWh", Days: map[string]int64{"100": -1}}
+	if _, err := w.Merge(ctx, change, v3); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		t.Fatalf("Merge on a stale version: %v", err)
+	}
+	if _, err := w.Merge(ctx, versionedYear{Meter: "m1", Year: "1999", Days: map[string]int64{"001": 1}}, azcore.ETagAny); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatalf("Merge with ETagAny into a missing entity: %v", err)
+	}
+	v5, err := w.Merge(ctx, change, v4)
 	if err != nil || v5 == v4 || v5 != part0() {
 		t.Fatalf("Merge: %q, %v", v5, err)
+	}
+	if now, err := w.Get(ctx, "m1", "2025"); err != nil || len(now.Days) != 250 || now.Days["100"] != -1 || now.Days["101"] != y.Days["101"] {
+		t.Fatalf("after Merge: %d days, day 100 = %d, %v", len(now.Days), now.Days["100"], err)
 	}
 
 	// Modify returns the value stored, with its version.
@@ -160,7 +172,7 @@ func TestWideVersions(t *testing.T) {
 	if err := w.Delete(ctx, "m1", "2025", v5); !errors.Is(err, tablekit.ErrPreconditionFailed) {
 		t.Fatalf("Delete with a stale version: %v", err)
 	}
-	if err := w.Delete(ctx, "m1", "2025", ""); !errors.As(err, &ve) || ve.Op != "Wide.Delete" {
+	if err := w.Delete(ctx, "m1", "2025", ""); !errors.As(err, &ve) || ve.Op != "patterns.Wide.Delete" {
 		t.Fatalf("Delete with an empty ETag: %v", err)
 	}
 	if err := w.Delete(ctx, "m1", "2025", stored.ETag); err != nil {
@@ -257,7 +269,7 @@ func TestEncryptedTables(t *testing.T) {
 		}
 		// A change of another part leaves Owner readable; a change of
 		// Owner re-encrypts it, bound to its part's keys.
-		if _, err := w.Merge(ctx, "m1", "2025", map[string]any{"D250": int64(0), "Owner": "Ada King"}); err != nil {
+		if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "m1", RowKey: "2025", Properties: map[string]any{"D250": int64(0), "Owner": "Ada King"}}, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := w.Get(ctx, "m1", "2025"); err != nil || got.Properties["Owner"] != "Ada King" {
@@ -311,7 +323,7 @@ func TestEncryptedTables(t *testing.T) {
 		if len(raw) != 1 || !isCiphertext(raw[0].Properties["SSN"]) || !isCiphertext(raw[0].Properties["Notes"]) {
 			t.Fatalf("stored entity %v: SSN and Notes not encrypted", raw)
 		}
-		got, err := l.Get(ctx, "p", "r", nil)
+		got, err := l.Get(ctx, "p", "r")
 		if err != nil || got.Properties["SSN"] != props["SSN"] || got.Properties["Notes"] != props["Notes"] || !bytes.Equal(got.Properties["Scan"].([]byte), props["Scan"].([]byte)) {
 			t.Fatalf("Get: %d properties, %v", len(got.Properties), err)
 		}
@@ -323,7 +335,7 @@ func TestEncryptedTables(t *testing.T) {
 		// The table's type says Owner is encrypted; the stream's events
 		// are property bags, encrypted by the view as the typed table
 		// would.
-		s, err := patterns.NewStream[tablekit.Entity](encryptedTable[secretClick](t, tbl), "clicks", &patterns.StreamOptions{Shards: 2})
+		s, err := patterns.NewStream[tablekit.Entity](encryptedTable[secretClick](t, tbl).AsEntities(), "clicks", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,28 +354,13 @@ func TestEncryptedTables(t *testing.T) {
 	})
 }
 
-// TestLargeContainerName: a Large names its container.
-func TestLargeContainerName(t *testing.T) {
-	t.Parallel()
-	acct := testenv.Account(t, nil)
-	tbl := entityTable(t, acct)
-	cont := testenv.NewContainer(t, acct)
-	l, err := patterns.NewLarge(tbl, cont, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := containerName(cont.URL()); l.ContainerName() != want || want == "" {
-		t.Fatalf("ContainerName() = %q, want %q", l.ContainerName(), want)
-	}
-}
-
 // TestStreamShardLayout: a stream's PartitionKeys are keys.ShardedKey of
 // its name, the bucket first, and the name may hold any character.
 func TestStreamShardLayout(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tbl := entityTable(t, testenv.Account(t, nil))
-	s, err := patterns.NewStream[Click](tbl, "clicks", &patterns.StreamOptions{Shards: 12})
+	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +382,7 @@ func TestStreamShardLayout(t *testing.T) {
 
 	// A name holding / \ # ? and a control character.
 	odd := "web/a\\b#c?d\x01!"
-	s2, err := patterns.NewStream[tablekit.Entity](tbl, odd, &patterns.StreamOptions{Shards: 4})
+	s2, err := patterns.NewStream[tablekit.Entity](tbl.AsEntities(), odd, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,11 +412,11 @@ func TestStreamShardLayout(t *testing.T) {
 func TestRefusalsNameTheirOperation(t *testing.T) {
 	t.Parallel()
 	var nilEntities *tablekit.Table[tablekit.Entity]
-	reg := patterns.NewRegistry(nil)
+	reg := &patterns.Registry{}
 	_, errWide := patterns.NewWide(nilEntities, nil)
 	_, errLarge := patterns.NewLarge(nilEntities, nil, nil)
 	_, errSeries := patterns.NewSeries(nilEntities, nil)
-	_, errStream := patterns.NewStream[tablekit.Entity](nilEntities, "s", nil)
+	_, errStream := patterns.NewStream[tablekit.Entity](nilEntities, "s", 8)
 	_, errMixed := patterns.NewMixed(nilEntities, reg)
 	_, errDenorm := patterns.NewDenormalizer[tablekit.Entity](nilEntities, map[string]string{"A": "B"}, nil)
 	_, errPeriods := patterns.NewPeriodTables[tablekit.Entity](nil, "Logins", patterns.Daily(), nil)
@@ -439,10 +436,10 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		{"patterns.NewPeriodTables", errPeriods},
 		{"patterns.Every", errEvery},
 		{"patterns.Register", errRegister},
-		{"Registry.Encode", errEncode},
+		{"patterns.Registry.Encode", errEncode},
 	} {
 		var ve *tablekit.ValidationError
-		if !errors.As(c.err, &ve) || ve.Op != c.op || strings.Contains(ve.Detail, c.op) || !errors.Is(c.err, tablekit.ErrInvalidInput) {
+		if !errors.As(c.err, &ve) || ve.Op != c.op || strings.Contains(ve.Detail, c.op) || !errors.Is(c.err, tablekit.ErrInvalidInput) || !strings.HasPrefix(c.err.Error(), "patterns: ") {
 			t.Errorf("%s: %v (Op %q)", c.op, c.err, opOf(c.err))
 		}
 	}
@@ -453,14 +450,14 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, "p", "r", 24, 1); opOf(err) != "Series.Add" {
+	if _, err := s.Add(ctx, "p", "r", 24, 1); opOf(err) != "patterns.Series.Add" {
 		t.Errorf("Series.Add of slot 24: %v", err)
 	}
 	w, err := patterns.NewWide(tbl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{patterns.WideStampProperty: "x"}}); opOf(err) != "Wide.Upsert" {
+	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{patterns.WideStampProperty: "x"}}); opOf(err) != "patterns.Wide.Upsert" {
 		t.Errorf("Wide.Upsert of a reserved property: %v", err)
 	}
 }
@@ -560,3 +557,85 @@ func TestLargeSpillSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceErrorsNameTheirOperation: an error the service answered, or a
+// conflict a pattern found, starts with the operation the caller made and
+// still matches tablekit's sentinel.
+func TestServiceErrorsNameTheirOperation(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	w, err := patterns.NewWide(tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "a"}}
+	v1, err := w.Insert(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errInsert := w.Insert(ctx, e)
+	_, errUpdate := w.Update(ctx, e, v1)
+	_, errMerge := w.Merge(ctx, e, v1)
+	_, errGet := w.Get(ctx, "p", "missing")
+	errDelete := w.Delete(ctx, "p", "missing", azcore.ETagAny)
+	_, errMixed := m.Get(ctx, "p", "missing")
+	for _, c := range []struct {
+		prefix string
+		err    error
+		want   error
+	}{
+		{"patterns: Wide.Insert: ", errInsert, tablekit.ErrAlreadyExists},
+		{"patterns: Wide.Update: ", errUpdate, tablekit.ErrPreconditionFailed},
+		{"patterns: Wide.Merge: ", errMerge, tablekit.ErrPreconditionFailed},
+		{"patterns: Wide.Get: ", errGet, tablekit.ErrNotFound},
+		{"patterns: Wide.Delete: ", errDelete, tablekit.ErrNotFound},
+		{"patterns: Mixed.Get: ", errMixed, tablekit.ErrNotFound},
+	} {
+		if !errors.Is(c.err, c.want) || !strings.HasPrefix(fmt.Sprint(c.err), c.prefix) {
+			t.Errorf("want an error starting %q matching %v, got %v", c.prefix, c.want, c.err)
+		}
+	}
+}
+
+// TestAnnotatedRefusals: a refusal about one of several inputs says which,
+// after the operation's name and once: "patterns: Stream.Append: invalid
+// input ... event 1: ...".
+func TestAnnotatedRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	tbl := entityTable(t, testenv.Account(t, nil))
+	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errAppend := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "a"}, patterns.Event[tablekit.Entity]{Time: s0, ID: "bad\xffid"})
+	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errTx := m.Transaction(ctx, tablekit.InsertAction[any](tablekit.Entity{PartitionKey: "p", RowKey: "r"}), tablekit.InsertAction[any](Employee{Department: "p", Key: "e"}))
+	for _, c := range []struct {
+		op, context string
+		err         error
+	}{
+		{"patterns.Stream.Append", "event 1: ", errAppend},
+		{"patterns.Mixed.Transaction", "action 1: ", errTx},
+	} {
+		msg := fmt.Sprint(c.err)
+		if opOf(c.err) != c.op || !strings.HasPrefix(msg, opname(c.op)) || strings.Count(msg, opname(c.op)) != 1 || !strings.Contains(msg, c.context) {
+			t.Errorf("%s: %v (Op %q)", c.op, c.err, opOf(c.err))
+		}
+	}
+}
+
+// opname is how an error of op starts: "patterns: Stream.Append: ".
+func opname(op string) string { return "patterns: " + strings.TrimPrefix(op, "patterns.") + ": " }

@@ -21,28 +21,21 @@ import (
 // the logical RowKey plus a part number, written together in one entity
 // group transaction and read back together with one range query.
 
-// MaxWideParts is the most physical entities one logical entity may span:
+// maxWideParts is the most physical entities one logical entity may span:
 // what one entity group transaction can write, so that every change of a
 // logical entity is atomic.
-const MaxWideParts = limits.TransactionActions
+const maxWideParts = limits.TransactionActions
 
 // widePartWidth is the width of the part number in a physical RowKey.
 const widePartWidth = 3
 
-// WidePartKey returns the RowKey of part number part (0-based) of the
+// widePartKey returns the RowKey of part number part (0-based) of the
 // logical entity with RowKey rk: the compound key (rk, part in 3 digits),
 // e.g. "meter17!000". The parts of one logical entity are exactly the
 // RowKeys in keys.TupleRange(rk).
-func WidePartKey(rk string, part int) (string, error) {
-	k, err := widePartKey(rk, part)
-	return k, withOp("patterns.WidePartKey", err)
-}
-
-// widePartKey is WidePartKey for the methods, which name their own
-// operation in its errors.
 func widePartKey(rk string, part int) (string, error) {
-	if part < 0 || part >= MaxWideParts {
-		return "", &tablekit.ValidationError{Entity: rk, Limit: fmt.Sprintf("0 <= part < %d", MaxWideParts), Size: part, Detail: "part number out of range", Err: tablekit.ErrInvalidInput}
+	if part < 0 || part >= maxWideParts {
+		return "", &tablekit.ValidationError{Entity: rk, Limit: fmt.Sprintf("0 <= part < %d", maxWideParts), Size: part, Detail: "part number out of range", Err: tablekit.ErrInvalidInput}
 	}
 	p, err := keys.UintN(uint64(part), widePartWidth)
 	if err != nil {
@@ -55,125 +48,56 @@ func widePartKey(rk string, part int) (string, error) {
 	return k, nil
 }
 
-// MaxWidePartProperties is the most properties of the logical entity one
+// maxPartProperties is the most properties of the logical entity one
 // physical entity holds: the service's 252 custom properties less the two
-// Wide keeps for its own bookkeeping ([WideStampProperty] and
-// [WideManifestProperty]).
-const MaxWidePartProperties = limits.CustomProperties - 2
+// Wide keeps for its own bookkeeping.
+const maxPartProperties = limits.CustomProperties - 2
 
 // The properties a Wide keeps in the physical entities for its consistency
-// protocol (see [Wide]); a logical entity cannot have properties of these
-// names.
+// protocol (see the package doc); a logical entity cannot have properties
+// of these names.
 const (
-	// WideStampProperty holds, in every part, the id of the write that
+	// wideStampProperty holds, in every part, the id of the write that
 	// last wrote the part; in part 0 it is the version of the logical
 	// entity.
-	WideStampProperty = "_wide"
-	// WideManifestProperty holds, in part 0, every other part of the
+	wideStampProperty = "_wide"
+	// wideManifestProperty holds, in part 0, every other part of the
 	// logical entity with its stamp.
-	WideManifestProperty = "_wideParts"
+	wideManifestProperty = "_wideParts"
 )
 
 // WideOptions configures a [Wide]. A nil *WideOptions means defaults.
 type WideOptions struct {
 	// PropertiesPerPart is the most properties of the logical entity one
-	// physical entity holds: 1 to MaxWidePartProperties (250, the
-	// default). A smaller value leaves room to add properties to a part
-	// later without moving others.
+	// physical entity holds: 1 to 250 (the default: the service's 252
+	// less Wide's two). A smaller value leaves room to add properties to
+	// a part later without moving others.
 	PropertiesPerPart int
-	// Retry says how often, and with what back-off, a write starts again
-	// (re-reading the logical entity) when a concurrent writer changed it
-	// between the read and the write, and how often a read is repeated
-	// when it came back straddling a concurrent write. The zero value
-	// means core.ConflictRetry.
-	Retry tablekit.RetryPolicy
 }
 
-// Wide stores logical entities of any width — more than 252 properties,
-// or more than 1 MiB — each as up to 100 physical entities ("parts") in one
-// partition. Every write of a logical entity is one entity group
-// transaction, so readers never see half of a change, and a write sends
-// only the parts whose properties changed, plus part 0. A read is one
-// range query.
+// Wide stores logical entities of any width (more than 252 properties, or
+// more than 1 MiB) as up to 100 physical entities ("parts") of one
+// partition: every write is one entity group transaction that sends part 0
+// and the parts whose properties change, and every read is one range
+// query, checked to be one writer's complete write (the package doc,
+// "Wide entities", says how and what each verb costs).
 //
-// T is [tablekit.Entity], or a struct as for [tablekit.Table] that may have
-// one map field tagged `wide:"Prefix"` (and `table:"-"`), whose entries are
-// stored as properties named Prefix+key: a typed way to hold hundreds of
-// values, such as a counter per day of a year:
+// T is [tablekit.Entity], or a struct as for [tablekit.Table] that may
+// have one map field tagged `wide:"Prefix"` (and `table:"-"`), whose
+// entries are stored as properties named Prefix+key:
 //
 //	type Year struct {
-//		Meter string            `table:",pk"`
-//		Year  string            `table:",rk"`
-//		Unit  string            `table:"Unit"`
-//		Days  map[string]int64  `table:"-" wide:"D"` // D001 ... D366
+//		Meter string           `table:",pk"`
+//		Year  string           `table:",rk"`
+//		Days  map[string]int64 `table:"-" wide:"D"` // D001 ... D366
+//		ETag  azcore.ETag      `table:",etag"`
 //	}
 //
-// The map's key type is a string kind, and its value type one a property
-// can hold: a string, bool, int, int8–int64, float64, time.Time, []byte or
-// [16]byte kind. No other property name of T may start with the prefix.
-//
-// # Consistency
-//
-// A logical entity, as stored and as read, is always exactly one writer's
-// complete write: never parts of two writes, even when concurrent writers
-// (in any number of processes) change different parts. The protocol:
-//
-//   - Every write (Insert, Upsert, Update, Merge, Modify, Delete,
-//     DeleteIfExists) is one entity group transaction that includes part
-//     0: inserted for a new entity, else written conditional on the ETag
-//     part 0 had when the writer read the entity. Two writes based on the same version therefore cannot both
-//     succeed, whichever parts they change, add or delete: the second one's
-//     condition fails, and it reads the entity again and starts over (see
-//     WideOptions.Retry). Changed parts carry their own ETag conditions too.
-//   - Each write has a random id. Every part it writes carries the id
-//     ([WideStampProperty]); part 0 carries it as the entity's version and
-//     lists every other part with the id that part carries
-//     ([WideManifestProperty]).
-//   - Every read (Get, Parts, and the read that starts each write) checks
-//     the parts it got against part 0's list. A range query that returned
-//     the parts of two versions (it came back in several pages while a
-//     write happened) fails the check and is repeated, so a reader never
-//     returns, and a writer never builds on, a mix.
-//   - A write whose answer was lost, and whose retry met a conflict the
-//     lost try may have caused (an error matching
-//     tablekit.ErrOutcomeUnknown), reads part 0: if it carries the write's
-//     id, the write was applied and succeeds (one more range query);
-//     otherwise the error stands, since the write may have been applied
-//     and replaced by another since.
-//
-// Cost, in storage transactions: a read is one range query; a write is one
-// range query and one entity group transaction (an Insert, the transaction
-// only), as without the protocol, and each conflict with a concurrent
-// writer costs one more of each (see Verbs and costs below). The
-// transaction carries one more (small) action when part 0's properties do
-// not change: a merge of its version and list. The bookkeeping takes two
-// of the 252 properties of each part (a 16-character id, and in part 0 a
-// list of about 20 characters per part). A logical entity written before
-// this protocol (without the bookkeeping) is read as it is, and its first
-// write adds the bookkeeping to every part.
-//
-// # Versions
-//
-// The version of a logical entity is part 0's ETag: every write changes
-// part 0, and only writes do. Get puts it in T's etag field (a field tagged
-// `table:",etag"`, or Entity.ETag), every write returns the new one (from
-// the transaction's answer, without reading again), and Update and Delete
-// take it, as tablekit.Table's do: Update(ctx, v, v.ETag) after a Get
-// succeeds only if nobody wrote the entity in between.
-//
-// # Verbs and costs
-//
-//	Get             one range query
-//	Insert          one entity group transaction
-//	Upsert, Merge   one range query + one transaction (+ one of each per conflict)
-//	Modify          one range query + one transaction (+ one of each per conflict)
-//	Update          one range query + one transaction (no retry: a conflict is ErrPreconditionFailed)
-//	Delete          one range query + one transaction
-//	DeleteIfExists  one range query (+ one transaction when it exists)
-//
-// Keys containing ' can be inserted and deleted but not updated in a
-// transaction (a limitation of the Azure SDK for Go, reported as
-// tablekit.ErrInvalidKey). A Wide is safe for concurrent use.
+// Its verbs are tablekit.Table's (a Wide is a [tablekit.Store]), and Merge.
+// The version of a logical entity is part 0's ETag: Get puts it in T's etag
+// field, every write returns the new one, and Update and Delete take it. A
+// conflict retry follows the Table's TableOptions.Retry. The properties
+// "_wide" and "_wideParts" are Wide's. A Wide is safe for concurrent use.
 type Wide[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	typed    *tablekit.Table[T] // converts T <-> Entity in plaintext (ToEntity, FromEntity)
@@ -193,25 +117,23 @@ type wideField struct {
 }
 
 // NewWide returns a Wide that stores values of T in table, through its
-// property-bag view (table.AsEntities()): the physical entities keep table's
-// client-side encryption, tracing, logger and Cosmos DB mode.
+// property-bag view (table.AsEntities()): the physical entities keep
+// table's client-side encryption, and its Account's settings. It fails
+// when T is neither tablekit.Entity nor a struct table can store, or its
+// wide map field is not as Wide's doc says.
 func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], error) {
 	const op = "patterns.NewWide"
 	if table == nil {
-		return nil, &tablekit.ValidationError{Op: op, Detail: "nil table", Err: tablekit.ErrInvalidInput}
+		return nil, invalid(op, "nil table")
 	}
-	w := &Wide[T]{table: table.AsEntities(), typed: table, perPart: MaxWidePartProperties, retry: core.ConflictRetry}
+	w := &Wide[T]{table: table.AsEntities(), typed: table, perPart: maxPartProperties, retry: core.TableRetry(table)}
 	if opts != nil {
-		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > MaxWidePartProperties {
-			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", MaxWidePartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
+		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > maxPartProperties {
+			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", maxPartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
 		}
 		if opts.PropertiesPerPart > 0 {
 			w.perPart = opts.PropertiesPerPart
 		}
-		if err := core.ValidateRetry(op, opts.Retry); err != nil {
-			return nil, err
-		}
-		w.retry = core.WithDefaults(opts.Retry, core.ConflictRetry)
 	}
 	typ := reflect.TypeFor[T]()
 	if typ == reflect.TypeFor[tablekit.Entity]() {
@@ -228,6 +150,14 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 	}
 	w.field = f
 	return w, nil
+}
+
+// usable refuses a Wide its constructor did not make.
+func (w *Wide[T]) usable(op string) error {
+	if w == nil || w.table == nil {
+		return unusable(op, "NewWide")
+	}
+	return nil
 }
 
 // findWideField finds the map field tagged `wide`, if any, and checks it.
@@ -288,16 +218,6 @@ func wideValueKind(t reflect.Type) string {
 		return "float64"
 	}
 	return ""
-}
-
-// PropertyName returns the property that holds the entry key of T's wide
-// map: the prefix followed by key. For a Wide without a wide map field it
-// returns key.
-func (w *Wide[T]) PropertyName(key string) string {
-	if w.field == nil {
-		return key
-	}
-	return w.field.prefix + key
 }
 
 // encode turns a logical value into its keys and properties.

@@ -28,14 +28,14 @@ func (s *wideSlot) written() bool { return s.dirty() || s.index == 0 || s.old.st
 
 // maxManifest is the longest manifest: every part but part 0, each as
 // "NN:stamp ".
-var maxManifest = strings.Repeat("x", (MaxWideParts-1)*(wideStampLen+4))
+var maxManifest = strings.Repeat("x", (maxWideParts-1)*(wideStampLen+4))
 
 // bookkeepingSize is the size, in Azure's formula, of Wide's properties in
 // part index.
 func bookkeepingSize(index int) int {
-	n := propertySize(WideStampProperty, maxManifest[:wideStampLen])
+	n := propertySize(wideStampProperty, maxManifest[:wideStampLen])
 	if index == 0 {
-		n += propertySize(WideManifestProperty, maxManifest)
+		n += propertySize(wideManifestProperty, maxManifest)
 	}
 	return n
 }
@@ -43,9 +43,9 @@ func bookkeepingSize(index int) int {
 // bookkeepingJSON bounds the request bytes of Wide's properties in part
 // index.
 func bookkeepingJSON(index int) int {
-	n := jsonPropertySize(WideStampProperty, maxManifest[:wideStampLen])
+	n := jsonPropertySize(wideStampProperty, maxManifest[:wideStampLen])
 	if index == 0 {
-		n += jsonPropertySize(WideManifestProperty, maxManifest)
+		n += jsonPropertySize(wideManifestProperty, maxManifest)
 	}
 	return n
 }
@@ -64,7 +64,7 @@ func bookkeepingJSON(index int) int {
 // not written and keep theirs.
 func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]tablekit.Action[tablekit.Entity], error) {
 	desc := pk + "/" + rk
-	for _, name := range []string{WideStampProperty, WideManifestProperty} {
+	for _, name := range []string{wideStampProperty, wideManifestProperty} {
 		if _, ok := want[name]; ok {
 			return nil, &tablekit.ValidationError{Entity: desc, Property: name, Detail: "the property name is reserved for patterns.Wide's bookkeeping", Err: tablekit.ErrInvalidInput}
 		}
@@ -143,10 +143,10 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			}
 		}
 		if target == nil {
-			for next < MaxWideParts && used[next] {
+			for next < maxWideParts && used[next] {
 				next++
 			}
-			if next >= MaxWideParts {
+			if next >= maxWideParts {
 				return nil, w.tooWide(desc, len(want), "more than 100 physical entities")
 			}
 			target = &wideSlot{index: next, props: map[string]any{}, changed: map[string]bool{}}
@@ -207,9 +207,9 @@ func (w *Wide[T]) plan(pk, rk string, old []*widePart, want map[string]any) ([]t
 			for name := range names {
 				out[name] = s.props[name]
 			}
-			out[WideStampProperty] = stamp
+			out[wideStampProperty] = stamp
 			if s.index == 0 {
-				out[WideManifestProperty] = formatManifest(manifest)
+				out[wideManifestProperty] = formatManifest(manifest)
 			}
 			return out
 		}

@@ -257,7 +257,7 @@ func TestWideBookkeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	oneOf(t, got.Properties, map[string]any{"A": "a", "B": "b"})
-	if _, err := w.Merge(ctx, "p", "r", map[string]any{"A": "a2"}); err != nil {
+	if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "a2"}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range rawEntities(t, ctx, tbl, tablekit.Filter{}) {
@@ -293,7 +293,8 @@ func TestWideConcurrentModifiesSerialize(t *testing.T) {
 	for i := range parts {
 		init[fmt.Sprint("K", i)] = int64(0)
 	}
-	opts := &patterns.WideOptions{PropertiesPerPart: 1, Retry: tablekit.RetryPolicy{MaxAttempts: 200}}
+	opts := &patterns.WideOptions{PropertiesPerPart: 1}
+	tbl = typed[tablekit.Entity](t, tbl, &tablekit.TableOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 200}})
 	first, err := patterns.NewWide[tablekit.Entity](tbl, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +375,9 @@ func TestWideWriteAnswerLost(t *testing.T) {
 		{"Upsert", func() (azcore.ETag, error) {
 			return w.Upsert(ctx, wideEntity(map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}))
 		}, map[string]any{"A": "a2", "B": "b1", "C": "c1", "D": "d2", "E": int64(1)}},
-		{"Merge", func() (azcore.ETag, error) { return w.Merge(ctx, "p", "r", map[string]any{"C": "c3"}) },
+		{"Merge", func() (azcore.ETag, error) {
+			return w.Merge(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"C": "c3"}}, "")
+		},
 			map[string]any{"A": "a2", "B": "b1", "C": "c3", "D": "d2", "E": int64(1)}},
 		{"Modify", func() (azcore.ETag, error) {
 			v, err := w.Modify(ctx, "p", "r", func(e *tablekit.Entity) error {

@@ -19,7 +19,7 @@ import (
 )
 
 // This file reads a wide entity and checks that what it read is one
-// version (see the Consistency section of Wide's documentation).
+// version (see the package doc, Wide entities).
 
 // widePart is one physical entity as read, without Wide's bookkeeping.
 type widePart struct {
@@ -27,8 +27,8 @@ type widePart struct {
 	etag  azcore.ETag
 	ts    time.Time
 	props map[string]any
-	stamp string // WideStampProperty; "" when the part has none
-	// manifest is WideManifestProperty of part 0, parsed; nil when absent.
+	stamp string // wideStampProperty; "" when the part has none
+	// manifest is wideManifestProperty of part 0, parsed; nil when absent.
 	manifest map[int]string
 }
 
@@ -49,7 +49,7 @@ func (w *Wide[T]) read(ctx context.Context, pk, rk string) ([]*widePart, bool, e
 		if err == nil && len(comps) == 2 && comps[0] == rk {
 			idx, err = keys.ParseUintN(comps[1], widePartWidth)
 		}
-		if err != nil || len(comps) != 2 || comps[0] != rk || idx >= MaxWideParts {
+		if err != nil || len(comps) != 2 || comps[0] != rk || idx >= maxWideParts {
 			return nil, false, &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Detail: fmt.Sprintf("not a part of the wide entity %q (want RowKey %q plus a part number)", rk, lo)}
 		}
 		p, err := newWidePart(pk, int(idx), e)
@@ -71,22 +71,22 @@ func newWidePart(pk string, idx int, e tablekit.Entity) (*widePart, error) {
 	bad := func(name string) error {
 		return &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Property: name, Detail: "not bookkeeping written by patterns.Wide"}
 	}
-	if v, ok := p.props[WideStampProperty]; ok {
+	if v, ok := p.props[wideStampProperty]; ok {
 		s, isStr := v.(string)
 		if !isStr {
-			return nil, bad(WideStampProperty)
+			return nil, bad(wideStampProperty)
 		}
 		p.stamp = s
-		delete(p.props, WideStampProperty)
+		delete(p.props, wideStampProperty)
 	}
-	if v, ok := p.props[WideManifestProperty]; ok {
+	if v, ok := p.props[wideManifestProperty]; ok {
 		s, isStr := v.(string)
 		m, err := parseManifest(s)
 		if !isStr || err != nil || idx != 0 {
-			return nil, bad(WideManifestProperty)
+			return nil, bad(wideManifestProperty)
 		}
 		p.manifest = m
-		delete(p.props, WideManifestProperty)
+		delete(p.props, wideManifestProperty)
 	}
 	return p, nil
 }
@@ -128,7 +128,7 @@ func parseManifest(s string) (map[int]string, error) {
 	for _, f := range strings.Fields(s) {
 		i, stamp, ok := strings.Cut(f, ":")
 		n, err := strconv.Atoi(i)
-		if !ok || err != nil || n <= 0 || n >= MaxWideParts || stamp == "" {
+		if !ok || err != nil || n <= 0 || n >= maxWideParts || stamp == "" {
 			return nil, fmt.Errorf("bad manifest entry %q", f)
 		}
 		m[n] = stamp
@@ -177,7 +177,7 @@ func (w *Wide[T]) readVersion(ctx context.Context, pk, rk string) ([]*widePart, 
 
 // unsettled is the error of a read that never saw one version.
 func (w *Wide[T]) unsettled(pk, rk string) error {
-	return fmt.Errorf("patterns: wide entity %s/%s changed during each of %d reads: %w", pk, rk, w.retry.MaxAttempts, tablekit.ErrPreconditionFailed)
+	return fmt.Errorf("wide entity %s/%s changed during each of %d reads: %w", pk, rk, w.retry.MaxAttempts, tablekit.ErrPreconditionFailed)
 }
 
 // assemble joins parts into one property map and the latest Timestamp.
@@ -197,17 +197,20 @@ func assemble(parts []*widePart) (map[string]any, time.Time) {
 // with its version (part 0's ETag) in T's etag field when T has one. It
 // returns an error matching tablekit.ErrNotFound when there is none. When
 // the query came back straddling a concurrent write, Get reads again (see
-// WideOptions.Retry); if it never sees one version it fails with an error
+// the Table's TableOptions.Retry); if it never sees one version it fails with an error
 // matching tablekit.ErrPreconditionFailed.
 func (w *Wide[T]) Get(ctx context.Context, pk, rk string) (T, error) {
-	const op = "Wide.Get"
+	const op = "patterns.Wide.Get"
 	var zero T
+	if err := w.usable(op); err != nil {
+		return zero, err
+	}
 	parts, err := w.readVersion(ctx, pk, rk)
 	if err != nil {
 		return zero, withOp(op, err)
 	}
 	if len(parts) == 0 {
-		return zero, notFound("wide entity", pk, rk)
+		return zero, withOp(op, notFound("wide entity", pk, rk))
 	}
 	props, ts := assemble(parts)
 	v, err := w.decode(pk, rk, ts, parts[0].etag, props)
@@ -216,12 +219,5 @@ func (w *Wide[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 
 // notFound is the error of a missing logical entity.
 func notFound(what, pk, rk string) error {
-	return fmt.Errorf("patterns: %s %s/%s: %w", what, pk, rk, tablekit.ErrNotFound)
-}
-
-// Parts returns the number of physical entities the logical entity spans
-// now (0 when it does not exist): one range query, repeated as Get's.
-func (w *Wide[T]) Parts(ctx context.Context, pk, rk string) (int, error) {
-	parts, err := w.readVersion(ctx, pk, rk)
-	return len(parts), withOp("Wide.Parts", err)
+	return fmt.Errorf("%s %s/%s: %w", what, pk, rk, tablekit.ErrNotFound)
 }

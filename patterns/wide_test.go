@@ -127,7 +127,7 @@ func TestWide600Properties(t *testing.T) {
 	// Change one property: only its physical entity is rewritten, and
 	// part 0, which holds the logical entity's version.
 	before = acct.Meter().Snapshot()
-	if _, err := w.Merge(ctx, "meters", "m17", map[string]any{"P300": "changed"}); err != nil {
+	if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "meters", RowKey: "m17", Properties: map[string]any{"P300": "changed"}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	cost = acct.Meter().Snapshot().Sub(before)
@@ -159,7 +159,7 @@ func TestWide600Properties(t *testing.T) {
 
 	// Merging the same value again writes nothing.
 	before = acct.Meter().Snapshot()
-	if _, err := w.Merge(ctx, "meters", "m17", map[string]any{"P300": "changed", "P001": int32(1)}); err != nil {
+	if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "meters", RowKey: "m17", Properties: map[string]any{"P300": "changed", "P001": int32(1)}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "Transaction") != 0 {
@@ -295,7 +295,10 @@ func TestWideTypedMap(t *testing.T) {
 	if got, _ := w.Get(ctx, "m1", "2025"); !reflect.DeepEqual(got, y) {
 		t.Fatalf("after Modify: %+v", got.Days["300"])
 	}
-	if _, err := w.Merge(ctx, "m1", "2025", map[string]any{w.PropertyName("001"): nil}); err != nil {
+	if _, err := w.Modify(ctx, "m1", "2025", func(v *Year) error {
+		delete(v.Days, "001")
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	delete(y.Days, "001")
@@ -320,7 +323,7 @@ func TestWideConcurrentMerges(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	w, err := patterns.NewWide[tablekit.Entity](tbl, &patterns.WideOptions{PropertiesPerPart: 10, Retry: tablekit.RetryPolicy{MaxAttempts: 50}})
+	w, err := patterns.NewWide[tablekit.Entity](typed[tablekit.Entity](t, tbl, &tablekit.TableOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 50}}), &patterns.WideOptions{PropertiesPerPart: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +332,7 @@ func TestWideConcurrentMerges(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 5 {
-				if _, err := w.Merge(ctx, "p", "r", map[string]any{fmt.Sprintf("G%dI%d", g, i): int64(g*10 + i)}); err != nil {
+				if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{fmt.Sprintf("G%dI%d", g, i): int64(g*10 + i)}}, ""); err != nil {
 					errs <- err
 					return
 				}
@@ -364,7 +367,7 @@ func TestWideConcurrentPlacement(t *testing.T) {
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	w, err := patterns.NewWide[tablekit.Entity](tbl, &patterns.WideOptions{PropertiesPerPart: 3, Retry: tablekit.RetryPolicy{MaxAttempts: 50}})
+	w, err := patterns.NewWide[tablekit.Entity](typed[tablekit.Entity](t, tbl, &tablekit.TableOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 50}}), &patterns.WideOptions{PropertiesPerPart: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +379,7 @@ func TestWideConcurrentPlacement(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Go(func() {
-			if _, err := w.Merge(ctx, "p", "r", map[string]any{"X": int64(g), "Y": int64(g), "Z": int64(g)}); err != nil {
+			if _, err := w.Merge(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"X": int64(g), "Y": int64(g), "Z": int64(g)}}, ""); err != nil {
 				t.Error(err)
 			}
 		})

@@ -24,7 +24,10 @@ import (
 // when the logical entity exists. It returns the new version (part 0's
 // ETag). Cost: one entity group transaction.
 func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Wide.Insert"
+	const op = "patterns.Wide.Insert"
+	if err := w.usable(op); err != nil {
+		return "", err
+	}
 	pk, rk, want, err := w.encode(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -77,7 +80,7 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 	var stamp string
 	for _, a := range actions {
 		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
-			stamp, _ = core.ActionValue(a).Properties[WideStampProperty].(string)
+			stamp, _ = core.ActionValue(a).Properties[wideStampProperty].(string)
 		}
 	}
 	if stamp == "" {
@@ -95,11 +98,14 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 // reads the current parts (one range query) and then writes, in one
 // transaction conditional on the version read, part 0 and the parts whose
 // properties change; properties that stay keep their place. When another
-// writer got there in between, it reads and writes again (WideOptions.Retry).
+// writer got there in between, it reads and writes again (the Table's TableOptions.Retry).
 // It returns the new version (part 0's ETag). Cost: one range query and
 // one entity group transaction, and one more of each per conflict.
 func (w *Wide[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	const op = "Wide.Upsert"
+	const op = "patterns.Wide.Upsert"
+	if err := w.usable(op); err != nil {
+		return "", err
+	}
 	pk, rk, want, err := w.encode(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -121,7 +127,10 @@ func (w *Wide[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 // It returns the new version. Cost: one range query and one entity group
 // transaction (none when the version read is not etag).
 func (w *Wide[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	const op = "Wide.Update"
+	const op = "patterns.Wide.Update"
+	if err := w.usable(op); err != nil {
+		return "", err
+	}
 	pk, rk, want, err := w.encode(v)
 	if err != nil {
 		return "", withOp(op, err)
@@ -145,33 +154,42 @@ func checkVersion(pk, rk string, parts []*widePart, etag azcore.ETag) error {
 		return notFound("wide entity", pk, rk)
 	}
 	if etag != azcore.ETagAny && parts[0].etag != etag {
-		return fmt.Errorf("patterns: wide entity %s/%s is at version %s, not %s: %w", pk, rk, parts[0].etag, etag, tablekit.ErrPreconditionFailed)
+		return fmt.Errorf("wide entity %s/%s is at version %s, not %s: %w", pk, rk, parts[0].etag, etag, tablekit.ErrPreconditionFailed)
 	}
 	return nil
 }
 
-// Merge changes some properties of the logical entity, creating it if it
-// does not exist: an Upsert of those properties only, as
-// tablekit.Table.Merge with etag "", except that a nil value
-// removes the property. Part 0 and the physical entities holding changed
-// properties are written (nothing when nothing changes). For a wide map
-// entry, name the property with PropertyName. Like Upsert, it is
-// conditional on the version it reads and starts again after a conflict,
-// and returns the new version (part 0's ETag; the current one when nothing
-// changed). Cost: one range query and one entity group transaction.
-func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]any) (azcore.ETag, error) {
-	res, err := w.write(ctx, pk, rk, true, func(_ []*widePart, current map[string]any) (map[string]any, error) {
-		want := maps.Clone(current)
-		for name, val := range changes {
-			if val == nil {
-				delete(want, name)
-			} else {
-				want[name] = normalizeValue(val)
+// Merge merges v's properties into the stored logical entity, as
+// tablekit.Table.Merge does: the properties v has (for a struct, its fields,
+// and its wide map's entries) are added or overwritten, the others are kept.
+// etag "" inserts v when there is no entity (insert-or-merge), retrying
+// conflicts; azcore.ETagAny requires an entity (tablekit.ErrNotFound
+// otherwise), retrying conflicts; any other etag requires that version
+// (tablekit.ErrPreconditionFailed otherwise). Part 0 and the parts holding
+// changed properties are written in one transaction (nothing when nothing
+// changes). It returns the new version. Cost: one range query and one
+// entity group transaction, and one more of each per conflict.
+func (w *Wide[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
+	const op = "patterns.Wide.Merge"
+	if err := w.usable(op); err != nil {
+		return "", err
+	}
+	pk, rk, changes, err := w.encode(v)
+	if err != nil {
+		return "", withOp(op, err)
+	}
+	retry := etag == "" || etag == azcore.ETagAny
+	res, err := w.write(ctx, pk, rk, retry, func(parts []*widePart, current map[string]any) (map[string]any, error) {
+		if etag != "" {
+			if err := checkVersion(pk, rk, parts, etag); err != nil {
+				return nil, err
 			}
 		}
+		want := maps.Clone(current)
+		maps.Copy(want, changes)
 		return want, nil
 	})
-	return res.etag, withOp("Wide.Merge", err)
+	return res.etag, withOp(op, err)
 }
 
 // Modify changes the logical entity by a function, the read-modify-write
@@ -180,15 +198,21 @@ func (w *Wide[T]) Merge(ctx context.Context, pk, rk string, changes map[string]a
 // it, and writes part 0 and the parts whose properties changed in one
 // transaction conditional on the version fn saw (an insert for a new
 // entity). When another writer changed the entity in between, it reads
-// again and calls fn again (WideOptions.Retry), so fn must only change *v.
+// again and calls fn again (the Table's TableOptions.Retry), so fn must only change *v.
 // fn must not change the keys. An error from fn stops Modify and is
 // returned as it is; nothing is written. Modify returns the value stored,
 // with its new version in T's etag field when T has one. Cost: one range
 // query and one entity group transaction, and one more of each per
 // conflict.
 func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (T, error) {
-	const op = "Wide.Modify"
+	const op = "patterns.Wide.Modify"
 	var zero T
+	if err := w.usable(op); err != nil {
+		return zero, err
+	}
+	if fn == nil {
+		return zero, invalid(op, "nil function")
+	}
 	res, err := w.write(ctx, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		_, ts := assemble(parts)
 		var etag azcore.ETag
@@ -290,7 +314,10 @@ func (w *Wide[T]) write(ctx context.Context, pk, rk string, retry bool, want fun
 // sent. Cost: one range query (to find the parts) and one entity group
 // transaction.
 func (w *Wide[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	const op = "Wide.Delete"
+	const op = "patterns.Wide.Delete"
+	if err := w.usable(op); err != nil {
+		return err
+	}
 	if etag == "" {
 		return &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)", Err: tablekit.ErrInvalidInput}
 	}
@@ -304,8 +331,12 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) e
 // existed. A missing entity is not an error. Cost: one range query and,
 // when the entity exists, one entity group transaction.
 func (w *Wide[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool, err error) {
+	const op = "patterns.Wide.DeleteIfExists"
+	if err := w.usable(op); err != nil {
+		return false, err
+	}
 	existed, err = w.remove(ctx, pk, rk, "")
-	return existed, withOp("Wide.DeleteIfExists", err)
+	return existed, withOp(op, err)
 }
 
 // remove deletes the logical entity: the version etag, any version for

@@ -27,16 +27,14 @@ import (
 )
 
 // Day is the application's view of a series entity: an employee's messages
-// per hour of one day, in the properties H00..H23 that patterns.Series
-// writes (Edm.Int64; an hour never written reads as 0).
+// per hour of one day, in the properties H00..H23 patterns.Series writes.
 type Day struct {
-	Employee string `table:",pk"`
-	Date     string `table:",rk"`
+	Employee string      `table:",pk"`
+	Date     string      `table:",rk"`
+	ETag     azcore.ETag `table:",etag"`
 
 	H00, H01, H02, H03, H04, H05, H06, H07, H08, H09, H10, H11 int64
 	H12, H13, H14, H15, H16, H17, H18, H19, H20, H21, H22, H23 int64
-
-	ETag azcore.ETag `table:",etag"`
 }
 
 // Total returns the day's messages.
@@ -48,16 +46,14 @@ func (d Day) Total() int64 {
 func main() {
 	ctx := context.Background()
 	conn, stop, err := azurite.EnvOrStart(ctx, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dataseries:", err)
-		os.Exit(1)
-	}
-	acct, err := tablekit.Open(conn, nil)
 	if err == nil {
-		err = run(ctx, acct, os.Stdout)
-		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
+		var acct *tablekit.Account
+		if acct, err = tablekit.Open(conn, nil); err == nil {
+			err = run(ctx, acct, os.Stdout)
+			fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
+		}
+		stop()
 	}
-	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dataseries:", err)
 		os.Exit(1)
@@ -70,49 +66,40 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := tbl.CreateIfNotExists(ctx); err != nil {
+	if err = tbl.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
 	defer tbl.DeleteTable(context.WithoutCancel(ctx))
-	// The Series writes the application's table through its property-bag
-	// view: 24 slots named H00..H23 (the defaults).
-	s, err := patterns.NewSeries(tbl, nil)
+	// The Series writes through the table's property-bag view: 24 slots
+	// named H00..H23 (the defaults).
+	s, err := patterns.NewSeries(tbl.AsEntities(), nil)
 	if err != nil {
 		return err
 	}
 	meter := acct.Meter()
-	fmt.Fprintf(out, "one entity per employee and day (PartitionKey employee, RowKey date) holds the messages sent in each hour, %d properties H00..H23\n", s.Slots())
+	fmt.Fprintln(out, "one entity per employee and day (PartitionKey employee, RowKey date) holds the messages sent in each hour, 24 properties H00..H23")
 
-	// Four writers count messages of hour 9 at the same time. Each Add
-	// reads the entity and merges the slot only if its ETag is unchanged;
-	// a writer that lost the race waits a random, growing pause and tries
-	// again.
+	// Four writers count messages of hour 9 at once. Each Add merges the
+	// slot only if the ETag it read is unchanged, else pauses and retries.
 	const writers, each = 4, 25
 	before := meter.Snapshot()
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for range writers {
+	errs := make([]error, writers)
+	for w := range writers {
 		wg.Go(func() {
-			for range each {
-				if _, err := s.Add(ctx, "emp000223", "2025-03-14", 9, 1); err != nil {
-					errs <- err
-					return
-				}
+			for i := 0; i < each && errs[w] == nil; i++ {
+				_, errs[w] = s.Add(ctx, "emp000223", "2025-03-14", 9, 1)
 			}
 		})
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
+	if wg.Wait(); errors.Join(errs...) != nil {
+		return errors.Join(errs...)
 	}
 	c := meter.Snapshot().Sub(before)
-	// Every Add writes once; the writes beyond that were refused (the
-	// ETag had changed, or another writer had created the entity first).
 	writes := c.Count("table", "MergeEntity") + c.Count("table", "InsertEntity")
 	fmt.Fprintf(out, "%d writers added 1 to hour 9, %d times each: %d writes, of which %d lost the race and were retried, %s\n",
 		writers, each, writes, writes-writers*each, cost(c))
-	if err := s.Set(ctx, "emp000223", "2025-03-14", 17, 42); err != nil {
+	if _, err := s.Add(ctx, "emp000223", "2025-03-14", 17, 42); err != nil {
 		return err
 	}
 
@@ -122,17 +109,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "the whole day in one point query: H09=%d, H17=%d, %d values (%s)\n", values[9], values[17], len(values), cost(meter.Snapshot().Sub(before)))
-	if values[9] != writers*each || values[17] != 42 {
-		return fmt.Errorf("hour 9 holds %d and hour 17 %d, want %d and 42: an increment was lost", values[9], values[17], writers*each)
-	}
 
-	// Modify changes several slots in one conditional merge: here a
-	// correction moves 10 messages counted in hour 9 to hour 10.
+	// Modify changes several slots in one conditional merge.
 	before = meter.Snapshot()
 	values, err = s.Modify(ctx, "emp000223", "2025-03-14", func(v []int64) error {
-		if v[9] < 10 {
-			return errors.New("hour 9 has fewer than 10 messages")
-		}
 		v[9] -= 10
 		v[10] += 10
 		return nil
@@ -142,8 +122,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Modify moved 10 messages from hour 9 to hour 10 in one conditional merge: H09=%d, H10=%d (%s)\n", values[9], values[10], cost(meter.Snapshot().Sub(before)))
 
-	// A series entity is an ordinary entity: the application reads it as
-	// a Day, and queries a range of days of one employee in one query.
+	// A series entity is an ordinary entity: the application reads Days.
 	if _, err := s.Add(ctx, "emp000223", "2025-03-15", 9, 7); err != nil {
 		return err
 	}
@@ -158,17 +137,6 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		total += d.Total()
 	}
 	fmt.Fprintf(out, "the application's Table[Day] reads the days of emp000223 as structs: %s; %d messages in all (%s)\n", strings.Join(days, ", "), total, cost(meter.Snapshot().Sub(before)))
-	if len(days) != 2 || total != writers*each+42+7 {
-		return fmt.Errorf("read %d days with %d messages, want 2 days and %d", len(days), total, writers*each+42+7)
-	}
-
-	// 1,440 slots, one per minute of a day: more properties than an
-	// entity may have (252). A longer series needs patterns.Wide.
-	_, err = patterns.NewSeries(tbl, &patterns.SeriesOptions{Prefix: "M", Slots: 1440})
-	if !errors.Is(err, tablekit.ErrTooLarge) {
-		return fmt.Errorf("a 1,440-slot series: want ErrTooLarge, got %v", err)
-	}
-	fmt.Fprintf(out, "a series of every minute of a day does not fit one entity, refused with ErrTooLarge: %v\n", err)
 	return nil
 }
 
@@ -178,9 +146,5 @@ func cost(s tablekit.MeterSnapshot) string {
 	for _, c := range s.Counts() {
 		ops = append(ops, fmt.Sprintf("%s=%d", c.Operation, c.Requests))
 	}
-	unit := "transactions"
-	if s.Total() == 1 {
-		unit = "transaction"
-	}
-	return fmt.Sprintf("%d %s (%s)", s.Total(), unit, strings.Join(ops, " "))
+	return fmt.Sprintf("%d transaction%s (%s)", s.Total(), map[bool]string{true: "s"}[s.Total() != 1], strings.Join(ops, " "))
 }

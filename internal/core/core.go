@@ -69,6 +69,13 @@ func Governor[T any](t *tablekit.Table[T]) *tablekit.Governor {
 	return g
 }
 
+// TableRetry returns t's conflict retry: its TableOptions.Retry, each
+// zero field taken from ConflictRetry (a zero or nil t: ConflictRetry).
+func TableRetry[T any](t *tablekit.Table[T]) tablekit.RetryPolicy {
+	p, _ := hook.TableInfo(t).Retry.(tablekit.RetryPolicy)
+	return WithDefaults(p, ConflictRetry)
+}
+
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
 // results are not in key order.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }

@@ -56,6 +56,7 @@ type Table struct {
 	Governor  any            // its Account's *tablekit.Governor
 	Cosmos    bool           // on Azure Cosmos DB for Table
 	Encrypted []string       // the properties it encrypts, sorted
+	Retry     any            // its conflict retry, a tablekit.RetryPolicy (TableOptions.Retry, defaults applied)
 }
 
 // An Account's internals; acct is a *tablekit.Account.
