@@ -4,7 +4,8 @@
 //
 // [Start] looks for an azurite executable on PATH; without one it installs
 // the pinned Azurite [Version] with npm into a per-user cache folder on first
-// use (once per cache, safe when several processes start at once). It then
+// use (once per cache, safe when several processes start at once; it says
+// so in one line on stderr, as npm takes about a minute). It then
 // runs Azurite with in-memory persistence on free loopback ports, waits until
 // its blob, queue and table endpoints answer, and returns a [Server] whose
 // [Server.ConnectionString] any Azure SDK client accepts. [Server.Stop]
@@ -64,7 +65,7 @@
 //     beyond them, 503 ServerBusy with Azure's message.
 //   - Latency before every request, like a WAN round trip, so that
 //     concurrency gains show locally.
-//   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
+//   - Cosmos DB for Table mode ([FrontOptions.Cosmos]): query results in an
 //     order that is not key order (the same for the same seed), Cosmos
 //     DB's limits where they differ, its error and batch answer shapes and
 //     wording, its JSON continuation tokens, and merges tunnelled in a
@@ -75,7 +76,7 @@
 //   - Numbers: an Edm.Int64 beyond int64 gets 400 InvalidInput (Azurite
 //     stores it), and in Cosmos mode so does an untyped whole number
 //     beyond int64.
-//   - Azure's paging ([PagingOptions]): pages cut short at a partition
+//   - Azure's paging ([FrontOptions.Paging]): pages cut short at a partition
 //     boundary or anywhere (as after the 5 s a query may run on the
 //     server), empty pages that carry a continuation token, and a token on
 //     the last page, seeded and deterministic, with no real waits.
@@ -83,6 +84,57 @@
 // [Front.Stats] counts what the front did. [ParseFrontSpec] reads the
 // options from a short text such as "strict,throttle=0.05"; tablekit's
 // tests read it from TABLEKIT_FRONT.
+//
+// # Cosmos DB mode
+//
+// With [FrontOptions.Cosmos], the table endpoint behaves like Azure Cosmos
+// DB for Table where that differs from Table storage:
+//   - query results come in an order that is not key order ("Query results
+//     returned by the API for Table aren't sorted in partition key/row key
+//     order"), the same for the same [FrontOptions.Seed], across every page
+//     of a query; every entity is placed independently, as the
+//     documentation promises no order at all;
+//   - its limits: a RowKey of at most 255 bytes, a batch of at most 2 MB,
+//     an entity of at most 2 MB of JSON (instead of 1 MiB in the size
+//     formula), no 64 KiB property limit, and the reserved property names
+//     Id, rid, etag and ResourceId refused. The other limits stay Table
+//     storage's (a stricter front is safe for tests);
+//   - its answers' shapes, as recorded from the live service (see
+//     front_answer.go): errors, batch answers, JSON continuation tokens.
+//
+// Table names are case-sensitive on Cosmos DB: Azurite addresses a table
+// by its exact name too (another case gets 404 TableNotFound), but it
+// refuses to create a table whose name differs from an existing one's only
+// in case, which Cosmos DB allows.
+//
+// Each query is run to its end against the target and paged by the front
+// (pages of $top entities, 1,000 by default, with the front's own
+// continuation tokens): fine for tests, not for large tables.
+//
+// # Azure's paging
+//
+// Azurite always answers full pages ($top entities, 1,000 by default)
+// until the last. Azure ends a page early when the query has run for 5
+// seconds on the server or reaches a partition boundary, and then returns
+// a continuation token even with no entities. So, through a front with
+// [FrontOptions.Paging]:
+//   - a page may hold no entity and carry a continuation token (never more
+//     than two such pages in a row at one position);
+//   - a page may end at a partition boundary, or anywhere, before $top
+//     entities, with a continuation token;
+//   - the last page of a query may carry a continuation token, and the
+//     page it leads to is empty without one.
+//
+// Its continuation tokens are the front's own, in the shape of Table
+// storage's (or, in Cosmos mode, Cosmos DB's): see front_answer.go.
+//
+// A point query (PartitionKey eq and RowKey eq) is answered whole, as the
+// service looks its entity up at once. Which pages are cut is decided from
+// [FrontOptions.Seed], the query ($filter, $select, $top) and its position
+// in the results, so the same query over the same entities pages the same
+// way every time, in any table; no answer waits. Each entity still comes
+// exactly once over a query's pages, in the order the target (or Cosmos
+// mode) gives, also when entities are inserted or deleted between pages.
 package azurite
 
 import (
@@ -112,10 +164,6 @@ const AccountName = "devstoreaccount1"
 // and only good for the emulator.
 const AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-// CacheDirEnv is the environment variable that overrides the folder the
-// pinned Azurite is installed into (see [Options.CacheDir]).
-const CacheDirEnv = "TABLEKIT_AZURITE_DIR"
-
 // Options configures [Start]. The zero value (or a nil *Options) is the
 // usual choice.
 type Options struct {
@@ -129,30 +177,21 @@ type Options struct {
 	// point.
 	Executable string
 
-	// SkipPath ignores an azurite executable on PATH and always uses the
-	// pinned Version from the cache folder.
-	SkipPath bool
-
-	// StartTimeout bounds the wait, after Azurite's process has started,
-	// for its three endpoints to answer. 0 means one minute. Installation
-	// is bounded only by the context given to Start.
-	StartTimeout time.Duration
-
-	// Loose runs Azurite with --loose, which ignores unsupported headers
-	// and parameters instead of failing the request.
-	Loose bool
-
-	// Args are extra command-line arguments for Azurite, e.g. "--debug",
-	// "/tmp/azurite-debug.log".
+	// Args are extra command-line arguments for Azurite, e.g. "--loose",
+	// or "--debug", "/tmp/azurite-debug.log" for a full log of its work
+	// ([Server.Output] keeps the end of what it prints).
 	Args []string
-
-	// Output, if not nil, receives a copy of everything Azurite prints.
-	Output io.Writer
 
 	// Front, if not nil, puts a front with these options (see [NewFront])
 	// before the started Azurite: the Server's endpoints and connection
 	// string are then the front's, and [Server.Direct] gives Azurite's own.
 	Front *FrontOptions
+
+	// For this package's tests: never use an azurite on PATH, bound the
+	// wait for the endpoints, say "installing" here instead of os.Stderr.
+	skipPath     bool
+	startTimeout time.Duration
+	notice       io.Writer
 }
 
 // Server is a running Azurite. Its methods are safe for concurrent use.
@@ -190,8 +229,8 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = defaultStartTimeout
+	if o.startTimeout <= 0 {
+		o.startTimeout = defaultStartTimeout
 	}
 	prog, args, err := resolveCommand(ctx, &o, exec.LookPath)
 	if err != nil {
@@ -256,16 +295,13 @@ func launch(ctx context.Context, o *Options, prog string, baseArgs []string, blo
 		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(queuePort),
 		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(tablePort),
 	)
-	if o.Loose {
-		args = append(args, "--loose")
-	}
 	args = append(args, o.Args...)
 
 	s := &Server{
 		blobPort:  blobPort,
 		queuePort: queuePort,
 		tablePort: tablePort,
-		out:       &tailBuffer{limit: outputLimit, copy: o.Output},
+		out:       &tailBuffer{limit: outputLimit},
 		workDir:   workDir,
 		done:      make(chan struct{}),
 	}
@@ -287,7 +323,7 @@ func launch(ctx context.Context, o *Options, prog string, baseArgs []string, blo
 		close(s.done)
 	}()
 
-	if err := s.waitReady(ctx, o.StartTimeout); err != nil {
+	if err := s.waitReady(ctx, o.startTimeout); err != nil {
 		s.kill()
 		<-s.done
 		os.RemoveAll(workDir)
@@ -411,30 +447,9 @@ func (s *Server) Direct() Endpoints {
 // Front returns the server's front, or nil if it was started without one.
 func (s *Server) Front() *Front { return s.front }
 
-// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) BlobEndpoint() string { return s.Endpoints().Blob }
-
-// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) QueueEndpoint() string { return s.Endpoints().Queue }
-
-// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) TableEndpoint() string { return s.Endpoints().Table }
-
 func endpoint(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
 }
-
-// Ports returns the loopback ports of Azurite's blob, queue and table
-// services (not the front's).
-func (s *Server) Ports() (blob, queue, table int) {
-	return s.blobPort, s.queuePort, s.tablePort
-}
-
-// Pid returns the process id of Azurite.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Output returns the end of what Azurite has printed (up to 64 KiB).
 func (s *Server) Output() string { return s.out.String() }
@@ -471,13 +486,12 @@ func (s *Server) kill() {
 	killTree(s.cmd)
 }
 
-// tailBuffer keeps the last limit bytes written to it, and copies every
-// write to copy if set. It is safe for concurrent use.
+// tailBuffer keeps the last limit bytes written to it. It is safe for
+// concurrent use.
 type tailBuffer struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	limit int
-	copy  io.Writer
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
@@ -486,9 +500,6 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.buf.Write(p)
 	if over := b.buf.Len() - b.limit; over > 0 {
 		b.buf.Next(over)
-	}
-	if b.copy != nil {
-		b.copy.Write(p) // a failing copy must not stop Azurite's output
 	}
 	return len(p), nil
 }

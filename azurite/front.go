@@ -49,7 +49,8 @@ func (e Endpoints) ConnectionString(account, key string) string {
 // FrontOptions configures a [Front]. The zero value enforces Azure's
 // entity and batch limits and SAS PartitionKey/RowKey ranges, and neither
 // throttles, delays, reorders nor pages as Azure may (the front spec
-// "strict" adds Paging: see [ParseFrontSpec]).
+// "strict" adds Paging: see [ParseFrontSpec]). The package documentation
+// says what each mode does.
 type FrontOptions struct {
 	// NoLimits turns off the checks of Azure's entity and batch limits
 	// (key characters and size, property names, count and size, entity
@@ -68,18 +69,27 @@ type FrontOptions struct {
 	// round trip (e.g. 20ms), so that concurrency gains show locally.
 	Latency time.Duration
 
-	// Cosmos, if not nil, makes the table endpoint behave like Azure
-	// Cosmos DB for Table where it differs from Table storage: query
-	// results out of key order, Cosmos's limits, and its answers' shapes
-	// (errors, batches, continuation tokens) and table names.
-	Cosmos *CosmosOptions
+	// Cosmos makes the table endpoint behave like Azure Cosmos DB for
+	// Table where it differs from Table storage: query results out of key
+	// order (the order Seed picks), Cosmos DB's limits, answers' shapes
+	// and table names (see "Cosmos DB mode" in the package documentation).
+	Cosmos bool
 
-	// Paging, if not nil, makes query answers page as Azure's may: pages
-	// cut short at a partition boundary or anywhere (the 5 s a query may
-	// run on the server), empty pages that carry a continuation token,
-	// and a continuation token on the last page (see PagingOptions).
-	// Seeded and deterministic; with Cosmos too, its pages are cut so.
-	Paging *PagingOptions
+	// Paging makes query answers page as Azure's may: pages cut short at
+	// a partition boundary or anywhere, empty pages that carry a
+	// continuation token, and a continuation token on the last page (see
+	// "Azure's paging" in the package documentation). Which pages are cut
+	// is decided by Seed: deterministic, with no real waits.
+	Paging bool
+
+	// Seed picks the Cosmos order and the pages Paging cuts: the same
+	// seed, the same answers.
+	Seed uint64
+
+	// sortWithinPartition keeps each partition's entities in RowKey order
+	// in Cosmos mode, as the live service did in every recording (for the
+	// replay tests, through internal/azuritehook).
+	sortWithinPartition bool
 }
 
 // FrontStats counts what a [Front] has done since it started.
@@ -166,11 +176,11 @@ func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front
 	if o.Throttle != nil {
 		f.throttle = newThrottle(o.Throttle)
 	}
-	if o.Cosmos != nil {
-		f.cosmos = &cosmosMode{seed: o.Cosmos.Seed, sortWithin: o.Cosmos.SortWithinPartition}
+	if o.Cosmos {
+		f.cosmos = &cosmosMode{seed: o.Seed, sortWithin: o.sortWithinPartition}
 	}
-	if o.Paging != nil {
-		f.paging = &paging{seed: o.Paging.Seed}
+	if o.Paging {
+		f.paging = &paging{seed: o.Seed}
 	}
 	transport := &http.Transport{
 		Proxy:               nil,

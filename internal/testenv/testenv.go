@@ -170,7 +170,7 @@ func PagesAsAzure() bool {
 		return true
 	}
 	o, err := FrontOptions()
-	return err == nil && o != nil && o.Paging != nil
+	return err == nil && o != nil && o.Paging
 }
 
 // ExampleAccount opens an Account on the shared test account for an
