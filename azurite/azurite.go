@@ -217,6 +217,15 @@ const (
 	outputLimit         = 64 << 10
 )
 
+// errNotStarted is what the methods that return an error give on a zero
+// Server or Front, which only Start and NewFront make.
+var errNotStarted = errors.New("azurite: invalid input: not started")
+
+// errNotMade is the error of op on a zero value, which only maker makes.
+func errNotMade(op, maker string) error {
+	return fmt.Errorf("%w: %s on a value not made by azurite.%s", errNotStarted, op, maker)
+}
+
 // errPortInUse marks a start that failed because a chosen port was taken
 // between choosing it and Azurite binding it; Start retries with new ports.
 var errPortInUse = errors.New("azurite: port already in use")
@@ -427,12 +436,18 @@ func lastLine(s string) string {
 // endpoints, e.g.
 // "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:PORT/devstoreaccount1;...".
 func (s *Server) ConnectionString() string {
+	if s == nil || s.cmd == nil {
+		return "" // not made by Start
+	}
 	return s.Endpoints().ConnectionString(AccountName, AccountKey)
 }
 
 // Endpoints returns the service URLs clients should use: the front's if
 // the server has one, else Azurite's own ([Server.Direct]).
 func (s *Server) Endpoints() Endpoints {
+	if s == nil || s.cmd == nil {
+		return Endpoints{}
+	}
 	if s.front != nil {
 		return s.front.Endpoints()
 	}
@@ -441,23 +456,39 @@ func (s *Server) Endpoints() Endpoints {
 
 // Direct returns Azurite's own service URLs, which bypass the front.
 func (s *Server) Direct() Endpoints {
+	if s == nil || s.cmd == nil {
+		return Endpoints{}
+	}
 	return Endpoints{Blob: endpoint(s.blobPort), Queue: endpoint(s.queuePort), Table: endpoint(s.tablePort)}
 }
 
 // Front returns the server's front, or nil if it was started without one.
-func (s *Server) Front() *Front { return s.front }
+func (s *Server) Front() *Front {
+	if s == nil {
+		return nil
+	}
+	return s.front
+}
 
 func endpoint(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
 }
 
 // Output returns the end of what Azurite has printed (up to 64 KiB).
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string {
+	if s == nil || s.out == nil {
+		return ""
+	}
+	return s.out.String()
+}
 
 // Stop closes the server's front (if any), kills Azurite (its whole
 // process group), waits for it to exit and removes its working folder. It returns an error if Azurite had already
 // exited on its own. Calling Stop again returns the first call's result.
 func (s *Server) Stop() error {
+	if s == nil || s.cmd == nil {
+		return errNotMade("Server.Stop", "Start")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {

@@ -131,6 +131,7 @@ type Front struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	made      bool // by NewFront
 }
 
 // serviceKind is one of the three storage services.
@@ -172,7 +173,7 @@ func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	f := &Front{opts: o}
+	f := &Front{opts: o, made: true}
 	if o.Throttle != nil {
 		f.throttle = newThrottle(o.Throttle)
 	}
@@ -271,17 +272,28 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 
 // Endpoints returns the front's service URLs (empty for a service the
 // target lacks).
-func (f *Front) Endpoints() Endpoints { return f.ends }
+func (f *Front) Endpoints() Endpoints {
+	if f == nil {
+		return Endpoints{}
+	}
+	return f.ends
+}
 
 // ConnectionString returns a connection string for the front with
 // Azurite's well-known account ([AccountName], [AccountKey]). Before
 // another account, use Endpoints().ConnectionString(name, key).
 func (f *Front) ConnectionString() string {
+	if f == nil || f.ends == (Endpoints{}) {
+		return "" // not made by NewFront
+	}
 	return f.ends.ConnectionString(AccountName, AccountKey)
 }
 
 // Stats returns what the front has counted so far.
 func (f *Front) Stats() FrontStats {
+	if f == nil {
+		return FrontStats{}
+	}
 	a, p := f.throttledAccount.Load(), f.throttledPartition.Load()
 	return FrontStats{
 		Requests:           f.requests.Load(),
@@ -298,6 +310,9 @@ func (f *Front) Stats() FrontStats {
 // Close stops the front's listeners and waits (up to five seconds) for
 // requests in flight. Calling it again returns the first call's result.
 func (f *Front) Close() error {
+	if f == nil || !f.made {
+		return errNotMade("Front.Close", "NewFront")
+	}
 	f.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -375,6 +390,9 @@ func (s *frontService) writeError(w http.ResponseWriter, r *http.Request, status
 
 // String describes the front for logs.
 func (f *Front) String() string {
+	if f == nil {
+		return "azurite.Front(nil)"
+	}
 	var parts []string
 	for _, s := range f.services {
 		parts = append(parts, strconv.Quote(s.endpoint)+" -> "+strconv.Quote(s.target.String()))
