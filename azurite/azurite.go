@@ -217,13 +217,32 @@ const (
 	outputLimit         = 64 << 10
 )
 
-// errNotStarted is what the methods that return an error give on a zero
-// Server or Front, which only Start and NewFront make.
-var errNotStarted = errors.New("azurite: invalid input: not started")
+// opError names the exported operation that failed, so that every error
+// of the package reads "azurite: <Op>: ...", as tablekit's do.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "azurite: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "azurite: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// opErr names op in err (nil stays nil; an error naming an operation
+// already keeps it).
+func opErr(op string, err error) error {
+	var oe *opError
+	if err == nil || errors.As(err, &oe) {
+		return err
+	}
+	return &opError{op, err}
+}
 
 // errNotMade is the error of op on a zero value, which only maker makes.
 func errNotMade(op, maker string) error {
-	return fmt.Errorf("%w: %s on a value not made by azurite.%s", errNotStarted, op, maker)
+	return opErr(op, fmt.Errorf("invalid input: the value was not made by azurite.%s", maker))
 }
 
 // errPortInUse marks a start that failed because a chosen port was taken
@@ -233,7 +252,8 @@ var errPortInUse = errors.New("azurite: port already in use")
 // Start starts an Azurite and returns once its blob, queue and table
 // endpoints answer. ctx bounds the installation (first use only) and the
 // start; cancelling it later does not stop the server: call [Server.Stop].
-func Start(ctx context.Context, opts *Options) (*Server, error) {
+func Start(ctx context.Context, opts *Options) (_ *Server, err error) {
+	defer func() { err = opErr("Start", err) }()
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -489,6 +509,11 @@ func (s *Server) Stop() error {
 	if s == nil || s.cmd == nil {
 		return errNotMade("Server.Stop", "Start")
 	}
+	return opErr("Server.Stop", s.stop())
+}
+
+// stop is Stop on a Server made by Start.
+func (s *Server) stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {

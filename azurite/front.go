@@ -165,7 +165,8 @@ const maxTableBody = 8 << 20
 // target's scheme), and its [Front.Endpoints] have the same paths as
 // target's. Call [Front.Close] to stop it. A nil opts means the zero
 // [FrontOptions]: Azure's limits and SAS ranges.
-func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front, error) {
+func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (_ *Front, err error) {
+	defer func() { err = opErr("NewFront", err) }()
 	var o FrontOptions
 	if opts != nil {
 		o = *opts
@@ -314,6 +315,7 @@ func (f *Front) Close() error {
 		return errNotMade("Front.Close", "NewFront")
 	}
 	f.closeOnce.Do(func() {
+		defer func() { f.closeErr = opErr("Front.Close", f.closeErr) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		for _, s := range f.services {

@@ -22,7 +22,8 @@ import (
 // What the list does not name is off. "" and "off" return nil (no front).
 // Paging and Cosmos mode share [FrontOptions.Seed]: "cosmos=7,paging=7"
 // (or "cosmos=7,paging") is fine, two different seeds are refused.
-func ParseFrontSpec(spec string) (*FrontOptions, error) {
+func ParseFrontSpec(spec string) (_ *FrontOptions, err error) {
+	defer func() { err = opErr("ParseFrontSpec", err) }()
 	spec = strings.TrimSpace(spec)
 	if spec == "" || spec == "off" {
 		return nil, nil

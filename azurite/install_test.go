@@ -245,6 +245,9 @@ func TestStartFailureShowsOutput(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start succeeded with a failing Azurite")
 	}
+	if !strings.HasPrefix(err.Error(), "azurite: Start: ") {
+		t.Errorf("error %q does not name the operation", err)
+	}
 	for _, want := range []string{"exited before it was ready", "something broke"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)

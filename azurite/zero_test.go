@@ -12,7 +12,7 @@ import (
 // Close say what is wrong, and the others return empty values.
 func TestZeroValuesNeverPanic(t *testing.T) {
 	for _, s := range []*azurite.Server{{}, nil} {
-		if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "azurite: invalid input: not started: Server.Stop on a value not made by azurite.Start") {
+		if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "azurite: Server.Stop: invalid input: the value was not made by azurite.Start") {
 			t.Errorf("%#v.Stop() = %v", s, err)
 		}
 		if s.ConnectionString() != "" || s.Endpoints() != (azurite.Endpoints{}) || s.Direct() != (azurite.Endpoints{}) || s.Front() != nil || s.Output() != "" {
@@ -20,7 +20,7 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 		}
 	}
 	for _, f := range []*azurite.Front{{}, nil} {
-		if err := f.Close(); err == nil || !strings.Contains(err.Error(), "Front.Close on a value not made by azurite.NewFront") {
+		if err := f.Close(); err == nil || !strings.Contains(err.Error(), "azurite: Front.Close: invalid input: the value was not made by azurite.NewFront") {
 			t.Errorf("%#v.Close() = %v", f, err)
 		}
 		if f.ConnectionString() != "" || f.Endpoints() != (azurite.Endpoints{}) || f.Stats() != (azurite.FrontStats{}) || f.String() == "" {
@@ -30,5 +30,17 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 	var e azurite.Endpoints
 	if cs := e.ConnectionString(azurite.AccountName, azurite.AccountKey); !strings.Contains(cs, "AccountName=devstoreaccount1") {
 		t.Errorf("zero Endpoints: %q", cs)
+	}
+}
+
+// TestErrorsNameTheOperation: every error reads "azurite: <Op>: ...".
+func TestErrorsNameTheOperation(t *testing.T) {
+	_, err := azurite.NewFront(t.Context(), azurite.Endpoints{Table: "ftp://x"}, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "azurite: NewFront: front target") {
+		t.Errorf("NewFront: %v", err)
+	}
+	_, err = azurite.ParseFrontSpec("loose")
+	if err == nil || !strings.HasPrefix(err.Error(), "azurite: ParseFrontSpec: front spec") {
+		t.Errorf("ParseFrontSpec: %v", err)
 	}
 }
