@@ -24,7 +24,7 @@ import (
 
 // TestMain runs the root package's tests with a shared Azurite (or the
 // account in AZURE_STORAGE_CONNECTION_STRING) and stops it afterwards.
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.Main(m, stopExampleAzurite) }
 
 const (
 	testKey = "c2VjcmV0LWtleS1kby1ub3Qtc2hvdy1tZS1hbnl3aGVyZQ=="

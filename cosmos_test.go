@@ -18,7 +18,7 @@ import (
 // mode: query results in no key order, Cosmos DB's limits.
 func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 	t.Helper()
-	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 7}}})
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 7}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)

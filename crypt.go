@@ -65,47 +65,12 @@ func edmFromCode(c byte) (edmType, bool) {
 //
 // A property marked for encryption (a struct field tagged
 // `table:"Name,encrypt"`, or a name in Properties for a Table[Entity]) is
-// stored as an Edm.Binary value:
-//
-//	"TKE"                  magic
-//	0x01                   format version
-//	n, id[n]               the id of the key that encrypted it (1–255 bytes)
-//	nonce[12]              random, fresh for every value
-//	ciphertext + tag[16]   AES-256-GCM
-//
-// The plaintext is one byte naming the property's EDM type ('S' String,
-// 'I' Int32, 'L' Int64, 'D' Double, 'B' Boolean, 'T' DateTime, 'G' Guid,
-// 'X' Binary) and the value: raw UTF-8 for a string, raw bytes for binary,
-// the value's OData JSON token for the others. A read therefore gives back
-// the type that was written. The encryption adds 34 bytes plus the key id's
-// length; the 64 KiB property limit applies to the encrypted value.
-//
-// The additional authenticated data is the header above followed by the
-// length-prefixed PartitionKey, RowKey and property name. A ciphertext copied
-// to another entity or another property, a changed byte, a changed key id,
-// or the wrong key all fail authentication, and the read returns an error
-// matching [ErrDecrypt] that names the entity and property (never the value
-// or a key). The table name is not bound, so entities keep decrypting after
-// they are copied to another table (an archive move).
-//
-// Merge updates work: every property is sealed on its own and bound only to
-// its own entity and name, so a Merge that writes some encrypted properties
-// leaves the others readable. There is no per-entity key, digest or
-// metadata property that a partial update would have to rewrite (the old
-// .NET client library kept one per entity, which is why it refused merges).
-//
-// The PartitionKey and RowKey are never encrypted: the service needs them to
-// address, order and filter entities, so keep secrets out of keys. A query
-// whose filter names an encrypted property is refused before it is sent
-// (the service only sees ciphertext, so it could never match); select such
-// properties freely. Reads of a property marked for encryption that holds a
-// plain value fail, so nobody with write access to the table can substitute
-// an unencrypted value.
-//
-// Keys come from Keys and rotate without rewriting anything at once: new
-// values use the current key, old values name theirs (see package keyring,
-// [CiphertextKeyID]). AES-GCM with random 96-bit nonces is safe for about
-// 2^32 values per key; rotate long before that.
+// stored as an Edm.Binary value, sealed with AES-256-GCM and bound to its
+// entity and property name; a read gives back the type that was written.
+// Merges work, keys are never encrypted, a filter on an encrypted property
+// is refused before sending, and keys rotate through Keys (package
+// keyring). The format and its guarantees: "Client-side encryption" in the
+// package documentation.
 type Encryption struct {
 	// Keys supplies the keys: the current one for writes, any by id for
 	// reads. Required. keyring.KeyRing is the in-memory implementation.

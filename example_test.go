@@ -4,17 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/azurite"
 )
+
+// exampleEnv is the account of this package's Examples: the one in
+// AZURE_STORAGE_CONNECTION_STRING, or one Azurite started for all of them
+// by azurite.EnvOrStart on first use and stopped by TestMain
+// (stopExampleAzurite).
+var exampleEnv struct {
+	once sync.Once
+	conn string
+	stop func() error
+	err  error
+}
+
+// exampleAccount opens an Account (with a Meter of its own) for an Example,
+// as an application does with tablekit.Open(connectionString, opts).
+func exampleAccount(opts *tablekit.Options) *tablekit.Account {
+	exampleEnv.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		exampleEnv.conn, exampleEnv.stop, exampleEnv.err = azurite.EnvOrStart(ctx, nil)
+	})
+	if exampleEnv.err != nil {
+		panic(exampleEnv.err)
+	}
+	acct, err := tablekit.Open(exampleEnv.conn, opts)
+	if err != nil {
+		panic(err)
+	}
+	return acct
+}
+
+// stopExampleAzurite stops the Examples' Azurite, if they started one.
+func stopExampleAzurite() error {
+	if exampleEnv.stop == nil {
+		return nil
+	}
+	return exampleEnv.stop()
+}
 
 // The typed core end to end: a struct with table tags, a point query, an
 // optimistic-concurrency conflict, a range query and a transaction. (The
-// example runs against the tests' Azurite; in an application,
-// tablekit.Open(connectionString, nil) gives the Account.)
+// example opens its Account with exampleAccount, on an Azurite it starts;
+// in an application, tablekit.Open(connectionString, nil) gives it.)
 func Example() {
 	type Employee struct {
 		Department string      `table:",pk"`
@@ -25,7 +63,7 @@ func Example() {
 		Hired      time.Time // Edm.DateTime, 100 ns precision
 	}
 	ctx := context.Background()
-	acct := testenv.ExampleAccount()
+	acct := exampleAccount(nil)
 	emp, err := tablekit.OpenTable[Employee](acct, fmt.Sprintf("ExampleEmployees%d", time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		fmt.Println(err)

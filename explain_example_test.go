@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // Explain sorts filters into the design guide's query classes before
@@ -42,7 +41,7 @@ func ExampleRefuseTableScans() {
 		LastName   string
 	}
 	ctx := context.Background()
-	acct := testenv.ExampleAccount()
+	acct := exampleAccount(nil)
 	name := fmt.Sprintf("ExampleScans%d", time.Now().UnixNano()%1e9)
 	strict, err := tablekit.OpenTable[Employee](acct, name, &tablekit.TableOptions{TableScans: tablekit.RefuseTableScans})
 	if err != nil {
@@ -77,16 +76,7 @@ func ExampleRefuseTableScans() {
 			return a
 		},
 	}))
-	cs, err := testenv.SharedConnectionString()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	logAcct, err := tablekit.Open(cs, &tablekit.Options{Logger: logger})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	logAcct := exampleAccount(&tablekit.Options{Logger: logger})
 	logged, err := tablekit.OpenTable[Employee](logAcct, name, nil)
 	if err != nil {
 		fmt.Println(err)

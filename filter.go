@@ -55,28 +55,12 @@ const filterContract = "one supported argument per '?' placeholder outside quote
 //	time.Time                   datetime'2006-01-02T15:04:05.0000000Z' in UTC,
 //	                            truncated to 100 ns; years 1-9999 only
 //	[]byte                      X'0a1b…' (lower-case hex)
-//	[16]byte, uuid.UUID         guid'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'
-//	                            (any array of 16 bytes)
+//	[16]byte, uuid.UUID         guid'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx' (any [16]byte)
 //
-// The literal types follow tablekit's codec, so a value compares with the
-// property a struct field of the same Go type is stored as (the service
-// matches only values of the same EDM type). Types defined on these kinds
-// (type Dept string, type Level int32) render as their kind does; any other
-// type implementing [encoding.TextMarshaler] renders as the string literal of
-// its text, as the codec stores it. A non-nil pointer to a supported value is
-// dereferenced once; a nil pointer, a nil argument and any other type are
-// errors.
-//
-// Quoted literals in expr ('...' or "...", with a doubled quote inside
-// standing for itself) are kept as written; a '?' inside one is an error, as
-// is an unterminated quote. A '?' must stand apart from its neighbours:
-// preceded and followed by white space, a parenthesis, or the start or end
-// of expr. An error, a placeholder/argument count mismatch, or an unsupported
-// argument gives a Filter whose [Filter.Err] is a *[ValidationError] matching
-// [ErrInvalidInput]; such a Filter is never turned into query text.
-//
-// An empty (or all white space) expr with no arguments gives the zero
-// Filter, which matches everything.
+// Other types, quoting and placeholder rules: "Filters" in the package
+// documentation. An error gives a Filter whose [Filter.Err] is a
+// *[ValidationError] matching [ErrInvalidInput], never turned into query
+// text. An empty expr with no arguments gives the zero Filter (everything).
 func Where(expr string, args ...any) Filter {
 	var b strings.Builder
 	arg, last := 0, 0

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // opsEmployee is the entity of the operations' examples.
@@ -22,7 +21,7 @@ type opsEmployee struct {
 // returns it with the function that removes it. (An application opens its
 // Account with tablekit.Open(connectionString, nil).)
 func opsTable(ctx context.Context) (*tablekit.Account, *tablekit.Table[opsEmployee], func()) {
-	acct := testenv.ExampleAccount()
+	acct := exampleAccount(nil)
 	emp, err := tablekit.OpenTable[opsEmployee](acct, fmt.Sprintf("ExampleOps%d", time.Now().UnixNano()%1e9), nil)
 	if err != nil {
 		panic(err)

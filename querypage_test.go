@@ -57,7 +57,7 @@ func pagingAccount(t *testing.T, seed uint64, policies ...policy.Policy) *tablek
 	cs := testenv.ConnectionString(t)
 	target := tableEndpointRe.FindString(cs)[len("TableEndpoint="):]
 	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: target}, &azurite.FrontOptions{
-		NoLimits: true, NoSASRanges: true, Paging: &azurite.PagingOptions{Seed: seed},
+		NoLimits: true, NoSASRanges: true, Paging: true, Seed: seed,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -185,18 +185,18 @@ func TestCursorTokenInShorterPages(t *testing.T) {
 	target := tableEndpointRe.FindString(cs)[len("TableEndpoint="):]
 	for _, mode := range []struct {
 		name   string
-		cosmos *azurite.CosmosOptions
-	}{{"storage", nil}, {"cosmos", &azurite.CosmosOptions{Seed: 9}}} {
+		cosmos bool
+	}{{"storage", false}, {"cosmos", true}} {
 		for _, deleteLast := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, deleted %v", mode.name, deleteLast), func(t *testing.T) {
 				front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: target}, &azurite.FrontOptions{
-					NoLimits: true, NoSASRanges: true, Cosmos: mode.cosmos, Paging: &azurite.PagingOptions{Seed: 4},
+					NoLimits: true, NoSASRanges: true, Cosmos: mode.cosmos, Paging: true, Seed: 4,
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer front.Close()
-				acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{Cosmos: mode.cosmos != nil})
+				acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{Cosmos: mode.cosmos})
 				if err != nil {
 					t.Fatal(err)
 				}

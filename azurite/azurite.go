@@ -4,7 +4,8 @@
 //
 // [Start] looks for an azurite executable on PATH; without one it installs
 // the pinned Azurite [Version] with npm into a per-user cache folder on first
-// use (once per cache, safe when several processes start at once). It then
+// use (once per cache, safe when several processes start at once; it says
+// so in one line on stderr, as npm takes about a minute). It then
 // runs Azurite with in-memory persistence on free loopback ports, waits until
 // its blob, queue and table endpoints answer, and returns a [Server] whose
 // [Server.ConnectionString] any Azure SDK client accepts. [Server.Stop]
@@ -64,7 +65,7 @@
 //     beyond them, 503 ServerBusy with Azure's message.
 //   - Latency before every request, like a WAN round trip, so that
 //     concurrency gains show locally.
-//   - Cosmos DB for Table mode ([CosmosOptions]): query results in an
+//   - Cosmos DB for Table mode ([FrontOptions.Cosmos]): query results in an
 //     order that is not key order (the same for the same seed), Cosmos
 //     DB's limits where they differ, its error and batch answer shapes and
 //     wording, its JSON continuation tokens, and merges tunnelled in a
@@ -75,7 +76,7 @@
 //   - Numbers: an Edm.Int64 beyond int64 gets 400 InvalidInput (Azurite
 //     stores it), and in Cosmos mode so does an untyped whole number
 //     beyond int64.
-//   - Azure's paging ([PagingOptions]): pages cut short at a partition
+//   - Azure's paging ([FrontOptions.Paging]): pages cut short at a partition
 //     boundary or anywhere (as after the 5 s a query may run on the
 //     server), empty pages that carry a continuation token, and a token on
 //     the last page, seeded and deterministic, with no real waits.
@@ -83,6 +84,57 @@
 // [Front.Stats] counts what the front did. [ParseFrontSpec] reads the
 // options from a short text such as "strict,throttle=0.05"; tablekit's
 // tests read it from TABLEKIT_FRONT.
+//
+// # Cosmos DB mode
+//
+// With [FrontOptions.Cosmos], the table endpoint behaves like Azure Cosmos
+// DB for Table where that differs from Table storage:
+//   - query results come in an order that is not key order ("Query results
+//     returned by the API for Table aren't sorted in partition key/row key
+//     order"), the same for the same [FrontOptions.Seed], across every page
+//     of a query; every entity is placed independently, as the
+//     documentation promises no order at all;
+//   - its limits: a RowKey of at most 255 bytes, a batch of at most 2 MB,
+//     an entity of at most 2 MB of JSON (instead of 1 MiB in the size
+//     formula), no 64 KiB property limit, and the reserved property names
+//     Id, rid, etag and ResourceId refused. The other limits stay Table
+//     storage's (a stricter front is safe for tests);
+//   - its answers' shapes, as recorded from the live service (see
+//     front_answer.go): errors, batch answers, JSON continuation tokens.
+//
+// Table names are case-sensitive on Cosmos DB: Azurite addresses a table
+// by its exact name too (another case gets 404 TableNotFound), but it
+// refuses to create a table whose name differs from an existing one's only
+// in case, which Cosmos DB allows.
+//
+// Each query is run to its end against the target and paged by the front
+// (pages of $top entities, 1,000 by default, with the front's own
+// continuation tokens): fine for tests, not for large tables.
+//
+// # Azure's paging
+//
+// Azurite always answers full pages ($top entities, 1,000 by default)
+// until the last. Azure ends a page early when the query has run for 5
+// seconds on the server or reaches a partition boundary, and then returns
+// a continuation token even with no entities. So, through a front with
+// [FrontOptions.Paging]:
+//   - a page may hold no entity and carry a continuation token (never more
+//     than two such pages in a row at one position);
+//   - a page may end at a partition boundary, or anywhere, before $top
+//     entities, with a continuation token;
+//   - the last page of a query may carry a continuation token, and the
+//     page it leads to is empty without one.
+//
+// Its continuation tokens are the front's own, in the shape of Table
+// storage's (or, in Cosmos mode, Cosmos DB's): see front_answer.go.
+//
+// A point query (PartitionKey eq and RowKey eq) is answered whole, as the
+// service looks its entity up at once. Which pages are cut is decided from
+// [FrontOptions.Seed], the query ($filter, $select, $top) and its position
+// in the results, so the same query over the same entities pages the same
+// way every time, in any table; no answer waits. Each entity still comes
+// exactly once over a query's pages, in the order the target (or Cosmos
+// mode) gives, also when entities are inserted or deleted between pages.
 package azurite
 
 import (
@@ -112,10 +164,6 @@ const AccountName = "devstoreaccount1"
 // and only good for the emulator.
 const AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-// CacheDirEnv is the environment variable that overrides the folder the
-// pinned Azurite is installed into (see [Options.CacheDir]).
-const CacheDirEnv = "TABLEKIT_AZURITE_DIR"
-
 // Options configures [Start]. The zero value (or a nil *Options) is the
 // usual choice.
 type Options struct {
@@ -129,30 +177,21 @@ type Options struct {
 	// point.
 	Executable string
 
-	// SkipPath ignores an azurite executable on PATH and always uses the
-	// pinned Version from the cache folder.
-	SkipPath bool
-
-	// StartTimeout bounds the wait, after Azurite's process has started,
-	// for its three endpoints to answer. 0 means one minute. Installation
-	// is bounded only by the context given to Start.
-	StartTimeout time.Duration
-
-	// Loose runs Azurite with --loose, which ignores unsupported headers
-	// and parameters instead of failing the request.
-	Loose bool
-
-	// Args are extra command-line arguments for Azurite, e.g. "--debug",
-	// "/tmp/azurite-debug.log".
+	// Args are extra command-line arguments for Azurite, e.g. "--loose",
+	// or "--debug", "/tmp/azurite-debug.log" for a full log of its work
+	// ([Server.Output] keeps the end of what it prints).
 	Args []string
-
-	// Output, if not nil, receives a copy of everything Azurite prints.
-	Output io.Writer
 
 	// Front, if not nil, puts a front with these options (see [NewFront])
 	// before the started Azurite: the Server's endpoints and connection
 	// string are then the front's, and [Server.Direct] gives Azurite's own.
 	Front *FrontOptions
+
+	// For this package's tests: never use an azurite on PATH, bound the
+	// wait for the endpoints, say "installing" here instead of os.Stderr.
+	skipPath     bool
+	startTimeout time.Duration
+	notice       io.Writer
 }
 
 // Server is a running Azurite. Its methods are safe for concurrent use.
@@ -178,6 +217,34 @@ const (
 	outputLimit         = 64 << 10
 )
 
+// opError names the exported operation that failed, so that every error
+// of the package reads "azurite: <Op>: ...", as tablekit's do.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "azurite: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "azurite: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// opErr names op in err (nil stays nil; an error naming an operation
+// already keeps it).
+func opErr(op string, err error) error {
+	var oe *opError
+	if err == nil || errors.As(err, &oe) {
+		return err
+	}
+	return &opError{op, err}
+}
+
+// errNotMade is the error of op on a zero value, which only maker makes.
+func errNotMade(op, maker string) error {
+	return opErr(op, fmt.Errorf("invalid input: the value was not made by azurite.%s", maker))
+}
+
 // errPortInUse marks a start that failed because a chosen port was taken
 // between choosing it and Azurite binding it; Start retries with new ports.
 var errPortInUse = errors.New("azurite: port already in use")
@@ -185,13 +252,14 @@ var errPortInUse = errors.New("azurite: port already in use")
 // Start starts an Azurite and returns once its blob, queue and table
 // endpoints answer. ctx bounds the installation (first use only) and the
 // start; cancelling it later does not stop the server: call [Server.Stop].
-func Start(ctx context.Context, opts *Options) (*Server, error) {
+func Start(ctx context.Context, opts *Options) (_ *Server, err error) {
+	defer func() { err = opErr("Start", err) }()
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = defaultStartTimeout
+	if o.startTimeout <= 0 {
+		o.startTimeout = defaultStartTimeout
 	}
 	prog, args, err := resolveCommand(ctx, &o, exec.LookPath)
 	if err != nil {
@@ -256,16 +324,13 @@ func launch(ctx context.Context, o *Options, prog string, baseArgs []string, blo
 		"--queueHost", "127.0.0.1", "--queuePort", strconv.Itoa(queuePort),
 		"--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(tablePort),
 	)
-	if o.Loose {
-		args = append(args, "--loose")
-	}
 	args = append(args, o.Args...)
 
 	s := &Server{
 		blobPort:  blobPort,
 		queuePort: queuePort,
 		tablePort: tablePort,
-		out:       &tailBuffer{limit: outputLimit, copy: o.Output},
+		out:       &tailBuffer{limit: outputLimit},
 		workDir:   workDir,
 		done:      make(chan struct{}),
 	}
@@ -287,7 +352,7 @@ func launch(ctx context.Context, o *Options, prog string, baseArgs []string, blo
 		close(s.done)
 	}()
 
-	if err := s.waitReady(ctx, o.StartTimeout); err != nil {
+	if err := s.waitReady(ctx, o.startTimeout); err != nil {
 		s.kill()
 		<-s.done
 		os.RemoveAll(workDir)
@@ -391,12 +456,18 @@ func lastLine(s string) string {
 // endpoints, e.g.
 // "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=...;BlobEndpoint=http://127.0.0.1:PORT/devstoreaccount1;...".
 func (s *Server) ConnectionString() string {
+	if s == nil || s.cmd == nil {
+		return "" // not made by Start
+	}
 	return s.Endpoints().ConnectionString(AccountName, AccountKey)
 }
 
 // Endpoints returns the service URLs clients should use: the front's if
 // the server has one, else Azurite's own ([Server.Direct]).
 func (s *Server) Endpoints() Endpoints {
+	if s == nil || s.cmd == nil {
+		return Endpoints{}
+	}
 	if s.front != nil {
 		return s.front.Endpoints()
 	}
@@ -405,44 +476,44 @@ func (s *Server) Endpoints() Endpoints {
 
 // Direct returns Azurite's own service URLs, which bypass the front.
 func (s *Server) Direct() Endpoints {
+	if s == nil || s.cmd == nil {
+		return Endpoints{}
+	}
 	return Endpoints{Blob: endpoint(s.blobPort), Queue: endpoint(s.queuePort), Table: endpoint(s.tablePort)}
 }
 
 // Front returns the server's front, or nil if it was started without one.
-func (s *Server) Front() *Front { return s.front }
-
-// BlobEndpoint returns the blob service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) BlobEndpoint() string { return s.Endpoints().Blob }
-
-// QueueEndpoint returns the queue service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) QueueEndpoint() string { return s.Endpoints().Queue }
-
-// TableEndpoint returns the table service URL, http://127.0.0.1:PORT/devstoreaccount1
-// (the front's, if the server has one).
-func (s *Server) TableEndpoint() string { return s.Endpoints().Table }
+func (s *Server) Front() *Front {
+	if s == nil {
+		return nil
+	}
+	return s.front
+}
 
 func endpoint(port int) string {
 	return "http://127.0.0.1:" + strconv.Itoa(port) + "/" + AccountName
 }
 
-// Ports returns the loopback ports of Azurite's blob, queue and table
-// services (not the front's).
-func (s *Server) Ports() (blob, queue, table int) {
-	return s.blobPort, s.queuePort, s.tablePort
-}
-
-// Pid returns the process id of Azurite.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
-
 // Output returns the end of what Azurite has printed (up to 64 KiB).
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string {
+	if s == nil || s.out == nil {
+		return ""
+	}
+	return s.out.String()
+}
 
 // Stop closes the server's front (if any), kills Azurite (its whole
 // process group), waits for it to exit and removes its working folder. It returns an error if Azurite had already
 // exited on its own. Calling Stop again returns the first call's result.
 func (s *Server) Stop() error {
+	if s == nil || s.cmd == nil {
+		return errNotMade("Server.Stop", "Start")
+	}
+	return opErr("Server.Stop", s.stop())
+}
+
+// stop is Stop on a Server made by Start.
+func (s *Server) stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -471,13 +542,12 @@ func (s *Server) kill() {
 	killTree(s.cmd)
 }
 
-// tailBuffer keeps the last limit bytes written to it, and copies every
-// write to copy if set. It is safe for concurrent use.
+// tailBuffer keeps the last limit bytes written to it. It is safe for
+// concurrent use.
 type tailBuffer struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	limit int
-	copy  io.Writer
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
@@ -486,9 +556,6 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.buf.Write(p)
 	if over := b.buf.Len() - b.limit; over > 0 {
 		b.buf.Next(over)
-	}
-	if b.copy != nil {
-		b.copy.Write(p) // a failing copy must not stop Azurite's output
 	}
 	return len(p), nil
 }

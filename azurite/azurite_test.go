@@ -125,7 +125,7 @@ func TestTwoServersAndStop(t *testing.T) {
 
 	ports := map[int]bool{}
 	for _, s := range servers {
-		b, q, tb := s.Ports()
+		b, q, tb := azurite.Ports(s)
 		for _, p := range []int{b, q, tb} {
 			if ports[p] {
 				t.Fatalf("port %d used twice: %v and %v", p, ports, s.ConnectionString())
@@ -146,7 +146,7 @@ func TestTwoServersAndStop(t *testing.T) {
 	}
 
 	for i, s := range servers {
-		pid := s.Pid()
+		pid := azurite.Pid(s)
 		if err := s.Stop(); err != nil {
 			t.Fatalf("stop server %d: %v", i, err)
 		}
@@ -156,7 +156,7 @@ func TestTwoServersAndStop(t *testing.T) {
 		if err := s.Stop(); err != nil {
 			t.Errorf("second Stop of server %d: %v", i, err)
 		}
-		b, q, tb := s.Ports()
+		b, q, tb := azurite.Ports(s)
 		for _, p := range []int{b, q, tb} {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 			if err != nil {

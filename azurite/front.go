@@ -49,7 +49,8 @@ func (e Endpoints) ConnectionString(account, key string) string {
 // FrontOptions configures a [Front]. The zero value enforces Azure's
 // entity and batch limits and SAS PartitionKey/RowKey ranges, and neither
 // throttles, delays, reorders nor pages as Azure may (the front spec
-// "strict" adds Paging: see [ParseFrontSpec]).
+// "strict" adds Paging: see [ParseFrontSpec]). The package documentation
+// says what each mode does.
 type FrontOptions struct {
 	// NoLimits turns off the checks of Azure's entity and batch limits
 	// (key characters and size, property names, count and size, entity
@@ -68,18 +69,27 @@ type FrontOptions struct {
 	// round trip (e.g. 20ms), so that concurrency gains show locally.
 	Latency time.Duration
 
-	// Cosmos, if not nil, makes the table endpoint behave like Azure
-	// Cosmos DB for Table where it differs from Table storage: query
-	// results out of key order, Cosmos's limits, and its answers' shapes
-	// (errors, batches, continuation tokens) and table names.
-	Cosmos *CosmosOptions
+	// Cosmos makes the table endpoint behave like Azure Cosmos DB for
+	// Table where it differs from Table storage: query results out of key
+	// order (the order Seed picks), Cosmos DB's limits, answers' shapes
+	// and table names (see "Cosmos DB mode" in the package documentation).
+	Cosmos bool
 
-	// Paging, if not nil, makes query answers page as Azure's may: pages
-	// cut short at a partition boundary or anywhere (the 5 s a query may
-	// run on the server), empty pages that carry a continuation token,
-	// and a continuation token on the last page (see PagingOptions).
-	// Seeded and deterministic; with Cosmos too, its pages are cut so.
-	Paging *PagingOptions
+	// Paging makes query answers page as Azure's may: pages cut short at
+	// a partition boundary or anywhere, empty pages that carry a
+	// continuation token, and a continuation token on the last page (see
+	// "Azure's paging" in the package documentation). Which pages are cut
+	// is decided by Seed: deterministic, with no real waits.
+	Paging bool
+
+	// Seed picks the Cosmos order and the pages Paging cuts: the same
+	// seed, the same answers.
+	Seed uint64
+
+	// sortWithinPartition keeps each partition's entities in RowKey order
+	// in Cosmos mode, as the live service did in every recording (for the
+	// replay tests, through internal/azuritehook).
+	sortWithinPartition bool
 }
 
 // FrontStats counts what a [Front] has done since it started.
@@ -121,6 +131,7 @@ type Front struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	made      bool // by NewFront
 }
 
 // serviceKind is one of the three storage services.
@@ -154,7 +165,8 @@ const maxTableBody = 8 << 20
 // target's scheme), and its [Front.Endpoints] have the same paths as
 // target's. Call [Front.Close] to stop it. A nil opts means the zero
 // [FrontOptions]: Azure's limits and SAS ranges.
-func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front, error) {
+func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (_ *Front, err error) {
+	defer func() { err = opErr("NewFront", err) }()
 	var o FrontOptions
 	if opts != nil {
 		o = *opts
@@ -162,15 +174,15 @@ func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (*Front
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	f := &Front{opts: o}
+	f := &Front{opts: o, made: true}
 	if o.Throttle != nil {
 		f.throttle = newThrottle(o.Throttle)
 	}
-	if o.Cosmos != nil {
-		f.cosmos = &cosmosMode{seed: o.Cosmos.Seed, sortWithin: o.Cosmos.SortWithinPartition}
+	if o.Cosmos {
+		f.cosmos = &cosmosMode{seed: o.Seed, sortWithin: o.sortWithinPartition}
 	}
-	if o.Paging != nil {
-		f.paging = &paging{seed: o.Paging.Seed}
+	if o.Paging {
+		f.paging = &paging{seed: o.Seed}
 	}
 	transport := &http.Transport{
 		Proxy:               nil,
@@ -261,17 +273,28 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 
 // Endpoints returns the front's service URLs (empty for a service the
 // target lacks).
-func (f *Front) Endpoints() Endpoints { return f.ends }
+func (f *Front) Endpoints() Endpoints {
+	if f == nil {
+		return Endpoints{}
+	}
+	return f.ends
+}
 
 // ConnectionString returns a connection string for the front with
 // Azurite's well-known account ([AccountName], [AccountKey]). Before
 // another account, use Endpoints().ConnectionString(name, key).
 func (f *Front) ConnectionString() string {
+	if f == nil || f.ends == (Endpoints{}) {
+		return "" // not made by NewFront
+	}
 	return f.ends.ConnectionString(AccountName, AccountKey)
 }
 
 // Stats returns what the front has counted so far.
 func (f *Front) Stats() FrontStats {
+	if f == nil {
+		return FrontStats{}
+	}
 	a, p := f.throttledAccount.Load(), f.throttledPartition.Load()
 	return FrontStats{
 		Requests:           f.requests.Load(),
@@ -288,7 +311,11 @@ func (f *Front) Stats() FrontStats {
 // Close stops the front's listeners and waits (up to five seconds) for
 // requests in flight. Calling it again returns the first call's result.
 func (f *Front) Close() error {
+	if f == nil || !f.made {
+		return errNotMade("Front.Close", "NewFront")
+	}
 	f.closeOnce.Do(func() {
+		defer func() { f.closeErr = opErr("Front.Close", f.closeErr) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		for _, s := range f.services {
@@ -365,6 +392,9 @@ func (s *frontService) writeError(w http.ResponseWriter, r *http.Request, status
 
 // String describes the front for logs.
 func (f *Front) String() string {
+	if f == nil {
+		return "azurite.Front(nil)"
+	}
 	var parts []string
 	for _, s := range f.services {
 		parts = append(parts, strconv.Quote(s.endpoint)+" -> "+strconv.Quote(s.target.String()))

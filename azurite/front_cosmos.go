@@ -11,37 +11,6 @@ import (
 	"slices"
 )
 
-// CosmosOptions makes a [Front]'s table endpoint behave like Azure Cosmos
-// DB for Table where that differs from Table storage:
-//   - query results come in an order that is not key order ("Query results
-//     returned by the API for Table aren't sorted in partition key/row key
-//     order"), the same for the same Seed, across every page of a query;
-//   - its limits: a RowKey of at most 255 bytes, a batch of at most 2 MB,
-//     an entity of at most 2 MB of JSON (instead of 1 MiB in the size
-//     formula), no 64 KiB property limit, and the reserved property names
-//     Id, rid, etag and ResourceId refused. The other limits stay Table
-//     storage's (a stricter front is safe for tests);
-//   - its answers' shapes, as recorded from the live service (see
-//     front_answer.go): errors, batch answers, JSON continuation tokens.
-//
-// Table names are case-sensitive on Cosmos DB: Azurite addresses a table
-// by its exact name too (another case gets 404 TableNotFound), but it
-// refuses to create a table whose name differs from an existing one's only
-// in case, which Cosmos DB allows.
-//
-// Each query is run to its end against the target and paged by the front
-// (pages of $top entities, 1,000 by default, with the front's own
-// continuation tokens): fine for tests, not for large tables.
-type CosmosOptions struct {
-	// Seed picks the order results come in.
-	Seed uint64
-
-	// SortWithinPartition keeps each partition's entities in RowKey order
-	// and shuffles only the partitions. By default every entity is placed
-	// independently: the documentation promises no order at all.
-	SortWithinPartition bool
-}
-
 // cosmosMode is the front's Cosmos DB state.
 type cosmosMode struct {
 	seed       uint64

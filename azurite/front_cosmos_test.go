@@ -37,11 +37,12 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 		t.Fatalf("Table storage (Azurite) order: %v", got)
 	}
 
-	cosmos := func(t *testing.T, o azurite.CosmosOptions) *aztables.Client {
-		f := env.newFront(t, &azurite.FrontOptions{Cosmos: &o})
+	cosmos := func(t *testing.T, o azurite.FrontOptions) *aztables.Client {
+		o.Cosmos = true
+		f := env.newFront(t, &o)
 		return serviceClient(t, f.ConnectionString()).NewClient(table)
 	}
-	c1 := cosmos(t, azurite.CosmosOptions{Seed: 1})
+	c1 := cosmos(t, azurite.FrontOptions{Seed: 1})
 
 	whole := keysOf(t, c1, nil)
 	if slices.Equal(whole, want) {
@@ -87,10 +88,10 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 	})
 
 	t.Run("deterministic per seed", func(t *testing.T) {
-		if again := keysOf(t, cosmos(t, azurite.CosmosOptions{Seed: 1}), nil); !slices.Equal(again, whole) {
+		if again := keysOf(t, cosmos(t, azurite.FrontOptions{Seed: 1}), nil); !slices.Equal(again, whole) {
 			t.Fatalf("same seed, another order: %v vs %v", again, whole)
 		}
-		if other := keysOf(t, cosmos(t, azurite.CosmosOptions{Seed: 2}), nil); slices.Equal(other, whole) {
+		if other := keysOf(t, cosmos(t, azurite.FrontOptions{Seed: 2}), nil); slices.Equal(other, whole) {
 			t.Fatalf("seeds 1 and 2 give the same order %v", other)
 		}
 	})
@@ -126,7 +127,7 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 	})
 
 	t.Run("sort within partition", func(t *testing.T) {
-		got := keysOf(t, cosmos(t, azurite.CosmosOptions{Seed: 1, SortWithinPartition: true}), nil)
+		got := keysOf(t, cosmos(t, *azurite.SortedCosmos(&azurite.FrontOptions{Seed: 1})), nil)
 		var parts []string
 		for i, k := range got {
 			pk := strings.Split(k, "/")[0]
@@ -145,7 +146,7 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 	})
 
 	t.Run("limits", func(t *testing.T) {
-		f := env.newFront(t, &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{}})
+		f := env.newFront(t, &azurite.FrontOptions{Cosmos: true})
 		c := serviceClient(t, f.ConnectionString()).NewClient(table)
 		if _, err := c.AddEntity(ctx, entity("lim", strings.Repeat("k", 255), nil), nil); err != nil {
 			t.Fatalf("RowKey of 255 bytes: %v", err)
@@ -178,7 +179,7 @@ func (env *frontEnv) testCosmos(t *testing.T) {
 	// another table, which does not exist. Azurite addresses tables so
 	// too (Table storage does not: FIDELITY.md).
 	t.Run("table names", func(t *testing.T) {
-		f := env.newFront(t, &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{}})
+		f := env.newFront(t, &azurite.FrontOptions{Cosmos: true})
 		svc := serviceClient(t, f.ConnectionString())
 		if _, err := svc.CreateTable(ctx, "CaseSensitive", nil); err != nil {
 			t.Fatal(err)
@@ -206,7 +207,7 @@ func TestCosmosUnreadablePage(t *testing.T) {
 		w.Write([]byte(page.Load().(string)))
 	}))
 	t.Cleanup(target.Close)
-	f, err := azurite.NewFront(ctxFor(t), azurite.Endpoints{Table: target.URL + "/" + azurite.AccountName}, &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{}})
+	f, err := azurite.NewFront(ctxFor(t), azurite.Endpoints{Table: target.URL + "/" + azurite.AccountName}, &azurite.FrontOptions{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)
 	}

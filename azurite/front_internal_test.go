@@ -74,7 +74,7 @@ func TestSASRange(t *testing.T) {
 
 func TestThrottleBuckets(t *testing.T) {
 	now := time.Unix(0, 0)
-	th := newThrottle(&ThrottleOptions{PartitionRate: 10, AccountRate: 100, Burst: 500 * time.Millisecond, Clock: func() time.Time { return now }})
+	th := newThrottle(&ThrottleOptions{PartitionRate: 10, AccountRate: 100, Burst: 500 * time.Millisecond, clock: func() time.Time { return now }})
 	for i := range 5 {
 		if got := th.take("p", 1); got != throttleOK {
 			t.Fatalf("take %d: %v", i, got)

@@ -104,7 +104,7 @@ func (env *frontEnv) testLimits(t *testing.T) {
 	})
 
 	t.Run("duplicate property", func(t *testing.T) {
-		u := sasURL(t, env.srv.TableEndpoint(), "limits", aztables.SASPermissions{Add: true, Read: true}, nil)
+		u := sasURL(t, env.srv.Endpoints().Table, "limits", aztables.SASPermissions{Add: true, Read: true}, nil)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"PartitionKey":"p","RowKey":"dup","A":1,"A":2}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json;odata=minimalmetadata")

@@ -13,33 +13,6 @@ import (
 	"strings"
 )
 
-// PagingOptions makes a [Front] page query results as Azure may, where
-// Azurite always answers full pages ($top entities, 1,000 by default) until
-// the last. Azure ends a page early when the query has run for 5 seconds
-// on the server or reaches a partition boundary, and then returns a
-// continuation token even with no entities. So, through the front:
-//   - a page may hold no entity and carry a continuation token (never more
-//     than two such pages in a row at one position);
-//   - a page may end at a partition boundary, or anywhere, before $top
-//     entities, with a continuation token;
-//   - the last page of a query may carry a continuation token, and the
-//     page it leads to is empty without one.
-//
-// Its continuation tokens are the front's own, in the shape of Table
-// storage's (or, in Cosmos mode, Cosmos DB's): see front_answer.go.
-//
-// A point query (PartitionKey eq and RowKey eq) is answered whole, as the
-// service looks its entity up at once. Which pages are cut is decided from
-// Seed, the query ($filter, $select, $top) and its position in the
-// results, so the same query over the same entities pages the same way
-// every time, in any table; no answer waits. Each entity still comes
-// exactly once over a query's pages, in the order the target (or Cosmos
-// mode) gives, also when entities are inserted or deleted between pages.
-type PagingOptions struct {
-	// Seed picks which pages are cut short or empty.
-	Seed uint64
-}
-
 // maxEmptyPages is the most empty pages with a continuation the front
 // answers in a row at one position.
 const maxEmptyPages = 2
@@ -214,7 +187,7 @@ func rawKeys(raw json.RawMessage) (pk, rk string) {
 }
 
 // servePagedQuery answers a query passed on to the target as Azure may
-// page it (see PagingOptions): it reads the target's page at the
+// page it (see "Azure's paging" in the package documentation): it reads the target's page at the
 // position, after the entities already returned, and cuts it.
 func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 	p := s.front.paging

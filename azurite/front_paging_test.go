@@ -89,7 +89,7 @@ func (env *frontEnv) testPaging(t *testing.T) {
 	top := func(n int32) *aztables.ListEntitiesOptions { return &aztables.ListEntitiesOptions{Top: to.Ptr(n)} }
 
 	t.Run("azure pages", func(t *testing.T) {
-		c := paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 1}})
+		c := paged(t, azurite.FrontOptions{Paging: true, Seed: 1})
 		var empty, partitionCut, midCut, trailing, maxEmptyRun int
 		for _, size := range []int32{1, 7, 50, 1000} {
 			pages := pagesOf(t, c, top(size))
@@ -153,7 +153,7 @@ func (env *frontEnv) testPaging(t *testing.T) {
 		// page; every seed returns its entities once.
 		var emptyFirst, trailing int
 		for seed := range uint64(50) {
-			c := paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: seed}})
+			c := paged(t, azurite.FrontOptions{Paging: true, Seed: seed})
 			pages := pagesOf(t, c, &aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'p01'"), Top: to.Ptr(int32(100))})
 			if !slices.Equal(allKeys(pages), want[1:9]) {
 				t.Fatalf("seed %d: %v in pages of %v", seed, allKeys(pages), pageSizes(pages))
@@ -172,9 +172,9 @@ func (env *frontEnv) testPaging(t *testing.T) {
 	})
 
 	t.Run("deterministic", func(t *testing.T) {
-		a := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 3}}), top(20)))
-		b := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 3}}), top(20)))
-		c := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 4}}), top(20)))
+		a := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: true, Seed: 3}), top(20)))
+		b := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: true, Seed: 3}), top(20)))
+		c := pageSizes(pagesOf(t, paged(t, azurite.FrontOptions{Paging: true, Seed: 4}), top(20)))
 		if !slices.Equal(a, b) {
 			t.Errorf("seed 3 paged %v, then %v", a, b)
 		}
@@ -184,7 +184,7 @@ func (env *frontEnv) testPaging(t *testing.T) {
 	})
 
 	t.Run("select", func(t *testing.T) {
-		c := paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 5}})
+		c := paged(t, azurite.FrontOptions{Paging: true, Seed: 5})
 		var vs []int
 		pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'p03'"), Select: to.Ptr("V"), Top: to.Ptr(int32(5))})
 		for pager.More() {
@@ -220,7 +220,7 @@ func (env *frontEnv) testPaging(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c := serviceClient(t, env.newFront(t, &azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 6}}).ConnectionString()).NewClient(tbl)
+		c := serviceClient(t, env.newFront(t, &azurite.FrontOptions{Paging: true, Seed: 6}).ConnectionString()).NewClient(tbl)
 		seen := map[string]int{}
 		deleted := map[string]bool{}
 		pager := c.NewListEntitiesPager(top(15))
@@ -257,8 +257,8 @@ func (env *frontEnv) testPaging(t *testing.T) {
 	})
 
 	t.Run("cosmos", func(t *testing.T) {
-		plain := allKeys(pagesOf(t, paged(t, azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 2}}), top(1000)))
-		c := paged(t, azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 2}, Paging: &azurite.PagingOptions{Seed: 2}})
+		plain := allKeys(pagesOf(t, paged(t, azurite.FrontOptions{Cosmos: true, Seed: 2}), top(1000)))
+		c := paged(t, azurite.FrontOptions{Cosmos: true, Paging: true, Seed: 2})
 		for _, size := range []int32{3, 40} {
 			pages := pagesOf(t, c, top(size))
 			if got := allKeys(pages); !slices.Equal(got, plain) {
@@ -279,8 +279,8 @@ func (env *frontEnv) testPaging(t *testing.T) {
 	t.Run("chained", func(t *testing.T) {
 		// A front before a front, both paging: the outer one's target
 		// answers the same position again after an empty page.
-		inner := env.newFront(t, &azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 7}})
-		outer, err := azurite.NewFront(ctx, inner.Endpoints(), &azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: 8}})
+		inner := env.newFront(t, &azurite.FrontOptions{Paging: true, Seed: 7})
+		outer, err := azurite.NewFront(ctx, inner.Endpoints(), &azurite.FrontOptions{Paging: true, Seed: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,18 +295,18 @@ func (env *frontEnv) testPaging(t *testing.T) {
 
 	t.Run("point queries whole", func(t *testing.T) {
 		for seed := range uint64(40) {
-			for _, cosmos := range []*azurite.CosmosOptions{nil, {Seed: seed}} {
-				c := paged(t, azurite.FrontOptions{Paging: &azurite.PagingOptions{Seed: seed}, Cosmos: cosmos})
+			for _, cosmos := range []bool{false, true} {
+				c := paged(t, azurite.FrontOptions{Paging: true, Seed: seed, Cosmos: cosmos})
 				pages := pagesOf(t, c, &aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq 'p05' and RowKey eq 'r007'")})
 				if len(pages) != 1 || !slices.Equal(pages[0].keys, []string{"p05/r007"}) {
-					t.Fatalf("seed %d, cosmos %v: a point query answered in pages of %v", seed, cosmos != nil, pageSizes(pages))
+					t.Fatalf("seed %d, cosmos %v: a point query answered in pages of %v", seed, cosmos, pageSizes(pages))
 				}
 			}
 		}
 	})
 
 	t.Run("foreign token", func(t *testing.T) {
-		f := env.newFront(t, &azurite.FrontOptions{Paging: &azurite.PagingOptions{}})
+		f := env.newFront(t, &azurite.FrontOptions{Paging: true})
 		u := f.Endpoints().Table + "/" + table + "()?NextPartitionKey=" + url.QueryEscape("1!8!cDAx") + "&NextRowKey=" + url.QueryEscape("1!8!cjAwMQ--")
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		resp, err := http.DefaultClient.Do(req)

@@ -57,7 +57,7 @@ func (env *frontEnv) testSAS(t *testing.T) {
 	all := aztables.SASPermissions{Read: true, Add: true, Update: true, Delete: true}
 
 	t.Run("one partition", func(t *testing.T) {
-		b := sasClient(t, sasURL(t, env.srv.TableEndpoint(), table, all, &[4]string{"b", "", "b", ""}))
+		b := sasClient(t, sasURL(t, env.srv.Endpoints().Table, table, all, &[4]string{"b", "", "b", ""}))
 		if _, err := b.GetEntity(ctx, "b", "1", nil); err != nil {
 			t.Fatalf("in-range read: %v", err)
 		}
@@ -119,7 +119,7 @@ func (env *frontEnv) testSAS(t *testing.T) {
 
 	t.Run("composite range", func(t *testing.T) {
 		// From (b, 2) to (c, 1): b/1 and c/2 lie outside.
-		r := sasClient(t, sasURL(t, env.srv.TableEndpoint(), table, all, &[4]string{"b", "2", "c", "1"}))
+		r := sasClient(t, sasURL(t, env.srv.Endpoints().Table, table, all, &[4]string{"b", "2", "c", "1"}))
 		if got := keysOf(t, r, nil); !slices.Equal(got, []string{"b/2", "c/1"}) {
 			t.Fatalf("query of the whole table: %v", got)
 		}
@@ -142,7 +142,7 @@ func (env *frontEnv) testSAS(t *testing.T) {
 	})
 
 	t.Run("signature still checked", func(t *testing.T) {
-		u := sasURL(t, env.srv.TableEndpoint(), table, all, &[4]string{"b", "", "b", ""})
+		u := sasURL(t, env.srv.Endpoints().Table, table, all, &[4]string{"b", "", "b", ""})
 		widened := u[:len(u)-len("epk=b")] + "epk=z"
 		_, err := sasClient(t, widened).GetEntity(ctx, "c", "1", nil)
 		var re *azcore.ResponseError

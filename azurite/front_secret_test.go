@@ -28,8 +28,8 @@ func TestFrontAnswersNoSecret(t *testing.T) {
 	const secret = "c2VjcmV0LXNpZ25hdHVyZQ"
 	modes := map[string]*azurite.FrontOptions{
 		"passed on": {},
-		"cosmos":    {Cosmos: &azurite.CosmosOptions{Seed: 1}},
-		"paging":    {Paging: &azurite.PagingOptions{Seed: 1}},
+		"cosmos":    {Cosmos: true, Seed: 1},
+		"paging":    {Paging: true, Seed: 1},
 	}
 	for name, opts := range modes {
 		t.Run(name, func(t *testing.T) {

@@ -20,12 +20,16 @@ import (
 //	cosmos          Cosmos DB for Table mode (seed 0); cosmos=7 with seed 7
 //
 // What the list does not name is off. "" and "off" return nil (no front).
-func ParseFrontSpec(spec string) (*FrontOptions, error) {
+// Paging and Cosmos mode share [FrontOptions.Seed]: "cosmos=7,paging=7"
+// (or "cosmos=7,paging") is fine, two different seeds are refused.
+func ParseFrontSpec(spec string) (_ *FrontOptions, err error) {
+	defer func() { err = opErr("ParseFrontSpec", err) }()
 	spec = strings.TrimSpace(spec)
 	if spec == "" || spec == "off" {
 		return nil, nil
 	}
 	o := &FrontOptions{NoLimits: true, NoSASRanges: true}
+	seeded := false
 	for _, item := range strings.Split(spec, ",") {
 		name, arg, hasArg := strings.Cut(strings.TrimSpace(item), "=")
 		bad := func(err error) error {
@@ -42,18 +46,22 @@ func ParseFrontSpec(spec string) (*FrontOptions, error) {
 			if err := noArg(); err != nil {
 				return nil, err
 			}
-			o.NoLimits, o.NoSASRanges = false, false
-			if o.Paging == nil {
-				o.Paging = &PagingOptions{}
+			o.NoLimits, o.NoSASRanges, o.Paging = false, false, true
+		case "paging", "cosmos":
+			if name == "paging" {
+				o.Paging = true
+			} else {
+				o.Cosmos = true
 			}
-		case "paging":
-			o.Paging = &PagingOptions{}
 			if hasArg {
 				seed, err := strconv.ParseUint(arg, 10, 64)
 				if err != nil {
 					return nil, bad(fmt.Errorf("the seed must be a whole number"))
 				}
-				o.Paging.Seed = seed
+				if seeded && seed != o.Seed {
+					return nil, bad(fmt.Errorf("paging and cosmos share one seed, and %d was given before", o.Seed))
+				}
+				o.Seed, seeded = seed, true
 			}
 		case "limits":
 			if err := noArg(); err != nil {
@@ -72,7 +80,8 @@ func ParseFrontSpec(spec string) (*FrontOptions, error) {
 				if err != nil || scale <= 0 {
 					return nil, bad(fmt.Errorf("the scale must be a positive number"))
 				}
-				o.Throttle.Scale = scale
+				o.Throttle.PartitionRate = AzurePartitionRate * scale
+				o.Throttle.AccountRate = AzureAccountRate * scale
 			}
 		case "latency":
 			d, err := time.ParseDuration(arg)
@@ -80,15 +89,6 @@ func ParseFrontSpec(spec string) (*FrontOptions, error) {
 				return nil, bad(fmt.Errorf("want a duration such as 20ms"))
 			}
 			o.Latency = d
-		case "cosmos":
-			o.Cosmos = &CosmosOptions{}
-			if hasArg {
-				seed, err := strconv.ParseUint(arg, 10, 64)
-				if err != nil {
-					return nil, bad(fmt.Errorf("the seed must be a whole number"))
-				}
-				o.Cosmos.Seed = seed
-			}
 		default:
 			return nil, bad(fmt.Errorf("unknown; want strict, limits, sas, paging[=seed], throttle[=scale], latency=DURATION or cosmos[=seed]"))
 		}

@@ -192,10 +192,10 @@ func (env *frontEnv) testOptions(t *testing.T) {
 	if !strings.Contains(cs, "TableEndpoint="+ends.Table+";") || strings.Contains(cs, direct.Table) {
 		t.Fatalf("ConnectionString %q does not point at the front", cs)
 	}
-	if srv.TableEndpoint() != ends.Table {
-		t.Fatalf("TableEndpoint() = %s, want the front's %s", srv.TableEndpoint(), ends.Table)
+	if srv.Endpoints().Table != ends.Table {
+		t.Fatalf("TableEndpoint() = %s, want the front's %s", srv.Endpoints().Table, ends.Table)
 	}
-	if _, _, tbl := srv.Ports(); strings.Contains(ends.Table, ":"+strconv.Itoa(tbl)+"/") {
+	if _, _, tbl := azurite.Ports(srv); strings.Contains(ends.Table, ":"+strconv.Itoa(tbl)+"/") {
 		t.Fatalf("front table endpoint %s uses Azurite's port %d", ends.Table, tbl)
 	}
 
@@ -233,8 +233,8 @@ func (env *frontEnv) testOptions(t *testing.T) {
 	if _, err := azurite.NewFront(ctxFor(t), direct, &azurite.FrontOptions{Latency: -time.Second}); err == nil {
 		t.Error("NewFront accepted a negative latency")
 	}
-	if _, err := azurite.NewFront(ctxFor(t), direct, &azurite.FrontOptions{Throttle: &azurite.ThrottleOptions{Scale: -1}}); err == nil {
-		t.Error("NewFront accepted a negative scale")
+	if _, err := azurite.NewFront(ctxFor(t), direct, &azurite.FrontOptions{Throttle: &azurite.ThrottleOptions{Burst: -1}}); err == nil {
+		t.Error("NewFront accepted a negative burst")
 	}
 }
 

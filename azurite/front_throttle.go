@@ -27,21 +27,19 @@ const (
 // nothing. Queries take from the account's bucket only.
 //
 // The zero value applies Azure's figures, which a laptop rarely reaches:
-// set Scale (e.g. 0.05: 100 entities/s per partition, 1,000 requests/s)
-// or the rates themselves so that a 2-core machine meets the limits.
+// set the rates (e.g. AzurePartitionRate * 0.05 and AzureAccountRate *
+// 0.05: 100 entities/s per partition, 1,000 requests/s) so that a 2-core
+// machine meets the limits.
 type ThrottleOptions struct {
 	// PartitionRate is the entities per second of one table partition.
-	// 0 means AzurePartitionRate × Scale; a negative rate means no
-	// partition limit.
+	// 0 means [AzurePartitionRate]; a negative rate means no partition
+	// limit.
 	PartitionRate float64
 
 	// AccountRate is the requests per second of the account (all
-	// services). 0 means AzureAccountRate × Scale; a negative rate means
-	// no account limit.
+	// services). 0 means [AzureAccountRate]; a negative rate means no
+	// account limit.
 	AccountRate float64
-
-	// Scale multiplies Azure's figures for a rate left at 0. 0 means 1.
-	Scale float64
 
 	// Burst is how much of its rate a full bucket holds: Burst ×
 	// rate tokens (at least one). 0 means one second. A request that
@@ -49,21 +47,18 @@ type ThrottleOptions struct {
 	// is full, leaving it in debt.
 	Burst time.Duration
 
-	// Clock, if not nil, is the time the buckets refill by (for tests).
-	Clock func() time.Time
+	// clock, if not nil, is the time the buckets refill by (for tests).
+	clock func() time.Time
 }
 
 func (o *ThrottleOptions) validate() error {
 	for _, v := range []struct {
 		name string
 		x    float64
-	}{{"PartitionRate", o.PartitionRate}, {"AccountRate", o.AccountRate}, {"Scale", o.Scale}} {
+	}{{"PartitionRate", o.PartitionRate}, {"AccountRate", o.AccountRate}} {
 		if math.IsNaN(v.x) || math.IsInf(v.x, 0) {
 			return fmt.Errorf("azurite: ThrottleOptions.%s is %v", v.name, v.x)
 		}
-	}
-	if o.Scale < 0 {
-		return fmt.Errorf("azurite: ThrottleOptions.Scale is negative (%v)", o.Scale)
 	}
 	if o.Burst < 0 {
 		return fmt.Errorf("azurite: ThrottleOptions.Burst is negative (%v)", o.Burst)
@@ -71,19 +66,15 @@ func (o *ThrottleOptions) validate() error {
 	return nil
 }
 
-// Rates returns the partition and account rates these options give (a
+// rates returns the partition and account rates these options give (a
 // negative rate means no limit).
-func (o *ThrottleOptions) Rates() (partition, account float64) {
-	scale := o.Scale
-	if scale == 0 {
-		scale = 1
-	}
+func (o *ThrottleOptions) rates() (partition, account float64) {
 	partition, account = o.PartitionRate, o.AccountRate
 	if partition == 0 {
-		partition = AzurePartitionRate * scale
+		partition = AzurePartitionRate
 	}
 	if account == 0 {
-		account = AzureAccountRate * scale
+		account = AzureAccountRate
 	}
 	return partition, account
 }
@@ -133,11 +124,11 @@ type throttle struct {
 const maxIdleBuckets = 1 << 14
 
 func newThrottle(o *ThrottleOptions) *throttle {
-	t := &throttle{now: o.Clock, partitions: map[string]*bucket{}, sweepAt: maxIdleBuckets}
+	t := &throttle{now: o.clock, partitions: map[string]*bucket{}, sweepAt: maxIdleBuckets}
 	if t.now == nil {
 		t.now = time.Now
 	}
-	t.partRate, t.acctRate = o.Rates()
+	t.partRate, t.acctRate = o.rates()
 	burst := o.Burst
 	if burst == 0 {
 		burst = time.Second

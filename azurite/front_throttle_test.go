@@ -32,7 +32,7 @@ func (env *frontEnv) testThrottle(t *testing.T) {
 
 	t.Run("partition", func(t *testing.T) {
 		clock := newFakeClock()
-		f := env.newFront(t, &azurite.FrontOptions{Throttle: &azurite.ThrottleOptions{PartitionRate: 10, AccountRate: 1000, Clock: clock.now}})
+		f := env.newFront(t, &azurite.FrontOptions{Throttle: azurite.WithClock(&azurite.ThrottleOptions{PartitionRate: 10, AccountRate: 1000}, clock.now)})
 		c := serviceClient(t, f.ConnectionString()).NewClient("throttled")
 		insert := func(pk string, i int) error {
 			_, err := c.UpsertEntity(ctx, entity(pk, fmt.Sprint(i), nil), nil)
@@ -88,7 +88,7 @@ func (env *frontEnv) testThrottle(t *testing.T) {
 
 	t.Run("account", func(t *testing.T) {
 		clock := newFakeClock()
-		f := env.newFront(t, &azurite.FrontOptions{Throttle: &azurite.ThrottleOptions{AccountRate: 3, PartitionRate: -1, Clock: clock.now}})
+		f := env.newFront(t, &azurite.FrontOptions{Throttle: azurite.WithClock(&azurite.ThrottleOptions{AccountRate: 3, PartitionRate: -1}, clock.now)})
 		q := noRetryQueue(t, f.ConnectionString()).NewQueueClient("throttled-account")
 		if _, err := q.Create(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -128,11 +128,10 @@ func (env *frontEnv) testThrottle(t *testing.T) {
 			part, acct float64
 		}{
 			{azurite.ThrottleOptions{}, 2000, 20000},
-			{azurite.ThrottleOptions{Scale: 0.05}, 100, 1000},
-			{azurite.ThrottleOptions{Scale: 0.05, PartitionRate: 7}, 7, 1000},
+			{azurite.ThrottleOptions{PartitionRate: 7}, 7, 20000},
 			{azurite.ThrottleOptions{AccountRate: -1}, 2000, -1},
 		} {
-			if p, a := tc.o.Rates(); p != tc.part || a != tc.acct {
+			if p, a := azurite.Rates(&tc.o); p != tc.part || a != tc.acct {
 				t.Errorf("%+v: rates %v, %v; want %v, %v", tc.o, p, a, tc.part, tc.acct)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,10 @@ var ErrNodeNotFound = errors.New("azurite: Node.js not found: install Node.js 18
 // minNodeMajor is the oldest Node.js major version tablekit supports.
 const minNodeMajor = 18
 
+// cacheDirEnv is the environment variable that overrides the folder the
+// pinned Azurite is installed into (see [Options.CacheDir]).
+const cacheDirEnv = "TABLEKIT_AZURITE_DIR"
+
 // stampName marks a completed installation inside its folder.
 const stampName = ".tablekit-installed"
 
@@ -33,7 +38,7 @@ func resolveCommand(ctx context.Context, o *Options, lookPath lookPathFunc) (str
 	if o.Executable != "" {
 		return commandFor(ctx, o.Executable, lookPath)
 	}
-	if !o.SkipPath {
+	if !o.skipPath {
 		if p, err := lookPath("azurite"); err == nil {
 			return commandFor(ctx, p, lookPath)
 		}
@@ -46,7 +51,11 @@ func resolveCommand(ctx context.Context, o *Options, lookPath lookPathFunc) (str
 	if err != nil {
 		return "", nil, err
 	}
-	script, err := ensureInstalled(ctx, root, lookPath)
+	notice := o.notice
+	if notice == nil {
+		notice = os.Stderr
+	}
+	script, err := ensureInstalled(ctx, root, lookPath, notice)
 	if err != nil {
 		return "", nil, err
 	}
@@ -134,12 +143,12 @@ func cacheDir(o *Options) (string, error) {
 	if o.CacheDir != "" {
 		return filepath.Abs(o.CacheDir)
 	}
-	if d := os.Getenv(CacheDirEnv); d != "" {
+	if d := os.Getenv(cacheDirEnv); d != "" {
 		return filepath.Abs(d)
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("azurite: no cache folder to install Azurite into (set %s): %w", CacheDirEnv, err)
+		return "", fmt.Errorf("azurite: no cache folder to install Azurite into (set %s): %w", cacheDirEnv, err)
 	}
 	return filepath.Join(d, "tablekit"), nil
 }
@@ -148,8 +157,10 @@ func cacheDir(o *Options) (string, error) {
 // the path of its entry-point script. Concurrent callers, in this process
 // or others, wait for one installation: a lock file serialises them, the
 // installation happens in a temporary folder and is renamed into place
-// with a stamp file marking it complete.
-func ensureInstalled(ctx context.Context, root string, lookPath lookPathFunc) (string, error) {
+// with a stamp file marking it complete. Before the first installation
+// (or the wait for another process's) it says so on notice, in one line:
+// otherwise a first test run is silent for the minute npm takes.
+func ensureInstalled(ctx context.Context, root string, lookPath lookPathFunc, notice io.Writer) (string, error) {
 	dir := filepath.Join(root, "azurite-"+Version)
 	if script, ok := installedScript(dir); ok {
 		return script, nil
@@ -161,6 +172,7 @@ func ensureInstalled(ctx context.Context, root string, lookPath lookPathFunc) (s
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("azurite: %w", err)
 	}
+	fmt.Fprintf(notice, "tablekit: installing Azurite %s into %s (once, about a minute)\n", Version, dir)
 	unlock, err := lockFile(ctx, filepath.Join(root, "azurite-"+Version+".lock"))
 	if err != nil {
 		return "", fmt.Errorf("azurite: waiting for the install lock: %w", err)

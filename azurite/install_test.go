@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestInstallOnceWhenConcurrent(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { scripts[i], errs[i] = ensureInstalled(context.Background(), cache, look) })
+		wg.Go(func() { scripts[i], errs[i] = ensureInstalled(context.Background(), cache, look, io.Discard) })
 	}
 	wg.Wait()
 	want := filepath.Join(cache, "azurite-"+Version, "node_modules", "azurite", "dist", "src", "azurite.js")
@@ -111,15 +112,42 @@ func TestInstallOnceWhenConcurrent(t *testing.T) {
 	}
 
 	// Later calls use the installation without npm.
-	if _, err := ensureInstalled(context.Background(), cache, tools(nil)); err != nil {
+	if _, err := ensureInstalled(context.Background(), cache, tools(nil), io.Discard); err != nil {
 		t.Fatalf("installed, without npm: %v", err)
+	}
+}
+
+// TestInstallSaysSo: the first run, which waits a minute for npm, says
+// what it is doing in one line; a run that finds Azurite installed says
+// nothing.
+func TestInstallSaysSo(t *testing.T) {
+	bin, cache := t.TempDir(), t.TempDir()
+	look := tools(map[string]string{
+		"node": writeScript(t, bin, "node", `echo v20.1.0`),
+		"npm":  fakeNpm(t, bin, filepath.Join(bin, "calls")),
+	})
+	var notice strings.Builder
+	o := &Options{skipPath: true, CacheDir: cache, notice: &notice}
+	if _, _, err := resolveCommand(context.Background(), o, look); err != nil {
+		t.Fatal(err)
+	}
+	want := "tablekit: installing Azurite " + Version + " into " + filepath.Join(cache, "azurite-"+Version) + " (once, about a minute)\n"
+	if notice.String() != want {
+		t.Fatalf("before installing, stderr got %q, want %q", notice.String(), want)
+	}
+	notice.Reset()
+	if _, _, err := resolveCommand(context.Background(), o, look); err != nil {
+		t.Fatal(err)
+	}
+	if notice.Len() != 0 {
+		t.Fatalf("already installed, stderr got %q, want nothing", notice.String())
 	}
 }
 
 func TestInstallNpmFailure(t *testing.T) {
 	bin, cache := t.TempDir(), t.TempDir()
 	npm := writeScript(t, bin, "npm", `echo "npm error code E404" >&2; echo "npm error 404 Not Found - GET azurite" >&2; exit 1`)
-	_, err := ensureInstalled(context.Background(), cache, tools(map[string]string{"npm": npm}))
+	_, err := ensureInstalled(context.Background(), cache, tools(map[string]string{"npm": npm}), io.Discard)
 	if err == nil {
 		t.Fatal("no error from a failing npm")
 	}
@@ -137,7 +165,7 @@ func TestInstallNpmFailure(t *testing.T) {
 
 	// A later attempt with a working npm succeeds.
 	calls := filepath.Join(bin, "calls")
-	if _, err := ensureInstalled(context.Background(), cache, tools(map[string]string{"npm": fakeNpm(t, bin, calls)})); err != nil {
+	if _, err := ensureInstalled(context.Background(), cache, tools(map[string]string{"npm": fakeNpm(t, bin, calls)}), io.Discard); err != nil {
 		t.Fatalf("retry after failure: %v", err)
 	}
 }
@@ -158,7 +186,7 @@ func TestNoNodeOrNpm(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := &Options{SkipPath: true, CacheDir: t.TempDir()}
+			o := &Options{skipPath: true, CacheDir: t.TempDir()}
 			_, _, err := resolveCommand(context.Background(), o, tools(c.tools))
 			if !errors.Is(err, ErrNodeNotFound) {
 				t.Fatalf("error %v is not ErrNodeNotFound", err)
@@ -217,6 +245,9 @@ func TestStartFailureShowsOutput(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start succeeded with a failing Azurite")
 	}
+	if !strings.HasPrefix(err.Error(), "azurite: Start: ") {
+		t.Errorf("error %q does not name the operation", err)
+	}
 	for _, want := range []string{"exited before it was ready", "something broke"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
@@ -246,7 +277,7 @@ func TestStartTimeoutKillsAzurite(t *testing.T) {
 echo "Azurite is thinking"
 exec sleep 60`, pidFile))
 	start := time.Now()
-	_, err := Start(context.Background(), &Options{Executable: exe, StartTimeout: 500 * time.Millisecond})
+	_, err := Start(context.Background(), &Options{Executable: exe, startTimeout: 500 * time.Millisecond})
 	if err == nil {
 		t.Fatal("Start succeeded with an Azurite that never listens")
 	}

@@ -19,7 +19,7 @@ import (
 // whole and sorted, and list lookups keep the list's order.
 func TestCosmosIndexLookups(t *testing.T) {
 	ctx := context.Background()
-	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 11}}})
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 11}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // DB mode: query results in no key order, even within a partition.
 func cosmosAccount(t *testing.T) *tablekit.Account {
 	t.Helper()
-	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 3}}})
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 3}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // shards in time order: each shard's range is read whole and sorted.
 func TestCosmosStreamMerge(t *testing.T) {
 	ctx := context.Background()
-	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 5}}})
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 5}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
 	if err != nil {
 		t.Fatal(err)

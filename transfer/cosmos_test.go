@@ -69,11 +69,8 @@ func TestCosmosExportCountCopy(t *testing.T) {
 	es := seedMany(t, src, 40, 2000)
 	for _, seed := range []uint64{1, 2} {
 		// Seed 2 pages as Azure may too: short pages, empty pages.
-		var paging *azurite.PagingOptions
-		if seed == 2 {
-			paging = &azurite.PagingOptions{Seed: seed}
-		}
-		_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: seed}, Paging: paging}, &tablekit.Options{Cosmos: true}, src)
+		paging := seed == 2
+		_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, src)
 		csrc := tbls[0]
 		for _, c := range cosmosScans {
 			t.Run(fmt.Sprintf("seed %d/%s", seed, c.name), func(t *testing.T) {
@@ -104,7 +101,7 @@ func TestCosmosExportCountCopy(t *testing.T) {
 				}
 
 				dst := newTable(t, acct)
-				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: seed}, Paging: paging}, &tablekit.Options{Cosmos: true}, dst)
+				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, dst)
 				cres, err := transfer.Copy(ctxFor(t), csrc, dtbls[0], &transfer.CopyOptions{JobOptions: transfer.JobOptions{Scan: c.scan}})
 				if err != nil || !cres.Complete || cres.Written != 2000 || cres.Failed != 0 {
 					t.Errorf("copy: %d read, %d written, %d failed, complete %v; %v", cres.Read, cres.Written, cres.Failed, cres.Complete, err)
@@ -126,7 +123,7 @@ func TestCosmosPurge(t *testing.T) {
 			es := seedMany(t, tbl, 40, 2000)
 			keep := []tablekit.Entity{{PartitionKey: "a-before", RowKey: "1"}, {PartitionKey: "z-after", RowKey: "1"}}
 			seed(t, tbl, keep)
-			_, cacct, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 3}, Paging: &azurite.PagingOptions{Seed: 3}}, &tablekit.Options{Cosmos: true}, tbl)
+			_, cacct, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Paging: true, Seed: 3}, &tablekit.Options{Cosmos: true}, tbl)
 			res, err := transfer.Purge(ctxFor(t), tbls[0], &transfer.PurgeOptions{JobOptions: transfer.JobOptions{
 				Scope: transfer.Scope{From: "p", To: "q"}, Scan: c.scan, Meter: cacct.Meter(),
 			}})
@@ -162,7 +159,7 @@ func TestCosmosCountResumes(t *testing.T) {
 		}
 		return r.Next()
 	})
-	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 4}},
+	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 4},
 		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{
@@ -205,7 +202,7 @@ func TestCosmosCountResumesLargeTally(t *testing.T) {
 		}
 		return r.Next()
 	})
-	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 5}},
+	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 5},
 		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}}}

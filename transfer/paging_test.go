@@ -27,7 +27,7 @@ import (
 // azurePaging is a front that pages as Azure may (short pages, empty pages
 // with a continuation token), seeded.
 func azurePaging(seed uint64) *azurite.FrontOptions {
-	return &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Paging: &azurite.PagingOptions{Seed: seed}}
+	return &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Paging: true, Seed: seed}
 }
 
 // emptyPage reports whether resp is a query page with no entity and a

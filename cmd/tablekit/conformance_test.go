@@ -73,7 +73,7 @@ func TestConformanceCommand(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cs := c.cs
 			if c.name == "front-cosmos" {
-				cs = front(&azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 1}})
+				cs = front(&azurite.FrontOptions{Cosmos: true, Seed: 1})
 				c.args = append(c.args, "--connection-string", cs)
 			}
 			before := listTables(t, cs)

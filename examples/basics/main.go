@@ -3,9 +3,7 @@
 // ETags, a projection and an entity group transaction.
 //
 // It runs against the account in AZURE_STORAGE_CONNECTION_STRING, or an
-// Azurite it starts (Node.js 18+ needed; installed with npm on first use):
-//
-//	go run ./examples/basics
+// Azurite it starts (Node.js 18+ needed): go run ./examples/basics
 package main
 
 import (
@@ -47,8 +45,7 @@ func main() {
 		err = run(ctx, acct, os.Stdout)
 		fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
 	}
-	stop()
-	if err != nil {
+	if stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "basics:", err)
 		os.Exit(1)
 	}
@@ -116,8 +113,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Replace stored exactly the new properties: LastName now %q, Age %d\n", replaced.LastName, replaced.Age)
 
-	// A projection reads only the properties named.
-	// A point query with a projection: one transaction, as Get.
+	// A point query with a projection reads only the properties named.
 	proj, err := tablekit.Collect(emp.Query(ctx, tablekit.PointQuery("Sales", "000223"), &tablekit.QueryOptions{Select: []string{"Email"}}), 1)
 	if err != nil || len(proj) != 1 {
 		return fmt.Errorf("projection: %d entities, %v", len(proj), err)

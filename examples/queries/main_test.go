@@ -19,12 +19,12 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{
-		"BulkWriter wrote 300 employees in 3 departments: 3 transactions (one entity group transaction of 100 per partition)",
-		"range query Sales 000100–000199: 33 employees (000102 … 000198, in RowKey order), 1 transaction",
+		"BulkWriter wrote 300 employees in 3 departments (0 failed): 3 transactions (one entity group transaction of 100 per partition)",
+		"range query Sales 000100–000199: 33 employees (000102 … 000198, in RowKey order: true), 1 transaction",
 		"prefix query Engineering 0002*, the first 5: [000200 000203 000206 000209 000212], 1 transaction",
 		"first page of Marketing: 40 employees, then the continuation token tk1.",
-		"resumed with the token: 100 employees in 3 pages, in RowKey order, none twice",
-		"the same token with another filter (Sales) is refused (ErrInvalidInput), 0 transactions",
+		"resumed with the token: 100 employees in 3 pages, in RowKey order and none twice: true",
+		"the same token with another filter (Sales) is refused (ErrInvalidInput: true), 0 transactions",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("narration lacks %q:\n%s", want, out.String())

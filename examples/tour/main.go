@@ -1,26 +1,18 @@
-// Command tour runs every example of tablekit's patterns, one after the
-// other, against one storage account, and prints what each said and what
-// it cost in storage transactions.
-//
-// It connects to the account in AZURE_STORAGE_CONNECTION_STRING, or starts
-// an Azurite (installed with npm on first use: needs Node.js 18+), builds
-// the example programs (examples/<name>, each a plain program you can read
-// and copy) and runs each against that account.
-//
-// Usage, from the repository's root:
+// Command tour builds tablekit's examples (examples/<name>, each a plain
+// program to read and copy) and runs them, one after the other, against the
+// account in AZURE_STORAGE_CONNECTION_STRING or an Azurite it starts. It
+// prints what each said and what it cost. Each example cleans up after
+// itself, so the tour can run against a shared account. From the
+// repository's root:
 //
 //	go run ./examples/tour             # run every example
 //	go run ./examples/tour -list       # list the examples
 //	go run ./examples/tour -run basics # run some (comma-separated names)
-//
-// Each example creates what it needs under names of its own and deletes it
-// again, so the tour can run against a shared account.
 package main
 
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,8 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -37,30 +28,14 @@ import (
 	"github.com/tablekit/tablekit/azurite"
 )
 
-// modulePath is the import path the examples live under.
-const modulePath = "github.com/tablekit/tablekit/examples/"
+const modulePath = "github.com/tablekit/tablekit/examples/" // the examples' import path
 
 // examples are the tour's programs, in the order it runs them: from the
 // typed core to the patterns that build on it.
 var examples = []string{
-	"basics",
-	"queries",
-	"compoundkey",
-	"secondaryindex",
-	"indexentities",
-	"archive",
-	"tracing",
-	"logtail",
-	"bloblog",
-	"wideentities",
-	"largeentities",
-	"dataseries",
-	"highvolumedelete",
-	"shardedstream",
-	"heterogeneous",
-	"denormalization",
-	"encryption",
-	"sas",
+	"basics", "queries", "compoundkey", "secondaryindex", "indexentities", "archive",
+	"tracing", "logtail", "bloblog", "wideentities", "largeentities", "dataseries",
+	"highvolumedelete", "shardedstream", "heterogeneous", "denormalization", "encryption", "sas",
 }
 
 func main() {
@@ -78,48 +53,64 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
-	chosen, err := choose(*only)
-	if err != nil {
-		fmt.Fprintln(stderr, "tour:", err)
-		return 2
+	chosen := examples
+	if *only != "" {
+		chosen = nil
+		for name := range strings.SplitSeq(*only, ",") {
+			if name = strings.TrimSpace(name); !slices.Contains(examples, name) {
+				fmt.Fprintf(stderr, "tour: no example %q (examples: %s)\n", name, strings.Join(examples, ", "))
+				return 2
+			}
+			chosen = append(chosen, name)
+		}
 	}
-	docs, err := summaries(ctx, chosen)
-	if err != nil {
+	if err := tour(ctx, chosen, *list, stdout); err != nil {
 		fmt.Fprintln(stderr, "tour:", err)
 		return 1
 	}
-	if *list {
+	return 0
+}
+
+// tour lists the chosen examples, or builds and runs them.
+func tour(ctx context.Context, chosen []string, list bool, stdout io.Writer) error {
+	var paths []string // and each one's summary: the first sentence of its package doc
+	for _, n := range chosen {
+		paths = append(paths, modulePath+n)
+	}
+	out, err := exec.CommandContext(ctx, "go", append([]string{"list", "-f", "{{.ImportPath}}\t{{.Doc}}"}, paths...)...).Output()
+	if err != nil {
+		return fmt.Errorf("go list (run the tour from the tablekit repository): %w", err)
+	}
+	docs := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		path, doc, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		name := strings.TrimPrefix(path, modulePath)
+		docs[name] = strings.TrimSuffix(strings.TrimPrefix(doc, "Command "+name+" "), ".")
+	}
+	if list {
 		for _, name := range chosen {
 			fmt.Fprintf(stdout, "%-18s %s\n", name, docs[name])
 		}
-		return 0
+		return nil
 	}
-
 	fmt.Fprintf(stdout, "Building %d example programs...\n", len(chosen))
 	dir, err := os.MkdirTemp("", "tablekit-tour-")
 	if err != nil {
-		fmt.Fprintln(stderr, "tour:", err)
-		return 1
+		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := build(ctx, dir, chosen, stderr); err != nil {
-		fmt.Fprintln(stderr, "tour:", err)
-		return 1
-	}
-
-	if os.Getenv(azurite.ConnectionStringEnv) == "" {
-		fmt.Fprintln(stdout, "No "+azurite.ConnectionStringEnv+": starting Azurite (the first run installs it with npm, which can take a minute)...")
+	build := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + string(filepath.Separator)}, paths...)...)
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build of the examples: %v\n%s", err, out)
 	}
 	conn, stopAzurite, err := azurite.EnvOrStart(ctx, nil)
 	if err != nil {
-		fmt.Fprintln(stderr, "tour:", err)
-		return 1
+		return err
 	}
 	defer stopAzurite()
-
-	started := time.Now()
-	failed, total := 0, int64(0)
-	for i, name := range chosen {
+	started, failed, total := time.Now(), 0, int64(0)
+	for i := 0; i < len(chosen) && ctx.Err() == nil; i++ {
+		name := chosen[i]
 		fmt.Fprintf(stdout, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), name, docs[name])
 		t0 := time.Now()
 		cost, err := runExample(ctx, filepath.Join(dir, name), conn, stdout)
@@ -127,110 +118,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			failed++
 			fmt.Fprintf(stdout, "   FAILED: %v\n", err)
-		} else {
-			fmt.Fprintf(stdout, "   ok in %.1fs\n", time.Since(t0).Seconds())
+			continue
 		}
-		if ctx.Err() != nil {
-			break
-		}
+		fmt.Fprintf(stdout, "   ok in %.1fs\n", time.Since(t0).Seconds())
 	}
 	fmt.Fprintf(stdout, "\nDone in %.1fs: %d of %d examples passed; %d storage transactions in all.\n",
 		time.Since(started).Seconds(), len(chosen)-failed, len(chosen), total)
 	if failed > 0 || ctx.Err() != nil {
-		return 1
-	}
-	return 0
-}
-
-// choose returns the examples named in the comma-separated list only, or
-// all of them when it is empty.
-func choose(only string) ([]string, error) {
-	if strings.TrimSpace(only) == "" {
-		return examples, nil
-	}
-	var chosen []string
-	for _, name := range strings.Split(only, ",") {
-		name = strings.TrimSpace(name)
-		found := false
-		for _, e := range examples {
-			if e == name {
-				chosen = append(chosen, e)
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("no example %q (examples: %s)", name, strings.Join(examples, ", "))
-		}
-	}
-	return chosen, nil
-}
-
-// summaries returns each example's one-line summary: the first sentence of
-// its package documentation, after "Command <name>".
-func summaries(ctx context.Context, names []string) (map[string]string, error) {
-	args := []string{"list", "-f", "{{.ImportPath}}\t{{.Doc}}"}
-	for _, n := range names {
-		args = append(args, modulePath+n)
-	}
-	out, err := exec.CommandContext(ctx, "go", args...).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("go list: %v\n%s", err, ee.Stderr)
-		}
-		return nil, fmt.Errorf("go list (run the tour from the tablekit repository): %w", err)
-	}
-	docs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		path, doc, _ := strings.Cut(line, "\t")
-		name := strings.TrimPrefix(path, modulePath)
-		doc = strings.TrimPrefix(doc, "Command "+name+" ")
-		docs[name] = strings.TrimSuffix(doc, ".")
-	}
-	return docs, nil
-}
-
-// build builds the examples' programs into dir, one binary per example.
-func build(ctx context.Context, dir string, names []string, stderr io.Writer) error {
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, modulePath+n)
-	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build of the examples: %w", err)
+		return fmt.Errorf("%d of %d examples failed (%v)", failed, len(chosen), ctx.Err())
 	}
 	return nil
 }
 
-// costLine is the last line of every example: what it cost.
-var costLine = regexp.MustCompile(`^cost: (\d+) storage transactions`)
-
 // runExample runs one example program against the account conn names,
-// indenting what it prints, and returns the storage transactions it
-// reported.
-func runExample(ctx context.Context, path, conn string, stdout io.Writer) (int64, error) {
+// indenting what it prints, and returns the cost it reported.
+func runExample(ctx context.Context, path, conn string, stdout io.Writer) (cost int64, err error) {
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Env = append(os.Environ(), azurite.ConnectionStringEnv+"="+conn)
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	var cost int64
-	sc := bufio.NewScanner(pipe)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	r, w := io.Pipe()
+	defer r.Close()
+	cmd.Stdout, cmd.Stderr = w, w
+	go func() { w.CloseWithError(cmd.Run()) }() // nil: the reader gets io.EOF
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		line := sc.Text()
-		if m := costLine.FindStringSubmatch(line); m != nil {
-			cost, _ = strconv.ParseInt(m[1], 10, 64)
-		}
-		fmt.Fprintln(stdout, "   "+line)
+		fmt.Sscanf(sc.Text(), "cost: %d storage transactions", &cost) // every example's last line
+		fmt.Fprintln(stdout, "   "+sc.Text())
 	}
-	return cost, cmd.Wait()
+	return cost, sc.Err()
 }

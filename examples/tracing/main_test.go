@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/otelkit"
@@ -45,5 +46,26 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("narration lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	// The whole tree, in order: the worker's span, the move, its three
+	// steps, and under each step the span of its REST call and of its
+	// request (the narration's "11 spans in all, the 11 above" says that
+	// no span was outside it).
+	tree := spanTree(spans.GetSpans(), "Worker.Handle")
+	var shape []string
+	for _, line := range tree {
+		name, _, _ := strings.Cut(line, " (")
+		shape = append(shape, name)
+	}
+	want := []string{
+		"Worker.Handle",
+		"    Mover.Move",
+		"        Mover.Read", "            Tables.GetEntity", "                HTTP GET",
+		"        Mover.WriteArchive", "            Tables.UpdateEntity", "                HTTP PUT",
+		"        Mover.DeleteCurrent", "            Tables.DeleteEntity", "                HTTP DELETE",
+	}
+	if !slices.Equal(shape, want) {
+		t.Errorf("the span tree is\n%s\nwant\n%s", strings.Join(shape, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -75,7 +75,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"azurite", nil},
 		{"front", &azurite.FrontOptions{}},
-		{"front-cosmos", &azurite.FrontOptions{Cosmos: &azurite.CosmosOptions{Seed: 1}}},
+		{"front-cosmos", &azurite.FrontOptions{Cosmos: true, Seed: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cs := srv.ConnectionString()
@@ -90,7 +90,7 @@ func TestConformance(t *testing.T) {
 			before := tableNames(t, cs)
 			var seen []string
 			rep, err := conformance.Run(t.Context(), cs, &conformance.Options{
-				Cosmos:   c.front != nil && c.front.Cosmos != nil,
+				Cosmos:   c.front != nil && c.front.Cosmos,
 				OnResult: func(r conformance.Result) { seen = append(seen, r.Behaviour) },
 			})
 			if err != nil {

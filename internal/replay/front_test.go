@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/azuritehook"
 	"github.com/tablekit/tablekit/internal/replay"
 )
 
@@ -34,7 +35,13 @@ var frontModes = map[string]*azurite.FrontOptions{
 	"storage": {},
 	// Live Cosmos DB returned one partition's entities in RowKey order in
 	// every recording; the front's default promises no order at all.
-	"cosmos": {Cosmos: &azurite.CosmosOptions{Seed: 1, SortWithinPartition: true}},
+	"cosmos": cosmosAsRecorded(),
+}
+
+func cosmosAsRecorded() *azurite.FrontOptions {
+	o := &azurite.FrontOptions{Cosmos: true, Seed: 1}
+	azuritehook.SortCosmosWithinPartition(o)
+	return o
 }
 
 // goCorpus returns the Go corpus's recordings of one service.

@@ -67,10 +67,19 @@ var shared struct {
 	err     error
 }
 
-// Main runs the tests of m, then stops the shared Azurite (if one was
-// started) and exits with the tests' exit code. Call it from TestMain.
-func Main(m *testing.M) {
+// Main runs the tests of m, then calls cleanups (e.g. stopping what a
+// package's godoc Examples started) and stops the shared Azurite (if one
+// was started), and exits with the tests' exit code. Call it from TestMain.
+func Main(m *testing.M, cleanups ...func() error) {
 	code := m.Run()
+	for _, c := range cleanups {
+		if err := c(); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
 	shared.mu.Lock()
 	srv := shared.server
 	shared.server = nil
@@ -170,7 +179,7 @@ func PagesAsAzure() bool {
 		return true
 	}
 	o, err := FrontOptions()
-	return err == nil && o != nil && o.Paging != nil
+	return err == nil && o != nil && o.Paging
 }
 
 // ExampleAccount opens an Account on the shared test account for an
