@@ -32,9 +32,9 @@
 // # Idempotent writes
 //
 // A [Writer] transaction may carry an idempotency key ([Write.Key]): the
-// key is recorded in the same partition, in the same transaction, with a
-// fingerprint of the actions; a repeat with the same key returns
-// Result{Replayed: true} without writing. After a lost answer the Writer
+// key is recorded in the same partition, in the same transaction; a repeat
+// with the same key in that partition returns Result{Replayed: true}
+// without writing. After a lost answer the Writer
 // reads the record to settle the outcome and writes again only when
 // nothing was applied, so a keyed write is applied exactly once and never
 // ends in tablekit.ErrOutcomeUnknown (nor does "a retried insert may take

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/opname"
@@ -42,10 +43,11 @@ func fail(op string, err error) error {
 	}
 	var ve *tablekit.ValidationError
 	var de *tablekit.DecodeError
-	if errors.As(err, &ve) || errors.As(err, &de) {
-		if (ve != nil && ve.Op == "") || (de != nil && de.Op == "") {
-			return opname.Set("coord."+op, err)
-		}
+	switch {
+	case errors.As(err, &ve) && (ve.Op == "" || strings.HasPrefix(ve.Op, "coord.")):
+		return opname.Set("coord."+op, err)
+	case errors.As(err, &de) && (de.Op == "" || strings.HasPrefix(de.Op, "coord.")):
+		return opname.Set("coord."+op, err)
 	}
 	return fmt.Errorf("coord: %s: %w", op, err)
 }

@@ -3,8 +3,6 @@ package coord
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,7 +27,6 @@ const (
 // Properties of coord's rows.
 const (
 	propStamp   = "Stamp"   // string: random per call, to settle a lost answer
-	propPrint   = "Request" // string: a fingerprint of the keyed transaction's actions
 	propExpires = "Expires" // time: when a record may be swept (see Sweep)
 )
 
@@ -149,7 +146,6 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		return Result{}, invalid("Writer.Transaction", "actions", "no actions")
 	}
 	ents := make([]tablekit.Action[tablekit.Entity], len(actions))
-	h := sha256.New()
 	for i, a := range actions {
 		ea, err := core.MapAction(a, func(v T) (tablekit.Entity, error) { return core.ToEntity(w.t, v) })
 		if err != nil {
@@ -162,7 +158,6 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		if len(e.RowKey) >= len(ReservedPrefix) && e.RowKey[:len(ReservedPrefix)] == ReservedPrefix {
 			return Result{}, invalid("Writer.Transaction", "RowKey", fmt.Sprintf("action %d: RowKeys starting with %q are coord's", i, ReservedPrefix))
 		}
-		fmt.Fprintf(h, "%s\x00%d:%s\x00%d:%s\x00", verb, len(e.PartitionKey), e.PartitionKey, len(e.RowKey), e.RowKey)
 		ents[i] = ea
 	}
 	pk := core.ActionValue(ents[0]).PartitionKey
@@ -170,14 +165,13 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		etags, err := w.e.Transaction(ctx, ents...)
 		return Result{ETags: etags}, err
 	}
-	print := hex.EncodeToString(h.Sum(nil))
 	stamp := rand.Text()
 	var lastErr error
 	for range core.Attempts(ctx, w.o.Retry) {
 		var acts []tablekit.Action[tablekit.Entity]
 		if g.Key != "" {
 			acts = append(acts, tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: keyRowPrefix + g.Key, Properties: map[string]any{
-				propStamp: stamp, propPrint: print, propExpires: core.Now(w.o.Clock).Add(w.o.KeyTTL).UTC()}}))
+				propStamp: stamp, propExpires: core.Now(w.o.Clock).Add(w.o.KeyTTL).UTC()}}))
 		}
 		var f fence
 		fenceAt := -1
@@ -203,7 +197,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			}
 			return Result{ETags: etags[guards:]}, nil
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
-			applied, replayed, serr := w.settle(ctx, pk, g, stamp, print, f)
+			applied, replayed, serr := w.settle(ctx, pk, g, stamp, f)
 			if serr != nil {
 				return Result{}, serr
 			}
@@ -213,7 +207,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			lastErr = err
 			continue // nothing was applied: write again
 		case errors.As(err, &te) && g.Key != "" && te.Index == 0 && errors.Is(err, tablekit.ErrAlreadyExists):
-			_, replayed, serr := w.settle(ctx, pk, Write{Key: g.Key}, stamp, print, f)
+			_, replayed, serr := w.settle(ctx, pk, Write{Key: g.Key}, stamp, f)
 			if serr != nil {
 				return Result{}, serr
 			}
@@ -250,7 +244,7 @@ func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit
 // another call with the same key), else by the fence row: its stamp is
 // this call's (applied), or its version is still the one the transaction
 // was conditional on (not applied).
-func (w *Writer[T]) settle(ctx context.Context, pk string, g Write, stamp, print string, f fence) (applied, replayed bool, err error) {
+func (w *Writer[T]) settle(ctx context.Context, pk string, g Write, stamp string, f fence) (applied, replayed bool, err error) {
 	for range core.Attempts(ctx, w.o.Retry) {
 		if g.Key != "" {
 			var e tablekit.Entity
@@ -259,9 +253,6 @@ func (w *Writer[T]) settle(ctx context.Context, pk string, g Write, stamp, print
 				return false, false, nil
 			}
 			if err == nil {
-				if p, _ := e.Properties[propPrint].(string); p != print {
-					return false, false, invalid("Writer.Transaction", "Key", fmt.Sprintf("key %q was used for other actions", g.Key))
-				}
 				s, _ := e.Properties[propStamp].(string)
 				return true, s != stamp, nil
 			}
