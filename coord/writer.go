@@ -207,11 +207,10 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			lastErr = err
 			continue // nothing was applied: write again
 		case errors.As(err, &te) && g.Key != "" && te.Index == 0 && errors.Is(err, tablekit.ErrAlreadyExists):
-			_, replayed, serr := w.settle(ctx, pk, Write{Key: g.Key}, stamp, f)
-			if serr != nil {
-				return Result{}, serr
-			}
-			return Result{Replayed: replayed}, nil
+			// The key's record exists: the transaction was applied by an
+			// earlier call (a lost answer of this call's own tries is
+			// ErrOutcomeUnknown, above), and the refused one changed nothing.
+			return Result{Replayed: true}, nil
 		case errors.As(err, &te) && te.Index == fenceAt && fenceAt >= 0:
 			w.forgetFence(pk) // another write changed the fence row: read it again
 			lastErr = err
