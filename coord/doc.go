@@ -52,7 +52,10 @@
 //	Lease.Lead              1 read per campaign try, 1 write per renewal
 //	Writer.Transaction      1 (keyed, fenced or both); +1 read the first time a
 //	                        partition is fenced from this Writer or after another
-//	                        term wrote there; +1 read after a lost answer
+//	                        term wrote there; +1 read after a lost answer;
+//	                        a replay of a key: 1 (refused) transaction
+//	Sweep                   1 query per 1,000 rows + 1 transaction per 100
+//	                        expired rows of a partition
 //	Writer.Fence            1 write (+1 read when not cached)
 //
 // A lease renewed every 2 s costs 1,800 transactions an hour.

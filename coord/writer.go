@@ -77,12 +77,14 @@ type Result struct {
 // fence version so that a holder's fenced writes cost 1 transaction each.
 //
 // Costs: unguarded, keyed, fenced or both: 1 transaction (+1 read of the
-// fence row the first time a partition is fenced from this Writer or
-// after another term wrote there; +1 read after a lost answer). A keyed
-// or fenced transaction never ends in tablekit.ErrOutcomeUnknown when its
-// answer is lost: the Writer reads its record (or the fence row) to
-// settle it, and writes again only if nothing was applied. A transaction
-// has at most 98 actions of the caller when both guarded (100 in all).
+// fence row the first time a partition is fenced from this Writer or after
+// another term wrote there; +1 read after a lost answer); a replay of a
+// key: 1 refused transaction. A keyed transaction never ends in
+// tablekit.ErrOutcomeUnknown: after a lost answer the Writer reads its
+// record and writes again only if nothing was applied. An unkeyed fenced
+// one is settled by the fence row, unless another write changed that row
+// since (then ErrOutcomeUnknown: give it a Key). A transaction has at most
+// 98 actions of the caller when both guarded (100 in all).
 //
 // The zero Writer refuses every call with an error matching
 // tablekit.ErrInvalidInput.
