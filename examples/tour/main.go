@@ -61,6 +61,7 @@ var examples = []string{
 	"denormalization",
 	"encryption",
 	"sas",
+	"coordination",
 }
 
 func main() {
