@@ -39,7 +39,7 @@ func TestChaosKeyed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, perWriter := chaos.Size(8, 12), chaos.Size(15, 60)
+		n, perWriter := chaos.Size(8, 12), chaos.Size(15, 30)
 		accts := make([]*tablekit.Account, n)
 		for i := range accts {
 			accts[i] = inj.Account(t, nil)

@@ -92,7 +92,7 @@ type leaseParams struct {
 func TestChaosLease(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		p := leaseParams{duration: 500 * time.Millisecond, margin: 60 * time.Millisecond, retry: 60 * time.Millisecond,
-			drift: 0.05, run: time.Duration(chaos.Size(8, 20)) * time.Second}
+			drift: 0.05, run: time.Duration(chaos.Size(8, 15)) * time.Second}
 		r := runLeaseChaos(t, seed, p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -112,7 +112,7 @@ func TestChaosLease(t *testing.T) {
 func TestChaosLeaseBeyondDrift(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		p := leaseParams{duration: 500 * time.Millisecond, margin: 5 * time.Millisecond, retry: 60 * time.Millisecond,
-			drift: 0.3, run: time.Duration(chaos.Size(8, 20)) * time.Second}
+			drift: 0.3, run: time.Duration(chaos.Size(8, 15)) * time.Second}
 		r := runLeaseChaos(t, seed, p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
