@@ -58,7 +58,9 @@
 //	                        expired rows of a partition
 //	Writer.Fence            1 write (+1 read when not cached)
 //
-// A lease renewed every 2 s costs 1,800 transactions an hour.
+// Lease.Lead renews every 75-100% of its RetryPeriod (jitter) plus a
+// round trip: at the default 2 s, about 2,050 renewals, so 2,050
+// transactions, an hour per lease (3,600 s / 1.75 s).
 //
 // Lost answers are settled by reading back: an acquisition or renewal is
 // mine if the lease names this holder with this term; a keyed write by
