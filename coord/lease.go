@@ -137,14 +137,6 @@ func (l *Lease) Held() (term int64, ok bool) {
 	return l.term, true
 }
 
-// Holder returns the holder id the Lease was made for.
-func (l *Lease) Holder() string {
-	if l == nil {
-		return ""
-	}
-	return l.id
-}
-
 // stored is the lease entity as read.
 type stored struct {
 	holder   string
