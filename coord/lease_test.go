@@ -274,3 +274,26 @@ func TestLead(t *testing.T) {
 		t.Fatalf("Lead after takeover = %v, want ErrLost", err)
 	}
 }
+
+// TestZeroTables: a zero (not opened) Table gives errors matching
+// ErrInvalidInput, never a panic.
+func TestZeroTables(t *testing.T) {
+	ctx := context.Background()
+	w, err := coord.NewWriter(&tablekit.Table[Order]{}, nil)
+	if err == nil {
+		_, err = w.Transaction(ctx, coord.Write{Key: "k"}, tablekit.InsertAction(Order{Shop: "s", ID: "1"}))
+	}
+	if !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("Writer on a zero Table: %v", err)
+	}
+	l, err := coord.NewLease(&tablekit.Table[tablekit.Entity]{}, "p", "r", "h", nil)
+	if err == nil {
+		_, err = l.Acquire(ctx)
+	}
+	if !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("Lease on a zero Table: %v", err)
+	}
+	if _, err := coord.Sweep(ctx, &tablekit.Table[tablekit.Entity]{}, tablekit.Filter{}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("Sweep of a zero Table: %v", err)
+	}
+}
