@@ -66,7 +66,8 @@ type Lease struct {
 	t            *tablekit.Table[tablekit.Entity]
 	pk, rk, id   string
 	o            LeaseOptions
-	mu           sync.Mutex
+	op           sync.Mutex // one Acquire, Renew or Release at a time: each writes on the ETag the last one left
+	mu           sync.Mutex // the fields below
 	term         int64       // the term held, 0 when not holding
 	etag         azcore.ETag // the lease's ETag as this holder last wrote it
 	until        time.Time   // on o.Clock: the end of this holder's claim
@@ -196,11 +197,13 @@ func (l *Lease) Acquire(ctx context.Context) (int64, error) {
 	if err := l.check("Lease.Acquire"); err != nil {
 		return 0, err
 	}
+	l.op.Lock()
+	defer l.op.Unlock()
 	if term, ok := l.Held(); ok {
-		if err := l.Renew(ctx); err == nil {
+		if err := l.renew(ctx); err == nil {
 			return term, nil
 		} else if !errors.Is(err, ErrLost) {
-			return 0, err
+			return 0, fail("Lease.Acquire", err)
 		}
 	}
 	term, err := l.acquire(ctx)
@@ -269,6 +272,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.check("Lease.Renew"); err != nil {
 		return err
 	}
+	l.op.Lock()
+	defer l.op.Unlock()
 	return fail("Lease.Renew", l.renew(ctx))
 }
 
@@ -331,6 +336,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err := l.check("Lease.Release"); err != nil {
 		return err
 	}
+	l.op.Lock()
+	defer l.op.Unlock()
 	l.mu.Lock()
 	term, etag := l.term, l.etag
 	l.mu.Unlock()

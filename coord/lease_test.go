@@ -297,3 +297,35 @@ func TestZeroTables(t *testing.T) {
 		t.Errorf("Sweep of a zero Table: %v", err)
 	}
 }
+
+// TestLeaseConcurrentRenewals: renewals of one Lease from several
+// goroutines at once keep the lease (each writes on the ETag the last
+// one left), rather than refusing each other.
+func TestLeaseConcurrentRenewals(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	l := newLease(t, tbl, "a", newFakeClock())
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				errs <- l.Renew(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Renew: %v", err)
+		}
+	}
+	if _, ok := l.Held(); !ok {
+		t.Error("lease lost after concurrent renewals")
+	}
+}
