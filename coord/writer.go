@@ -55,8 +55,9 @@ type Write struct {
 	Term int64
 	// Key is an idempotency key: the transaction is applied at most once
 	// per key, and a repeat returns the first outcome (Result.Replayed).
-	// The key is recorded in the partition, in the same transaction. "":
-	// no key.
+	// The key is recorded in the partition, in the same transaction, as
+	// the RowKey ReservedPrefix+"key~"+Key (so Key obeys RowKey rules and
+	// limits: 1 KiB in all, 255 bytes on Cosmos DB). "": no key.
 	Key string
 }
 
