@@ -35,8 +35,10 @@ type LeadOptions struct {
 // error matching ErrLost after fn has returned when leadership was lost;
 // ctx's error when ctx ends (after fn has returned and the lease is
 // released). Call it again to campaign again. A new leader is elected at
-// most Duration + RetryPeriod after a leader dies (plus the requests'
-// latency). Costs: 1 read per campaign try; 1 write per renewal.
+// most Duration + RetryPeriod after a leader dies, plus the requests'
+// latency and a RetryPeriod more for each campaign try that fails (the
+// service unreachable). Costs: 1 read per campaign try; 1 write per
+// renewal.
 func (l *Lease) Lead(ctx context.Context, fn func(ctx context.Context, term int64) error, opts *LeadOptions) error {
 	if err := l.check("Lease.Lead"); err != nil {
 		return err
