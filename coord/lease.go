@@ -66,8 +66,8 @@ type Lease struct {
 	t            *tablekit.Table[tablekit.Entity]
 	pk, rk, id   string
 	o            LeaseOptions
-	op           sync.Mutex // one Acquire, Renew or Release at a time: each writes on the ETag the last one left
-	mu           sync.Mutex // the fields below
+	op           sync.Mutex  // one Acquire, Renew or Release at a time: each writes on the ETag the last one left
+	mu           sync.Mutex  // the fields below
 	term         int64       // the term held, 0 when not holding
 	etag         azcore.ETag // the lease's ETag as this holder last wrote it
 	until        time.Time   // on o.Clock: the end of this holder's claim
