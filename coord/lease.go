@@ -24,8 +24,8 @@ type LeaseOptions struct {
 	// Duration is how long a holder's claim lasts after its last
 	// successful write: contenders take the lease over once they have
 	// seen it unchanged for longer than this on their own clocks. The
-	// holder's Duration is stored with the lease, and contenders wait for
-	// that one. Default 15 s.
+	// holder's Duration is stored with the lease, and a contender waits
+	// the longer of that and its own. Default 15 s.
 	Duration time.Duration
 	// DriftMargin is how much earlier than Duration after its last
 	// successful write the holder stops treating itself as holder. It

@@ -207,7 +207,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			if applied {
 				return Result{Replayed: replayed}, nil
 			}
-			lastErr = err
+			lastErr = errors.New("no answer came, and reading showed it was not applied")
 			continue // nothing was applied: write again
 		case errors.As(err, &te) && g.Key != "" && te.Index == 0 && errors.Is(err, tablekit.ErrAlreadyExists):
 			// The key's record exists: the transaction was applied by an
@@ -219,7 +219,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			lastErr = err
 			continue
 		case errors.As(err, &te):
-			if te.Index >= 0 {
+			if te.Index >= guards {
 				return Result{}, &tablekit.TransactionError{Index: te.Index - guards, Code: te.Code, Err: te.Err}
 			}
 			return Result{}, err
@@ -230,7 +230,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	return Result{}, fmt.Errorf("gave up after %d tries: %w", w.o.Retry.MaxAttempts, lastErr)
+	return Result{}, fmt.Errorf("not applied: gave up after %d tries; the last: %w", w.o.Retry.MaxAttempts, lastErr)
 }
 
 func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit.Action[tablekit.Entity] {

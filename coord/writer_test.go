@@ -147,3 +147,31 @@ func TestWriterKeyedAnswerLost(t *testing.T) {
 		t.Fatalf("fenced insert with a lost answer: %+v, %v; want applied", r, err)
 	}
 }
+
+// TestWriterKeyedGivesUpKnowingNothingApplied: when every try of a keyed
+// transaction fails before reaching the service, the Writer settles each
+// by reading the key and finally reports that nothing was applied, not
+// ErrOutcomeUnknown.
+func TestWriterKeyedGivesUpKnowingNothingApplied(t *testing.T) {
+	ctx := context.Background()
+	inj, err := chaos.New(1, &chaos.Config{Reset: 1, Operations: []string{"Transaction"}, MaxConsecutive: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := inj.Account(t, nil)
+	tbl := testenv.OpenTable[Order](t, acct, nil)
+	w, _ := coord.NewWriter(tbl, &coord.WriterOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 2}})
+	_, err = tbl.Transaction(ctx, tablekit.InsertAction(Order{Shop: "s", ID: "0"}))
+	if !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		t.Fatalf("unkeyed transaction whose every try was reset: %v, want ErrOutcomeUnknown (else this test shows nothing)", err)
+	}
+	_, err = w.Transaction(ctx, coord.Write{Key: "k"}, tablekit.InsertAction(Order{Shop: "s", ID: "1"}))
+	if err == nil || errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		t.Fatalf("keyed transaction whose every try was reset: %v, want a known failure", err)
+	}
+	t.Log(err)
+	inj.SetEnabled(false)
+	if _, err := tbl.Get(ctx, "s", "1"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("reported not applied, but: %v", err)
+	}
+}
