@@ -36,8 +36,9 @@
 // with the same key in that partition returns Result{Replayed: true}
 // without writing. After a lost answer the Writer
 // reads the record to settle the outcome and writes again only when
-// nothing was applied, so a keyed write is applied exactly once and never
-// ends in tablekit.ErrOutcomeUnknown (nor does "a retried insert may take
+// nothing was applied, so a keyed write is applied exactly once and does
+// not end in tablekit.ErrOutcomeUnknown (unless the reads that settle it
+// fail for all of WriterOptions.Retry's attempts) (nor does "a retried insert may take
 // effect twice around a concurrent delete" apply to it). Records expire
 // after WriterOptions.KeyTTL (their Expires property).
 //

@@ -80,9 +80,10 @@ type Result struct {
 // Costs: unguarded, keyed, fenced or both: 1 transaction (+1 read of the
 // fence row the first time a partition is fenced from this Writer or after
 // another term wrote there; +1 read after a lost answer); a replay of a
-// key: 1 refused transaction. A keyed transaction never ends in
+// key: 1 refused transaction. A keyed transaction does not end in
 // tablekit.ErrOutcomeUnknown: after a lost answer the Writer reads its
-// record and writes again only if nothing was applied. An unkeyed fenced
+// record and writes again only if nothing was applied (only when those
+// reads fail too, Retry's attempts over, is the outcome still unknown). An unkeyed fenced
 // one is settled by the fence row, unless another write changed that row
 // since (then ErrOutcomeUnknown: give it a Key). A transaction has at most
 // 98 actions of the caller when both guarded (100 in all).
@@ -286,7 +287,8 @@ func (w *Writer[T]) settle(ctx context.Context, pk string, g Write, stamp string
 	if ctx.Err() != nil {
 		return false, false, ctx.Err()
 	}
-	return false, false, errors.Join(errors.New("the answer was lost and reading to settle it failed"), err)
+	// Still unknown: say so, with why it could not be settled.
+	return false, false, fmt.Errorf("%w: the answer was lost and every read to settle it failed: %w", tablekit.ErrOutcomeUnknown, err)
 }
 
 // Fence raises partition pk's fence to term, so that writes of lower
