@@ -36,8 +36,9 @@ import (
 //     after a later term's acquisition has returned.
 //
 // Beyond the drift bound (clock rates ±30%, drift margin 1% of the
-// duration) holders do believe they hold after a takeover, and the test
-// shows that fencing still refuses every one of their writes.
+// duration, a quarter of the rounds pauses) holders do believe they hold
+// after a takeover, and the test shows that fencing still refuses every
+// one of their writes.
 
 // driftClock is a clock running at rate times real time.
 type driftClock struct {
@@ -86,13 +87,14 @@ func (r *leaseRun) errorf(err error) {
 type leaseParams struct {
 	duration, margin, retry time.Duration
 	drift                   float64 // clock rates in [1-drift, 1+drift]
+	pause                   float64 // the chance that a holder's round is a pause
 	run                     time.Duration
 }
 
 func TestChaosLease(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		p := leaseParams{duration: 500 * time.Millisecond, margin: 60 * time.Millisecond, retry: 60 * time.Millisecond,
-			drift: 0.05, run: time.Duration(chaos.Size(8, 15)) * time.Second}
+			drift: 0.05, pause: 0.12, run: time.Duration(chaos.Size(8, 15)) * time.Second}
 		r := runLeaseChaos(t, seed, p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -112,7 +114,7 @@ func TestChaosLease(t *testing.T) {
 func TestChaosLeaseBeyondDrift(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		p := leaseParams{duration: 500 * time.Millisecond, margin: 5 * time.Millisecond, retry: 60 * time.Millisecond,
-			drift: 0.3, run: time.Duration(chaos.Size(8, 15)) * time.Second}
+			drift: 0.3, pause: 0.25, run: time.Duration(chaos.Size(8, 15)) * time.Second}
 		r := runLeaseChaos(t, seed, p)
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -319,13 +321,13 @@ func contend(ctx context.Context, w *chaos.Writer, acct *tablekit.Account, name 
 		for round := 0; time.Now().Before(end); round++ {
 			paused := false
 			switch x := rng.Float64(); {
-			case x < 0.12: // pause past the lease, then write anyway
+			case x < p.pause: // pause past the lease, then write anyway
 				r.mu.Lock()
 				r.pauses++
 				r.mu.Unlock()
 				time.Sleep(p.duration/2 + time.Duration(rng.Int64N(int64(p.duration*3/2))))
 				paused = true
-			case x < 0.18:
+			case x < p.pause+0.06:
 				r.mu.Lock()
 				r.releases++
 				r.mu.Unlock()
