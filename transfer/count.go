@@ -84,9 +84,12 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 	// The open tallies are part of the range's state, saved with its
 	// token, so that a resumed count goes on with them.
 	var pages int64
-	closeTallies := func(s *jobState, r *rangeState, keep string) {
+	// closeTallies closes the open tallies of r: all of them, or all but
+	// that of partition open (where a page in key order ended; "" is a
+	// PartitionKey like any other).
+	closeTallies := func(s *jobState, r *rangeState, open *string) {
 		for pk, n := range r.Tally {
-			if pk == keep {
+			if open != nil && pk == *open {
 				continue
 			}
 			s.Partitions++
@@ -106,10 +109,10 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 			}
 			switch {
 			case last:
-				closeTallies(s, r, "")
+				closeTallies(s, r, nil)
 				r.Tally = nil
 			case !j.unordered && len(page.Items) > 0:
-				closeTallies(s, r, page.Items[len(page.Items)-1].PartitionKey)
+				closeTallies(s, r, &page.Items[len(page.Items)-1].PartitionKey)
 			}
 		})
 		return nil

@@ -270,6 +270,39 @@ func TestCount(t *testing.T) {
 	}
 }
 
+// TestCountEmptyPartitionKey: a partition whose PartitionKey is the empty
+// string is counted like any other, on Table storage and on Cosmos DB. A
+// count used "" to mean "close every open tally" at a range's last page,
+// so the tally of partition "" was dropped there: always on Cosmos DB,
+// and on Table storage when it was still open at the end (found by
+// TestChaosCount).
+func TestCountEmptyPartitionKey(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	var es []tablekit.Entity
+	for i := range 150 {
+		es = append(es, tablekit.Entity{PartitionKey: "", RowKey: fmt.Sprintf("r%03d", i)})
+	}
+	es = append(es, tablekit.Entity{PartitionKey: "a", RowKey: "1"})
+	seed(t, tbl, es)
+	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: &azurite.CosmosOptions{Seed: 1}}, &tablekit.Options{Cosmos: true}, tbl)
+	for _, c := range []struct {
+		name string
+		tbl  *tablekit.Table[tablekit.Entity]
+		scan transfer.ScanOptions
+	}{
+		{"storage, one page", tbl, transfer.ScanOptions{Concurrency: 1}},
+		{"storage, pages of 100", tbl, transfer.ScanOptions{Concurrency: 1, PageSize: 100}},
+		{"storage, only the empty partition", tbl, transfer.ScanOptions{Boundaries: []string{"a"}}},
+		{"cosmos", tbls[0], transfer.ScanOptions{Concurrency: 1}},
+	} {
+		res, err := transfer.Count(ctxFor(t), c.tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scan: c.scan}})
+		if err != nil || res.Entities != 151 || res.Partitions != 2 || res.DeleteTransactions != 3 {
+			t.Errorf("%s: count %+v, %v; want 151 entities, 2 partitions, 3 delete transactions", c.name, res, err)
+		}
+	}
+}
+
 // TestPurgeDefaultCost: by default a purge lists its scope as one range,
 // with no key probes: the Meter counts the least listing possible (one
 // keys-only page per 1,000 entities) and ceil(n/100) transactions per
