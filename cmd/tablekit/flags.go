@@ -73,7 +73,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 	if cs == "" {
 		return nil, usagef("no account: set AZURE_STORAGE_CONNECTION_STRING, or give --%sconnection-string or --%ssas-url", f.prefix, f.prefix)
 	}
-	acct, err := tablekit.Open(cs, nil)
+	acct, err := e.openAccount(cs)
 	if err != nil {
 		return nil, err
 	}
