@@ -68,7 +68,12 @@ type EntityKey struct {
 // PurgeResult reports a purge. Counts are over all runs of a resumed purge
 // except those marked "this run".
 type PurgeResult struct {
-	// Listed counts the entities listed; Deleted those deleted.
+	// Listed counts the entities listed; Deleted those deleted. Each is
+	// counted as it happens and saved with the checkpoint, so that
+	// Deleted + Changed + Gone never exceeds Listed. After a crash, a
+	// resumed purge lists again, and counts again, what the crashed run
+	// listed after its last checkpoint (its deletes since then are done
+	// but not counted).
 	Listed, Deleted int64
 	// Changed counts the entities left alone because they were written
 	// after they were listed (their ETag no longer matched); ChangedKeys
@@ -276,7 +281,6 @@ type rangePurge struct {
 type purgePage struct {
 	resume string // where the range resumes once the page is done
 	last   bool   // the range's last page
-	read   int64  // entities listed in the page
 	left   int    // transactions not finished
 	failed bool
 }
@@ -346,7 +350,15 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	}
 	rp.carry = append([]tablekit.Entity(nil), items[len(items)-keep:]...)
 	rp.start, rp.next, rp.ctx = resume, page.Continuation, ctx
-	pg := &purgePage{resume: resume, last: last, read: int64(len(page.Items)), left: len(chunks)}
+	pg := &purgePage{resume: resume, last: last, left: len(chunks)}
+	// Listed counts as the page is listed, before any of its deletes: a
+	// checkpoint saved at any moment then counts no more deleted, changed
+	// or gone than listed. (A page listed again after a crash counts
+	// again.)
+	p.j.mu.Lock()
+	r.Read += int64(len(page.Items))
+	p.j.state.Counts.Read += int64(len(page.Items))
+	p.j.mu.Unlock()
 	p.mu.Lock()
 	rp.pages = append(rp.pages, pg)
 	if len(chunks) == 0 {
@@ -457,7 +469,7 @@ func (p *purger) settle(r *rangeState, rp *rangePurge) {
 	for len(rp.pages) > 0 && rp.pages[0].left == 0 && !rp.pages[0].failed {
 		pg := rp.pages[0]
 		rp.pages = rp.pages[1:]
-		p.j.commit(r, pg.resume, pg.last, pg.read, nil)
+		p.j.commit(r, pg.resume, pg.last, 0, nil)
 	}
 }
 
