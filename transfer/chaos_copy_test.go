@@ -109,7 +109,7 @@ func TestChaosImport(t *testing.T) {
 				acct := w.account(cosmos, nil, k)
 				dst := chaosTable(t, acct, name)
 				cps := w.checkpoints((int(seed)+i)%3 == 0, acct, "import")
-				r := w.runs(k, cps, chaos.Size(3, 6), len(src)*10, 10+uint64(i))
+				r := w.runs(k, cps, chaos.Size(2, 6), len(src)*10, 10+uint64(i))
 				r.pageSizes = []int{37, 150, 1000} // the batch sizes
 				var last transfer.ImportResult
 				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
@@ -181,7 +181,7 @@ func TestChaosCopy(t *testing.T) {
 				}
 				from, to := chaosTable(t, sacct, srcName), chaosTable(t, dacct, dstName)
 				cps := w.checkpoints((int(seed)+i)%3 == 0, sacct, "copy")
-				r := w.runs(k, cps, chaos.Size(3, 6), len(src), 20+uint64(i))
+				r := w.runs(k, cps, chaos.Size(2, 6), len(src), 20+uint64(i))
 				if srcCosmos {
 					r.pageSizes = []int{100, 250, 1000}
 				}
@@ -236,7 +236,7 @@ func chaosCopyWithWriters(t *testing.T, w *chaosWorld) {
 		h, werr = w.chaosWriters(ctx, srcName, true, writers, parts, perWriter,
 			writerMix{del: 1, insert: 1, newKeys: 1 << 20}, 5, stop)
 	}()
-	r := w.runs(k, cps, chaos.Size(3, 6), len(seeded), 30)
+	r := w.runs(k, cps, chaos.Size(2, 6), len(seeded), 30)
 	r.pageSizes = []int{100, 250, 1000}
 	var last transfer.CopyResult
 	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {

@@ -48,7 +48,7 @@ func chaosExport(t *testing.T, w *chaosWorld, cosmos, tableCheckpoint bool) {
 	began := time.Now()
 	defer func() { t.Logf("took %v", time.Since(began)) }()
 	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 2000), chaos.Size(8, 16), chaos.Size(8, 30)
-	kills := chaos.Size(3, 6)
+	kills := chaos.Size(2, 6)
 	name := w.newTable()
 	seeded := seedChaos(t, w.direct(name), parts, stable, writers, perWriter)
 	k := &killer{}

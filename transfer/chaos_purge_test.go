@@ -85,7 +85,7 @@ func chaosPurge(t *testing.T, w *chaosWorld, cosmos, killed bool) {
 	var moved []string
 	kills := 0
 	if killed {
-		kills = chaos.Size(3, 6)
+		kills = chaos.Size(2, 6)
 	}
 	r := w.runs(k, cps, kills, len(seeded), 40)
 	if cosmos {
@@ -294,19 +294,22 @@ func TestChaosCount(t *testing.T) {
 				chaosCount(t, w, name, src, cosmos, (seedNo+i)%2 == 0, transfer.ScanOptions{}, 50+uint64(i))
 			})
 		}
-		t.Run("cosmos-large-tallies", func(t *testing.T) {
-			w.t = t
-			name := w.newTable()
-			var es []tablekit.Entity
-			for i := range 700 {
-				es = append(es, tablekit.Entity{PartitionKey: fmt.Sprintf("%04d%s", i, strings.Repeat("k", 400)), RowKey: "1"})
-			}
-			seed(t, w.direct(name), es)
-			// One range, read in pages of 100 and killed after its 7th page
-			// or later, so that its one tally holds every partition it has
-			// met, more than 256 KiB of them, when the kill comes.
-			chaosCount(t, w, name, keyed(es), true, false, transfer.ScanOptions{Concurrency: 1, MaxProbes: -1, PageSize: 100}, 60)
-		})
+		// 700 partitions read whole on every page: in CI, for one seed.
+		if chaos.Full() || seedNo == 1 {
+			t.Run("cosmos-large-tallies", func(t *testing.T) {
+				w.t = t
+				name := w.newTable()
+				var es []tablekit.Entity
+				for i := range 700 {
+					es = append(es, tablekit.Entity{PartitionKey: fmt.Sprintf("%04d%s", i, strings.Repeat("k", 400)), RowKey: "1"})
+				}
+				seed(t, w.direct(name), es)
+				// One range, read in pages of 100 and killed after its 7th
+				// page or later, so that its one tally holds every partition
+				// it has met, more than 256 KiB of them, when the kill comes.
+				chaosCount(t, w, name, keyed(es), true, false, transfer.ScanOptions{Concurrency: 1, MaxProbes: -1, PageSize: 100}, 60)
+			})
+		}
 		w.t = t
 		w.checkFaultRate()
 	})
@@ -326,7 +329,7 @@ func chaosCount(t *testing.T, w *chaosWorld, name string, src map[key]tablekit.E
 	acct := w.account(cosmos, nil, k)
 	tbl := chaosTable(t, acct, name)
 	cps := w.checkpoints(tableCheckpoint, acct, "count")
-	r := w.runs(k, cps, chaos.Size(3, 6), len(src), salt)
+	r := w.runs(k, cps, chaos.Size(2, 6), len(src), salt)
 	if cosmos {
 		r.pageSizes = []int{100, 250, 1000}
 	}

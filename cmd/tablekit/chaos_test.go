@@ -132,34 +132,39 @@ func chaosFaults() *chaos.Config { return chaos.Mixed(0.25) }
 
 // ---- The proxy that kills
 
-// killPlan says when a run of the command is killed: at its at-th
-// request (counted by the proxy), before the request reaches the service
-// or after the service applied it (its answer dies with the process), or
-// after the first empty page from there on; or after a delay, wherever
-// the process is then.
+// killPlan says when a run of the command is killed: once its checkpoint
+// records progress entities or more (read, written or listed), it is
+// armed; then it is killed at once (wherever the process is), or at its
+// at-th request from then (counted by the proxy), before the request
+// reaches the service or after the service applied it (its answer dies
+// with the process), or after the first empty page from there on (or 8
+// requests later, if none comes).
 type killPlan struct {
+	progress   int64
+	now        bool
 	at         int64
 	applied    bool
 	afterEmpty bool
-	after      time.Duration
 }
 
 func (p killPlan) String() string {
+	when := fmt.Sprintf("at %d entities", p.progress)
 	switch {
-	case p.after > 0:
-		return fmt.Sprintf("after %v", p.after)
+	case p.now:
+		return when
 	case p.afterEmpty:
-		return fmt.Sprintf("after an empty page at or after request %d", p.at)
+		return fmt.Sprintf("%s, after an empty page from request %d on", when, p.at)
 	case p.applied:
-		return fmt.Sprintf("after request %d was applied", p.at)
+		return fmt.Sprintf("%s, after request %d was applied", when, p.at)
 	}
-	return fmt.Sprintf("before request %d", p.at)
+	return fmt.Sprintf("%s, before request %d", when, p.at)
 }
 
 // victim is the command process the proxy serves now.
 type victim struct {
-	plan   killPlan
-	n      atomic.Int64
+	plan   *killPlan // nil: not to be killed
+	armed  atomic.Bool
+	n      atomic.Int64 // requests since armed
 	fired  atomic.Bool
 	kill   func()
 	killed chan struct{} // closed once the kill was sent
@@ -186,9 +191,10 @@ func (p *killProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler) // the process is dead
 	}
 	var n int64
-	if v != nil {
+	armed := v != nil && v.plan != nil && !v.plan.now && v.armed.Load()
+	if armed {
 		n = v.n.Add(1)
-		if v.plan.after == 0 && !v.plan.applied && !v.plan.afterEmpty && n == v.plan.at {
+		if !v.plan.applied && !v.plan.afterEmpty && n == v.plan.at {
 			v.fire()
 			panic(http.ErrAbortHandler)
 		}
@@ -216,7 +222,8 @@ func (p *killProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if v != nil && v.plan.after == 0 && (v.plan.applied && n == v.plan.at || v.plan.afterEmpty && n >= v.plan.at && emptyPage(r, resp, data)) {
+	if armed && (v.plan.applied && n == v.plan.at ||
+		v.plan.afterEmpty && (n >= v.plan.at && emptyPage(r, resp, data) || n == v.plan.at+8)) {
 		v.fire()
 		panic(http.ErrAbortHandler)
 	}
@@ -262,8 +269,8 @@ type result struct {
 }
 
 // once runs the command line args, killed as plan says (nil: not), and
-// returns what it did.
-func (c *cliChaos) once(args []string, plan *killPlan) result {
+// returns what it did. progress reads the progress its checkpoint records.
+func (c *cliChaos) once(args []string, plan *killPlan, progress func() int64) result {
 	c.t.Helper()
 	stats := filepath.Join(c.dir, fmt.Sprintf("process-%d.json", c.serial))
 	cfg, err := json.Marshal(chaosProcessConfig{Seed: c.seed*1000 + int64(c.serial), Cosmos: c.cosmos, Stats: stats})
@@ -279,23 +286,41 @@ func (c *cliChaos) once(args []string, plan *killPlan) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	started := make(chan struct{})
-	v := &victim{killed: make(chan struct{}), kill: func() {
+	v := &victim{plan: plan, killed: make(chan struct{}), kill: func() {
 		<-started
 		cmd.Process.Kill()
 	}}
-	if plan != nil {
-		v.plan = *plan
-	}
 	c.proxy.cur.Store(v)
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	close(started)
-	if plan != nil && plan.after > 0 {
-		timer := time.AfterFunc(plan.after, v.fire)
-		defer timer.Stop()
+	done := make(chan struct{})
+	var watching sync.WaitGroup
+	if plan != nil {
+		// Arm the kill once the checkpoint records its progress.
+		watching.Go(func() {
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				if progress() >= plan.progress {
+					v.armed.Store(true)
+					if plan.now {
+						v.fire()
+					}
+					return
+				}
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		})
 	}
 	err = cmd.Wait()
+	close(done)
+	watching.Wait()
 	c.proxy.cur.Store(nil)
 	res := result{stdout: stdout.String(), stderr: stderr.String()}
 	var ee *exec.ExitError
@@ -312,29 +337,60 @@ func (c *cliChaos) once(args []string, plan *killPlan) result {
 	return res
 }
 
-// plan draws the kill of a run: 40% before a request, 30% after one was
-// applied, 15% after an empty page, 15% after a delay; span bounds the
-// request it comes at.
-func (c *cliChaos) plan(span int) *killPlan {
-	p := &killPlan{at: 1 + int64(c.rng.IntN(max(span, 1)))}
+// plan draws the kill of a run whose checkpoint records done of total
+// entities: armed at a point drawn from what is left (at once in 15% of
+// the runs, within the first 70% of the rest otherwise), then 15% at
+// once, 35% before a request, 35% after one was applied, 15% after an
+// empty page.
+func (c *cliChaos) plan(done, total int64) *killPlan {
+	p := &killPlan{progress: done, at: 1 + int64(c.rng.IntN(2))}
+	if left := total - done; left > 0 && c.rng.IntN(20) >= 3 {
+		p.progress += c.rng.Int64N(max(left*7/10, 1))
+	}
 	switch r := c.rng.IntN(20); {
-	case r < 8:
-	case r < 14:
-		p.applied = true
+	case r < 3:
+		p.now = true
+	case r < 10:
 	case r < 17:
-		p.afterEmpty = true
+		p.applied = true
 	default:
-		p.after = time.Duration(20+c.rng.IntN(400)) * time.Millisecond
+		p.afterEmpty = true
 	}
 	return p
+}
+
+// checkpointProgress returns a function that reads the progress of the
+// checkpoint a command keeps in file, or in job of table.
+func checkpointProgress(t *testing.T, file string, table *tablekit.Table[tablekit.Entity], job string) func() int64 {
+	return func() int64 {
+		var data []byte
+		if table != nil {
+			cp, err := transfer.NewTableCheckpoint(table, job)
+			if err != nil {
+				t.Error(err)
+				return 0
+			}
+			data, _ = cp.Load(context.Background())
+		} else {
+			data, _ = os.ReadFile(file)
+		}
+		var s struct {
+			Counts struct{ Read, Written int64 } `json:"counts"`
+		}
+		if json.Unmarshal(data, &s) != nil {
+			return 0
+		}
+		return max(s.Counts.Read, s.Counts.Written)
+	}
 }
 
 // until runs args, then args with --resume, until a run exits 0: runs are
 // killed with SIGKILL as planned until kills of them were (a run that
 // finished before its kill came ends the loop with fewer), a run that
-// exits 3 is run again, any other exit fails the test. It returns the
-// last run's output and logs the runs.
-func (c *cliChaos) until(kills, span int, args ...string) result {
+// exits 3 is run again, any other exit fails the test. total is the
+// entities the command goes through; progress reads how many its
+// checkpoint records. It returns the last run's output and logs the runs.
+func (c *cliChaos) until(kills int, total int64, progress func() int64, args ...string) result {
 	c.t.Helper()
 	var log []string
 	resume := false
@@ -348,10 +404,10 @@ func (c *cliChaos) until(kills, span int, args ...string) result {
 		}
 		var plan *killPlan
 		if kills > 0 {
-			plan = c.plan(span)
+			plan = c.plan(progress(), total)
 		}
 		began := time.Now()
-		res := c.once(line, plan)
+		res := c.once(line, plan, progress)
 		took := time.Since(began).Round(time.Millisecond)
 		resume = true
 		switch {
@@ -486,9 +542,9 @@ var tableEndpointRe = regexp.MustCompile(`TableEndpoint=[^;]*`)
 // leaves nothing older than its cutoff in its range, everything else as
 // it was, and reports deleted + gone <= listed.
 //
-// At CI size each seed runs two of the commands (export and import, copy
-// and count, count and purge, by seed), each killed 3 times; at full size
-// every seed runs all five, each killed 6 times.
+// Each seed runs the five commands, each planned to be killed twice at
+// CI size, 6 times at full size (a kill planned at some progress may come
+// too late, when the command has finished).
 func TestChaosCLIKill(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		ctx := context.Background()
@@ -535,19 +591,20 @@ func TestChaosCLIKill(t *testing.T) {
 		want := typed(t, src)
 
 		commands := []string{"export", "import", "copy", "count", "purge"}
-		kills := chaos.Size(3, 6)
-		if !chaos.Full() {
-			commands = [][]string{{"count", "purge"}, {"export", "import"}, {"copy", "count"}}[seed%3]
-		}
-		page := []string{"100", "250", "1000"}[c.rng.IntN(3)]
-		span := 4 + n/100
+		kills := chaos.Size(2, 6) // planned per command; at least 5 in all must come
+		// Small pages and batches: the checkpoint moves in small steps, so
+		// that a kill planned at some progress comes before the end.
+		page := []string{"20", "50"}[c.rng.IntN(2)]
 		ckptTable := testenv.TableName(t)
 		t.Cleanup(func() { open(ckptTable).DeleteTable(context.Background()) })
-		checkpoint := func(name string) []string {
+		// checkpoint returns the flags of a command's checkpoint, and how
+		// to read its progress.
+		checkpoint := func(name string) ([]string, func() int64) {
 			if seed%2 == 1 {
-				return []string{"--checkpoint-table", ckptTable, "--job", name}
+				return []string{"--checkpoint-table", ckptTable, "--job", name}, checkpointProgress(t, "", open(ckptTable), name)
 			}
-			return []string{"--checkpoint", filepath.Join(c.dir, name+".checkpoint")}
+			file := filepath.Join(c.dir, name+".checkpoint")
+			return []string{"--checkpoint", file}, checkpointProgress(t, file, nil, "")
 		}
 		common := []string{"--checkpoint-every", "20ms", "--progress", "none"}
 		for _, command := range commands {
@@ -555,7 +612,8 @@ func TestChaosCLIKill(t *testing.T) {
 			case "export":
 				file := filepath.Join(c.dir, "export.jsonl")
 				args := append([]string{"export", "--table", src.Name(), "--out", file, "--page-size", page, "--concurrency", "4"}, common...)
-				res := c.until(kills, span, append(args, checkpoint("export")...)...)
+				cp, progress := checkpoint("export")
+				res := c.until(kills, int64(n), progress, append(args, cp...)...)
 				if !strings.Contains(res.stderr, fmt.Sprintf("export: %d entities", n)) {
 					t.Errorf("export's last run:\n%s", res.stderr)
 				}
@@ -570,17 +628,20 @@ func TestChaosCLIKill(t *testing.T) {
 					t.Fatal(err)
 				}
 				dst := open(testenv.CreateTable(t, acct))
-				args := append([]string{"import", "--table", dst.Name(), "--in", file, "--mode", "insert", "--batch", "150", "--concurrency", "4"}, common...)
-				res := c.until(kills, 4+n/50, append(args, checkpoint("import")...)...)
+				mode := []string{"insert", "merge", "replace"}[c.rng.IntN(3)]
+				args := append([]string{"import", "--table", dst.Name(), "--in", file, "--mode", mode, "--batch", "30", "--concurrency", "4"}, common...)
+				cp, progress := checkpoint("import")
+				res := c.until(kills, int64(n), progress, append(args, cp...)...)
 				if !strings.Contains(res.stderr, fmt.Sprintf("import: %d read, %d written, 0 failed", n, n)) {
-					t.Errorf("import's last run:\n%s", res.stderr)
+					t.Errorf("import (%s)'s last run:\n%s", mode, res.stderr)
 				}
-				sameEntities(t, "import", want, typed(t, dst))
+				sameEntities(t, "import "+mode, want, typed(t, dst))
 			case "copy":
 				name := testenv.TableName(t)
 				mode := []string{"insert", "merge", "replace"}[c.rng.IntN(3)]
 				args := append([]string{"copy", "--table", src.Name(), "--to-table", name, "--create", "--mode", mode, "--page-size", page, "--concurrency", "4"}, common...)
-				res := c.until(kills, span+n/100, append(args, checkpoint("copy")...)...)
+				cp, progress := checkpoint("copy")
+				res := c.until(kills, int64(n), progress, append(args, cp...)...)
 				dst := open(name)
 				t.Cleanup(func() { dst.DeleteTable(context.Background()) })
 				if !strings.Contains(res.stderr, fmt.Sprintf("copy: %d read, %d written, 0 failed", n, n)) {
@@ -589,12 +650,14 @@ func TestChaosCLIKill(t *testing.T) {
 				sameEntities(t, "copy "+mode, want, typed(t, dst))
 			case "count":
 				args := append([]string{"count", "--table", src.Name(), "--page-size", page, "--concurrency", "4"}, common...)
-				res := c.until(kills, span, append(args, checkpoint("count")...)...)
+				cp, progress := checkpoint("count")
+				res := c.until(kills, int64(n), progress, append(args, cp...)...)
 				if w := fmt.Sprintf("entities: %d\npartitions: %d\n", n, parts); !strings.Contains(res.stdout, w) {
 					t.Errorf("count's last run:\n%s\nwant %q", res.stdout, w)
 				}
 			case "purge":
-				chaosPurge(t, c, src, parts, n, seeded, kills, span, page, append(common, checkpoint("purge")...))
+				cp, progress := checkpoint("purge")
+				chaosPurge(t, c, src, parts, n, seeded, kills, progress, page, append(common, cp...))
 			}
 		}
 
@@ -673,7 +736,7 @@ var purgeLine = regexp.MustCompile(`purge complete: (\d+) listed, (\d+) deleted,
 // chaosPurge runs purge --older-than 2s --budget over partitions 2 to
 // parts-2, after writing young entities there (too young for the cutoff
 // the first run fixes).
-func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity], parts, n int, seeded time.Time, kills, span int, page string, extra []string) {
+func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity], parts, n int, seeded time.Time, kills int, progress func() int64, page string, extra []string) {
 	ctx := context.Background()
 	// The seeded entities must be more than 2 s old when the purge starts,
 	// the young ones less (Azurite compares times to the millisecond).
@@ -689,7 +752,6 @@ func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity],
 	from, to := chaosPartition(2), chaosPartition(parts-2)
 	args := append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", "300ms",
 		"--page-size", page, "--transactions", "4"}, extra...)
-	res := c.until(kills, span, args...)
 	want := map[string]string{}
 	old := 0
 	for k, v := range before {
@@ -700,6 +762,7 @@ func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity],
 		}
 		want[k] = v
 	}
+	res := c.until(kills, int64(old), progress, args...)
 	sameEntities(t, "purge", want, typed(t, src))
 	m := purgeLine.FindStringSubmatch(res.stdout)
 	if m == nil {
