@@ -127,6 +127,7 @@ func TestChaosImport(t *testing.T) {
 				})
 				t.Logf("%s: %d runs, %d killed %v; result: %d read, %d written (%d verified), %d failed, %d skipped",
 					cps, runs, r.fired, r.log, last.Read, last.Written, last.Verified, last.Failed, last.Skipped)
+				summary(t, "import", mode, "runs", runs, "kills", r.fired, "entities", len(src), "verified", last.Verified)
 				var v chaos.Violations
 				if n := int64(len(src)); last.Read != n || last.Written != n || last.Failed != 0 || !last.Complete {
 					v.Addf("the last run reports %d read, %d written, %d failed, complete %v; want %d read and written, none failed (failures: %v)",
@@ -195,6 +196,7 @@ func TestChaosCopy(t *testing.T) {
 				})
 				t.Logf("%s: %d runs, %d killed %v; result: %d read, %d written (%d verified), %d failed",
 					cps, runs, r.fired, r.log, last.Read, last.Written, last.Verified, last.Failed)
+				summary(t, "copy", mode, "runs", runs, "kills", r.fired, "entities", len(src), "verified", last.Verified)
 				var v chaos.Violations
 				if n := int64(len(src)); last.Read != n || last.Written != n || last.Failed != 0 || !last.Complete {
 					v.Addf("the last run reports %d read, %d written, %d failed, complete %v; want %d read and written, none failed (failures: %v)",
@@ -281,5 +283,6 @@ func chaosCopyWithWriters(t *testing.T, w *chaosWorld) {
 		}
 	}
 	t.Logf("destination: %d entities", len(got))
+	summary(t, append([]any{"copy", "insert-with-writers", "runs", runs, "kills", r.fired, "read", last.Read, "verified", last.Verified}, historySummary(h)...)...)
 	v.Report(t)
 }

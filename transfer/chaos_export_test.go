@@ -45,8 +45,6 @@ func TestChaosExport(t *testing.T) {
 
 func chaosExport(t *testing.T, w *chaosWorld, cosmos, tableCheckpoint bool) {
 	ctx := ctxFor(t)
-	began := time.Now()
-	defer func() { t.Logf("took %v", time.Since(began)) }()
 	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 2000), chaos.Size(8, 16), chaos.Size(8, 30)
 	kills := chaos.Size(2, 6)
 	name := w.newTable()
@@ -56,7 +54,6 @@ func chaosExport(t *testing.T, w *chaosWorld, cosmos, tableCheckpoint bool) {
 	src := chaosTable(t, acct, name)
 	cps := w.checkpoints(tableCheckpoint, acct, "export")
 
-	t.Logf("setup %v", time.Since(began))
 	stop := make(chan struct{})
 	var h *chaos.History
 	var werr error
@@ -152,6 +149,7 @@ func chaosExport(t *testing.T, w *chaosWorld, cosmos, tableCheckpoint bool) {
 		}
 	}
 	t.Logf("%d lines: %d stable entities, %d others", lines, stableCount, lines-int64(stableCount))
+	summary(t, append([]any{"export", map[bool]string{false: "storage", true: "cosmos"}[cosmos], "runs", n, "kills", r.fired, "lines", lines, "stable", stableCount}, historySummary(h)...)...)
 	v.Report(t)
 }
 

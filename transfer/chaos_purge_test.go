@@ -196,6 +196,8 @@ func chaosPurge(t *testing.T, w *chaosWorld, cosmos, killed bool) {
 		}
 	}
 	t.Logf("%d entities in all, %d of them deleted from the scope; %d left", len(all), absentIn, len(got))
+	summary(t, append([]any{"purge", map[bool]string{false: "once", true: "killed"}[killed], "runs", runs, "kills", r.fired,
+		"listed", last.Listed, "deleted", last.Deleted, "changed", last.Changed, "gone", last.Gone, "applied", tp.deletes, "absent", absentIn}, historySummary(h)...)...)
 	v.Report(t)
 }
 
@@ -348,6 +350,11 @@ func chaosCount(t *testing.T, w *chaosWorld, name string, src map[key]tablekit.E
 		return res.Complete, err
 	})
 	t.Logf("%s: %d runs, %d killed %v; result %+v", cps, runs, r.fired, r.log, last)
+	label := map[bool]string{false: "storage", true: "cosmos"}[cosmos]
+	if fixed.PageSize != 0 {
+		label = "cosmos-large-tallies"
+	}
+	summary(t, "count", label, "runs", runs, "kills", r.fired, "entities", len(src), "partitions", len(perPart))
 	var v chaos.Violations
 	if last.Entities != int64(len(src)) || last.Partitions != int64(len(perPart)) || last.DeleteTransactions != deleteTx || !last.Complete {
 		v.Addf("count: %d entities, %d partitions, %d delete transactions, complete %v; want %d, %d, %d",

@@ -147,12 +147,34 @@ func (w *chaosWorld) newTable() string {
 	return testenv.CreateTable(w.t, testenv.Account(w.t, nil))
 }
 
+// summary logs one line of figures, "summary: name=value ...", which
+// RELIABILITY.md's totals are summed from.
+func summary(t *testing.T, pairs ...any) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("summary:")
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", pairs[i], pairs[i+1])
+	}
+	t.Log(b.String())
+}
+
+// historySummary are the summary figures of the writers' history.
+func historySummary(h *chaos.History) []any {
+	return []any{"ops", h.Len(), "ok", h.Count(chaos.OK), "failed", h.Count(chaos.Failed), "unknown", h.Count(chaos.Unknown)}
+}
+
 // checkFaultRate fails the test when fewer than 15% of the eligible tries
 // faulted, and logs the faults by kind.
 func (w *chaosWorld) checkFaultRate() {
 	w.t.Helper()
 	st := w.inj.Stats()
 	w.t.Logf("faults: %s (%d of %d eligible tries failed, %.1f%%)", st.ByKind(), st.Faults(), st.Eligible("", ""), 100*st.FaultRate())
+	pairs := []any{"faults", "seed", "tries", st.Eligible("", ""), "failed", st.Faults()}
+	for _, k := range chaos.Kinds() {
+		pairs = append(pairs, string(k), st.Count(k, "", ""))
+	}
+	summary(w.t, pairs...)
 	if rate := st.FaultRate(); rate < 0.15 {
 		w.t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
 	}

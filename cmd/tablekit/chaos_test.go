@@ -685,6 +685,16 @@ func TestChaosCLIKill(t *testing.T) {
 		rate := float64(sum.Faults) / float64(max(sum.Eligible, 1))
 		t.Logf("%d command processes, %d killed with SIGKILL, %d runs again after exit 3; faults in the processes (a killed one's last 10 ms not counted): %s (%d of %d tries, %.1f%%)",
 			c.processes, c.kills, c.resumes, strings.Join(byKind, " "), sum.Faults, sum.Eligible, 100*rate)
+		pairs := []any{"cli", "seed", "processes", c.processes, "kills", c.kills, "resumes", c.resumes, "tries", sum.Eligible, "failed", sum.Faults}
+		for _, k := range chaos.Kinds() {
+			pairs = append(pairs, string(k), sum.ByKind[k])
+		}
+		var line strings.Builder
+		line.WriteString("summary:")
+		for i := 0; i < len(pairs); i += 2 {
+			fmt.Fprintf(&line, " %v=%v", pairs[i], pairs[i+1])
+		}
+		t.Log(line.String())
 		if c.kills < 5 {
 			t.Errorf("%d kills, want at least 5", c.kills)
 		}
