@@ -88,7 +88,7 @@ func sortedKeys(m map[key]tablekit.Entity) []key {
 func TestChaosImport(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		w := newChaosWorld(t, seed)
-		parts, n := chaos.Size(8, 24), chaos.Size(200, 2500)
+		parts, n := chaos.Size(8, 24), chaos.Size(200, 1500)
 		srcName, src := chaosSource(t, w, parts, n)
 		file := filepath.Join(t.TempDir(), "source.jsonl")
 		var buf bytes.Buffer
@@ -133,7 +133,7 @@ func TestChaosImport(t *testing.T) {
 					v.Addf("the last run reports %d read, %d written, %d failed, complete %v; want %d read and written, none failed (failures: %v)",
 						last.Read, last.Written, last.Failed, last.Complete, n, last.Failures)
 				}
-				sameTable(&v, "destination", want, readTable(t, w.direct(name)))
+				sameTable(&v, "destination", want, readAll(t, w.direct(name)))
 				v.Report(t)
 			})
 		}
@@ -164,7 +164,7 @@ func TestChaosImport(t *testing.T) {
 func TestChaosCopy(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		w := newChaosWorld(t, seed)
-		parts, n := chaos.Size(8, 24), chaos.Size(200, 2500)
+		parts, n := chaos.Size(8, 24), chaos.Size(200, 1500)
 		srcName, src := chaosSource(t, w, parts, n)
 		for i, mode := range chaosModes {
 			srcCosmos, dstCosmos := (int(seed)+i)%2 == 1, (int(seed)+i)%3 == 1
@@ -202,7 +202,7 @@ func TestChaosCopy(t *testing.T) {
 					v.Addf("the last run reports %d read, %d written, %d failed, complete %v; want %d read and written, none failed (failures: %v)",
 						last.Read, last.Written, last.Failed, last.Complete, n, last.Failures)
 				}
-				sameTable(&v, "destination", want, readTable(t, w.direct(dstName)))
+				sameTable(&v, "destination", want, readAll(t, w.direct(dstName)))
 				v.Report(t)
 			})
 		}
@@ -217,7 +217,7 @@ func TestChaosCopy(t *testing.T) {
 
 func chaosCopyWithWriters(t *testing.T, w *chaosWorld) {
 	ctx := ctxFor(t)
-	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 2000), chaos.Size(8, 16), chaos.Size(8, 30)
+	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 1200), chaos.Size(8, 16), chaos.Size(8, 30)
 	srcName := w.newTable()
 	seeded := seedChaos(t, w.direct(srcName), parts, stable, writers, perWriter)
 	dstName := w.newTable()
@@ -261,7 +261,7 @@ func chaosCopyWithWriters(t *testing.T, w *chaosWorld) {
 			last.Read, last.Written, last.Failed, last.Complete, last.Failures)
 	}
 	written := writtenValues(h)
-	got := readTable(t, w.direct(dstName))
+	got := readAll(t, w.direct(dstName))
 	for k, e := range got {
 		_, isSeeded := seeded[k]
 		if _, isWritten := written[k]; !isSeeded && !isWritten {

@@ -45,7 +45,7 @@ func TestChaosExport(t *testing.T) {
 
 func chaosExport(t *testing.T, w *chaosWorld, cosmos, tableCheckpoint bool) {
 	ctx := ctxFor(t)
-	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 2000), chaos.Size(8, 16), chaos.Size(8, 30)
+	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(150, 1200), chaos.Size(8, 16), chaos.Size(8, 30)
 	kills := chaos.Size(2, 6)
 	name := w.newTable()
 	seeded := seedChaos(t, w.direct(name), parts, stable, writers, perWriter)

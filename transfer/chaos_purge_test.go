@@ -57,7 +57,7 @@ func TestChaosPurge(t *testing.T) {
 
 func chaosPurge(t *testing.T, w *chaosWorld, cosmos, killed bool) {
 	ctx := ctxFor(t)
-	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(200, 2000), chaos.Size(8, 16), chaos.Size(12, 40)
+	parts, stable, writers, perWriter := chaos.Size(8, 24), chaos.Size(200, 1500), chaos.Size(8, 16), chaos.Size(12, 40)
 	scope := transfer.Scope{From: chaosPartition(2), To: chaosPartition(parts - 2)}
 	inScope := func(k key) bool { return keys.Compare(k[0], scope.From) >= 0 && keys.Compare(k[0], scope.To) < 0 }
 	name := w.newTable()
@@ -137,7 +137,7 @@ func chaosPurge(t *testing.T, w *chaosWorld, cosmos, killed bool) {
 	if !last.Complete {
 		v.Addf("the last run is not complete: %+v", last)
 	}
-	got := readTable(t, w.direct(name))
+	got := readAll(t, w.direct(name))
 	byKey := h.ByKey()
 	written := writtenValues(h)
 	all := map[key]bool{}
@@ -288,7 +288,7 @@ func TestChaosCount(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, chaosSeed int64) {
 		w := newChaosWorld(t, chaosSeed)
 		seedNo := int(chaosSeed)
-		parts, n := chaos.Size(8, 24), chaos.Size(400, 5000)
+		parts, n := chaos.Size(8, 24), chaos.Size(400, 3000)
 		name, src := chaosSource(t, w, parts, n)
 		for i, cosmos := range []bool{false, true} {
 			t.Run(map[bool]string{false: "storage", true: "cosmos"}[cosmos], func(t *testing.T) {

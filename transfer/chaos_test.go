@@ -42,13 +42,12 @@ import (
 // seeded request of the run (before it is sent, after it was applied and
 // its answer lost, or right after an empty page), the run's checkpoint
 // stops saving, every later request of the run fails before it is sent,
-// and its context is cancelled; the run's result is thrown away. An
-// export's file is then cut anywhere after the size its last checkpoint
-// recorded (what a crash may leave of unsynced writes). The next run
-// resumes from the checkpoint, with another page size and concurrency,
-// through a new Checkpoint value (as a new process would make). The
-// process-level kill test (SIGKILL of the tablekit command) is in
-// cmd/tablekit.
+// and its context is cancelled; the run's result is thrown away. The next
+// run resumes from the checkpoint (an export first cuts its file back to
+// the size the checkpoint recorded, as the tablekit command does), with
+// another page size and concurrency, through a new Checkpoint value (as a
+// new process would make). The process-level kill test (SIGKILL of the
+// tablekit command) is in cmd/tablekit.
 //
 // Each suite's invariants are in its doc comment.
 
@@ -57,7 +56,7 @@ import (
 // consecutive faults keeps their identical requests apart), and the two
 // fronts before the test's Azurite.
 type chaosWorld struct {
-	t    *testing.T // the current (sub)test
+	t    *testing.T // the current (sub)test: each subtest sets it
 	root *testing.T // the seed's test, which the fronts outlive
 	seed int64
 	inj  *chaos.Injector
@@ -121,7 +120,7 @@ func (w *chaosWorld) account(cosmos bool, transport policy.Transporter, policies
 	return acct
 }
 
-// table opens table name of acct.
+// chaosTable opens table name of acct.
 func chaosTable(t *testing.T, acct *tablekit.Account, name string) *tablekit.Table[tablekit.Entity] {
 	t.Helper()
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, name, nil)
@@ -269,12 +268,6 @@ func seedChaos(t *testing.T, tbl *tablekit.Table[tablekit.Entity], parts, stable
 	}
 	seed(t, tbl, es)
 	return keyed(es)
-}
-
-// readTable reads every entity of tbl (opened without faults).
-func readTable(t *testing.T, tbl *tablekit.Table[tablekit.Entity]) map[key]tablekit.Entity {
-	t.Helper()
-	return readAll(t, tbl)
 }
 
 // diffProps describes how got's properties differ from want's (types

@@ -594,7 +594,7 @@ func TestChaosCLIKill(t *testing.T) {
 		kills := chaos.Size(2, 6) // planned per command; at least 5 in all must come
 		// Small pages and batches: the checkpoint moves in small steps, so
 		// that a kill planned at some progress comes before the end.
-		page := []string{"20", "50"}[c.rng.IntN(2)]
+		page := strconv.Itoa(chaos.Size(20, 100) * (1 + c.rng.IntN(2)))
 		ckptTable := testenv.TableName(t)
 		t.Cleanup(func() { open(ckptTable).DeleteTable(context.Background()) })
 		// checkpoint returns the flags of a command's checkpoint, and how
