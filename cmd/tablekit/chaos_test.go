@@ -760,7 +760,7 @@ func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity],
 	}
 	before := typed(t, src)
 	from, to := chaosPartition(2), chaosPartition(parts-2)
-	args := append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", "300ms",
+	args := append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", map[bool]string{false: "300ms", true: "1s"}[chaos.Full()],
 		"--page-size", page, "--transactions", "4"}, extra...)
 	want := map[string]string{}
 	old := 0
