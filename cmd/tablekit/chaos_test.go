@@ -529,10 +529,11 @@ var tableEndpointRe = regexp.MustCompile(`TableEndpoint=[^;]*`)
 // its checkpoint in a file or, on odd seeds, in a table of the account,
 // faulted too), through a front that pages as Azure may (Table storage on
 // odd seeds, Cosmos DB on even ones), killed with SIGKILL at least 5
-// times per seed (at a request, before it reaches the service or after it
-// was applied, after an empty page, or after a delay) and each time run
-// again with --resume and the same command line (and again after exit 3,
-// a purge's spent budget), until it exits 0.
+// times per seed (once its checkpoint shows some progress: at once, or at
+// a request, before it reaches the service or after it was applied, or
+// after an empty page) and each time run again with --resume and the same
+// command line (and again after exit 3, a purge's spent budget), until it
+// exits 0.
 //
 // Invariant: the end state is what an uninterrupted run gives: the export
 // file holds every entity of the table once, with every property and EDM
