@@ -25,6 +25,7 @@ import (
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/transfer"
 )
 
@@ -113,7 +114,7 @@ func (w *chaosWorld) front(cosmos bool) string {
 // the Injector's) and transport.
 func (w *chaosWorld) account(cosmos bool, transport policy.Transporter, policies ...policy.Policy) *tablekit.Account {
 	w.t.Helper()
-	acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{Cosmos: cosmos, PerRetryPolicies: policies, Transport: transport, Logger: quiet})
+	acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: policies, Transport: transport}, Cosmos: cosmos, Logger: quiet})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -359,13 +360,13 @@ func (w *chaosWorld) chaosWriters(ctx context.Context, name string, cosmos bool,
 			switch kind {
 			case "Upsert":
 				wr.Do(ctx, kind, pk+"/"+rk, writerOp{kind, &e}, func(ctx context.Context) (any, error) {
-					return tbl.Upsert(ctx, e, tablekit.Replace)
+					return tbl.Upsert(ctx, e)
 				})
 			case "Merge":
 				patch := tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{
 					"W": e.Properties["W"], "V": e.Properties["V"], "S": e.Properties["S"], "M": e.Properties["T"]}}
 				wr.Do(ctx, kind, pk+"/"+rk, writerOp{kind, &patch}, func(ctx context.Context) (any, error) {
-					return tbl.Upsert(ctx, patch, tablekit.Merge)
+					return tbl.Merge(ctx, patch, "")
 				})
 			case "Insert":
 				wr.Do(ctx, kind, pk+"/"+rk, writerOp{kind, &e}, func(ctx context.Context) (any, error) {
@@ -376,7 +377,7 @@ func (w *chaosWorld) chaosWriters(ctx context.Context, name string, cosmos bool,
 					return nil, tbl.Delete(ctx, pk, rk, azcore.ETagAny)
 				})
 			}
-			if !tablekit.Sleep(ctx, time.Duration(5+wr.Rand.IntN(20))*time.Millisecond) {
+			if !timing.Sleep(ctx, time.Duration(5+wr.Rand.IntN(20))*time.Millisecond) {
 				return nil
 			}
 		}

@@ -337,7 +337,7 @@ func TestPurgeCheckpointCounts(t *testing.T) {
 		}
 		return r.Next()
 	})
-	sacct, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{PerRetryPolicies: []policy.Policy{slow}})
+	sacct, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{slow}}})
 	if err != nil {
 		t.Fatal(err)
 	}
