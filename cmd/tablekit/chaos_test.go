@@ -363,25 +363,39 @@ func (c *cliChaos) plan(done, total int64) *killPlan {
 // checkpoint a command keeps in file, or in job of table.
 func checkpointProgress(t *testing.T, file string, table *tablekit.Table[tablekit.Entity], job string) func() int64 {
 	return func() int64 {
-		var data []byte
-		if table != nil {
-			cp, err := transfer.NewTableCheckpoint(table, job)
-			if err != nil {
-				t.Error(err)
-				return 0
-			}
-			data, _ = cp.Load(context.Background())
-		} else {
-			data, _ = os.ReadFile(file)
-		}
 		var s struct {
 			Counts struct{ Read, Written int64 } `json:"counts"`
 		}
-		if json.Unmarshal(data, &s) != nil {
+		if json.Unmarshal(loadCheckpoint(t, file, table, job), &s) != nil {
 			return 0
 		}
 		return max(s.Counts.Read, s.Counts.Written)
 	}
+}
+
+// checkpointStarted returns when the job whose checkpoint is in file (or
+// in table under job) started, as its checkpoint records it (zero: none).
+func checkpointStarted(t *testing.T, file string, table *tablekit.Table[tablekit.Entity], job string) time.Time {
+	var s struct {
+		Started time.Time `json:"started"`
+	}
+	json.Unmarshal(loadCheckpoint(t, file, table, job), &s)
+	return s.Started
+}
+
+// loadCheckpoint returns the state saved in file, or in table under job.
+func loadCheckpoint(t *testing.T, file string, table *tablekit.Table[tablekit.Entity], job string) []byte {
+	if table == nil {
+		data, _ := os.ReadFile(file)
+		return data
+	}
+	cp, err := transfer.NewTableCheckpoint(table, job)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	data, _ := cp.Load(context.Background())
+	return data
 }
 
 // until runs args, then args with --resume, until a run exits 0: runs are
@@ -392,8 +406,13 @@ func checkpointProgress(t *testing.T, file string, table *tablekit.Table[tableki
 // checkpoint records. It returns the last run's output and logs the runs.
 func (c *cliChaos) until(kills int, total int64, progress func() int64, args ...string) result {
 	c.t.Helper()
+	return c.runs(false, kills, total, progress, args...)
+}
+
+// runs is until, whose first run has --resume when resume is true.
+func (c *cliChaos) runs(resume bool, kills int, total int64, progress func() int64, args ...string) result {
+	c.t.Helper()
 	var log []string
-	resume := false
 	for i := 0; ; i++ {
 		if i > 100 {
 			c.t.Fatalf("tablekit %s did not finish in 100 runs: %v", strings.Join(args, " "), log)
@@ -598,14 +617,20 @@ func TestChaosCLIKill(t *testing.T) {
 		page := strconv.Itoa(chaos.Size(20, 100) * (1 + c.rng.IntN(2)))
 		ckptTable := testenv.TableName(t)
 		t.Cleanup(func() { open(ckptTable).DeleteTable(context.Background()) })
+		// checkpointAt returns the flags of a command's checkpoint and
+		// where it is: a file, or a table and job.
+		checkpointAt := func(name string) (flags []string, file string, table *tablekit.Table[tablekit.Entity], job string) {
+			if seed%2 == 1 {
+				return []string{"--checkpoint-table", ckptTable, "--job", name}, "", open(ckptTable), name
+			}
+			file = filepath.Join(c.dir, name+".checkpoint")
+			return []string{"--checkpoint", file}, file, nil, ""
+		}
 		// checkpoint returns the flags of a command's checkpoint, and how
 		// to read its progress.
 		checkpoint := func(name string) ([]string, func() int64) {
-			if seed%2 == 1 {
-				return []string{"--checkpoint-table", ckptTable, "--job", name}, checkpointProgress(t, "", open(ckptTable), name)
-			}
-			file := filepath.Join(c.dir, name+".checkpoint")
-			return []string{"--checkpoint", file}, checkpointProgress(t, file, nil, "")
+			flags, file, table, job := checkpointAt(name)
+			return flags, checkpointProgress(t, file, table, job)
 		}
 		common := []string{"--checkpoint-every", "20ms", "--progress", "none"}
 		for _, command := range commands {
@@ -657,8 +682,9 @@ func TestChaosCLIKill(t *testing.T) {
 					t.Errorf("count's last run:\n%s\nwant %q", res.stdout, w)
 				}
 			case "purge":
-				cp, progress := checkpoint("purge")
-				chaosPurge(t, c, src, parts, n, seeded, kills, progress, page, append(common, cp...))
+				cp, file, table, job := checkpointAt("purge")
+				started := func() time.Time { return checkpointStarted(t, file, table, job) }
+				chaosPurge(t, c, src, parts, n, seeded, kills, checkpointProgress(t, file, table, job), started, page, append(common, cp...))
 			}
 		}
 
@@ -745,13 +771,38 @@ func checkExport(t *testing.T, file string, want map[string]string) {
 var purgeLine = regexp.MustCompile(`purge complete: (\d+) listed, (\d+) deleted, (\d+) changed since listed \(left alone\), (\d+) already gone`)
 
 // chaosPurge runs purge --older-than 2s --budget over partitions 2 to
-// parts-2, after writing young entities there (too young for the cutoff
-// the first run fixes).
-func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity], parts, n int, seeded time.Time, kills int, progress func() int64, page string, extra []string) {
+// parts-2. A first run with a budget of 1 ms fixes the job's cutoff (2 s
+// before it started, recorded in its checkpoint); then young entities are
+// written there, younger than that cutoff whatever the machine's load,
+// and the purge is resumed (killed, resumed, ...) until it is done: the
+// young entities survive only if every resumed run keeps the first run's
+// cutoff.
+func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity], parts, n int, seeded time.Time, kills int, progress func() int64, started func() time.Time, page string, extra []string) {
 	ctx := context.Background()
-	// The seeded entities must be more than 2 s old when the purge starts,
-	// the young ones less (Azurite compares times to the millisecond).
+	// The seeded entities must be more than 2 s old when the purge starts
+	// (Azurite compares times to the millisecond).
 	time.Sleep(time.Until(seeded.Add(2500 * time.Millisecond)))
+	from, to := chaosPartition(2), chaosPartition(parts-2)
+	args := func(budget string) []string {
+		return append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", budget,
+			"--page-size", page, "--transactions", "4"}, extra...)
+	}
+	budget := map[bool]string{false: "300ms", true: "1s"}[chaos.Full()]
+	old := 0 // the entities in scope
+	for k := range typed(t, src) {
+		pk, rk, _ := strings.Cut(k, "/")
+		if pk >= from && pk < to && strings.HasPrefix(rk, "r") {
+			old++
+		}
+	}
+	first := c.once(args("1ms"), nil, progress)
+	if first.code != exitIncomplete {
+		t.Fatalf("purge's first run (budget 1ms): exit %d, want 3 (incomplete)\nstdout:\n%s\nstderr:\n%s", first.code, first.stdout, first.stderr)
+	}
+	cutoffRun := started()
+	if cutoffRun.IsZero() {
+		t.Fatalf("purge's first run saved no start time in its checkpoint:\n%s", first.stderr)
+	}
 	var young []tablekit.Entity
 	for i := range n / 10 {
 		young = append(young, chaosEntity(parts, i, true))
@@ -759,21 +810,17 @@ func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity],
 	if _, err := src.BulkWriter(nil).Upsert(ctx, young); err != nil {
 		t.Fatal(err)
 	}
-	before := typed(t, src)
-	from, to := chaosPartition(2), chaosPartition(parts-2)
-	args := append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", map[bool]string{false: "300ms", true: "1s"}[chaos.Full()],
-		"--page-size", page, "--transactions", "4"}, extra...)
-	want := map[string]string{}
-	old := 0
-	for k, v := range before {
+	want := map[string]string{} // what the purge leaves
+	for k, v := range typed(t, src) {
 		pk, rk, _ := strings.Cut(k, "/")
-		if pk >= from && pk < to && strings.HasPrefix(rk, "r") {
-			old++
-			continue
+		if !(pk >= from && pk < to && strings.HasPrefix(rk, "r")) {
+			want[k] = v
 		}
-		want[k] = v
 	}
-	res := c.until(kills, int64(old), progress, args...)
+	res := c.runs(true, kills, int64(old), progress, args(budget)...)
+	if s := started(); !s.Equal(cutoffRun) {
+		t.Errorf("purge: the checkpoint's start moved from %v (first run) to %v: a resumed run must keep the first run's cutoff", cutoffRun, s)
+	}
 	sameEntities(t, "purge", want, typed(t, src))
 	m := purgeLine.FindStringSubmatch(res.stdout)
 	if m == nil {
