@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -32,7 +33,10 @@ func newTable(t testing.TB, acct *tablekit.Account) *tablekit.Table[tablekit.Ent
 }
 
 func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// 5 minutes; 30 at the chaos suites' full size, whose runs take
+	// minutes each on a loaded machine (a deadline met there is no
+	// violation, but it ends the seed before its checks).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(chaos.Size(5, 30))*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
