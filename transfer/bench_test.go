@@ -378,7 +378,7 @@ func BenchmarkImport(b *testing.B) {
 	data := exportData(b)
 	t := newTable(b, testenv.Account(b, nil))
 	for b.Loop() {
-		res, err := transfer.Import(context.Background(), t, bytes.NewReader(data), &transfer.ImportOptions{Mode: transfer.UpsertReplace})
+		res, err := transfer.Import(context.Background(), t, bytes.NewReader(data), &transfer.ImportOptions{Mode: transfer.Replace})
 		if err != nil || res.Written != benchN {
 			b.Fatalf("import: written %d, %v", res.Written, err)
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // chaosModes are the write modes of the import and copy suites.
-var chaosModes = []transfer.Mode{transfer.Insert, transfer.UpsertMerge, transfer.UpsertReplace}
+var chaosModes = []transfer.Mode{transfer.Insert, transfer.Merge, transfer.Replace}
 
 // runsMode says whether a seed runs mode i of chaosModes: every mode at
 // full size; at CI size one mode per seed (seed%3), so that CI's seeds 1,
@@ -57,7 +57,7 @@ func prefill(t *testing.T, dst *tablekit.Table[tablekit.Entity], src map[key]tab
 		old := chaosValue(k[0], k[1], -2, 1)
 		old.Properties["Old"] = "kept by a merge"
 		pre = append(pre, old)
-		if mode == transfer.UpsertMerge {
+		if mode == transfer.Merge {
 			merged := tablekit.Entity{PartitionKey: k[0], RowKey: k[1], Properties: maps.Clone(old.Properties)}
 			maps.Copy(merged.Properties, src[k].Properties)
 			want[k] = merged

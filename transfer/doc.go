@@ -45,7 +45,7 @@
 //
 // A property that is absent (null) is not written. Readers ignore members
 // of a line they do not know, so that later versions can add some; they
-// refuse unknown types. Lines are at most [MaxLineBytes]. The format is
+// refuse unknown types. Lines are at most [maxLineBytes]. The format is
 // exact: every value read back has the Go type, and so the EDM type, it was
 // exported with ([tablekit.Entity]'s: string, int32, int64, float64, bool,
 // time.Time, tablekit.GUID, []byte).

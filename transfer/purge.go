@@ -23,15 +23,15 @@ import (
 //
 // Unlike the other operations, a purge reads its scope as one range by
 // default: its parallelism is in the delete transactions (Transactions
-// of them in flight, over partitions as the listing meets them), so that
-// the listing costs the least possible, one keys-only page per 1,000
-// entities, and no key probes. Set Scan.MaxProbes (for example to 4 ×
-// Scan.Concurrency) or Scan.Boundaries to list in parallel ranges: worth
-// it for a scope of many large partitions on Azure, where each partition
-// takes at most about 2,000 deletes per second and one listing reaches
-// the next partition only when it is done with the last.
+// of them in flight, over partitions as the listing meets them, paced by
+// the Account's Governor), so that the listing costs the least possible,
+// one keys-only page per 1,000 entities, and no key probes. Set MaxProbes
+// (for example to 4 × Concurrency) or Boundaries to list in parallel
+// ranges: worth it for a scope of many large partitions on Azure, where
+// each partition takes at most about 2,000 deletes per second and one
+// listing reaches the next partition only when it is done with the last.
 type PurgeOptions struct {
-	JobOptions
+	Options
 	// Budget, when positive, is how long the call may run: no new page is
 	// listed after it (the transactions of pages already listed finish),
 	// the checkpoint is saved and the result says Complete false.
@@ -46,18 +46,6 @@ type PurgeOptions struct {
 	// the partitions listed in turn, and the listing goes on while they
 	// run, up to Transactions × 1,000 entities ahead of the deletes.
 	Transactions int
-	// Governor paces the delete transactions within the partitions' and
-	// the account's scalability targets, backing off when the service
-	// throttles (503 ServerBusy, 500 OperationTimedOut) and speeding up
-	// again after (see tablekit.Governor). nil means the table's Governor
-	// (for a table opened through an Account, the Account's, which its
-	// other writers share).
-	Governor *tablekit.Governor
-	// MaxReported bounds the keys listed in PurgeResult.ChangedKeys
-	// (default 1000).
-	MaxReported int
-	// Clock measures the Budget; nil means time.Now.
-	Clock func() time.Time
 }
 
 // EntityKey names an entity.
@@ -77,7 +65,7 @@ type PurgeResult struct {
 	Listed, Deleted int64
 	// Changed counts the entities left alone because they were written
 	// after they were listed (their ETag no longer matched); ChangedKeys
-	// names those of this run, up to MaxReported.
+	// names those of this run (the first 1,000).
 	Changed     int64
 	ChangedKeys []EntityKey
 	// Gone counts the entities that were deleted by someone else between
@@ -136,13 +124,18 @@ type PurgeResult struct {
 // Complete false. Call it again with Resume and the same Checkpoint and
 // Scope to go on: re-listing is safe, as deleted entities are gone.
 func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions) (PurgeResult, error) {
+	return purge(ctx, t, opts, nil)
+}
+
+// purge is Purge, with clock measuring the Budget (nil: time.Now).
+func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time) (PurgeResult, error) {
 	const op = "transfer.Purge"
 	if opts == nil {
 		opts = &PurgeOptions{}
 	}
 	o := *opts
-	if o.Budget < 0 || o.Transactions < 0 || o.MaxReported < 0 {
-		return PurgeResult{}, validation(op, "Budget, Transactions and MaxReported must not be negative")
+	if o.Budget < 0 || o.Transactions < 0 {
+		return PurgeResult{}, validation(op, "Budget and Transactions must not be negative")
 	}
 	if o.Transactions > maxConcurrency {
 		return PurgeResult{}, validation(op, fmt.Sprintf("Transactions is %d; it must be 0 (default 16) to %d", o.Transactions, maxConcurrency))
@@ -150,20 +143,14 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	if o.Transactions == 0 {
 		o.Transactions = 16
 	}
-	if o.MaxReported == 0 {
-		o.MaxReported = 1000
-	}
-	if o.Scan.MaxProbes == 0 && o.Scan.Boundaries == nil {
-		o.Scan.MaxProbes = -1 // one range: see PurgeOptions
+	if o.MaxProbes == 0 && o.Boundaries == nil {
+		o.MaxProbes = -1 // one range: see PurgeOptions
 	}
 	j, err := newJob(ctx, o.config("purge", t, keysOnly))
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	gov := o.Governor
-	if gov == nil {
-		gov = core.Governor(t)
-	}
+	gov := core.Governor(t)
 	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
 	p.cond = sync.NewCond(&p.qmu)
 	// One transaction per Write call (the purger cuts them), each refused
@@ -175,12 +162,12 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 		Concurrency: 1, MaxChunkRequests: limits.TransactionActions + 1, Retry: j.scan.Retry,
 	}, gov, slog.New(slog.DiscardHandler))
 	j.rangeEnd = p.rangeEnd
-	start := core.Now(o.Clock)
+	start := core.Now(clock)
 	var stop func() bool
 	if o.Budget > 0 {
-		stop = func() bool { return core.Now(o.Clock).Sub(start) >= o.Budget }
+		stop = func() bool { return core.Now(clock).Sub(start) >= o.Budget }
 	}
-	rep := startReporter(ctx, o.OnProgress, o.ProgressEvery, func() Progress { return j.progress(true) })
+	rep := startReporter(ctx, o.OnProgress, func() Progress { return j.progress(true) })
 	var workers sync.WaitGroup
 	for range o.Transactions {
 		workers.Go(p.worker)
@@ -206,8 +193,8 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	j.mu.Unlock()
 	res.Transactions = j.transactions() + res.DeleteTransactions + p.reads.Load()
 	res.Pages = j.requests.Load()
-	if o.Meter != nil {
-		d := o.Meter.Snapshot().Sub(j.meterStart)
+	if j.meter != nil {
+		d := j.meter.Snapshot().Sub(j.meterStart)
 		res.Transactions = d.Service("table")
 		res.Pages = d.Count("table", "QueryEntities")
 	}
@@ -449,7 +436,7 @@ func (p *purger) done(r *rangeState, rp *rangePurge, pg *purgePage, out outcome,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, k := range out.changedKeys {
-		if len(p.changedKeys) < p.o.MaxReported {
+		if len(p.changedKeys) < maxReported {
 			p.changedKeys = append(p.changedKeys, k)
 		}
 	}
@@ -522,7 +509,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			// No ETag in the listing (never seen from Azure or Azurite):
 			// without one the delete could not be conditional.
 			if !p.o.AnyETag {
-				return out, fmt.Errorf("transfer: purge: the listing gave no ETag for %q/%q; refusing an unconditional delete (set AnyETag to allow it)", e.PartitionKey, e.RowKey)
+				return out, fmt.Errorf("transfer: Purge: the listing gave no ETag for %q/%q; refusing an unconditional delete (set AnyETag to allow it)", e.PartitionKey, e.RowKey)
 			}
 			etag = azcore.ETagAny
 		}
@@ -577,7 +564,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		if len(unknown) > 0 {
 			s, left, err := p.settleDeletes(ctx, unknown, listed)
 			if err != nil {
-				return out, fmt.Errorf("transfer: purge: settling a delete transaction whose outcome was unknown (%v): %w", unknownErr, err)
+				return out, fmt.Errorf("transfer: Purge: settling a delete transaction whose outcome was unknown (%v): %w", unknownErr, err)
 			}
 			out.deleted += s.deleted
 			out.changed += s.changed

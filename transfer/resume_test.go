@@ -95,7 +95,7 @@ func (c *crashingCheckpoint) Save(ctx context.Context, state []byte) error {
 func TestImportResumes(t *testing.T) {
 	es := manyEntities(7, 3000)
 	stream := exportStream(t, es, time.Now())
-	for _, mode := range []transfer.Mode{transfer.Insert, transfer.UpsertReplace} {
+	for _, mode := range []transfer.Mode{transfer.Insert, transfer.Replace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			ctx := ctxFor(t)
 			acct := testenv.Account(t, nil)
@@ -188,7 +188,7 @@ func TestImportResumeRefusesOtherInput(t *testing.T) {
 	created := time.Now()
 	stream := exportStream(t, es, created)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "cp"))
-	opts := transfer.ImportOptions{Mode: transfer.UpsertMerge, Checkpoint: cp}
+	opts := transfer.ImportOptions{Mode: transfer.Merge, Checkpoint: cp}
 	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts); err != nil {
 		t.Fatal(err)
 	}

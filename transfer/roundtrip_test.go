@@ -35,7 +35,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Errorf("export reports %d bytes, wrote %d", res.Bytes, buf.Len())
 	}
 
-	for _, mode := range []transfer.Mode{transfer.Insert, transfer.UpsertMerge, transfer.UpsertReplace} {
+	for _, mode := range []transfer.Mode{transfer.Insert, transfer.Merge, transfer.Replace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dst := newTable(t, acct)
 			ires, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), &transfer.ImportOptions{Mode: mode})
@@ -138,7 +138,7 @@ func TestCopyTables(t *testing.T) {
 
 	t.Run("same account", func(t *testing.T) {
 		dst := newTable(t, acct)
-		res, err := transfer.Copy(ctx, src, dst, &transfer.CopyOptions{Mode: transfer.UpsertReplace})
+		res, err := transfer.Copy(ctx, src, dst, &transfer.CopyOptions{Mode: transfer.Replace})
 		if err != nil || !res.Complete || res.Written != int64(len(es)) {
 			t.Fatalf("copy: %+v, %v", res, err)
 		}
