@@ -125,16 +125,13 @@ func TestChaosImport(t *testing.T) {
 				r := w.runs(k, cps, chaos.Size(2, 6), len(src)*10, 10+uint64(i))
 				r.pageSizes = []int{37, 150, 1000} // the batch sizes
 				var last transfer.ImportResult
-				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
+				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
 					f, err := os.Open(file)
 					if err != nil {
 						return false, err
 					}
 					defer f.Close()
-					res, err := transfer.Import(ctx, dst, f, &transfer.ImportOptions{
-						Mode: mode, BatchSize: scan.PageSize, Bulk: &tablekit.BulkOptions{Concurrency: scan.Concurrency},
-						Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume,
-					})
+					res, err := transfer.Import(ctx, dst, f, mode, &transfer.ImportOptions{JobOptions: transfer.JobOptions{Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume}, BatchSize: scan.PageSize, Concurrency: scan.Concurrency})
 					last = res
 					return res.Complete, err
 				})
@@ -203,10 +200,8 @@ func TestChaosCopy(t *testing.T) {
 					r.pageSizes = []int{100, 250, 1000}
 				}
 				var last transfer.CopyResult
-				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
-					res, err := transfer.Copy(ctx, from, to, &transfer.CopyOptions{Mode: mode, JobOptions: transfer.JobOptions{
-						Scan: scan, Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume,
-					}})
+				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
+					res, err := transfer.Copy(ctx, from, to, mode, ptr(withScan(transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume}}, scan)))
 					last = res
 					return res.Complete, err
 				})
@@ -257,10 +252,8 @@ func chaosCopyWithWriters(t *testing.T, w *chaosWorld) {
 	r := w.runs(k, cps, chaos.Size(2, 6), len(seeded), 30)
 	r.pageSizes = []int{100, 250, 1000}
 	var last transfer.CopyResult
-	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
-		res, err := transfer.Copy(ctx, from, to, &transfer.CopyOptions{Mode: transfer.Insert, JobOptions: transfer.JobOptions{
-			Scan: scan, Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume,
-		}})
+	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
+		res, err := transfer.Copy(ctx, from, to, transfer.Insert, ptr(withScan(transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume}}, scan)))
 		last = res
 		return res.Complete, err
 	})

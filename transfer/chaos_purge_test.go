@@ -92,10 +92,8 @@ func chaosPurge(t *testing.T, w *chaosWorld, cosmos, killed bool) {
 		r.pageSizes = []int{100, 250, 1000}
 	}
 	var before []byte
-	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
-		opts := &transfer.PurgeOptions{JobOptions: transfer.JobOptions{
-			Scope: scope, Scan: scan, Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume,
-		}}
+	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
+		opts := ptr(withScanP(transfer.PurgeOptions{Options: transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume}, Scope: scope}}, scan))
 		if !killed {
 			opts.Checkpoint = nil
 		} else {
@@ -293,7 +291,7 @@ func TestChaosCount(t *testing.T) {
 		for i, cosmos := range []bool{false, true} {
 			t.Run(map[bool]string{false: "storage", true: "cosmos"}[cosmos], func(t *testing.T) {
 				w.t = t
-				chaosCount(t, w, name, src, cosmos, (seedNo+i)%2 == 0, transfer.ScanOptions{}, 50+uint64(i))
+				chaosCount(t, w, name, src, cosmos, (seedNo+i)%2 == 0, scanOpts{}, 50+uint64(i))
 			})
 		}
 		// 700 partitions read whole on every page: in CI, for one seed.
@@ -309,7 +307,7 @@ func TestChaosCount(t *testing.T) {
 				// One range, read in pages of 100 and killed after its 7th
 				// page or later, so that its one tally holds every partition
 				// it has met, more than 256 KiB of them, when the kill comes.
-				chaosCount(t, w, name, keyed(es), true, false, transfer.ScanOptions{Concurrency: 1, MaxProbes: -1, PageSize: 100}, 60)
+				chaosCount(t, w, name, keyed(es), true, false, scanOpts{Concurrency: 1, MaxProbes: -1, PageSize: 100}, 60)
 			})
 		}
 		w.t = t
@@ -317,7 +315,7 @@ func TestChaosCount(t *testing.T) {
 	})
 }
 
-func chaosCount(t *testing.T, w *chaosWorld, name string, src map[key]tablekit.Entity, cosmos, tableCheckpoint bool, fixed transfer.ScanOptions, salt uint64) {
+func chaosCount(t *testing.T, w *chaosWorld, name string, src map[key]tablekit.Entity, cosmos, tableCheckpoint bool, fixed scanOpts, salt uint64) {
 	ctx := ctxFor(t)
 	perPart := map[string]int64{}
 	for k := range src {
@@ -339,13 +337,11 @@ func chaosCount(t *testing.T, w *chaosWorld, name string, src map[key]tablekit.E
 		r.pageSizes, r.firstKill, r.entities = []int{fixed.PageSize}, 8, 0
 	}
 	var last transfer.CountResult
-	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error) {
+	runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
 		if fixed.Concurrency != 0 {
 			scan.Concurrency, scan.MaxProbes = fixed.Concurrency, fixed.MaxProbes
 		}
-		res, err := transfer.Count(ctx, tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-			Scan: scan, Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume,
-		}})
+		res, err := transfer.Count(ctx, tbl, ptr(withScan(transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp, CheckpointEvery: 20 * time.Millisecond, Resume: resume}}, scan)))
 		last = res
 		return res.Complete, err
 	})

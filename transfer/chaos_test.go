@@ -594,8 +594,8 @@ func (w *chaosWorld) runs(k *killer, cps checkpoints, kills, entities int, salt 
 
 // scan draws the scan options of a run: the page size and concurrency
 // change from run to run.
-func (r *runs) scan() transfer.ScanOptions {
-	return transfer.ScanOptions{
+func (r *runs) scan() scanOpts {
+	return scanOpts{
 		PageSize:    r.pageSizes[r.rng.IntN(len(r.pageSizes))],
 		Concurrency: []int{1, 3, 8}[r.rng.IntN(3)],
 		MaxProbes:   []int{0, 0, 2, -1}[r.rng.IntN(4)],
@@ -606,7 +606,7 @@ func (r *runs) scan() transfer.ScanOptions {
 // checkpoint and scan options and whether it resumes, and returns whether
 // the operation is done (a budget may stop a run without finishing it)
 // and its error. It returns the number of runs.
-func (r *runs) do(ctx context.Context, fn func(ctx context.Context, cp transfer.Checkpoint, scan transfer.ScanOptions, resume bool) (bool, error)) int {
+func (r *runs) do(ctx context.Context, fn func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error)) int {
 	t := r.w.t
 	t.Helper()
 	for i := 0; ; i++ {

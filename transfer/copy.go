@@ -71,6 +71,12 @@ type CopyResult struct {
 // counts as written and the look-ups start again. An insert whose answer
 // was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
 func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options) (CopyResult, error) {
+	return copyTable(ctx, src, dst, mode, opts, nil)
+}
+
+// copyTable is Copy, writing with a BulkWriter of bulk's options (nil:
+// defaults).
+func copyTable(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options, bulk *tablekit.BulkOptions) (CopyResult, error) {
 	const op = "transfer.Copy"
 	if opts == nil {
 		opts = &Options{}
@@ -93,7 +99,7 @@ func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode M
 	if destMeter != nil {
 		destStart = destMeter.Snapshot()
 	}
-	c := &copier{j: j, dst: dst, w: dst.BulkWriter(nil), mode: mode, maxReported: maxReported,
+	c := &copier{j: j, dst: dst, w: dst.BulkWriter(bulk), mode: mode, maxReported: maxReported,
 		resumedInsert: mode == Insert && j.resumed, clean: map[*rangeState]bool{}}
 	transactions := func() int64 {
 		n := j.transactions()

@@ -11,3 +11,8 @@ import (
 func PurgeWithClock(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time) (PurgeResult, error) {
 	return purge(ctx, t, opts, clock)
 }
+
+// CopyWithBulk is Copy writing with a BulkWriter of bulk's options (tests).
+func CopyWithBulk(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options, bulk *tablekit.BulkOptions) (CopyResult, error) {
+	return copyTable(ctx, src, dst, mode, opts, bulk)
+}

@@ -745,24 +745,19 @@ func checkExport(t *testing.T, file string, want map[string]string) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	lines := int64(0)
 	for {
 		e, err := rd.Next()
 		if err == io.EOF {
-			break
+			break // the trailer is there, and counts the lines (the Reader checks)
 		}
 		if err != nil {
 			t.Fatalf("export file: %v", err)
 		}
-		lines++
 		k := e.PartitionKey + "/" + e.RowKey
 		if _, ok := got[k]; ok {
 			t.Errorf("export file: %q is in it twice", k)
 		}
 		got[k] = typedText(e)
-	}
-	if tr := rd.Trailer(); tr == nil || tr.Entities != lines {
-		t.Errorf("export file: trailer %+v, %d lines", tr, lines)
 	}
 	sameEntities(t, "export", want, got)
 }
