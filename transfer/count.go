@@ -126,7 +126,7 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Option
 
 // maxSavedTally bounds the open tallies a checkpoint of a count on Azure
 // Cosmos DB for Table holds, in bytes of PartitionKeys (plus 16 bytes
-// each), so that the checkpoint stays small and fits a TableCheckpoint:
+// each), so that the checkpoint stays small and fits a table checkpoint:
 // ranges whose tallies do not fit are saved as not started.
 const maxSavedTally = 256 << 10
 

@@ -45,7 +45,7 @@
 //
 // A property that is absent (null) is not written. Readers ignore members
 // of a line they do not know, so that later versions can add some; they
-// refuse unknown types. Lines are at most [maxLineBytes]. The format is
+// refuse unknown types. Lines are at most 8 MiB (an entity of 1 MiB with every byte escaped fits). The format is
 // exact: every value read back has the Go type, and so the EDM type, it was
 // exported with ([tablekit.Entity]'s: string, int32, int64, float64, bool,
 // time.Time, tablekit.GUID, []byte).
@@ -56,7 +56,7 @@
 // (PartitionKey, then RowKey) on Table storage, no order on Azure Cosmos
 // DB for Table. Ranges are read in parallel and each page (up to 1,000
 // entities) of a range is written at once, so pages of different ranges
-// interleave. With ScanOptions.Concurrency 1 ranges run one after the
+// interleave. With Options.Concurrency 1 ranges run one after the
 // other and, on Table storage, the whole export is in key order. Import
 // does not need any order; an entity that appears twice is written in
 // line order.
@@ -66,7 +66,7 @@
 // The key distribution of a table is not known in advance, and the service
 // has no way to ask for it. A scope is therefore split in three ways:
 //
-//   - With ScanOptions.Boundaries the caller says where: the ranges are
+//   - With Options.Boundaries the caller says where: the ranges are
 //     [From, b1), [b1, b2), ..., [bn, To). Nothing else is sent.
 //   - Otherwise (except for [Purge], which reads its scope as one range
 //     unless asked otherwise: see [PurgeOptions]) it is sampled before
@@ -77,7 +77,7 @@
 //     far, first where known keys differ, so that padded numbers, dates,
 //     hex and GUIDs, and keys with a common prefix are cut after a few
 //     rounds of parallel probes. The sampler aims at 2 ranges per
-//     concurrent reader and sends at most ScanOptions.MaxProbes probes
+//     concurrent reader and sends at most Options.MaxProbes probes
 //     (default 4 per reader).
 //   - While reading, a reader with no range left to start splits a running
 //     range: it probes for keys after the last PartitionKey that range

@@ -97,7 +97,7 @@ type PurgeResult struct {
 // up to 100 entities of one partition, carrying a partition's last partial
 // transaction over to the next page of the range, so that a partition of n
 // entities costs ceil(n/100) transactions. The deletes go through a
-// BulkWriter paced by a Governor (see PurgeOptions.Governor): a throttled
+// BulkWriter paced by the Account's Governor: a throttled
 // transaction waits for the partition's lowered rate and is sent again.
 //
 // Nothing outside the listing is deleted, and each delete is conditional on
@@ -518,7 +518,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 	}
 	// A transaction still throttled after the BulkWriter's tries (each
 	// paced by the Governor, which slows down at every 503) goes again
-	// after a pause, as Scan.Retry says: a throttle asks a purge to slow
+	// after a pause, as the scan's retry policy says: a throttle asks a purge to slow
 	// down, not to fail. So does what a settled transaction left to delete.
 	retry := p.j.scan.Retry
 	var first error
@@ -656,7 +656,7 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 
 // storedETags lists, keys only, the entities of partition pk whose RowKeys
 // are from lo to hi, and returns their ETags by RowKey. A page the service
-// throttled or did not answer is read again as Scan.Retry says.
+// throttled or did not answer is read again as the scan's retry policy says.
 func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string]azcore.ETag, error) {
 	f := tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("RowKey ge ? and RowKey le ?", lo, hi))
 	out := map[string]azcore.ETag{}
