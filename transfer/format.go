@@ -30,7 +30,7 @@ const (
 
 // Header is the first line of an export.
 type Header struct {
-	// Version is the format version, [formatVersion].
+	// Version is the format version (1, the only one this package reads).
 	Version int
 	// Table is the name of the table exported ("" if unknown).
 	Table string
