@@ -207,6 +207,9 @@ func flushWriter(w io.Writer) error {
 // output to that size (bytes after it may be partial or duplicated) and
 // call Export with Resume to go on.
 func ExportResumeOffset(ctx context.Context, cp Checkpoint) (int64, bool, error) {
+	if cp == nil {
+		return 0, false, validation("transfer.ExportResumeOffset", "nil Checkpoint")
+	}
 	data, err := cp.Load(ctx)
 	if err != nil || data == nil {
 		return 0, false, err

@@ -78,6 +78,9 @@ func appendTrailer(dst []byte, t trailer) []byte {
 // that [tablekit.Entity] does not allow, and on a string or key that is not
 // valid UTF-8.
 func AppendEntity(dst []byte, e *tablekit.Entity) ([]byte, error) {
+	if e == nil {
+		return dst, validation("transfer.AppendEntity", "nil *tablekit.Entity")
+	}
 	if !utf8.ValidString(e.PartitionKey) || !utf8.ValidString(e.RowKey) {
 		return dst, fmt.Errorf("transfer: AppendEntity: entity %q/%q: keys must be valid UTF-8: %w", e.PartitionKey, e.RowKey, tablekit.ErrInvalidKey)
 	}

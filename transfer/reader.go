@@ -87,6 +87,9 @@ func (r *Reader) errNotSameInput(detail string) error {
 // returns a Reader positioned at the first entity line. An error matches
 // [ErrCorrupt] when r does not start with a header of a supported version.
 func NewReader(r io.Reader) (*Reader, error) {
+	if r == nil {
+		return nil, validation("transfer.NewReader", "nil io.Reader")
+	}
 	rd := &Reader{br: bufio.NewReaderSize(r, 256<<10)}
 	line, err := rd.readLine()
 	if err == io.EOF {
@@ -106,7 +109,12 @@ func NewReader(r io.Reader) (*Reader, error) {
 }
 
 // Header returns the export's header.
-func (r *Reader) Header() Header { return r.header }
+func (r *Reader) Header() Header {
+	if r == nil {
+		return Header{}
+	}
+	return r.header
+}
 
 // lineNo returns the number of the line read last (1 is the header).
 func (r *Reader) lineNo() int { return r.line }
@@ -123,6 +131,9 @@ func (r *Reader) complete() bool { return r.trailer != nil }
 // again for the following line. Other errors (from the underlying reader,
 // or matching [ErrCorrupt]) are final.
 func (r *Reader) Next() (tablekit.Entity, error) {
+	if r == nil || r.br == nil {
+		return tablekit.Entity{}, validation("transfer.Reader.Next", "nil or zero *Reader (make one with transfer.NewReader)")
+	}
 	for {
 		line, err := r.readLine()
 		if (err == io.EOF || err == ErrTruncated) && r.line < r.skip {
