@@ -55,21 +55,10 @@ type CopyResult struct {
 // the page again. Before that, a page's entities skipped, and (upsert modes) those
 // of unknown outcome, are sent again, up to three writes in all.
 //
-// With a Checkpoint, a copy saves its plan before its first write, so that
-// a copy killed before its first periodic checkpoint resumes as a resumed
-// copy. A resumed copy reads again the pages its ranges had read after the
-// last checkpoint, and writes them again: harmless in the upsert modes.
-// In Insert mode, where writing an entity again would fail with
-// EntityAlreadyExists, a resumed copy first reads what dst holds for the
-// entities of each range's pages, until a page of which dst holds none
-// (the run being resumed wrote a range's pages in order, so it wrote none
-// after that one): an entity stored with exactly the source's properties
-// is counted as written (and in Verified), one stored with other values is
-// a failure matching tablekit.ErrAlreadyExists, the others are inserted.
-// If an insert after that meets an entity stored as the source has it (the
-// run being resumed had split the range, after its last checkpoint), it
-// counts as written and the look-ups start again. An insert whose answer
-// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
+// With a Checkpoint, a copy saves its plan before its first write, and a
+// resumed copy writes again the pages read after the last checkpoint; in
+// Insert mode it first looks up what dst holds ("Resuming a copy" in the
+// package documentation).
 func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options) (CopyResult, error) {
 	return copyTable(ctx, src, dst, mode, opts, nil)
 }

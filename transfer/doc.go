@@ -160,7 +160,7 @@
 // such as throttling, is held back for a resumed run) and saves its plan
 // before its first write; a resumed copy writes the pages after the
 // checkpoint again (in Insert mode it first looks up what the destination
-// holds: see [Copy]). A purge deletes before it moves on, and listing again what is
+// holds: see "Resuming a copy"). A purge deletes before it moves on, and listing again what is
 // already deleted finds nothing. A count saves its partial counts with
 // each range's token.
 //
@@ -168,7 +168,52 @@
 // stream is done (written, or failed for a reason of its own) and the last
 // line handed to the service; a resumed import skips the first without
 // decoding them and sends the rest again, looking up in Insert mode those
-// that may have been written: see [Import].
+// that may have been written: see "Resuming an import".
+//
+// # Resuming a copy
+//
+// With a Checkpoint, a copy saves its plan before its first write, so that
+// a copy killed before its first periodic checkpoint resumes as a resumed
+// copy. A resumed copy reads again the pages its ranges had read after the
+// last checkpoint, and writes them again: harmless in the upsert modes.
+// In Insert mode, where writing an entity again would fail with
+// EntityAlreadyExists, a resumed copy first reads what dst holds for the
+// entities of each range's pages, until a page of which dst holds none
+// (the run being resumed wrote a range's pages in order, so it wrote none
+// after that one): an entity stored with exactly the source's properties
+// is counted as written (and in Verified), one stored with other values is
+// a failure matching tablekit.ErrAlreadyExists, the others are inserted.
+// If an insert after that meets an entity stored as the source has it (the
+// run being resumed had split the range, after its last checkpoint), it
+// counts as written and the look-ups start again. An insert whose answer
+// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
+//
+// # Resuming an import
+//
+// With a Checkpoint, the import records the line L up to which every line
+// is done: written, or failed for a reason of its own that sending it
+// again would not change (a bad line, a value the service refuses, an
+// insert that meets an existing entity). Lines are written out of order
+// (by partition, in parallel), so lines after L may be done too; and a
+// line that failed for a passing reason (throttled beyond the retries, an
+// unknown outcome, a cancelled context, skipped after other refusals)
+// holds L back for the rest of the run. It also records the last line S
+// it has handed to the service, before it sends it.
+//
+// A call with Resume reads the stream from the start, skips lines up to L
+// without decoding them (checking that line L ends at the byte offset
+// recorded: another stream is refused with [ErrCorruptCheckpoint]), and
+// sends the rest. In the upsert modes sending a line again is harmless.
+// In Insert mode an entity of a line in (L, S] may already have been
+// written by the run being resumed, and inserting it again would fail
+// with EntityAlreadyExists: so before sending those lines the import reads
+// what the table holds for them. An entity stored with exactly the line's
+// properties (types and values) is counted as written (and in Verified)
+// and not sent; one stored with other values is a failure of that line
+// matching tablekit.ErrAlreadyExists, as an insert would report it; the
+// others are inserted. An insert whose outcome is unknown (a lost answer)
+// is checked the same way. Lines after S are inserted as in a first run:
+// an entity that exists already fails, identical or not.
 //
 // # Purge
 //
@@ -188,4 +233,17 @@
 // transactions per partition. The cost of a purge is what [Count] reports
 // as Pages + DeleteTransactions when it reads the scope the same way:
 // count first to see it (tablekit purge --dry-run).
+//
+// A delete transaction whose answer was lost is retried by the SDK, and
+// the retry meets what the first try left (404, or 412 for an entity
+// written again since): the BulkWriter cannot tell whether it was applied
+// and says so (tablekit.ErrOutcomeUnknown). For a purge, gone is gone: it
+// settles the transaction by reading the partition's entities of it, keys
+// only. One still stored with the ETag it was listed with proves the
+// transaction was not applied (it is sent again; the others are gone or
+// changed as above); otherwise, if some are absent, it was applied and
+// counts as deleted whole, and an entity stored again since was written
+// after the purge deleted it and is left alone. Only when another writer
+// deleted or rewrote every entity of such a transaction may Deleted count
+// what was Gone.
 package transfer

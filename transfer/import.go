@@ -152,32 +152,10 @@ type importItem struct {
 // BulkWriter sends full transactions of 100; an entity that appears twice
 // is written in the order of the lines.
 //
-// # Resuming
-//
-// With a Checkpoint, the import records the line L up to which every line
-// is done: written, or failed for a reason of its own that sending it
-// again would not change (a bad line, a value the service refuses, an
-// insert that meets an existing entity). Lines are written out of order
-// (by partition, in parallel), so lines after L may be done too; and a
-// line that failed for a passing reason (throttled beyond the retries, an
-// unknown outcome, a cancelled context, skipped after other refusals)
-// holds L back for the rest of the run. It also records the last line S
-// it has handed to the service, before it sends it.
-//
-// A call with Resume reads the stream from the start, skips lines up to L
-// without decoding them (checking that line L ends at the byte offset
-// recorded: another stream is refused with [ErrCorruptCheckpoint]), and
-// sends the rest. In the upsert modes sending a line again is harmless.
-// In Insert mode an entity of a line in (L, S] may already have been
-// written by the run being resumed, and inserting it again would fail
-// with EntityAlreadyExists: so before sending those lines the import reads
-// what the table holds for them. An entity stored with exactly the line's
-// properties (types and values) is counted as written (and in Verified)
-// and not sent; one stored with other values is a failure of that line
-// matching tablekit.ErrAlreadyExists, as an insert would report it; the
-// others are inserted. An insert whose outcome is unknown (a lost answer)
-// is checked the same way. Lines after S are inserted as in a first run:
-// an entity that exists already fails, identical or not.
+// With a Checkpoint, a call with Resume skips the lines the checkpoint
+// records as done and sends the rest, looking up in Insert mode what the
+// run being resumed may have written ("Resuming an import" in the package
+// documentation).
 func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, mode Mode, opts *ImportOptions) (ImportResult, error) {
 	const op = "transfer.Import"
 	if opts == nil {

@@ -105,18 +105,8 @@ type PurgeResult struct {
 // after it was listed is left alone and reported in Changed. An entity
 // deleted by someone else meanwhile is counted in Gone.
 //
-// A delete transaction whose answer was lost is retried by the SDK, and
-// the retry meets what the first try left (404, or 412 for an entity
-// written again since): the BulkWriter cannot tell whether it was applied
-// and says so (tablekit.ErrOutcomeUnknown). For a purge, gone is gone: it
-// settles the transaction by reading the partition's entities of it, keys
-// only. One still stored with the ETag it was listed with proves the
-// transaction was not applied (it is sent again; the others are gone or
-// changed as above); otherwise, if some are absent, it was applied and
-// counts as deleted whole, and an entity stored again since was written
-// after the purge deleted it and is left alone. Only when another writer
-// deleted or rewrote every entity of such a transaction may Deleted count
-// what was Gone.
+// A delete transaction whose answer was lost is settled by reading its
+// entities back ("Purge" in the package documentation says how).
 //
 // A purge stops when ctx ends, when Budget is spent, or at the first error
 // that is not an entity's own; it then saves its checkpoint (each range
