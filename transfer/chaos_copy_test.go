@@ -95,10 +95,11 @@ func sortedKeys(m map[key]tablekit.Entity) []key {
 func TestChaosImport(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		w := newChaosWorld(t, seed)
-		// At CI size a seed imports once (one mode): 20 partitions make
-		// enough transactions (one per partition and batch) for the
-		// seed's fault rate to be measured on more than a handful.
-		parts, n := chaos.Size(20, 24), chaos.Size(200, 1500)
+		// At CI size a seed imports once (one mode): 60 partitions make
+		// enough transactions (an import sends about one per partition:
+		// it keeps a partition's entities together across batches) for
+		// the seed's fault rate to be measured on more than a handful.
+		parts, n := chaos.Size(60, 24), chaos.Size(200, 1500)
 		srcName, src := chaosSource(t, w, parts, n)
 		file := filepath.Join(t.TempDir(), "source.jsonl")
 		var buf bytes.Buffer
@@ -123,14 +124,7 @@ func TestChaosImport(t *testing.T) {
 				dst := chaosTable(t, acct, name)
 				cps := w.checkpoints((int(seed)+i)%3 == 0, acct, "import")
 				r := w.runs(k, cps, chaos.Size(2, 6), len(src)*10, 10+uint64(i))
-				// The batch sizes. At CI size the small ones only: each batch
-				// then makes a transaction per partition, enough tries for
-				// the seed's fault rate to mean something (a batch of 1,000
-				// made 27 tries, 11% of them faulted).
-				r.pageSizes = []int{37, 150, 1000}
-				if !chaos.Full() {
-					r.pageSizes = []int{20, 37, 50}
-				}
+				r.pageSizes = []int{37, 150, 1000} // the batch sizes
 				var last transfer.ImportResult
 				runs := r.do(ctx, func(ctx context.Context, cp transfer.Checkpoint, scan scanOpts, resume bool) (bool, error) {
 					f, err := os.Open(file)
