@@ -467,7 +467,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Checkpoint, opts.Resume = nil, false
-	res, err = transfer.Copy(ctx, src, other2, transfer.Insert, &opts)
+	res, err = transfer.CopyWithBulk(ctx, src, other2, transfer.Insert, &opts, noRetry)
 	if !errors.Is(err, transfer.ErrFailures) || !res.Complete || res.Read != int64(len(es)) || res.Failed != 100 || res.Written != int64(len(es))-100 {
 		t.Errorf("copy without a checkpoint: %d read, %d written, %d failed, complete %v, %v; want it to go on past the throttled page",
 			res.Read, res.Written, res.Failed, res.Complete, err)
