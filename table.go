@@ -56,6 +56,7 @@ type Table[T any] struct {
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
+	meter    *Meter      // the Account's
 	retry    RetryPolicy // conflict retry of Modify, defaults applied
 }
 
@@ -100,6 +101,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		scans:    o.TableScans,
 		logger:   acct.logger,
 		governor: acct.governor,
+		meter:    acct.meter,
 		tracer:   spans.NewTracer(acct.tracing, "Microsoft.Tables"),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
@@ -439,6 +441,7 @@ func (t *Table[T]) AsEntities() *Table[Entity] {
 		scans:    t.scans,
 		logger:   t.logger,
 		governor: t.governor,
+		meter:    t.meter,
 		retry:    t.retry,
 	}
 }

@@ -123,7 +123,7 @@ func TestChaosInter(t *testing.T) {
 			setup.Blobs().ServiceClient().NewContainerClient(r.container).Delete(ctx, nil) // created on demand
 		})
 		writers, perWriter := chaos.Size(8, 16), chaos.Size(14, 40)
-open := func(log *slog.Logger) (*tablekit.Account, *index.CrossPartition[Employee]) {
+		open := func(log *slog.Logger) (*tablekit.Account, *index.CrossPartition[Employee]) {
 			t.Helper()
 			acct, err := inj.Open(testenv.ConnectionString(t), &tablekit.Options{Logger: log})
 			if err != nil {

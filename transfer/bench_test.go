@@ -283,7 +283,7 @@ func BenchmarkExport(b *testing.B) {
 		for _, conc := range []int{16, 4} {
 			b.Run(fmt.Sprintf("server=%s/conc=%d", server, conc), func(b *testing.B) {
 				_, t := linkedTable(b, name, server)
-				opts := &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: conc}}}
+				opts := &transfer.Options{Concurrency: conc}
 				export := func() transfer.ExportResult {
 					res, err := transfer.Export(context.Background(), t, io.Discard, opts)
 					if err != nil || res.Entities != benchN {
@@ -378,7 +378,7 @@ func BenchmarkImport(b *testing.B) {
 	data := exportData(b)
 	t := newTable(b, testenv.Account(b, nil))
 	for b.Loop() {
-		res, err := transfer.Import(context.Background(), t, bytes.NewReader(data), &transfer.ImportOptions{Mode: transfer.UpsertReplace})
+		res, err := transfer.Import(context.Background(), t, bytes.NewReader(data), transfer.Replace, &transfer.ImportOptions{})
 		if err != nil || res.Written != benchN {
 			b.Fatalf("import: written %d, %v", res.Written, err)
 		}
@@ -438,9 +438,9 @@ func BenchmarkPurge(b *testing.B) {
 		b.Run("scan="+scan, func(b *testing.B) {
 			acct := testenv.Account(b, nil)
 			t := newTable(b, acct)
-			opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter()}}
+			opts := transfer.PurgeOptions{}
 			if scan == "sampled" {
-				opts.Scan.MaxProbes = 64
+				opts.MaxProbes = 64
 			}
 			var res transfer.PurgeResult
 			var d tablekit.MeterSnapshot

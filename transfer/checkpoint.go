@@ -20,7 +20,7 @@ import (
 // Checkpoint stores the state of an export, import, copy, purge or count
 // so that a later call (in this process or another) can resume it. The
 // state is an opaque JSON document of at most a few hundred KiB.
-// [FileCheckpoint] keeps it in a local file, [TableCheckpoint] in an
+// [NewFileCheckpoint] keeps it in a local file, [NewTableCheckpoint] in an
 // entity of a table.
 type Checkpoint interface {
 	// Load returns the saved state, or nil and no error when nothing was
@@ -36,37 +36,35 @@ type Checkpoint interface {
 // job at once. The run stops rather than undo the other's progress.
 var ErrCheckpointConflict = errors.New("transfer: the checkpoint was changed by another run of the same job")
 
-// FileCheckpoint keeps a checkpoint in a local file, replaced atomically
-// (written to a temporary file in the same folder, synced, renamed).
-type FileCheckpoint struct {
+// fileCheckpoint is NewFileCheckpoint's Checkpoint.
+type fileCheckpoint struct {
 	path string
 }
 
-// NewFileCheckpoint returns a checkpoint kept in the file at path. The
-// file is created on the first save.
-func NewFileCheckpoint(path string) *FileCheckpoint { return &FileCheckpoint{path: path} }
-
-// Path returns the checkpoint file's path.
-func (c *FileCheckpoint) Path() string { return c.path }
+// NewFileCheckpoint returns a checkpoint kept in the file at path,
+// created on the first save and replaced atomically by each (written to a
+// temporary file in the same folder, synced, renamed). A missing file is
+// no state.
+func NewFileCheckpoint(path string) Checkpoint { return &fileCheckpoint{path: path} }
 
 // Load reads the file; a missing file is no state.
-func (c *FileCheckpoint) Load(context.Context) ([]byte, error) {
+func (c *fileCheckpoint) Load(context.Context) ([]byte, error) {
 	b, err := os.ReadFile(c.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("transfer: read checkpoint: %w", err)
+		return nil, fmt.Errorf("transfer: Checkpoint.Load: %w", err)
 	}
 	return b, nil
 }
 
 // Save replaces the file atomically.
-func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
+func (c *fileCheckpoint) Save(_ context.Context, state []byte) error {
 	dir := filepath.Dir(c.path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(c.path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("transfer: save checkpoint: %w", err)
+		return fmt.Errorf("transfer: Checkpoint.Save: %w", err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(state)
@@ -81,7 +79,7 @@ func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("transfer: save checkpoint: %w", err)
+		return fmt.Errorf("transfer: Checkpoint.Save: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync() // make the rename durable; not every file system can
@@ -90,7 +88,23 @@ func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
 	return nil
 }
 
-// TableCheckpoint keeps a checkpoint in one entity of a table, so that a
+// tableCheckpoint is NewTableCheckpoint's Checkpoint.
+type tableCheckpoint struct {
+	t   *tablekit.Table[tablekit.Entity]
+	job string
+
+	mu   sync.Mutex
+	etag azcore.ETag
+}
+
+// checkpointPartition is the PartitionKey of the entities of
+// NewTableCheckpoint.
+const checkpointPartition = "tablekit-checkpoint"
+
+const maxCheckpointParts = 15
+
+// NewTableCheckpoint returns a checkpoint kept in table t (which must
+// exist) under the name job, a valid RowKey: one entity of t, so that a
 // job run from a serverless function or another machine can resume where
 // the last run stopped. The entity has PartitionKey "tablekit-checkpoint"
 // and the job's name as RowKey; the state is stored in Binary properties
@@ -100,30 +114,14 @@ func (c *FileCheckpoint) Save(_ context.Context, state []byte) error {
 // Saves are conditional on the entity's ETag once it has been loaded or
 // saved: a second run of the same job at once makes one of them fail with
 // [ErrCheckpointConflict] instead of both going on.
-type TableCheckpoint struct {
-	t   *tablekit.Table[tablekit.Entity]
-	job string
-
-	mu   sync.Mutex
-	etag azcore.ETag
-}
-
-// CheckpointPartition is the PartitionKey of the entities of
-// [TableCheckpoint].
-const CheckpointPartition = "tablekit-checkpoint"
-
-const maxCheckpointParts = 15
-
-// NewTableCheckpoint returns a checkpoint kept in table t (which must
-// exist) under the name job, a valid RowKey.
-func NewTableCheckpoint(t *tablekit.Table[tablekit.Entity], job string) (*TableCheckpoint, error) {
+func NewTableCheckpoint(t *tablekit.Table[tablekit.Entity], job string) (Checkpoint, error) {
 	if t == nil {
 		return nil, validation("transfer.NewTableCheckpoint", "nil table")
 	}
 	if err := validKey(job); err != nil {
 		return nil, &tablekit.ValidationError{Op: "transfer.NewTableCheckpoint", Property: "job", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
 	}
-	return &TableCheckpoint{t: t, job: job}, nil
+	return &tableCheckpoint{t: t, job: job}, nil
 }
 
 // validKey checks a key the way the service does.
@@ -143,8 +141,8 @@ func validKey(k string) error {
 }
 
 // Load reads the checkpoint entity; a missing entity is no state.
-func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
-	e, err := c.t.Get(ctx, CheckpointPartition, c.job)
+func (c *tableCheckpoint) Load(ctx context.Context) ([]byte, error) {
+	e, err := c.t.Get(ctx, checkpointPartition, c.job)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return nil, nil
 	}
@@ -156,7 +154,7 @@ func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
 	for i := range int(n) {
 		part, ok := e.Properties[fmt.Sprintf("State%d", i)].([]byte)
 		if !ok {
-			return nil, fmt.Errorf("transfer: checkpoint %q: part %d of %d is missing: %w", c.job, i, n, ErrCorruptCheckpoint)
+			return nil, fmt.Errorf("transfer: Checkpoint.Load: checkpoint %q: part %d of %d is missing: %w", c.job, i, n, ErrCorruptCheckpoint)
 		}
 		out = append(out, part...)
 	}
@@ -172,14 +170,14 @@ func (c *TableCheckpoint) Load(ctx context.Context) ([]byte, error) {
 // ETag) is settled by reading the entity back: its own SaveID there means
 // it was applied, the ETag it last saved means it was not (it is sent
 // again), anything else is another run's write.
-func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
+func (c *tableCheckpoint) Save(ctx context.Context, state []byte) error {
 	const part = limits.PropertyBytes
 	parts := (len(state) + part - 1) / part
 	if parts > maxCheckpointParts {
-		return fmt.Errorf("transfer: checkpoint %q: the state is %d bytes, more than a table entity holds (%d): %w", c.job, len(state), maxCheckpointParts*part, tablekit.ErrTooLarge)
+		return fmt.Errorf("transfer: Checkpoint.Save: checkpoint %q: the state is %d bytes, more than a table entity holds (%d): %w", c.job, len(state), maxCheckpointParts*part, tablekit.ErrTooLarge)
 	}
 	id := rand.Text()
-	e := tablekit.Entity{PartitionKey: CheckpointPartition, RowKey: c.job, Properties: map[string]any{
+	e := tablekit.Entity{PartitionKey: checkpointPartition, RowKey: c.job, Properties: map[string]any{
 		"Parts": int32(parts), "Saved": time.Now().UTC(), "SaveID": id,
 	}}
 	for i := range parts {
@@ -201,21 +199,21 @@ func (c *TableCheckpoint) Save(ctx context.Context, state []byte) error {
 		}
 		if !errors.Is(err, tablekit.ErrOutcomeUnknown) || ctx.Err() != nil {
 			if c.etag != "" && (errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound)) {
-				return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+				return fmt.Errorf("transfer: Checkpoint.Save: checkpoint %q: %w", c.job, ErrCheckpointConflict)
 			}
 			return err
 		}
-		stored, gerr := core.GetSelect(ctx, c.t, CheckpointPartition, c.job, "SaveID")
+		stored, gerr := core.GetSelect(ctx, c.t, checkpointPartition, c.job, "SaveID")
 		switch {
 		case gerr == nil && stored.Properties["SaveID"] == id:
 			c.etag = stored.ETag // applied
 			return nil
 		case gerr != nil && !errors.Is(gerr, tablekit.ErrNotFound):
-			return fmt.Errorf("transfer: checkpoint %q: the save's answer was lost (%v), and reading it back failed: %w", c.job, err, gerr)
+			return fmt.Errorf("transfer: Checkpoint.Save: checkpoint %q: the save's answer was lost (%v), and reading it back failed: %w", c.job, err, gerr)
 		case c.etag != "" && (gerr != nil || stored.ETag != c.etag):
 			// Written or deleted since this run's last save, and not by
 			// this save.
-			return fmt.Errorf("transfer: checkpoint %q: %w", c.job, ErrCheckpointConflict)
+			return fmt.Errorf("transfer: Checkpoint.Save: checkpoint %q: %w", c.job, ErrCheckpointConflict)
 		case try == 3:
 			return err
 		}

@@ -11,44 +11,6 @@ import (
 	"github.com/tablekit/tablekit/internal/core"
 )
 
-// CopyOptions configures [Copy]. A nil *CopyOptions means defaults. The
-// embedded JobOptions concern the source table (Meter: the source
-// account's).
-type CopyOptions struct {
-	JobOptions
-	// Mode says how entities are written to the destination (default
-	// Insert).
-	Mode Mode
-	// Bulk configures the BulkWriter of the destination (nil: defaults).
-	// The copy uses one BulkWriter for all its pages, paced by the
-	// destination Account's Governor, so that what the Governor learns
-	// holds for the whole copy.
-	Bulk *tablekit.BulkOptions
-	// DestMeter, when set, is the Meter of the destination's Account; the
-	// result and Progress add its transactions.
-	DestMeter *tablekit.Meter
-	// MaxReported bounds the failures listed in the result (default
-	// 1000); all are counted.
-	MaxReported int
-}
-
-// CopyFailure is an entity Copy could not write.
-type CopyFailure struct {
-	PartitionKey, RowKey string
-	// Err is the BulkWriter's error for it; one matching
-	// tablekit.ErrOutcomeUnknown or a context error means it may have been
-	// written.
-	Err error
-}
-
-// Error names the entity and the problem.
-func (f *CopyFailure) Error() string {
-	return fmt.Sprintf("%q/%q: %v", f.PartitionKey, f.RowKey, f.Err)
-}
-
-// Unwrap returns the underlying error.
-func (f *CopyFailure) Unwrap() error { return f.Err }
-
 // CopyResult reports a copy.
 type CopyResult struct {
 	// Read counts the entities read from the source, Written those
@@ -61,10 +23,12 @@ type CopyResult struct {
 	// the run it resumes, after its last checkpoint) and did not write
 	// again (see [Copy]).
 	Verified int64
-	// Failures lists failed entities of this run, up to MaxReported.
-	Failures []*CopyFailure
+	// Failures lists failed entities of this run (the first 1,000); all
+	// are counted. An error matching tablekit.ErrOutcomeUnknown or a
+	// context error means the entity may have been written.
+	Failures []*EntityError
 	// Ranges, Probes and Transactions are as in [ExportResult];
-	// Transactions includes the destination's when DestMeter is set.
+	// Transactions adds the destination's when its Account is another.
 	Ranges       int
 	Probes       int64
 	Transactions int64
@@ -77,8 +41,8 @@ type CopyResult struct {
 
 // Copy copies the entities of src in opts.Scope to dst, which may be in
 // another account: the scope is read in parallel ranges (as [Export] reads
-// it) and each page is written to dst through a BulkWriter as opts.Mode
-// says, before the range's checkpoint moves past it. Types and keys are
+// it) and each page is written to dst through one BulkWriter (paced by
+// dst's Account's Governor) as mode says, before the range's checkpoint moves past it. Types and keys are
 // kept exactly; Timestamps and ETags are the destination's own. Entities
 // dst refuses are reported in the result and do not stop the copy; then
 // the error matches [ErrFailures].
@@ -91,60 +55,53 @@ type CopyResult struct {
 // the page again. Before that, a page's entities skipped, and (upsert modes) those
 // of unknown outcome, are sent again, up to three writes in all.
 //
-// With a Checkpoint, a copy saves its plan before its first write, so that
-// a copy killed before its first periodic checkpoint resumes as a resumed
-// copy. A resumed copy reads again the pages its ranges had read after the
-// last checkpoint, and writes them again: harmless in the upsert modes.
-// In Insert mode, where writing an entity again would fail with
-// EntityAlreadyExists, a resumed copy first reads what dst holds for the
-// entities of each range's pages, until a page of which dst holds none
-// (the run being resumed wrote a range's pages in order, so it wrote none
-// after that one): an entity stored with exactly the source's properties
-// is counted as written (and in Verified), one stored with other values is
-// a failure matching tablekit.ErrAlreadyExists, the others are inserted.
-// If an insert after that meets an entity stored as the source has it (the
-// run being resumed had split the range, after its last checkpoint), it
-// counts as written and the look-ups start again. An insert whose answer
-// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
-func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], opts *CopyOptions) (CopyResult, error) {
+// With a Checkpoint, a copy saves its plan before its first write, and a
+// resumed copy writes again the pages read after the last checkpoint; in
+// Insert mode it first looks up what dst holds ("Resuming a copy" in the
+// package documentation).
+func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options) (CopyResult, error) {
+	return copyTable(ctx, src, dst, mode, opts, nil)
+}
+
+// copyTable is Copy, writing with a BulkWriter of bulk's options (nil:
+// defaults).
+func copyTable(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options, bulk *tablekit.BulkOptions) (CopyResult, error) {
 	const op = "transfer.Copy"
 	if opts == nil {
-		opts = &CopyOptions{}
+		opts = &Options{}
 	}
 	switch {
 	case dst == nil:
 		return CopyResult{}, validation(op, "nil destination table")
-	case opts.Mode > UpsertReplace:
-		return CopyResult{}, validation(op, fmt.Sprintf("unknown mode %d", opts.Mode))
-	case opts.MaxReported < 0:
-		return CopyResult{}, validation(op, "MaxReported must not be negative")
-	}
-	maxReported := opts.MaxReported
-	if maxReported == 0 {
-		maxReported = 1000
+	case mode > Replace:
+		return CopyResult{}, validation(op, fmt.Sprintf("unknown mode %d", mode))
 	}
 	j, err := newJob(ctx, opts.config("copy", src, nil))
 	if err != nil {
 		return CopyResult{}, err
 	}
-	var destStart tablekit.MeterSnapshot
-	if opts.DestMeter != nil && opts.DestMeter != opts.Meter {
-		destStart = opts.DestMeter.Snapshot()
+	destMeter := core.Meter(dst)
+	if destMeter == j.meter {
+		destMeter = nil // counted once
 	}
-	c := &copier{j: j, dst: dst, w: dst.BulkWriter(opts.Bulk), mode: opts.Mode, maxReported: maxReported,
-		resumedInsert: opts.Mode == Insert && j.resumed, clean: map[*rangeState]bool{}}
+	var destStart tablekit.MeterSnapshot
+	if destMeter != nil {
+		destStart = destMeter.Snapshot()
+	}
+	c := &copier{j: j, dst: dst, w: dst.BulkWriter(bulk), mode: mode, maxReported: maxReported,
+		resumedInsert: mode == Insert && j.resumed, clean: map[*rangeState]bool{}}
 	transactions := func() int64 {
 		n := j.transactions()
-		if opts.DestMeter != nil && opts.DestMeter != opts.Meter {
-			n += opts.DestMeter.Snapshot().Sub(destStart).Service("table")
-		} else if opts.Meter == nil {
+		if destMeter != nil {
+			n += destMeter.Snapshot().Sub(destStart).Service("table")
+		} else if j.meter == nil {
 			j.mu.Lock()
 			n += c.requests
 			j.mu.Unlock()
 		}
 		return n
 	}
-	rep := startReporter(ctx, opts.OnProgress, opts.ProgressEvery, func() Progress {
+	rep := startReporter(ctx, opts.OnProgress, func() Progress {
 		p := j.progress(true)
 		p.Op = "copy"
 		p.Transactions = transactions()
@@ -191,7 +148,7 @@ type copier struct {
 	resumedInsert bool
 
 	// Under j.mu.
-	failures []*CopyFailure
+	failures []*EntityError
 	requests int64 // transactions sent to dst
 	// held counts the entities of pages held back for a resumed run:
 	// this run's, not the checkpoint's (the resumed run counts them).
@@ -236,7 +193,7 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 			case storedIdentical:
 				verified[i], stored = true, true
 			case storedOther:
-				errs[i], final[i], stored = errStoredOther("the source's"), true, true
+				errs[i], final[i], stored = errStoredOther("Copy", "the source's"), true, true
 			default:
 				send = append(send, i)
 			}
@@ -290,7 +247,7 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 						met = met || errors.Is(errs[i], tablekit.ErrAlreadyExists) && final[i]
 						errs[i], verified[i] = nil, true
 					case storedOther:
-						errs[i], final[i] = errStoredOther("the source's"), true
+						errs[i], final[i] = errStoredOther("Copy", "the source's"), true
 					default:
 						again = append(again, i)
 					}
@@ -322,7 +279,7 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 				s.Failed++
 				if len(c.failures) < c.maxReported {
 					e := page.Items[i]
-					c.failures = append(c.failures, &CopyFailure{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: errs[i]})
+					c.failures = append(c.failures, &EntityError{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: errs[i]})
 				}
 			case verified[i]:
 				s.Written++

@@ -51,12 +51,12 @@ func behindFront(t *testing.T, fopts *azurite.FrontOptions, aopts *tablekit.Opti
 // initial range, small pages), sampled ranges, and one reader.
 var cosmosScans = []struct {
 	name string
-	scan transfer.ScanOptions
+	scan scanOpts
 }{
-	{"defaults", transfer.ScanOptions{}},
-	{"splitting", transfer.ScanOptions{Concurrency: 6, MaxProbes: 1, PageSize: 40}},
-	{"sampled", transfer.ScanOptions{Concurrency: 4, MaxProbes: 64, PageSize: 50}},
-	{"one reader", transfer.ScanOptions{Concurrency: 1, PageSize: 100}},
+	{"defaults", scanOpts{}},
+	{"splitting", scanOpts{Concurrency: 6, MaxProbes: 1, PageSize: 40}},
+	{"sampled", scanOpts{Concurrency: 4, MaxProbes: 64, PageSize: 50}},
+	{"one reader", scanOpts{Concurrency: 1, PageSize: 100}},
 }
 
 // TestCosmosExportCountCopy: on Azure Cosmos DB for Table (the front in
@@ -74,7 +74,7 @@ func TestCosmosExportCountCopy(t *testing.T) {
 		csrc := tbls[0]
 		for _, c := range cosmosScans {
 			t.Run(fmt.Sprintf("seed %d/%s", seed, c.name), func(t *testing.T) {
-				seen, res := exportKeys(t, csrc, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: c.scan}})
+				seen, res := exportKeys(t, csrc, ptr(withScan(transfer.Options{}, c.scan)))
 				missing, twice := 0, 0
 				for _, e := range es {
 					switch seen[[2]string{e.PartitionKey, e.RowKey}] {
@@ -95,14 +95,14 @@ func TestCosmosExportCountCopy(t *testing.T) {
 					t.Errorf("export in %d ranges (%d probes); want at least 8", res.Ranges, res.Probes)
 				}
 
-				cnt, err := transfer.Count(ctxFor(t), csrc, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scan: c.scan}})
+				cnt, err := transfer.Count(ctxFor(t), csrc, ptr(withScan(transfer.Options{}, c.scan)))
 				if err != nil || !cnt.Complete || cnt.Entities != 2000 || cnt.Partitions != 40 || cnt.DeleteTransactions != 40 {
 					t.Errorf("count %+v, %v; want 2000 entities, 40 partitions, 40 delete transactions", cnt, err)
 				}
 
 				dst := newTable(t, acct)
 				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, dst)
-				cres, err := transfer.Copy(ctxFor(t), csrc, dtbls[0], &transfer.CopyOptions{JobOptions: transfer.JobOptions{Scan: c.scan}})
+				cres, err := transfer.Copy(ctxFor(t), csrc, dtbls[0], transfer.Insert, ptr(withScan(transfer.Options{}, c.scan)))
 				if err != nil || !cres.Complete || cres.Written != 2000 || cres.Failed != 0 {
 					t.Errorf("copy: %d read, %d written, %d failed, complete %v; %v", cres.Read, cres.Written, cres.Failed, cres.Complete, err)
 				}
@@ -123,10 +123,8 @@ func TestCosmosPurge(t *testing.T) {
 			es := seedMany(t, tbl, 40, 2000)
 			keep := []tablekit.Entity{{PartitionKey: "a-before", RowKey: "1"}, {PartitionKey: "z-after", RowKey: "1"}}
 			seed(t, tbl, keep)
-			_, cacct, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Paging: true, Seed: 3}, &tablekit.Options{Cosmos: true}, tbl)
-			res, err := transfer.Purge(ctxFor(t), tbls[0], &transfer.PurgeOptions{JobOptions: transfer.JobOptions{
-				Scope: transfer.Scope{From: "p", To: "q"}, Scan: c.scan, Meter: cacct.Meter(),
-			}})
+			_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Paging: true, Seed: 3}, &tablekit.Options{Cosmos: true}, tbl)
+			res, err := transfer.Purge(ctxFor(t), tbls[0], ptr(withScanP(transfer.PurgeOptions{Options: transfer.Options{Scope: transfer.Scope{From: "p", To: "q"}}}, c.scan)))
 			if err != nil || !res.Complete || res.Deleted != int64(len(es)) || res.Listed != int64(len(es)) || res.Gone != 0 || res.Changed != 0 {
 				t.Errorf("purge %+v, %v", res, err)
 			}
@@ -162,9 +160,7 @@ func TestCosmosCountResumes(t *testing.T) {
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 4},
 		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
-	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{
-		Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 3, PageSize: 40, Boundaries: []string{"p013", "p027"}},
-	}}
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 3, PageSize: 40, Boundaries: []string{"p013", "p027"}}
 	res, err := transfer.Count(cctx, tbls[0], &opts)
 	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities == 0 || res.Entities >= 2000 {
 		t.Fatalf("stopped count: %+v, %v", res, err)
@@ -205,7 +201,7 @@ func TestCosmosCountResumesLargeTally(t *testing.T) {
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 5},
 		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
-	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}}}
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 1, PageSize: 100}
 	res, err := transfer.Count(cctx, tbls[0], &opts)
 	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities < 700 {
 		t.Fatalf("stopped count: %+v, %v; want 7 pages of 100 counted", res, err)

@@ -9,14 +9,6 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 )
 
-// CountOptions configures [Count]. A nil *CountOptions means defaults.
-// With a Checkpoint, each range's position and its partial counts are
-// saved as for the other operations, and a count with Resume goes on from
-// them.
-type CountOptions struct {
-	JobOptions
-}
-
 // CountResult reports a count. Entities, Partitions and
 // DeleteTransactions count over all runs of a resumed count.
 type CountResult struct {
@@ -58,15 +50,15 @@ type CountResult struct {
 // tally does not fit is saved as not started and read again on resume).
 // Split a scope of very many partitions into more ranges (Concurrency,
 // MaxProbes, Boundaries) to keep both small.
-func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountOptions) (CountResult, error) {
+func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Options) (CountResult, error) {
 	if opts == nil {
-		opts = &CountOptions{}
+		opts = &Options{}
 	}
 	j, err := newJob(ctx, opts.config("count", t, keysOnly))
 	if err != nil {
 		return CountResult{}, err
 	}
-	rep := startReporter(ctx, opts.OnProgress, opts.ProgressEvery, func() Progress { return j.progress(false) })
+	rep := startReporter(ctx, opts.OnProgress, func() Progress { return j.progress(false) })
 	for _, r := range j.state.Ranges {
 		if r.TallyN > 0 { // a checkpoint written before Tally
 			r.Tally = map[string]int64{r.TallyPK: r.TallyN}
@@ -84,9 +76,12 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 	// The open tallies are part of the range's state, saved with its
 	// token, so that a resumed count goes on with them.
 	var pages int64
-	closeTallies := func(s *jobState, r *rangeState, keep string) {
+	// closeTallies closes the open tallies of r: all of them, or all but
+	// that of partition open (where a page in key order ended; "" is a
+	// PartitionKey like any other).
+	closeTallies := func(s *jobState, r *rangeState, open *string) {
 		for pk, n := range r.Tally {
-			if pk == keep {
+			if open != nil && pk == *open {
 				continue
 			}
 			s.Partitions++
@@ -106,10 +101,10 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 			}
 			switch {
 			case last:
-				closeTallies(s, r, "")
+				closeTallies(s, r, nil)
 				r.Tally = nil
 			case !j.unordered && len(page.Items) > 0:
-				closeTallies(s, r, page.Items[len(page.Items)-1].PartitionKey)
+				closeTallies(s, r, &page.Items[len(page.Items)-1].PartitionKey)
 			}
 		})
 		return nil
@@ -123,15 +118,15 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *CountO
 	}
 	j.mu.Unlock()
 	res.Transactions = j.transactions()
-	if opts.Meter != nil {
-		res.Pages = opts.Meter.Snapshot().Sub(j.meterStart).Count("table", "QueryEntities")
+	if j.meter != nil {
+		res.Pages = j.meter.Snapshot().Sub(j.meterStart).Count("table", "QueryEntities")
 	}
 	return res, err
 }
 
 // maxSavedTally bounds the open tallies a checkpoint of a count on Azure
 // Cosmos DB for Table holds, in bytes of PartitionKeys (plus 16 bytes
-// each), so that the checkpoint stays small and fits a TableCheckpoint:
+// each), so that the checkpoint stays small and fits a table checkpoint:
 // ranges whose tallies do not fit are saved as not started.
 const maxSavedTally = 256 << 10
 
@@ -160,7 +155,7 @@ func persistTallies(s *jobState) *jobState {
 			c.Ranges = slices.Clone(s.Ranges)
 			out = &c
 		}
-		out.Ranges[i] = &rangeState{Range: r.Range, Cap: r.Cap}
+		out.Ranges[i] = &rangeState{keyRange: r.keyRange, Cap: r.Cap}
 		out.Counts.Read -= r.Read
 	}
 	if out == nil {

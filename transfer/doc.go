@@ -45,7 +45,7 @@
 //
 // A property that is absent (null) is not written. Readers ignore members
 // of a line they do not know, so that later versions can add some; they
-// refuse unknown types. Lines are at most [MaxLineBytes]. The format is
+// refuse unknown types. Lines are at most 8 MiB (an entity of 1 MiB with every byte escaped fits). The format is
 // exact: every value read back has the Go type, and so the EDM type, it was
 // exported with ([tablekit.Entity]'s: string, int32, int64, float64, bool,
 // time.Time, tablekit.GUID, []byte).
@@ -56,7 +56,7 @@
 // (PartitionKey, then RowKey) on Table storage, no order on Azure Cosmos
 // DB for Table. Ranges are read in parallel and each page (up to 1,000
 // entities) of a range is written at once, so pages of different ranges
-// interleave. With ScanOptions.Concurrency 1 ranges run one after the
+// interleave. With Options.Concurrency 1 ranges run one after the
 // other and, on Table storage, the whole export is in key order. Import
 // does not need any order; an entity that appears twice is written in
 // line order.
@@ -66,7 +66,7 @@
 // The key distribution of a table is not known in advance, and the service
 // has no way to ask for it. A scope is therefore split in three ways:
 //
-//   - With ScanOptions.Boundaries the caller says where: the ranges are
+//   - With Options.Boundaries the caller says where: the ranges are
 //     [From, b1), [b1, b2), ..., [bn, To). Nothing else is sent.
 //   - Otherwise (except for [Purge], which reads its scope as one range
 //     unless asked otherwise: see [PurgeOptions]) it is sampled before
@@ -77,7 +77,7 @@
 //     far, first where known keys differ, so that padded numbers, dates,
 //     hex and GUIDs, and keys with a common prefix are cut after a few
 //     rounds of parallel probes. The sampler aims at 2 ranges per
-//     concurrent reader and sends at most ScanOptions.MaxProbes probes
+//     concurrent reader and sends at most Options.MaxProbes probes
 //     (default 4 per reader).
 //   - While reading, a reader with no range left to start splits a running
 //     range: it probes for keys after the last PartitionKey that range
@@ -160,7 +160,7 @@
 // such as throttling, is held back for a resumed run) and saves its plan
 // before its first write; a resumed copy writes the pages after the
 // checkpoint again (in Insert mode it first looks up what the destination
-// holds: see [Copy]). A purge deletes before it moves on, and listing again what is
+// holds: see "Resuming a copy"). A purge deletes before it moves on, and listing again what is
 // already deleted finds nothing. A count saves its partial counts with
 // each range's token.
 //
@@ -168,7 +168,52 @@
 // stream is done (written, or failed for a reason of its own) and the last
 // line handed to the service; a resumed import skips the first without
 // decoding them and sends the rest again, looking up in Insert mode those
-// that may have been written: see [Import].
+// that may have been written: see "Resuming an import".
+//
+// # Resuming a copy
+//
+// With a Checkpoint, a copy saves its plan before its first write, so that
+// a copy killed before its first periodic checkpoint resumes as a resumed
+// copy. A resumed copy reads again the pages its ranges had read after the
+// last checkpoint, and writes them again: harmless in the upsert modes.
+// In Insert mode, where writing an entity again would fail with
+// EntityAlreadyExists, a resumed copy first reads what dst holds for the
+// entities of each range's pages, until a page of which dst holds none
+// (the run being resumed wrote a range's pages in order, so it wrote none
+// after that one): an entity stored with exactly the source's properties
+// is counted as written (and in Verified), one stored with other values is
+// a failure matching tablekit.ErrAlreadyExists, the others are inserted.
+// If an insert after that meets an entity stored as the source has it (the
+// run being resumed had split the range, after its last checkpoint), it
+// counts as written and the look-ups start again. An insert whose answer
+// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
+//
+// # Resuming an import
+//
+// With a Checkpoint, the import records the line L up to which every line
+// is done: written, or failed for a reason of its own that sending it
+// again would not change (a bad line, a value the service refuses, an
+// insert that meets an existing entity). Lines are written out of order
+// (by partition, in parallel), so lines after L may be done too; and a
+// line that failed for a passing reason (throttled beyond the retries, an
+// unknown outcome, a cancelled context, skipped after other refusals)
+// holds L back for the rest of the run. It also records the last line S
+// it has handed to the service, before it sends it.
+//
+// A call with Resume reads the stream from the start, skips lines up to L
+// without decoding them (checking that line L ends at the byte offset
+// recorded: another stream is refused with [ErrCorruptCheckpoint]), and
+// sends the rest. In the upsert modes sending a line again is harmless.
+// In Insert mode an entity of a line in (L, S] may already have been
+// written by the run being resumed, and inserting it again would fail
+// with EntityAlreadyExists: so before sending those lines the import reads
+// what the table holds for them. An entity stored with exactly the line's
+// properties (types and values) is counted as written (and in Verified)
+// and not sent; one stored with other values is a failure of that line
+// matching tablekit.ErrAlreadyExists, as an insert would report it; the
+// others are inserted. An insert whose outcome is unknown (a lost answer)
+// is checked the same way. Lines after S are inserted as in a first run:
+// an entity that exists already fails, identical or not.
 //
 // # Purge
 //
@@ -188,4 +233,17 @@
 // transactions per partition. The cost of a purge is what [Count] reports
 // as Pages + DeleteTransactions when it reads the scope the same way:
 // count first to see it (tablekit purge --dry-run).
+//
+// A delete transaction whose answer was lost is retried by the SDK, and
+// the retry meets what the first try left (404, or 412 for an entity
+// written again since): the BulkWriter cannot tell whether it was applied
+// and says so (tablekit.ErrOutcomeUnknown). For a purge, gone is gone: it
+// settles the transaction by reading the partition's entities of it, keys
+// only. One still stored with the ETag it was listed with proves the
+// transaction was not applied (it is sent again; the others are gone or
+// changed as above); otherwise, if some are absent, it was applied and
+// counts as deleted whole, and an entity stored again since was written
+// after the purge deleted it and is left alone. Only when another writer
+// deleted or rewrote every entity of such a transaction may Deleted count
+// what was Gone.
 package transfer

@@ -16,62 +16,35 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
-// ScanOptions says how an operation reads its scope: in how many
-// PartitionKey ranges at once, and how the scope is split into ranges. The
-// zero value means the defaults.
-type ScanOptions struct {
-	// Concurrency is how many ranges are read at once (default 16; at
-	// most 1,024). 1 reads the ranges one after the other, in key order of
-	// their bounds.
+// scanOptions is how a job reads its scope: [Options]' Concurrency,
+// Boundaries, MaxProbes and PageSize, and the retry of its page reads.
+type scanOptions struct {
 	Concurrency int
-	// Boundaries, when set, splits the scope at these PartitionKeys (in any
-	// order; keys outside the scope are ignored): range i is
-	// [Boundaries[i-1], Boundaries[i]). No probes are sent and ranges are
-	// not split further.
-	Boundaries []string
-	// MaxProbes bounds the keys-only probe queries that sample the key
-	// space before reading when Boundaries is nil (default 4 ×
-	// Concurrency: the sampler aims at 2 ranges per concurrent reader;
-	// Purge's default is none, see [PurgeOptions]).
-	// Later, a reader with no range left to start splits a running range
-	// in two at a key found with up to 4 more probes (see the package
-	// documentation), while the run's probes stay within the pages it has
-	// read plus MaxProbes; not on Cosmos DB, where the sampler aims at 4
-	// ranges per reader instead of 2. A negative value turns both off: the
-	// scope is read as one range. A scope of one partition, or Concurrency
-	// 1, is never split. At most 1,000,000.
-	MaxProbes int
-	// PageSize is the most entities read per request (1–1000; default
-	// 1000).
-	PageSize int
-	// Retry says how a page read that the service throttled, or that got
-	// no answer, is tried again; the zero value means
-	// core.ThrottleRetry.
-	Retry tablekit.RetryPolicy
+	Boundaries  []string
+	MaxProbes   int
+	PageSize    int
+	Retry       tablekit.RetryPolicy
 }
 
-func (o *ScanOptions) withDefaults(op string) (ScanOptions, error) {
-	s := ScanOptions{}
+func (o *scanOptions) withDefaults(op string) (scanOptions, error) {
+	s := scanOptions{}
 	if o != nil {
 		s = *o
 	}
 	if s.Concurrency < 0 || s.Concurrency > maxConcurrency {
-		return s, validation(op, fmt.Sprintf("ScanOptions.Concurrency is %d; it must be 0 (default 16) to %d", s.Concurrency, maxConcurrency))
+		return s, validation(op, fmt.Sprintf("Concurrency is %d; it must be 0 (default 16) to %d", s.Concurrency, maxConcurrency))
 	}
 	if s.Concurrency == 0 {
 		s.Concurrency = 16
 	}
 	if s.MaxProbes > maxProbes {
-		return s, validation(op, fmt.Sprintf("ScanOptions.MaxProbes is %d; it must be at most %d (negative: none, 0: default)", s.MaxProbes, maxProbes))
+		return s, validation(op, fmt.Sprintf("MaxProbes is %d; it must be at most %d (negative: none, 0: default)", s.MaxProbes, maxProbes))
 	}
 	if s.MaxProbes == 0 {
 		s.MaxProbes = 4 * s.Concurrency
 	}
 	if s.PageSize < 0 || s.PageSize > limits.PageSize {
-		return s, validation(op, fmt.Sprintf("ScanOptions.PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, limits.PageSize))
-	}
-	if err := core.ValidateRetry(op, s.Retry); err != nil {
-		return s, err
+		return s, validation(op, fmt.Sprintf("PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, limits.PageSize))
 	}
 	s.Retry = core.WithDefaults(s.Retry, core.ThrottleRetry)
 	return s, nil
@@ -90,7 +63,7 @@ var keysOnly = []string{"PartitionKey", "RowKey"}
 
 // rangeState is the progress of one range, as saved in a checkpoint.
 type rangeState struct {
-	Range
+	keyRange
 	// Token resumes the range's query; "" before the first page.
 	Token string `json:"token,omitempty"`
 	Done  bool   `json:"done,omitempty"`
@@ -175,7 +148,7 @@ type job struct {
 	op    string
 	t     *tablekit.Table[tablekit.Entity]
 	scope Scope
-	scan  ScanOptions
+	scan  scanOptions
 	sel   []string
 
 	meter      *tablekit.Meter
@@ -220,9 +193,8 @@ type jobConfig struct {
 	op         string
 	t          *tablekit.Table[tablekit.Entity]
 	scope      Scope
-	scan       *ScanOptions
+	scan       *scanOptions
 	sel        []string
-	meter      *tablekit.Meter
 	checkpoint Checkpoint
 	every      time.Duration
 	resume     bool
@@ -246,7 +218,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	}
 	j := &job{
 		op: c.op, t: c.t, scan: scan, sel: c.sel,
-		meter: c.meter, cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
+		meter: core.Meter(c.t), cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
 	}
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
@@ -323,7 +295,7 @@ func (j *job) load(ctx context.Context, scope Scope) (bool, error) {
 
 // plan splits the scope into ranges.
 func (j *job) plan(ctx context.Context) error {
-	whole := Range{From: j.scope.From, To: j.scope.To}
+	whole := keyRange{From: j.scope.From, To: j.scope.To}
 	var bounds []string
 	switch {
 	case j.scope.Partition != nil:
@@ -353,7 +325,7 @@ func (j *job) plan(ctx context.Context) error {
 		}
 	}
 	for _, r := range splitRange(whole, bounds) {
-		j.state.Ranges = append(j.state.Ranges, &rangeState{Range: r})
+		j.state.Ranges = append(j.state.Ranges, &rangeState{keyRange: r})
 	}
 	return nil
 }
@@ -602,7 +574,7 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 		var err error
 		var sent int64
 		if end == "" || compareKeys(after, end) < 0 {
-			s := &sampler{t: j.t, scope: Range{From: after, To: end}, concurrency: 4, budget: int(budget)}
+			s := &sampler{t: j.t, scope: keyRange{From: after, To: end}, concurrency: 4, budget: int(budget)}
 			keys, err = s.sample(ctx, 3)
 			sent = s.probes.Load()
 			j.requests.Add(sent)
@@ -629,7 +601,7 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 			j.mu.Unlock()
 			continue
 		}
-		r := &rangeState{Range: Range{From: k, To: victim.end()}}
+		r := &rangeState{keyRange: keyRange{From: k, To: victim.end()}}
 		victim.Cap = k
 		j.state.Ranges = append(j.state.Ranges, r)
 		j.mu.Unlock()

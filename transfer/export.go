@@ -9,18 +9,14 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 )
 
-// JobOptions are the options every operation that reads a table has.
+// JobOptions are what every operation has: where it saves its state, so
+// that a later call can resume it, and how it reports progress.
 type JobOptions struct {
-	// Scope selects the entities (the zero Scope: the whole table).
-	Scope Scope
-	// Scan says how the scope is split and read in parallel.
-	Scan ScanOptions
 	// Checkpoint, when set, is where the job's state is saved every
-	// CheckpointEvery (default 5 s) and when the call returns, so that a
-	// call with Resume can go on from there.
+	// CheckpointEvery and when the call returns, so that a call with
+	// Resume can go on from there.
 	Checkpoint Checkpoint
 	// CheckpointEvery is the time between checkpoints (default 5 s).
 	CheckpointEvery time.Duration
@@ -30,28 +26,49 @@ type JobOptions struct {
 	// job starts from the beginning. Without Resume a job starts from the
 	// beginning and overwrites the checkpoint.
 	Resume bool
-	// Meter, when set, is the Meter of the table's Account; Progress and
-	// the results then count the storage transactions it saw.
-	Meter *tablekit.Meter
-	// OnProgress, when set, is called every ProgressEvery (default 1 s)
-	// and once at the end (with Done set), never concurrently.
+	// OnProgress, when set, is called every second and once at the end
+	// (with Done set), never concurrently.
 	OnProgress func(Progress)
-	// ProgressEvery is the time between progress reports.
-	ProgressEvery time.Duration
 }
 
-func (o *JobOptions) config(op string, t *tablekit.Table[tablekit.Entity], sel []string) jobConfig {
+// Options configures [Export], [Copy] and [Count], and how [Purge] reads
+// (in [PurgeOptions]): which entities, and how the scope is split into
+// PartitionKey ranges read in parallel (see "Splitting" in the package
+// documentation). A nil *Options means defaults: the whole table.
+type Options struct {
+	JobOptions
+	// Scope selects the entities (the zero Scope: the whole table).
+	Scope Scope
+	// Concurrency is how many ranges are read at once (default 16; at
+	// most 1,024). 1 reads the ranges one after the other, in key order of
+	// their bounds.
+	Concurrency int
+	// PageSize is the most entities read per request (1–1000; default
+	// 1000).
+	PageSize int
+	// MaxProbes bounds the keys-only probe queries that sample the key
+	// space into ranges before reading, and later split running ranges
+	// (default 4 × Concurrency; Purge's default is none, see
+	// [PurgeOptions]; at most 1,000,000). A negative value turns both off:
+	// the scope is read as one range.
+	MaxProbes int
+	// Boundaries, when set, splits the scope at these PartitionKeys (in
+	// any order; keys outside the scope are ignored): range i is
+	// [Boundaries[i-1], Boundaries[i]). No probes are sent and ranges are
+	// not split further.
+	Boundaries []string
+}
+
+// scan returns the options' scanOptions.
+func (o *Options) scan() *scanOptions {
+	return &scanOptions{Concurrency: o.Concurrency, Boundaries: o.Boundaries, MaxProbes: o.MaxProbes, PageSize: o.PageSize}
+}
+
+func (o *Options) config(op string, t *tablekit.Table[tablekit.Entity], sel []string) jobConfig {
 	return jobConfig{
-		op: op, t: t, scope: o.Scope, scan: &o.Scan, sel: sel, meter: o.Meter,
+		op: op, t: t, scope: o.Scope, scan: o.scan(), sel: sel,
 		checkpoint: o.Checkpoint, every: o.CheckpointEvery, resume: o.Resume,
 	}
-}
-
-// ExportOptions configures [Export]. A nil *ExportOptions means defaults.
-type ExportOptions struct {
-	JobOptions
-	// Clock stamps the header's creation time; nil means time.Now.
-	Clock func() time.Time
 }
 
 // ExportResult reports an export.
@@ -90,10 +107,10 @@ type ExportResult struct {
 //
 // When ctx ends, Export stops, saves its checkpoint and returns the
 // context's error with Complete false.
-func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer, opts *ExportOptions) (ExportResult, error) {
+func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer, opts *Options) (ExportResult, error) {
 	const op = "transfer.Export"
 	if opts == nil {
-		opts = &ExportOptions{}
+		opts = &Options{}
 	}
 	if w == nil {
 		return ExportResult{}, validation(op, "nil io.Writer")
@@ -103,14 +120,14 @@ func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer
 		return ExportResult{}, err
 	}
 	if j.state.Offset == 0 {
-		h := appendHeader(nil, Header{Version: FormatVersion, Table: t.Name(), Filter: j.state.Scope, Created: core.Now(opts.Clock)})
+		h := appendHeader(nil, Header{Version: formatVersion, Table: t.Name(), Filter: j.state.Scope, Created: time.Now()})
 		if _, err := w.Write(h); err != nil {
-			return ExportResult{}, fmt.Errorf("transfer: export: write header: %w", err)
+			return ExportResult{}, fmt.Errorf("transfer: Export: write header: %w", err)
 		}
 		j.state.Offset = int64(len(h))
 	}
 	j.beforeSave = func() error { return flushWriter(w) }
-	rep := startReporter(ctx, opts.OnProgress, opts.ProgressEvery, func() Progress { return j.progress(false) })
+	rep := startReporter(ctx, opts.OnProgress, func() Progress { return j.progress(false) })
 	bufs := sync.Pool{New: func() any { return new([]byte) }}
 	err = j.run(ctx, nil, func(ctx context.Context, r *rangeState, _ string, page tablekit.Page[tablekit.Entity]) error {
 		bp := bufs.Get().(*[]byte)
@@ -126,7 +143,7 @@ func Export(ctx context.Context, t *tablekit.Table[tablekit.Entity], w io.Writer
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		if _, err := w.Write(buf); err != nil {
-			return fmt.Errorf("transfer: export: write: %w", err)
+			return fmt.Errorf("transfer: Export: write: %w", err)
 		}
 		j.state.Offset += int64(len(buf))
 		n := int64(len(page.Items))
@@ -156,10 +173,10 @@ func (j *job) finishExport(ctx context.Context, w io.Writer) error {
 		j.mu.Unlock()
 		return nil
 	}
-	tr := appendTrailer(nil, Trailer{Entities: j.state.Counts.Written})
+	tr := appendTrailer(nil, trailer{Entities: j.state.Counts.Written})
 	if _, err := w.Write(tr); err != nil {
 		j.mu.Unlock()
-		return fmt.Errorf("transfer: export: write trailer: %w", err)
+		return fmt.Errorf("transfer: Export: write trailer: %w", err)
 	}
 	j.state.Offset += int64(len(tr))
 	j.state.Trailer = true
@@ -174,12 +191,12 @@ func (j *job) finishExport(ctx context.Context, w io.Writer) error {
 func flushWriter(w io.Writer) error {
 	if f, ok := w.(interface{ Flush() error }); ok {
 		if err := f.Flush(); err != nil {
-			return fmt.Errorf("transfer: export: flush: %w", err)
+			return fmt.Errorf("transfer: Export: flush: %w", err)
 		}
 	}
 	if s, ok := w.(interface{ Sync() error }); ok {
 		if err := s.Sync(); err != nil {
-			return fmt.Errorf("transfer: export: sync: %w", err)
+			return fmt.Errorf("transfer: Export: sync: %w", err)
 		}
 	}
 	return nil
@@ -190,6 +207,9 @@ func flushWriter(w io.Writer) error {
 // output to that size (bytes after it may be partial or duplicated) and
 // call Export with Resume to go on.
 func ExportResumeOffset(ctx context.Context, cp Checkpoint) (int64, bool, error) {
+	if cp == nil {
+		return 0, false, validation("transfer.ExportResumeOffset", "nil Checkpoint")
+	}
 	data, err := cp.Load(ctx)
 	if err != nil || data == nil {
 		return 0, false, err

@@ -17,9 +17,9 @@ import (
 	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
-// FormatVersion is the version of the export format this package writes
+// formatVersion is the version of the export format this package writes
 // and the only one it reads.
-const FormatVersion = 1
+const formatVersion = 1
 
 // The values of the "tablekit" member that mark the header and trailer
 // lines of an export.
@@ -30,7 +30,7 @@ const (
 
 // Header is the first line of an export.
 type Header struct {
-	// Version is the format version, [FormatVersion].
+	// Version is the format version (1, the only one this package reads).
 	Version int
 	// Table is the name of the table exported ("" if unknown).
 	Table string
@@ -41,8 +41,8 @@ type Header struct {
 	Created time.Time
 }
 
-// Trailer is the last line of a complete export.
-type Trailer struct {
+// trailer is the last line of a complete export.
+type trailer struct {
 	// Entities is the number of entity lines in the export.
 	Entities int64
 }
@@ -66,7 +66,7 @@ func appendHeader(dst []byte, h Header) []byte {
 }
 
 // appendTrailer appends the trailer line (with its newline) to dst.
-func appendTrailer(dst []byte, t Trailer) []byte {
+func appendTrailer(dst []byte, t trailer) []byte {
 	dst = append(dst, `{"tablekit":"end","entities":`...)
 	dst = strconv.AppendInt(dst, t.Entities, 10)
 	return append(dst, "}\n"...)
@@ -78,8 +78,11 @@ func appendTrailer(dst []byte, t Trailer) []byte {
 // that [tablekit.Entity] does not allow, and on a string or key that is not
 // valid UTF-8.
 func AppendEntity(dst []byte, e *tablekit.Entity) ([]byte, error) {
+	if e == nil {
+		return dst, validation("transfer.AppendEntity", "nil *tablekit.Entity")
+	}
 	if !utf8.ValidString(e.PartitionKey) || !utf8.ValidString(e.RowKey) {
-		return dst, fmt.Errorf("transfer: entity %q/%q: keys must be valid UTF-8: %w", e.PartitionKey, e.RowKey, tablekit.ErrInvalidKey)
+		return dst, fmt.Errorf("transfer: AppendEntity: entity %q/%q: keys must be valid UTF-8: %w", e.PartitionKey, e.RowKey, tablekit.ErrInvalidKey)
 	}
 	dst = append(dst, `{"PartitionKey":`...)
 	dst = jsonw.AppendString(dst, e.PartitionKey)
@@ -103,14 +106,14 @@ func AppendEntity(dst []byte, e *tablekit.Entity) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		if !utf8.ValidString(n) {
-			return dst, fmt.Errorf("transfer: entity %q/%q: property name %q is not valid UTF-8: %w", e.PartitionKey, e.RowKey, n, tablekit.ErrInvalidInput)
+			return dst, fmt.Errorf("transfer: AppendEntity: entity %q/%q: property name %q is not valid UTF-8: %w", e.PartitionKey, e.RowKey, n, tablekit.ErrInvalidInput)
 		}
 		dst = jsonw.AppendString(dst, n)
 		dst = append(dst, `:["`...)
 		var err error
 		dst, err = appendValue(dst, e.Properties[n])
 		if err != nil {
-			return dst, fmt.Errorf("transfer: entity %q/%q property %q: %w", e.PartitionKey, e.RowKey, n, err)
+			return dst, fmt.Errorf("transfer: AppendEntity: entity %q/%q property %q: %w", e.PartitionKey, e.RowKey, n, err)
 		}
 		dst = append(dst, ']')
 	}
@@ -242,8 +245,8 @@ func parseLine(line []byte) (lineKind, *lineJSON, error) {
 
 func (l *lineJSON) header() (Header, error) {
 	h := Header{Version: l.Version, Table: l.Table, Filter: l.Filter}
-	if l.Version != FormatVersion {
-		return h, fmt.Errorf("format version %d is not supported (this tablekit reads version %d)", l.Version, FormatVersion)
+	if l.Version != formatVersion {
+		return h, fmt.Errorf("format version %d is not supported (this tablekit reads version %d)", l.Version, formatVersion)
 	}
 	if l.Created != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.Created)

@@ -25,7 +25,7 @@ func TestFormatRoundTrip(t *testing.T) {
 			"G": g, "U": uuidLike(g), "Bin": []byte{0xff, 0}, "Nil": nil,
 		}}
 	var buf []byte
-	buf = appendHeader(buf, Header{Version: FormatVersion, Table: "T", Created: time.Unix(0, 0)})
+	buf = appendHeader(buf, Header{Version: formatVersion, Table: "T", Created: time.Unix(0, 0)})
 	line, err := AppendEntity(nil, &in)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestFormatRoundTrip(t *testing.T) {
 		t.Fatalf("not one line: %q", line)
 	}
 	buf = append(buf, line...)
-	buf = appendTrailer(buf, Trailer{Entities: 1})
+	buf = appendTrailer(buf, trailer{Entities: 1})
 	rd, err := NewReader(bytes.NewReader(buf))
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +82,8 @@ func TestFormatRoundTrip(t *testing.T) {
 	if _, err := rd.Next(); err != io.EOF {
 		t.Errorf("after the trailer: %v, want io.EOF", err)
 	}
-	if rd.Trailer() == nil || rd.Trailer().Entities != 1 {
-		t.Errorf("trailer %+v", rd.Trailer())
+	if rd.trailer == nil || rd.trailer.Entities != 1 {
+		t.Errorf("trailer %+v", rd.trailer)
 	}
 }
 
@@ -153,9 +153,9 @@ func TestReaderErrors(t *testing.T) {
 	}
 	for i := range bad {
 		_, err := rd.Next()
-		var le *LineError
+		var le *EntityError
 		if !errors.As(err, &le) || le.Line != i+2 {
-			t.Errorf("line %d (%s): %v, want a LineError", i+2, bad[i], err)
+			t.Errorf("line %d (%s): %v, want a EntityError", i+2, bad[i], err)
 		}
 	}
 	if e, err := rd.Next(); err != nil || e.PartitionKey != "ok" {
@@ -209,7 +209,7 @@ func FuzzReader(f *testing.F) {
 		for i := 0; err == nil && i < 1000; i++ {
 			var e tablekit.Entity
 			e, err = rd.Next()
-			var le *LineError
+			var le *EntityError
 			if errors.As(err, &le) {
 				err = nil
 				continue

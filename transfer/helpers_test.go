@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/transfer"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +34,10 @@ func newTable(t testing.TB, acct *tablekit.Account) *tablekit.Table[tablekit.Ent
 }
 
 func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// 5 minutes; 30 at the chaos suites' full size, whose runs take
+	// minutes each on a loaded machine (a deadline met there is no
+	// violation, but it ends the seed before its checks).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(chaos.Size(5, 30))*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -145,3 +150,25 @@ func sameEntities(t testing.TB, want, got map[[2]string]tablekit.Entity) {
 		}
 	}
 }
+
+// scanOpts says how a test reads a scope: the reading fields of
+// transfer.Options, as a value tests pass around and vary.
+type scanOpts struct {
+	Concurrency, PageSize, MaxProbes int
+	Boundaries                       []string
+}
+
+// withScan returns o reading as s says.
+func withScan(o transfer.Options, s scanOpts) transfer.Options {
+	o.Concurrency, o.PageSize, o.MaxProbes, o.Boundaries = s.Concurrency, s.PageSize, s.MaxProbes, s.Boundaries
+	return o
+}
+
+// withScanP returns o reading as s says.
+func withScanP(o transfer.PurgeOptions, s scanOpts) transfer.PurgeOptions {
+	o.Options = withScan(o.Options, s)
+	return o
+}
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }

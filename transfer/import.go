@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"sync"
@@ -24,36 +25,26 @@ const (
 	// Insert adds each entity; one that exists already fails alone (and is
 	// reported) and is left as it is.
 	Insert Mode = iota
-	// UpsertMerge inserts each entity or merges its properties into the
+	// Merge inserts each entity or merges its properties into the
 	// stored one.
-	UpsertMerge
-	// UpsertReplace inserts each entity or replaces the stored one.
-	UpsertReplace
+	Merge
+	// Replace inserts each entity or replaces the stored one.
+	Replace
 )
 
 // String returns "insert", "merge" or "replace".
 func (m Mode) String() string {
-	if names := [...]string{Insert: "insert", UpsertMerge: "merge", UpsertReplace: "replace"}; int(m) < len(names) {
+	if names := [...]string{Insert: "insert", Merge: "merge", Replace: "replace"}; int(m) < len(names) {
 		return names[m]
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// ParseMode parses "insert", "merge" or "replace".
-func ParseMode(s string) (Mode, error) {
-	for _, m := range []Mode{Insert, UpsertMerge, UpsertReplace} {
-		if s == m.String() {
-			return m, nil
-		}
-	}
-	return 0, validation("transfer.ParseMode", fmt.Sprintf("unknown mode %q (want insert, merge or replace)", s))
-}
-
 func (m Mode) action(e tablekit.Entity) tablekit.Action[tablekit.Entity] {
 	switch m {
-	case UpsertMerge:
+	case Merge:
 		return tablekit.MergeAction(e, "")
-	case UpsertReplace:
+	case Replace:
 		return tablekit.UpsertAction(e)
 	}
 	return tablekit.InsertAction(e)
@@ -63,46 +54,53 @@ func (m Mode) action(e tablekit.Entity) tablekit.Action[tablekit.Entity] {
 // entities failed; the result lists them.
 var ErrFailures = errors.New("transfer: some entities failed")
 
-// ImportOptions configures [Import]. A nil *ImportOptions means defaults.
+// ImportOptions configures [Import]. A nil *ImportOptions means
+// defaults.
+//
+// The embedded JobOptions' Checkpoint records how far the stream is
+// durably imported: the longest run of lines from the start that are all
+// done (written, or failed for a reason of their own), saved every
+// CheckpointEvery, before a batch goes past the lines sent so far, and
+// when the call returns; Resume goes on from it, which must be that of
+// an import of the same stream (same header) into a table of the same
+// name in the same mode. See [Import] for what a resumed import does.
 type ImportOptions struct {
-	// Mode says how entities are written (default Insert).
-	Mode Mode
-	// Bulk configures the BulkWriter that writes them (nil: defaults).
-	// The import uses one BulkWriter for all its batches, paced by the
-	// Account's Governor, so that what the Governor learns about throttled
-	// partitions holds for the whole import.
-	Bulk *tablekit.BulkOptions
+	JobOptions
 	// BatchSize is the most entities handed to the BulkWriter at once
 	// (default 20,000; at most 100,000); the next batch is read while one
 	// is written, so memory holds about two batches.
 	BatchSize int
+	// Concurrency is how many transactions the BulkWriter has in flight
+	// (0: the BulkWriter's default; at most 1,024). The import uses one
+	// BulkWriter for all its batches, paced by the Account's Governor.
+	Concurrency int
 	// MaxFailures stops the import once more than this many entities
 	// failed in this run (0: never stop).
 	MaxFailures int
-	// MaxReported bounds the failures listed in the result (default 1000);
-	// all are counted.
+}
+
+// importConfig is what Import works with: its options, its mode and what
+// it takes from its table and stream.
+type importConfig struct {
+	ImportOptions
+	Mode        Mode
 	MaxReported int
-	// TotalBytes, when known (the file's size), lets Progress estimate the
-	// time remaining.
-	TotalBytes int64
-	// Checkpoint, when set, records how far the stream is durably
-	// imported: the longest run of lines from the start that are all done
-	// (written, or failed for a reason of their own), saved every
-	// CheckpointEvery (default 5 s), before a batch goes past the lines
-	// sent so far, and when the call returns. See [Import] for what a
-	// resumed import does.
-	Checkpoint Checkpoint
-	// CheckpointEvery is the time between checkpoints (default 5 s).
-	CheckpointEvery time.Duration
-	// Resume goes on from the Checkpoint, which must be that of an import
-	// of the same stream (same header) into a table of the same name with
-	// the same Mode; with nothing saved yet the import starts from the
-	// beginning. Without Resume the checkpoint is overwritten.
-	Resume bool
-	// Meter, OnProgress and ProgressEvery are as in [JobOptions].
-	Meter         *tablekit.Meter
-	OnProgress    func(Progress)
-	ProgressEvery time.Duration
+	TotalBytes  int64 // the stream's size when known, for Progress
+	Meter       *tablekit.Meter
+}
+
+// streamSize returns the size of r when r can tell (an *os.File of a
+// regular file, a *bytes.Reader, a *strings.Reader), else 0.
+func streamSize(r io.Reader) int64 {
+	switch s := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := s.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	case interface{ Size() int64 }:
+		return s.Size()
+	}
+	return 0
 }
 
 // ImportResult reports an import. Read, Written, Failed and Verified count
@@ -121,13 +119,13 @@ type ImportResult struct {
 	// write again: lines the run being resumed had sent after its last
 	// checkpoint, or an insert whose answer was lost (see [Import]).
 	Verified int64
-	// Failures lists failed lines of this run, in line order, up to
-	// MaxReported. An error matching tablekit.ErrOutcomeUnknown or a
+	// Failures lists failed lines of this run, in line order (the first
+	// 1,000); all are counted. An error matching tablekit.ErrOutcomeUnknown or a
 	// context error means the entity may have been written.
-	Failures []*LineError
+	Failures []*EntityError
 	// Requests counts the transactions the BulkWriter sent; Transactions
-	// all storage transactions of this run seen by the Meter (or Requests
-	// without one).
+	// all storage transactions of this run seen by the Meter of the
+	// table's Account (see [Progress].Transactions).
 	Requests, Transactions int64
 	// Complete is true when the stream was read to its trailer.
 	Complete bool
@@ -144,7 +142,7 @@ type importItem struct {
 }
 
 // Import reads an export from r and writes its entities to t, in batches
-// through a BulkWriter, as opts.Mode says. Lines that cannot be read and
+// through a BulkWriter, as mode says. Lines that cannot be read and
 // entities the service refuses are reported per line in the result and do
 // not stop the import (see MaxFailures); then the error matches
 // [ErrFailures]. A stream without its trailer is imported as far as it
@@ -154,47 +152,27 @@ type importItem struct {
 // BulkWriter sends full transactions of 100; an entity that appears twice
 // is written in the order of the lines.
 //
-// # Resuming
-//
-// With a Checkpoint, the import records the line L up to which every line
-// is done: written, or failed for a reason of its own that sending it
-// again would not change (a bad line, a value the service refuses, an
-// insert that meets an existing entity). Lines are written out of order
-// (by partition, in parallel), so lines after L may be done too; and a
-// line that failed for a passing reason (throttled beyond the retries, an
-// unknown outcome, a cancelled context, skipped after other refusals)
-// holds L back for the rest of the run. It also records the last line S
-// it has handed to the service, before it sends it.
-//
-// A call with Resume reads the stream from the start, skips lines up to L
-// without decoding them (checking that line L ends at the byte offset
-// recorded: another stream is refused with [ErrCorruptCheckpoint]), and
-// sends the rest. In the upsert modes sending a line again is harmless.
-// In Insert mode an entity of a line in (L, S] may already have been
-// written by the run being resumed, and inserting it again would fail
-// with EntityAlreadyExists: so before sending those lines the import reads
-// what the table holds for them. An entity stored with exactly the line's
-// properties (types and values) is counted as written (and in Verified)
-// and not sent; one stored with other values is a failure of that line
-// matching tablekit.ErrAlreadyExists, as an insert would report it; the
-// others are inserted. An insert whose outcome is unknown (a lost answer)
-// is checked the same way. Lines after S are inserted as in a first run:
-// an entity that exists already fails, identical or not.
-func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, opts *ImportOptions) (ImportResult, error) {
+// With a Checkpoint, a call with Resume skips the lines the checkpoint
+// records as done and sends the rest, looking up in Insert mode what the
+// run being resumed may have written ("Resuming an import" in the package
+// documentation).
+func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, mode Mode, opts *ImportOptions) (ImportResult, error) {
 	const op = "transfer.Import"
 	if opts == nil {
 		opts = &ImportOptions{}
 	}
-	o := *opts
+	o := importConfig{ImportOptions: *opts, Mode: mode, MaxReported: maxReported, TotalBytes: streamSize(r), Meter: core.Meter(t)}
 	switch {
 	case t == nil:
 		return ImportResult{}, validation(op, "nil table")
 	case r == nil:
 		return ImportResult{}, validation(op, "nil io.Reader")
-	case o.Mode > UpsertReplace:
+	case o.Mode > Replace:
 		return ImportResult{}, validation(op, fmt.Sprintf("unknown mode %d", o.Mode))
-	case o.BatchSize < 0 || o.MaxFailures < 0 || o.MaxReported < 0:
-		return ImportResult{}, validation(op, "BatchSize, MaxFailures and MaxReported must not be negative")
+	case o.BatchSize < 0 || o.MaxFailures < 0:
+		return ImportResult{}, validation(op, "BatchSize and MaxFailures must not be negative")
+	case o.Concurrency < 0 || o.Concurrency > maxConcurrency:
+		return ImportResult{}, validation(op, fmt.Sprintf("Concurrency is %d; it must be 0 (default) to %d", o.Concurrency, maxConcurrency))
 	case o.BatchSize > maxBatchSize:
 		return ImportResult{}, validation(op, fmt.Sprintf("BatchSize is %d; it must be 0 (default 20,000) to %d", o.BatchSize, maxBatchSize))
 	case o.Resume && o.Checkpoint == nil:
@@ -202,9 +180,6 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = 20_000
-	}
-	if o.MaxReported == 0 {
-		o.MaxReported = 1000
 	}
 	if o.CheckpointEvery <= 0 {
 		o.CheckpointEvery = 5 * time.Second
@@ -214,12 +189,12 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 		return ImportResult{}, err
 	}
 	im := &importer{
-		t: t, o: o, w: t.BulkWriter(o.Bulk), cp: o.Checkpoint, started: time.Now(),
+		t: t, o: o, w: t.BulkWriter(&tablekit.BulkOptions{Concurrency: o.Concurrency}), cp: o.Checkpoint, started: time.Now(),
 		res: ImportResult{Header: rd.Header()}, stopSeq: math.MaxInt64,
 	}
 	im.state = importState{
 		Version: stateVersion, Op: "import", Table: t.Name(), Mode: o.Mode.String(),
-		Source: describeHeader(rd.Header()), Started: im.started.UTC(), Line: rd.Line(), Offset: rd.Bytes(),
+		Source: describeHeader(rd.Header()), Started: im.started.UTC(), Line: rd.lineNo(), Offset: rd.offset(),
 	}
 	if o.Resume {
 		if err := im.load(ctx); err != nil {
@@ -231,13 +206,13 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 	if o.Meter != nil {
 		im.meterStart = o.Meter.Snapshot()
 	}
-	rep := startReporter(ctx, o.OnProgress, o.ProgressEvery, im.progress)
+	rep := startReporter(ctx, o.OnProgress, im.progress)
 	err = im.run(ctx, rd)
 	rep.finish()
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	res := im.res
-	slices.SortStableFunc(res.Failures, func(a, b *LineError) int { return a.Line - b.Line })
+	slices.SortStableFunc(res.Failures, func(a, b *EntityError) int { return a.Line - b.Line })
 	res.Elapsed = time.Since(im.started)
 	res.Transactions = im.transactions()
 	if err == nil && res.Failed > 0 {
@@ -309,7 +284,7 @@ type lineEntry struct {
 
 type importer struct {
 	t          *tablekit.Table[tablekit.Entity]
-	o          ImportOptions
+	o          importConfig
 	w          *tablekit.BulkWriter[tablekit.Entity]
 	cp         Checkpoint
 	started    time.Time
@@ -473,7 +448,7 @@ func (im *importer) progress() Progress {
 }
 
 // fail records a failed line of this run. The caller holds mu.
-func (im *importer) fail(le *LineError) {
+func (im *importer) fail(le *EntityError) {
 	im.res.Failed++
 	im.runFailed++
 	if len(im.res.Failures) < im.o.MaxReported {
@@ -543,7 +518,7 @@ func (im *importer) run(ctx context.Context, rd *Reader) error {
 	close(cpDone)
 	cpWG.Wait()
 	im.mu.Lock()
-	im.res.Complete = rd.Trailer() != nil
+	im.res.Complete = rd.complete()
 	im.mu.Unlock()
 	if im.cp != nil {
 		if err := im.save(context.WithoutCancel(ctx), nil); err != nil && writeErr == nil && saveErr == nil {
@@ -574,15 +549,15 @@ func (im *importer) read(ctx context.Context, rd *Reader, out chan<- []importIte
 	}
 	for {
 		e, err := rd.Next()
-		im.bytes.Store(rd.Bytes())
-		var le *LineError
+		im.bytes.Store(rd.offset())
+		var le *EntityError
 		switch {
 		case err == nil:
 			im.mu.Lock()
 			im.res.Read++
-			seq := im.enqueue(rd.Line(), rd.Bytes(), linePending)
+			seq := im.enqueue(rd.lineNo(), rd.offset(), linePending)
 			im.mu.Unlock()
-			batch = append(batch, importItem{seq: seq, line: rd.Line(), e: e})
+			batch = append(batch, importItem{seq: seq, line: rd.lineNo(), e: e})
 			if len(batch) == im.o.BatchSize && !send() {
 				return context.Cause(ctx)
 			}
@@ -591,7 +566,7 @@ func (im *importer) read(ctx context.Context, rd *Reader, out chan<- []importIte
 			im.mu.Lock()
 			im.res.Read++
 			im.fail(le)
-			im.enqueue(rd.Line(), rd.Bytes(), lineFailed)
+			im.enqueue(rd.lineNo(), rd.offset(), lineFailed)
 			im.advance()
 			stop := im.tooManyFailures()
 			im.mu.Unlock()
@@ -601,7 +576,7 @@ func (im *importer) read(ctx context.Context, rd *Reader, out chan<- []importIte
 			continue
 		case err == io.EOF:
 			im.mu.Lock()
-			im.readLine, im.readBytes, im.eof = rd.Line(), rd.Bytes(), true
+			im.readLine, im.readBytes, im.eof = rd.lineNo(), rd.offset(), true
 			im.advance()
 			im.mu.Unlock()
 		}
@@ -704,7 +679,7 @@ func (im *importer) write(ctx context.Context, items []importItem) error {
 			case storedIdentical:
 				states[i] = lineVerified
 			case storedOther:
-				states[i], errs[i] = lineFailed, errStoredOther("its line")
+				states[i], errs[i] = lineFailed, errStoredOther("Import", "its line")
 			default:
 				send = append(send, i)
 			}
@@ -756,7 +731,7 @@ func (im *importer) write(ctx context.Context, items []importItem) error {
 			im.res.Written++
 			im.res.Verified++
 		default:
-			im.fail(&LineError{Line: it.line, PartitionKey: it.e.PartitionKey, RowKey: it.e.RowKey, Err: errs[i]})
+			im.fail(&EntityError{Line: it.line, PartitionKey: it.e.PartitionKey, RowKey: it.e.RowKey, Err: errs[i]})
 		}
 		im.mark(it.seq, states[i])
 	}

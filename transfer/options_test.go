@@ -25,25 +25,24 @@ func TestOptionsOutOfRange(t *testing.T) {
 	seedMany(t, tbl, 2, 10)
 	before := acct.Meter().Snapshot()
 	stream := exportStream(t, nil, time.Now())
-	job := func(s transfer.ScanOptions) transfer.JobOptions { return transfer.JobOptions{Scan: s} }
 	for _, tc := range []struct {
 		name, option string
 		run          func() error
 	}{
 		{"import batch", "BatchSize", func() error {
-			_, err := transfer.Import(ctx, tbl, bytes.NewReader(stream), &transfer.ImportOptions{BatchSize: 1_000_000_000})
+			_, err := transfer.Import(ctx, tbl, bytes.NewReader(stream), transfer.Insert, &transfer.ImportOptions{BatchSize: 1_000_000_000})
 			return err
 		}},
 		{"export concurrency", "Concurrency", func() error {
-			_, err := transfer.Export(ctx, tbl, &bytes.Buffer{}, &transfer.ExportOptions{JobOptions: job(transfer.ScanOptions{Concurrency: 1_000_000_000})})
+			_, err := transfer.Export(ctx, tbl, &bytes.Buffer{}, &transfer.Options{Concurrency: 1_000_000_000})
 			return err
 		}},
 		{"count concurrency", "Concurrency", func() error {
-			_, err := transfer.Count(ctx, tbl, &transfer.CountOptions{JobOptions: job(transfer.ScanOptions{Concurrency: math.MaxInt})})
+			_, err := transfer.Count(ctx, tbl, &transfer.Options{Concurrency: math.MaxInt})
 			return err
 		}},
 		{"copy probes", "MaxProbes", func() error {
-			_, err := transfer.Copy(ctx, tbl, tbl, &transfer.CopyOptions{JobOptions: job(transfer.ScanOptions{MaxProbes: math.MaxInt})})
+			_, err := transfer.Copy(ctx, tbl, tbl, transfer.Insert, &transfer.Options{MaxProbes: math.MaxInt})
 			return err
 		}},
 		{"purge transactions", "Transactions", func() error {
@@ -51,7 +50,7 @@ func TestOptionsOutOfRange(t *testing.T) {
 			return err
 		}},
 		{"purge page size", "PageSize", func() error {
-			_, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{JobOptions: job(transfer.ScanOptions{PageSize: 1001})})
+			_, err := transfer.Purge(ctx, tbl, &transfer.PurgeOptions{Options: transfer.Options{PageSize: 1001}})
 			return err
 		}},
 	} {

@@ -64,16 +64,13 @@ func TestPurgeBudgetWithEmptyPages(t *testing.T) {
 			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{count}}}, tbl)
 			start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 			cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "purge.checkpoint"))
-			opts := transfer.PurgeOptions{
-				JobOptions: transfer.JobOptions{Scope: transfer.Scope{From: "p", To: "q"}, Checkpoint: cp, Scan: transfer.ScanOptions{PageSize: 60}},
-				Budget:     time.Second,
-				Clock:      func() time.Time { return start.Add(time.Duration(listed.Load()) * time.Second) },
-			}
+			opts := transfer.PurgeOptions{Options: transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Scope: transfer.Scope{From: "p", To: "q"}, PageSize: 60}, Budget: time.Second}
 			var deleted int64
 			runs := 0
 			for ; runs < 200; runs++ {
 				before := listed.Load()
-				res, err := transfer.Purge(ctx, tbls[0], &opts)
+				clock := func() time.Time { return start.Add(time.Duration(listed.Load()) * time.Second) }
+				res, err := transfer.PurgeWithClock(ctx, tbls[0], &opts, clock)
 				if err != nil {
 					t.Fatalf("run %d: %+v, %v", runs, res, err)
 				}
@@ -144,9 +141,7 @@ func TestExportStoppedInEmptyPages(t *testing.T) {
 			_, _, tbls := behindFront(t, azurePaging(seed), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{watch}}}, tbl)
 			path := filepath.Join(t.TempDir(), "out.jsonl")
 			cp := transfer.NewFileCheckpoint(path + ".checkpoint")
-			opts := transfer.ExportOptions{JobOptions: transfer.JobOptions{
-				Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 1, MaxProbes: -1, PageSize: 50},
-			}}
+			opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 1, MaxProbes: -1, PageSize: 50}
 			f, err := os.Create(path)
 			if err != nil {
 				t.Fatal(err)

@@ -56,13 +56,10 @@ type reporter struct {
 
 // startReporter starts calling fn with get() every interval (default 1 s)
 // until finish is called. A nil fn does nothing.
-func startReporter(ctx context.Context, fn func(Progress), every time.Duration, get func() Progress) *reporter {
-	r := &reporter{fn: fn, every: every, get: get, stop: make(chan struct{})}
+func startReporter(ctx context.Context, fn func(Progress), get func() Progress) *reporter {
+	r := &reporter{fn: fn, every: time.Second, get: get, stop: make(chan struct{})}
 	if fn == nil {
 		return r
-	}
-	if r.every <= 0 {
-		r.every = time.Second
 	}
 	r.wg.Go(func() {
 		t := time.NewTicker(r.every)

@@ -23,15 +23,15 @@ import (
 //
 // Unlike the other operations, a purge reads its scope as one range by
 // default: its parallelism is in the delete transactions (Transactions
-// of them in flight, over partitions as the listing meets them), so that
-// the listing costs the least possible, one keys-only page per 1,000
-// entities, and no key probes. Set Scan.MaxProbes (for example to 4 ×
-// Scan.Concurrency) or Scan.Boundaries to list in parallel ranges: worth
-// it for a scope of many large partitions on Azure, where each partition
-// takes at most about 2,000 deletes per second and one listing reaches
-// the next partition only when it is done with the last.
+// of them in flight, over partitions as the listing meets them, paced by
+// the Account's Governor), so that the listing costs the least possible,
+// one keys-only page per 1,000 entities, and no key probes. Set MaxProbes
+// (for example to 4 × Concurrency) or Boundaries to list in parallel
+// ranges: worth it for a scope of many large partitions on Azure, where
+// each partition takes at most about 2,000 deletes per second and one
+// listing reaches the next partition only when it is done with the last.
 type PurgeOptions struct {
-	JobOptions
+	Options
 	// Budget, when positive, is how long the call may run: no new page is
 	// listed after it (the transactions of pages already listed finish),
 	// the checkpoint is saved and the result says Complete false.
@@ -46,18 +46,6 @@ type PurgeOptions struct {
 	// the partitions listed in turn, and the listing goes on while they
 	// run, up to Transactions × 1,000 entities ahead of the deletes.
 	Transactions int
-	// Governor paces the delete transactions within the partitions' and
-	// the account's scalability targets, backing off when the service
-	// throttles (503 ServerBusy, 500 OperationTimedOut) and speeding up
-	// again after (see tablekit.Governor). nil means the table's Governor
-	// (for a table opened through an Account, the Account's, which its
-	// other writers share).
-	Governor *tablekit.Governor
-	// MaxReported bounds the keys listed in PurgeResult.ChangedKeys
-	// (default 1000).
-	MaxReported int
-	// Clock measures the Budget; nil means time.Now.
-	Clock func() time.Time
 }
 
 // EntityKey names an entity.
@@ -68,11 +56,16 @@ type EntityKey struct {
 // PurgeResult reports a purge. Counts are over all runs of a resumed purge
 // except those marked "this run".
 type PurgeResult struct {
-	// Listed counts the entities listed; Deleted those deleted.
+	// Listed counts the entities listed; Deleted those deleted. Each is
+	// counted as it happens and saved with the checkpoint, so that
+	// Deleted + Changed + Gone never exceeds Listed. After a crash, a
+	// resumed purge lists again, and counts again, what the crashed run
+	// listed after its last checkpoint (its deletes since then are done
+	// but not counted).
 	Listed, Deleted int64
 	// Changed counts the entities left alone because they were written
 	// after they were listed (their ETag no longer matched); ChangedKeys
-	// names those of this run, up to MaxReported.
+	// names those of this run (the first 1,000).
 	Changed     int64
 	ChangedKeys []EntityKey
 	// Gone counts the entities that were deleted by someone else between
@@ -104,7 +97,7 @@ type PurgeResult struct {
 // up to 100 entities of one partition, carrying a partition's last partial
 // transaction over to the next page of the range, so that a partition of n
 // entities costs ceil(n/100) transactions. The deletes go through a
-// BulkWriter paced by a Governor (see PurgeOptions.Governor): a throttled
+// BulkWriter paced by the Account's Governor: a throttled
 // transaction waits for the partition's lowered rate and is sent again.
 //
 // Nothing outside the listing is deleted, and each delete is conditional on
@@ -112,18 +105,8 @@ type PurgeResult struct {
 // after it was listed is left alone and reported in Changed. An entity
 // deleted by someone else meanwhile is counted in Gone.
 //
-// A delete transaction whose answer was lost is retried by the SDK, and
-// the retry meets what the first try left (404, or 412 for an entity
-// written again since): the BulkWriter cannot tell whether it was applied
-// and says so (tablekit.ErrOutcomeUnknown). For a purge, gone is gone: it
-// settles the transaction by reading the partition's entities of it, keys
-// only. One still stored with the ETag it was listed with proves the
-// transaction was not applied (it is sent again; the others are gone or
-// changed as above); otherwise, if some are absent, it was applied and
-// counts as deleted whole, and an entity stored again since was written
-// after the purge deleted it and is left alone. Only when another writer
-// deleted or rewrote every entity of such a transaction may Deleted count
-// what was Gone.
+// A delete transaction whose answer was lost is settled by reading its
+// entities back ("Purge" in the package documentation says how).
 //
 // A purge stops when ctx ends, when Budget is spent, or at the first error
 // that is not an entity's own; it then saves its checkpoint (each range
@@ -131,13 +114,18 @@ type PurgeResult struct {
 // Complete false. Call it again with Resume and the same Checkpoint and
 // Scope to go on: re-listing is safe, as deleted entities are gone.
 func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions) (PurgeResult, error) {
+	return purge(ctx, t, opts, nil)
+}
+
+// purge is Purge, with clock measuring the Budget (nil: time.Now).
+func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time) (PurgeResult, error) {
 	const op = "transfer.Purge"
 	if opts == nil {
 		opts = &PurgeOptions{}
 	}
 	o := *opts
-	if o.Budget < 0 || o.Transactions < 0 || o.MaxReported < 0 {
-		return PurgeResult{}, validation(op, "Budget, Transactions and MaxReported must not be negative")
+	if o.Budget < 0 || o.Transactions < 0 {
+		return PurgeResult{}, validation(op, "Budget and Transactions must not be negative")
 	}
 	if o.Transactions > maxConcurrency {
 		return PurgeResult{}, validation(op, fmt.Sprintf("Transactions is %d; it must be 0 (default 16) to %d", o.Transactions, maxConcurrency))
@@ -145,20 +133,14 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	if o.Transactions == 0 {
 		o.Transactions = 16
 	}
-	if o.MaxReported == 0 {
-		o.MaxReported = 1000
-	}
-	if o.Scan.MaxProbes == 0 && o.Scan.Boundaries == nil {
-		o.Scan.MaxProbes = -1 // one range: see PurgeOptions
+	if o.MaxProbes == 0 && o.Boundaries == nil {
+		o.MaxProbes = -1 // one range: see PurgeOptions
 	}
 	j, err := newJob(ctx, o.config("purge", t, keysOnly))
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	gov := o.Governor
-	if gov == nil {
-		gov = core.Governor(t)
-	}
+	gov := core.Governor(t)
 	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
 	p.cond = sync.NewCond(&p.qmu)
 	// One transaction per Write call (the purger cuts them), each refused
@@ -170,12 +152,12 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 		Concurrency: 1, MaxChunkRequests: limits.TransactionActions + 1, Retry: j.scan.Retry,
 	}, gov, slog.New(slog.DiscardHandler))
 	j.rangeEnd = p.rangeEnd
-	start := core.Now(o.Clock)
+	start := core.Now(clock)
 	var stop func() bool
 	if o.Budget > 0 {
-		stop = func() bool { return core.Now(o.Clock).Sub(start) >= o.Budget }
+		stop = func() bool { return core.Now(clock).Sub(start) >= o.Budget }
 	}
-	rep := startReporter(ctx, o.OnProgress, o.ProgressEvery, func() Progress { return j.progress(true) })
+	rep := startReporter(ctx, o.OnProgress, func() Progress { return j.progress(true) })
 	var workers sync.WaitGroup
 	for range o.Transactions {
 		workers.Go(p.worker)
@@ -201,8 +183,8 @@ func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	j.mu.Unlock()
 	res.Transactions = j.transactions() + res.DeleteTransactions + p.reads.Load()
 	res.Pages = j.requests.Load()
-	if o.Meter != nil {
-		d := o.Meter.Snapshot().Sub(j.meterStart)
+	if j.meter != nil {
+		d := j.meter.Snapshot().Sub(j.meterStart)
 		res.Transactions = d.Service("table")
 		res.Pages = d.Count("table", "QueryEntities")
 	}
@@ -276,7 +258,6 @@ type rangePurge struct {
 type purgePage struct {
 	resume string // where the range resumes once the page is done
 	last   bool   // the range's last page
-	read   int64  // entities listed in the page
 	left   int    // transactions not finished
 	failed bool
 }
@@ -346,7 +327,15 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	}
 	rp.carry = append([]tablekit.Entity(nil), items[len(items)-keep:]...)
 	rp.start, rp.next, rp.ctx = resume, page.Continuation, ctx
-	pg := &purgePage{resume: resume, last: last, read: int64(len(page.Items)), left: len(chunks)}
+	pg := &purgePage{resume: resume, last: last, left: len(chunks)}
+	// Listed counts as the page is listed, before any of its deletes: a
+	// checkpoint saved at any moment then counts no more deleted, changed
+	// or gone than listed. (A page listed again after a crash counts
+	// again.)
+	p.j.mu.Lock()
+	r.Read += int64(len(page.Items))
+	p.j.state.Counts.Read += int64(len(page.Items))
+	p.j.mu.Unlock()
 	p.mu.Lock()
 	rp.pages = append(rp.pages, pg)
 	if len(chunks) == 0 {
@@ -437,7 +426,7 @@ func (p *purger) done(r *rangeState, rp *rangePurge, pg *purgePage, out outcome,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, k := range out.changedKeys {
-		if len(p.changedKeys) < p.o.MaxReported {
+		if len(p.changedKeys) < maxReported {
 			p.changedKeys = append(p.changedKeys, k)
 		}
 	}
@@ -457,7 +446,7 @@ func (p *purger) settle(r *rangeState, rp *rangePurge) {
 	for len(rp.pages) > 0 && rp.pages[0].left == 0 && !rp.pages[0].failed {
 		pg := rp.pages[0]
 		rp.pages = rp.pages[1:]
-		p.j.commit(r, pg.resume, pg.last, pg.read, nil)
+		p.j.commit(r, pg.resume, pg.last, 0, nil)
 	}
 }
 
@@ -510,7 +499,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			// No ETag in the listing (never seen from Azure or Azurite):
 			// without one the delete could not be conditional.
 			if !p.o.AnyETag {
-				return out, fmt.Errorf("transfer: purge: the listing gave no ETag for %q/%q; refusing an unconditional delete (set AnyETag to allow it)", e.PartitionKey, e.RowKey)
+				return out, fmt.Errorf("transfer: Purge: the listing gave no ETag for %q/%q; refusing an unconditional delete (set AnyETag to allow it)", e.PartitionKey, e.RowKey)
 			}
 			etag = azcore.ETagAny
 		}
@@ -519,7 +508,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 	}
 	// A transaction still throttled after the BulkWriter's tries (each
 	// paced by the Governor, which slows down at every 503) goes again
-	// after a pause, as Scan.Retry says: a throttle asks a purge to slow
+	// after a pause, as the scan's retry policy says: a throttle asks a purge to slow
 	// down, not to fail. So does what a settled transaction left to delete.
 	retry := p.j.scan.Retry
 	var first error
@@ -565,7 +554,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		if len(unknown) > 0 {
 			s, left, err := p.settleDeletes(ctx, unknown, listed)
 			if err != nil {
-				return out, fmt.Errorf("transfer: purge: settling a delete transaction whose outcome was unknown (%v): %w", unknownErr, err)
+				return out, fmt.Errorf("transfer: Purge: settling a delete transaction whose outcome was unknown (%v): %w", unknownErr, err)
 			}
 			out.deleted += s.deleted
 			out.changed += s.changed
@@ -657,7 +646,7 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 
 // storedETags lists, keys only, the entities of partition pk whose RowKeys
 // are from lo to hi, and returns their ETags by RowKey. A page the service
-// throttled or did not answer is read again as Scan.Retry says.
+// throttled or did not answer is read again as the scan's retry policy says.
 func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string]azcore.ETag, error) {
 	f := tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("RowKey ge ? and RowKey le ?", lo, hi))
 	out := map[string]azcore.ETag{}

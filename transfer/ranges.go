@@ -13,22 +13,22 @@ import (
 // Range is a PartitionKey range [From, To): From inclusive ("" means from
 // the start of the table), To exclusive ("" means to the end). Keys compare
 // as the service compares them, by UTF-16 code units.
-type Range struct {
+type keyRange struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 }
 
 // Filter returns the Range as a filter ("PartitionKey ge From and
 // PartitionKey lt To", without the bounds that are "").
-func (r Range) Filter() tablekit.Filter { return tablekit.PartitionRange(r.From, r.To) }
+func (r keyRange) Filter() tablekit.Filter { return tablekit.PartitionRange(r.From, r.To) }
 
 // contains reports whether pk is in r.
-func (r Range) contains(pk string) bool {
+func (r keyRange) contains(pk string) bool {
 	return (r.From == "" || compareKeys(pk, r.From) >= 0) && (r.To == "" || compareKeys(pk, r.To) < 0)
 }
 
 // String shows the range as [From, To).
-func (r Range) String() string {
+func (r keyRange) String() string {
 	to := "end"
 	if r.To != "" {
 		to = fmt.Sprintf("%q", r.To)
@@ -100,7 +100,7 @@ func (s *Scope) filter() tablekit.Filter {
 	if s.Partition != nil {
 		return tablekit.And(tablekit.PartitionEq(*s.Partition), s.Filter)
 	}
-	return tablekit.And(Range{From: s.From, To: s.To}.Filter(), s.Filter)
+	return tablekit.And(keyRange{From: s.From, To: s.To}.Filter(), s.Filter)
 }
 
 // describe returns the scope as one filter text, for headers and
@@ -114,19 +114,19 @@ func (s *Scope) describe() string {
 }
 
 // splitRange cuts r at boundaries (sorted, distinct, inside r).
-func splitRange(r Range, boundaries []string) []Range {
-	out := make([]Range, 0, len(boundaries)+1)
+func splitRange(r keyRange, boundaries []string) []keyRange {
+	out := make([]keyRange, 0, len(boundaries)+1)
 	from := r.From
 	for _, b := range boundaries {
-		out = append(out, Range{From: from, To: b})
+		out = append(out, keyRange{From: from, To: b})
 		from = b
 	}
-	return append(out, Range{From: from, To: r.To})
+	return append(out, keyRange{From: from, To: r.To})
 }
 
 // checkBoundaries sorts caller-given boundaries in key order, drops those
 // outside r and duplicates.
-func checkBoundaries(op string, r Range, bs []string) ([]string, error) {
+func checkBoundaries(op string, r keyRange, bs []string) ([]string, error) {
 	out := make([]string, 0, len(bs))
 	for _, b := range bs {
 		if !utf8.ValidString(b) || b == "" {
@@ -143,6 +143,10 @@ func checkBoundaries(op string, r Range, bs []string) ([]string, error) {
 
 // compareKeys compares keys as the service does: by UTF-16 code units.
 var compareKeys = keys.Compare
+
+// maxReported is how many failed or changed entities a result lists (all
+// are counted).
+const maxReported = 1000
 
 func validation(op, detail string) error {
 	return &tablekit.ValidationError{Op: op, Detail: detail, Err: tablekit.ErrInvalidInput}

@@ -10,9 +10,9 @@ import (
 	"github.com/tablekit/tablekit"
 )
 
-// MaxLineBytes is the longest line a [Reader] accepts (an entity of 1 MiB
+// maxLineBytes is the longest line a [Reader] accepts (an entity of 1 MiB
 // with every byte escaped fits).
-const MaxLineBytes = 8 << 20
+const maxLineBytes = 8 << 20
 
 // ErrTruncated is returned by [Reader.Next] when the stream ends without the
 // trailer line: the export was cut short (or is still being written). Every
@@ -24,28 +24,33 @@ var ErrTruncated = errors.New("transfer: export ends without its trailer line: i
 // whose count disagrees with the lines read.
 var ErrCorrupt = errors.New("transfer: not a valid tablekit export")
 
-// LineError is an entity line that could not be read. The [Reader] can go
-// on with the next line.
-type LineError struct {
-	// Line is the 1-based line number in the stream.
+// EntityError is an entity that failed: a line of an export that could
+// not be read ([Reader.Next], [Import]), or an entity that could not be
+// written ([Import], [Copy]).
+type EntityError struct {
+	// Line is the entity's 1-based line number in the export; 0 for
+	// [Copy].
 	Line int
-	// PartitionKey and RowKey are the entity's keys, when the line got that
-	// far; else "".
+	// PartitionKey and RowKey are the entity's keys, when its line got
+	// that far; else "".
 	PartitionKey, RowKey string
 	// Err says what is wrong.
 	Err error
 }
 
-// Error names the line and the problem.
-func (e *LineError) Error() string {
-	if e.PartitionKey != "" || e.RowKey != "" {
+// Error names the line or entity and the problem.
+func (e *EntityError) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%q/%q: %v", e.PartitionKey, e.RowKey, e.Err)
+	case e.PartitionKey != "" || e.RowKey != "":
 		return fmt.Sprintf("line %d (%q/%q): %v", e.Line, e.PartitionKey, e.RowKey, e.Err)
 	}
 	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
 }
 
 // Unwrap returns the underlying error.
-func (e *LineError) Unwrap() error { return e.Err }
+func (e *EntityError) Unwrap() error { return e.Err }
 
 // Reader reads an export line by line. It is not safe for concurrent use.
 type Reader struct {
@@ -53,7 +58,7 @@ type Reader struct {
 	buf     []byte
 	line    int
 	header  Header
-	trailer *Trailer
+	trailer *trailer
 	count   int64
 	bytes   int64
 
@@ -82,6 +87,9 @@ func (r *Reader) errNotSameInput(detail string) error {
 // returns a Reader positioned at the first entity line. An error matches
 // [ErrCorrupt] when r does not start with a header of a supported version.
 func NewReader(r io.Reader) (*Reader, error) {
+	if r == nil {
+		return nil, validation("transfer.NewReader", "nil io.Reader")
+	}
 	rd := &Reader{br: bufio.NewReaderSize(r, 256<<10)}
 	line, err := rd.readLine()
 	if err == io.EOF {
@@ -92,7 +100,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	}
 	kind, l, err := parseLine(line)
 	if err != nil || kind != lineHeader {
-		return nil, fmt.Errorf("%w: line 1 is not a header line ({\"tablekit\":\"export\",\"version\":%d,...})", ErrCorrupt, FormatVersion)
+		return nil, fmt.Errorf("%w: line 1 is not a header line ({\"tablekit\":\"export\",\"version\":%d,...})", ErrCorrupt, formatVersion)
 	}
 	if rd.header, err = l.header(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -101,24 +109,31 @@ func NewReader(r io.Reader) (*Reader, error) {
 }
 
 // Header returns the export's header.
-func (r *Reader) Header() Header { return r.header }
+func (r *Reader) Header() Header {
+	if r == nil {
+		return Header{}
+	}
+	return r.header
+}
 
-// Line returns the number of the line read last (1 is the header).
-func (r *Reader) Line() int { return r.line }
+// lineNo returns the number of the line read last (1 is the header).
+func (r *Reader) lineNo() int { return r.line }
 
-// Bytes returns the number of bytes read so far.
-func (r *Reader) Bytes() int64 { return r.bytes }
+// offset returns the number of bytes read so far.
+func (r *Reader) offset() int64 { return r.bytes }
 
-// Trailer returns the trailer once [Reader.Next] has returned io.EOF, else
-// nil.
-func (r *Reader) Trailer() *Trailer { return r.trailer }
+// complete reports whether Next has read the trailer.
+func (r *Reader) complete() bool { return r.trailer != nil }
 
 // Next returns the next entity. At the end of a complete export it returns
 // io.EOF; at the end of a stream without a trailer, [ErrTruncated]. A line
-// that is not a valid entity gives a *[LineError] and Next can be called
+// that is not a valid entity gives a *[EntityError] and Next can be called
 // again for the following line. Other errors (from the underlying reader,
 // or matching [ErrCorrupt]) are final.
 func (r *Reader) Next() (tablekit.Entity, error) {
+	if r == nil || r.br == nil {
+		return tablekit.Entity{}, validation("transfer.Reader.Next", "nil or zero *Reader (make one with transfer.NewReader)")
+	}
 	for {
 		line, err := r.readLine()
 		if (err == io.EOF || err == ErrTruncated) && r.line < r.skip {
@@ -155,13 +170,13 @@ func (r *Reader) Next() (tablekit.Entity, error) {
 			if skipped {
 				continue
 			}
-			return tablekit.Entity{}, &LineError{Line: r.line, Err: err}
+			return tablekit.Entity{}, &EntityError{Line: r.line, Err: err}
 		}
 		switch kind {
 		case lineHeader:
 			return tablekit.Entity{}, fmt.Errorf("%w: line %d is a second header", ErrCorrupt, r.line)
 		case lineTrailer:
-			r.trailer = &Trailer{Entities: *l.Entities}
+			r.trailer = &trailer{Entities: *l.Entities}
 			if r.trailer.Entities != r.count {
 				return tablekit.Entity{}, fmt.Errorf("%w: the trailer counts %d entities but %d entity lines were read", ErrCorrupt, r.trailer.Entities, r.count)
 			}
@@ -173,7 +188,7 @@ func (r *Reader) Next() (tablekit.Entity, error) {
 		}
 		e, err := l.entity()
 		if err != nil {
-			return tablekit.Entity{}, &LineError{Line: r.line, PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: err}
+			return tablekit.Entity{}, &EntityError{Line: r.line, PartitionKey: e.PartitionKey, RowKey: e.RowKey, Err: err}
 		}
 		return e, nil
 	}
@@ -187,8 +202,8 @@ func (r *Reader) readLine() ([]byte, error) {
 		chunk, err := r.br.ReadSlice('\n')
 		r.buf = append(r.buf, chunk...)
 		r.bytes += int64(len(chunk))
-		if len(r.buf) > MaxLineBytes {
-			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrCorrupt, r.line+1, MaxLineBytes)
+		if len(r.buf) > maxLineBytes {
+			return nil, fmt.Errorf("%w: line %d is longer than %d bytes", ErrCorrupt, r.line+1, maxLineBytes)
 		}
 		switch err {
 		case nil:

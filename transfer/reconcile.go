@@ -21,11 +21,11 @@ const (
 	storedOther                   // an entity with other properties
 )
 
-// errStoredOther is the failure of an entity a resumed insert found
-// stored with other values than its own (what: "its line", "the
-// source's"): a conflict, as an insert of it would meet.
-func errStoredOther(what string) error {
-	return fmt.Errorf("transfer: resumed insert: the entity exists with other values than %s: %w", what, tablekit.ErrAlreadyExists)
+// errStoredOther is the failure of an entity a resumed insert of op
+// ("Import", "Copy") found stored with other values than its own (what:
+// "its line", "the source's"): a conflict, as an insert of it would meet.
+func errStoredOther(op, what string) error {
+	return fmt.Errorf("transfer: %s: resumed insert: the entity exists with other values than %s: %w", op, what, tablekit.ErrAlreadyExists)
 }
 
 // lookupStored reads what t holds for each of es (entities the caller may

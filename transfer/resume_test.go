@@ -95,7 +95,7 @@ func (c *crashingCheckpoint) Save(ctx context.Context, state []byte) error {
 func TestImportResumes(t *testing.T) {
 	es := manyEntities(7, 3000)
 	stream := exportStream(t, es, time.Now())
-	for _, mode := range []transfer.Mode{transfer.Insert, transfer.UpsertReplace} {
+	for _, mode := range []transfer.Mode{transfer.Insert, transfer.Replace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			ctx := ctxFor(t)
 			acct := testenv.Account(t, nil)
@@ -104,10 +104,10 @@ func TestImportResumes(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			crash := &crashingCheckpoint{Checkpoint: transfer.NewFileCheckpoint(path), after: 600, cancel: cancel}
 			opts := transfer.ImportOptions{
-				Mode: mode, BatchSize: 250, Bulk: &tablekit.BulkOptions{Concurrency: 2},
-				Checkpoint: crash, CheckpointEvery: time.Hour, // saves before each batch only
+				JobOptions: transfer.JobOptions{Checkpoint: crash, CheckpointEvery: time.Hour}, // saves before each batch only
+				BatchSize:  250, Concurrency: 2,
 			}
-			res, err := transfer.Import(cctx, dst, bytes.NewReader(stream), &opts)
+			res, err := transfer.Import(cctx, dst, bytes.NewReader(stream), mode, &opts)
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("first run: %+v, %v; want the crash", res, err)
 			}
@@ -143,7 +143,7 @@ func TestImportResumes(t *testing.T) {
 			}
 
 			opts.Checkpoint, opts.CheckpointEvery, opts.Resume = transfer.NewFileCheckpoint(path), 0, true
-			res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+			res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), mode, &opts)
 			want := keyed(es)
 			switch mode {
 			case transfer.Insert:
@@ -167,7 +167,7 @@ func TestImportResumes(t *testing.T) {
 
 			// The checkpoint is complete: resuming again sends nothing.
 			before := acct.Meter().Snapshot()
-			again, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+			again, err := transfer.Import(ctx, dst, bytes.NewReader(stream), mode, &opts)
 			if d := acct.Meter().Snapshot().Sub(before); d.Count("table", "Transaction") != 0 {
 				t.Errorf("resuming a finished import sent %v", d)
 			}
@@ -188,34 +188,32 @@ func TestImportResumeRefusesOtherInput(t *testing.T) {
 	created := time.Now()
 	stream := exportStream(t, es, created)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "cp"))
-	opts := transfer.ImportOptions{Mode: transfer.UpsertMerge, Checkpoint: cp}
-	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &opts); err != nil {
+	opts := transfer.ImportOptions{JobOptions: transfer.JobOptions{Checkpoint: cp}}
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), transfer.Merge, &opts); err != nil {
 		t.Fatal(err)
 	}
 	opts.Resume = true
 	// Another export (another header).
-	if _, err := transfer.Import(ctx, dst, bytes.NewReader(exportStream(t, es, created.Add(time.Second))), &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(exportStream(t, es, created.Add(time.Second))), transfer.Merge, &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
 		t.Errorf("resume with another export: %v, want ErrCorruptCheckpoint", err)
 	}
 	// The same header, other lines.
 	other := exportStream(t, es[:299], created)
-	if _, err := transfer.Import(ctx, dst, bytes.NewReader(other), &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(other), transfer.Merge, &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
 		t.Errorf("resume with other lines: %v, want ErrCorruptCheckpoint", err)
 	}
 	// Another mode.
-	o := opts
-	o.Mode = transfer.Insert
-	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), transfer.Insert, &opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
 		t.Errorf("resume in another mode: %v, want ErrCorruptCheckpoint", err)
 	}
 	// An export's checkpoint is not an import's.
 	ecp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "export.cp"))
-	if _, err := transfer.Export(ctx, dst, &bytes.Buffer{}, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Checkpoint: ecp}}); err != nil {
+	if _, err := transfer.Export(ctx, dst, &bytes.Buffer{}, &transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: ecp}}); err != nil {
 		t.Fatal(err)
 	}
-	o = opts
+	o := opts
 	o.Checkpoint = ecp
-	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+	if _, err := transfer.Import(ctx, dst, bytes.NewReader(stream), transfer.Merge, &o); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
 		t.Errorf("resume from an export's checkpoint: %v, want ErrCorruptCheckpoint", err)
 	}
 }
@@ -248,14 +246,14 @@ func TestImportTableCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := transfer.ImportOptions{Mode: transfer.Insert, BatchSize: 300, Bulk: &tablekit.BulkOptions{Concurrency: 1}, Checkpoint: cp}
-	res, err := transfer.Import(cctx, dst2, bytes.NewReader(stream), &opts)
+	opts := transfer.ImportOptions{JobOptions: transfer.JobOptions{Checkpoint: cp}, BatchSize: 300, Concurrency: 1}
+	res, err := transfer.Import(cctx, dst2, bytes.NewReader(stream), transfer.Insert, &opts)
 	if !errors.Is(err, context.Canceled) || res.Written == 0 {
 		t.Fatalf("cancelled import: %+v, %v", res, err)
 	}
 	cp2, _ := transfer.NewTableCheckpoint(jobs, "import-job")
 	opts.Checkpoint, opts.Resume = cp2, true
-	res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), &opts)
+	res, err = transfer.Import(ctx, dst, bytes.NewReader(stream), transfer.Insert, &opts)
 	if err != nil || res.Failed != 0 || res.Written != int64(len(es)) || res.Skipped == 0 {
 		t.Fatalf("resumed import: %+v, %v", res, err)
 	}
@@ -269,10 +267,9 @@ func TestCountResumes(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := newTable(t, acct)
 	seedMany(t, tbl, 7, 1234)
-	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
-	opts := transfer.CountOptions{JobOptions: transfer.JobOptions{
-		Checkpoint: cp, Scan: transfer.ScanOptions{Concurrency: 3, PageSize: 40, Boundaries: []string{"p002", "p005"}},
-	}}
+	cpPath := filepath.Join(t.TempDir(), "count.checkpoint")
+	cp := transfer.NewFileCheckpoint(cpPath)
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 3, PageSize: 40, Boundaries: []string{"p002", "p005"}}
 	cctx, cancel := context.WithCancel(ctx)
 	var pages atomic.Int32
 	stopper, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{policyFunc(func(r *policy.Request) (*http.Response, error) {
@@ -292,7 +289,7 @@ func TestCountResumes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Complete || res.Entities == 0 || res.Entities >= 1234 {
 		t.Fatalf("stopped count: %+v, %v", res, err)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(cp.Path()), "count.checkpoint")); err != nil {
+	if _, err := os.Stat(cpPath); err != nil {
 		t.Fatal(err)
 	}
 	opts.Resume = true
@@ -315,14 +312,8 @@ func TestCopyResumesInsert(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "copy.checkpoint")
 	cctx, cancel := context.WithCancel(ctx)
 	crash := &crashingCheckpoint{Checkpoint: transfer.NewFileCheckpoint(path), after: 500, cancel: cancel}
-	opts := transfer.CopyOptions{
-		JobOptions: transfer.JobOptions{
-			Checkpoint: crash, CheckpointEvery: 30 * time.Millisecond,
-			Scan: transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p003"}},
-		},
-		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Concurrency: 2},
-	}
-	res, err := transfer.Copy(cctx, src, dst, &opts)
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: crash, CheckpointEvery: 30 * time.Millisecond}, Concurrency: 2, PageSize: 100, Boundaries: []string{"p003"}}
+	res, err := transfer.Copy(cctx, src, dst, transfer.Insert, &opts)
 	if err == nil || res.Complete {
 		t.Fatalf("first run: %+v, %v; want the crash", res, err)
 	}
@@ -336,7 +327,7 @@ func TestCopyResumesInsert(t *testing.T) {
 		t.Fatalf("the crash left %d written and a checkpoint of %d: want more written than recorded, not all", written, saved.Counts.Written)
 	}
 	opts.Checkpoint, opts.Resume = transfer.NewFileCheckpoint(path), true
-	res, err = transfer.Copy(ctx, src, dst, &opts)
+	res, err = transfer.Copy(ctx, src, dst, transfer.Insert, &opts)
 	if err != nil || !res.Complete || res.Failed != 0 || res.Written != int64(len(es)) || res.Verified == 0 {
 		t.Fatalf("resumed copy: %+v, %v; want every entity written, some verified", res, err)
 	}
@@ -346,7 +337,7 @@ func TestCopyResumesInsert(t *testing.T) {
 // stoppedCopy runs an insert copy of src to dst that stops at its first
 // transaction, before sending it (the context is cancelled), and leaves a
 // checkpoint at path that has written nothing. opts are the copy's.
-func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path string, opts transfer.CopyOptions) {
+func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path string, opts transfer.Options) {
 	t.Helper()
 	cctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
@@ -365,7 +356,7 @@ func stoppedCopy(t *testing.T, src, dst *tablekit.Table[tablekit.Entity], path s
 		t.Fatal(err)
 	}
 	opts.Checkpoint = transfer.NewFileCheckpoint(path)
-	if res, err := transfer.Copy(cctx, src, dst2, &opts); !errors.Is(err, context.Canceled) || res.Complete || res.Written != 0 {
+	if res, err := transfer.Copy(cctx, src, dst2, transfer.Insert, &opts); !errors.Is(err, context.Canceled) || res.Complete || res.Written != 0 {
 		t.Fatalf("stopped copy: %+v, %v", res, err)
 	}
 	if n := len(readAll(t, dst)); n != 0 {
@@ -395,10 +386,7 @@ func TestCopyResumedInsertLookups(t *testing.T) {
 			src, dst := newTable(t, acct), newTable(t, acct)
 			es := seedMany(t, src, 1, 600)
 			path := filepath.Join(t.TempDir(), "copy.checkpoint")
-			opts := transfer.CopyOptions{
-				JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: 1, PageSize: 100}},
-				Mode:       transfer.Insert,
-			}
+			opts := transfer.Options{Concurrency: 1, PageSize: 100}
 			stoppedCopy(t, src, dst, path, opts)
 			// What the killed run wrote, and entities dst held before.
 			want := keyed(es)
@@ -412,7 +400,7 @@ func TestCopyResumedInsertLookups(t *testing.T) {
 			seed(t, dst, pre)
 
 			opts.Checkpoint, opts.Resume = transfer.NewFileCheckpoint(path), true
-			res, err := transfer.Copy(ctx, src, dst, &opts)
+			res, err := transfer.Copy(ctx, src, dst, transfer.Insert, &opts)
 			t.Logf("resumed copy: %+v, %v", res, err)
 			if res.Failed != tc.failed || res.Verified != tc.verified || res.Written != int64(len(es))-tc.failed || !res.Complete {
 				t.Errorf("resumed copy: %d failed, %d verified, %d written, complete %v; want %d failed, %d verified, %d written, complete",
@@ -449,14 +437,9 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	dst := newTable(t, facct)
 	inj.SetEnabled(true)
 	path := filepath.Join(t.TempDir(), "copy.checkpoint")
-	opts := transfer.CopyOptions{
-		JobOptions: transfer.JobOptions{
-			Checkpoint: transfer.NewFileCheckpoint(path),
-			Scan:       transfer.ScanOptions{Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}},
-		},
-		Mode: transfer.Insert, Bulk: &tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}},
-	}
-	res, err := transfer.Copy(ctx, src, dst, &opts)
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: transfer.NewFileCheckpoint(path)}, Concurrency: 2, PageSize: 100, Boundaries: []string{"p001"}}
+	noRetry := &tablekit.BulkOptions{Retry: tablekit.RetryPolicy{MaxAttempts: 1}}
+	res, err := transfer.CopyWithBulk(ctx, src, dst, transfer.Insert, &opts, noRetry)
 	t.Logf("first run: read %d, written %d, failed %d, complete %v: %v; %v", res.Read, res.Written, res.Failed, res.Complete, err, inj.Stats())
 	if inj.Stats().Faults() != 1 {
 		t.Fatalf("%d faults injected, want 1", inj.Stats().Faults())
@@ -465,7 +448,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 		t.Fatalf("first run: %+v, %v; want 100 throttled failures and an incomplete copy", res, err)
 	}
 	opts.Resume = true
-	res, err = transfer.Copy(ctx, src, dst, &opts)
+	res, err = transfer.Copy(ctx, src, dst, transfer.Insert, &opts)
 	if err != nil || !res.Complete || res.Failed != 0 || res.Read != int64(len(es)) || res.Written != int64(len(es)) {
 		t.Fatalf("resumed copy: %+v, %v; want every entity written once", res, err)
 	}
@@ -484,7 +467,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Checkpoint, opts.Resume = nil, false
-	res, err = transfer.Copy(ctx, src, other2, &opts)
+	res, err = transfer.CopyWithBulk(ctx, src, other2, transfer.Insert, &opts, noRetry)
 	if !errors.Is(err, transfer.ErrFailures) || !res.Complete || res.Read != int64(len(es)) || res.Failed != 100 || res.Written != int64(len(es))-100 {
 		t.Errorf("copy without a checkpoint: %d read, %d written, %d failed, complete %v, %v; want it to go on past the throttled page",
 			res.Read, res.Written, res.Failed, res.Complete, err)

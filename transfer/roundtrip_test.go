@@ -24,7 +24,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	sameEntities(t, keyed(es), want) // the service kept every value as written
 
 	var buf bytes.Buffer
-	res, err := transfer.Export(ctx, src, &buf, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Meter: acct.Meter()}})
+	res, err := transfer.Export(ctx, src, &buf, &transfer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +35,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Errorf("export reports %d bytes, wrote %d", res.Bytes, buf.Len())
 	}
 
-	for _, mode := range []transfer.Mode{transfer.Insert, transfer.UpsertMerge, transfer.UpsertReplace} {
+	for _, mode := range []transfer.Mode{transfer.Insert, transfer.Merge, transfer.Replace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dst := newTable(t, acct)
-			ires, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), &transfer.ImportOptions{Mode: mode})
+			ires, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), mode, &transfer.ImportOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestImportReportsFailures(t *testing.T) {
 not json
 {"tablekit":"end","entities":4}
 `
-	res, err := transfer.Import(ctx, dst, bytes.NewReader([]byte(stream)), nil)
+	res, err := transfer.Import(ctx, dst, bytes.NewReader([]byte(stream)), transfer.Insert, nil)
 	if !errors.Is(err, transfer.ErrFailures) {
 		t.Fatalf("err = %v, want ErrFailures", err)
 	}
@@ -120,7 +120,7 @@ func TestImportTruncated(t *testing.T) {
 	stream := `{"tablekit":"export","version":1}
 {"PartitionKey":"p","RowKey":"a","Properties":{}}
 {"PartitionKey":"p","RowKey":"b","Prope`
-	res, err := transfer.Import(ctx, dst, bytes.NewReader([]byte(stream)), nil)
+	res, err := transfer.Import(ctx, dst, bytes.NewReader([]byte(stream)), transfer.Insert, nil)
 	if !errors.Is(err, transfer.ErrTruncated) || res.Written != 1 || res.Complete {
 		t.Fatalf("res %+v, err %v; want 1 written and ErrTruncated", res, err)
 	}
@@ -138,7 +138,7 @@ func TestCopyTables(t *testing.T) {
 
 	t.Run("same account", func(t *testing.T) {
 		dst := newTable(t, acct)
-		res, err := transfer.Copy(ctx, src, dst, &transfer.CopyOptions{Mode: transfer.UpsertReplace})
+		res, err := transfer.Copy(ctx, src, dst, transfer.Replace, &transfer.Options{})
 		if err != nil || !res.Complete || res.Written != int64(len(es)) {
 			t.Fatalf("copy: %+v, %v", res, err)
 		}
@@ -162,9 +162,7 @@ func TestCopyTables(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := newTable(t, other)
-		res, err := transfer.Copy(ctx, src, dst, &transfer.CopyOptions{
-			JobOptions: transfer.JobOptions{Meter: acct.Meter()}, DestMeter: other.Meter(),
-		})
+		res, err := transfer.Copy(ctx, src, dst, transfer.Insert, &transfer.Options{})
 		if err != nil || !res.Complete || res.Written != int64(len(es)) {
 			t.Fatalf("copy: %+v, %v", res, err)
 		}

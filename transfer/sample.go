@@ -46,7 +46,7 @@ const (
 // sampler finds PartitionKeys in a range with probes.
 type sampler struct {
 	t           *tablekit.Table[tablekit.Entity]
-	scope       Range
+	scope       keyRange
 	concurrency int
 	budget      int
 	// unordered is true when the service does not return results in key
@@ -73,7 +73,7 @@ func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error)
 	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true}
 	for {
 		s.probes.Add(1)
-		page, err := s.t.QueryPage(ctx, Range{From: x, To: to}.Filter(), opts)
+		page, err := s.t.QueryPage(ctx, keyRange{From: x, To: to}.Filter(), opts)
 		if err != nil {
 			return "", false, err
 		}

@@ -25,7 +25,7 @@ import (
 )
 
 // exportKeys exports tbl with opts and returns how often each key appears.
-func exportKeys(t *testing.T, tbl *tablekit.Table[tablekit.Entity], opts *transfer.ExportOptions) (map[[2]string]int, transfer.ExportResult) {
+func exportKeys(t *testing.T, tbl *tablekit.Table[tablekit.Entity], opts *transfer.Options) (map[[2]string]int, transfer.ExportResult) {
 	t.Helper()
 	var buf bytes.Buffer
 	res, err := transfer.Export(ctxFor(t), tbl, &buf, opts)
@@ -78,7 +78,7 @@ func TestSplitCoversEverything(t *testing.T) {
 			}
 			seed(t, tbl, es)
 			want := keyed(es)
-			seen, res := exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: transfer.ScanOptions{Concurrency: 4, MaxProbes: 64}}})
+			seen, res := exportKeys(t, tbl, &transfer.Options{Concurrency: 4, MaxProbes: 64})
 			for k := range want {
 				if seen[k] != 1 {
 					t.Errorf("%q/%q exported %d times", k[0], k[1], seen[k])
@@ -95,10 +95,7 @@ func TestSplitCoversEverything(t *testing.T) {
 				return
 			}
 			// Boundaries from the caller, and a key range of the scope.
-			seen, res = exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{
-				Scope: transfer.Scope{From: pk(10), To: pk(20)},
-				Scan:  transfer.ScanOptions{Boundaries: []string{pk(15), pk(12), "~~~", pk(12)}},
-			}})
+			seen, res = exportKeys(t, tbl, &transfer.Options{Scope: transfer.Scope{From: pk(10), To: pk(20)}, Boundaries: []string{pk(15), pk(12), "~~~", pk(12)}})
 			if res.Probes != 0 || len(seen) != countIn(want, pk(10), pk(20)) {
 				t.Errorf("bounded export: %d keys (want %d), %d probes, %d ranges", len(seen), countIn(want, pk(10), pk(20)), res.Probes, res.Ranges)
 			}
@@ -115,8 +112,8 @@ func TestSplitWhileRunning(t *testing.T) {
 	es := seedMany(t, tbl, 40, 2000)
 	// One initial range (the sampler may probe once), small pages: the
 	// other readers must split it to have work.
-	scan := transfer.ScanOptions{Concurrency: 6, MaxProbes: 1, PageSize: 20}
-	seen, res := exportKeys(t, tbl, &transfer.ExportOptions{JobOptions: transfer.JobOptions{Scan: scan}})
+	scan := scanOpts{Concurrency: 6, MaxProbes: 1, PageSize: 20}
+	seen, res := exportKeys(t, tbl, ptr(withScan(transfer.Options{}, scan)))
 	for _, e := range es {
 		if n := seen[[2]string{e.PartitionKey, e.RowKey}]; n != 1 {
 			t.Errorf("%s/%s exported %d times", e.PartitionKey, e.RowKey, n)
@@ -126,11 +123,11 @@ func TestSplitWhileRunning(t *testing.T) {
 		t.Errorf("%d keys in %d ranges (%d probes); want %d keys in at least 3 ranges", len(seen), res.Ranges, res.Probes, len(es))
 	}
 	t.Logf("export: %d ranges, %d probes", res.Ranges, res.Probes)
-	c, err := transfer.Count(ctxFor(t), tbl, &transfer.CountOptions{JobOptions: transfer.JobOptions{Scan: scan}})
+	c, err := transfer.Count(ctxFor(t), tbl, ptr(withScan(transfer.Options{}, scan)))
 	if err != nil || c.Entities != 2000 || c.Partitions != 40 || c.DeleteTransactions != 40 {
 		t.Errorf("count %+v, %v", c, err)
 	}
-	p, err := transfer.Purge(ctxFor(t), tbl, &transfer.PurgeOptions{JobOptions: transfer.JobOptions{Scan: scan, Meter: acct.Meter()}})
+	p, err := transfer.Purge(ctxFor(t), tbl, ptr(withScanP(transfer.PurgeOptions{}, scan)))
 	if err != nil || !p.Complete || p.Deleted != 2000 || p.DeleteTransactions != 40 {
 		t.Errorf("purge %+v, %v", p, err)
 	}
@@ -186,9 +183,7 @@ func TestExportResumes(t *testing.T) {
 	es := seedMany(t, tbl, 8, 1600)
 	path := filepath.Join(t.TempDir(), "out.jsonl")
 	cp := transfer.NewFileCheckpoint(path + ".checkpoint")
-	opts := transfer.ExportOptions{JobOptions: transfer.JobOptions{
-		Checkpoint: cp, Scan: transfer.ScanOptions{PageSize: 50, Concurrency: 3, Boundaries: []string{"p002", "p005"}},
-	}}
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, PageSize: 50, Concurrency: 3, Boundaries: []string{"p002", "p005"}}
 
 	// Stop after 10 pages.
 	cctx, cancel := context.WithCancel(ctx)
@@ -304,7 +299,7 @@ func TestTableCheckpoint(t *testing.T) {
 	data := newTable(t, acct)
 	seedMany(t, data, 3, 600)
 	pcp, _ := transfer.NewTableCheckpoint(tbl, "purge-"+data.Name())
-	opts := transfer.PurgeOptions{JobOptions: transfer.JobOptions{Checkpoint: pcp, Scan: transfer.ScanOptions{PageSize: 100}}, Budget: 1}
+	opts := transfer.PurgeOptions{Options: transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: pcp}, PageSize: 100}, Budget: 1}
 	if res, err := transfer.Purge(ctx, data, &opts); err != nil || res.Complete {
 		t.Fatalf("budgeted purge %+v, %v", res, err)
 	}
@@ -402,10 +397,7 @@ func TestTableCheckpointLostAnswer(t *testing.T) {
 			seedMany(t, data, 4, 800)
 			jcp, _ := transfer.NewTableCheckpoint(jobs, "count")
 			inj.SetEnabled(true)
-			res, err := transfer.Count(ctx, data, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-				Checkpoint: jcp, CheckpointEvery: 5 * time.Millisecond,
-				Scan: transfer.ScanOptions{PageSize: 20, Concurrency: 2, Boundaries: []string{"p002"}},
-			}})
+			res, err := transfer.Count(ctx, data, &transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: jcp, CheckpointEvery: 5 * time.Millisecond}, PageSize: 20, Concurrency: 2, Boundaries: []string{"p002"}})
 			inj.SetEnabled(false)
 			t.Logf("count %+v; %v", res, inj.Stats())
 			if err != nil || !res.Complete || res.Entities != 800 {

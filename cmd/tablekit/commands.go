@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/transfer"
 )
 
@@ -65,10 +64,8 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = f
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	res, err := transfer.Export(ctx, t.table, syncWriter{bw, f}, &transfer.ExportOptions{JobOptions: transfer.JobOptions{
-		Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
-		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
-	}})
+	opts := scan.options(scope, checkpoint, &cp, disp)
+	res, err := transfer.Export(ctx, t.table, syncWriter{bw, f}, &opts)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -171,9 +168,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		intIn("concurrency", concurrency, 1, 1024)); err != nil {
 		return err
 	}
-	m, err := transfer.ParseMode(mode)
+	m, err := parseMode(mode)
 	if err != nil {
-		return usagef("--mode: %v", err)
+		return err
 	}
 	t, err := dst.open(e, "")
 	if err != nil {
@@ -193,22 +190,17 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	r := e.stdin
-	var size int64
 	if in != "-" {
 		f, err := os.Open(in)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
-		r = f
+		r = f // Import takes the file's size from it, for Progress
 	}
-	res, err := transfer.Import(ctx, t.table, r, &transfer.ImportOptions{
-		Mode: m, BatchSize: batch, MaxFailures: maxFail, TotalBytes: size, Bulk: &tablekit.BulkOptions{Concurrency: concurrency},
-		Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
-		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
+	res, err := transfer.Import(ctx, t.table, r, m, &transfer.ImportOptions{
+		JobOptions: transfer.JobOptions{Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume, OnProgress: disp.callback()},
+		BatchSize:  batch, MaxFailures: maxFail, Concurrency: concurrency,
 	})
 	for i, f := range res.Failures {
 		if i == 20 {
@@ -245,9 +237,9 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err := errors.Join(scan.check(), cp.check()); err != nil {
 		return err
 	}
-	m, err := transfer.ParseMode(mode)
+	m, err := parseMode(mode)
 	if err != nil {
-		return usagef("--mode: %v", err)
+		return err
 	}
 	scope, err := sc.scope()
 	if err != nil {
@@ -274,13 +266,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := transfer.Copy(ctx, s.table, d.table, &transfer.CopyOptions{
-		JobOptions: transfer.JobOptions{
-			Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
-			Meter: s.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
-		},
-		Mode: m, DestMeter: d.meter,
-	})
+	opts := scan.options(scope, checkpoint, &cp, disp)
+	res, err := transfer.Copy(ctx, s.table, d.table, m, &opts)
 	for i, f := range res.Failures {
 		if i == 20 {
 			fmt.Fprintf(e.stderr, "copy: ... and %d more failures\n", res.Failed-20)
@@ -342,13 +329,11 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		// Read as the purge would (one range unless --max-probes or
 		// --boundary say otherwise), so that the listing cost is the
 		// purge's.
-		so := scan.options()
+		so := scan.options(scope, nil, &checkpointFlags{}, disp)
 		if so.MaxProbes == 0 && so.Boundaries == nil {
 			so.MaxProbes = -1
 		}
-		res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-			Scope: scope, Scan: so, Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
-		}})
+		res, err := transfer.Count(ctx, t.table, &so)
 		if err != nil {
 			return finish(ctx, err, false)
 		}
@@ -361,11 +346,8 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	res, err := transfer.Purge(ctx, t.table, &transfer.PurgeOptions{
-		JobOptions: transfer.JobOptions{
-			Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
-			Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
-		},
-		Budget: budget, AnyETag: anyETag, Transactions: transactions,
+		Options: scan.options(scope, checkpoint, &cp, disp),
+		Budget:  budget, AnyETag: anyETag, Transactions: transactions,
 	})
 	for i, k := range res.ChangedKeys {
 		if i == 20 {
@@ -415,10 +397,8 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := transfer.Count(ctx, t.table, &transfer.CountOptions{JobOptions: transfer.JobOptions{
-		Scope: scope, Scan: scan.options(), Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume,
-		Meter: t.meter, OnProgress: disp.callback(), ProgressEvery: disp.interval(),
-	}})
+	opts := scan.options(scope, checkpoint, &cp, disp)
+	res, err := transfer.Count(ctx, t.table, &opts)
 	if err != nil || !res.Complete {
 		return finish(ctx, err, res.Complete)
 	}

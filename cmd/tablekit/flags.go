@@ -36,11 +36,10 @@ func (f *tableFlags) register(fs *flag.FlagSet, prefix, what string) {
 	fs.StringVar(&f.table, prefix+"table", "", "name of the "+what+"table")
 }
 
-// opened is a table and the Meter of its account.
+// opened is a table and its account.
 type opened struct {
 	table *tablekit.Table[tablekit.Entity]
 	acct  *tablekit.Account // nil for a SAS URL
-	meter *tablekit.Meter
 }
 
 // open opens the table the flags name; fallback is the connection string
@@ -50,15 +49,14 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 		if f.connection != "" {
 			return nil, usagef("--%ssas-url and --%sconnection-string exclude each other", f.prefix, f.prefix)
 		}
-		meter := new(tablekit.Meter)
-		t, err := sas.OpenTable[tablekit.Entity](f.sasURL, &tablekit.Options{Meter: meter}, nil)
+		t, err := sas.OpenTable[tablekit.Entity](f.sasURL, nil, nil)
 		if err != nil {
 			return nil, err
 		}
 		if f.table != "" && f.table != t.Name() {
 			return nil, usagef("--%stable %q differs from the table of the SAS URL (%q)", f.prefix, f.table, t.Name())
 		}
-		return &opened{table: t, meter: meter}, nil
+		return &opened{table: t}, nil
 	}
 	if f.table == "" {
 		return nil, usagef("--%stable is required (or --%ssas-url)", f.prefix, f.prefix)
@@ -73,7 +71,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 	if cs == "" {
 		return nil, usagef("no account: set AZURE_STORAGE_CONNECTION_STRING, or give --%sconnection-string or --%ssas-url", f.prefix, f.prefix)
 	}
-	acct, err := tablekit.Open(cs, nil)
+	acct, err := e.openAccount(cs)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +79,7 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &opened{table: t, acct: acct, meter: acct.Meter()}, nil
+	return &opened{table: t, acct: acct}, nil
 }
 
 // scopeFlags select entities.
@@ -180,8 +178,23 @@ func (f *scanFlags) check() error {
 	)
 }
 
-func (f *scanFlags) options() transfer.ScanOptions {
-	return transfer.ScanOptions{Concurrency: f.concurrency, PageSize: f.pageSize, MaxProbes: f.maxProbes, Boundaries: f.boundaries}
+// options returns the transfer options of the scan and checkpoint flags
+// for scope, reporting progress to disp.
+func (f *scanFlags) options(scope transfer.Scope, checkpoint transfer.Checkpoint, cp *checkpointFlags, disp *display) transfer.Options {
+	return transfer.Options{
+		JobOptions: transfer.JobOptions{Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume, OnProgress: disp.callback()},
+		Scope:      scope, Concurrency: f.concurrency, PageSize: f.pageSize, MaxProbes: f.maxProbes, Boundaries: f.boundaries,
+	}
+}
+
+// parseMode parses --mode: insert, merge or replace.
+func parseMode(s string) (transfer.Mode, error) {
+	for _, m := range []transfer.Mode{transfer.Insert, transfer.Merge, transfer.Replace} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, usagef("--mode %q: want insert, merge or replace", s)
 }
 
 // checkpointFlags say where the state is kept.

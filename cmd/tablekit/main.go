@@ -46,6 +46,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tablekit/tablekit"
 )
 
 // Exit codes.
@@ -91,6 +93,18 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	stderrTerminal bool
+	// open opens the account of a connection string with opts (nil means
+	// tablekit.Open). Only the tests set it: their re-executed test binary
+	// runs the command with a fault injector in every account.
+	open func(connectionString string, opts *tablekit.Options) (*tablekit.Account, error)
+}
+
+// openAccount opens the account of a connection string.
+func (e *env) openAccount(connectionString string) (*tablekit.Account, error) {
+	if e.open != nil {
+		return e.open(connectionString, nil)
+	}
+	return tablekit.Open(connectionString, nil)
 }
 
 func main() {

@@ -18,7 +18,8 @@ import (
 	"github.com/tablekit/tablekit/sas"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain is in chaos_test.go: it also runs the command as a process of
+// the CLI kill test.
 
 // readSASURL returns a read-only SAS URL of the test account's table.
 func readSASURL(t *testing.T, table string) string {

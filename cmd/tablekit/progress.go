@@ -67,14 +67,6 @@ func newDisplay(e *env, f *progressFlags, op string) (*display, error) {
 	return d, nil
 }
 
-// every returns the interval at which the library should report.
-func (d *display) interval() time.Duration {
-	if d == nil || d.bar == nil {
-		return time.Second
-	}
-	return 250 * time.Millisecond
-}
-
 // callback returns the OnProgress function, or nil without a display.
 func (d *display) callback() func(transfer.Progress) {
 	if d == nil {

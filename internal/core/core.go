@@ -76,6 +76,12 @@ func TableRetry[T any](t *tablekit.Table[T]) tablekit.RetryPolicy {
 	return WithDefaults(p, ConflictRetry)
 }
 
+// Meter returns the Meter of t's Account, which counts t's requests.
+func Meter[T any](t *tablekit.Table[T]) *tablekit.Meter {
+	m, _ := hook.TableInfo(t).Meter.(*tablekit.Meter)
+	return m
+}
+
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
 // results are not in key order.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }

@@ -54,6 +54,7 @@ var (
 type Table struct {
 	Tracer    tracing.Tracer // its spans' tracer (disabled when none)
 	Governor  any            // its Account's *tablekit.Governor
+	Meter     any            // its Account's *tablekit.Meter
 	Cosmos    bool           // on Azure Cosmos DB for Table
 	Encrypted []string       // the properties it encrypts, sorted
 	Retry     any            // its conflict retry, a tablekit.RetryPolicy (TableOptions.Retry, defaults applied)

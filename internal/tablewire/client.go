@@ -223,8 +223,15 @@ func (c *Client) QueryEntities(ctx context.Context, table string, q *Query, call
 	if q.Top > 0 {
 		param("$top", strconv.Itoa(q.Top))
 	}
-	param("NextPartitionKey", q.NextPartitionKey)
-	param("NextRowKey", q.NextRowKey)
+	if q.NextPartitionKey != "" || q.NextRowKey != "" {
+		// A continuation is sent whole: NextPartitionKey is empty when the
+		// query stopped inside the partition whose key is "" (Azurite
+		// answers so), and a NextRowKey sent alone restarts nothing.
+		b.WriteByte(sep)
+		sep = '&'
+		b.WriteString("NextPartitionKey=" + url.QueryEscape(q.NextPartitionKey))
+		param("NextRowKey", q.NextRowKey)
+	}
 	req, err := c.newRequest(ctx, http.MethodGet, b.String())
 	if err != nil {
 		return Page{}, err
