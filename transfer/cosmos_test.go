@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -66,7 +67,11 @@ var cosmosScans = []struct {
 func TestCosmosExportCountCopy(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	src := newTable(t, acct)
-	es := seedMany(t, src, 40, 2000)
+	// 2,000 entities in 40 partitions at full size (TABLEKIT_CHAOS_FULL=1;
+	// the size hole 1 was found at), 800 in 20 in CI: the front in Cosmos
+	// mode runs each query to its end for every page it answers.
+	n, parts := chaos.Size(800, 2000), chaos.Size(20, 40)
+	es := seedMany(t, src, parts, n)
 	for _, seed := range []uint64{1, 2} {
 		// Seed 2 pages as Azure may too: short pages, empty pages.
 		paging := seed == 2
@@ -96,14 +101,14 @@ func TestCosmosExportCountCopy(t *testing.T) {
 				}
 
 				cnt, err := transfer.Count(ctxFor(t), csrc, ptr(withScan(transfer.Options{}, c.scan)))
-				if err != nil || !cnt.Complete || cnt.Entities != 2000 || cnt.Partitions != 40 || cnt.DeleteTransactions != 40 {
-					t.Errorf("count %+v, %v; want 2000 entities, 40 partitions, 40 delete transactions", cnt, err)
+				if err != nil || !cnt.Complete || cnt.Entities != int64(n) || cnt.Partitions != int64(parts) || cnt.DeleteTransactions != int64(parts) {
+					t.Errorf("count %+v, %v; want %d entities, %d partitions, %d delete transactions", cnt, err, n, parts, parts)
 				}
 
 				dst := newTable(t, acct)
 				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, dst)
 				cres, err := transfer.Copy(ctxFor(t), csrc, dtbls[0], transfer.Insert, ptr(withScan(transfer.Options{}, c.scan)))
-				if err != nil || !cres.Complete || cres.Written != 2000 || cres.Failed != 0 {
+				if err != nil || !cres.Complete || cres.Written != int64(n) || cres.Failed != 0 {
 					t.Errorf("copy: %d read, %d written, %d failed, complete %v; %v", cres.Read, cres.Written, cres.Failed, cres.Complete, err)
 				}
 				sameEntities(t, keyed(es), readAll(t, dst))
