@@ -9,7 +9,15 @@ import (
 
 // PurgeWithClock is Purge with clock measuring the Budget (tests).
 func PurgeWithClock(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time) (PurgeResult, error) {
-	return purge(ctx, t, opts, clock)
+	return purge(ctx, t, opts, clock, nil)
+}
+
+// PurgeObserved is Purge calling accepted with each page the purge takes
+// to delete, as it takes it (after a split range cut it at its new end):
+// what the purge listed, where a tap of the service's answers also sees
+// pages cut short and answers lost on the way (tests).
+func PurgeObserved(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, accepted func([]tablekit.Entity)) (PurgeResult, error) {
+	return purge(ctx, t, opts, nil, accepted)
 }
 
 // CopyWithBulk is Copy writing with a BulkWriter of bulk's options (tests).

@@ -114,11 +114,14 @@ type PurgeResult struct {
 // Complete false. Call it again with Resume and the same Checkpoint and
 // Scope to go on: re-listing is safe, as deleted entities are gone.
 func Purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions) (PurgeResult, error) {
-	return purge(ctx, t, opts, nil)
+	return purge(ctx, t, opts, nil, nil)
 }
 
-// purge is Purge, with clock measuring the Budget (nil: time.Now).
-func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time) (PurgeResult, error) {
+// purge is Purge, with clock measuring the Budget (nil: time.Now) and,
+// for tests, accepted called with every page the purge takes to delete
+// (after a split range cut it at its new end), so that a test knows what
+// the purge listed, not only what the service answered (nil: none).
+func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeOptions, clock func() time.Time, accepted func([]tablekit.Entity)) (PurgeResult, error) {
 	const op = "transfer.Purge"
 	if opts == nil {
 		opts = &PurgeOptions{}
@@ -141,7 +144,7 @@ func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 		return PurgeResult{}, err
 	}
 	gov := core.Governor(t)
-	p := &purger{j: j, o: o, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
+	p := &purger{j: j, o: o, accepted: accepted, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
 	p.cond = sync.NewCond(&p.qmu)
 	// One transaction per Write call (the purger cuts them), each refused
 	// delete taken out and the rest sent again until all are settled. The
@@ -192,11 +195,13 @@ func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 }
 
 type purger struct {
-	j       *job
-	o       PurgeOptions
-	w       *tablekit.BulkWriter[tablekit.Entity]
-	deletes atomic.Int64
-	reads   atomic.Int64 // keys-only reads that settled unknown outcomes
+	j *job
+	o PurgeOptions
+	w *tablekit.BulkWriter[tablekit.Entity]
+	// accepted, when not nil, is called with each page page takes (tests).
+	accepted func([]tablekit.Entity)
+	deletes  atomic.Int64
+	reads    atomic.Int64 // keys-only reads that settled unknown outcomes
 
 	mu          sync.Mutex
 	ranges      map[*rangeState]*rangePurge
@@ -284,6 +289,9 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	p.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if p.accepted != nil {
+		p.accepted(page.Items)
 	}
 	items := append(rp.carry, page.Items...)
 	old := len(rp.carry)
