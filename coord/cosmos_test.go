@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/transfer"
 )
 
 // TestCosmos runs coord's primitives behind package azurite's front in
@@ -61,19 +62,13 @@ func TestCosmos(t *testing.T) {
 	if _, err := tbl.BulkWriter(nil).Upsert(ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
-	var res coord.SweepResult
-	for calls := 0; ; calls++ {
-		res, err = coord.Sweep(ctx, tbl.AsEntities(), tablekit.Filter{}, &coord.SweepOptions{Limit: 60, Continuation: res.Continuation})
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += res.Deleted
-		if res.Continuation == "" || calls > 20 {
-			break
-		}
+	// Pages of 60 rows, in no key order: each mixes partitions.
+	res, err := coord.Sweep(ctx, tbl.AsEntities(), time.Now(), &transfer.PurgeOptions{Options: transfer.Options{PageSize: 60}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if total != 250 {
+	total := res.Deleted
+	if total != 250 || !res.Complete {
 		t.Errorf("swept %d expired rows, want 250", total)
 	}
 	if n, err := tbl.Count(ctx, tablekit.RowKeyRange("p0", "", "~")); err != nil || n != 0 {

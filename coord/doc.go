@@ -55,8 +55,9 @@
 //	                        partition is fenced from this Writer or after another
 //	                        term wrote there; +1 read after a lost answer;
 //	                        a replay of a key: 1 (refused) transaction
-//	Sweep                   1 query per 1,000 rows + 1 transaction per 100
-//	                        expired rows of a partition
+//	Sweep                   transfer.Purge's: 1 keys-only query per 1,000
+//	                        expired rows + 1 transaction per 100 expired rows
+//	                        of a partition
 //	Writer.Fence            1 write (+1 read when not cached)
 //
 // Lease.Lead renews every 75-100% of its RetryPeriod (jitter) plus a

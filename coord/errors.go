@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/tablekit/tablekit"
@@ -35,8 +34,10 @@ func invalid(op, property, detail string) error {
 
 // fail names op in err: a tablekit error that names no operation yet gets
 // "coord.<op>" (internal/opname), any other error but a context error is
-// wrapped as "coord: <op>: <err>". Context errors are returned as they
-// are, as everywhere in tablekit.
+// wrapped as "coord: <op>: <err>", without repeating "coord: " when err's
+// message starts with it (ErrHeld reads "coord: Lease.Acquire: lease held
+// by another holder"). Context errors are returned as they are, as
+// everywhere in tablekit.
 func fail(op string, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -49,5 +50,17 @@ func fail(op string, err error) error {
 	case errors.As(err, &de) && (de.Op == "" || strings.HasPrefix(de.Op, "coord.")):
 		return opname.Set("coord."+op, err)
 	}
-	return fmt.Errorf("coord: %s: %w", op, err)
+	return &opError{op: op, err: err}
 }
+
+// opError is an error of coord's operation op: "coord: <op>: <err>".
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "coord: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "coord: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }

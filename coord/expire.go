@@ -2,18 +2,19 @@ package coord
 
 import (
 	"context"
-	"errors"
-	"strconv"
-	"strings"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/transfer"
 )
 
 // ExpiresProperty names the property (Edm.DateTime) that holds a row's
 // expiry: give a struct a field `table:"Expires"` of type time.Time. Live
-// leaves expired rows out of reads and Sweep deletes them. coord's
+// leaves expired rows out of reads and Sweep deletes them. Expires is wall-clock
+// time, read against the clock of the process that reads or sweeps: allow
+// for the skew between the writers' clocks and the sweeper's. coord's
 // idempotency records carry it too (WriterOptions.KeyTTL).
 const ExpiresProperty = "Expires"
 
@@ -26,139 +27,96 @@ func Live(f tablekit.Filter, now time.Time) tablekit.Filter {
 	return tablekit.And(f, tablekit.Where(ExpiresProperty+" gt ?", now.UTC()))
 }
 
-// SweepOptions configure Sweep. The zero value (or nil) means the
-// defaults.
-type SweepOptions struct {
-	// Limit is the most rows one call deletes. Default 1,000.
-	Limit int
-	// Continuation resumes a sweep where an earlier call's
-	// SweepResult.Continuation left off, with the same filter. A sweep
-	// deletes the rows expired when its first call began; rows expiring
-	// later are the next sweep's.
-	Continuation string
-	// Clock tells the time rows expire against; nil means time.Now.
-	Clock func() time.Time
-}
-
-// SweepResult is what a Sweep call did.
-type SweepResult struct {
-	// Deleted counts the expired rows deleted (or found deleted already).
-	Deleted int
-	// Continuation resumes the sweep (SweepOptions.Continuation); "" when
-	// it reached the end of the filter's rows.
-	Continuation string
-}
-
-// Sweep deletes up to Limit rows of t that match f and whose Expires is
-// not after now, and returns how far it got so that the next call
-// resumes there: a bounded, resumable sweeper, safe to run in several
-// processes at once. Each row is deleted conditional on the version read,
-// so a row renewed (its Expires moved) since is kept; rows of a partition
-// go in transactions of up to 100. A zero f sweeps the whole table (a
-// table scan, allowed here). Costs: 1 query per 1,000 rows read + 1
-// transaction per partition and 100 rows (+1 delete per row when a
-// transaction is refused).
+// Sweep deletes the rows of t that expired at now (their Expires at or
+// before it): it is transfer.Purge with opts.Scope (nil opts: the whole
+// table, a table scan) restricted to expired rows, so it has Purge's
+// guarantees and costs: bounded by opts.Budget, resumable through
+// opts.Checkpoint and Resume, safe to run in several processes at once, each
+// row deleted only at the version listed (a row renewed since, its Expires
+// moved, is kept and counted in Changed), lost answers settled by reading
+// back. Costs: 1 keys-only query per 1,000 expired rows + 1 transaction
+// per 100 expired rows of a partition.
+//
+// Pass time.Now() as now. A resumed sweep (Resume, with something saved in
+// Checkpoint) keeps the now of its first run, kept with the checkpoint, so
+// that it goes on over the scope the checkpoint was made for; rows
+// expiring later are the next sweep's.
 //
 // Azure Cosmos DB for Table also expires rows itself, with a time to live
 // set on the whole table outside the data plane (Azure portal, ARM,
 // az cosmosdb): no per-row expiry there; Live and Sweep work on it as
 // they do on Table storage.
-func Sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], f tablekit.Filter, opts *SweepOptions) (SweepResult, error) {
-	res, err := sweep(ctx, t, f, opts)
+func Sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], now time.Time, opts *transfer.PurgeOptions) (transfer.PurgeResult, error) {
+	res, err := sweep(ctx, t, now, opts)
 	return res, fail("Sweep", err)
 }
 
-func sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], f tablekit.Filter, opts *SweepOptions) (SweepResult, error) {
-	var o SweepOptions
+func sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], now time.Time, opts *transfer.PurgeOptions) (transfer.PurgeResult, error) {
+	var o transfer.PurgeOptions
 	if opts != nil {
 		o = *opts
 	}
-	if t == nil {
-		return SweepResult{}, invalid("Sweep", "table", "nil table (use tablekit.OpenTable)")
+	switch {
+	case t == nil:
+		return transfer.PurgeResult{}, invalid("Sweep", "table", "nil table (use tablekit.OpenTable)")
+	case now.IsZero():
+		return transfer.PurgeResult{}, invalid("Sweep", "now", "zero time (pass time.Now())")
 	}
-	if o.Limit < 0 {
-		return SweepResult{}, invalid("Sweep", "Limit", "negative")
-	}
-	if o.Limit == 0 {
-		o.Limit = 1000
-	}
-	// A sweep deletes the rows expired when its first call began: the
-	// continuation carries that time with the query's token (a query's
-	// token is valid only with the same filter).
-	now, token := core.Now(o.Clock), ""
-	if o.Continuation != "" {
-		at, rest, ok := strings.Cut(o.Continuation, " ")
-		ns, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil || rest == "" {
-			return SweepResult{}, invalid("Sweep", "Continuation", "not a continuation of Sweep")
+	if o.Checkpoint != nil {
+		cp := &sweepCheckpoint{cp: o.Checkpoint, now: now.UTC()}
+		if o.Resume {
+			saved, err := cp.load(ctx)
+			if err != nil {
+				return transfer.PurgeResult{}, err
+			}
+			if saved != nil {
+				cp.now = saved.Now
+			}
 		}
-		now, token = time.Unix(0, ns), rest
+		now, o.Checkpoint = cp.now, cp
 	}
-	expired := tablekit.Where(ExpiresProperty+" le ?", now.UTC())
-	if !f.IsZero() {
-		expired = tablekit.And(f, expired)
-	}
-	res := SweepResult{Continuation: o.Continuation}
-	for {
-		page, err := t.QueryPage(ctx, expired, &tablekit.QueryOptions{PageSize: min(1000, o.Limit-res.Deleted),
-			Select: []string{ExpiresProperty}, Continuation: token, AllowTableScan: true})
-		if err != nil {
-			return res, err
-		}
-		n, err := deleteRows(ctx, t, page.Items)
-		res.Deleted += n
-		if err != nil {
-			return res, err
-		}
-		token, res.Continuation = page.Continuation, ""
-		if token != "" {
-			res.Continuation = strconv.FormatInt(now.UnixNano(), 10) + " " + token
-		}
-		if token == "" || res.Deleted >= o.Limit {
-			return res, nil
-		}
-	}
+	o.Scope.Filter = tablekit.And(o.Scope.Filter, tablekit.Where(ExpiresProperty+" le ?", now.UTC()))
+	return transfer.Purge(ctx, t, &o)
 }
 
-// deleteRows deletes rows (in query order, so grouped by partition on
-// Table storage), each at the version read.
-func deleteRows(ctx context.Context, t *tablekit.Table[tablekit.Entity], rows []tablekit.Entity) (int, error) {
-	byPK := map[string][]tablekit.Action[tablekit.Entity]{}
-	var order []string
-	for _, e := range rows {
-		if _, ok := byPK[e.PartitionKey]; !ok {
-			order = append(order, e.PartitionKey)
-		}
-		byPK[e.PartitionKey] = append(byPK[e.PartitionKey], tablekit.DeleteAction(e, e.ETag))
+// sweepState is what a sweep keeps in its checkpoint: the now of its first
+// run, and the purge's own state.
+type sweepState struct {
+	Now   time.Time       `json:"now"`
+	Purge json.RawMessage `json:"purge"`
+}
+
+// sweepCheckpoint keeps a sweep's now with the purge's state in the
+// caller's Checkpoint.
+type sweepCheckpoint struct {
+	cp  transfer.Checkpoint
+	now time.Time
+}
+
+func (c *sweepCheckpoint) load(ctx context.Context) (*sweepState, error) {
+	data, err := c.cp.Load(ctx)
+	if err != nil || data == nil {
+		return nil, err
 	}
-	n := 0
-	for _, pk := range order {
-		acts := byPK[pk]
-		for len(acts) > 0 {
-			batch := acts[:min(100, len(acts))]
-			acts = acts[len(batch):]
-			if _, err := t.Transaction(ctx, batch...); err == nil {
-				n += len(batch)
-				continue
-			} else if ctx.Err() != nil {
-				return n, ctx.Err()
-			}
-			// Refused (a row renewed or deleted meanwhile) or unknown:
-			// one by one, keeping renewed rows.
-			for _, a := range batch {
-				e := core.ActionValue(a)
-				err := t.Delete(ctx, e.PartitionKey, e.RowKey, e.ETag)
-				switch {
-				case err == nil, errors.Is(err, tablekit.ErrNotFound):
-					n++ // deleted, by this call or another
-				case errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrOutcomeUnknown):
-					// renewed since it was read (kept), or perhaps deleted:
-					// a later sweep finds it if not
-				default:
-					return n, err
-				}
-			}
-		}
+	var s sweepState
+	if err := json.Unmarshal(data, &s); err != nil || s.Now.IsZero() || len(s.Purge) == 0 {
+		return nil, fmt.Errorf("%w: not the checkpoint of a coord.Sweep", transfer.ErrCorruptCheckpoint)
 	}
-	return n, nil
+	return &s, nil
+}
+
+func (c *sweepCheckpoint) Load(ctx context.Context) ([]byte, error) {
+	s, err := c.load(ctx)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return s.Purge, nil
+}
+
+func (c *sweepCheckpoint) Save(ctx context.Context, state []byte) error {
+	data, err := json.Marshal(sweepState{Now: c.now, Purge: state})
+	if err != nil {
+		return err
+	}
+	return c.cp.Save(ctx, data)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/transfer"
 )
 
 type Session struct {
@@ -41,36 +43,74 @@ func TestLiveAndSweep(t *testing.T) {
 		t.Errorf("Live read %d rows of u0, want the 4 unexpired", len(live))
 	}
 	ents := tbl.AsEntities()
-	var res coord.SweepResult
-	total, calls := 0, 0
-	before := acct.Meter().Snapshot()
-	for {
-		res, err = coord.Sweep(ctx, ents, tablekit.Filter{}, &coord.SweepOptions{Limit: 100, Continuation: res.Continuation})
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls++
-		if res.Deleted > 100 {
-			t.Errorf("a Sweep call with Limit 100 deleted %d", res.Deleted)
-		}
-		total += res.Deleted
-		if res.Continuation == "" {
-			break
-		}
-		if calls > 10 {
-			t.Fatal("sweep does not end")
-		}
+	res, err := coord.Sweep(ctx, ents, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("swept %d rows in %d calls: %v", total, calls, acct.Meter().Snapshot().Sub(before))
-	if total != 250 || calls < 3 {
-		t.Errorf("swept %d rows in %d calls, want 250 in >= 3", total, calls)
+	t.Logf("swept: %+v", res)
+	// 84, 83 and 83 expired rows in 3 partitions: one delete transaction each.
+	if res.Deleted != 250 || res.Listed != 250 || !res.Complete || res.DeleteTransactions != 3 {
+		t.Errorf("Sweep: %d listed, %d deleted in %d transactions, complete %v; want 250, 250, 3, true",
+			res.Listed, res.Deleted, res.DeleteTransactions, res.Complete)
 	}
 	n, err := tbl.Count(ctx, tablekit.Filter{})
 	if err != nil || n != 10 {
 		t.Errorf("%d rows left (%v), want the 10 unexpired", n, err)
 	}
-	if _, err := coord.Sweep(ctx, nil, tablekit.Filter{}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := coord.Sweep(ctx, nil, time.Now(), nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("Sweep(nil): %v", err)
+	}
+	if _, err := coord.Sweep(ctx, ents, time.Time{}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("Sweep at the zero time: %v", err)
+	}
+}
+
+// TestSweepResumeKeepsItsNow: a sweep stopped by its Budget and resumed
+// goes on over the rows expired at its first run's now, kept with its
+// checkpoint, not at the now of the resuming call; a checkpoint that is not
+// a sweep's is refused.
+func TestSweepResumeKeepsItsNow(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[Session](t, acct, nil)
+	first := time.Now().UTC()
+	var rows []Session
+	for i := range 300 {
+		rows = append(rows, Session{User: "u", ID: fmt.Sprintf("old%03d", i), Expires: first.Add(-time.Minute)})
+	}
+	if _, err := tbl.BulkWriter(nil).Upsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "sweep.json"))
+	opts := &transfer.PurgeOptions{Options: transfer.Options{PageSize: 100, JobOptions: transfer.JobOptions{Checkpoint: cp}}, Budget: time.Nanosecond}
+	res, err := coord.Sweep(ctx, tbl.AsEntities(), first, opts)
+	if err != nil || res.Complete {
+		t.Fatalf("a sweep with a 1 ns budget: %+v, %v; want it stopped", res, err)
+	}
+	// Rows that expire after the first run's now, before the resuming call's.
+	for i := range 20 {
+		if _, err := tbl.Insert(ctx, Session{User: "u", ID: fmt.Sprintf("mid%03d", i), Expires: first.Add(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := first.Add(time.Minute)
+	opts.Budget, opts.Resume = 0, true
+	res, err = coord.Sweep(ctx, tbl.AsEntities(), later, opts)
+	if err != nil || !res.Complete || res.Deleted != 300 {
+		t.Fatalf("the resumed sweep: %+v, %v; want complete with the 300 rows expired at its first now", res, err)
+	}
+	if n, err := tbl.Count(ctx, tablekit.Filter{}); err != nil || n != 20 {
+		t.Fatalf("%d rows left after the resumed sweep (%v), want the 20 expiring after its first now", n, err)
+	}
+	res, err = coord.Sweep(ctx, tbl.AsEntities(), later, nil)
+	if err != nil || res.Deleted != 20 {
+		t.Errorf("a new sweep at the later now: %+v, %v; want the 20 deleted", res, err)
+	}
+	if err := cp.Save(ctx, []byte(`{"op":"purge"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.Sweep(ctx, tbl.AsEntities(), later, opts); !errors.Is(err, transfer.ErrCorruptCheckpoint) {
+		t.Errorf("resuming from a checkpoint that is not a sweep's: %v, want ErrCorruptCheckpoint", err)
 	}
 }
 
@@ -88,7 +128,8 @@ func TestSweepKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	res, err := coord.Sweep(ctx, tbl.AsEntities(), tablekit.RowKeyPrefix("u", coord.ReservedPrefix), nil)
+	res, err := coord.Sweep(ctx, tbl.AsEntities(), time.Now(), &transfer.PurgeOptions{Options: transfer.Options{
+		Scope: transfer.Scope{Filter: tablekit.RowKeyPrefix("u", coord.ReservedPrefix)}}})
 	if err != nil || res.Deleted != 1 {
 		t.Fatalf("sweeping records: %+v, %v; want 1 deleted", res, err)
 	}

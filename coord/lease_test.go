@@ -62,6 +62,8 @@ func TestLeaseLifecycle(t *testing.T) {
 	}
 	if _, err := b.Acquire(ctx); !errors.Is(err, coord.ErrHeld) {
 		t.Fatalf("b.Acquire while a holds: %v, want ErrHeld", err)
+	} else if got, want := err.Error(), "coord: Lease.Acquire: lease held by another holder"; got != want {
+		t.Errorf("b.Acquire while a holds says %q, want %q (the package named once)", got, want)
 	}
 	before = m.Snapshot()
 	if err := a.Renew(ctx); err != nil {
@@ -293,7 +295,7 @@ func TestZeroTables(t *testing.T) {
 	if !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("Lease on a zero Table: %v", err)
 	}
-	if _, err := coord.Sweep(ctx, &tablekit.Table[tablekit.Entity]{}, tablekit.Filter{}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := coord.Sweep(ctx, &tablekit.Table[tablekit.Entity]{}, time.Now(), nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("Sweep of a zero Table: %v", err)
 	}
 }

@@ -131,9 +131,9 @@ func NewWriter[T any](t *tablekit.Table[T], opts *WriterOptions) (*Writer[T], er
 // ErrFenced when a higher term than g.Term has written to the partition,
 // with the caller's *tablekit.TransactionError (its Index counts the
 // caller's actions) when an action is refused, and returns
-// Result{Replayed: true} when g.Key was applied before. A key reused for
-// different actions (other verbs or keys) is refused with an error
-// matching tablekit.ErrInvalidInput.
+// Result{Replayed: true} when g.Key was applied before. The key names the
+// intent, not the actions: a repeat with other actions (a retry that
+// recomputed them) is replayed too, and its actions are not sent.
 func (w *Writer[T]) Transaction(ctx context.Context, g Write, actions ...tablekit.Action[T]) (Result, error) {
 	if w == nil || w.t == nil {
 		return Result{}, invalid("Writer.Transaction", "", "zero Writer (use coord.NewWriter)")
@@ -171,6 +171,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	stamp := rand.Text()
 	var lastErr error
+	lost := false // an earlier try's answer was lost: it may yet have been applied
 	for range core.Attempts(ctx, w.o.Retry) {
 		var acts []tablekit.Action[tablekit.Entity]
 		if g.Key != "" {
@@ -201,6 +202,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			}
 			return Result{ETags: etags[guards:]}, nil
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
+			lost = true
 			applied, replayed, serr := w.settle(ctx, pk, g, stamp, f)
 			if serr != nil {
 				return Result{}, serr
@@ -212,8 +214,15 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			continue // nothing was applied: write again
 		case errors.As(err, &te) && g.Key != "" && te.Index == 0 && errors.Is(err, tablekit.ErrAlreadyExists):
 			// The key's record exists: the transaction was applied by an
-			// earlier call (a lost answer of this call's own tries is
-			// ErrOutcomeUnknown, above), and the refused one changed nothing.
+			// earlier call, or by a try of this one whose answer was lost
+			// and which the service applied after the read that settled
+			// it (a request still in flight): its record has this call's
+			// stamp. The refused transaction changed nothing.
+			if lost {
+				if applied, replayed, serr := w.settle(ctx, pk, g, stamp, f); serr == nil && applied {
+					return Result{Replayed: replayed}, nil
+				}
+			}
 			return Result{Replayed: true}, nil
 		case errors.As(err, &te) && te.Index == fenceAt && fenceAt >= 0:
 			w.forgetFence(pk) // another write changed the fence row: read it again

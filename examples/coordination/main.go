@@ -21,6 +21,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/transfer"
 )
 
 // Order is what the leader writes, in the "orders" partition it fences.
@@ -127,10 +128,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "worker-a's stale write: refused by fencing=%v\n", errors.Is(err, coord.ErrFenced))
 
 	// Idempotency records expire (WriterOptions.KeyTTL, 24 h by default);
-	// Sweep deletes expired rows in bounded, resumable steps.
-	later := func() time.Time { return time.Now().Add(25 * time.Hour) }
-	res, err := coord.Sweep(ctx, orders.AsEntities(), tablekit.RowKeyPrefix("orders", coord.ReservedPrefix),
-		&coord.SweepOptions{Limit: 100, Clock: later})
+	// Sweep deletes expired rows: transfer.Purge over them (Budget, Checkpoint).
+	aDayLater := time.Now().Add(25 * time.Hour)
+	res, err := coord.Sweep(ctx, orders.AsEntities(), aDayLater, &transfer.PurgeOptions{Options: transfer.Options{
+		Scope: transfer.Scope{Filter: tablekit.RowKeyPrefix("orders", coord.ReservedPrefix)}}})
 	if err != nil {
 		return err
 	}
