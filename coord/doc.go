@@ -34,12 +34,18 @@
 // A [Writer] transaction may carry an idempotency key ([Write.Key]): the
 // key is recorded in the same partition, in the same transaction; a repeat
 // with the same key in that partition returns Result{Replayed: true}
-// without writing. After a lost answer the Writer
+// without writing. One keyed write of a Table verb is a transaction of one
+// action, still 1 storage transaction:
+//
+//	r, err := w.Transaction(ctx, coord.Write{Key: msgID}, tablekit.MergeAction(v, etag))
+//
+// After a lost answer the Writer
 // reads the record to settle the outcome and writes again only when
 // nothing was applied, so a keyed write is applied exactly once and does
-// not end in tablekit.ErrOutcomeUnknown (unless the reads that settle it
-// fail for all of WriterOptions.Retry's attempts) (nor does "a retried insert may take
-// effect twice around a concurrent delete" apply to it). Records expire
+// not end in tablekit.ErrOutcomeUnknown, unless the reads that settle it
+// fail for all of WriterOptions.Retry's attempts. The limitation of
+// unkeyed writes, "a retried insert may take effect twice around a
+// concurrent delete", does not apply to it. Records expire
 // after WriterOptions.KeyTTL (their Expires property).
 //
 // coord's rows in a user's partition (fence row, idempotency records)
