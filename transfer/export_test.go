@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -23,4 +24,10 @@ func PurgeObserved(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts
 // CopyWithBulk is Copy writing with a BulkWriter of bulk's options (tests).
 func CopyWithBulk(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options, bulk *tablekit.BulkOptions) (CopyResult, error) {
 	return copyTable(ctx, src, dst, mode, opts, bulk)
+}
+
+// ImportWithBulk is Import writing with a BulkWriter of bulk's options
+// (tests).
+func ImportWithBulk(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, mode Mode, opts *ImportOptions, bulk *tablekit.BulkOptions) (ImportResult, error) {
+	return importStream(ctx, t, r, mode, opts, bulk)
 }

@@ -127,7 +127,10 @@ type ImportResult struct {
 	// all storage transactions of this run seen by the Meter of the
 	// table's Account (see [Progress].Transactions).
 	Requests, Transactions int64
-	// Complete is true when the stream was read to its trailer.
+	// Complete is true when the stream was read to its trailer and, with
+	// a Checkpoint, no line failed for a passing reason (throttled beyond
+	// the retries, an unknown outcome, skipped): a call with Resume sends
+	// those again.
 	Complete bool
 	// Elapsed is the time this run took.
 	Elapsed time.Duration
@@ -157,6 +160,12 @@ type importItem struct {
 // run being resumed may have written ("Resuming an import" in the package
 // documentation).
 func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, mode Mode, opts *ImportOptions) (ImportResult, error) {
+	return importStream(ctx, t, r, mode, opts, nil)
+}
+
+// importStream is Import, writing with a BulkWriter of bulk's options
+// (Concurrency taken from opts) when bulk is not nil (tests).
+func importStream(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader, mode Mode, opts *ImportOptions, bulk *tablekit.BulkOptions) (ImportResult, error) {
 	const op = "transfer.Import"
 	if opts == nil {
 		opts = &ImportOptions{}
@@ -188,8 +197,13 @@ func Import(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.Reader
 	if err != nil {
 		return ImportResult{}, err
 	}
+	bo := tablekit.BulkOptions{}
+	if bulk != nil {
+		bo = *bulk
+	}
+	bo.Concurrency = o.Concurrency
 	im := &importer{
-		t: t, o: o, w: t.BulkWriter(&tablekit.BulkOptions{Concurrency: o.Concurrency}), cp: o.Checkpoint, started: time.Now(),
+		t: t, o: o, w: t.BulkWriter(&bo), cp: o.Checkpoint, started: time.Now(),
 		res: ImportResult{Header: rd.Header()}, stopSeq: math.MaxInt64,
 	}
 	im.state = importState{
@@ -518,7 +532,11 @@ func (im *importer) run(ctx context.Context, rd *Reader) error {
 	close(cpDone)
 	cpWG.Wait()
 	im.mu.Lock()
-	im.res.Complete = rd.complete()
+	// A line that failed for a passing reason holds the checkpoint back:
+	// with a checkpoint, a call with Resume sends it again, so the import
+	// is not complete (without one nothing could, and the failures are
+	// the result).
+	im.res.Complete = rd.complete() && (im.cp == nil || im.stopSeq == math.MaxInt64)
 	im.mu.Unlock()
 	if im.cp != nil {
 		if err := im.save(context.WithoutCancel(ctx), nil); err != nil && writeErr == nil && saveErr == nil {

@@ -213,7 +213,11 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if res.Skipped > 0 || res.Verified > 0 {
 		fmt.Fprintf(e.stderr, "import: resumed: %d lines skipped (done before), %d entities found already written\n", res.Skipped, res.Verified)
 	}
-	return finish(ctx, err, true)
+	// A run stopped by --max-failures is not one to resume blindly: its
+	// failures are the result (exit 4). Lines that failed for a passing
+	// reason leave it incomplete (exit 3: --resume sends them again).
+	stoppedAtMax := maxFail > 0 && len(res.Failures) > maxFail // this run's (the first 1,000)
+	return finish(ctx, err, res.Complete || stoppedAtMax)
 }
 
 func runCopy(ctx context.Context, e *env, args []string) error {

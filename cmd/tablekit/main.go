@@ -31,10 +31,10 @@
 //
 // Progress goes to stderr: a progress bar on a terminal, plain lines every
 // few seconds otherwise. Exit codes: 0 done; 1 failed; 2 bad usage; 3
-// stopped before the end (budget spent, interrupted, or a copy whose
-// entities failed for a passing reason such as throttling: run again with
-// --resume); 4 done, but some entities failed (listed on stderr), or
-// some behaviours differ (conformance).
+// stopped before the end (budget spent, interrupted, or a copy or import
+// whose entities failed for a passing reason such as throttling: run
+// again with --resume); 4 done, but some entities failed (listed on
+// stderr), or some behaviours differ (conformance).
 package main
 
 import (
