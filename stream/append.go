@@ -159,10 +159,23 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has PartitionKey %q, not the stream's %q: one transaction is one partition", i, e.PartitionKey, pk))
 		case strings.HasPrefix(e.RowKey, own):
 			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has RowKey %q: RowKeys starting with %q are the stream's own rows", i, e.RowKey, own))
+		case streamRow(e.RowKey):
+			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has RowKey %q, a row of another stream of the partition", i, e.RowKey))
 		}
 		p.acts = append(p.acts, a)
 	}
 	return p, nil
+}
+
+// streamRow reports whether rk is the RowKey of some stream's row: a
+// prefix without "~", then "~head~", "~ev~" or "~id~".
+func streamRow(rk string) bool {
+	i := strings.IndexByte(rk, '~')
+	if i < 0 {
+		return false
+	}
+	rest := rk[i:]
+	return strings.HasPrefix(rest, headInfix) || strings.HasPrefix(rest, eventInfix) || strings.HasPrefix(rest, idInfix)
 }
 
 // append sends p until it is applied, refused, or settled as applied

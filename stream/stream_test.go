@@ -321,6 +321,8 @@ func TestExtraActions(t *testing.T) {
 	for name, a := range map[string]tablekit.Action[tablekit.Entity]{
 		"other partition": tablekit.UpsertAction(tablekit.Entity{PartitionKey: "q", RowKey: "x"}),
 		"stream's row":    tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "a~ev~0000000001"}),
+		"other stream's":  tablekit.DeleteAction(tablekit.Entity{PartitionKey: "p", RowKey: "b~head~0000000001"}, azcore.ETagAny),
+		"partition's":     tablekit.UpsertAction(tablekit.Entity{PartitionKey: "p", RowKey: "~id~x"}),
 		"zero action":     {},
 	} {
 		if _, err := s.Append(ctx, id, 3, placed(1), a); !errors.Is(err, tablekit.ErrInvalidInput) {
