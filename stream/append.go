@@ -112,7 +112,7 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 	count := len(p.ids) + heads + n + len(extra)
 	if count > limits.TransactionActions {
 		return nil, tooLarge(op, "<= 100 actions per entity group transaction", count, "actions",
-			fmt.Sprintf("%d events + %d id rows + %d head row actions + %d extra actions: append the events in several appends, or fewer extra actions (see the package doc)", n, len(p.ids), heads, len(extra)))
+			fmt.Sprintf("an append is one transaction: %d events, %d id rows, %d head row action(s) and %d extra actions; append the events in several appends, or send fewer extra actions (see the package doc)", n, len(p.ids), heads, len(extra)))
 	}
 	pk := id.PartitionKey
 	p.acts = make([]tablekit.Action[tablekit.Entity], 0, count)
@@ -186,9 +186,18 @@ func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
 	for range core.Attempts(ctx, s.o.Retry) {
 		etags, err := s.t.Transaction(ctx, p.acts...)
 		var te *tablekit.TransactionError
+		var ve *tablekit.ValidationError
 		switch {
 		case err == nil:
 			return Result{First: p.first(), Last: p.last(), ETags: etags[p.extraAt:]}, nil
+		case errors.As(err, &ve):
+			// The root's checks of the transaction (its size, the
+			// entities' sizes and keys), before sending.
+			ve.Op = "stream.Store.Append"
+			if errors.Is(err, tablekit.ErrTooLarge) {
+				ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
+			}
+			return Result{}, err
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
 			lost = true
 			r, done, serr := s.settle(ctx, p, true, -1)
@@ -245,7 +254,7 @@ func (s *Store) settle(ctx context.Context, p *plan, lost bool, failedAt int) (R
 	}
 	if !found {
 		if failedAt > 0 && failedAt < len(p.ids) {
-			return Result{}, false, fmt.Errorf("%w: stream %s: event %d's id %q is recorded, event 0's id %q is not", ErrPartlyApplied, p.id, failedAt, p.ids[failedAt], p.ids[0])
+			return Result{}, false, fmt.Errorf("%w: stream %s: event %d's id %q is recorded, event 0's id %q is not", ErrPartlyApplied, p.id.name(), failedAt, p.ids[failedAt], p.ids[0])
 		}
 		return Result{}, false, nil
 	}
@@ -264,7 +273,7 @@ func (s *Store) settle(ctx context.Context, p *plan, lost bool, failedAt int) (R
 				got = fmt.Sprintf("version %d with id %q", recorded[i].version, recorded[i].id)
 			}
 			return Result{}, false, fmt.Errorf("%w: stream %s: event 0's id %q is recorded at version %d, but event %d (id %q) is not at version %d (found %s): the ids were appended in another append or order",
-				ErrPartlyApplied, p.id, p.ids[0], v, i, eid, v+int64(i), got)
+				ErrPartlyApplied, p.id.name(), p.ids[0], v, i, eid, v+int64(i), got)
 		}
 	}
 	stamp, _ := recorded[0].props[propAppend].(string)

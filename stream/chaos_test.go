@@ -146,7 +146,7 @@ func TestChaosStream(t *testing.T) {
 						}
 						expected = v
 					}
-					op := w.Do(ctx, "Append", id.String(), evs, func(ctx context.Context) (any, error) {
+					op := w.Do(ctx, "Append", fmt.Sprint(id), evs, func(ctx context.Context) (any, error) {
 						r, err := s.Append(ctx, id, expected, evs)
 						return r, err
 					})

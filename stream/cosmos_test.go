@@ -56,14 +56,14 @@ func TestCosmos(t *testing.T) {
 	}
 	for _, id := range ids {
 		all := collect(t, s.Forward(ctx, id, 1))
-		wantVersions(t, id.String(), all, 1, 120)
+		wantVersions(t, fmt.Sprint(id), all, 1, 120)
 		for i, ev := range all {
 			if want := fmt.Sprintf("%s-r%d-%d", id.Prefix, i/30, i%30); ev.ID != want || ev.Data.(Placed).Count != i%30 {
 				t.Fatalf("%v version %d: id %q data %+v, want id %q", id, ev.Version, ev.ID, ev.Data, want)
 			}
 		}
-		wantVersions(t, id.String()+" backward", collect(t, s.Backward(ctx, id, 0)), 120, 1)
-		wantVersions(t, id.String()+" from 50", collect(t, s.Forward(ctx, id, 50)), 50, 120)
+		wantVersions(t, fmt.Sprint(id)+" backward", collect(t, s.Backward(ctx, id, 0)), 120, 1)
+		wantVersions(t, fmt.Sprint(id)+" from 50", collect(t, s.Forward(ctx, id, 50)), 50, 120)
 	}
 	id := ids[1]
 	_, err = s.Append(ctx, id, 100, placed(1))

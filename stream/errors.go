@@ -39,7 +39,7 @@ func (e *ConflictError) Error() string {
 	if e.Current < 0 {
 		cur = "unknown (the read after the refusal failed)"
 	}
-	return fmt.Sprintf("stream: Store.Append: version conflict on stream %s: expected version %d, current %s", e.Stream, e.Expected, cur)
+	return fmt.Sprintf("stream: Store.Append: version conflict on stream %s: expected version %d, current %s", e.Stream.name(), e.Expected, cur)
 }
 
 // Is reports whether target is tablekit.ErrPreconditionFailed, so that a

@@ -75,7 +75,7 @@ func (s *Store) Forward(ctx context.Context, id ID, from int64) iter.Seq2[Record
 					// ones. Read again from the gap; a second gap there is
 					// a missing row.
 					if again {
-						yield(RecordedEvent{}, fail(op, &tablekit.DecodeError{Entity: s.t.Name() + ":" + id.PartitionKey + "/" + id.event(next), Detail: fmt.Sprintf("stream %s: version %d is missing, version %d is there (rows deleted outside the Store?)", id, next, r.version)}))
+						yield(RecordedEvent{}, fail(op, &tablekit.DecodeError{Entity: s.t.Name() + ":" + id.PartitionKey + "/" + id.event(next), Detail: fmt.Sprintf("stream %s: version %d is missing, version %d is there (rows deleted outside the Store?)", id.name(), next, r.version)}))
 						return
 					}
 					again = true
@@ -148,7 +148,7 @@ func (s *Store) Backward(ctx context.Context, id ID, from int64) iter.Seq2[Recor
 			for i := len(rows) - 1; i >= 0; i-- {
 				r := rows[i]
 				if r.version != next {
-					yield(RecordedEvent{}, fail(op, &tablekit.DecodeError{Entity: s.t.Name() + ":" + id.PartitionKey + "/" + id.event(next), Detail: fmt.Sprintf("stream %s: version %d is missing (rows deleted outside the Store?)", id, next)}))
+					yield(RecordedEvent{}, fail(op, &tablekit.DecodeError{Entity: s.t.Name() + ":" + id.PartitionKey + "/" + id.event(next), Detail: fmt.Sprintf("stream %s: version %d is missing (rows deleted outside the Store?)", id.name(), next)}))
 					return
 				}
 				ev, err := s.decode(op, r)

@@ -49,8 +49,9 @@ type ID struct {
 	Prefix string
 }
 
-// String returns "PartitionKey" or "PartitionKey/Prefix", quoted.
-func (id ID) String() string {
+// name returns "PartitionKey" or "PartitionKey/Prefix", quoted, for
+// messages.
+func (id ID) name() string {
 	if id.Prefix == "" {
 		return strconv.Quote(id.PartitionKey)
 	}

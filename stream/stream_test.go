@@ -407,8 +407,8 @@ func TestVirtualPartitions(t *testing.T) {
 	}
 	for i, id := range ids {
 		n := int64(3 * (i + 1))
-		wantVersions(t, id.String(), collect(t, s.Forward(ctx, id, 1)), 1, n)
-		wantVersions(t, id.String()+" backward", collect(t, s.Backward(ctx, id, 0)), n, 1)
+		wantVersions(t, fmt.Sprint(id), collect(t, s.Forward(ctx, id, 1)), 1, n)
+		wantVersions(t, fmt.Sprint(id)+" backward", collect(t, s.Backward(ctx, id, 0)), n, 1)
 		if v, err := s.Version(ctx, id); err != nil || v != n {
 			t.Errorf("%v: version %d, %v", id, v, err)
 		}
