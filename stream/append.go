@@ -34,7 +34,10 @@ import (
 // append some of whose ids were recorded otherwise fails with
 // ErrPartlyApplied. An append (with ids or not) does not end in
 // tablekit.ErrOutcomeUnknown: after a lost answer it reads back whether it
-// was applied, and tries again when it was not (see the package doc).
+// was applied, and tries again when it was not (see the package doc);
+// only when those reads fail for all of Options.Retry's attempts is the
+// outcome still unknown. Any number of Stores, in any number of
+// processes, may append to a stream at once.
 //
 // An append is at most 100 actions: the events, their id rows, 1 head row
 // action (2 when expectedVersion > 0) and the extra actions, at most

@@ -92,8 +92,9 @@ func (id ID) validate(op string) error {
 }
 
 // Event is an event to append: Data is a value of a type registered in
-// the Store's patterns.Registry (patterns.Register), or a tablekit.Entity
-// (whose keys are ignored). ID, when not "", identifies the event: an
+// the Store's patterns.Registry (patterns.Register: a table struct, whose
+// key fields Append ignores and reads fill with the event row's keys), or
+// a tablekit.Entity (whose keys are ignored too). ID, when not "", identifies the event: an
 // append whose events carry ids is idempotent (see Store.Append). An id
 // becomes part of a RowKey (Prefix + "~id~" + ID), so it obeys the RowKey
 // rules and limits.
