@@ -34,7 +34,8 @@ type ack struct {
 // tries (answer-lost included), append to 4 streams, 3 of which share a
 // partition under prefixes ("", "a", "b"): every appender appends to
 // every stream, so each stream has them all as concurrent appenders. An
-// append is 1 to 4 events; 3 in 4 appends carry event ids. An appender
+// append is 1 to 4 events, 3 in 4 appends carry event ids, and each
+// upserts the stream's view row (its new version) as an extra action. An appender
 // reads the stream's version and appends; on a conflict it appends the
 // same events (same ids) again at the current version the ConflictError
 // says, on any other failure it reads the version again and retries,
@@ -47,7 +48,8 @@ type ack struct {
 // backward, and counted by a raw query of its rows), and its head says n;
 // no event id is in a stream twice, and no event (tag) anywhere twice;
 // every acknowledged event is in its stream exactly once, at the version
-// its acknowledgement said; no event is stored that was not acknowledged
+// its acknowledgement said; the stream's view row, which every append
+// upserts as an extra action, says the stream's version; no event is stored that was not acknowledged
 // (appends without ids: or ended unknown); a repeated append returns the
 // same versions; 0 appends with ids ended in tablekit.ErrOutcomeUnknown
 // (the count for appends without ids is reported: they settle by the
@@ -147,7 +149,10 @@ func TestChaosStream(t *testing.T) {
 						expected = v
 					}
 					op := w.Do(ctx, "Append", fmt.Sprint(id), evs, func(ctx context.Context) (any, error) {
-						r, err := s.Append(ctx, id, expected, evs)
+						// The stream's view row joins the append's EGT.
+						view := tablekit.UpsertAction(tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.Prefix + "-view",
+							Properties: map[string]any{"Version": expected + int64(len(evs))}})
+						r, err := s.Append(ctx, id, expected, evs, view)
 						return r, err
 					})
 					mu.Lock()
@@ -275,6 +280,9 @@ func TestChaosStream(t *testing.T) {
 			}
 			if ver, err := s.Version(chaos.NoFaults(ctx), id); err != nil || ver != int64(len(evs)) {
 				v.Addf("%v: head says version %d (%v), %d events", id, ver, err, len(evs))
+			}
+			if view, err := stream.TableOf(s).Get(chaos.NoFaults(ctx), id.PartitionKey, id.Prefix+"-view"); err != nil || view.Properties["Version"] != int64(len(evs)) {
+				v.Addf("%v: view row says version %v (%v), %d events", id, view.Properties["Version"], err, len(evs))
 			}
 			total += len(evs)
 		}
