@@ -127,11 +127,14 @@
 //	  a conflict        the refused EGT + 1 query (the head row, for Current)
 //	  a repeat (ids)    the refused EGT + 2 reads (the first id row, then its events)
 //	  a lost answer     + the SDK's retry of the EGT (refused) + 1 read (the first event
-//	                    row); when not this call's: + 1 read with ids (the first id row),
-//	                    and + 1 EGT to send it again when nothing was applied
+//	                    row); when not this call's, with ids: + 1 read (the first id
+//	                    row; + 1 query of its events when it is recorded); + 1 EGT to
+//	                    send it again when nothing was applied
 //	Version             1 query (the head row)
-//	Forward             1 query per PageSize versions (+1 when the count is a multiple)
-//	Backward            as Forward, + 1 query (the head row) from the last version
+//	Forward             1 query per PageSize versions (+1 when the count read is a
+//	                    multiple of PageSize: the empty range that ends it)
+//	Backward            1 query per PageSize versions, + 1 query (the head row) from
+//	                    the last version
 //
 // # Guarantees
 //
