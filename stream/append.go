@@ -1,0 +1,328 @@
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+)
+
+// Append appends events to stream id if the stream's version is
+// expectedVersion, as versions expectedVersion+1 to
+// expectedVersion+len(events), in one entity group transaction with the
+// extra actions (in the stream's partition, on RowKeys that are not the
+// stream's: a snapshot, a view row of the stream, a change record). All of
+// it is applied, or none. expectedVersion 0 creates the stream: it
+// succeeds only if the stream has no events.
+//
+// A stream at another version refuses the append with a *ConflictError
+// (matching tablekit.ErrPreconditionFailed) that says the expected and
+// the current version. A refused extra action returns a
+// *tablekit.TransactionError whose Index counts the extra actions.
+//
+// When the events carry ids (all of them), the append is idempotent: a
+// repeat with the same ids in the same order (a retry after a lost answer,
+// or the caller sending it again) returns the first append's Result with
+// Replayed set, whatever expectedVersion it gives, and writes nothing; an
+// append some of whose ids were recorded otherwise fails with
+// ErrPartlyApplied. An append (with ids or not) does not end in
+// tablekit.ErrOutcomeUnknown: after a lost answer it reads back whether it
+// was applied, and tries again when it was not (see the package doc);
+// only when those reads fail for all of Options.Retry's attempts is the
+// outcome still unknown. Any number of Stores, in any number of
+// processes, may append to a stream at once.
+//
+// An append is at most 100 actions: the events, their id rows, 1 head row
+// action (2 when expectedVersion > 0) and the extra actions, at most
+// 4 MiB (2 MB on Azure Cosmos DB for Table); a larger one is refused
+// before anything is sent, with an error naming the limit.
+func (s *Store) Append(ctx context.Context, id ID, expectedVersion int64, events []Event, extra ...tablekit.Action[tablekit.Entity]) (Result, error) {
+	const op = "Store.Append"
+	if err := s.usable(op); err != nil {
+		return Result{}, err
+	}
+	p, err := s.plan(id, expectedVersion, events, extra)
+	if err != nil {
+		return Result{}, fail(op, err)
+	}
+	r, err := s.append(ctx, p)
+	return r, fail(op, err)
+}
+
+// plan is an append ready to send: its actions, in the order id rows,
+// head row (delete of the old, insert of the new), events, extra actions.
+type plan struct {
+	id       ID
+	expected int64
+	n        int      // events
+	ids      []string // the events' ids, nil when none
+	stamp    string   // random, in the first event's row
+	acts     []tablekit.Action[tablekit.Entity]
+	extraAt  int // index of the first extra action in acts
+}
+
+func (p *plan) first() int64 { return p.expected + 1 }
+func (p *plan) last() int64  { return p.expected + int64(p.n) }
+
+// plan checks an append and builds its actions; it sends nothing.
+func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Action[tablekit.Entity]) (*plan, error) {
+	const op = "Store.Append"
+	if err := id.validate(op); err != nil {
+		return nil, err
+	}
+	if expected < 0 {
+		return nil, invalid(op, "expectedVersion", fmt.Sprintf("%d: versions start at 1 (0: a new stream)", expected))
+	}
+	n := len(events)
+	if n == 0 {
+		return nil, invalid(op, "events", "no events")
+	}
+	if expected > maxVersion-int64(n) {
+		return nil, tooLarge(op, "versions <= 9,999,999,999", int(min(expected+int64(n), 1<<62)), "", "the stream would pass its last version")
+	}
+	p := &plan{id: id, expected: expected, n: n, stamp: rand.Text()}
+	if events[0].ID != "" {
+		p.ids = make([]string, n)
+		seen := make(map[string]int, n)
+		for i, ev := range events {
+			if ev.ID == "" {
+				return nil, invalid(op, "Event.ID", fmt.Sprintf("event %d has no id but event 0 has one: the events of an append carry ids all, or none", i))
+			}
+			if j, dup := seen[ev.ID]; dup {
+				return nil, invalid(op, "Event.ID", fmt.Sprintf("events %d and %d have the same id %q", j, i, ev.ID))
+			}
+			seen[ev.ID] = i
+			p.ids[i] = ev.ID
+		}
+	} else {
+		for i, ev := range events {
+			if ev.ID != "" {
+				return nil, invalid(op, "Event.ID", fmt.Sprintf("event %d has an id but event 0 has none: the events of an append carry ids all, or none", i))
+			}
+		}
+	}
+	heads := 1
+	if expected > 0 {
+		heads = 2
+	}
+	count := len(p.ids) + heads + n + len(extra)
+	if count > limits.TransactionActions {
+		return nil, tooLarge(op, "<= 100 actions per entity group transaction", count, "actions",
+			fmt.Sprintf("an append is one transaction: %d events, %d id rows, %d head row action(s) and %d extra actions; append the events in several appends, or send fewer extra actions (see the package doc)", n, len(p.ids), heads, len(extra)))
+	}
+	pk := id.PartitionKey
+	p.acts = make([]tablekit.Action[tablekit.Entity], 0, count)
+	for i, eid := range p.ids {
+		p.acts = append(p.acts, tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: id.eventID(eid),
+			Properties: map[string]any{propVersion: p.first() + int64(i)}}))
+	}
+	if expected > 0 {
+		p.acts = append(p.acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: id.head(expected)}, azcore.ETagAny))
+	}
+	p.acts = append(p.acts, tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: id.head(p.last()),
+		Properties: map[string]any{propVersion: p.last()}}))
+	for i, ev := range events {
+		if ev.Data == nil {
+			return nil, invalid(op, "Event.Data", fmt.Sprintf("event %d has no data", i))
+		}
+		e, err := s.reg.Encode(ev.Data)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		props := make(map[string]any, len(e.Properties)+2)
+		maps.Copy(props, e.Properties)
+		for _, name := range []string{propID, propAppend} {
+			if _, ok := props[name]; ok {
+				return nil, invalid(op, name, fmt.Sprintf("event %d has a property %q, a name the stream's rows use", i, name))
+			}
+		}
+		if ev.ID != "" {
+			props[propID] = ev.ID
+		}
+		if i == 0 {
+			props[propAppend] = p.stamp
+		}
+		p.acts = append(p.acts, tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: id.event(p.first() + int64(i)), Properties: props}))
+	}
+	p.extraAt = len(p.acts)
+	own := id.Prefix + "~"
+	for i, a := range extra {
+		verb, e, _ := core.ActionOf(a)
+		switch {
+		case verb == "":
+			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d is the zero Action", i))
+		case e.PartitionKey != pk:
+			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has PartitionKey %q, not the stream's %q: one transaction is one partition", i, e.PartitionKey, pk))
+		case strings.HasPrefix(e.RowKey, own):
+			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has RowKey %q: RowKeys starting with %q are the stream's own rows", i, e.RowKey, own))
+		case streamRow(e.RowKey):
+			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d has RowKey %q, a row of another stream of the partition", i, e.RowKey))
+		}
+		p.acts = append(p.acts, a)
+	}
+	return p, nil
+}
+
+// streamRow reports whether rk is the RowKey of some stream's row: a
+// prefix without "~", then "~head~", "~ev~" or "~id~".
+func streamRow(rk string) bool {
+	i := strings.IndexByte(rk, '~')
+	if i < 0 {
+		return false
+	}
+	rest := rk[i:]
+	return strings.HasPrefix(rest, headInfix) || strings.HasPrefix(rest, eventInfix) || strings.HasPrefix(rest, idInfix)
+}
+
+// append sends p until it is applied, refused, or settled as applied
+// before.
+func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
+	lost := false // a try's answer was lost: it may have been applied
+	var lastErr error
+	for range core.Attempts(ctx, s.o.Retry) {
+		etags, err := s.t.Transaction(ctx, p.acts...)
+		var te *tablekit.TransactionError
+		var ve *tablekit.ValidationError
+		switch {
+		case err == nil:
+			return Result{First: p.first(), Last: p.last(), ETags: etags[p.extraAt:]}, nil
+		case errors.As(err, &ve):
+			// The root's checks of the transaction (its size, the
+			// entities' sizes and keys), before sending.
+			ve.Op = "stream.Store.Append"
+			if errors.Is(err, tablekit.ErrTooLarge) {
+				ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
+			}
+			return Result{}, err
+		case errors.Is(err, tablekit.ErrOutcomeUnknown):
+			lost = true
+			r, done, serr := s.settle(ctx, p, true, -1)
+			if serr != nil || done {
+				return r, serr
+			}
+			lastErr = errors.New("no answer came, and reading showed it was not applied")
+		case errors.As(err, &te) && te.Index >= p.extraAt:
+			// The id rows and the head come first: had a lost try of this
+			// call been applied, the retry would have failed there.
+			return Result{}, &tablekit.TransactionError{Index: te.Index - p.extraAt, Code: te.Code, Err: te.Err}
+		case errors.As(err, &te) && (errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrNotFound)):
+			// An id is recorded, or the stream is not at the expected
+			// version (its head row is not there, or an event row is).
+			r, done, serr := s.settle(ctx, p, lost, te.Index)
+			if serr != nil || done {
+				return r, serr
+			}
+			return Result{}, s.conflict(ctx, p)
+		default:
+			return Result{}, err
+		}
+	}
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	return Result{}, fmt.Errorf("not applied: gave up after %d tries; the last: %w", s.o.Retry.MaxAttempts, lastErr)
+}
+
+// settle reads what a refused or unanswered try left: done with a Result
+// when this call's append was applied (lost: a try whose answer was lost
+// may have been, and its stamp is in the first event's row) or the same
+// ids were recorded by an earlier append (Replayed); ErrPartlyApplied when
+// some of the ids are recorded otherwise; not done when nothing of it was
+// applied. failedAt is the index of the action the service refused (-1:
+// none named).
+func (s *Store) settle(ctx context.Context, p *plan, lost bool, failedAt int) (Result, bool, error) {
+	pk := p.id.PartitionKey
+	if lost {
+		e, found, err := s.get(ctx, pk, p.id.event(p.first()))
+		if err != nil {
+			return Result{}, false, unknown(err)
+		}
+		if found && e.Properties[propAppend] == p.stamp {
+			return Result{First: p.first(), Last: p.last()}, true, nil
+		}
+	}
+	if p.ids == nil || !(lost || failedAt < len(p.ids)) {
+		return Result{}, false, nil
+	}
+	e, found, err := s.get(ctx, pk, p.id.eventID(p.ids[0]))
+	if err != nil {
+		return Result{}, false, unknown(err)
+	}
+	if !found {
+		if failedAt > 0 && failedAt < len(p.ids) {
+			return Result{}, false, fmt.Errorf("%w: stream %s: event %d's id %q is recorded, event 0's id %q is not", ErrPartlyApplied, p.id.name(), failedAt, p.ids[failedAt], p.ids[0])
+		}
+		return Result{}, false, nil
+	}
+	v, _ := e.Properties[propVersion].(int64)
+	if v < 1 || v > maxVersion-int64(p.n)+1 {
+		return Result{}, false, &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Property: propVersion, Detail: fmt.Sprintf("id row holds version %v", e.Properties[propVersion])}
+	}
+	recorded, err := s.readRange(ctx, p.id, v, v+int64(p.n)-1)
+	if err != nil {
+		return Result{}, false, unknown(err)
+	}
+	for i, eid := range p.ids {
+		if i >= len(recorded) || recorded[i].version != v+int64(i) || recorded[i].id != eid {
+			got := "nothing"
+			if i < len(recorded) {
+				got = fmt.Sprintf("version %d with id %q", recorded[i].version, recorded[i].id)
+			}
+			return Result{}, false, fmt.Errorf("%w: stream %s: event 0's id %q is recorded at version %d, but event %d (id %q) is not at version %d (found %s): the ids were appended in another append or order",
+				ErrPartlyApplied, p.id.name(), p.ids[0], v, i, eid, v+int64(i), got)
+		}
+	}
+	stamp, _ := recorded[0].props[propAppend].(string)
+	return Result{First: v, Last: v + int64(p.n) - 1, Replayed: stamp != p.stamp}, true, nil
+}
+
+// unknown is the error of a settling read that failed: the append's
+// outcome is unknown.
+func unknown(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: the reads that settle the append failed: %w", tablekit.ErrOutcomeUnknown, err)
+}
+
+// conflict returns the ConflictError of p, with the stream's version read
+// now.
+func (s *Store) conflict(ctx context.Context, p *plan) error {
+	cur := int64(-1)
+	for range core.Attempts(ctx, s.o.Retry) {
+		v, err := s.version(ctx, p.id)
+		if err == nil {
+			cur = v
+			break
+		}
+	}
+	if cur < 0 && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &ConflictError{Stream: p.id, Expected: p.expected, Current: cur}
+}
+
+// get reads one row, retried as Options.Retry says; found is false when
+// there is none.
+func (s *Store) get(ctx context.Context, pk, rk string) (e tablekit.Entity, found bool, err error) {
+	for range core.Attempts(ctx, s.o.Retry) {
+		e, err = s.t.Get(ctx, pk, rk)
+		if err == nil {
+			return e, true, nil
+		}
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return e, false, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return e, false, ctx.Err()
+	}
+	return e, false, err
+}
