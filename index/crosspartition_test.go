@@ -31,7 +31,8 @@ type interRig struct {
 	employees, copies, lists string // table names
 	container, queue, poison string
 	queued                   bool
-	lastNameOnly             bool // only the last name index
+	lastNameOnly             bool          // only the last name index
+	delay                    time.Duration // CrossPartitionOptions.Delay; 0: 1 s
 	ix                       *index.CrossPartition[Employee]
 	employeeTable            *tablekit.Table[Employee]
 	copyRows, listRows       *tablekit.Table[tablekit.Entity]
@@ -93,6 +94,9 @@ func (r *interRig) build(t *testing.T, acct *tablekit.Account) *index.CrossParti
 	// A short InsertHorizon: the safety net of an insert that never
 	// reached the service stops looking for the entity after 1+3 s.
 	opts := &index.CrossPartitionOptions{Delay: time.Second, InsertHorizon: 3 * time.Second}
+	if r.delay > 0 {
+		opts.Delay = r.delay
+	}
 	var err error
 	if r.queued {
 		if opts.Queue, err = archive.NewClient(acct.Queues().NewQueueClient(r.queue), nil, nil); err != nil {
@@ -424,7 +428,11 @@ func TestInterQueued(t *testing.T) {
 // lists all 800.
 func TestInterListContention(t *testing.T) {
 	ctx := testCtx(t)
-	r := newInterRigWith(t, &interRig{queued: true, lastNameOnly: true})
+	// Delay 5 s: a write gives up after Delay (its safety net would be
+	// visible), and 16 writers on a loaded CI machine took more than the
+	// rig's 1 s now and then (1 run in 6 at a load average of 8; at 5 s,
+	// 1 in 4 at a load average of 10, hence also the writers' retry).
+	r := newInterRigWith(t, &interRig{queued: true, lastNameOnly: true, delay: 5 * time.Second})
 	// Two workers, as two processes would run them: each one's handlers
 	// take turns on the index entity, and the two meet its ETag condition.
 	for range 2 {
@@ -439,7 +447,16 @@ func TestInterListContention(t *testing.T) {
 			for i := range each {
 				n := w*each + i
 				e := Employee{Department: "Sales", ID: fmt.Sprintf("%06d", n), FirstName: fmt.Sprintf("F%d", n%4), LastName: "Jones", Email: fmt.Sprintf("j%d@contoso.com", n)}
-				if _, err := r.ix.Upsert(ctx, e); err != nil {
+				// A write cut off by the Delay may still be applied: an
+				// application sends the same Upsert again, as here.
+				var err error
+				for try := 0; try < 5; try++ {
+					if _, err = r.ix.Upsert(ctx, e); err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+						break
+					}
+					t.Logf("writer %d: Upsert of %s cut off by the Delay, sent again: %v", w, e.ID, err)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
