@@ -1,0 +1,230 @@
+package patterns_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+)
+
+// hire is the guide's heterogeneous transaction: add an employee and
+// count it in the department, conditional on the department's version.
+func hire(dept Department, id string) []tablekit.Action[any] {
+	dept.EmployeeCount++
+	return []tablekit.Action[any]{
+		tablekit.InsertAction[any](Employee{Department: dept.Name, Key: id, Name: "E" + id}),
+		tablekit.UpdateAction[any](dept, dept.ETag),
+	}
+}
+
+func department(t *testing.T, m *patterns.Mixed) Department {
+	t.Helper()
+	v, err := m.Get(testContext(t), "Sales", "Sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(Department)
+}
+
+// TestMixedKeyed: a keyed transaction repeated with its key is not applied
+// again and returns empty ETags and a nil error; it costs the unkeyed
+// one's transaction; keyed verbs are one-action transactions; the records
+// are not entities to Query.
+func TestMixedKeyed(t *testing.T) {
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	m, err := patterns.NewMixed(tbl, newRegistry(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Insert(ctx, Department{Name: "Sales", Key: "Sales"}); err != nil {
+		t.Fatal(err)
+	}
+	cost := func(fn func()) tablekit.MeterSnapshot {
+		before := acct.Meter().Snapshot()
+		fn()
+		return acct.Meter().Snapshot().Sub(before)
+	}
+
+	var etags []azcore.ETag
+	keyed := cost(func() { etags, err = m.WithKey("hire-1").Transaction(ctx, hire(department(t, m), "1")...) })
+	if err != nil || len(etags) != 2 || etags[0] == "" || etags[1] == "" {
+		t.Fatalf("keyed transaction: %q, %v", etags, err)
+	}
+	unkeyed := cost(func() { _, err = m.Transaction(ctx, hire(department(t, m), "2")...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keyed.Total() != unkeyed.Total() || keyed.Count("table", "Transaction") != 1 {
+		t.Errorf("keyed transaction cost %v, unkeyed %v: want the same, 1 transaction (and the read of the department)", keyed, unkeyed)
+	}
+	// The repeat, recomputed from the department as it is now (its ETag
+	// valid, so that without the key it would apply), is a replay.
+	replay := cost(func() { etags, err = m.WithKey("hire-1").Transaction(ctx, hire(department(t, m), "1b")...) })
+	if err != nil || len(etags) != 2 || etags[0] != "" || etags[1] != "" {
+		t.Errorf("repeated keyed transaction: %q, %v; want a replay: 2 empty ETags, nil error", etags, err)
+	}
+	if replay.Count("table", "Transaction") != 1 {
+		t.Errorf("a replay cost %v, want the refused transaction", replay)
+	}
+	if d := department(t, m); d.EmployeeCount != 2 {
+		t.Errorf("EmployeeCount %d after a keyed hire repeated and an unkeyed one, want 2", d.EmployeeCount)
+	}
+	if _, err := m.Get(ctx, "Sales", "1b"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("the replayed transaction's employee is stored: %v", err)
+	}
+
+	// A refused action's index counts the caller's actions.
+	_, err = m.WithKey("hire-dup").Transaction(ctx, hire(department(t, m), "1")...)
+	var te *tablekit.TransactionError
+	if !errors.As(err, &te) || te.Index != 0 || !errors.Is(err, tablekit.ErrAlreadyExists) {
+		t.Errorf("keyed transaction inserting an existing employee: %v, want a TransactionError at index 0", err)
+	}
+
+	// Keyed verbs: one-action transactions, each not applied again.
+	k := m.WithKey("ins-3")
+	if etag, err := k.Insert(ctx, Employee{Department: "Sales", Key: "3", Name: "C"}); err != nil || etag == "" {
+		t.Fatalf("keyed Insert: %q, %v", etag, err)
+	}
+	if err := m.Delete(ctx, "Sales", "3", azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	if etag, err := k.Insert(ctx, Employee{Department: "Sales", Key: "3", Name: "C"}); err != nil || etag != "" {
+		t.Errorf("repeated keyed Insert: %q, %v", etag, err)
+	}
+	if _, err := m.Get(ctx, "Sales", "3"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("the repeated keyed Insert inserted again: %v", err)
+	}
+	if existed, err := m.WithKey("die").DeleteIfExists(ctx, "Sales", "3"); err != nil || existed {
+		t.Errorf("keyed DeleteIfExists of nothing: %v, %v", existed, err)
+	}
+	if _, err := m.Insert(ctx, Employee{Department: "Sales", Key: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := m.WithKey("die").DeleteIfExists(ctx, "Sales", "3"); err != nil || existed {
+		t.Errorf("repeated keyed DeleteIfExists: %v, %v", existed, err)
+	}
+	if _, err := m.Get(ctx, "Sales", "3"); err != nil {
+		t.Errorf("the repeated keyed DeleteIfExists deleted: %v", err)
+	}
+	if existed, err := m.WithKey("die2").DeleteIfExists(ctx, "Sales", "3"); err != nil || !existed {
+		t.Errorf("keyed DeleteIfExists: %v, %v", existed, err)
+	}
+
+	// Records are in the partition, and not entities to Query.
+	records := 0
+	for _, err := range m.Query(ctx, tablekit.RowKeyPrefix("Sales", coord.ReservedPrefix), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		records++
+	}
+	var all []string
+	for v, err := range m.Query(ctx, tablekit.PartitionEq("Sales"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, fmt.Sprintf("%T", v))
+	}
+	raw := 0
+	for _, err := range tbl.Query(ctx, tablekit.RowKeyPrefix("Sales", coord.ReservedPrefix), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw++
+	}
+	if records != 0 || raw == 0 || len(all) != 3 {
+		t.Errorf("Query returned %d records (of %d stored) and %v, want no record and the department and 2 employees", records, raw, all)
+	}
+}
+
+// TestMixedKeyedRefusals: bad input is refused before anything is sent;
+// the zero Mixed's WithKey refuses every call (TestZeroValuesNeverPanic
+// calls all its methods).
+func TestMixedKeyedRefusals(t *testing.T) {
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	m, err := patterns.NewMixed(entityTable(t, acct), newRegistry(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := acct.Meter().Snapshot()
+	emp := func(pk, rk string) tablekit.Action[any] {
+		return tablekit.UpsertAction[any](Employee{Department: pk, Key: rk})
+	}
+	for what, c := range map[string]struct {
+		err error
+		fn  func() error
+	}{
+		"empty key":      {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("").Transaction(ctx, emp("p", "1")); return err }},
+		"bad key":        {tablekit.ErrInvalidKey, func() error { _, err := m.WithKey("a#b").Upsert(ctx, Employee{Department: "p", Key: "1"}); return err }},
+		"two partitions": {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("k").Transaction(ctx, emp("p", "1"), emp("q", "1")); return err }},
+		"reserved":       {tablekit.ErrInvalidKey, func() error { _, err := m.WithKey("k").Transaction(ctx, emp("p", coord.ReservedPrefix+"x")); return err }},
+		"no actions":     {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("k").Transaction(ctx); return err }},
+		"101 actions": {tablekit.ErrTooLarge, func() error {
+			acts := make([]tablekit.Action[any], 100)
+			for i := range acts {
+				acts[i] = emp("p", fmt.Sprint(i))
+			}
+			_, err := m.WithKey("k").Transaction(ctx, acts...)
+			return err
+		}},
+	} {
+		if err := c.fn(); !errors.Is(err, c.err) {
+			t.Errorf("%s: %v, want %v", what, err, c.err)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	if c := acct.Meter().Snapshot().Sub(before); c.Total() != 0 {
+		t.Errorf("refused writes sent %v", c)
+	}
+}
+
+// TestMixedKeyedAnswerLost: every transaction's first answers are lost
+// (the service applied them); a keyed transaction settles by reading its
+// record (1 read) and is applied once, with a nil error and empty ETags;
+// the unkeyed control ends in ErrOutcomeUnknown.
+func TestMixedKeyedAnswerLost(t *testing.T) {
+	ctx := testContext(t)
+	inj, err := chaos.New(1, &chaos.Config{AnswerLost: 1, Operations: []string{"Transaction"}, MaxConsecutive: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := inj.Account(t, nil)
+	m, err := patterns.NewMixed(entityTable(t, acct), newRegistry(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Insert(ctx, Department{Name: "Sales", Key: "Sales"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Transaction(ctx, hire(department(t, m), "0")...); !errors.Is(err, tablekit.ErrOutcomeUnknown) {
+		t.Fatalf("unkeyed transaction with a lost answer: %v, want ErrOutcomeUnknown (else this test shows nothing)", err)
+	}
+	for i := 1; i <= 3; i++ {
+		d := department(t, m)
+		before := acct.Meter().Snapshot()
+		etags, err := m.WithKey(fmt.Sprint("hire-", i)).Transaction(ctx, hire(d, fmt.Sprint(i))...)
+		c := acct.Meter().Snapshot().Sub(before)
+		if err != nil || len(etags) != 2 || etags[0] != "" {
+			t.Errorf("keyed transaction %d, answer lost: %q, %v; want applied: nil error, empty ETags", i, etags, err)
+		}
+		if c.Count("table", "GetEntity") != 1 {
+			t.Errorf("settling cost %v, want 1 read", c)
+		}
+		if got := department(t, m).EmployeeCount; got != d.EmployeeCount+1 {
+			t.Errorf("EmployeeCount %d after keyed hire %d, want %d", got, i, d.EmployeeCount+1)
+		}
+	}
+	if etag, err := m.WithKey("ins").Upsert(ctx, Employee{Department: "Sales", Key: "9"}); err != nil || etag != "" {
+		t.Errorf("keyed Upsert, answer lost: %q, %v", etag, err)
+	}
+}
