@@ -166,8 +166,11 @@ func TestMixedKeyedRefusals(t *testing.T) {
 		"empty key":      {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("").Transaction(ctx, emp("p", "1")); return err }},
 		"bad key":        {tablekit.ErrInvalidKey, func() error { _, err := m.WithKey("a#b").Upsert(ctx, Employee{Department: "p", Key: "1"}); return err }},
 		"two partitions": {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("k").Transaction(ctx, emp("p", "1"), emp("q", "1")); return err }},
-		"reserved":       {tablekit.ErrInvalidKey, func() error { _, err := m.WithKey("k").Transaction(ctx, emp("p", coord.ReservedPrefix+"x")); return err }},
-		"no actions":     {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("k").Transaction(ctx); return err }},
+		"reserved": {tablekit.ErrInvalidKey, func() error {
+			_, err := m.WithKey("k").Transaction(ctx, emp("p", coord.ReservedPrefix+"x"))
+			return err
+		}},
+		"no actions": {tablekit.ErrInvalidInput, func() error { _, err := m.WithKey("k").Transaction(ctx); return err }},
 		"101 actions": {tablekit.ErrTooLarge, func() error {
 			acts := make([]tablekit.Action[any], 100)
 			for i := range acts {
