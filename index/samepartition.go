@@ -1206,7 +1206,8 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, index, value string) ([
 // all), as tablekit.Table.Query does, without the index entries kept
 // beside them: a plain Table.Query of an indexed partition also returns
 // every copy and index entity (RowKeys that begin with an index's Name and
-// '!'), decoded as if they were entities. opts are Table.Query's; Limit
+// '!'), decoded as if they were entities, and the idempotency records of
+// WithKey (RowKeys that begin with coord.ReservedPrefix). opts are Table.Query's; Limit
 // counts entities. Cost: as Table.Query, including the index rows it
 // reads and skips (1 transaction per 1,000 rows).
 func (ix *SamePartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {

@@ -63,6 +63,14 @@
 //	Mixed          ✓     ✓       ✓       ✓       ✓      —       ✓          ✓
 //	Series         ✓     —       —       —       —      ✓       —          —
 //
+// [Mixed.WithKey] gives a Mixed whose writes carry an idempotency key
+// (coord's vocabulary: the key's record joins the write's one entity group
+// transaction, a repeat of the key is not applied again and returns a nil
+// error with empty ETags, a lost answer is settled by reading the record,
+// never ErrOutcomeUnknown). A keyed write costs the unkeyed one's 1
+// transaction (a verb becomes a transaction of one action); + 1 read after
+// a lost answer; a replay: the refused transaction.
+//
 // Series adds Add (a Modify of one slot), Stream Append (an Upsert of
 // events, in bulk), Denormalizer Write (an Upsert, or an Update when the
 // source carries an ETag, together with its copies), and PeriodTables

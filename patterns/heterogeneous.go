@@ -511,6 +511,8 @@ func (m *Mixed) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool
 
 // Query returns the entities matching f, each decoded into its type: one
 // query for a partition of mixed kinds. Use a type switch on the values.
+// The idempotency records of WithKey (RowKeys starting with
+// coord.ReservedPrefix) are left out.
 func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[any, error] {
 	const op = "patterns.Mixed.Query"
 	return func(yield func(any, error) bool) {
@@ -518,7 +520,16 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 			yield(nil, err)
 			return
 		}
-		for e, err := range m.table.Query(ctx, f, opts) {
+		var o tablekit.QueryOptions
+		if opts != nil {
+			o = *opts
+		}
+		limit := max(o.Limit, 0) // Limit counts the entities yielded, not the records skipped
+		if o.Limit > 0 {
+			o.Limit = 0
+		}
+		n := 0
+		for e, err := range m.table.Query(ctx, f, &o) {
 			if err == nil && idem.Reserved(e.RowKey) {
 				continue // tablekit's own row (an idempotency record)
 			}
@@ -528,6 +539,9 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 			}
 			err = withOp(op, err)
 			if !yield(v, err) || err != nil {
+				return
+			}
+			if n++; limit > 0 && n >= limit {
 				return
 			}
 		}

@@ -143,6 +143,21 @@ func TestMixedKeyed(t *testing.T) {
 	if records != 0 || raw == 0 || len(all) != 3 {
 		t.Errorf("Query returned %d records (of %d stored) and %v, want no record and the department and 2 employees", records, raw, all)
 	}
+	// Limit counts entities, not the records skipped: a row after the
+	// records in key order is still found.
+	if _, err := m.Insert(ctx, tablekit.Entity{PartitionKey: "Sales", RowKey: "é"}); err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	for v, err := range m.Query(ctx, tablekit.Where("PartitionKey eq ? and RowKey ge ?", "Sales", "~"), &tablekit.QueryOptions{Limit: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, v.(tablekit.Entity).RowKey)
+	}
+	if len(after) != 1 || after[0] != "é" {
+		t.Errorf("Query after the records with Limit 1: %q, want the entity \u00e9", after)
+	}
 }
 
 // TestMixedKeyedRefusals: bad input is refused before anything is sent;
