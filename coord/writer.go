@@ -172,7 +172,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	var kx *idem.Tx // the keyed part, when g.Key is set: the record joins the EGT
 	if g.Key != "" {
-		if err := idem.Check("coord.Writer.Transaction", g.Key); err != nil {
+		if err := idem.Check("coord.Writer.Transaction", w.e, g.Key); err != nil {
 			return Result{}, err
 		}
 		kx = idem.New(w.e, pk, g.Key, w.o.KeyTTL, w.o.Clock, w.o.Retry)

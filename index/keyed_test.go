@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -322,6 +323,27 @@ func TestSamePartitionKeyedRefusals(t *testing.T) {
 	}
 	if _, err := index.NewSamePartition(testenv.OpenTable[Tally](t, f.acct, nil), []index.Index[Tally]{{Name: coord.ReservedPrefix + "x", Key: func(v Tally) string { return v.ID }}}, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("index name with the reserved prefix: %v", err)
+	}
+
+	// On Cosmos DB a RowKey holds 255 bytes: a longer key is refused
+	// before the write's read is sent.
+	cosmos := testenv.Account(t, &tablekit.Options{Cosmos: true})
+	ctbl, err := tablekit.OpenTable[Tally](cosmos, testenv.TableName(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cix, err := index.NewSamePartition(ctbl, tallyIndexes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = cost(t, cosmos, func() {
+		long := strings.Repeat("k", 250)
+		if _, err := cix.WithKey(long).Modify(ctx, "g", "a", increment); !errors.Is(err, tablekit.ErrInvalidKey) {
+			t.Errorf("a 250-byte key on Cosmos DB: %v, want ErrInvalidKey", err)
+		}
+	})
+	if c.Total() != 0 {
+		t.Errorf("the refused write sent %v", c)
 	}
 
 	var zero index.SamePartition[Tally]

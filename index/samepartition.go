@@ -588,7 +588,7 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 	defer func() { end(err) }()
 	var kx *idem.Tx // the keyed part of a WithKey copy's write
 	if ix.keyed {
-		if err := idem.Check(op, ix.idemKey); err != nil {
+		if err := idem.Check(op, ix.table, ix.idemKey); err != nil {
 			return "", false, false, err
 		}
 		kx = idem.New(ix.table, id.PartitionKey, ix.idemKey, 0, nil, ix.retry)

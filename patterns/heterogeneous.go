@@ -329,7 +329,7 @@ func (m *Mixed) WithKey(key string) *Mixed {
 // missingOK, a delete refused because the entity is missing (a keyed
 // DeleteIfExists) is sent again as the record alone, and missing says so.
 func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit.Action[tablekit.Entity], missingOK bool) (etags []azcore.ETag, replayed, missing bool, err error) {
-	if err := idem.Check(op, m.key); err != nil {
+	if err := idem.Check(op, m.table, m.key); err != nil {
 		return nil, false, false, err
 	}
 	if len(conv) == 0 {

@@ -54,14 +54,21 @@ const MaxActions = limits.TransactionActions - 1
 // Reserved reports whether rk is a RowKey tablekit keeps for itself.
 func Reserved(rk string) bool { return strings.HasPrefix(rk, ReservedPrefix) }
 
-// Check refuses a key that cannot be recorded: empty, or making a RowKey
-// that breaks the key rules (tablekit.ErrInvalidKey). op names the caller.
-func Check(op, key string) error {
+// Check refuses a key that cannot be recorded in t: empty
+// (tablekit.ErrInvalidInput), or making a RowKey that breaks the key rules
+// (tablekit.ErrInvalidKey): 1 KiB, 255 bytes on Cosmos DB. op names the
+// caller.
+func Check(op string, t *tablekit.Table[tablekit.Entity], key string) error {
 	if key == "" {
 		return &tablekit.ValidationError{Op: op, Property: "key", Detail: "empty idempotency key", Err: tablekit.ErrInvalidInput}
 	}
-	if err := keys.Validate(RecordPrefix + key); err != nil {
-		return &tablekit.ValidationError{Op: op, Property: "key", Limit: "the RowKey " + RecordPrefix + "+key obeys RowKey rules (<= 1 KiB; 255 bytes on Cosmos DB)", Detail: fmt.Sprintf("idempotency key %q: %v", key, err), Err: tablekit.ErrInvalidKey}
+	const rule = "the RowKey " + RecordPrefix + "+key obeys RowKey rules (<= 1 KiB; 255 bytes on Cosmos DB)"
+	rk := RecordPrefix + key
+	if err := keys.Validate(rk); err != nil {
+		return &tablekit.ValidationError{Op: op, Property: "key", Limit: rule, Detail: fmt.Sprintf("idempotency key %q: %v", key, err), Err: tablekit.ErrInvalidKey}
+	}
+	if t != nil && core.Cosmos(t) && len(rk) > limits.CosmosRowKeyBytes {
+		return &tablekit.ValidationError{Op: op, Property: "key", Limit: rule, Size: len(rk), Unit: "bytes", Detail: fmt.Sprintf("idempotency key of %d bytes: its record's RowKey is too long for Cosmos DB", len(key)), Err: tablekit.ErrInvalidKey}
 	}
 	return nil
 }
