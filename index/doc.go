@@ -225,9 +225,10 @@
 //	                                    + 1 read after a lost answer; a keyed
 //	                                    DeleteIfExists of nothing: 1 (the record)
 //	a replay of a key                   the refused EGT (+ 1 read for Modify,
-//	                                    which returns the stored entity); after a
-//	                                    stale ETag or a missing entity: 1 read
-//	                                    of the record instead of the EGT
+//	                                    which returns the stored entity)
+//	a keyed Update or Delete refused    + 1 read of the record, which tells a
+//	for a stale ETag or a missing       replay (nil error, no EGT sent) from a
+//	entity                              refusal
 //
 // # Idempotent writes
 //

@@ -158,7 +158,9 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 // Costs are the unkeyed write's: the record joins its one transaction,
 // taking one of its 100 actions (a write that would need more is refused
 // before sending, matching tablekit.ErrTooLarge); a keyed DeleteIfExists
-// that finds nothing sends the record alone (1 transaction more). An
+// that finds nothing sends the record alone (1 transaction more); an
+// Update or Delete that finds the entity missing or changed since etag
+// reads the record (1 read) to tell a replay (nil error) from a refusal. An
 // empty key, or one that makes an invalid RowKey, is refused by every
 // write of the copy before anything is sent (tablekit.ErrInvalidInput,
 // tablekit.ErrInvalidKey). RowKeys starting with coord.ReservedPrefix
