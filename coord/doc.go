@@ -50,7 +50,8 @@
 //
 // The pattern writes that are one transaction take a key the same way,
 // with the same records (24 h, swept by [Sweep]):
-// index.SamePartition.WithKey(key) and patterns.Mixed.WithKey(key) return
+// index.SamePartition.WithKey(key), patterns.Wide.WithKey(key) and
+// patterns.Mixed.WithKey(key) return
 // a copy whose writes carry it; a repeat returns a nil error and an empty
 // ETag instead of Result.Replayed.
 //

@@ -246,3 +246,184 @@ func TestMixedKeyedAnswerLost(t *testing.T) {
 		t.Errorf("keyed Upsert, answer lost: %q, %v", etag, err)
 	}
 }
+
+// Tally is a wide counter: N, and a wide map of notes.
+type Tally struct {
+	Meter string            `table:",pk"`
+	ID    string            `table:",rk"`
+	N     int64             `table:"N"`
+	Unit  string            `table:"Unit"`
+	Notes map[string]string `table:"-" wide:"Note"`
+	ETag  azcore.ETag       `table:",etag"`
+}
+
+func bump(v *Tally) error {
+	v.N++
+	if v.Notes == nil {
+		v.Notes = map[string]string{}
+	}
+	v.Notes[fmt.Sprint(v.N)] = "seen"
+	return nil
+}
+
+// TestWideKeyed: each verb of a WithKey copy of a Wide, repeated with its
+// key, is not applied again and says so with a nil error and an empty
+// version; a keyed Modify costs the unkeyed one's; bad input is refused
+// before anything is sent.
+func TestWideKeyed(t *testing.T) {
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	w, err := patterns.NewWide(typed[Tally](t, entityTable(t, acct)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := func(fn func()) tablekit.MeterSnapshot {
+		before := acct.Meter().Snapshot()
+		fn()
+		return acct.Meter().Snapshot().Sub(before)
+	}
+	get := func(id string) (Tally, bool) {
+		v, err := w.Get(ctx, "m", id)
+		if errors.Is(err, tablekit.ErrNotFound) {
+			return Tally{}, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, true
+	}
+
+	// Insert, repeated after a delete: the documented limitation of a
+	// retried insert around a concurrent delete does not apply.
+	if etag, err := w.WithKey("ins").Insert(ctx, Tally{Meter: "m", ID: "a", N: 1}); err != nil || etag == "" {
+		t.Fatalf("keyed Insert: %q, %v", etag, err)
+	}
+	if err := w.Delete(ctx, "m", "a", azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	if etag, err := w.WithKey("ins").Insert(ctx, Tally{Meter: "m", ID: "a", N: 1}); err != nil || etag != "" {
+		t.Errorf("repeated keyed Insert: %q, %v", etag, err)
+	}
+	if _, ok := get("a"); ok {
+		t.Error("the repeated keyed Insert inserted again")
+	}
+
+	// Upsert, Update, Merge: a repeat (with another value, or a stale
+	// version) changes nothing.
+	if _, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 1, Unit: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	if etag, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 9, Unit: "u9"}); err != nil || etag != "" {
+		t.Errorf("repeated keyed Upsert: %q, %v", etag, err)
+	}
+	cur, _ := get("b")
+	if _, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 2, Unit: "u2"}, cur.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if etag, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 7, Unit: "u7"}, cur.ETag); err != nil || etag != "" {
+		t.Errorf("repeated keyed Update (stale version): %q, %v", etag, err)
+	}
+	cur, _ = get("b")
+	if _, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 3, Unit: "u3"}, cur.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if etag, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 8, Unit: "u8"}, cur.ETag); err != nil || etag != "" {
+		t.Errorf("repeated keyed Merge (stale version): %q, %v", etag, err)
+	}
+	if v, _ := get("b"); v.N != 3 || v.Unit != "u3" {
+		t.Errorf("after the repeats: %+v, want N 3, Unit u3", v)
+	}
+	if _, err := w.WithKey("upd2").Update(ctx, Tally{Meter: "m", ID: "b"}, cur.ETag); !errors.Is(err, tablekit.ErrPreconditionFailed) {
+		t.Errorf("keyed Update with a stale version and a new key: %v, want ErrPreconditionFailed", err)
+	}
+
+	// Modify: an increment repeated with its key leaves +1; the repeat
+	// returns the stored entity. Same cost as unkeyed.
+	var got Tally
+	keyed := cost(func() { got, err = w.WithKey("mod").Modify(ctx, "m", "c", bump) })
+	if err != nil || got.N != 1 || got.ETag == "" {
+		t.Fatalf("keyed Modify: %+v, %v", got, err)
+	}
+	unkeyed := cost(func() { _, err = w.Modify(ctx, "m", "d", bump) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keyed.Total() != unkeyed.Total() || keyed.Count("table", "Transaction") != 1 {
+		t.Errorf("keyed Modify cost %v, unkeyed %v: want the same", keyed, unkeyed)
+	}
+	got, err = w.WithKey("mod").Modify(ctx, "m", "c", bump)
+	if stored, _ := get("c"); err != nil || got.N != 1 || stored.N != 1 || got.ETag != stored.ETag {
+		t.Errorf("repeated keyed Modify: %+v, %v; stored %+v", got, err, stored)
+	}
+
+	// Delete and DeleteIfExists: the repeat after the entity came back
+	// leaves it.
+	if err := w.WithKey("del").Delete(ctx, "m", "c", azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Insert(ctx, Tally{Meter: "m", ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WithKey("del").Delete(ctx, "m", "c", azcore.ETagAny); err != nil {
+		t.Errorf("repeated keyed Delete: %v", err)
+	}
+	if existed, err := w.WithKey("die").DeleteIfExists(ctx, "m", "e"); err != nil || existed {
+		t.Errorf("keyed DeleteIfExists of nothing: %v, %v", existed, err)
+	}
+	if _, err := w.Insert(ctx, Tally{Meter: "m", ID: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := w.WithKey("die").DeleteIfExists(ctx, "m", "e"); err != nil || existed {
+		t.Errorf("repeated keyed DeleteIfExists: %v, %v", existed, err)
+	}
+	for _, id := range []string{"c", "e"} {
+		if _, ok := get(id); !ok {
+			t.Errorf("%s: deleted by a repeat", id)
+		}
+	}
+
+	// Refused before anything is sent.
+	refused := cost(func() {
+		if _, err := w.WithKey("").Upsert(ctx, Tally{Meter: "m", ID: "x"}); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("empty key: %v", err)
+		}
+		if _, err := w.WithKey("a/b").Modify(ctx, "m", "x", bump); !errors.Is(err, tablekit.ErrInvalidKey) {
+			t.Errorf("bad key: %v", err)
+		}
+		if _, err := w.WithKey("k").Insert(ctx, Tally{Meter: "m", ID: coord.ReservedPrefix + "x"}); !errors.Is(err, tablekit.ErrInvalidKey) {
+			t.Errorf("reserved RowKey: %v", err)
+		}
+	})
+	if refused.Total() != 0 {
+		t.Errorf("refused writes sent %v", refused)
+	}
+}
+
+// TestWideKeyedAnswerLost: every transaction's first answers are lost
+// (the service applied them); keyed Modify increments settle by their
+// records and are applied once each, with a nil error and no version.
+func TestWideKeyedAnswerLost(t *testing.T) {
+	ctx := testContext(t)
+	inj, err := chaos.New(1, &chaos.Config{AnswerLost: 1, Operations: []string{"Transaction"}, MaxConsecutive: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := inj.Account(t, nil)
+	w, err := patterns.NewWide(typed[Tally](t, entityTable(t, acct)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		got, err := w.WithKey(fmt.Sprint("mod-", i)).Modify(ctx, "m", "a", bump)
+		if err != nil || got.N != int64(i) || got.ETag != "" {
+			t.Errorf("keyed Modify %d, answer lost: %+v, %v; want N %d, no version", i, got, err, i)
+		}
+	}
+	if etag, err := w.WithKey("ins").Insert(ctx, Tally{Meter: "m", ID: "b"}); err != nil || etag != "" {
+		t.Errorf("keyed Insert, answer lost: %q, %v", etag, err)
+	}
+	inj.SetEnabled(false)
+	if v, err := w.Get(ctx, "m", "a"); err != nil || v.N != 3 {
+		t.Errorf("after 3 keyed increments with lost answers: %+v, %v; want N 3", v, err)
+	}
+}

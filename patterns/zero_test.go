@@ -29,7 +29,7 @@ var (
 // constructor. TestZeroValuesNeverPanic calls every exported method of
 // each.
 var zeroValues = map[string][]any{
-	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}},
+	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}, (&patterns.Wide[Year]{}).WithKey("k"), (*patterns.Wide[Year])(nil).WithKey("k")},
 	"Large":        {&patterns.Large[tablekit.Entity]{}, (*patterns.Large[tablekit.Entity])(nil), &patterns.Large[Doc]{}},
 	"Series":       {&patterns.Series{}, (*patterns.Series)(nil)},
 	"Stream":       {&patterns.Stream[tablekit.Entity]{}, (*patterns.Stream[tablekit.Entity])(nil)},
