@@ -22,7 +22,8 @@ const (
 	// write RowKeys that start with it.
 	//
 	// The patterns' keyed writes (index.SamePartition.WithKey,
-	// patterns.Mixed.WithKey) keep their records under it too.
+	// patterns.Wide.WithKey, patterns.Mixed.WithKey) keep their records
+	// under it too.
 	ReservedPrefix = idem.ReservedPrefix
 	fenceRowKey    = ReservedPrefix + "fence"
 )
@@ -205,7 +206,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 			var o idem.Outcome
 			etags, o, err = kx.Send(ctx, acts...)
 			switch {
-			case err != nil:
+			case err != nil: // a refusal: the switch below says what of
 			case o == idem.Replayed:
 				return Result{Replayed: true}, nil
 			case o == idem.NotApplied:
