@@ -3,6 +3,7 @@ package patterns_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -396,6 +397,31 @@ func TestWideKeyed(t *testing.T) {
 	})
 	if refused.Total() != 0 {
 		t.Errorf("refused writes sent %v", refused)
+	}
+
+	// 100 properties, one per part: 100 physical entities fill a
+	// transaction, and the record would be its 101st action.
+	narrow, err := patterns.NewWide(entityTable(t, acct), &patterns.WideOptions{PropertiesPerPart: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]any{}
+	for i := range 100 {
+		props[fmt.Sprintf("P%03d", i)] = int32(i)
+	}
+	wide := tablekit.Entity{PartitionKey: "m", RowKey: "w", Properties: props}
+	refused = cost(func() {
+		if _, err := narrow.WithKey("k").Insert(ctx, wide); !errors.Is(err, tablekit.ErrTooLarge) || !strings.Contains(err.Error(), "100 actions") {
+			t.Errorf("keyed insert of 100 parts: %v, want ErrTooLarge naming the 100 actions", err)
+		} else {
+			t.Log(err)
+		}
+	})
+	if refused.Total() != 0 {
+		t.Errorf("the refused write sent %v", refused)
+	}
+	if _, err := narrow.Insert(ctx, wide); err != nil {
+		t.Errorf("unkeyed insert of 100 parts: %v", err)
 	}
 }
 

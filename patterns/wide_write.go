@@ -85,7 +85,8 @@ func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Acti
 		return etags, idem.Applied, nil
 	}
 	if len(actions) > idem.MaxActions {
-		return nil, 0, &tablekit.ValidationError{Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(actions) + 1, Unit: "actions", Detail: fmt.Sprintf("the write takes %d physical entities and the record", len(actions)), Err: tablekit.ErrTooLarge}
+		e := core.ActionValue(actions[0])
+		return nil, 0, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(actions) + 1, Unit: "actions", Detail: fmt.Sprintf("the write takes %d physical entities and the record", len(actions)), Err: tablekit.ErrTooLarge}
 	}
 	return kx.Send(ctx, actions...)
 }
