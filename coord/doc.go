@@ -48,9 +48,17 @@
 // concurrent delete", does not apply to it. Records expire
 // after WriterOptions.KeyTTL (their Expires property).
 //
+// The pattern writes that are one transaction take a key the same way,
+// with the same records (24 h, swept by [Sweep]):
+// index.SamePartition.WithKey(key), patterns.Wide.WithKey(key) and
+// patterns.Mixed.WithKey(key) return
+// a copy whose writes carry it; a repeat returns a nil error and an empty
+// ETag instead of Result.Replayed.
+//
 // coord's rows in a user's partition (fence row, idempotency records)
 // have RowKeys starting with [ReservedPrefix] ("~coord~"): keep queries to
-// RowKeys below "~", or skip those rows.
+// RowKeys below "~", or skip those rows (the index's and Mixed's queries
+// do).
 //
 // # Costs, in storage transactions
 //

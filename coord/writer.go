@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/idem"
 )
 
 // Reserved RowKeys: the rows coord keeps in a user's partitions.
@@ -19,16 +20,17 @@ const (
 	// partition it writes to (the fence row and idempotency records). Keep
 	// it out of queries (RowKeys below "~" never start with it) and never
 	// write RowKeys that start with it.
-	ReservedPrefix = "~coord~"
+	//
+	// The patterns' keyed writes (index.SamePartition.WithKey,
+	// patterns.Wide.WithKey, patterns.Mixed.WithKey) keep their records
+	// under it too.
+	ReservedPrefix = idem.ReservedPrefix
 	fenceRowKey    = ReservedPrefix + "fence"
-	keyRowPrefix   = ReservedPrefix + "key~"
 )
 
-// Properties of coord's rows.
-const (
-	propStamp   = "Stamp"   // string: random per call, to settle a lost answer
-	propExpires = "Expires" // time: when a record may be swept (see Sweep)
-)
+// propStamp is the fence row's per-call stamp, to settle a lost answer
+// (the idempotency records' is idem.PropStamp).
+const propStamp = idem.PropStamp
 
 // WriterOptions configure a Writer. The zero value (or nil) means the
 // defaults.
@@ -159,7 +161,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		if verb == "" {
 			return Result{}, invalid("Writer.Transaction", "actions", fmt.Sprintf("action %d is the zero Action", i))
 		}
-		if len(e.RowKey) >= len(ReservedPrefix) && e.RowKey[:len(ReservedPrefix)] == ReservedPrefix {
+		if idem.Reserved(e.RowKey) {
 			return Result{}, invalid("Writer.Transaction", "RowKey", fmt.Sprintf("action %d: RowKeys starting with %q are coord's", i, ReservedPrefix))
 		}
 		ents[i] = ea
@@ -169,15 +171,20 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		etags, err := w.e.Transaction(ctx, ents...)
 		return Result{ETags: etags}, err
 	}
+	var kx *idem.Tx // the keyed part, when g.Key is set: the record joins the EGT
+	if g.Key != "" {
+		if err := idem.Check("coord.Writer.Transaction", w.e, g.Key); err != nil {
+			return Result{}, err
+		}
+		kx = idem.New(w.e, pk, g.Key, w.o.KeyTTL, w.o.Clock, w.o.Retry)
+	}
 	stamp := rand.Text()
+	if kx != nil {
+		stamp = kx.Stamp()
+	}
 	var lastErr error
-	lost := false // an earlier try's answer was lost: it may yet have been applied
 	for range core.Attempts(ctx, w.o.Retry) {
 		var acts []tablekit.Action[tablekit.Entity]
-		if g.Key != "" {
-			acts = append(acts, tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: keyRowPrefix + g.Key, Properties: map[string]any{
-				propStamp: stamp, propExpires: core.Now(w.o.Clock).Add(w.o.KeyTTL).UTC()}}))
-		}
 		var f fence
 		fenceAt := -1
 		if g.Term > 0 {
@@ -193,7 +200,24 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		}
 		guards := len(acts)
 		acts = append(acts, ents...)
-		etags, err := w.e.Transaction(ctx, acts...)
+		var etags []azcore.ETag
+		var err error
+		if kx != nil {
+			var o idem.Outcome
+			etags, o, err = kx.Send(ctx, acts...)
+			switch {
+			case err != nil: // a refusal: the switch below says what of
+			case o == idem.Replayed:
+				return Result{Replayed: true}, nil
+			case o == idem.NotApplied:
+				lastErr = err
+				continue // nothing was applied: write again
+			case etags == nil: // applied, settled after a lost answer
+				return Result{}, nil
+			}
+		} else {
+			etags, err = w.e.Transaction(ctx, acts...)
+		}
 		var te *tablekit.TransactionError
 		switch {
 		case err == nil:
@@ -201,29 +225,16 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 				w.setFence(pk, fence{term: g.Term, etag: etags[fenceAt]})
 			}
 			return Result{ETags: etags[guards:]}, nil
-		case errors.Is(err, tablekit.ErrOutcomeUnknown):
-			lost = true
-			applied, replayed, serr := w.settle(ctx, pk, g, stamp, f)
+		case kx == nil && errors.Is(err, tablekit.ErrOutcomeUnknown):
+			applied, serr := w.settle(ctx, pk, stamp, f)
 			if serr != nil {
 				return Result{}, serr
 			}
 			if applied {
-				return Result{Replayed: replayed}, nil
+				return Result{}, nil
 			}
 			lastErr = errors.New("no answer came, and reading showed it was not applied")
 			continue // nothing was applied: write again
-		case errors.As(err, &te) && g.Key != "" && te.Index == 0 && errors.Is(err, tablekit.ErrAlreadyExists):
-			// The key's record exists: the transaction was applied by an
-			// earlier call, or by a try of this one whose answer was lost
-			// and which the service applied after the read that settled
-			// it (a request still in flight): its record has this call's
-			// stamp. The refused transaction changed nothing.
-			if lost {
-				if applied, replayed, serr := w.settle(ctx, pk, g, stamp, f); serr == nil && applied {
-					return Result{Replayed: replayed}, nil
-				}
-			}
-			return Result{Replayed: true}, nil
 		case errors.As(err, &te) && te.Index == fenceAt && fenceAt >= 0:
 			w.forgetFence(pk) // another write changed the fence row: read it again
 			lastErr = err
@@ -251,53 +262,41 @@ func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit
 	return tablekit.UpdateAction(e, etag)
 }
 
-// settle tells whether the transaction of stamp was applied, after a lost
-// answer: by the idempotency record when keyed (replayed: applied by
-// another call with the same key), else by the fence row: its stamp is
-// this call's (applied), or its version is still the one the transaction
-// was conditional on (not applied).
-func (w *Writer[T]) settle(ctx context.Context, pk string, g Write, stamp string, f fence) (applied, replayed bool, err error) {
+// settle tells whether the unkeyed fenced transaction of stamp was
+// applied, after a lost answer, by the fence row: its stamp is this
+// call's (applied), or its version is still the one the transaction was
+// conditional on (not applied). (A keyed one is settled by its record:
+// idem.Tx.)
+func (w *Writer[T]) settle(ctx context.Context, pk string, stamp string, f fence) (applied bool, err error) {
 	for range core.Attempts(ctx, w.o.Retry) {
-		if g.Key != "" {
-			var e tablekit.Entity
-			e, err = w.e.Get(ctx, pk, keyRowPrefix+g.Key)
-			if errors.Is(err, tablekit.ErrNotFound) {
-				return false, false, nil
-			}
-			if err == nil {
-				s, _ := e.Properties[propStamp].(string)
-				return true, s != stamp, nil
-			}
-			continue
-		}
 		var e tablekit.Entity
 		e, err = w.e.Get(ctx, pk, fenceRowKey)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			if f.etag == "" {
-				return false, false, nil
+				return false, nil
 			}
-			return false, false, fmt.Errorf("fence row of partition %q deleted", pk)
+			return false, fmt.Errorf("fence row of partition %q deleted", pk)
 		}
 		if err == nil {
 			if s, _ := e.Properties[propStamp].(string); s == stamp {
 				term, _ := e.Properties[propTerm].(int64)
 				w.setFence(pk, fence{term: term, etag: e.ETag})
-				return true, false, nil
+				return true, nil
 			}
 			if e.ETag == f.etag {
-				return false, false, nil
+				return false, nil
 			}
 			// Another write replaced the fence row after ours may have
 			// been applied: the row cannot tell. Only a key settles that.
 			w.forgetFence(pk)
-			return false, false, fmt.Errorf("%w (fenced write without a Key: the fence row changed since; give the write a Key to settle it)", tablekit.ErrOutcomeUnknown)
+			return false, fmt.Errorf("%w (fenced write without a Key: the fence row changed since; give the write a Key to settle it)", tablekit.ErrOutcomeUnknown)
 		}
 	}
 	if ctx.Err() != nil {
-		return false, false, ctx.Err()
+		return false, ctx.Err()
 	}
 	// Still unknown: say so, with why it could not be settled.
-	return false, false, fmt.Errorf("%w: the answer was lost and every read to settle it failed: %w", tablekit.ErrOutcomeUnknown, err)
+	return false, fmt.Errorf("%w: the answer was lost and every read to settle it failed: %w", tablekit.ErrOutcomeUnknown, err)
 }
 
 // Fence raises partition pk's fence to term, so that writes of lower

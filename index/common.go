@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/idem"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/opname"
@@ -491,8 +492,8 @@ func queryEntities[T any](ctx context.Context, op string, raw *tablekit.Table[ta
 				yield(*new(T), withOp(op, err))
 				return
 			}
-			if isIndex(e.PartitionKey, e.RowKey) {
-				continue
+			if isIndex(e.PartitionKey, e.RowKey) || idem.Reserved(e.RowKey) {
+				continue // an index row, or tablekit's own (an idempotency record, a fence row)
 			}
 			v, err := core.FromEntity(typed, e)
 			if err != nil {

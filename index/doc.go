@@ -221,6 +221,27 @@
 //	Query                               as tablekit.Table.Query, counting the
 //	                                    index rows it reads and skips
 //	a lost race                         + the refused EGT and a re-read, per retry
+//	a keyed write (WithKey)             as unkeyed (the record joins the EGT);
+//	                                    + 1 read after a lost answer; a keyed
+//	                                    DeleteIfExists of nothing: 1 (the record)
+//	a replay of a key                   the refused EGT (+ 1 read for Modify,
+//	                                    which returns the stored entity)
+//	a keyed Update or Delete refused    + 1 read of the record, which tells a
+//	for a stale ETag or a missing       replay (nil error, no EGT sent) from a
+//	entity                              refusal
+//
+// # Idempotent writes
+//
+// [SamePartition.WithKey] returns a copy whose writes carry an idempotency
+// key, in coord's vocabulary: the key's record is inserted in the
+// entity's partition, in the write's one EGT, so a write repeated with
+// the key (a retry, or the caller sending it again) is not applied twice,
+// and a write whose answer was lost is settled by reading the record
+// instead of ending in tablekit.ErrOutcomeUnknown. A key names one
+// intent: use one WithKey copy per logical write (a message id). Records
+// live 24 h; coord.Sweep removes them. Their RowKeys start with
+// coord.ReservedPrefix ("~coord~"), reserved: Query, the lookups and the
+// ranges never return them, and entities and index names may not use it.
 //
 // CrossPartition (queued mode):
 //

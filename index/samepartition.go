@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/spans"
@@ -61,7 +62,9 @@ type SamePartition[T any] struct {
 	byName   map[string]int
 	prefixes []string // Compound(name) + "!" per index
 	retry    tablekit.RetryPolicy
-	locks    keyLocks
+	locks    *keyLocks
+	keyed    bool   // made by WithKey: every write carries key
+	idemKey  string // the idempotency key of a WithKey copy
 }
 
 // NewSamePartition returns a SamePartition over the entities of table with
@@ -83,7 +86,7 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 	if err := probe(op, table); err != nil {
 		return nil, err
 	}
-	ix := &SamePartition[T]{table: table.AsEntities(), typed: table, name: table.Name(), byName: make(map[string]int)}
+	ix := &SamePartition[T]{table: table.AsEntities(), typed: table, name: table.Name(), byName: make(map[string]int), locks: &keyLocks{}}
 	var err error
 	var o SamePartitionOptions
 	if opts != nil {
@@ -102,6 +105,9 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 		field := fmt.Sprintf("indexes[%d]", i)
 		if err := checkName(op, ix.name, field+".Name", idx.Name); err != nil {
 			return nil, err
+		}
+		if idem.Reserved(idx.Name) {
+			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("index name %q: names starting with %q are reserved (tablekit's own rows)", idx.Name, idem.ReservedPrefix))
 		}
 		if _, dup := ix.byName[idx.Name]; dup {
 			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("duplicate index name %q", idx.Name))
@@ -129,9 +135,52 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 	return ix, nil
 }
 
+// WithKey returns a copy of ix whose writes carry the idempotency key
+// key: each write's transaction also inserts the key's record in the
+// entity's partition (the RowKey coord.ReservedPrefix+"key~"+key), so a
+// write repeated with the same key, by a retry or by the caller, is not
+// applied again. The copy shares everything else with ix (table,
+// indexes, options, locks); ix is unchanged.
+//
+// A key names one intent, not a value: use one WithKey copy per logical
+// write (a message id, say), never one key for several. A repeat of the
+// key within the record's life (24 h, coord's default KeyTTL; coord.Sweep
+// deletes expired records) returns a nil error and writes nothing: an
+// empty ETag from Insert, Upsert and Update, false from DeleteIfExists,
+// and from Modify the entity as read after the replay (1 read more; an
+// error matching tablekit.ErrNotFound if it was deleted since). A keyed
+// write never ends in tablekit.ErrOutcomeUnknown after a lost answer: it
+// reads the record (1 read) and sends again only when nothing was
+// applied; applied, it returns a nil error and an empty ETag (the version
+// is unknown: read the entity for it; Modify returns the value it wrote).
+// Only when every read that settles it fails is the outcome unknown.
+//
+// Costs are the unkeyed write's: the record joins its one transaction,
+// taking one of its 100 actions (a write that would need more is refused
+// before sending, matching tablekit.ErrTooLarge); a keyed DeleteIfExists
+// that finds nothing sends the record alone (1 transaction more); an
+// Update or Delete that finds the entity missing or changed since etag
+// reads the record (1 read) to tell a replay (nil error) from a refusal. An
+// empty key, or one that makes an invalid RowKey, is refused by every
+// write of the copy before anything is sent (tablekit.ErrInvalidInput,
+// tablekit.ErrInvalidKey). RowKeys starting with coord.ReservedPrefix
+// are not entities: reads skip them and writes refuse them. WithKey on a
+// zero SamePartition returns one that refuses every call.
+func (ix *SamePartition[T]) WithKey(key string) *SamePartition[T] {
+	if ix == nil {
+		return nil
+	}
+	c := *ix
+	c.keyed, c.idemKey = true, key
+	return &c
+}
+
 // checkPrimaryKey refuses an entity RowKey that would fall into an index's
-// key range.
+// key range, or among tablekit's reserved rows.
 func (ix *SamePartition[T]) checkPrimaryKey(op string, id ID) error {
+	if idem.Reserved(id.RowKey) {
+		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows (idempotency records, coord's fence rows)", idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+	}
 	for i, p := range ix.prefixes {
 		if strings.HasPrefix(id.RowKey, p) {
 			return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("the RowKey begins with %q, the key prefix of index %q", p, ix.indexes[i].Name), Err: tablekit.ErrInvalidKey}
@@ -424,18 +473,22 @@ func (ix *SamePartition[T]) listWhat(pk, rk string, i int, value string) string 
 // checkLimits refuses a transaction over the EGT limits with an error that
 // says why it is so large.
 func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action[tablekit.Entity]) error {
-	if len(acts) > limits.TransactionActions {
+	n, total, record := len(acts), 0, ""
+	if ix.keyed {
+		// The idempotency record: its RowKey and two properties.
+		n, total, record = n+1, 1024+len(idem.RecordPrefix)+len(ix.idemKey)+128, " and the idempotency record of WithKey"
+	}
+	if n > limits.TransactionActions {
 		return &tablekit.ValidationError{
 			Op:     op,
 			Entity: ix.describe(id),
 			Limit:  "<= 100 actions per entity group transaction",
-			Size:   len(acts),
+			Size:   n,
 			Unit:   "actions",
-			Detail: fmt.Sprintf("writing the entity with its %d indexes takes %d actions (the entity, an entry per index, and a removal per changed value); use fewer indexes, or change fewer indexed values at once", len(ix.indexes), len(acts)),
+			Detail: fmt.Sprintf("writing the entity with its %d indexes takes %d actions (the entity, an entry per index, and a removal per changed value%s); use fewer indexes, or change fewer indexed values at once", len(ix.indexes), n, record),
 			Err:    tablekit.ErrTooLarge,
 		}
 	}
-	total := 0
 	for i := range acts {
 		total += 1024
 		if !core.IsDelete(acts[i]) {
@@ -529,16 +582,41 @@ func (ix *SamePartition[T]) stale(op string, id ID) error {
 // caller's (modeUpdate, modeDelete). It returns the entity's new ETag
 // ("" after a delete), taken from the transaction's answer, and whether
 // the entity existed (modeDeleteIfExists).
-func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, err error) {
+func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, replayed bool, err error) {
 	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "SamePartition.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
 	defer func() { end(err) }()
+	var kx *idem.Tx // the keyed part of a WithKey copy's write
+	if ix.keyed {
+		if err := idem.Check(op, ix.table, ix.idemKey); err != nil {
+			return "", false, false, err
+		}
+		kx = idem.New(ix.table, id.PartitionKey, ix.idemKey, 0, nil, ix.retry)
+	}
 	conditional := (mode == modeUpdate || mode == modeDelete) && etag != azcore.ETagAny
 	gone := map[string]bool{}
 	var old *version
 	needRead := mode >= modeUpdate
+	// refuse returns the refusal of a write for what is stored (the
+	// entity missing, or changed since etag). A keyed write so refused
+	// may be the repeat of one applied before: its record tells (1 read).
+	refuse := func(err error) (bool, error) {
+		if kx == nil {
+			return false, err
+		}
+		switch o, serr := kx.Settle(ctx); {
+		case serr != nil:
+			return false, err
+		case o == idem.Replayed:
+			replayed = true
+			return false, nil
+		case o == idem.Applied: // a try of this call, in flight when its answer was lost
+			return false, nil
+		}
+		return false, err
+	}
 	err = retry(ctx, ix.retry, id, func() (bool, error) {
 		if needRead {
 			var err error
@@ -548,8 +626,8 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 			needRead = false
 			switch {
 			case old == nil && (mode == modeUpdate || mode == modeDelete):
-				return false, notFound(op, ix.describe(id))
-			case old == nil && mode == modeDeleteIfExists:
+				return refuse(notFound(op, ix.describe(id)))
+			case old == nil && mode == modeDeleteIfExists && kx == nil:
 				existed = false
 				return false, nil
 			case old != nil && conditional && etag != old.etag:
@@ -558,7 +636,7 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 					return false, err
 				}
 				if !ok {
-					return false, ix.stale(op, id)
+					return refuse(ix.stale(op, id))
 				}
 			}
 		}
@@ -566,8 +644,18 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 		if err != nil {
 			return false, err
 		}
-		etags, err := ix.attempt(ctx, op, id, old, im, gone)
-		if err == nil {
+		etags, o, err := ix.attempt(ctx, op, id, old, im, gone, kx)
+		switch {
+		case o == idem.Replayed:
+			replayed = true
+			return false, nil
+		case o == idem.NotApplied:
+			// Nothing was applied, maybe because the service refused it
+			// (the answer that said why was lost): learn the stored
+			// version again, as after a conflict, and send again.
+			needRead = mode != modeInsert
+			return true, err
+		case err == nil:
 			existed = old != nil
 			if im != nil && len(etags) > 0 {
 				newETag = etags[0]
@@ -609,7 +697,7 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 		}
 		return true, err
 	})
-	return newETag, existed, err
+	return newETag, existed, replayed, err
 }
 
 // planned carries a failed transaction's error with what its actions did.
@@ -623,8 +711,12 @@ func (p *planned) Unwrap() error { return p.err }
 
 // attempt plans and sends one transaction, holding the process's locks of
 // the index entities it changes, and returns the actions' new ETags. A
-// failed transaction is returned as a *planned.
-func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool) ([]azcore.ETag, error) {
+// failed transaction is returned as a *planned. With kx (a keyed write)
+// the transaction carries the key's record and the outcome says whether
+// it was applied (idem.Applied: the ETags are nil when settled after a
+// lost answer), replayed, or not applied after a lost answer; a keyed
+// write with nothing to change sends the record alone.
+func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool, kx *idem.Tx) ([]azcore.ETag, idem.Outcome, error) {
 	var lockKeys []string
 	for i := range ix.indexes {
 		if !ix.indexes[i].List {
@@ -648,21 +740,28 @@ func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *
 	}
 	unlock, err := ix.locks.lock(ctx, lockKeys...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer unlock()
 	acts, info, err := ix.plan(ctx, op, id, old, im, gone)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if kx != nil {
+		etags, o, err := kx.Send(ctx, acts...)
+		if err != nil && o != idem.NotApplied {
+			return nil, 0, &planned{info: info, err: err}
+		}
+		return etags, o, err
 	}
 	if len(acts) == 0 {
-		return nil, nil
+		return nil, idem.Applied, nil
 	}
 	etags, err := ix.table.Transaction(ctx, acts...)
 	if err != nil {
-		return nil, &planned{info: info, err: err}
+		return nil, 0, &planned{info: info, err: err}
 	}
-	return etags, nil
+	return etags, idem.Applied, nil
 }
 
 // fixed returns the next function of a write that stores im whatever the
@@ -685,7 +784,7 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	etag, _, err := ix.write(ctx, op, im.id, modeInsert, "", fixed(im))
+	etag, _, _, err := ix.write(ctx, op, im.id, modeInsert, "", fixed(im))
 	return etag, withOp(op, err)
 }
 
@@ -709,7 +808,7 @@ func (ix *SamePartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	etag, _, err := ix.write(ctx, op, im.id, modeUpsert, "", fixed(im))
+	etag, _, _, err := ix.write(ctx, op, im.id, modeUpsert, "", fixed(im))
 	return etag, withOp(op, err)
 }
 
@@ -739,7 +838,7 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (
 	if etag == "" {
 		return "", invalid(op, ix.describe(im.id), "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)")
 	}
-	newETag, _, err := ix.write(ctx, op, im.id, modeUpdate, etag, fixed(im))
+	newETag, _, _, err := ix.write(ctx, op, im.id, modeUpdate, etag, fixed(im))
 	return newETag, withOp(op, err)
 }
 
@@ -773,7 +872,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 	}
 	var fnErr error
 	var last *image
-	etag, _, err := ix.write(ctx, op, id, modeModify, "", func(old *version) (*image, error) {
+	etag, _, replayed, err := ix.write(ctx, op, id, modeModify, "", func(old *version) (*image, error) {
 		base := tablekit.Entity{PartitionKey: pk, RowKey: rk}
 		if old != nil {
 			base = old.entity
@@ -802,6 +901,11 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 	if err != nil {
 		return zero, withOp(op, err)
 	}
+	if replayed {
+		// Nothing was written by this call: return what is stored.
+		v, err := ix.get(ctx, op, pk, rk)
+		return v, withOp(op, err)
+	}
 	e := last.entity
 	e.ETag = etag
 	v, err := core.FromEntity(ix.typed, e)
@@ -828,7 +932,7 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, etag azco
 	if etag == "" {
 		return invalid(op, ix.describe(id), "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)")
 	}
-	_, _, err := ix.write(ctx, op, id, modeDelete, etag, fixed(nil))
+	_, _, _, err := ix.write(ctx, op, id, modeDelete, etag, fixed(nil))
 	return withOp(op, err)
 }
 
@@ -849,8 +953,8 @@ func (ix *SamePartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return false, err
 	}
-	_, existed, err := ix.write(ctx, op, id, modeDeleteIfExists, "", fixed(nil))
-	return existed && err == nil, withOp(op, err)
+	_, existed, replayed, err := ix.write(ctx, op, id, modeDeleteIfExists, "", fixed(nil))
+	return existed && !replayed && err == nil, withOp(op, err)
 }
 
 // Get reads the entity pk/rk itself, with its ETag in T's etag field.
@@ -1104,7 +1208,8 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, index, value string) ([
 // all), as tablekit.Table.Query does, without the index entries kept
 // beside them: a plain Table.Query of an indexed partition also returns
 // every copy and index entity (RowKeys that begin with an index's Name and
-// '!'), decoded as if they were entities. opts are Table.Query's; Limit
+// '!'), decoded as if they were entities, and the idempotency records of
+// WithKey (RowKeys that begin with coord.ReservedPrefix). opts are Table.Query's; Limit
 // counts entities. Cost: as Table.Query, including the index rows it
 // reads and skips (1 transaction per 1,000 rows).
 func (ix *SamePartition[T]) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[T, error] {

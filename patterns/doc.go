@@ -63,6 +63,17 @@
 //	Mixed          ✓     ✓       ✓       ✓       ✓      —       ✓          ✓
 //	Series         ✓     —       —       —       —      ✓       —          —
 //
+// [Wide.WithKey] and [Mixed.WithKey] give a Wide or a Mixed whose writes
+// carry an idempotency key (coord's vocabulary: the key's record joins
+// the write's one entity group transaction, a repeat of the key is not
+// applied again and returns a nil error with empty ETags, a lost answer
+// is settled by reading the record, never ErrOutcomeUnknown). A keyed
+// write costs the unkeyed one's transactions (a Mixed verb becomes a
+// transaction of one action); + 1 read after a lost answer; a replay: the
+// refused transaction (Wide.Modify: + 1 range query, it returns the
+// stored entity; a Wide Update, Merge or Delete that finds another
+// version: 1 read of the record instead).
+//
 // Series adds Add (a Modify of one slot), Stream Append (an Upsert of
 // events, in bulk), Denormalizer Write (an Upsert, or an Update when the
 // source carries an ETag, together with its copies), and PeriodTables
@@ -103,7 +114,8 @@
 //     if it carries the write's id, the write was applied and succeeds;
 //     otherwise the error stands. A write that inserts the entity is
 //     retried by the Azure SDK when its answer is lost, so, like any
-//     retried insert, it may take effect twice around a concurrent delete.
+//     retried insert, it may take effect twice around a concurrent delete,
+//     unless it carries a key ([Wide.WithKey]): its record settles it.
 //
 // Cost, in storage transactions:
 //

@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -261,6 +263,8 @@ func kindOf[T any](r *Registry) (kind string, version int, ok bool) {
 type Mixed struct {
 	table *tablekit.Table[tablekit.Entity]
 	reg   *Registry
+	keyed bool   // made by WithKey: every write carries key
+	key   string // the idempotency key of a WithKey copy
 }
 
 // NewMixed returns a Mixed over table, a property-bag view
@@ -279,6 +283,105 @@ func (m *Mixed) usable(op string) error {
 		return unusable(op, "NewMixed")
 	}
 	return nil
+}
+
+// WithKey returns a copy of m whose writes carry the idempotency key key:
+// each write (a verb, or Transaction) is one entity group transaction that
+// also inserts the key's record in the write's partition (the RowKey
+// coord.ReservedPrefix+"key~"+key), so a write repeated with the same key,
+// by a retry or by the caller, is not applied again. The copy shares
+// everything else with m; m is unchanged.
+//
+// A key names one intent, not the actions: use one WithKey copy per
+// logical write (a message id, say); a repeat with other actions (a retry
+// that recomputed them) is a repeat too, and its actions are not sent.
+// Within the record's life (24 h, coord's default KeyTTL; coord.Sweep
+// deletes expired records) a repeat returns a nil error and writes
+// nothing: empty ETags (Transaction: one "" per action), false from
+// DeleteIfExists. A keyed write never ends in tablekit.ErrOutcomeUnknown
+// after a lost answer: it reads the record (1 read) and sends again only
+// when nothing was applied; applied, it returns a nil error and empty
+// ETags (read the entities for their versions). Only when every read
+// that settles it fails is the outcome unknown.
+//
+// Costs are the unkeyed write's, 1 transaction (a verb becomes a
+// transaction of one action), but a keyed DeleteIfExists that finds
+// nothing sends the record alone (1 more); a replay costs the refused
+// transaction. The record takes one of a transaction's 100 actions: 99
+// are left to the caller. Refused before anything is sent: an empty key
+// (tablekit.ErrInvalidInput), one that makes an invalid RowKey
+// (tablekit.ErrInvalidKey), actions in several partitions, and RowKeys
+// starting with coord.ReservedPrefix, tablekit's own rows, which Query
+// leaves out. WithKey on a zero Mixed returns one that refuses every call.
+func (m *Mixed) WithKey(key string) *Mixed {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	c.keyed, c.key = true, key
+	return &c
+}
+
+// keyedTransaction sends conv, actions of one partition, with m's key's
+// record in one transaction, and sends again while the record shows that
+// a try whose answer was lost was not applied. It returns the actions'
+// ETags ("" each when replayed, or applied after a lost answer). With
+// missingOK, a delete refused because the entity is missing (a keyed
+// DeleteIfExists) is sent again as the record alone, and missing says so.
+func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit.Action[tablekit.Entity], missingOK bool) (etags []azcore.ETag, replayed, missing bool, err error) {
+	if err := idem.Check(op, m.table, m.key); err != nil {
+		return nil, false, false, err
+	}
+	if len(conv) == 0 {
+		return nil, false, false, invalid(op, "no actions")
+	}
+	if len(conv) > idem.MaxActions {
+		return nil, false, false, &tablekit.ValidationError{Op: op, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(conv) + 1, Unit: "actions", Detail: fmt.Sprintf("%d actions and the record", len(conv)), Err: tablekit.ErrTooLarge}
+	}
+	pk := core.ActionValue(conv[0]).PartitionKey
+	for i, a := range conv {
+		v := core.ActionValue(a)
+		if v.PartitionKey != pk {
+			return nil, false, false, invalid(op, fmt.Sprintf("action %d: PartitionKey %q, action 0's %q: a transaction is one partition", i, v.PartitionKey, pk))
+		}
+		if idem.Reserved(v.RowKey) {
+			return nil, false, false, &tablekit.ValidationError{Op: op, Entity: pk + "/" + v.RowKey, Property: "RowKey", Detail: fmt.Sprintf("action %d: RowKeys starting with %q are reserved for tablekit's own rows", i, idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+		}
+	}
+	n := len(conv)
+	kx := idem.New(m.table, pk, m.key, 0, nil, tablekit.RetryPolicy{})
+	policy := core.WithDefaults(tablekit.RetryPolicy{}, core.ConflictRetry)
+	for range core.Attempts(ctx, policy) {
+		var o idem.Outcome
+		etags, o, err = kx.Send(ctx, conv...)
+		var te *tablekit.TransactionError
+		switch {
+		case missingOK && errors.As(err, &te) && te.Index == 0 && errors.Is(err, tablekit.ErrNotFound):
+			conv, missing = nil, true // nothing to delete: record the key alone
+			continue
+		case o == idem.NotApplied:
+			continue // nothing was applied: send again
+		case err != nil:
+			return nil, false, false, err
+		}
+		if etags == nil || missing {
+			etags = make([]azcore.ETag, n)
+		}
+		return etags, o == idem.Replayed, missing && o != idem.Replayed, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, false, ctx.Err()
+	}
+	return nil, false, false, fmt.Errorf("not applied: gave up after %d tries; the last: %w", policy.MaxAttempts, err)
+}
+
+// keyedWrite is a verb of a WithKey copy: a keyed transaction of a.
+func (m *Mixed) keyedWrite(ctx context.Context, op string, a tablekit.Action[tablekit.Entity]) (azcore.ETag, error) {
+	etags, _, _, err := m.keyedTransaction(ctx, op, []tablekit.Action[tablekit.Entity]{a}, false)
+	if err != nil {
+		return "", withOp(op, err)
+	}
+	return etags[0], nil
 }
 
 // Get reads one entity and decodes it into its type; the ETag is in the
@@ -308,6 +411,9 @@ func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
 	if err != nil {
 		return "", err
 	}
+	if m.keyed {
+		return m.keyedWrite(ctx, op, tablekit.InsertAction(e))
+	}
 	etag, err := m.table.Insert(ctx, e)
 	return etag, withOp(op, err)
 }
@@ -322,6 +428,9 @@ func (m *Mixed) Upsert(ctx context.Context, v any) (azcore.ETag, error) {
 	e, err := m.reg.encode(op, v)
 	if err != nil {
 		return "", err
+	}
+	if m.keyed {
+		return m.keyedWrite(ctx, op, tablekit.UpsertAction(e))
 	}
 	etag, err := m.table.Upsert(ctx, e)
 	return etag, withOp(op, err)
@@ -339,6 +448,12 @@ func (m *Mixed) Update(ctx context.Context, v any, etag azcore.ETag) (azcore.ETa
 	if err != nil {
 		return "", err
 	}
+	if m.keyed {
+		if etag == "" {
+			return "", invalid(op, "Update needs the ETag read with the entity (or azcore.ETagAny)")
+		}
+		return m.keyedWrite(ctx, op, tablekit.UpdateAction(e, etag))
+	}
 	etag, err = m.table.Update(ctx, e, etag)
 	return etag, withOp(op, err)
 }
@@ -355,6 +470,9 @@ func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag
 	if err != nil {
 		return "", err
 	}
+	if m.keyed {
+		return m.keyedWrite(ctx, op, tablekit.MergeAction(e, etag))
+	}
 	etag, err = m.table.Merge(ctx, e, etag)
 	return etag, withOp(op, err)
 }
@@ -364,6 +482,13 @@ func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag
 func (m *Mixed) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
 	const op = "patterns.Mixed.Delete"
 	if err := m.usable(op); err != nil {
+		return err
+	}
+	if m.keyed {
+		if etag == "" {
+			return invalid(op, "Delete needs the ETag read with the entity (or azcore.ETagAny)")
+		}
+		_, err := m.keyedWrite(ctx, op, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: rk}, etag))
 		return err
 	}
 	return withOp(op, m.table.Delete(ctx, pk, rk, etag))
@@ -376,12 +501,18 @@ func (m *Mixed) DeleteIfExists(ctx context.Context, pk, rk string) (existed bool
 	if err := m.usable(op); err != nil {
 		return false, err
 	}
+	if m.keyed {
+		_, replayed, missing, err := m.keyedTransaction(ctx, op, []tablekit.Action[tablekit.Entity]{tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: rk}, azcore.ETagAny)}, true)
+		return err == nil && !replayed && !missing, withOp(op, err)
+	}
 	existed, err = m.table.DeleteIfExists(ctx, pk, rk)
 	return existed, withOp(op, err)
 }
 
 // Query returns the entities matching f, each decoded into its type: one
 // query for a partition of mixed kinds. Use a type switch on the values.
+// The idempotency records of WithKey (RowKeys starting with
+// coord.ReservedPrefix) are left out.
 func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.QueryOptions) iter.Seq2[any, error] {
 	const op = "patterns.Mixed.Query"
 	return func(yield func(any, error) bool) {
@@ -389,13 +520,28 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 			yield(nil, err)
 			return
 		}
-		for e, err := range m.table.Query(ctx, f, opts) {
+		var o tablekit.QueryOptions
+		if opts != nil {
+			o = *opts
+		}
+		limit := max(o.Limit, 0) // Limit counts the entities yielded, not the records skipped
+		if o.Limit > 0 {
+			o.Limit = 0
+		}
+		n := 0
+		for e, err := range m.table.Query(ctx, f, &o) {
+			if err == nil && idem.Reserved(e.RowKey) {
+				continue // tablekit's own row (an idempotency record)
+			}
 			var v any
 			if err == nil {
 				v, err = m.reg.decode(op, e)
 			}
 			err = withOp(op, err)
 			if !yield(v, err) || err != nil {
+				return
+			}
+			if n++; limit > 0 && n >= limit {
 				return
 			}
 		}
@@ -482,6 +628,10 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}
 		conv[i] = c
+	}
+	if m.keyed {
+		etags, _, _, err := m.keyedTransaction(ctx, op, conv, false)
+		return etags, withOp(op, err)
 	}
 	etags, err := m.table.Transaction(ctx, conv...)
 	return etags, withOp(op, err)

@@ -105,6 +105,8 @@ type Wide[T any] struct {
 	retry    tablekit.RetryPolicy
 	isEntity bool
 	field    *wideField
+	keyed    bool   // made by WithKey: every write carries key
+	key      string // the idempotency key of a WithKey copy
 }
 
 // wideField describes the `wide` map field of a struct T.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/idem"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -18,6 +19,90 @@ import (
 // when a concurrent writer got there first. Every write returns part 0's
 // new ETag, the logical entity's version, from the per-action ETags of the
 // transaction: no read after the write.
+
+// WithKey returns a copy of w whose writes carry the idempotency key key:
+// each write's one entity group transaction also inserts the key's record
+// in the logical entity's partition (the RowKey
+// coord.ReservedPrefix+"key~"+key), so a write repeated with the same key,
+// by a retry or by the caller, is not applied again. The copy shares
+// everything else with w; w is unchanged.
+//
+// A key names one intent: use one WithKey copy per logical write (a
+// message id, say). Within the record's life (24 h, coord's default
+// KeyTTL; coord.Sweep deletes expired records) a repeat returns a nil
+// error and writes nothing: an empty version from Insert, Upsert, Update
+// and Merge, false from DeleteIfExists, and from Modify the entity as
+// read after the replay (1 range query more). A keyed write never ends in
+// tablekit.ErrOutcomeUnknown after a lost answer: it reads the record (1
+// read) and writes again only when nothing was applied; applied, it
+// returns a nil error and an empty version (Modify: the value it wrote,
+// without its version). Only when every read that settles it fails is the
+// outcome unknown.
+//
+// Costs are the unkeyed write's: the record joins its one transaction,
+// taking one of its 100 actions (a write that would need more is refused,
+// tablekit.ErrTooLarge); a keyed write with nothing to change (a Merge
+// that changes nothing, a DeleteIfExists of nothing) sends the record
+// alone (1 transaction); an Update, Merge or Delete that finds the entity
+// missing or at another version reads the record (1 read) to tell a
+// replay (nil error) from a refusal. An empty key, or one that makes an
+// invalid RowKey, is refused by every write (tablekit.ErrInvalidInput,
+// tablekit.ErrInvalidKey), and so is a logical RowKey starting with
+// coord.ReservedPrefix. WithKey on a zero Wide returns one that refuses
+// every call.
+func (w *Wide[T]) WithKey(key string) *Wide[T] {
+	if w == nil {
+		return nil
+	}
+	c := *w
+	c.keyed, c.key = true, key
+	return &c
+}
+
+// keyTx returns the keyed part of a write of the logical entity pk/rk:
+// nil for a Wide that WithKey did not make.
+func (w *Wide[T]) keyTx(op, pk, rk string) (*idem.Tx, error) {
+	if !w.keyed {
+		return nil, nil
+	}
+	if err := idem.Check(op, w.table, w.key); err != nil {
+		return nil, err
+	}
+	if idem.Reserved(rk) {
+		return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows", idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+	}
+	return idem.New(w.table, pk, w.key, 0, nil, w.retry), nil
+}
+
+// send sends actions as one transaction, with kx's record when keyed
+// (kx.Send's outcomes); unkeyed, the outcome is idem.Applied on success.
+func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Action[tablekit.Entity]) ([]azcore.ETag, idem.Outcome, error) {
+	if kx == nil {
+		etags, err := w.table.Transaction(ctx, actions...)
+		if err != nil {
+			return nil, 0, err
+		}
+		return etags, idem.Applied, nil
+	}
+	if len(actions) > idem.MaxActions {
+		e := core.ActionValue(actions[0])
+		return nil, 0, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(actions) + 1, Unit: "actions", Detail: fmt.Sprintf("the write takes %d physical entities and the record", len(actions)), Err: tablekit.ErrTooLarge}
+	}
+	return kx.Send(ctx, actions...)
+}
+
+// keyRefused returns what a keyed write refused for what is stored (err: the
+// entity missing, or at another version) comes to: replayed when the
+// key's record exists (an earlier call applied it: 1 read), else err.
+func keyRefused(ctx context.Context, kx *idem.Tx, err error) (replayed bool, _ error) {
+	if kx == nil || !(errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrPreconditionFailed)) {
+		return false, err
+	}
+	if o, serr := kx.Settle(ctx); serr == nil && o != idem.NotApplied {
+		return true, nil
+	}
+	return false, err
+}
 
 // Insert writes a new logical entity in one entity group transaction, and
 // nothing else: it fails with an error matching tablekit.ErrAlreadyExists
@@ -35,6 +120,26 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 	actions, err := w.plan(pk, rk, nil, want)
 	if err != nil {
 		return "", withOp(op, err)
+	}
+	kx, err := w.keyTx(op, pk, rk)
+	if err != nil {
+		return "", err
+	}
+	if kx != nil {
+		for range core.Attempts(ctx, w.retry) {
+			etags, o, err := w.send(ctx, kx, actions)
+			switch {
+			case o == idem.NotApplied:
+				continue // nothing was applied: send again
+			case err != nil:
+				return "", withOp(op, err)
+			}
+			return part0ETag(rk, actions, etags), nil // "" when replayed or settled
+		}
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", withOp(op, fmt.Errorf("not applied: gave up after %d tries whose answers were lost", w.retry.MaxAttempts))
 	}
 	etags, err := w.table.Transaction(ctx, actions...)
 	if err == nil {
@@ -110,7 +215,7 @@ func (w *Wide[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	res, err := w.write(ctx, pk, rk, true, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, pk, rk, true, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
 		return want, nil
 	})
 	return res.etag, withOp(op, err)
@@ -138,7 +243,7 @@ func (w *Wide[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETa
 	if etag == "" {
 		return "", &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)", Err: tablekit.ErrInvalidInput}
 	}
-	res, err := w.write(ctx, pk, rk, etag == azcore.ETagAny, func(parts []*widePart, _ map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, pk, rk, etag == azcore.ETagAny, func(parts []*widePart, _ map[string]any) (map[string]any, error) {
 		if err := checkVersion(pk, rk, parts, etag); err != nil {
 			return nil, err
 		}
@@ -179,7 +284,7 @@ func (w *Wide[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag
 		return "", withOp(op, err)
 	}
 	retry := etag == "" || etag == azcore.ETagAny
-	res, err := w.write(ctx, pk, rk, retry, func(parts []*widePart, current map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, pk, rk, retry, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		if etag != "" {
 			if err := checkVersion(pk, rk, parts, etag); err != nil {
 				return nil, err
@@ -213,7 +318,7 @@ func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error
 	if fn == nil {
 		return zero, invalid(op, "nil function")
 	}
-	res, err := w.write(ctx, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		_, ts := assemble(parts)
 		var etag azcore.ETag
 		if len(parts) > 0 {
@@ -242,6 +347,10 @@ func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error
 	if err != nil {
 		return zero, withOp(op, err)
 	}
+	if res.replayed {
+		// Nothing was written by this call: return what is stored.
+		return w.Get(ctx, pk, rk)
+	}
 	v, err := w.decode(pk, rk, res.ts, res.etag, res.props)
 	return v, withOp(op, err)
 }
@@ -256,16 +365,22 @@ func (f *fnError) Unwrap() error { return f.err }
 // wideWritten is what a write stored: the new version and the logical
 // entity's properties.
 type wideWritten struct {
-	etag  azcore.ETag
-	props map[string]any
-	ts    time.Time // the latest Timestamp of the parts read
+	etag     azcore.ETag
+	props    map[string]any
+	ts       time.Time // the latest Timestamp of the parts read
+	replayed bool      // a keyed write's key was applied before: nothing written
 }
 
 // write runs the read-plan-write loop: read one version of the parts,
 // compute the wanted properties, write the difference in one transaction
 // conditional on that version, and start again when the read straddled a
-// concurrent write or, if retry, on a conflict.
-func (w *Wide[T]) write(ctx context.Context, pk, rk string, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
+// concurrent write or, if retry, on a conflict. A WithKey copy's write
+// carries its key's record (see WithKey).
+func (w *Wide[T]) write(ctx context.Context, op, pk, rk string, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
+	kx, err := w.keyTx(op, pk, rk)
+	if err != nil {
+		return wideWritten{}, err
+	}
 	var last error
 	for range core.Attempts(ctx, w.retry) {
 		parts, ok, err := w.read(ctx, pk, rk)
@@ -279,22 +394,36 @@ func (w *Wide[T]) write(ctx context.Context, pk, rk string, retry bool, want fun
 		current, ts := assemble(parts)
 		props, err := want(parts, current)
 		if err != nil {
-			return wideWritten{}, err
+			var fe *fnError
+			if errors.As(err, &fe) {
+				return wideWritten{}, err
+			}
+			replayed, err := keyRefused(ctx, kx, err)
+			return wideWritten{replayed: replayed}, err
 		}
 		actions, err := w.plan(pk, rk, parts, props)
 		if err != nil {
 			return wideWritten{}, err
 		}
-		if len(actions) == 0 {
+		if len(actions) == 0 && kx == nil {
 			return wideWritten{etag: parts[0].etag, props: props, ts: ts}, nil
 		}
-		var etags []azcore.ETag
-		etags, last = w.table.Transaction(ctx, actions...)
-		if last == nil {
-			return wideWritten{etag: part0ETag(rk, actions, etags), props: props, ts: ts}, nil
+		etags, o, err := w.send(ctx, kx, actions)
+		last = err
+		switch {
+		case o == idem.Replayed:
+			return wideWritten{replayed: true}, nil
+		case o == idem.NotApplied:
+			continue // nothing was applied: read and write again
+		case err == nil && len(actions) == 0:
+			return wideWritten{etag: parts[0].etag, props: props, ts: ts}, nil // the record alone
+		case err == nil:
+			return wideWritten{etag: part0ETag(rk, actions, etags), props: props, ts: ts}, nil // "" when settled
 		}
-		if etag, ok := w.settled(ctx, pk, rk, actions, last); ok {
-			return wideWritten{etag: etag, props: props, ts: ts}, nil
+		if kx == nil {
+			if etag, ok := w.settled(ctx, pk, rk, actions, last); ok {
+				return wideWritten{etag: etag, props: props, ts: ts}, nil
+			}
 		}
 		if !retry || !isConflict(last) {
 			return wideWritten{}, last
@@ -321,7 +450,7 @@ func (w *Wide[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) e
 	if etag == "" {
 		return &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)", Err: tablekit.ErrInvalidInput}
 	}
-	_, err := w.remove(ctx, pk, rk, etag)
+	_, err := w.remove(ctx, op, pk, rk, etag)
 	return withOp(op, err)
 }
 
@@ -335,14 +464,19 @@ func (w *Wide[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bo
 	if err := w.usable(op); err != nil {
 		return false, err
 	}
-	existed, err = w.remove(ctx, pk, rk, "")
+	existed, err = w.remove(ctx, op, pk, rk, "")
 	return existed, withOp(op, err)
 }
 
 // remove deletes the logical entity: the version etag, any version for
 // azcore.ETagAny (retrying conflicts, ErrNotFound when absent), or, for
-// "", whatever exists (reporting whether anything did).
-func (w *Wide[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (bool, error) {
+// "", whatever exists (reporting whether anything did). A WithKey copy's
+// remove carries its key's record (a repeat reports false).
+func (w *Wide[T]) remove(ctx context.Context, op, pk, rk string, etag azcore.ETag) (bool, error) {
+	kx, err := w.keyTx(op, pk, rk)
+	if err != nil {
+		return false, err
+	}
 	var last error
 	for range core.Attempts(ctx, w.retry) {
 		parts, ok, err := w.read(ctx, pk, rk)
@@ -353,11 +487,12 @@ func (w *Wide[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (
 			last = w.unsettled(pk, rk)
 			continue
 		}
-		if etag == "" && len(parts) == 0 {
+		if etag == "" && len(parts) == 0 && kx == nil {
 			return false, nil
 		}
 		if etag != "" {
 			if err := checkVersion(pk, rk, parts, etag); err != nil {
+				_, err := keyRefused(ctx, kx, err)
 				return false, err
 			}
 		}
@@ -369,9 +504,15 @@ func (w *Wide[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (
 			}
 			actions = append(actions, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prk}, p.etag))
 		}
-		_, last = w.table.Transaction(ctx, actions...)
-		if last == nil {
-			return true, nil
+		_, o, err := w.send(ctx, kx, actions)
+		last = err
+		switch {
+		case o == idem.Replayed:
+			return false, nil
+		case o == idem.NotApplied:
+			continue // nothing was applied: read and delete again
+		case err == nil:
+			return len(parts) > 0, nil
 		}
 		if !isConflict(last) || etag != "" && etag != azcore.ETagAny {
 			return false, last

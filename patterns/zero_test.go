@@ -29,18 +29,20 @@ var (
 // constructor. TestZeroValuesNeverPanic calls every exported method of
 // each.
 var zeroValues = map[string][]any{
-	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}},
+	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}, (&patterns.Wide[Year]{}).WithKey("k"), (*patterns.Wide[Year])(nil).WithKey("k")},
 	"Large":        {&patterns.Large[tablekit.Entity]{}, (*patterns.Large[tablekit.Entity])(nil), &patterns.Large[Doc]{}},
 	"Series":       {&patterns.Series{}, (*patterns.Series)(nil)},
 	"Stream":       {&patterns.Stream[tablekit.Entity]{}, (*patterns.Stream[tablekit.Entity])(nil)},
 	"PeriodTables": {&patterns.PeriodTables[tablekit.Entity]{}, (*patterns.PeriodTables[tablekit.Entity])(nil)},
-	"Mixed":        {&patterns.Mixed{}, (*patterns.Mixed)(nil)},
+	"Mixed":        {&patterns.Mixed{}, (*patterns.Mixed)(nil), (&patterns.Mixed{}).WithKey("k"), (*patterns.Mixed)(nil).WithKey("k")},
 	"Denormalizer": {&patterns.Denormalizer[tablekit.Entity]{}, (*patterns.Denormalizer[tablekit.Entity])(nil)},
 	"Registry":     {(*patterns.Registry)(nil)},
 }
 
-// testOnly are the methods export_test.go adds for the tests.
-var testOnly = map[string]bool{"Parts": true, "Refs": true, "Partitions": true, "Name": true}
+// testOnly are the methods export_test.go adds for the tests, and those
+// that return a value to use rather than an error (WithKey: zeroValues
+// holds what it returns for a zero value).
+var testOnly = map[string]bool{"Parts": true, "Refs": true, "Partitions": true, "Name": true, "WithKey": true}
 
 // TestZeroValuesNeverPanic calls every exported method of every zero value
 // (and nil pointer) with valid arguments: none panics, and each fails with
