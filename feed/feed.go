@@ -122,9 +122,9 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, target int64) error {
 		switch {
 		case errors.Is(err, tablekit.ErrNotFound):
 			_, err = f.t.Insert(ctx, row)
-			if errors.Is(err, tablekit.ErrAlreadyExists) {
+			if errors.Is(err, tablekit.ErrAlreadyExists) || errors.Is(err, tablekit.ErrOutcomeUnknown) {
 				last = err
-				continue // another mark came first (or this one, its answer lost)
+				continue // another mark came first, or this one's answer was lost: read again
 			}
 			return err
 		case err != nil:
@@ -136,9 +136,9 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, target int64) error {
 			return nil // a relay clears it only once the stream is past target
 		}
 		_, err = f.t.Update(ctx, row, e.ETag)
-		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound) {
+		if errors.Is(err, tablekit.ErrPreconditionFailed) || errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrOutcomeUnknown) {
 			last = err
-			continue
+			continue // another mark came first, or this one's answer was lost: read again
 		}
 		return err
 	}

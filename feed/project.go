@@ -107,7 +107,7 @@ func (p *Projector) Handle(ctx context.Context, c Change) error {
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, tablekit.ErrAlreadyExists), errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound):
+		case errors.Is(err, tablekit.ErrAlreadyExists), errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound), errors.Is(err, tablekit.ErrOutcomeUnknown):
 			last = err // the row changed meanwhile (or this write landed, its answer lost): read again
 			continue
 		default:

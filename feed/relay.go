@@ -198,8 +198,9 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 			switch _, err := r.f.t.Update(ctx, clean, e.ETag); {
 			case err == nil:
 				res.Cleared++
-			case errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound):
-				// marked again meanwhile: dirty it stays
+			case errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound), errors.Is(err, tablekit.ErrOutcomeUnknown):
+				// marked again meanwhile: dirty it stays (or, the answer
+				// lost, the next round sees which)
 			default:
 				errs = append(errs, fmt.Errorf("feed: Relay.Round: clearing stream %s: %w", name(id), err))
 			}
