@@ -430,3 +430,40 @@ func TestAppendCosts(t *testing.T) {
 		t.Errorf("refused appends sent %v", c)
 	}
 }
+
+// TestCheckpointInLongCatchUp: a long catch-up stores the checkpoint every
+// 32 changes, so a relay that dies (or loses its lease) at change 40 hands
+// at most the changes since the last one again.
+func TestCheckpointInLongCatchUp(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	tags := make([]string, 45)
+	for i := range tags {
+		tags[i] = fmt.Sprint("e", i+1)
+	}
+	e.append(t, id, 0, tags...)
+	rec := newRecorder()
+	boom := errors.New("boom")
+	var stored int64
+	rec.fail = func(c feed.Change) error {
+		if c.Version == 40 {
+			stored = e.checkpoint(t, "rec", id) // as a relay dying now would leave it
+			return boom
+		}
+		return nil
+	}
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	if _, err := r.Round(context.Background(), 1); !errors.Is(err, boom) {
+		t.Fatalf("round: %v", err)
+	}
+	if stored != 32 {
+		t.Errorf("checkpoint stored when change 40 was handed: %d, want 32", stored)
+	}
+	if v := e.checkpoint(t, "rec", id); v != 39 {
+		t.Errorf("checkpoint after the failure at 40: %d, want 39", v)
+	}
+	rec.fail = nil
+	if res := round(t, r, 1); res.Delivered != 45-39 || res.Cleared != 1 {
+		t.Errorf("second round: %+v, want 6 delivered, cleared", res)
+	}
+}

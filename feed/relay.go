@@ -152,7 +152,8 @@ func (r *Relay) ok(op string) error {
 // Costs: 1 query per shard; per dirty stream, 1 read per subscription of
 // its checkpoint (once per term: they are cached), 1 query per
 // stream.Options.PageSize new events (+1, the empty range that ends the
-// read), 1 fenced write per subscription that advanced, 1 write to clear.
+// read), 1 fenced write per subscription that advanced (and 1 more per 32
+// changes it handled), 1 write to clear.
 func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	var res RoundResult
 	if err := r.ok("Relay.Round"); err != nil {
@@ -333,6 +334,12 @@ func (r *Relay) remember(s Subscription, k string, v int64) {
 	r.cps[s.Name][k] = v
 }
 
+// checkpointEvery is how many changes a subscription handles on a stream
+// before its checkpoint is stored in the middle of a round, so that a
+// relay that loses its lease (or dies) in a long catch-up hands at most
+// that many again.
+const checkpointEvery = 32
+
 // catchUp hands subscriptions subs (indices) the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
 // lowest checkpoint reached and how many changes were handled; an error
@@ -354,6 +361,29 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 	failed := make([]bool, len(subs))
 	nfailed := 0
 	var errs []error
+	// save stores subs[j]'s checkpoint at done[j]; it returns an error
+	// only when fenced (stop). A failed write stops the subscription on
+	// this stream for the round, its checkpoint the last one stored.
+	save := func(j int) error {
+		s := r.subs[subs[j]]
+		row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
+		if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
+			delete(r.cps[s.Name], streamKey(id)) // read it again: it may be either
+			errs = append(errs, fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err))
+			if errors.Is(err, coord.ErrFenced) {
+				return err
+			}
+			done[j] = cp[j]
+			if !failed[j] {
+				failed[j] = true
+				nfailed++
+			}
+			return nil
+		}
+		r.remember(s, streamKey(id), done[j])
+		cp[j] = done[j]
+		return nil
+	}
 	for ev, err := range r.f.store.Forward(ctx, id, from+1) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
@@ -372,25 +402,21 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 			}
 			done[j] = ev.Version
 			delivered++
+			if done[j]-cp[j] >= checkpointEvery {
+				if err := save(j); err != nil {
+					return 0, delivered, errors.Join(errs...)
+				}
+			}
 		}
 		if nfailed == len(subs) {
 			break
 		}
 	}
 	reached = -1
-	for j, i := range subs {
+	for j := range subs {
 		if done[j] > cp[j] {
-			s := r.subs[i]
-			row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
-			if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
-				delete(r.cps[s.Name], streamKey(id)) // read it again: it may be either
-				errs = append(errs, fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err))
-				if errors.Is(err, coord.ErrFenced) {
-					return 0, delivered, errors.Join(errs...)
-				}
-				done[j] = cp[j]
-			} else {
-				r.remember(s, streamKey(id), done[j])
+			if err := save(j); err != nil {
+				return 0, delivered, errors.Join(errs...)
 			}
 		}
 		if reached < 0 || done[j] < reached {
