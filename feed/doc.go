@@ -37,8 +37,10 @@
 // with that Target (the higher of the two), conditionally on the ETag read
 // (an insert when absent); a race with another mark reads again. If the mark
 // fails, nothing is appended. If the append fails after it, the mark stays:
-// harmless, the relay reads the stream once more per round until the stream
-// reaches the Target (see below).
+// harmless to correctness, but the relay reads the stream once more per round
+// (1 query) until the stream reaches the Target (see below): an application
+// that gives up on an append for good leaves that cost behind until its
+// stream's next append.
 //
 // A relay round reads each shard's dirty rows, catches the stream up for
 // every subscription, and clears the row (Dirty false), conditionally on the
