@@ -467,3 +467,34 @@ func TestCheckpointInLongCatchUp(t *testing.T) {
 		t.Errorf("second round: %+v, want 6 delivered, cleared", res)
 	}
 }
+
+// TestRoundCosts: a round's cost with the Meter, as the doc says: 1 query
+// per shard; per dirty stream 1 read of each subscription's checkpoint
+// (then cached), the stream's read, 1 write per subscription that
+// advanced, 1 write to clear; a new term's fence: 1 read + 1 write per
+// subscription.
+func TestRoundCosts(t *testing.T) {
+	e := newEnv(t, &feed.Options{Shards: 4})
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1", "e2")
+	h := func(context.Context, feed.Change) error { return nil }
+	r := relay(t, e.f, feed.Subscription{Name: "a", Handle: h}, feed.Subscription{Name: "b", Handle: h})
+	m := e.acct.Meter()
+	before := m.Snapshot()
+	round(t, r, 0)
+	c := m.Snapshot().Sub(before)
+	if c.Count("table", "QueryEntities") != 4+1 || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "UpdateEntity") != 1 || c.Total() != 10 {
+		t.Errorf("round of 1 dirty stream, 2 subscriptions: %v; want 5 queries (4 shards, the stream), 2 checkpoint reads, 2 checkpoint writes, 1 clear", c)
+	}
+	e.append(t, id, 2, "e3")
+	before = m.Snapshot()
+	round(t, r, 0)
+	if c := m.Snapshot().Sub(before); c.Count("table", "GetEntity") != 0 || c.Total() != 8 {
+		t.Errorf("second round: %v; want the checkpoints cached: 5 queries, 2 writes, 1 clear", c)
+	}
+	before = m.Snapshot()
+	round(t, r, 7)
+	if c := m.Snapshot().Sub(before); c.Total() != 4+2+2 {
+		t.Errorf("idle round of a new term: %v; want 4 queries + the fence of 2 partitions (1 read + 1 write each)", c)
+	}
+}
