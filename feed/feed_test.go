@@ -30,6 +30,14 @@ func registry(t testing.TB) *patterns.Registry {
 	return reg
 }
 
+// newRegistry is registry for a relay process, which has no testing.TB
+// (Register cannot fail for Tagged: TestMarkAndClear's registry would).
+func newRegistry() *patterns.Registry {
+	reg := &patterns.Registry{}
+	_ = patterns.Register[Tagged](reg, "Tagged", 1)
+	return reg
+}
+
 // env is a feed on two fresh tables (streams, feed) of one Account.
 type env struct {
 	acct  *tablekit.Account
