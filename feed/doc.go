@@ -106,12 +106,15 @@
 //	Feed.Append        the mark: 1 read + 1 write (1 read when the stream is dirty at
 //	                   or past the append's version), + stream.Store.Append's 1 EGT;
 //	                   a mark that lost a race with another: + 1 read + 1 write per try
-//	Relay.Round        1 query per shard (the dirty rows); per dirty stream: 1 read per
-//	                   subscription of its checkpoint (once per term, then cached),
-//	                   the stream's read (1 query per stream.Options.PageSize versions,
-//	                   + 1), 1 fenced write per subscription that advanced (+ 1 per
-//	                   32 changes it handled), 1 write to clear; a term's first
-//	                   round: 1 read + 1 write per subscription (the fence)
+//	Relay.Round        1 query per shard (the dirty rows: Dirty is not indexed, so the
+//	                   service scans the shard's partition, and a shard of many
+//	                   thousands of streams may answer in several pages); per dirty
+//	                   stream: 1 read per subscription of its checkpoint (once per
+//	                   term, then cached), the stream's read (1 query per
+//	                   stream.Options.PageSize versions, + 1), 1 fenced write per
+//	                   subscription that advanced (+ 1 per 32 changes it handled),
+//	                   1 write to clear; a term's first round: 1 read + 1 write per
+//	                   subscription (the fence)
 //	Relay.Run          Round every RelayOptions.Interval (idle: 1 query per shard per
 //	                   round), + coord.Lease.Lead's renewals
 //	Relay.Replay       Feed.Streams + a round's per-stream costs on every stream
@@ -122,7 +125,8 @@
 //
 // With any number of appending processes, relays contending for the lease,
 // and requests failing before they are sent or after the service applied
-// them (TestChaosFeed checks each): every event acknowledged to an appender
+// them (TestChaosFeed checks each; TestChaosFeedProcesses with relay processes
+// SIGKILLed): every event acknowledged to an appender
 // is handed to every subscription, in version order per stream, at least
 // once, once the relays catch up; an event of an append that failed is never
 // handed over (it is not in the stream); a checkpoint never moves backwards;
@@ -136,9 +140,9 @@
 // an event forever (the stream stays dirty and its events after that one are
 // held back for that subscription alone); events appended to a stream
 // directly through stream.Store.Append, not through a Feed, until the
-// stream's next append through one (no mark, no relay read). Relay
-// processes killed mid-round are covered by the protocol (a redelivery from
-// the checkpoint) but not by a test that kills processes yet.
+// stream's next append through one (no mark, no relay read). A relay
+// process killed mid-round hands the events since the last checkpoint again
+// (TestChaosFeedProcesses SIGKILLs relay processes).
 //
 // # Errors
 //
