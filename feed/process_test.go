@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,7 +79,14 @@ func relayProcess(cfgJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
-	r, err := f.NewRelay([]feed.Subscription{{Name: "view", Handle: proj.Handle}}, &feed.RelayOptions{Interval: 20 * time.Millisecond})
+	var outMu sync.Mutex
+	handle := func(ctx context.Context, c feed.Change) error {
+		outMu.Lock()
+		fmt.Println("H") // handing a change: the test counts kills that land mid-round
+		outMu.Unlock()
+		return proj.Handle(ctx, c)
+	}
+	r, err := f.NewRelay([]feed.Subscription{{Name: "view", Handle: handle}}, &feed.RelayOptions{Interval: 20 * time.Millisecond})
 	if err != nil {
 		return fail(err)
 	}
@@ -95,7 +103,9 @@ func relayProcess(cfgJSON string) int {
 	go func() {
 		for ctx.Err() == nil {
 			s := inj.Stats()
+			outMu.Lock()
 			fmt.Printf("STATS %d %d\n", s.Eligible("", ""), s.Faults())
+			outMu.Unlock()
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
@@ -110,9 +120,10 @@ func relayProcess(cfgJSON string) int {
 // fault injector of its own (20% of tries faulted), run Relay.Run on one
 // lease and publish to a Projector, while 4 appenders in the test append
 // through Feed.Append to 3 streams (faulted too). The test SIGKILLs a
-// relay process chaos.Size(6, 20) times, every 300-800 ms, whatever it is
-// doing (leading mid-round, campaigning), and starts a fresh one in its
-// place. Then it waits for the relays to catch up and checks that the view
+// relay process chaos.Size(6, 20) times, every 300-800 ms (3 in 4 times
+// the one that handed a change last: the leader), whatever it is doing,
+// and starts a fresh one in its place; the appenders go on until the last
+// kill. Then it waits for the relays to catch up and checks that the view
 // is the fold of its streams: every event folded exactly once, in version
 // order per stream, and that no checkpoint moved backwards (read every
 // 5 ms).
@@ -153,9 +164,10 @@ func TestChaosFeedProcesses(t *testing.T) {
 
 		// The relay processes.
 		type proc struct {
-			cmd   *exec.Cmd
-			stdin io.WriteCloser
-			done  chan struct{}
+			cmd     *exec.Cmd
+			stdin   io.WriteCloser
+			done    chan struct{}
+			handing atomic.Int64 // unix ns of its last "H" line
 		}
 		var pmu sync.Mutex
 		var eligible, faults int64
@@ -186,6 +198,9 @@ func TestChaosFeedProcesses(t *testing.T) {
 				sc := bufio.NewScanner(stdout)
 				for sc.Scan() {
 					f := strings.Fields(sc.Text())
+					if len(f) == 1 && f[0] == "H" {
+						p.handing.Store(time.Now().UnixNano())
+					}
 					if len(f) == 3 && f[0] == "STATS" {
 						e, _ := strconv.ParseInt(f[1], 10, 64)
 						n, _ := strconv.ParseInt(f[2], 10, 64)
@@ -260,15 +275,28 @@ func TestChaosFeedProcesses(t *testing.T) {
 		killCtx, stopKiller := context.WithCancel(ctx)
 		var killer sync.WaitGroup
 		killed := 0
+		var killsDone atomic.Bool
+		var midRound atomic.Int64 // kills of a process that handed a change in its last 50 ms
 		killer.Go(func() {
+			defer killsDone.Store(true)
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
 			for killed < kills && killCtx.Err() == nil {
 				time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
 				i := rng.IntN(len(procs))
+				if rng.IntN(4) != 0 { // 3 in 4: the one that handed a change last, the leader
+					for k := range procs {
+						if procs[k].handing.Load() > procs[i].handing.Load() {
+							i = k
+						}
+					}
+				}
 				victim := procs[i]
 				if err := victim.cmd.Process.Kill(); err != nil {
 					violate("kill: %v", err)
 					return
+				}
+				if time.Since(time.Unix(0, victim.handing.Load())) < 50*time.Millisecond {
+					midRound.Add(1)
 				}
 				<-victim.done
 				procs[i] = start(next)
@@ -285,7 +313,9 @@ func TestChaosFeedProcesses(t *testing.T) {
 				return err
 			}
 			s, f, _, _ := openAll(acct)
-			for j := range chaos.Size(15, 40) {
+			// Append until the kills are over (at least chaos.Size(15, 40)
+			// appends), so that relays are killed while there is work.
+			for j := 0; j < chaos.Size(15, 40) || !killsDone.Load(); j++ {
 				id := streams[w.Rand.IntN(len(streams))]
 				evs := make([]stream.Event, 1+w.Rand.IntN(3))
 				for k := range evs {
@@ -413,7 +443,7 @@ func TestChaosFeedProcesses(t *testing.T) {
 			}
 		}
 		pmu.Lock()
-		t.Logf("%d events appended by 4 appenders to %d streams; %d relay processes started, %d SIGKILLed; caught up %v after the appends; relay processes' faults as last reported: %d in %d eligible tries", total, len(streams), started, killed, catchUp.Round(time.Millisecond), faults, eligible)
+		t.Logf("%d events appended by 4 appenders to %d streams; %d relay processes started, %d SIGKILLed (%d within 50 ms of handing a change); caught up %v after the appends; relay processes' faults as last reported: %d in %d eligible tries", total, len(streams), started, killed, midRound.Load(), catchUp.Round(time.Millisecond), faults, eligible)
 		pmu.Unlock()
 		v.Report(t)
 	})
