@@ -1,0 +1,154 @@
+// Package feed is the change feed of event streams (package stream) and the
+// projections it feeds: the second part of tablekit's materialized views
+// (CQRS). Appends go through a Feed, which marks each stream dirty in a
+// directory before appending; a Relay, one active at a time (a coord.Lease
+// elects it), reads the dirty streams, hands each Subscription the events
+// past its checkpoint in version order, and clears the marks; a Projector is
+// a subscription that folds the events into the rows of a view table, once
+// per version.
+//
+//	f, err := feed.New(store, feedTable, nil)
+//	r, err := f.Append(ctx, id, expected, events)         // stream.Store.Append, after the mark
+//	view, err := feed.NewProjector(viewTable, key, fold)  // fold(row *tablekit.Entity, c Change) error
+//	relay, err := f.NewRelay([]feed.Subscription{{Name: "orders", Handle: view.Handle}}, nil)
+//	err = relay.Run(ctx, lease)                            // a coord.Lease per process, one lease row
+//
+// # Rows
+//
+// The feed's table (its own, or the streams' table outside their partitions)
+// holds:
+//
+//	dir~NN / s~<stream partition>~<prefix>   the directory row of a stream, in one of
+//	                                         Options.Shards partitions (FNV-1a of the
+//	                                         RowKey): "Stream", "Prefix", "Dirty" (bool),
+//	                                         "Target" (the version it is dirty up to)
+//	cp~<subscription> / s~<partition>~<prefix>  a subscription's checkpoint of a stream:
+//	                                         "Version", the last version it handled
+//	cp~<subscription> / ~coord~...           the fence row of the relays' terms (coord)
+//
+// A view row of a Projector holds the fold's properties and FoldedProperty,
+// the last version folded of each stream that feeds it.
+//
+// # The dirty mark
+//
+// Feed.Append marks the stream before it appends: it reads the stream's
+// directory row and, unless the row is dirty already with a Target at or past
+// the append's last version (expectedVersion + len(events)), writes it dirty
+// with that Target (the higher of the two), conditionally on the ETag read
+// (an insert when absent); a race with another mark reads again. If the mark
+// fails, nothing is appended. If the append fails after it, the mark stays:
+// harmless to correctness, but the relay reads the stream once more per round
+// (1 query) until the stream reaches the Target (see below): an application
+// that gives up on an append for good leaves that cost behind until its
+// stream's next append.
+//
+// A relay round reads each shard's dirty rows, catches the stream up for
+// every subscription, and clears the row (Dirty false), conditionally on the
+// ETag it read, only when every subscription's checkpoint is at or past the
+// row's Target. Why the Target: a mark written before the relay read the
+// row may belong to an append that lands after the relay read the stream
+// (the writer paused between mark and append); an ETag alone would let the
+// relay clear the mark and leave those events unpublished until the stream's
+// next append. With the Target, such a mark is kept until the stream has
+// passed it; and an append whose Target a caught-up stream has passed can
+// no longer land (it expects a version the stream has left, and versions only
+// grow), so clearing then is safe. A mark written after the relay read the
+// row changes the ETag, and the clear is refused: the stream stays dirty.
+// The Target only grows while the row is dirty, which is why a mark reads
+// before it writes instead of upserting blindly.
+//
+// # Subscriptions, checkpoints and fencing
+//
+// A Subscription is handed each event of each stream at least once, in
+// version order per stream (never version v before v-1 was handled), with
+// its stream, version, event id and decoded data (Change). Its checkpoint
+// of a stream is written after it returned nil for the events of a round
+// (one write per stream and round, and one per 32 changes in a long
+// catch-up); an error stops the stream for that
+// subscription until the next round, the other subscriptions and streams
+// go on, and the stream stays dirty. A process that dies after handling and
+// before the checkpoint hands those events again: Handle must be idempotent.
+//
+// Relay.Run campaigns with coord.Lease.Lead and runs rounds with the lease's
+// term. The first round of a term fences the subscriptions' checkpoint
+// partitions at the term (coord.Writer.Fence), and every checkpoint write is
+// a fenced write: once a later term's relay has started, an earlier term's
+// checkpoint writes are refused (coord.ErrFenced), so two relays never move
+// a checkpoint backwards. Both may hand the same events to the
+// subscriptions meanwhile (at least once); a Projector's folds stay exactly
+// once.
+//
+// # Projections
+//
+// NewProjector(table, key, fold): key names the view row of a change, fold
+// updates that row. Handle reads the row, skips the change when the row has
+// folded that version of that stream already (FoldedProperty), else folds it
+// and writes the row conditionally on the ETag read (an insert when new),
+// reading again after a race or a lost answer. So each event is folded into
+// its view row exactly once, in version order per stream, however often it is
+// handed over. A view row folding many streams keeps an entry per stream in
+// FoldedProperty (a JSON object in one string property, at most 64 KiB: some
+// 1,500 streams of short names); give aggregates over more streams a row per
+// group of streams.
+//
+// To rebuild a view from zero (a new fold, a lost table), make a Projector on
+// a new table, add it as a Subscription with a new name to the relay, and
+// call Relay.Replay with that name from the leader: it catches the new
+// subscription up on every stream of the directory (Feed.Streams) from
+// version 1, with checkpoints, resumably; from then on rounds keep it up to
+// date with the old one. Switch the readers to the new table once Replay
+// has returned nil (its checkpoints then equal the old subscription's, up to
+// what a round has still to hand over), then remove the old subscription and
+// delete its table and its checkpoint partition ("cp~" + name).
+//
+// # Costs, in storage transactions
+//
+//	Feed.Append        the mark: 1 read + 1 write (1 read when the stream is dirty at
+//	                   or past the append's version), + stream.Store.Append's 1 EGT;
+//	                   a mark that lost a race with another: + 1 read + 1 write per try
+//	Relay.Round        1 query per shard (the dirty rows: Dirty is not indexed, so the
+//	                   service scans the shard's partition, and a shard of many
+//	                   thousands of streams may answer in several pages); per dirty
+//	                   stream: 1 read per subscription of its checkpoint (once per
+//	                   term, then cached), the stream's read (1 query per
+//	                   stream.Options.PageSize versions, + 1), 1 fenced write per
+//	                   subscription that advanced (+ 1 per 32 changes it handled),
+//	                   1 write to clear; a term's first round: 1 read + 1 write per
+//	                   subscription (the fence)
+//	Relay.Run          Round every RelayOptions.Interval (idle: 1 query per shard per
+//	                   round), + coord.Lease.Lead's renewals
+//	Relay.Replay       Feed.Streams + a round's per-stream costs on every stream
+//	Feed.Streams       1 query per shard per 1,000 streams
+//	Projector.Handle   1 read + 1 write; a change folded already: 1 read
+//
+// # Guarantees
+//
+// With any number of appending processes, relays contending for the lease,
+// and requests failing before they are sent or after the service applied
+// them (TestChaosFeed checks each; TestChaosFeedProcesses with relay processes
+// SIGKILLed): every event acknowledged to an appender
+// is handed to every subscription, in version order per stream, at least
+// once, once the relays catch up; an event of an append that failed is never
+// handed over (it is not in the stream); a checkpoint never moves backwards;
+// a Projector's view row folds each event of its streams exactly once, in
+// version order per stream.
+//
+// Not guaranteed: any order across streams; exactly-once delivery to a
+// subscription (only a Projector's folds are exactly once); a bound on the
+// lag (a round every Interval, a new leader within the lease's Duration +
+// RetryPeriod after one dies); progress past a subscription that fails on
+// an event forever (the stream stays dirty and its events after that one are
+// held back for that subscription alone); events appended to a stream
+// directly through stream.Store.Append, not through a Feed, until the
+// stream's next append through one (no mark, no relay read). A relay
+// process killed mid-round hands the events since the last checkpoint again
+// (TestChaosFeedProcesses SIGKILLs relay processes).
+//
+// # Errors
+//
+// Input refused before sending is a *tablekit.ValidationError (matching
+// tablekit.ErrInvalidInput) whose Op names the operation ("feed.Feed.Append");
+// a method of a zero Feed, Relay or Projector refuses so too. Other errors
+// start "feed: <Op>: ", except those of stream.Store.Append, which Append
+// returns as they are.
+package feed

@@ -1,0 +1,508 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/feed"
+	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/stream"
+)
+
+// Tagged is the event of the tests: Tag names it.
+type Tagged struct {
+	PK  string `table:",pk"`
+	RK  string `table:",rk"`
+	Tag string `table:"Tag"`
+}
+
+func registry(t testing.TB) *patterns.Registry {
+	reg := &patterns.Registry{}
+	if err := patterns.Register[Tagged](reg, "Tagged", 1); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// newRegistry is registry for a relay process, which has no testing.TB
+// (Register cannot fail for Tagged: TestMarkAndClear's registry would).
+func newRegistry() *patterns.Registry {
+	reg := &patterns.Registry{}
+	_ = patterns.Register[Tagged](reg, "Tagged", 1)
+	return reg
+}
+
+// env is a feed on two fresh tables (streams, feed) of one Account.
+type env struct {
+	acct  *tablekit.Account
+	store *stream.Store
+	ft    *tablekit.Table[tablekit.Entity]
+	f     *feed.Feed
+}
+
+func newEnv(t *testing.T, opts *feed.Options) *env {
+	acct := testenv.Account(t, nil)
+	st := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	store, err := stream.NewStore(st, registry(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := feed.New(store, ft, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{acct: acct, store: store, ft: ft, f: f}
+}
+
+func (e *env) append(t *testing.T, id stream.ID, expected int64, tags ...string) stream.Result {
+	t.Helper()
+	evs := make([]stream.Event, len(tags))
+	for i, tag := range tags {
+		evs[i] = stream.Event{ID: tag, Data: Tagged{Tag: tag}}
+	}
+	r, err := e.f.Append(context.Background(), id, expected, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// dir returns stream id's directory row: dirty, target.
+func (e *env) dir(t *testing.T, id stream.ID) (bool, int64) {
+	t.Helper()
+	pk, rk := feed.DirKey(e.f, id)
+	row, err := e.ft.Get(context.Background(), pk, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := row.Properties["Dirty"].(bool)
+	v, _ := row.Properties["Target"].(int64)
+	return d, v
+}
+
+// checkpoint returns subscription sub's stored checkpoint of stream id.
+func (e *env) checkpoint(t *testing.T, sub string, id stream.ID) int64 {
+	t.Helper()
+	pk, rk := feed.CheckpointKey(sub, id)
+	row, err := e.ft.Get(context.Background(), pk, rk)
+	if errors.Is(err, tablekit.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := row.Properties["Version"].(int64)
+	return v
+}
+
+// recorder is a subscription that records what it is handed.
+type recorder struct {
+	mu   sync.Mutex
+	got  map[stream.ID][]string // tags, in the order handed
+	vers map[stream.ID][]int64
+	fail func(c feed.Change) error // nil: never fails
+}
+
+func newRecorder() *recorder {
+	return &recorder{got: map[stream.ID][]string{}, vers: map[stream.ID][]int64{}}
+}
+
+func (r *recorder) handle(_ context.Context, c feed.Change) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		if err := r.fail(c); err != nil {
+			return err
+		}
+	}
+	r.got[c.Stream] = append(r.got[c.Stream], c.Data.(Tagged).Tag)
+	r.vers[c.Stream] = append(r.vers[c.Stream], c.Version)
+	return nil
+}
+
+func (r *recorder) tags(id stream.ID) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprint(r.got[id])
+}
+
+func relay(t *testing.T, f *feed.Feed, subs ...feed.Subscription) *feed.Relay {
+	t.Helper()
+	r, err := f.NewRelay(subs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func round(t *testing.T, r *feed.Relay, term int64) feed.RoundResult {
+	t.Helper()
+	res, err := r.Round(context.Background(), term)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestMarkAndClear: an append marks its stream dirty with its last
+// version as target; a round hands the events over in order, stores the
+// checkpoint and clears the mark; a round with nothing dirty reads only
+// the directory.
+func TestMarkAndClear(t *testing.T) {
+	e := newEnv(t, &feed.Options{Shards: 2})
+	a, b := stream.ID{PartitionKey: "a"}, stream.ID{PartitionKey: "b", Prefix: "x"}
+	e.append(t, a, 0, "a1", "a2")
+	e.append(t, a, 2, "a3")
+	e.append(t, b, 0, "b1")
+	if d, v := e.dir(t, a); !d || v != 3 {
+		t.Fatalf("directory row of a: dirty %v target %d, want dirty, 3", d, v)
+	}
+	rec := newRecorder()
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	res := round(t, r, 0)
+	if res.Streams != 2 || res.Delivered != 4 || res.Cleared != 2 {
+		t.Errorf("round: %+v, want 2 streams, 4 delivered, 2 cleared", res)
+	}
+	if got := rec.tags(a); got != "[a1 a2 a3]" {
+		t.Errorf("a: %s", got)
+	}
+	if got := rec.tags(b); got != "[b1]" {
+		t.Errorf("b: %s", got)
+	}
+	if d, _ := e.dir(t, a); d {
+		t.Error("a still dirty after the round")
+	}
+	if v := e.checkpoint(t, "rec", a); v != 3 {
+		t.Errorf("checkpoint of a: %d, want 3", v)
+	}
+	m := e.acct.Meter()
+	before := m.Snapshot()
+	res = round(t, r, 0)
+	if c := m.Snapshot().Sub(before); res != (feed.RoundResult{}) || c.Total() != 2 || c.Count("table", "QueryEntities") != 2 {
+		t.Errorf("idle round: %+v, cost %v; want nothing done, 2 queries (1 per shard)", res, c)
+	}
+	var streams []stream.ID
+	for id, err := range e.f.Streams(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, id)
+	}
+	if len(streams) != 2 {
+		t.Errorf("Streams: %v, want a and b", streams)
+	}
+}
+
+// TestMarkDuringCatchUp: a mark set while a relay catches its stream up
+// keeps the stream dirty (the clear is conditional on the ETag read),
+// and the next round hands the new event over.
+func TestMarkDuringCatchUp(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1")
+	rec := newRecorder()
+	once := sync.Once{}
+	rec.fail = func(c feed.Change) error {
+		once.Do(func() { e.append(t, id, 1, "e2") })
+		return nil
+	}
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	res := round(t, r, 0)
+	if res.Cleared != 0 {
+		t.Errorf("round: %+v, want the mark kept", res)
+	}
+	if d, _ := e.dir(t, id); !d {
+		t.Fatal("mark set during the catch-up was cleared")
+	}
+	res = round(t, r, 0)
+	if res.Cleared != 1 {
+		t.Errorf("second round: %+v, want the mark cleared", res)
+	}
+	if got := rec.tags(id); got != "[e1 e2]" {
+		t.Errorf("handed %s, want [e1 e2]", got)
+	}
+}
+
+// TestMarkBeforeItsAppendLands: a mark whose append has not landed when a
+// relay reads the stream is not cleared (the stream is short of the mark's
+// target), so the append landing after the catch-up is handed over at the
+// next round. Clearing on the ETag alone would lose it until the stream's
+// next append.
+func TestMarkBeforeItsAppendLands(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	id := stream.ID{PartitionKey: "s"}
+	if err := feed.Mark(ctx, e.f, id, 1); err != nil { // the writer marked, and pauses
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	if res := round(t, r, 0); res.Cleared != 0 || res.Delivered != 0 {
+		t.Fatalf("round before the append: %+v, want the mark kept", res)
+	}
+	if _, err := e.store.Append(ctx, id, 0, []stream.Event{{Data: Tagged{Tag: "late"}}}); err != nil { // it lands now
+		t.Fatal(err)
+	}
+	if res := round(t, r, 0); res.Cleared != 1 || res.Delivered != 1 {
+		t.Errorf("round after the append: %+v, want it delivered and the mark cleared", res)
+	}
+	if got := rec.tags(id); got != "[late]" {
+		t.Errorf("handed %s", got)
+	}
+	// A mark with a lower target than the row's keeps the higher one: the
+	// target only grows while the row is dirty.
+	if err := feed.Mark(ctx, e.f, id, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Mark(ctx, e.f, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	if d, v := e.dir(t, id); !d || v != 5 {
+		t.Errorf("after marks at 5 then 2: dirty %v target %d, want dirty at 5", d, v)
+	}
+}
+
+// TestCheckpoints: a relay made anew (a new process) goes on from the
+// stored checkpoints; nothing handled is handed over again.
+func TestCheckpoints(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1", "e2")
+	rec := newRecorder()
+	round(t, relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle}), 0)
+	e.append(t, id, 2, "e3")
+	round(t, relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle}), 0)
+	if got := rec.tags(id); got != "[e1 e2 e3]" {
+		t.Errorf("handed %s, want [e1 e2 e3]", got)
+	}
+	if v := e.checkpoint(t, "rec", id); v != 3 {
+		t.Errorf("checkpoint %d, want 3", v)
+	}
+}
+
+// TestSubscriberError: a subscription's error stops that stream for it
+// until the next round; the other subscription and the other streams go
+// on; the stream stays dirty; order per stream holds across rounds.
+func TestSubscriberError(t *testing.T) {
+	e := newEnv(t, nil)
+	a, b := stream.ID{PartitionKey: "a"}, stream.ID{PartitionKey: "b"}
+	e.append(t, a, 0, "a1", "a2", "a3")
+	e.append(t, b, 0, "b1")
+	flaky, steady := newRecorder(), newRecorder()
+	boom := errors.New("boom")
+	failed := false
+	flaky.fail = func(c feed.Change) error {
+		if c.Stream == a && c.Version == 2 && !failed {
+			failed = true
+			return boom
+		}
+		return nil
+	}
+	r := relay(t, e.f, feed.Subscription{Name: "flaky", Handle: flaky.handle}, feed.Subscription{Name: "steady", Handle: steady.handle})
+	res, err := r.Round(context.Background(), 0)
+	if !errors.Is(err, boom) {
+		t.Errorf("round: %v, want the subscription's error", err)
+	}
+	if res.Cleared != 1 || res.Delivered != 1+3+1+1 {
+		t.Errorf("round: %+v, want b cleared, 6 delivered", res)
+	}
+	if got := flaky.tags(a); got != "[a1]" {
+		t.Errorf("flaky on a after its error: %s", got)
+	}
+	if got := steady.tags(a) + flaky.tags(b); got != "[a1 a2 a3][b1]" {
+		t.Errorf("the others: %s", got)
+	}
+	if d, _ := e.dir(t, a); !d {
+		t.Error("a cleared although flaky has not caught up")
+	}
+	if v := e.checkpoint(t, "flaky", a); v != 1 {
+		t.Errorf("flaky's checkpoint on a: %d, want 1", v)
+	}
+	res = round(t, r, 0)
+	if res.Cleared != 1 || res.Delivered != 2 {
+		t.Errorf("second round: %+v, want a cleared, 2 delivered", res)
+	}
+	if got := flaky.tags(a) + steady.tags(a); got != "[a1 a2 a3][a1 a2 a3]" {
+		t.Errorf("after the second round: %s", got)
+	}
+}
+
+// TestFencing: once a relay of a later term has run, a relay of an
+// earlier term (a paused leader) is refused its checkpoint writes with
+// coord.ErrFenced, and the checkpoint does not move backwards.
+func TestFencing(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1")
+	old, cur := newRecorder(), newRecorder()
+	r1 := relay(t, e.f, feed.Subscription{Name: "v", Handle: old.handle})
+	r2 := relay(t, e.f, feed.Subscription{Name: "v", Handle: cur.handle})
+	round(t, r1, 1)
+	e.append(t, id, 1, "e2", "e3")
+	round(t, r2, 2)
+	if v := e.checkpoint(t, "v", id); v != 3 {
+		t.Fatalf("checkpoint %d, want 3", v)
+	}
+	// The old relay, cached at 1, hands e2 and e3 again and tries to store
+	// 3 again; then, after one more append, 4: both refused.
+	e.append(t, id, 3, "e4")
+	_, err := r1.Round(context.Background(), 1)
+	if !errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("round of term 1 after term 2: %v, want ErrFenced", err)
+	}
+	if v := e.checkpoint(t, "v", id); v != 3 {
+		t.Errorf("checkpoint %d after the fenced round, want 3", v)
+	}
+	round(t, r2, 2)
+	if v := e.checkpoint(t, "v", id); v != 4 {
+		t.Errorf("checkpoint %d, want 4", v)
+	}
+}
+
+// TestRunLeads: Run elects itself by the lease and relays until its
+// context ends.
+func TestRunLeads(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1", "e2")
+	done := make(chan struct{})
+	rec := newRecorder()
+	rec.fail = func(c feed.Change) error {
+		if c.Version == 2 {
+			close(done)
+		}
+		return nil
+	}
+	r, err := e.f.NewRelay([]feed.Subscription{{Name: "rec", Handle: rec.handle}}, &feed.RelayOptions{Interval: 10 * 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := coord.NewLease(e.ft, "lease", "relay", "me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx, lease) }()
+	<-done
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want context.Canceled", err)
+	}
+	if got := rec.tags(id); got != "[e1 e2]" {
+		t.Errorf("handed %s", got)
+	}
+}
+
+// TestAppendCosts: the mark's cost with the Meter: 1 read + 1 write on a
+// clean stream, 1 read when the stream is dirty with a target at or past
+// the append's; the append itself 1 transaction.
+func TestAppendCosts(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	m := e.acct.Meter()
+	id := stream.ID{PartitionKey: "s"}
+	cost := func(f func()) tablekit.MeterSnapshot {
+		before := m.Snapshot()
+		f()
+		return m.Snapshot().Sub(before)
+	}
+	if c := cost(func() { e.append(t, id, 0, "e1") }); c.Total() != 3 || c.Count("table", "GetEntity") != 1 || c.Count("table", "InsertEntity") != 1 || c.Count("table", "Transaction") != 1 {
+		t.Errorf("first append: %v, want 1 read, 1 insert, 1 transaction", c)
+	}
+	if c := cost(func() { e.append(t, id, 1, "e2") }); c.Total() != 3 || c.Count("table", "UpdateEntity") != 1 {
+		t.Errorf("append to a dirty stream below its target: %v, want 1 read, 1 update, 1 transaction", c)
+	}
+	if err := feed.Mark(ctx, e.f, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	if c := cost(func() { e.append(t, id, 2, "e3") }); c.Total() != 2 || c.Count("table", "GetEntity") != 1 || c.Count("table", "Transaction") != 1 {
+		t.Errorf("append to a stream dirty at a higher target: %v, want 1 read, 1 transaction", c)
+	}
+	// Bad input is refused before anything is sent, the mark included.
+	if c := cost(func() {
+		if _, err := e.f.Append(ctx, id, 0, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("no events: %v", err)
+		}
+		if _, err := e.f.Append(ctx, stream.ID{PartitionKey: "p", Prefix: "a~b"}, 0, []stream.Event{{Data: Tagged{}}}); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("prefix with ~: %v", err)
+		}
+	}); c.Total() != 0 {
+		t.Errorf("refused appends sent %v", c)
+	}
+}
+
+// TestCheckpointInLongCatchUp: a long catch-up stores the checkpoint every
+// 32 changes, so a relay that dies (or loses its lease) at change 40 hands
+// at most the changes since the last one again.
+func TestCheckpointInLongCatchUp(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	tags := make([]string, 45)
+	for i := range tags {
+		tags[i] = fmt.Sprint("e", i+1)
+	}
+	e.append(t, id, 0, tags...)
+	rec := newRecorder()
+	boom := errors.New("boom")
+	var stored int64
+	rec.fail = func(c feed.Change) error {
+		if c.Version == 40 {
+			stored = e.checkpoint(t, "rec", id) // as a relay dying now would leave it
+			return boom
+		}
+		return nil
+	}
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	if _, err := r.Round(context.Background(), 1); !errors.Is(err, boom) {
+		t.Fatalf("round: %v", err)
+	}
+	if stored != 32 {
+		t.Errorf("checkpoint stored when change 40 was handed: %d, want 32", stored)
+	}
+	if v := e.checkpoint(t, "rec", id); v != 39 {
+		t.Errorf("checkpoint after the failure at 40: %d, want 39", v)
+	}
+	rec.fail = nil
+	if res := round(t, r, 1); res.Delivered != 45-39 || res.Cleared != 1 {
+		t.Errorf("second round: %+v, want 6 delivered, cleared", res)
+	}
+}
+
+// TestRoundCosts: a round's cost with the Meter, as the doc says: 1 query
+// per shard; per dirty stream 1 read of each subscription's checkpoint
+// (then cached), the stream's read, 1 write per subscription that
+// advanced, 1 write to clear; a new term's fence: 1 read + 1 write per
+// subscription.
+func TestRoundCosts(t *testing.T) {
+	e := newEnv(t, &feed.Options{Shards: 4})
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1", "e2")
+	h := func(context.Context, feed.Change) error { return nil }
+	r := relay(t, e.f, feed.Subscription{Name: "a", Handle: h}, feed.Subscription{Name: "b", Handle: h})
+	m := e.acct.Meter()
+	before := m.Snapshot()
+	round(t, r, 0)
+	c := m.Snapshot().Sub(before)
+	if c.Count("table", "QueryEntities") != 4+1 || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "UpdateEntity") != 1 || c.Total() != 10 {
+		t.Errorf("round of 1 dirty stream, 2 subscriptions: %v; want 5 queries (4 shards, the stream), 2 checkpoint reads, 2 checkpoint writes, 1 clear", c)
+	}
+	e.append(t, id, 2, "e3")
+	before = m.Snapshot()
+	round(t, r, 0)
+	if c := m.Snapshot().Sub(before); c.Count("table", "GetEntity") != 0 || c.Total() != 8 {
+		t.Errorf("second round: %v; want the checkpoints cached: 5 queries, 2 writes, 1 clear", c)
+	}
+	before = m.Snapshot()
+	round(t, r, 7)
+	if c := m.Snapshot().Sub(before); c.Total() != 4+2+2 {
+		t.Errorf("idle round of a new term: %v; want 4 queries + the fence of 2 partitions (1 read + 1 write each)", c)
+	}
+}

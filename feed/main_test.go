@@ -1,0 +1,15 @@
+package feed_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(relayEnv); cfg != "" {
+		os.Exit(relayProcess(cfg))
+	}
+	testenv.Main(m)
+}
