@@ -1,0 +1,78 @@
+// Package outbox is the transactional outbox of tablekit's materialized
+// views (CQRS): messages written in the same entity group transaction as
+// the state change they belong to, relayed to an Azure queue at least once,
+// in per-partition order, and handed by the archive worker to their
+// handler once by their id.
+//
+// It adds no rows and no writer of its own: an outbox is an event stream of
+// the partition whose state changes (package stream), appended through a
+// feed.Feed with the state change as the append's extra actions, so a
+// committed transaction's messages are in the stream and a failed one's are
+// not. A Publisher's Handle is the feed.Subscription that enqueues each message to an
+// archive queue; NewHandler returns the archive.Handler that applies each message
+// once.
+//
+//	// The state change and its messages, one EGT (the stream's partition):
+//	out := stream.ID{PartitionKey: order.PK, Prefix: "outbox"}
+//	_, err := f.Append(ctx, out, version, []stream.Event{{ID: cmdID, Data: OrderPlaced{...}}},
+//		tablekit.MergeAction(orderRow, etag))
+//	// The relay (one per feed, leased) enqueues them:
+//	pub, err := outbox.NewPublisher(client, nil)
+//	relay, err := f.NewRelay([]feed.Subscription{{Name: "orders-outbox", Handle: pub.Handle}}, nil)
+//	// A worker applies each once: its effect is a keyed transaction.
+//	h, err := outbox.NewHandler(writer, apply) // apply(ctx, m) returns the effect's actions
+//	err = mux.Register(outbox.Kind, h)
+//
+// # Message ids and order
+//
+// A message's id is its stream and version (MessageID), the same however
+// often the relay hands it over and enqueues it: the relay delivers at least
+// once (a relay that dies after an enqueue and before its checkpoint, or an
+// Enqueue whose answer was lost, enqueues the message again), and the id is
+// what tells the copies apart from other messages.
+//
+// Per-partition order means enqueued in order: the relay hands a stream's
+// messages to the Publisher one at a time in version order, and version v is
+// enqueued only after v-1 was (its Enqueue returned nil). Azure queues do
+// not keep that order on the way out: a worker may dequeue v before v-1
+// (several workers, a retried message, a visibility timeout that lapsed).
+// A handler that needs the order checks it with Message.Version: keep the
+// last version applied per stream in the row the effect writes (in the same
+// keyed transaction), return no actions for a message at or below it
+// (applied already), and fail on one past last+1, which the worker then
+// retries until v-1 has been applied (a Retry.BaseDelay paces that).
+//
+// # What "once" means
+//
+// NewHandler(w, apply)'s handler calls apply for the message, which returns the effect as
+// table actions in one partition, and commits them with coord.Writer as one
+// transaction keyed by the message id (coord.Write.Key). The key's record is
+// written in the same transaction as the effect, so the effect is applied
+// exactly once per message id however often the message is delivered,
+// enqueued or handled concurrently: a repeat meets the record and changes
+// nothing (Result.Replayed), and the message is deleted. This holds while the
+// record lives: set coord.WriterOptions.KeyTTL longer than a message can be
+// redelivered (the queue's time-to-live, 7 days by default, plus the relay's
+// lag). Effects outside the returned actions (a mail sent, another
+// partition written by apply itself) are at least once: apply runs on every
+// delivery, copies included (their transaction is then refused by the
+// record), so make them idempotent, and keep apply's reads free of effects.
+//
+// # Costs, in storage transactions
+//
+//	writing messages     none of their own: they are events of feed.Feed.Append
+//	                     (its mark + the 1 EGT that holds the state change)
+//	Publisher            1 per message (archive.Client.Enqueue; 2 with a
+//	                     claim-check blob), + the relay's round costs (package feed)
+//	NewHandler's handler 1 keyed transaction (+1 read after a lost answer),
+//	                     + apply's reads; a repeat: 1 refused transaction;
+//	                     + the worker's costs (package archive)
+//
+// # Errors
+//
+// Input refused before sending is a *tablekit.ValidationError matching
+// tablekit.ErrInvalidInput whose Op names the operation; a zero Publisher
+// refuses so too. A message the Handler cannot decode, or whose id makes no
+// valid idempotency key, fails permanently (archive.Permanent): it goes to
+// the poison queue.
+package outbox

@@ -1,0 +1,155 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/feed"
+	"github.com/tablekit/tablekit/stream"
+)
+
+// Kind is the archive message kind a Publisher enqueues under by default:
+// register the Handler for it on the worker's archive.Mux.
+const Kind = "outbox.message"
+
+// Message is one outbox message as it travels in an archive envelope's
+// payload: the event of an outbox stream, with its id.
+type Message struct {
+	// ID is the message's id, MessageID(Stream, Version): the same for
+	// every copy of the message the relay enqueues.
+	ID string `json:"id"`
+	// Stream is the outbox stream the message was written to; its
+	// PartitionKey is the partition of the state change.
+	Stream stream.ID `json:"stream"`
+	// Version is the message's version in Stream, from 1: the order in
+	// which the stream's messages were written and enqueued.
+	Version int64 `json:"version"`
+	// EventID is the event's id in its stream, "" when it was appended
+	// without one.
+	EventID string `json:"eventId,omitempty"`
+	// Data is the event, as JSON (json.Marshal of the decoded event).
+	Data json.RawMessage `json:"data"`
+}
+
+// Decode unmarshals the message's Data into v. A Data that is not valid
+// JSON for v gives an error marked archive.Permanent: retrying cannot fix
+// it.
+func (m Message) Decode(v any) error {
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		return archive.Permanent(fmt.Errorf("outbox: Message.Decode: message %s: %w", m.ID, err))
+	}
+	return nil
+}
+
+// MessageID returns the id of the message of version v in stream id:
+// "<partition>~<prefix>~<version in 10 digits>". A prefix holds no "~",
+// so the id names one stream and version.
+func MessageID(id stream.ID, v int64) string {
+	return fmt.Sprintf("%s~%s~%010d", id.PartitionKey, id.Prefix, v)
+}
+
+// Publisher enqueues the messages of outbox streams to an archive queue:
+// its Handle is a feed.Subscription's, so the feed's relay hands it each
+// message at least once, one at a time and in version order per stream.
+// Make one with NewPublisher; it is safe for concurrent use. The zero
+// Publisher refuses every call with an error matching
+// tablekit.ErrInvalidInput.
+type Publisher struct {
+	client *archive.Client
+	kind   string
+	eopts  *archive.EnqueueOptions
+}
+
+// PublisherOptions configure a Publisher. The zero value (or nil) means the
+// defaults.
+type PublisherOptions struct {
+	// Kind is the archive message kind of the messages ("" means Kind).
+	Kind string
+	// Enqueue configures each message's Enqueue (delay, time-to-live);
+	// nil means archive's defaults.
+	Enqueue *archive.EnqueueOptions
+}
+
+// NewPublisher returns a Publisher that enqueues through client. It sends
+// nothing.
+func NewPublisher(client *archive.Client, opts *PublisherOptions) (*Publisher, error) {
+	if client == nil {
+		return nil, &tablekit.ValidationError{Op: "outbox.NewPublisher", Property: "client", Detail: "nil archive.Client", Err: tablekit.ErrInvalidInput}
+	}
+	p := &Publisher{client: client, kind: Kind}
+	if opts != nil {
+		if opts.Kind != "" {
+			p.kind = opts.Kind
+		}
+		p.eopts = opts.Enqueue
+	}
+	return p, nil
+}
+
+// Handle enqueues change c as a Message under the Publisher's kind. An
+// error (the event does not encode as JSON, the enqueue failed or its
+// outcome is unknown) leaves the stream's checkpoint where it was, so the
+// relay hands c over again in its next round. Costs: 1 storage transaction
+// (2 with a claim-check blob).
+func (p *Publisher) Handle(ctx context.Context, c feed.Change) error {
+	if p == nil || p.client == nil {
+		return &tablekit.ValidationError{Op: "outbox.Publisher.Handle", Detail: "zero Publisher: make one with outbox.NewPublisher", Err: tablekit.ErrInvalidInput}
+	}
+	data, err := json.Marshal(c.Data)
+	if err != nil {
+		return fmt.Errorf("outbox: Publisher.Handle: message %s: %w", MessageID(c.Stream, c.Version), err)
+	}
+	m := Message{ID: MessageID(c.Stream, c.Version), Stream: c.Stream, Version: c.Version, EventID: c.EventID, Data: data}
+	if _, err := p.client.Enqueue(ctx, p.kind, m, p.eopts); err != nil {
+		return fmt.Errorf("outbox: Publisher.Handle: message %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// NewHandler returns the archive.Handler that applies each outbox message
+// once by its id: apply returns the message's effect as actions in one
+// partition of w's table, and the handler commits them in one transaction
+// keyed by the message id (coord.Write{Key: m.ID}), so the effect is applied
+// exactly once per id however often the message is delivered (see the
+// package doc for how long: w's KeyTTL). A repeat, or apply returning no
+// actions, writes nothing and the message is deleted. An error of apply is
+// the handler's (the worker retries the message; archive.Permanent poisons
+// it). It sends nothing.
+//
+// Costs per message: apply's reads, + 1 keyed transaction (+1 read after a
+// lost answer); a repeat: 1 refused transaction.
+func NewHandler(w *coord.Writer[tablekit.Entity], apply func(ctx context.Context, m Message) ([]tablekit.Action[tablekit.Entity], error)) (archive.Handler, error) {
+	if w == nil {
+		return nil, &tablekit.ValidationError{Op: "outbox.NewHandler", Property: "w", Detail: "nil coord.Writer", Err: tablekit.ErrInvalidInput}
+	}
+	if apply == nil {
+		return nil, &tablekit.ValidationError{Op: "outbox.NewHandler", Property: "apply", Detail: "nil apply function", Err: tablekit.ErrInvalidInput}
+	}
+	return archive.HandlerFunc(func(ctx context.Context, am *archive.Message) error {
+		var m Message
+		if err := am.Decode(&m); err != nil {
+			return err
+		}
+		if m.ID == "" || m.ID != MessageID(m.Stream, m.Version) {
+			return archive.Permanent(fmt.Errorf("outbox: Handler: queue message %s is not an outbox message (id %q)", am.ID, m.ID))
+		}
+		acts, err := apply(ctx, m)
+		if err != nil || len(acts) == 0 {
+			return err
+		}
+		if _, err := w.Transaction(ctx, coord.Write{Key: m.ID}, acts...); err != nil {
+			err = fmt.Errorf("outbox: Handler: message %s: %w", m.ID, err)
+			var ve *tablekit.ValidationError
+			if errors.As(err, &ve) { // apply's actions or the id refused as input: a retry cannot help
+				return archive.Permanent(err)
+			}
+			return err
+		}
+		return nil
+	}), nil
+}
