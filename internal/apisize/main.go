@@ -12,7 +12,7 @@
 // identifiers, the module at most 550, at most 28 option structs with at
 // most 120 fields, measured over the packages the module had when the issue
 // was filed (and those split from them: sas, queryplan, keyring). Packages
-// added since (coord, stream, feed) are printed, and their sum with the goals' packages
+// added since (coord, stream, feed, outbox) are printed, and their sum with the goals' packages
 // too, but they are not in the goals: a new capability adds its own names.
 package main
 
@@ -45,7 +45,7 @@ func main() {
 
 // later are the packages added after issue 25 was filed: printed, left
 // out of its goals.
-var later = map[string]bool{"coord": true, "stream": true, "feed": true}
+var later = map[string]bool{"coord": true, "stream": true, "feed": true, "outbox": true}
 
 // print writes the table of counts and the goals.
 func print(w io.Writer, counts map[string]count) {
