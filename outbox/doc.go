@@ -68,6 +68,19 @@
 //	                     + apply's reads; a repeat: 1 refused transaction;
 //	                     + the worker's costs (package archive)
 //
+// # Guarantees
+//
+// With any number of writing processes, relays contending for the feed's
+// lease, any number of workers, and requests failing before they are sent
+// or after the service applied them (TestChaosOutbox checks each): every
+// message of a transaction acknowledged to its writer is enqueued at least
+// once and its effect applied exactly once (NewHandler's key), once the
+// relays and workers catch up; no message of a failed transaction is ever
+// enqueued (it is not in the stream), nor its state change applied.
+// Not guaranteed: dequeue order (see above), exactly-once enqueueing
+// (copies are expected: the id dedups them), exactly once for effects
+// outside apply's actions, or once after the key's record expired.
+//
 // # Errors
 //
 // Input refused before sending is a *tablekit.ValidationError matching
