@@ -175,8 +175,15 @@ func (w *chaosWorld) checkFaultRate() {
 		pairs = append(pairs, string(k), st.Count(k, "", ""))
 	}
 	summary(w.t, pairs...)
-	if rate := st.FaultRate(); rate < 0.15 {
-		w.t.Errorf("only %.1f%% of requests faulted, want at least 15%%", 100*rate)
+	// The floor is 15% of tries, which the full size holds. At CI
+	// size a seed sends 70-90 transactions, and how many are tried depends
+	// on where its kills land: the rate's spread (about 5 points) put one
+	// CI run of import seed 2 at 12.3% (9 of 73) where others measured
+	// 21-29%. CI keeps a floor of 10% so that it still fails a run whose
+	// faults are switched off, without failing on the draw.
+	floor := chaos.Size(10, 15)
+	if rate := st.FaultRate(); rate < float64(floor)/100 {
+		w.t.Errorf("only %.1f%% of requests faulted, want at least %d%%", 100*rate, floor)
 	}
 }
 
