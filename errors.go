@@ -24,7 +24,12 @@ var (
 	// ErrAlreadyExists: the entity, table, queue or blob already exists (409).
 	ErrAlreadyExists = errors.New("tablekit: already exists")
 	// ErrPreconditionFailed: an ETag condition did not hold (412), i.e. the
-	// entity changed since it was read.
+	// entity changed since it was read. A conditional write whose first
+	// try's answer was lost, and whose retry then met a new ETag, matches
+	// ErrOutcomeUnknown instead (the new ETag may be its own): a
+	// read-modify-write loop that reads again on ErrPreconditionFailed must
+	// also read on ErrOutcomeUnknown, and decide from what it reads
+	// whether its change is there ([Table.Modify] returns it to the caller).
 	ErrPreconditionFailed = errors.New("tablekit: precondition failed")
 	// ErrTooLarge: a key, property, entity, transaction or message is over a
 	// storage limit; checked before sending, or reported by the service (413).
