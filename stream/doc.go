@@ -17,7 +17,11 @@
 // A stream ([ID]) lives in one partition. Its RowKeys all start with the
 // stream's Prefix and "~"; a prefix holds no "~", so several streams share
 // a partition under different prefixes (the empty prefix too) without
-// sharing a row, and one EGT can write to several of them:
+// sharing a row. An append writes one stream: its extra actions may write
+// any other row of the partition, but not another stream's rows, so the
+// events of two streams never commit together (an outbox of an
+// event-sourced entity is its own stream: its events are the messages,
+// see package outbox):
 //
 //	<prefix>~ev~0000000042    the event of version 42: its data's properties, its type
 //	                          value ("EntityType": "Placed.v1", as patterns.Registry

@@ -35,11 +35,11 @@ const (
 )
 
 // ID names a stream: a partition, and a RowKey prefix inside it, so that
-// several streams can share a partition (and so one entity group
-// transaction, through Append's extra actions): Streamstone's virtual
-// partitions. Every row of a stream has a RowKey that starts with
-// Prefix + "~", and a prefix holds no "~", so streams with different
-// prefixes (the empty one included) never share a row.
+// several streams can share a partition: Streamstone's virtual partitions.
+// Every row of a stream has a RowKey that starts with Prefix + "~", and a
+// prefix holds no "~", so streams with different prefixes (the empty one
+// included) never share a row. An append writes one stream: its extra
+// actions may write other rows of the partition, not another stream's.
 type ID struct {
 	// PartitionKey is the stream's partition ("" is refused).
 	PartitionKey string
