@@ -102,10 +102,12 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	before = acct.Meter().Snapshot()
 	_, err = f.Append(ctx, lisa, 1, []stream.Event{{ID: "move-2", Data: Moved{Department: "Legal"}}})
-	if ce := (*stream.ConflictError)(nil); errors.As(err, &ce) {
-		fmt.Fprintf(out, "a stale writer expecting version %d is refused: current version %d (ErrPreconditionFailed: %v), %d transactions\n",
-			ce.Expected, ce.Current, errors.Is(err, tablekit.ErrPreconditionFailed), cost(before))
+	var ce *stream.ConflictError
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("a stale append: %v, want a conflict", err)
 	}
+	fmt.Fprintf(out, "a stale writer expecting version %d is refused: current version %d (ErrPreconditionFailed: %v), %d transactions\n",
+		ce.Expected, ce.Current, errors.Is(err, tablekit.ErrPreconditionFailed), cost(before))
 	before = acct.Meter().Snapshot()
 	r, err := f.Append(ctx, lisa, 1, moved, current) // as after a lost answer
 	if err != nil {
