@@ -124,7 +124,8 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		v.Properties["Employees"] = strings.TrimPrefix(list+", "+c.Data.(Hired).FirstName+" ("+c.Stream.PartitionKey+")", ", ")
 		return nil
 	})
-	// The outbox: a Publisher sends the hires to the badge office's queue.
+	// The outbox: an employee's stream is theirs (a hire's event commits with
+	// its current row); a Publisher sends the hires to the badge office's queue.
 	client, _ := archive.OpenClient(acct, queue, nil)
 	pub, _ := outbox.NewPublisher(client, nil)
 	hires := func(ctx context.Context, c feed.Change) error {
@@ -136,7 +137,8 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	relay, _ := f.NewRelay([]feed.Subscription{{Name: "bylastname", Handle: view.Handle}, {Name: "badges", Handle: hires}},
 		&feed.RelayOptions{Interval: 50 * time.Millisecond})
 	lease, _ := coord.NewLease(t["Feed"], "lease", "relay", "relay-"+suffix, &coord.LeaseOptions{Duration: 2 * time.Second})
-	// The badge office's worker inserts a badge per message, keyed by its id.
+	// The badge office's worker inserts a badge per message, in a transaction
+	// keyed by the message's id: a copy is a no-op (not a failed insert).
 	w, _ := coord.NewWriter(t["Badges"], nil)
 	handler, _ := outbox.NewHandler(w, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
 		var h Hired
