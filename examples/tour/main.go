@@ -36,7 +36,7 @@ var examples = []string{
 	"basics", "queries", "compoundkey", "secondaryindex", "indexentities", "archive",
 	"tracing", "logtail", "bloblog", "wideentities", "largeentities", "dataseries",
 	"highvolumedelete", "shardedstream", "heterogeneous", "denormalization", "encryption", "sas",
-	"coordination",
+	"coordination", "cqrs",
 }
 
 func main() {

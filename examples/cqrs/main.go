@@ -1,0 +1,174 @@
+// Command cqrs shows materialized views (CQRS) on the design guide's
+// employees as events: each employee's history is an event stream
+// (package stream) appended under optimistic concurrency, a relay elected
+// by a lease feeds a view by last name (package feed), and each hire is a
+// message of a transactional outbox (package outbox), handled once.
+//
+// It runs against AZURE_STORAGE_CONNECTION_STRING's account, or an Azurite
+// it starts (Node.js 18+): go run ./examples/cqrs
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/feed"
+	"github.com/tablekit/tablekit/outbox"
+	"github.com/tablekit/tablekit/patterns"
+	"github.com/tablekit/tablekit/stream"
+)
+
+// Hired and Moved are the employees' events: table structs, whose key
+// fields reads fill with the event row's keys (kept out of the messages).
+type Hired struct {
+	Employee                        string `table:",pk" json:"-"`
+	Row                             string `table:",rk" json:"-"`
+	FirstName, LastName, Department string
+}
+type Moved struct {
+	Employee   string `table:",pk" json:"-"`
+	Row        string `table:",rk" json:"-"`
+	Department string
+}
+
+func main() {
+	ctx := context.Background()
+	conn, stop, err := azurite.EnvOrStart(ctx, nil)
+	if err == nil {
+		var acct *tablekit.Account
+		if acct, err = tablekit.Open(conn, nil); err == nil {
+			err = run(ctx, acct, os.Stdout)
+			fmt.Printf("cost: %d storage transactions (%v)\n", acct.Meter().Snapshot().Total(), acct.Meter().Snapshot())
+		}
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cqrs:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the example: it creates four tables and a queue, uses them, and deletes them.
+func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
+	suffix, bg := rand.Text()[:8], context.WithoutCancel(ctx)
+	queue := "cqrs-" + strings.ToLower(suffix)
+	defer acct.Queues().NewQueueClient(queue+"-poison").Delete(bg, nil)
+	defer acct.Queues().NewQueueClient(queue).Delete(bg, nil)
+	_, err := acct.Queues().NewQueueClient(queue).Create(ctx, nil)
+	t := map[string]*tablekit.Table[tablekit.Entity]{}
+	for _, name := range []string{"Employees", "Feed", "ByLastName", "Badges"} {
+		if t[name], _ = tablekit.OpenTable[tablekit.Entity](acct, name+suffix, nil); err == nil {
+			err = t[name].CreateIfNotExists(ctx)
+			defer t[name].DeleteTable(bg)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	cost := func(before tablekit.MeterSnapshot) int64 { return acct.Meter().Snapshot().Sub(before).Total() }
+
+	// The write side: a stream per employee in the employee's partition
+	// (employees change departments), beside their current row, which the
+	// append's transaction writes too. The Feed marks each stream it appends to.
+	reg := &patterns.Registry{}
+	patterns.Register[Hired](reg, "Hired", 1)
+	patterns.Register[Moved](reg, "Moved", 1)
+	store, _ := stream.NewStore(t["Employees"], reg, nil)
+	f, _ := feed.New(store, t["Feed"], nil)
+	before := acct.Meter().Snapshot()
+	for _, h := range []Hired{{"000123", "", "Lisa", "Jones", "Sales"}, {"000223", "", "Jon", "Jones", "Sales"}, {"000100", "", "Adam", "Barr", "Sales"}} {
+		current := tablekit.InsertAction(tablekit.Entity{PartitionKey: h.Employee, RowKey: "current",
+			Properties: map[string]any{"Name": h.FirstName + " " + h.LastName, "Department": h.Department}})
+		if _, err := f.Append(ctx, stream.ID{PartitionKey: h.Employee}, 0, []stream.Event{{ID: "hire", Data: h}}, current); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "a hire: its Hired event (an outbox message too) and the current row in 1 EGT, after the feed's mark: %d transactions\n", cost(before)/3)
+	// Lisa moves: the expected version guards the whole EGT, her row needs no ETag.
+	lisa, moved := stream.ID{PartitionKey: "000123"}, []stream.Event{{ID: "move-1", Data: Moved{Department: "Marketing"}}}
+	current := tablekit.MergeAction(tablekit.Entity{PartitionKey: "000123", RowKey: "current", Properties: map[string]any{"Department": "Marketing"}}, "*")
+	if _, err := f.Append(ctx, lisa, 1, moved, current); err != nil {
+		return err
+	}
+	before = acct.Meter().Snapshot()
+	_, err = f.Append(ctx, lisa, 1, []stream.Event{{ID: "move-2", Data: Moved{Department: "Legal"}}})
+	var ce *stream.ConflictError
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("a stale append: %v, want a conflict", err)
+	}
+	fmt.Fprintf(out, "a stale writer expecting version %d is refused: current version %d (ErrPreconditionFailed: %v), %d transactions\n",
+		ce.Expected, ce.Current, errors.Is(err, tablekit.ErrPreconditionFailed), cost(before))
+	before = acct.Meter().Snapshot()
+	r, err := f.Append(ctx, lisa, 1, moved, current) // as after a lost answer
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Lisa's move to Marketing sent again with its event id: replayed=%v, version %d, %d transactions\n", r.Replayed, r.Last, cost(before))
+
+	// The read side: a row per last name, each event folded into it once.
+	view, _ := feed.NewProjector(t["ByLastName"], func(c feed.Change) (string, string) {
+		h, _ := c.Data.(Hired)
+		return h.LastName, "employees" // "" (not a Hired event): not for this view
+	}, func(v *tablekit.Entity, c feed.Change) error {
+		list, _ := v.Properties["Employees"].(string)
+		v.Properties["Employees"] = strings.TrimPrefix(list+", "+c.Data.(Hired).FirstName+" ("+c.Stream.PartitionKey+")", ", ")
+		return nil
+	})
+	// The outbox: an employee's stream is theirs (a hire's event commits with
+	// its current row); a Publisher sends the hires to the badge office's queue.
+	client, _ := archive.OpenClient(acct, queue, nil)
+	pub, _ := outbox.NewPublisher(client, nil)
+	hires := func(ctx context.Context, c feed.Change) error {
+		if _, ok := c.Data.(Hired); !ok {
+			return nil
+		}
+		return pub.Handle(ctx, c)
+	}
+	relay, _ := f.NewRelay([]feed.Subscription{{Name: "bylastname", Handle: view.Handle}, {Name: "badges", Handle: hires}},
+		&feed.RelayOptions{Interval: 50 * time.Millisecond})
+	lease, _ := coord.NewLease(t["Feed"], "lease", "relay", "relay-"+suffix, &coord.LeaseOptions{Duration: 2 * time.Second})
+	// The badge office's worker inserts a badge per message, in a transaction
+	// keyed by the message's id: a copy is a no-op (not a failed insert).
+	w, _ := coord.NewWriter(t["Badges"], nil)
+	handler, _ := outbox.NewHandler(w, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
+		var h Hired
+		err := msg.Decode(&h)
+		badge := tablekit.Entity{PartitionKey: "badges", RowKey: msg.Stream.PartitionKey, Properties: map[string]any{"Name": h.FirstName + " " + h.LastName}}
+		return []tablekit.Action[tablekit.Entity]{tablekit.InsertAction(badge)}, err
+	})
+	var mux archive.Mux
+	mux.Register(outbox.Kind, handler)
+	worker, _ := archive.OpenWorker(acct, queue, &mux, &archive.WorkerOptions{PollInterval: 100 * time.Millisecond})
+	running, stop := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	defer func() { stop(); <-done; <-done }() // before the deletes
+	go func() { done <- relay.Run(running, lease) }()
+	go func() { done <- worker.Run(running) }()
+	var jones tablekit.Entity
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(fmt.Sprint(jones.Properties["Employees"]), ", ") || worker.Stats().Succeeded < 3; time.Sleep(20 * time.Millisecond) {
+		if jones, err = t["ByLastName"].Get(ctx, "Jones", "employees"); time.Now().After(deadline) {
+			return fmt.Errorf("the view and the badges did not catch up in 30 s: %v", err)
+		}
+	}
+	fmt.Fprintf(out, "the relay, leading by lease, caught the view up; by last name Jones: %s\n", jones.Properties["Employees"])
+	// A relay that died before its checkpoint would publish a message again.
+	if err := pub.Handle(ctx, feed.Change{Stream: lisa, Version: 1, EventID: "hire", Data: Hired{FirstName: "Lisa", LastName: "Jones"}}); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); worker.Stats().Succeeded < 4 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	n, err := t["Badges"].Count(ctx, tablekit.RowKeyRange("badges", "", coord.ReservedPrefix)) // the badges, not the keys' records
+	fmt.Fprintf(out, "outbox: %d messages handled (3 hires and a copy of Lisa's), %d failed, %d badges inserted\n", worker.Stats().Succeeded, worker.Stats().Failed, n)
+	return err
+}
