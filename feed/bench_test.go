@@ -261,6 +261,13 @@ func viewLag(b *testing.B, srv *azurite.Server, rate int, interval time.Duration
 		<-relayDone
 	}()
 
+	for len(relay.Stats().Lag) == 0 { // it leads: its rounds have begun
+		if err := ctx.Err(); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
 	versions := make([]int64, lagStreams)
 	var lags []time.Duration
 	for b.Loop() {
