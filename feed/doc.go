@@ -101,6 +101,42 @@
 // what a round has still to hand over), then remove the old subscription and
 // delete its table and its checkpoint partition ("cp~" + name).
 //
+// # Lag
+//
+// Relay.Stats reports, by subscription, its Lag: the time since the start
+// of the latest round of that Relay which handed the subscription every
+// event of every dirty stream without a failure (a directory read, a
+// stream read, a Handle or a checkpoint write that failed makes the
+// round not count for the subscriptions it concerns). Every event
+// acknowledged to Feed.Append before a round starts is in a stream that
+// round finds dirty, so Lag is an upper bound on the age of the oldest
+// event the subscription may not have been handed: "the view holds
+// everything appended more than Lag ago". It is measured on the relay's
+// clock alone (no service timestamp), so clock skew does not enter it.
+//
+// It is chosen over the lag of the changes handed over (time handled
+// minus Change.Time) because that figure lies when it matters: a relay
+// that is stuck, failing or dead hands nothing over, and the last lag it
+// measured stays small. Lag instead grows by a second per second from the
+// last good round while rounds fail, a Handle fails on an event or hangs,
+// or no round runs. A healthy relay reads between its rounds' duration
+// and Interval plus that, idle or not; under load, rounds take longer and
+// Lag with them. It is an upper bound with the round's granularity, not
+// each event's delay (BENCHMARKS.md measures that: "View lag").
+//
+// A subscription is absent from Stats until the Relay starts its first
+// round (from then on its Lag counts from that round's start until a
+// round has caught it up), and again once Run has lost the lease, so
+// that only the leading process reports a lag: a standby has nothing to
+// say, and one that used to lead would report a growing Lag of a view
+// another relay keeps up to date. So when the leader dies, no process
+// reports until a new one leads (within the lease's Duration +
+// RetryPeriod): alert on the series' absence as well as on its value
+// (otelkit.RegisterRelay exports it). Lag counts what rounds read, the
+// dirty streams: a subscription added under a new name is behind on the
+// other streams until Relay.Replay has caught it up, which Lag does not
+// show.
+//
 // # Costs, in storage transactions
 //
 //	Feed.Append        the mark: 1 read + 1 write (1 read when the stream is dirty at

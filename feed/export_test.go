@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"time"
 
 	"github.com/tablekit/tablekit/stream"
 )
@@ -18,3 +19,10 @@ func DirKey(f *Feed, id stream.ID) (pk, rk string) { return f.dirKey(id) }
 // CheckpointKey returns the keys of subscription sub's checkpoint of
 // stream id.
 func CheckpointKey(sub string, id stream.ID) (pk, rk string) { return cpPrefix + sub, streamKey(id) }
+
+// SetClock makes now the clock of r's lag figures (Relay.Stats).
+func SetClock(r *Relay, now func() time.Time) {
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	r.now = now
+}

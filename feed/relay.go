@@ -87,6 +87,23 @@ type Relay struct {
 	term   int64                       // the term the checkpoint partitions are fenced at
 	inTerm bool                        // term is entered: fenced, cache valid
 	cps    map[string]map[string]int64 // by subscription, then stream key: the checkpoint
+
+	now   func() time.Time // the relay's clock (time.Now; the tests' own)
+	lagMu sync.Mutex       // guards since, apart from mu so that Stats never waits for a round
+	since []time.Time      // by subscription: the start of its latest caught-up round (zero: not reporting)
+}
+
+// RelayStats is a snapshot of a Relay's figures (Relay.Stats).
+type RelayStats struct {
+	// Lag is, by subscription name, how long ago the subscription was
+	// last known to be caught up: the time since the start of this
+	// Relay's latest round that handed it every event of every dirty
+	// stream without a failure. It bounds how far behind the
+	// subscription's view is, and keeps growing while the relay is
+	// stalled. A subscription is absent while this Relay does not lead
+	// (no round yet, or Run lost the lease). The package doc ("Lag")
+	// says exactly what it means.
+	Lag map[string]time.Duration
 }
 
 // NewRelay returns a Relay of the feed's changes to subs (at least one,
@@ -129,7 +146,59 @@ func (f *Feed) NewRelay(subs []Subscription, opts *RelayOptions) (*Relay, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o}, nil
+	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, now: time.Now, since: make([]time.Time, len(subs))}, nil
+}
+
+// Stats returns the relay's figures now (see RelayStats). It never waits
+// for a round, and is safe to call at any time; the zero Relay's Stats
+// are empty.
+func (r *Relay) Stats() RelayStats {
+	s := RelayStats{Lag: map[string]time.Duration{}}
+	if r == nil || r.f == nil {
+		return s
+	}
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	now := r.now()
+	for i, t := range r.since {
+		if !t.IsZero() {
+			s.Lag[r.subs[i].Name] = max(now.Sub(t), 0)
+		}
+	}
+	return s
+}
+
+// begin returns the start of a round, now, and starts reporting the lag
+// of the subscriptions that do not report yet from then.
+func (r *Relay) begin() (start time.Time) {
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	start = r.now()
+	for i, t := range r.since {
+		if t.IsZero() {
+			r.since[i] = start
+		}
+	}
+	return start
+}
+
+// caughtUp records that a round begun at start, which ran to its end,
+// caught up every subscription not behind.
+func (r *Relay) caughtUp(start time.Time, behind []bool) {
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	for i := range r.since {
+		if !behind[i] && !r.since[i].IsZero() {
+			r.since[i] = start
+		}
+	}
+}
+
+// resign stops reporting lag: the relay no longer leads.
+func (r *Relay) resign() {
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	clear(r.since)
 }
 
 func (r *Relay) ok(op string) error {
@@ -159,8 +228,12 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	if err := r.ok("Relay.Round"); err != nil {
 		return res, err
 	}
+	if term < 0 {
+		return res, invalid("Relay.Round", "term", fmt.Sprintf("negative term %d", term))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	start := r.begin() // every event acknowledged before start is in a dirty stream or handed over
 	if err := r.enter(ctx, term); err != nil {
 		return res, err
 	}
@@ -168,12 +241,16 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	for i := range all {
 		all[i] = i
 	}
+	behind := make([]bool, len(r.subs)) // by subscription: not caught up by this round
 	var errs []error
 	for s := range r.f.shards {
 		var rows []tablekit.Entity
 		for e, err := range r.f.t.Query(ctx, tablekit.Where("PartitionKey eq ? and Dirty eq true", shardPK(s)), nil) {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err))
+				for i := range behind {
+					behind[i] = true // a dirty stream may be unread
+				}
 				break
 			}
 			rows = append(rows, e)
@@ -182,7 +259,7 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 			id := streamOf(e)
 			target, _ := e.Properties[propTarget].(int64)
 			res.Streams++
-			reached, n, err := r.catchUp(ctx, term, id, all)
+			reached, n, err := r.catchUp(ctx, term, id, all, behind)
 			res.Delivered += n
 			if err != nil {
 				errs = append(errs, err)
@@ -207,6 +284,7 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 			}
 		}
 	}
+	r.caughtUp(start, behind)
 	return res, errors.Join(errs...)
 }
 
@@ -231,13 +309,14 @@ func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResul
 		return res, err
 	}
 	var errs []error
+	behind := make([]bool, len(r.subs)) // (Replay's lag is not reported: Rounds wait meanwhile)
 	for id, err := range r.f.Streams(ctx) {
 		if err != nil {
 			errs = append(errs, err)
 			break
 		}
 		res.Streams++
-		_, n, err := r.catchUp(ctx, term, id, []int{i})
+		_, n, err := r.catchUp(ctx, term, id, []int{i}, behind)
 		res.Delivered += n
 		if err != nil {
 			errs = append(errs, err)
@@ -273,6 +352,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 				}
 			}
 		}, r.o.Lead)
+		r.resign() // another relay leads (or none): its lag is not this one's to report
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -343,8 +423,17 @@ const checkpointEvery = 32
 // catchUp hands subscriptions subs (indices) the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
 // lowest checkpoint reached and how many changes were handled; an error
-// when any subscription failed or a read or write did.
-func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []int) (reached int64, delivered int, err error) {
+// when any subscription failed or a read or write did. It sets behind[i]
+// for each subscription i of subs that it may not have caught up.
+func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []int, behind []bool) (reached int64, delivered int, err error) {
+	var failed []bool
+	defer func() {
+		for j, i := range subs {
+			if failed == nil || failed[j] {
+				behind[i] = true
+			}
+		}
+	}()
 	from := int64(-1)
 	cp := make([]int64, len(subs))
 	for j, i := range subs {
@@ -358,7 +447,7 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 		}
 	}
 	done := slices.Clone(cp)
-	failed := make([]bool, len(subs))
+	failed = make([]bool, len(subs))
 	nfailed := 0
 	var errs []error
 	// save stores subs[j]'s checkpoint at done[j]; it returns an error
@@ -387,6 +476,9 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 	for ev, err := range r.f.store.Forward(ctx, id, from+1) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
+			for j := range failed {
+				failed[j] = true // (the events past the error are unread; nfailed is no longer needed)
+			}
 			break
 		}
 		c := Change{Stream: id, Version: ev.Version, EventID: ev.ID, Data: ev.Data, Time: ev.Time}

@@ -41,6 +41,9 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 		_, err = r.Replay(ctx, 1, "a")
 		check("Relay.Replay", err, "Feed.NewRelay")
 		check("Relay.Run", r.Run(ctx, &coord.Lease{}), "Feed.NewRelay")
+		if s := r.Stats(); len(s.Lag) != 0 {
+			t.Errorf("zero Relay's Stats: %+v, want none", s)
+		}
 	}
 	for _, p := range []*feed.Projector{{}, nil} {
 		check("Projector.Handle", p.Handle(ctx, feed.Change{Stream: id, Version: 1}), "feed.NewProjector")

@@ -30,7 +30,11 @@
 // [RegisterWorker] an archive Worker's figures (messages handled, failed,
 // throttled, poisoned, ...; the queue age, how long messages waited in the
 // queue; its current concurrency), as asynchronous OpenTelemetry counters
-// and gauges read at each collection.
+// and gauges read at each collection. [RegisterRelay] reports a feed
+// Relay's lag by subscription (MetricFeedLag): how long ago a round last
+// caught the subscription up, an upper bound on how far its view is
+// behind that keeps growing while the relay is stalled, reported by the
+// leading relay only (the feed package doc, "Lag", says why).
 //
 // This package adapts OpenTelemetry to azcore's tracing abstraction itself,
 // as the Azure SDK's azotel module does, so that it adds no Azure module

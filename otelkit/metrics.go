@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/feed"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -34,6 +35,12 @@ const (
 	// run at once now: its Concurrency option, or fewer while throttled
 	// handlers make it back off (archive.Stats.Concurrency).
 	MetricWorkerConcurrency = "tablekit.worker.concurrency"
+	// MetricFeedLag is, by subscription of a feed Relay, how long ago a
+	// round last caught the subscription up, in seconds: every event
+	// appended before then has reached its view, and it keeps growing
+	// while the relay is stalled (feed.RelayStats.Lag). Only the leading
+	// relay reports it.
+	MetricFeedLag = "tablekit.feed.lag"
 
 	// AttrService is "table", "queue" or "blob".
 	AttrService = "tablekit.service"
@@ -47,6 +54,9 @@ const (
 	// AttrQueue is the worker's queue (OpenTelemetry's messaging
 	// convention).
 	AttrQueue = "messaging.destination.name"
+	// AttrSubscription is a feed subscription's name
+	// (feed.Subscription.Name).
+	AttrSubscription = "tablekit.subscription"
 )
 
 // RegisterMeter reports m's counts through mp as three asynchronous
@@ -106,4 +116,27 @@ func RegisterWorker(mp metric.MeterProvider, w *archive.Worker, attrs ...attribu
 		o.ObserveInt64(limit, int64(s.Concurrency), metric.WithAttributes(queue...))
 		return nil
 	}, messages, age, limit)
+}
+
+// RegisterRelay reports r's lag (feed.RelayStats.Lag) through mp as the
+// gauge MetricFeedLag (seconds), one point per subscription with the
+// attribute AttrSubscription plus attrs, read from r at each collection.
+// A relay that does not lead reports no point: alert on the series'
+// absence as well as on its value (see the feed package doc, "Lag").
+// Unregister the returned Registration to stop.
+func RegisterRelay(mp metric.MeterProvider, r *feed.Relay, attrs ...attribute.KeyValue) (metric.Registration, error) {
+	if mp == nil || r == nil {
+		return nil, errors.New("otelkit.RegisterRelay: nil MeterProvider or Relay")
+	}
+	meter := mp.Meter(ScopeName)
+	lag, err := meter.Float64ObservableGauge(MetricFeedLag, metric.WithUnit("s"), metric.WithDescription("How long ago a feed relay's round last caught the subscription up: every event appended before then has reached it."))
+	if err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for name, d := range r.Stats().Lag {
+			o.ObserveFloat64(lag, d.Seconds(), metric.WithAttributes(append([]attribute.KeyValue{attribute.String(AttrSubscription, name)}, attrs...)...))
+		}
+		return nil
+	}, lag)
 }

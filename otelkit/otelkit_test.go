@@ -479,7 +479,7 @@ func TestRootLinksNoOpenTelemetry(t *testing.T) {
 	if err != nil {
 		t.Skip("the go command is not on PATH: cannot list the build graph")
 	}
-	for _, pkg := range []string{"github.com/tablekit/tablekit", "github.com/tablekit/tablekit/archive", "github.com/tablekit/tablekit/index", "github.com/tablekit/tablekit/patterns", "github.com/tablekit/tablekit/logtail"} {
+	for _, pkg := range []string{"github.com/tablekit/tablekit", "github.com/tablekit/tablekit/archive", "github.com/tablekit/tablekit/index", "github.com/tablekit/tablekit/patterns", "github.com/tablekit/tablekit/logtail", "github.com/tablekit/tablekit/feed"} {
 		out, err := exec.Command(goTool, "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
