@@ -161,10 +161,14 @@ func appenderProcess(cfgJSON string) int {
 // append's transaction and its ACK), and starts a fresh one in its place: half the time it sends the
 // killed process's append again first (same ids, at the version it reads),
 // which must then be acknowledged and stored once. After the kills the
-// appenders stop, the test appends 3 events to each stream (so every mark
-// a killed append left short of its Target is passed: a mark's Target is
-// at most 3 past a version the stream had), and waits for the relay to
-// catch up and clear every mark.
+// appenders stop and the test waits for the relay to catch up: every
+// checkpoint at its stream's version, and every mark still dirty one
+// whose Target its stream has not reached (a killed append that never
+// landed left it, or a resumed one that was replayed; the package doc's
+// cost of a given-up append), which it counts. Then it appends 3 events to
+// each stream (a mark's Target is at most 3 past a version its stream had,
+// so every Target is passed) and waits for the relay to catch up again and
+// clear every mark.
 //
 // Invariants: per stream, versions 1..n with no gap and no event id twice;
 // every acknowledged event stored exactly once, in its append's stream, its
@@ -391,12 +395,74 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 			}
 		}
 
-		// The last appends: 3 events per stream, past every mark's Target.
+		// Catching up: wait until every checkpoint is at its stream's
+		// version and every mark left is one the relay must keep: dirty
+		// with a Target its stream has not reached (a killed append that
+		// never landed, or a resumed one that was replayed, marked past
+		// the version it found).
+		s, _, ft, vt := openAll(setup)
+		nctx := chaos.NoFaults(ctx)
+		dirty := func() (map[stream.ID]int64, error) {
+			d := map[stream.ID]int64{}
+			for e, err := range ft.Query(nctx, tablekit.Where("PartitionKey ge 'dir~' and PartitionKey lt 'dir~~' and Dirty eq true"), nil) {
+				if err != nil {
+					return nil, err
+				}
+				pk, _ := e.Properties["Stream"].(string)
+				prefix, _ := e.Properties["Prefix"].(string)
+				d[stream.ID{PartitionKey: pk, Prefix: prefix}], _ = e.Properties["Target"].(int64)
+			}
+			return d, nil
+		}
+		catchUp := func(what string, settled func(versions map[stream.ID]int64, marks map[stream.ID]int64) bool) (map[stream.ID]int64, time.Duration) {
+			versions := map[stream.ID]int64{}
+			for _, id := range streams {
+				v, err := s.Version(nctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				versions[id] = v
+			}
+			begin := time.Now()
+			var marks map[stream.ID]int64
+			for {
+				ok := true
+				for _, id := range streams {
+					pk, rk := feed.CheckpointKey("view", id)
+					e, err := ft.Get(nctx, pk, rk)
+					if err != nil || e.Properties["Version"] != versions[id] {
+						ok = false
+					}
+				}
+				if ok {
+					var err error
+					if marks, err = dirty(); err == nil && settled(versions, marks) {
+						return marks, time.Since(begin)
+					}
+				}
+				if time.Since(begin) > 2*time.Minute {
+					violate("%s: relay not caught up, or marks left (%v at versions %v), after 2 minutes", what, marks, versions)
+					return marks, time.Since(begin)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		short, _ := catchUp("after the kills", func(versions, marks map[stream.ID]int64) bool {
+			for id, target := range marks {
+				if target <= versions[id] {
+					return false // the relay has still to clear it
+				}
+			}
+			return true
+		})
+
+		// The last appends: 3 events per stream, past every mark's Target
+		// (a Target is at most 3 past a version its stream had).
 		acct, err := inj.Open(conn, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, f, _, _ := openAll(acct)
+		as, af, _, _ := openAll(acct)
 		for i, id := range streams {
 			tags := []string{fmt.Sprintf("last-%d-0", i), fmt.Sprintf("last-%d-1", i), fmt.Sprintf("last-%d-2", i)}
 			evs := make([]stream.Event, len(tags))
@@ -409,12 +475,12 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 					t.Fatalf("%v not acknowledged after 500 tries", tags)
 				}
 				if expected < 0 {
-					if expected, err = s.Version(ctx, id); err != nil {
+					if expected, err = as.Version(ctx, id); err != nil {
 						expected = -1
 						continue
 					}
 				}
-				_, err := f.Append(ctx, id, expected, evs)
+				_, err := af.Append(ctx, id, expected, evs)
 				var ce *stream.ConflictError
 				switch {
 				case err == nil:
@@ -433,50 +499,8 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 			ackedJobs = append(ackedJobs, tags)
 		}
 
-		// Catch up: every checkpoint at its stream's version, no mark left.
-		s, _, ft, vt := openAll(setup)
-		nctx := chaos.NoFaults(ctx)
-		versions := map[stream.ID]int64{}
-		for _, id := range streams {
-			v, err := s.Version(nctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			versions[id] = v
-		}
-		dirty := func() []string {
-			var d []string
-			for e, err := range ft.Query(nctx, tablekit.Where("PartitionKey ge 'dir~' and PartitionKey lt 'dir~~' and Dirty eq true"), nil) {
-				if err != nil {
-					return []string{err.Error()}
-				}
-				d = append(d, fmt.Sprintf("%s/%s (Target %v)", e.PartitionKey, e.RowKey, e.Properties["Target"]))
-			}
-			return d
-		}
-		begin := time.Now()
-		var left []string
-		for {
-			ok := true
-			for _, id := range streams {
-				pk, rk := feed.CheckpointKey("view", id)
-				e, err := ft.Get(nctx, pk, rk)
-				if err != nil || e.Properties["Version"] != versions[id] {
-					ok = false
-				}
-			}
-			if ok {
-				if left = dirty(); len(left) == 0 {
-					break
-				}
-			}
-			if time.Since(begin) > 2*time.Minute {
-				violate("relay not caught up, or marks left (%v), 2 minutes after the appends", left)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		catchUp := time.Since(begin)
+		// Caught up: every checkpoint at its stream's version, no mark left.
+		_, catchUpTime := catchUp("after the last appends", func(_, marks map[stream.ID]int64) bool { return len(marks) == 0 })
 		stopRelay()
 		relayDone.Wait()
 		inj.SetEnabled(false)
@@ -572,15 +596,19 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 				v.Addf("%v: view folded %v, stream holds %v", id, folded[id], stored[id])
 			}
 		}
-		for _, d := range dirty() {
-			v.Addf("directory row left dirty: %s", d)
+		left, err := dirty()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, target := range left {
+			v.Addf("directory row of %v left dirty (Target %d) after the last appends", id, target)
 		}
 		if killed < min(kills, 5) {
 			v.Addf("only %d kills caught an append in flight, want %d", killed, kills)
 		}
 		mu.Lock()
-		t.Logf("%d events in %d streams: %d acknowledged appends (%d events), %d appends left unknown by a kill (%d of them stored); %d appender processes started, %d SIGKILLed with an append in flight (%d of those appends sent again by the next process; %d more kills found it acknowledged meanwhile); caught up %v after the last append; appender processes' faults as last reported: %d in %d eligible tries",
-			total, len(streams), len(ackedJobs), len(acked), len(unknown), unknownIn, next, killed, resumed, idle, catchUp.Round(time.Millisecond), faults, eligible)
+		t.Logf("%d events in %d streams: %d acknowledged appends (%d events), %d appends left unknown by a kill (%d of them stored); %d marks left short of their Target after the kills, kept until the last appends; %d appender processes started, %d SIGKILLed with an append in flight (%d of those appends sent again by the next process; %d more kills found it acknowledged meanwhile); caught up %v after the last append; appender processes' faults as last reported: %d in %d eligible tries",
+			total, len(streams), len(ackedJobs), len(acked), len(unknown), unknownIn, len(short), next, killed, resumed, idle, catchUpTime.Round(time.Millisecond), faults, eligible)
 		mu.Unlock()
 		v.Report(t)
 	})
