@@ -160,14 +160,23 @@
 // # Guarantees
 //
 // With any number of appending processes, relays contending for the lease,
-// and requests failing before they are sent or after the service applied
-// them (TestChaosFeed checks each; TestChaosFeedProcesses with relay processes
-// SIGKILLed): every event acknowledged to an appender
-// is handed to every subscription, in version order per stream, at least
-// once, once the relays catch up; an event of an append that failed is never
-// handed over (it is not in the stream); a checkpoint never moves backwards;
-// a Projector's view row folds each event of its streams exactly once, in
-// version order per stream.
+// requests failing before they are sent or after the service applied them
+// (TestChaosFeed checks each), and processes SIGKILLed mid-work (relays,
+// and the projectors in them: TestChaosFeedProcesses; appenders with an
+// append in flight: TestChaosFeedAppenderProcesses): every event
+// acknowledged to an appender is handed to every subscription, in version
+// order per stream, at least once, once the relays catch up; an event of an
+// append that failed is never handed over (it is not in the stream); an
+// append whose appender was killed before its answer is in its stream
+// whole or not at all, and sent again with the same ids it is stored once;
+// a checkpoint never moves backwards; a Projector's view row folds each
+// event of its streams exactly once, in version order per stream.
+//
+// A killed appender may leave its stream's mark dirty with a Target the
+// stream has not reached (the append never landed): the relay then reads
+// the stream once more per round, and clears the mark once a later append
+// passes the Target (TestChaosFeedAppenderProcesses appends past every
+// Target at the end and checks that no mark is left).
 //
 // Not guaranteed: any order across streams; exactly-once delivery to a
 // subscription (only a Projector's folds are exactly once); a bound on the
@@ -177,8 +186,7 @@
 // held back for that subscription alone); events appended to a stream
 // directly through stream.Store.Append, not through a Feed, until the
 // stream's next append through one (no mark, no relay read). A relay
-// process killed mid-round hands the events since the last checkpoint again
-// (TestChaosFeedProcesses SIGKILLs relay processes).
+// process killed mid-round hands the events since the last checkpoint again.
 //
 // # Errors
 //

@@ -11,5 +11,8 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(relayEnv); cfg != "" {
 		os.Exit(relayProcess(cfg))
 	}
+	if cfg := os.Getenv(appenderEnv); cfg != "" {
+		os.Exit(appenderProcess(cfg))
+	}
 	testenv.Main(m)
 }

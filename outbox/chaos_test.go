@@ -99,10 +99,8 @@ func TestChaosOutbox(t *testing.T) {
 			bad = append(bad, fmt.Sprintf(format, args...))
 			mu.Unlock()
 		}
-		acked := map[string]bool{}                                       // message tags of committed transactions
-		abandoned := map[string]bool{}                                   // message tags of abandoned ones
-		ackedTx, abandonedTx := map[string]string{}, map[string]string{} // state row -> partition
-		appends, conflicts, applies := 0, 0, 0
+		l := newLedger(parts)
+		applies := 0
 
 		// The relays.
 		relayCtx, stopRelays := context.WithCancel(ctx)
@@ -154,27 +152,11 @@ func TestChaosOutbox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apply := func(ctx context.Context, m outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
-				var s Shipped
-				if err := m.Decode(&s); err != nil {
-					return nil, err
-				}
+			apply := countAndLog(p.et, func() {
 				mu.Lock()
 				applies++
 				mu.Unlock()
-				pk := m.Stream.PartitionKey
-				log := tablekit.UpsertAction(tablekit.Entity{PartitionKey: pk, RowKey: "log~" + m.ID, Properties: map[string]any{"Tag": s.Order}})
-				row, err := p.et.Get(ctx, pk, "count")
-				switch {
-				case errors.Is(err, tablekit.ErrNotFound):
-					return []tablekit.Action[tablekit.Entity]{tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: "count", Properties: map[string]any{"N": int64(1)}}), log}, nil
-				case err != nil:
-					return nil, err
-				}
-				n, _ := row.Properties["N"].(int64)
-				row.Properties = map[string]any{"N": n + 1}
-				return []tablekit.Action[tablekit.Entity]{tablekit.MergeAction(row, row.ETag), log}, nil
-			}
+			})
 			h, err := outbox.NewHandler(w, apply)
 			if err != nil {
 				t.Fatal(err)
@@ -201,64 +183,8 @@ func TestChaosOutbox(t *testing.T) {
 		hist, err := chaos.RunWriters(ctx, seed, n, func(ctx context.Context, w *chaos.Writer) error {
 			p := open()
 			for j := range perWriter {
-				pk := parts[w.Rand.IntN(len(parts))]
-				id := stream.ID{PartitionKey: pk, Prefix: "outbox"}
-				evs := make([]stream.Event, 1+w.Rand.IntN(3))
-				for k := range evs {
-					tag := fmt.Sprintf("w%d-%d-%d", w.Index, j, k)
-					evs[k] = stream.Event{ID: tag, Data: Shipped{Order: tag}}
-				}
-				state := fmt.Sprintf("state~w%d-%d", w.Index, j)
-				act := tablekit.InsertAction(tablekit.Entity{PartitionKey: pk, RowKey: state, Properties: map[string]any{"Done": true}})
-				abandon := w.Rand.IntN(6) == 0
-				expected := int64(-1)
-				for attempt := 0; ; attempt++ {
-					if attempt == 500 {
-						return fmt.Errorf("%s: not acknowledged after 500 tries", state)
-					}
-					if expected < 0 {
-						v, err := p.store.Version(ctx, id)
-						if err != nil {
-							continue
-						}
-						expected = v
-					}
-					op := w.Do(ctx, "Append", fmt.Sprint(id), evs, func(ctx context.Context) (any, error) {
-						return p.f.Append(ctx, id, expected, evs, act)
-					})
-					mu.Lock()
-					appends++
-					mu.Unlock()
-					var ce *stream.ConflictError
-					switch {
-					case op.Err == nil:
-						mu.Lock()
-						for _, ev := range evs {
-							acked[ev.ID] = true
-						}
-						ackedTx[state] = pk
-						mu.Unlock()
-					case errors.Is(op.Err, tablekit.ErrOutcomeUnknown), errors.Is(op.Err, stream.ErrPartlyApplied):
-						violate("%v", op)
-						return nil
-					case abandon:
-						mu.Lock()
-						for _, ev := range evs {
-							abandoned[ev.ID] = true
-						}
-						abandonedTx[state] = pk
-						mu.Unlock()
-					case errors.As(op.Err, &ce):
-						mu.Lock()
-						conflicts++
-						mu.Unlock()
-						expected = ce.Current
-						continue
-					default:
-						expected = -1
-						continue
-					}
-					break
+				if err := l.write(ctx, w, p.store, p.f, j); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -272,43 +198,10 @@ func TestChaosOutbox(t *testing.T) {
 		// Wait until every acknowledged message has its log row and the
 		// queue is empty (no copy left to handle).
 		check := open()
-		logs := func() (map[string]string, bool) {
-			nctx := chaos.NoFaults(ctx)
-			got := map[string]string{} // tag -> partition
-			for e, err := range check.et.Query(nctx, tablekit.Where("RowKey ge 'log~' and RowKey lt 'log~~'"), nil) {
-				if err != nil {
-					return nil, false
-				}
-				tag, _ := e.Properties["Tag"].(string)
-				got[tag] = e.PartitionKey
-			}
-			return got, true
-		}
 		start := time.Now()
-		var logged map[string]string
-		for {
-			got, ok := logs()
-			if ok {
-				logged = got
-				all := true
-				for tag := range acked {
-					if _, ok := got[tag]; !ok {
-						all = false
-						break
-					}
-				}
-				if all {
-					props, err := queue.GetProperties(chaos.NoFaults(ctx), nil)
-					if err == nil && props.ApproximateMessagesCount != nil && *props.ApproximateMessagesCount == 0 {
-						break
-					}
-				}
-			}
-			if time.Since(start) > 3*time.Minute {
-				violate("not every acknowledged message handled, or the queue not empty, 3 minutes after the writes")
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+		logged, ok := l.drain(ctx, check.et, queue, 3*time.Minute)
+		if !ok {
+			violate("not every acknowledged message handled, or the queue not empty, 3 minutes after the writes")
 		}
 		drain := time.Since(start)
 		stopRelays()
@@ -320,41 +213,7 @@ func TestChaosOutbox(t *testing.T) {
 		for _, b := range bad {
 			v.Addf("%s", b)
 		}
-		nctx := chaos.NoFaults(ctx)
-		for tag := range acked {
-			if _, ok := logged[tag]; !ok {
-				v.Addf("message %s of a committed transaction never handled", tag)
-			}
-		}
-		perPart := map[string]int64{}
-		for tag, pk := range logged {
-			if !acked[tag] {
-				v.Addf("message %s handled but not acknowledged (abandoned: %v)", tag, abandoned[tag])
-			}
-			perPart[pk]++
-		}
-		for _, pk := range parts {
-			row, err := check.et.Get(nctx, pk, "count")
-			var c int64
-			if err == nil {
-				c, _ = row.Properties["N"].(int64)
-			} else if !errors.Is(err, tablekit.ErrNotFound) {
-				t.Fatal(err)
-			}
-			if c != perPart[pk] {
-				v.Addf("partition %s: count %d, %d distinct messages handled (a message applied twice, or a count lost)", pk, c, perPart[pk])
-			}
-		}
-		for state, pk := range ackedTx {
-			if _, err := check.st.Get(nctx, pk, state); err != nil {
-				v.Addf("state %s of an acknowledged transaction: %v", state, err)
-			}
-		}
-		for state, pk := range abandonedTx {
-			if _, err := check.st.Get(nctx, pk, state); !errors.Is(err, tablekit.ErrNotFound) {
-				v.Addf("state %s of an abandoned transaction: %v, want not found", state, err)
-			}
-		}
+		l.check(t, ctx, check.et, check.st, logged, &v)
 		var ws archive.Stats
 		for _, w := range workers {
 			s := w.Stats()
@@ -373,9 +232,9 @@ func TestChaosOutbox(t *testing.T) {
 			}
 		}
 		mu.Lock()
-		t.Logf("%d writers × %d transactions on %d partitions: %d committed (%d messages), %d abandoned (%d messages); %d append calls, %d conflicts, %d met a lost answer", n, perWriter, len(parts), len(ackedTx), len(acked), len(abandonedTx), len(abandoned), appends, conflicts, lost)
+		t.Logf("%d writers × %d transactions on %d partitions: %v, %d met a lost answer", n, perWriter, len(parts), l, lost)
 		t.Logf("3 relays: %d runs; 2 workers: %d received, %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
-			runs, ws.Received, ws.Succeeded, ws.Succeeded-int64(len(acked)), len(acked), ws.Failed, applies, drain.Round(time.Millisecond))
+			runs, ws.Received, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
 		mu.Unlock()
 		t.Logf("faults: %s", st.String())
 		if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {

@@ -71,8 +71,11 @@
 // # Guarantees
 //
 // With any number of writing processes, relays contending for the feed's
-// lease, any number of workers, and requests failing before they are sent
-// or after the service applied them (TestChaosOutbox checks each): every
+// lease, any number of workers, requests failing before they are sent
+// or after the service applied them (TestChaosOutbox checks each), and
+// worker processes SIGKILLed while their handlers run
+// (TestChaosOutboxWorkerProcesses; a killed relay is the feed's
+// TestChaosFeedProcesses): every
 // message of a transaction acknowledged to its writer is enqueued at least
 // once and its effect applied exactly once (NewHandler's key), once the
 // relays and workers catch up; no message of a failed transaction is ever
