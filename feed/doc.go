@@ -42,10 +42,11 @@
 // that gives up on an append for good leaves that cost behind until its
 // stream's next append.
 //
-// A relay round reads each shard's dirty rows, catches the stream up for
-// every subscription, and clears the row (Dirty false), conditionally on the
-// ETag it read, only when every subscription's checkpoint is at or past the
-// row's Target. Why the Target: a mark written before the relay read the
+// A relay round reads each shard's dirty rows (the shards concurrently),
+// catches each stream up for every subscription (up to 16 streams at once,
+// each stream's events in order), and clears its row (Dirty false),
+// conditionally on the ETag it read, only when every subscription's
+// checkpoint is at or past the row's Target. Why the Target: a mark written before the relay read the
 // row may belong to an append that lands after the relay read the stream
 // (the writer paused between mark and append); an ETag alone would let the
 // relay clear the mark and leave those events unpublished until the stream's
@@ -61,7 +62,10 @@
 //
 // A Subscription is handed each event of each stream at least once, in
 // version order per stream (never version v before v-1 was handled), with
-// its stream, version, event id and decoded data (Change). Its checkpoint
+// its stream, version, event id and decoded data (Change). A round catches
+// up to 16 streams at once, so Handle runs concurrently for different
+// streams (one call at a time per stream): a Handle whose state spans
+// streams must lock it. Its checkpoint
 // of a stream is written after it returned nil for the events of a round
 // (one write per stream and round, and one per 32 changes in a long
 // catch-up); an error stops the stream for that
