@@ -9,7 +9,7 @@
 //
 //	f, err := feed.New(store, feedTable, nil)
 //	r, err := f.Append(ctx, id, expected, events)         // stream.Store.Append, after the mark
-//	view, err := feed.NewProjector(viewTable, key, fold)  // fold(row *tablekit.Entity, c Change) error
+//	view, err := feed.NewProjector(viewTable, key, fold)  // key(c) []feed.Row; fold(row *tablekit.Entity, c Change) error
 //	relay, err := f.NewRelay([]feed.Subscription{{Name: "orders", Handle: view.Handle}}, nil)
 //	err = relay.Run(ctx, lease)                            // a coord.Lease per process, one lease row
 //
@@ -84,13 +84,24 @@
 //
 // # Projections
 //
-// NewProjector(table, key, fold): key names the view row of a change, fold
-// updates that row. Handle reads the row, skips the change when the row has
-// folded that version of that stream already (FoldedProperty), else folds it
-// and writes the row conditionally on the ETag read (an insert when new),
-// reading again after a race or a lost answer. So each event is folded into
-// its view row exactly once, in version order per stream, however often it is
-// handed over. A view row folding many streams keeps an entry per stream in
+// NewProjector(table, key, fold): key names the view rows of a change
+// (feed.Row values: none when the change is not for the view, several when
+// it moves an item between groups, as a rename in a view by last name takes
+// the employee out of the old name's row and into the new one's), fold
+// updates one row. Handle takes the rows in turn: it reads the row, skips
+// the change when the row has folded that version of that stream already
+// (FoldedProperty), else folds it and writes the row conditionally on the
+// ETag read (an insert when new), reading again after a race or a lost
+// answer. So each event is folded into each of its view rows exactly once,
+// in version order per stream, however often it is handed over: when a
+// Handle fails after its first row, the rows written skip the change when
+// the relay hands it over again.
+//
+// One view table per Projector: a row's FoldedProperty records what it
+// folded per stream, not per projector, so two Projectors (two
+// subscriptions) writing the same rows are unsafe: one that fails on
+// version 2 while the other folds version 3 into the row would find
+// version 2 "folded" when it tries again, and skip it for good. A view row folding many streams keeps an entry per stream in
 // FoldedProperty (a JSON object in one string property, at most 64 KiB: some
 // 1,500 streams of short names); give aggregates over more streams a row per
 // group of streams.
@@ -159,7 +170,8 @@
 //	                   round), + coord.Lease.Lead's renewals
 //	Relay.Replay       Feed.Streams + a round's per-stream costs on every stream
 //	Feed.Streams       1 query per shard per 1,000 streams
-//	Projector.Handle   1 read + 1 write; a change folded already: 1 read
+//	Projector.Handle   per view row of the change: 1 read + 1 write; a row that
+//	                   folded the change already: 1 read
 //
 // # Guarantees
 //
@@ -170,8 +182,8 @@
 // is handed to every subscription, in version order per stream, at least
 // once, once the relays catch up; an event of an append that failed is never
 // handed over (it is not in the stream); a checkpoint never moves backwards;
-// a Projector's view row folds each event of its streams exactly once, in
-// version order per stream.
+// each view row of a Projector folds each event routed to it exactly once,
+// in version order per stream.
 //
 // Not guaranteed: any order across streams; exactly-once delivery to a
 // subscription (only a Projector's folds are exactly once); a bound on the
