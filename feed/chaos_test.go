@@ -101,7 +101,9 @@ func TestChaosFeed(t *testing.T) {
 			v.Properties["Folds"] = strings.TrimPrefix(fmt.Sprintf("%s %s:%d:%s", s, c.Stream.Prefix, c.Version, c.Data.(Tagged).Tag), " ")
 			return nil
 		}
-		key := func(c feed.Change) []feed.Row { return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}} }
+		key := func(c feed.Change) []feed.Row {
+			return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}}
+		}
 		handed := map[stream.ID]int64{} // the highest version handed to the order checker
 		checkerFails, handedTotal := 0, 0
 		checker := func(rng *rand.Rand) func(context.Context, feed.Change) error {

@@ -21,7 +21,9 @@ import (
 func tagView(t *testing.T, vt *tablekit.Table[tablekit.Entity]) *feed.Projector {
 	t.Helper()
 	p, err := feed.NewProjector(vt,
-		func(c feed.Change) []feed.Row { return []feed.Row{{PartitionKey: "orders", RowKey: c.Stream.PartitionKey}} },
+		func(c feed.Change) []feed.Row {
+			return []feed.Row{{PartitionKey: "orders", RowKey: c.Stream.PartitionKey}}
+		},
 		func(v *tablekit.Entity, c feed.Change) error {
 			s, _ := v.Properties["Tags"].(string)
 			n, _ := v.Properties["Count"].(int64)
