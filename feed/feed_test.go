@@ -345,6 +345,9 @@ func TestFencing(t *testing.T) {
 	old, cur := newRecorder(), newRecorder()
 	r1 := relay(t, e.f, feed.Subscription{Name: "v", Handle: old.handle})
 	r2 := relay(t, e.f, feed.Subscription{Name: "v", Handle: cur.handle})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	feed.SetClock(r1, clk.now)
 	round(t, r1, 1)
 	e.append(t, id, 1, "e2", "e3")
 	round(t, r2, 2)
@@ -354,9 +357,16 @@ func TestFencing(t *testing.T) {
 	// The old relay, cached at 1, hands e2 and e3 again and tries to store
 	// 3 again; then, after one more append, 4: both refused.
 	e.append(t, id, 3, "e4")
+	clk.set(t0.Add(time.Minute))
 	_, err := r1.Round(context.Background(), 1)
 	if !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("round of term 1 after term 2: %v, want ErrFenced", err)
+	}
+	// The fenced round did not catch the subscription up: its lag counts
+	// from the first round still.
+	clk.set(t0.Add(2 * time.Minute))
+	if lag := r1.Stats().Lag["v"]; lag != 2*time.Minute {
+		t.Errorf("lag after the fenced round: %v, want 2m0s (since the last good round)", lag)
 	}
 	if v := e.checkpoint(t, "v", id); v != 3 {
 		t.Errorf("checkpoint %d after the fenced round, want 3", v)

@@ -645,5 +645,10 @@ func (p *pass) wait() (RoundResult, []bool, error) {
 	p.cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.stopped {
+		for _, i := range p.subs {
+			p.behind[i] = true // streams unread, or cut short
+		}
+	}
 	return p.res, p.behind, errors.Join(p.errs...)
 }
