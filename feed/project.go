@@ -24,7 +24,7 @@ type Row struct {
 // Projector maintains a view table from the feed's changes: each change
 // goes to the view rows its key function names (none, one, or several:
 // a change that moves an item from one group to another names both),
-// and Fold updates each of them, once per (stream, version): each row
+// and fold updates each of them, once per (stream, version): each row
 // records the last version it folded of each stream (FoldedProperty), a
 // change at or below it is skipped, and the row is written conditionally
 // on the ETag read. Use its Handle as a Subscription's. Make one with
@@ -49,7 +49,9 @@ type Projector struct {
 // view.Properties is empty for a new row; fold must not change the keys).
 // fold must be deterministic in its arguments, and is called again for the
 // same change and row when the row changed meanwhile; the table's retry
-// policy (tablekit.TableOptions.Retry) paces those tries. It sends nothing.
+// policy (tablekit.TableOptions.Retry) paces those tries. A relay calls
+// Handle, so key and fold, concurrently for different streams: they must
+// be safe for concurrent use. It sends nothing.
 func NewProjector(t *tablekit.Table[tablekit.Entity], key func(c Change) []Row, fold func(view *tablekit.Entity, c Change) error) (*Projector, error) {
 	const op = "NewProjector"
 	switch {
