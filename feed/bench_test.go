@@ -214,7 +214,7 @@ func viewLag(b *testing.B, srv *azurite.Server, rate int, interval time.Duration
 		b.Fatal(err)
 	}
 	view, err := feed.NewProjector(testenv.OpenTable[tablekit.Entity](b, acct, nil),
-		func(c feed.Change) (string, string) { return "v", c.Stream.PartitionKey },
+		func(c feed.Change) []feed.Row { return []feed.Row{{PartitionKey: "v", RowKey: c.Stream.PartitionKey}} },
 		func(row *tablekit.Entity, c feed.Change) error {
 			n, _ := row.Properties["Count"].(int64)
 			row.Properties["Count"] = n + 1

@@ -29,16 +29,17 @@ import (
 // (faulted) and coord.Lease on one lease row, run Relay.Run, each
 // restarted as a new Relay every 0.2-1 s (a new process, its cache
 // gone), so leadership and terms change many times; they publish to a
-// Projector (one view row per stream partition, folding every event as
-// "prefix:version:tag") and to an order checker that fails 1 change in
-// 50. A monitor reads the checkpoints all along.
+// Projector (two view rows per event, its stream partition's and the row
+// of all, each folding it as "partition:prefix:version:tag") and to an
+// order checker that fails 1 change in 50. A monitor reads the
+// checkpoints all along.
 //
 // Invariants, after the relays caught up (every directory row clean,
 // every checkpoint at its stream's version): the streams hold exactly
-// the acknowledged events; the view row of each partition holds each
-// event of its streams exactly once, in version order per stream, with
-// the stream's tag at that version (the view is the fold of its
-// streams); no event of an abandoned append is anywhere; the order
+// the acknowledged events; the view row of each partition, and the row
+// of all, hold each event of their streams exactly once, in version order
+// per stream, with the stream's tag at that version (the view is the fold
+// of its streams); no event of an abandoned append is anywhere; the order
 // checker was never handed version v of a stream before v-1; no
 // checkpoint was ever seen to move backwards.
 func TestChaosFeed(t *testing.T) {
@@ -98,10 +99,12 @@ func TestChaosFeed(t *testing.T) {
 		// The subscriptions.
 		fold := func(v *tablekit.Entity, c feed.Change) error {
 			s, _ := v.Properties["Folds"].(string)
-			v.Properties["Folds"] = strings.TrimPrefix(fmt.Sprintf("%s %s:%d:%s", s, c.Stream.Prefix, c.Version, c.Data.(Tagged).Tag), " ")
+			v.Properties["Folds"] = strings.TrimPrefix(fmt.Sprintf("%s %s:%s:%d:%s", s, c.Stream.PartitionKey, c.Stream.Prefix, c.Version, c.Data.(Tagged).Tag), " ")
 			return nil
 		}
-		key := func(c feed.Change) (string, string) { return "view", c.Stream.PartitionKey }
+		key := func(c feed.Change) []feed.Row { // its partition's row, then the row of all
+			return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}, {PartitionKey: "view", RowKey: "all"}}
+		}
 		handed := map[stream.ID]int64{} // the highest version handed to the order checker
 		checkerFails, handedTotal := 0, 0
 		checker := func(rng *rand.Rand) func(context.Context, feed.Change) error {
@@ -418,29 +421,43 @@ func TestChaosFeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		folded := map[stream.ID][]string{}
+		type rowStream struct {
+			row string
+			id  stream.ID
+		}
+		folded := map[rowStream][]string{}
 		for _, row := range rows {
 			s, _ := row.Properties["Folds"].(string)
 			for f := range strings.FieldsSeq(s) {
-				parts := strings.SplitN(f, ":", 3)
-				ver, err := strconv.ParseInt(parts[1], 10, 64)
-				if len(parts) != 3 || err != nil {
+				parts := strings.SplitN(f, ":", 4)
+				if len(parts) != 4 {
 					v.Addf("view row %s: bad fold %q", row.RowKey, f)
 					continue
 				}
-				id := stream.ID{PartitionKey: row.RowKey, Prefix: parts[0]}
-				if ver != int64(len(folded[id])+1) {
-					v.Addf("view row %s: %v version %d folded after version %d", row.RowKey, id, ver, len(folded[id]))
+				ver, err := strconv.ParseInt(parts[2], 10, 64)
+				if err != nil {
+					v.Addf("view row %s: bad fold %q", row.RowKey, f)
+					continue
 				}
-				if abandoned[parts[2]] {
-					v.Addf("view row %s: event %s of an abandoned append", row.RowKey, parts[2])
+				id := stream.ID{PartitionKey: parts[0], Prefix: parts[1]}
+				if row.RowKey != "all" && row.RowKey != id.PartitionKey {
+					v.Addf("view row %s: an event of %v", row.RowKey, id)
 				}
-				folded[id] = append(folded[id], parts[2])
+				k := rowStream{row.RowKey, id}
+				if ver != int64(len(folded[k])+1) {
+					v.Addf("view row %s: %v version %d folded after version %d", row.RowKey, id, ver, len(folded[k]))
+				}
+				if abandoned[parts[3]] {
+					v.Addf("view row %s: event %s of an abandoned append", row.RowKey, parts[3])
+				}
+				folded[k] = append(folded[k], parts[3])
 			}
 		}
 		for _, id := range streams {
-			if w, g := fmt.Sprint(stored[id]), fmt.Sprint(folded[id]); w != g {
-				v.Addf("%v: view folded %s, stream holds %s", id, g, w)
+			for _, row := range []string{id.PartitionKey, "all"} {
+				if w, g := fmt.Sprint(stored[id]), fmt.Sprint(folded[rowStream{row, id}]); w != g {
+					v.Addf("%v: view row %s folded %s, stream holds %s", id, row, g, w)
+				}
 			}
 		}
 		mu.Lock()

@@ -9,7 +9,7 @@
 //
 //	f, err := feed.New(store, feedTable, nil)
 //	r, err := f.Append(ctx, id, expected, events)         // stream.Store.Append, after the mark
-//	view, err := feed.NewProjector(viewTable, key, fold)  // fold(row *tablekit.Entity, c Change) error
+//	view, err := feed.NewProjector(viewTable, key, fold)  // key(c) []feed.Row; fold(row *tablekit.Entity, c Change) error
 //	relay, err := f.NewRelay([]feed.Subscription{{Name: "orders", Handle: view.Handle}}, nil)
 //	err = relay.Run(ctx, lease)                            // a coord.Lease per process, one lease row
 //
@@ -42,10 +42,11 @@
 // that gives up on an append for good leaves that cost behind until its
 // stream's next append.
 //
-// A relay round reads each shard's dirty rows, catches the stream up for
-// every subscription, and clears the row (Dirty false), conditionally on the
-// ETag it read, only when every subscription's checkpoint is at or past the
-// row's Target. Why the Target: a mark written before the relay read the
+// A relay round reads each shard's dirty rows (the shards concurrently),
+// catches each stream up for every subscription (up to 16 streams at once,
+// each stream's events in order), and clears its row (Dirty false),
+// conditionally on the ETag it read, only when every subscription's
+// checkpoint is at or past the row's Target. Why the Target: a mark written before the relay read the
 // row may belong to an append that lands after the relay read the stream
 // (the writer paused between mark and append); an ETag alone would let the
 // relay clear the mark and leave those events unpublished until the stream's
@@ -61,7 +62,10 @@
 //
 // A Subscription is handed each event of each stream at least once, in
 // version order per stream (never version v before v-1 was handled), with
-// its stream, version, event id and decoded data (Change). Its checkpoint
+// its stream, version, event id and decoded data (Change). A round catches
+// up to 16 streams at once, so Handle runs concurrently for different
+// streams (one call at a time per stream): a Handle whose state spans
+// streams must lock it. Its checkpoint
 // of a stream is written after it returned nil for the events of a round
 // (one write per stream and round, and one per 32 changes in a long
 // catch-up); an error stops the stream for that
@@ -80,13 +84,24 @@
 //
 // # Projections
 //
-// NewProjector(table, key, fold): key names the view row of a change, fold
-// updates that row. Handle reads the row, skips the change when the row has
-// folded that version of that stream already (FoldedProperty), else folds it
-// and writes the row conditionally on the ETag read (an insert when new),
-// reading again after a race or a lost answer. So each event is folded into
-// its view row exactly once, in version order per stream, however often it is
-// handed over. A view row folding many streams keeps an entry per stream in
+// NewProjector(table, key, fold): key names the view rows of a change
+// (feed.Row values: none when the change is not for the view, several when
+// it moves an item between groups, as a rename in a view by last name takes
+// the employee out of the old name's row and into the new one's), fold
+// updates one row. Handle takes the rows in turn: it reads the row, skips
+// the change when the row has folded that version of that stream already
+// (FoldedProperty), else folds it and writes the row conditionally on the
+// ETag read (an insert when new), reading again after a race or a lost
+// answer. So each event is folded into each of its view rows exactly once,
+// in version order per stream, however often it is handed over: when a
+// Handle fails after its first row, the rows written skip the change when
+// the relay hands it over again.
+//
+// One view table per Projector: a row's FoldedProperty records what it
+// folded per stream, not per projector, so two Projectors (two
+// subscriptions) writing the same rows are unsafe: one that fails on
+// version 2 while the other folds version 3 into the row would find
+// version 2 "folded" when it tries again, and skip it for good. A view row folding many streams keeps an entry per stream in
 // FoldedProperty (a JSON object in one string property, at most 64 KiB: some
 // 1,500 streams of short names); give aggregates over more streams a row per
 // group of streams.
@@ -155,7 +170,8 @@
 //	                   round), + coord.Lease.Lead's renewals
 //	Relay.Replay       Feed.Streams + a round's per-stream costs on every stream
 //	Feed.Streams       1 query per shard per 1,000 streams
-//	Projector.Handle   1 read + 1 write; a change folded already: 1 read
+//	Projector.Handle   per view row of the change: 1 read + 1 write; a row that
+//	                   folded the change already: 1 read
 //
 // # Guarantees
 //
@@ -169,8 +185,8 @@
 // append that failed is never handed over (it is not in the stream); an
 // append whose appender was killed before its answer is in its stream
 // whole or not at all, and sent again with the same ids it is stored once;
-// a checkpoint never moves backwards; a Projector's view row folds each
-// event of its streams exactly once, in version order per stream.
+// a checkpoint never moves backwards; each view row of a Projector folds
+// each event routed to it exactly once, in version order per stream.
 //
 // A killed appender may leave its stream's mark dirty with a Target the
 // stream has not reached (the append never landed): the relay then reads

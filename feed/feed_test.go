@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
@@ -344,6 +345,9 @@ func TestFencing(t *testing.T) {
 	old, cur := newRecorder(), newRecorder()
 	r1 := relay(t, e.f, feed.Subscription{Name: "v", Handle: old.handle})
 	r2 := relay(t, e.f, feed.Subscription{Name: "v", Handle: cur.handle})
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	feed.SetClock(r1, clk.now)
 	round(t, r1, 1)
 	e.append(t, id, 1, "e2", "e3")
 	round(t, r2, 2)
@@ -353,9 +357,16 @@ func TestFencing(t *testing.T) {
 	// The old relay, cached at 1, hands e2 and e3 again and tries to store
 	// 3 again; then, after one more append, 4: both refused.
 	e.append(t, id, 3, "e4")
+	clk.set(t0.Add(time.Minute))
 	_, err := r1.Round(context.Background(), 1)
 	if !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("round of term 1 after term 2: %v, want ErrFenced", err)
+	}
+	// The fenced round did not catch the subscription up: its lag counts
+	// from the first round still.
+	clk.set(t0.Add(2 * time.Minute))
+	if lag := r1.Stats().Lag["v"]; lag != 2*time.Minute {
+		t.Errorf("lag after the fenced round: %v, want 2m0s (since the last good round)", lag)
 	}
 	if v := e.checkpoint(t, "v", id); v != 3 {
 		t.Errorf("checkpoint %d after the fenced round, want 3", v)
@@ -454,9 +465,11 @@ func TestCheckpointInLongCatchUp(t *testing.T) {
 	boom := errors.New("boom")
 	var stored int64
 	rec.fail = func(c feed.Change) error {
-		if c.Version == 40 {
-			stored = e.checkpoint(t, "rec", id) // as a relay dying now would leave it
-			return boom
+		if c.Version == 40 { // (in a goroutine of the round: no t.Fatal)
+			pk, rk := feed.CheckpointKey("rec", id)
+			row, err := e.ft.Get(context.Background(), pk, rk) // as a relay dying now would leave it
+			stored, _ = row.Properties["Version"].(int64)
+			return errors.Join(boom, err)
 		}
 		return nil
 	}
@@ -504,5 +517,59 @@ func TestRoundCosts(t *testing.T) {
 	round(t, r, 7)
 	if c := m.Snapshot().Sub(before); c.Total() != 4+2+2 {
 		t.Errorf("idle round of a new term: %v; want 4 queries + the fence of 2 partitions (1 read + 1 write each)", c)
+	}
+}
+
+// TestRoundConcurrent: a round catches up different dirty streams
+// concurrently, 16 at once and never more, each in version order; the
+// directory's shards are all read. The Handle holds every stream until 16
+// are in it at once (a sequential round would hold the first for good:
+// the Handles give up after 30 s and fail the round).
+func TestRoundConcurrent(t *testing.T) {
+	e := newEnv(t, &feed.Options{Shards: 4})
+	const streams, inFlight = 20, 16
+	ids := make([]stream.ID, streams)
+	for i := range ids {
+		ids[i] = stream.ID{PartitionKey: fmt.Sprintf("s%02d", i)}
+		e.append(t, ids[i], 0, "e1", "e2")
+	}
+	var mu sync.Mutex
+	in, most, filled := 0, 0, false
+	full := make(chan struct{}) // closed once inFlight Handles ran at once
+	giveUp, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec := newRecorder()
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: func(ctx context.Context, c feed.Change) error {
+		mu.Lock()
+		in++
+		most = max(most, in)
+		if in == inFlight && !filled {
+			filled = true
+			close(full)
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			in--
+			mu.Unlock()
+		}()
+		select {
+		case <-full:
+		case <-giveUp.Done():
+			return errors.New("the streams were not handled concurrently")
+		}
+		return rec.handle(ctx, c)
+	}})
+	res := round(t, r, 0)
+	if res.Streams != streams || res.Delivered != 2*streams || res.Cleared != streams {
+		t.Errorf("round: %+v, want %d streams, %d delivered, %d cleared", res, streams, 2*streams, streams)
+	}
+	if most != inFlight {
+		t.Errorf("%d Handles at once at most, want %d", most, inFlight)
+	}
+	for _, id := range ids {
+		if got := rec.tags(id); got != "[e1 e2]" {
+			t.Errorf("%v handed %s, want [e1 e2]", id, got)
+		}
 	}
 }

@@ -75,7 +75,9 @@ func relayProcess(cfgJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
-	proj, err := feed.NewProjector(vt, func(c feed.Change) (string, string) { return "view", c.Stream.PartitionKey }, foldTag)
+	proj, err := feed.NewProjector(vt, func(c feed.Change) []feed.Row {
+		return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}}
+	}, foldTag)
 	if err != nil {
 		return fail(err)
 	}

@@ -16,29 +16,43 @@ import (
 // the row ({"s~order-17~": 42}). Fold functions never see it.
 const FoldedProperty = "_folded"
 
+// Row names a row of a Projector's view table: the keys of one entity.
+type Row struct {
+	PartitionKey, RowKey string
+}
+
 // Projector maintains a view table from the feed's changes: each change
-// goes to one view row (Key), which Fold updates, once per (stream,
-// version): the row records the last version it folded of each stream
-// (FoldedProperty), a change at or below it is skipped, and the row is
-// written conditionally on the ETag read. Use its Handle as a
-// Subscription's. Make one with NewProjector; it is safe for concurrent
-// use. The zero Projector refuses every call with an error matching
-// tablekit.ErrInvalidInput.
+// goes to the view rows its key function names (none, one, or several:
+// a change that moves an item from one group to another names both),
+// and fold updates each of them, once per (stream, version): each row
+// records the last version it folded of each stream (FoldedProperty), a
+// change at or below it is skipped, and the row is written conditionally
+// on the ETag read. Use its Handle as a Subscription's. Make one with
+// NewProjector; it is safe for concurrent use. The zero Projector refuses
+// every call with an error matching tablekit.ErrInvalidInput.
+//
+// A view table belongs to one Projector (one subscription): the record of
+// what a row folded is per stream, not per projector, so two Projectors
+// writing the same rows would skip each other's changes for good (one
+// that fails on version 2 while the other folds version 3 into the row
+// finds version 2 folded when it tries again).
 type Projector struct {
 	t     *tablekit.Table[tablekit.Entity]
-	key   func(Change) (pk, rk string)
+	key   func(Change) []Row
 	fold  func(view *tablekit.Entity, c Change) error
 	retry tablekit.RetryPolicy
 }
 
 // NewProjector returns a Projector of the view table t: key names the view
-// row a change goes to ("" for the partition key: the change is not for
-// this view), and fold updates that row with the change (view.Properties
-// is empty for a new row; fold must not change the keys). fold must be
-// deterministic in its arguments, and is called again for the same change
-// when the row changed meanwhile; the table's retry policy
-// (tablekit.TableOptions.Retry) paces those tries. It sends nothing.
-func NewProjector(t *tablekit.Table[tablekit.Entity], key func(c Change) (pk, rk string), fold func(view *tablekit.Entity, c Change) error) (*Projector, error) {
+// rows a change goes to (none: the change is not for this view), and fold
+// updates one of them with the change (view's keys say which row it is;
+// view.Properties is empty for a new row; fold must not change the keys).
+// fold must be deterministic in its arguments, and is called again for the
+// same change and row when the row changed meanwhile; the table's retry
+// policy (tablekit.TableOptions.Retry) paces those tries. A relay calls
+// Handle, so key and fold, concurrently for different streams: they must
+// be safe for concurrent use. It sends nothing.
+func NewProjector(t *tablekit.Table[tablekit.Entity], key func(c Change) []Row, fold func(view *tablekit.Entity, c Change) error) (*Projector, error) {
 	const op = "NewProjector"
 	switch {
 	case t == nil:
@@ -51,19 +65,37 @@ func NewProjector(t *tablekit.Table[tablekit.Entity], key func(c Change) (pk, rk
 	return &Projector{t: t, key: key, fold: fold, retry: core.TableRetry(t)}, nil
 }
 
-// Handle folds change c into its view row unless the row has folded c's
-// version of c's stream already. Costs: 1 read, + 1 write when folded
-// (+ 1 read and 1 write more per race lost with another writer of the
-// row).
+// Handle folds change c into each of its view rows in turn (in the order
+// key returned them), skipping a row that has folded c's version of c's
+// stream already: after a failure halfway, the relay hands c over again
+// and the rows folded before the failure skip it. A row with an empty
+// PartitionKey is refused (the change is not folded anywhere).
+// Costs, per row: 1 read, + 1 write when folded (+ 1 read and 1 write
+// more per race lost with another writer of the row).
 func (p *Projector) Handle(ctx context.Context, c Change) error {
 	const op = "Projector.Handle"
 	if p == nil || p.t == nil {
 		return invalid(op, "", "zero Projector: make one with feed.NewProjector")
 	}
-	pk, rk := p.key(c)
-	if pk == "" {
-		return nil
+	rows := p.key(c)
+	for i, row := range rows {
+		if row.PartitionKey == "" {
+			return invalid(op, "key", fmt.Sprintf("row %d of %d for stream %s version %d has an empty PartitionKey (return no rows for a change not for this view)", i, len(rows), name(c.Stream), c.Version))
+		}
 	}
+	for _, row := range rows {
+		if err := p.foldInto(ctx, row, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldInto folds change c into view row row unless the row has folded c's
+// version of c's stream already.
+func (p *Projector) foldInto(ctx context.Context, row Row, c Change) error {
+	const op = "Projector.Handle"
+	pk, rk := row.PartitionKey, row.RowKey
 	sk := streamKey(c.Stream)
 	var last error
 	for range core.Attempts(ctx, p.retry) {

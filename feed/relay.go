@@ -37,6 +37,12 @@ type Change struct {
 // Handle must be idempotent (a Projector is). An error stops the stream for
 // this subscription until the next round; other streams and subscriptions
 // go on.
+//
+// Handle is called concurrently for different streams (up to 16 at once):
+// one call at a time per stream, in version order, but a Handle that
+// shares state across streams (a map, a counter, a connection that is not
+// safe for concurrent use) must lock it. A Projector and an
+// outbox.Publisher are safe for concurrent use.
 type Subscription struct {
 	// Name identifies the subscription's checkpoints: the partition
 	// "cp~"+Name of the feed's table (so it obeys the PartitionKey rules).
@@ -83,10 +89,12 @@ type Relay struct {
 	w    *coord.Writer[tablekit.Entity]
 	o    RelayOptions
 
-	mu     sync.Mutex
-	term   int64                       // the term the checkpoint partitions are fenced at
-	inTerm bool                        // term is entered: fenced, cache valid
-	cps    map[string]map[string]int64 // by subscription, then stream key: the checkpoint
+	mu     sync.Mutex // held by a round (or Replay): they run one at a time
+	term   int64      // the term the checkpoint partitions are fenced at
+	inTerm bool       // term is entered: fenced, cache valid
+
+	cpMu sync.Mutex                  // guards cps, which a round's streams share
+	cps  map[string]map[string]int64 // by subscription, then stream key: the checkpoint
 
 	now   func() time.Time // the relay's clock (time.Now; the tests' own)
 	lagMu sync.Mutex       // guards since, apart from mu so that Stats never waits for a round
@@ -216,7 +224,14 @@ func (r *Relay) ok(op string) error {
 // holder's checkpoint writes are refused from then on. Round returns the
 // round's failures joined (subscriptions' errors, reads, checkpoint
 // writes); one matching coord.ErrFenced means a later term has taken over:
-// stop.
+// stop (the round stops too, and cancels the context of the streams it
+// was catching up).
+//
+// The round queries the shards concurrently and catches up to
+// streamsInFlight (16) dirty streams at once, each stream's events in
+// version order: a Subscription's Handle runs concurrently for different
+// streams (see Subscription). Through a network's latency a round so
+// takes about the time of its slowest stream, not the sum of all.
 //
 // Costs: 1 query per shard; per dirty stream, 1 read per subscription of
 // its checkpoint (once per term: they are cached), 1 query per
@@ -224,108 +239,102 @@ func (r *Relay) ok(op string) error {
 // read), 1 fenced write per subscription that advanced (and 1 more per 32
 // changes it handled), 1 write to clear.
 func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
-	var res RoundResult
 	if err := r.ok("Relay.Round"); err != nil {
-		return res, err
+		return RoundResult{}, err
 	}
 	if term < 0 {
-		return res, invalid("Relay.Round", "term", fmt.Sprintf("negative term %d", term))
+		return RoundResult{}, invalid("Relay.Round", "term", fmt.Sprintf("negative term %d", term))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start := r.begin() // every event acknowledged before start is in a dirty stream or handed over
+	// The fence, once per term, before any checkpoint write of the round.
 	if err := r.enter(ctx, term); err != nil {
-		return res, err
+		return RoundResult{}, err
 	}
 	all := make([]int, len(r.subs))
 	for i := range all {
 		all[i] = i
 	}
-	behind := make([]bool, len(r.subs)) // by subscription: not caught up by this round
-	var errs []error
+	p := r.newPass(ctx, term, all)
+	queries := make(chan struct{}, streamsInFlight)
+	var shards sync.WaitGroup
 	for s := range r.f.shards {
-		var rows []tablekit.Entity
-		for e, err := range r.f.t.Query(ctx, tablekit.Where("PartitionKey eq ? and Dirty eq true", shardPK(s)), nil) {
-			if err != nil {
-				errs = append(errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err))
-				for i := range behind {
-					behind[i] = true // a dirty stream may be unread
+		shards.Go(func() {
+			queries <- struct{}{}
+			defer func() { <-queries }()
+			for e, err := range r.f.t.Query(p.ctx, tablekit.Where("PartitionKey eq ? and Dirty eq true", shardPK(s)), nil) {
+				if err != nil {
+					p.fail(fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err), p.subs) // a dirty stream may be unread
+					break
 				}
-				break
-			}
-			rows = append(rows, e)
-		}
-		for _, e := range rows {
-			id := streamOf(e)
-			target, _ := e.Properties[propTarget].(int64)
-			res.Streams++
-			reached, n, err := r.catchUp(ctx, term, id, all, behind)
-			res.Delivered += n
-			if err != nil {
-				errs = append(errs, err)
-				if errors.Is(err, coord.ErrFenced) || ctx.Err() != nil {
-					return res, errors.Join(errs...)
+				if !p.start(streamOf(e), &e) {
+					break
 				}
-				continue
 			}
-			if reached < target {
-				continue // its append has not landed, or failed: read again next round
-			}
-			clean := tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: map[string]any{
-				propStream: id.PartitionKey, propPrefix: id.Prefix, propDirty: false, propTarget: target}}
-			switch _, err := r.f.t.Update(ctx, clean, e.ETag); {
-			case err == nil:
-				res.Cleared++
-			case errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound), errors.Is(err, tablekit.ErrOutcomeUnknown):
-				// marked again meanwhile: dirty it stays (or, the answer
-				// lost, the next round sees which)
-			default:
-				errs = append(errs, fmt.Errorf("feed: Relay.Round: clearing stream %s: %w", name(id), err))
-			}
-		}
+		})
 	}
+	shards.Wait()
+	res, behind, err := p.wait()
 	r.caughtUp(start, behind)
-	return res, errors.Join(errs...)
+	return res, err
+}
+
+// clear clears the mark of stream id, its directory row dir as the round
+// read it, unless the row's target is past reached (the lowest checkpoint
+// of the subscriptions on the stream).
+func (p *pass) clear(id stream.ID, dir *tablekit.Entity, reached int64) {
+	target, _ := dir.Properties[propTarget].(int64)
+	if reached < target {
+		return // its append has not landed, or failed: read again next round
+	}
+	clean := tablekit.Entity{PartitionKey: dir.PartitionKey, RowKey: dir.RowKey, Properties: map[string]any{
+		propStream: id.PartitionKey, propPrefix: id.Prefix, propDirty: false, propTarget: target}}
+	switch _, err := p.r.f.t.Update(p.ctx, clean, dir.ETag); {
+	case err == nil:
+		p.mu.Lock()
+		p.res.Cleared++
+		p.mu.Unlock()
+	case errors.Is(err, tablekit.ErrPreconditionFailed), errors.Is(err, tablekit.ErrNotFound), errors.Is(err, tablekit.ErrOutcomeUnknown):
+		// marked again meanwhile: dirty it stays (or, the answer
+		// lost, the next round sees which)
+	default:
+		p.fail(fmt.Errorf("feed: Relay.Round: clearing stream %s: %w", name(id), err), nil)
+	}
 }
 
 // Replay catches subscription name up on every stream of the directory
 // (Feed.Streams), dirty or not, from its checkpoint: from version 1 for a
 // new name. It is how a new view is built from zero (see the package doc);
-// marks are left to Round. term fences its checkpoint writes as in Round;
-// run it in the leader (or while no relay runs). It returns the failures
-// joined, and can be run again to go on where it stopped.
+// marks are left to Round. Like a round, it catches up to
+// streamsInFlight streams at once. term fences its checkpoint writes as
+// in Round; run it in the leader (or while no relay runs). It returns the
+// failures joined, and can be run again to go on where it stopped.
 func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResult, error) {
-	var res RoundResult
 	if err := r.ok("Relay.Replay"); err != nil {
-		return res, err
+		return RoundResult{}, err
 	}
 	i := slices.IndexFunc(r.subs, func(s Subscription) bool { return s.Name == name })
 	if i < 0 {
-		return res, invalid("Relay.Replay", "name", fmt.Sprintf("no subscription %q", name))
+		return RoundResult{}, invalid("Relay.Replay", "name", fmt.Sprintf("no subscription %q", name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.enter(ctx, term); err != nil {
-		return res, err
+		return RoundResult{}, err
 	}
-	var errs []error
-	behind := make([]bool, len(r.subs)) // (Replay's lag is not reported: Rounds wait meanwhile)
-	for id, err := range r.f.Streams(ctx) {
+	p := r.newPass(ctx, term, []int{i})
+	for id, err := range r.f.Streams(p.ctx) {
 		if err != nil {
-			errs = append(errs, err)
+			p.fail(err, nil)
 			break
 		}
-		res.Streams++
-		_, n, err := r.catchUp(ctx, term, id, []int{i}, behind)
-		res.Delivered += n
-		if err != nil {
-			errs = append(errs, err)
-			if errors.Is(err, coord.ErrFenced) || ctx.Err() != nil {
-				break
-			}
+		if !p.start(id, nil) {
+			break
 		}
 	}
-	return res, errors.Join(errs...)
+	res, _, err := p.wait() // (Replay's lag is not reported: Rounds wait meanwhile)
+	return res, err
 }
 
 // Run runs rounds every Interval while this process leads by lease
@@ -375,7 +384,10 @@ func (r *Relay) enter(ctx context.Context, term int64) error {
 	if r.inTerm && r.term == term {
 		return nil
 	}
-	r.inTerm, r.term, r.cps = false, term, map[string]map[string]int64{}
+	r.inTerm, r.term = false, term
+	r.cpMu.Lock()
+	r.cps = map[string]map[string]int64{}
+	r.cpMu.Unlock()
 	if term > 0 {
 		for _, s := range r.subs {
 			if err := r.w.Fence(ctx, cpPrefix+s.Name, term); err != nil {
@@ -391,11 +403,13 @@ func (r *Relay) enter(ctx context.Context, term int64) error {
 // version it handled, 0 for none.
 func (r *Relay) checkpoint(ctx context.Context, s Subscription, id stream.ID) (int64, error) {
 	k := streamKey(id)
-	if v, ok := r.cps[s.Name][k]; ok {
+	r.cpMu.Lock()
+	v, ok := r.cps[s.Name][k]
+	r.cpMu.Unlock()
+	if ok {
 		return v, nil
 	}
 	e, err := r.f.t.Get(ctx, cpPrefix+s.Name, k)
-	var v int64
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound):
 	case err != nil:
@@ -407,11 +421,22 @@ func (r *Relay) checkpoint(ctx context.Context, s Subscription, id stream.ID) (i
 	return v, nil
 }
 
+// remember caches v as subscription s's checkpoint of the stream of key k.
 func (r *Relay) remember(s Subscription, k string, v int64) {
+	r.cpMu.Lock()
+	defer r.cpMu.Unlock()
 	if r.cps[s.Name] == nil {
 		r.cps[s.Name] = map[string]int64{}
 	}
 	r.cps[s.Name][k] = v
+}
+
+// forget drops subscription s's cached checkpoint of the stream of key k:
+// the next round reads it.
+func (r *Relay) forget(s Subscription, k string) {
+	r.cpMu.Lock()
+	defer r.cpMu.Unlock()
+	delete(r.cps[s.Name], k)
 }
 
 // checkpointEvery is how many changes a subscription handles on a stream
@@ -420,17 +445,22 @@ func (r *Relay) remember(s Subscription, k string, v int64) {
 // that many again.
 const checkpointEvery = 32
 
-// catchUp hands subscriptions subs (indices) the events of stream id past
+// catchUp hands the pass's subscriptions the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
-// lowest checkpoint reached and how many changes were handled; an error
-// when any subscription failed or a read or write did. It sets behind[i]
-// for each subscription i of subs that it may not have caught up.
-func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []int, behind []bool) (reached int64, delivered int, err error) {
+// lowest checkpoint reached; an error when any subscription failed or a
+// read or write did. It adds the changes handled to the pass's Delivered,
+// and marks behind each subscription it may not have caught up.
+func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
+	r, ctx, term, subs := p.r, p.ctx, p.term, p.subs
 	var failed []bool
+	delivered := 0
 	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.res.Delivered += delivered
 		for j, i := range subs {
 			if failed == nil || failed[j] {
-				behind[i] = true
+				p.behind[i] = true
 			}
 		}
 	}()
@@ -439,7 +469,7 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 	for j, i := range subs {
 		v, err := r.checkpoint(ctx, r.subs[i], id)
 		if err != nil {
-			return 0, 0, err
+			return 0, err
 		}
 		cp[j] = v
 		if from < 0 || v < from {
@@ -457,7 +487,7 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 		s := r.subs[subs[j]]
 		row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
 		if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
-			delete(r.cps[s.Name], streamKey(id)) // read it again: it may be either
+			r.forget(s, streamKey(id)) // read it again: it may be either
 			errs = append(errs, fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err))
 			if errors.Is(err, coord.ErrFenced) {
 				return err
@@ -496,7 +526,7 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 			delivered++
 			if done[j]-cp[j] >= checkpointEvery {
 				if err := save(j); err != nil {
-					return 0, delivered, errors.Join(errs...)
+					return 0, errors.Join(errs...)
 				}
 			}
 		}
@@ -508,12 +538,117 @@ func (r *Relay) catchUp(ctx context.Context, term int64, id stream.ID, subs []in
 	for j := range subs {
 		if done[j] > cp[j] {
 			if err := save(j); err != nil {
-				return 0, delivered, errors.Join(errs...)
+				return 0, errors.Join(errs...)
 			}
 		}
 		if reached < 0 || done[j] < reached {
 			reached = done[j]
 		}
 	}
-	return reached, delivered, errors.Join(errs...)
+	return reached, errors.Join(errs...)
+}
+
+// streamsInFlight is how many streams a round (or Replay) catches up at
+// once, and how many directory shards a round queries at once: as many as
+// tablekit.BulkOptions.Concurrency's default. A stream's catch-up is a
+// chain of requests (checkpoints, reads, each Handle's, checkpoint writes,
+// the clear), so a round through a network's latency is bound by its
+// slowest stream rather than by the sum of its streams, while the
+// requests in flight stay few enough for one account's partitions and for
+// the Handles, which run concurrently for different streams.
+const streamsInFlight = 16
+
+// pass is one round's (or Replay's) catch-up of streams: it runs each
+// stream's in a goroutine of its own, at most streamsInFlight at once, and
+// gathers their results.
+type pass struct {
+	r      *Relay
+	term   int64
+	subs   []int              // the subscriptions caught up: indices of r.subs
+	parent context.Context    // the caller's
+	ctx    context.Context    // parent's child, canceled when the pass stops early
+	cancel context.CancelFunc //
+	slots  chan struct{}      // a token per stream in flight
+	wg     sync.WaitGroup     // the streams in flight
+
+	mu      sync.Mutex // guards the fields below
+	res     RoundResult
+	errs    []error
+	behind  []bool // by subscription (index of r.subs): may not be caught up
+	stopped bool   // fenced, or parent ended: start no more streams
+}
+
+func (r *Relay) newPass(ctx context.Context, term int64, subs []int) *pass {
+	p := &pass{r: r, term: term, subs: subs, parent: ctx, slots: make(chan struct{}, streamsInFlight), behind: make([]bool, len(r.subs))}
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	return p
+}
+
+// start catches stream id up in a goroutine of its own (and then clears
+// its mark, when dir, its directory row, is not nil), once fewer than
+// streamsInFlight streams are in flight. It returns false, starting
+// nothing, when the pass has stopped.
+func (p *pass) start(id stream.ID, dir *tablekit.Entity) bool {
+	select {
+	case p.slots <- struct{}{}:
+	case <-p.ctx.Done():
+		return false
+	}
+	p.mu.Lock()
+	stopped := p.stopped
+	if !stopped {
+		p.res.Streams++
+	}
+	p.mu.Unlock()
+	if stopped {
+		<-p.slots
+		return false
+	}
+	p.wg.Go(func() {
+		defer func() { <-p.slots }()
+		reached, err := p.catchUp(id)
+		if err != nil {
+			p.fail(err, nil)
+			return
+		}
+		if dir != nil {
+			p.clear(id, dir, reached)
+		}
+	})
+	return true
+}
+
+// fail records err, and that the subscriptions behind (indices of r.subs)
+// may not be caught up. A fenced err, or the end of the caller's context,
+// stops the pass: it starts no more streams and cancels those in flight,
+// whose context errors are then left out (the cause is in).
+func (p *pass) fail(err error, behind []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, i := range behind {
+		p.behind[i] = true
+	}
+	if p.stopped && !errors.Is(err, coord.ErrFenced) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return // the end of a stopped pass: its cause is recorded
+	}
+	p.errs = append(p.errs, err)
+	if errors.Is(err, coord.ErrFenced) || p.parent.Err() != nil {
+		p.stopped = true
+		p.cancel()
+	}
+}
+
+// wait waits for the streams in flight, and returns the pass's result, the
+// subscriptions it may not have caught up, and its failures joined.
+func (p *pass) wait() (RoundResult, []bool, error) {
+	p.wg.Wait()
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		for _, i := range p.subs {
+			p.behind[i] = true // streams unread, or cut short
+		}
+	}
+	return p.res, p.behind, errors.Join(p.errs...)
 }

@@ -116,9 +116,11 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "Lisa's move to Marketing sent again with its event id: replayed=%v, version %d, %d transactions\n", r.Replayed, r.Last, cost(before))
 
 	// The read side: a row per last name, each event folded into it once.
-	view, _ := feed.NewProjector(t["ByLastName"], func(c feed.Change) (string, string) {
-		h, _ := c.Data.(Hired)
-		return h.LastName, "employees" // "" (not a Hired event): not for this view
+	view, _ := feed.NewProjector(t["ByLastName"], func(c feed.Change) []feed.Row {
+		if h, ok := c.Data.(Hired); ok {
+			return []feed.Row{{PartitionKey: h.LastName, RowKey: "employees"}}
+		}
+		return nil // not a Hired event: not for this view
 	}, func(v *tablekit.Entity, c feed.Change) error {
 		list, _ := v.Properties["Employees"].(string)
 		v.Properties["Employees"] = strings.TrimPrefix(list+", "+c.Data.(Hired).FirstName+" ("+c.Stream.PartitionKey+")", ", ")
