@@ -99,7 +99,12 @@
 // date with the old one. Switch the readers to the new table once Replay
 // has returned nil (its checkpoints then equal the old subscription's, up to
 // what a round has still to hand over), then remove the old subscription and
-// delete its table and its checkpoint partition ("cp~" + name).
+// delete its table and its checkpoint partition ("cp~" + name). A rebuilt
+// row that folds several streams has folded each of them in version
+// order, but may have met their events in another interleaving than the
+// old row did (Replay goes stream by stream; there is no order across
+// streams): give such rows folds that do not depend on it (counts, sums,
+// a property per stream), or a row per stream.
 //
 // # Costs, in storage transactions
 //
