@@ -66,9 +66,11 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 	}
 	n, perWriter := chaos.Size(8, 12), chaos.Size(10, 30)
 	reg := registry(t)
-	conn := testenv.ConnectionString(t)
+	var conn string
 	if cosmos {
 		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(seed)}}).ConnectionString()
+	} else {
+		conn = testenv.ConnectionString(t)
 	}
 	openAccount := func() (*tablekit.Account, error) {
 		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})

@@ -72,9 +72,11 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
-	conn := testenv.ConnectionString(t)
+	var conn string
 	if cosmos {
 		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(seed)}}).ConnectionString()
+	} else {
+		conn = testenv.ConnectionString(t)
 	}
 	openAccount := func() (*tablekit.Account, error) {
 		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
