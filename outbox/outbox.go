@@ -87,8 +87,8 @@ type PublisherOptions struct {
 	Kind string
 	// ByEventKind enqueues each message under EventKind(its event's
 	// kind) rather than under Kind, so that a worker's archive.Mux hands
-	// each event type to a handler of its own. (A kind registered as
-	// "message" then shares the default Kind.)
+	// each event type to a handler of its own. (EventKind("message") is
+	// the default Kind: an event kind named "message" shares it.)
 	ByEventKind bool
 	// Enqueue configures each message's Enqueue (delay, time-to-live);
 	// nil means archive's defaults.
@@ -113,10 +113,11 @@ func NewPublisher(client *archive.Client, opts *PublisherOptions) (*Publisher, e
 }
 
 // Handle enqueues change c as a Message under the Publisher's kind
-// (EventKind(c.Kind) with PublisherOptions.ByEventKind). An error (the event does not encode as JSON, the enqueue failed or its
-// outcome is unknown) leaves the stream's checkpoint where it was, so the
-// relay hands c over again in its next round. Costs: 1 storage transaction
-// (2 with a claim-check blob).
+// (EventKind(c.Kind) with PublisherOptions.ByEventKind). An error (the
+// event does not encode as JSON, the enqueue failed or its outcome is
+// unknown) leaves the stream's checkpoint where it was, so the relay
+// hands c over again in its next round. Costs: 1 storage transaction (2
+// with a claim-check blob).
 func (p *Publisher) Handle(ctx context.Context, c feed.Change) error {
 	if p == nil || p.client == nil {
 		return &tablekit.ValidationError{Op: "outbox.Publisher.Handle", Detail: "zero Publisher: make one with outbox.NewPublisher", Err: tablekit.ErrInvalidInput}
