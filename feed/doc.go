@@ -130,9 +130,10 @@
 //
 // With any number of appending processes, relays contending for the lease,
 // and requests failing before they are sent or after the service applied
-// them (TestChaosFeed checks each; TestChaosFeedProcesses with relay processes
-// SIGKILLed): every event acknowledged to an appender
-// is handed to every subscription, in version order per stream, at least
+// them, on Table storage and on Cosmos DB for Table (TestChaosFeed checks
+// each, TestChaosFeedCosmos behind package azurite's Cosmos DB front;
+// TestChaosFeedProcesses with relay processes SIGKILLed): every event
+// acknowledged to an appender is handed to every subscription, in version order per stream, at least
 // once, once the relays catch up; an event of an append that failed is never
 // handed over (it is not in the stream); a checkpoint never moves backwards;
 // a Projector's view row folds each event of its streams exactly once, in

@@ -101,7 +101,9 @@
 //
 // With any number of writing processes, relays contending for the feed's
 // lease, any number of workers, and requests failing before they are sent
-// or after the service applied them (TestChaosOutbox checks each): every
+// or after the service applied them, on Table storage and on Cosmos DB
+// for Table (TestChaosOutbox checks each, TestChaosOutboxCosmos behind
+// package azurite's Cosmos DB front): every
 // message of a transaction acknowledged to its writer is enqueued at least
 // once and its effect applied exactly once (NewHandler's key), once the
 // relays and workers catch up; no message of a failed transaction is ever
