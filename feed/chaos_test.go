@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -149,7 +150,9 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 		}
 	}
 
-	// The relays: 3 contenders, each restarted as a new Relay now and then.
+	// The relays: 3 contenders, each restarted as a new Relay now and
+	// then. Their last errors are shown if they do not catch up.
+	relayLog := &lastLines{n: 20}
 	relayCtx, stopRelays := context.WithCancel(ctx)
 	var relays sync.WaitGroup
 	var runs int
@@ -179,7 +182,7 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 						return proj.Handle(ctx, c)
 					}},
 					{Name: "checker", Handle: checker(rng)},
-				}, &feed.RelayOptions{Interval: 20 * time.Millisecond})
+				}, &feed.RelayOptions{Interval: 20 * time.Millisecond, Logger: relayLog.logger()})
 				if err != nil {
 					violate("NewRelay: %v", err)
 					return
@@ -401,7 +404,14 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 	start := time.Now()
 	for !caughtUp() {
 		if time.Since(start) > 2*time.Minute {
-			violate("relays not caught up 2 minutes after the appends")
+			var dir []string
+			for e, err := range check.ft.Query(chaos.NoFaults(ctx), tablekit.Where("PartitionKey ge 'dir~' and PartitionKey lt 'dir~~'"), nil) {
+				if err != nil {
+					break
+				}
+				dir = append(dir, fmt.Sprintf("%s/%s dirty=%v target=%v etag=%s", e.PartitionKey, e.RowKey, e.Properties["Dirty"], e.Properties["Target"], e.ETag))
+			}
+			violate("relays not caught up 2 minutes after the appends; directory: %v; their last errors:\n%s", dir, relayLog)
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -497,3 +507,29 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 	}
 	v.Report(t)
 }
+
+// lastLines is an io.Writer that keeps the last n lines written to it: a
+// relay's log, shown when the relays do not catch up.
+type lastLines struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, strings.TrimRight(string(p), "\n"))
+	if len(l.lines) > l.n {
+		l.lines = l.lines[len(l.lines)-l.n:]
+	}
+	return len(p), nil
+}
+
+func (l *lastLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (l *lastLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
