@@ -114,7 +114,12 @@
 // date with the old one. Switch the readers to the new table once Replay
 // has returned nil (its checkpoints then equal the old subscription's, up to
 // what a round has still to hand over), then remove the old subscription and
-// delete its table and its checkpoint partition ("cp~" + name).
+// delete its table and its checkpoint partition ("cp~" + name). A rebuilt
+// row that folds several streams has folded each of them in version
+// order, but may have met their events in another interleaving than the
+// old row did (Replay goes stream by stream; there is no order across
+// streams): give such rows folds that do not depend on it (counts, sums,
+// a property per stream), or a row per stream.
 //
 // # Lag
 //
@@ -176,10 +181,12 @@
 // # Guarantees
 //
 // With any number of appending processes, relays contending for the lease,
-// requests failing before they are sent or after the service applied them
-// (TestChaosFeed checks each), and processes SIGKILLed mid-work (relays,
-// and the projectors in them: TestChaosFeedProcesses; appenders with an
-// append in flight: TestChaosFeedAppenderProcesses): every event
+// requests failing before they are sent or after the service applied them,
+// on Table storage and on Cosmos DB for Table (TestChaosFeed checks each,
+// TestChaosFeedCosmos behind package azurite's Cosmos DB front), and
+// processes SIGKILLed mid-work (relays, and the projectors in them:
+// TestChaosFeedProcesses; appenders with an append in flight:
+// TestChaosFeedAppenderProcesses): every event
 // acknowledged to an appender is handed to every subscription, in version
 // order per stream, at least once, once the relays catch up; an event of an
 // append that failed is never handed over (it is not in the stream); an

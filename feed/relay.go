@@ -25,6 +25,9 @@ type Change struct {
 	Version int64
 	// EventID is the event's id, "" when it was appended without one.
 	EventID string
+	// Kind is the event's kind (see stream.RecordedEvent.Kind), "" when
+	// it has none.
+	Kind string
 	// Data is the event, decoded by the Store's Registry (see
 	// stream.RecordedEvent.Data).
 	Data any
@@ -511,7 +514,7 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 			}
 			break
 		}
-		c := Change{Stream: id, Version: ev.Version, EventID: ev.ID, Data: ev.Data, Time: ev.Time}
+		c := Change{Stream: id, Version: ev.Version, EventID: ev.ID, Kind: ev.Kind, Data: ev.Data, Time: ev.Time}
 		for j, i := range subs {
 			if failed[j] || ev.Version <= done[j] {
 				continue

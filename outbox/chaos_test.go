@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -43,203 +44,231 @@ import (
 // transaction's state row exists and no abandoned one's does; nothing was
 // poisoned.
 func TestChaosOutbox(t *testing.T) {
-	chaos.Run(t, func(t *testing.T, seed int64) {
-		ctx := context.Background()
-		inj, err := chaos.New(seed, chaos.Mixed(0.2))
+	chaos.Run(t, func(t *testing.T, seed int64) { chaosOutbox(t, seed, false) })
+}
+
+// TestChaosOutboxCosmos is TestChaosOutbox with its tables behind package
+// azurite's front in Cosmos DB mode with Azure's paging (seeded by the
+// chaos seed): every query, the feed's directory and the streams' reads
+// included, answers in no key order and in short or empty pages, and the
+// accounts are opened with tablekit.Options.Cosmos (the queue and the
+// blobs stay Azurite's: Cosmos DB has none). CI runs it on seed 1 alone
+// (chaos.RunVariant).
+func TestChaosOutboxCosmos(t *testing.T) {
+	chaos.RunVariant(t, func(t *testing.T, seed int64) { chaosOutbox(t, seed, true) })
+}
+
+// chaosOutbox is the body of TestChaosOutbox, on Table storage (the
+// tests' Azurite) or, cosmos, behind an Azurite of its own in Cosmos DB
+// mode.
+func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
+	ctx := context.Background()
+	inj, err := chaos.New(seed, chaos.Mixed(0.2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, perWriter := chaos.Size(8, 12), chaos.Size(10, 30)
+	reg := &patterns.Registry{}
+	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+		t.Fatal(err)
+	}
+	var conn string
+	if cosmos {
+		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(seed)}}).ConnectionString()
+	} else {
+		conn = testenv.ConnectionString(t)
+	}
+	openAccount := func() (*tablekit.Account, error) {
+		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
+	}
+	inj.SetEnabled(false)
+	setup, err := openAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := [3]string{testenv.CreateTable(t, setup), testenv.CreateTable(t, setup), testenv.CreateTable(t, setup)} // streams+state, feed, effects
+	queue := testenv.NewQueue(t, setup)
+	qname := path.Base(queue.URL())
+	poison, claims := testenv.QueueName(t), testenv.ContainerName(t)
+	inj.SetEnabled(true)
+	type proc struct {
+		acct  *tablekit.Account
+		store *stream.Store
+		st    *tablekit.Table[tablekit.Entity]
+		f     *feed.Feed
+		ft    *tablekit.Table[tablekit.Entity]
+		et    *tablekit.Table[tablekit.Entity]
+	}
+	open := func() proc {
+		acct, err := openAccount()
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, perWriter := chaos.Size(8, 12), chaos.Size(10, 30)
-		reg := &patterns.Registry{}
-		if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+		var tbl [3]*tablekit.Table[tablekit.Entity]
+		for i, name := range names {
+			if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := stream.NewStore(tbl[0], reg, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		inj.SetEnabled(false)
-		setup := inj.Account(t, nil)
-		names := [3]string{testenv.CreateTable(t, setup), testenv.CreateTable(t, setup), testenv.CreateTable(t, setup)} // streams+state, feed, effects
-		queue := testenv.NewQueue(t, setup)
-		qname := path.Base(queue.URL())
-		poison, claims := testenv.QueueName(t), testenv.ContainerName(t)
-		inj.SetEnabled(true)
-		type proc struct {
-			acct  *tablekit.Account
-			store *stream.Store
-			st    *tablekit.Table[tablekit.Entity]
-			f     *feed.Feed
-			ft    *tablekit.Table[tablekit.Entity]
-			et    *tablekit.Table[tablekit.Entity]
+		f, err := feed.New(s, tbl[1], &feed.Options{Shards: 2})
+		if err != nil {
+			t.Fatal(err)
 		}
-		open := func() proc {
-			acct, err := inj.Open(testenv.ConnectionString(t), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tbl [3]*tablekit.Table[tablekit.Entity]
-			for i, name := range names {
-				if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s, err := stream.NewStore(tbl[0], reg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := feed.New(s, tbl[1], &feed.Options{Shards: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return proc{acct, s, tbl[0], f, tbl[1], tbl[2]}
-		}
-		parts := []string{"p0", "p1", "p2", "p3"}
+		return proc{acct, s, tbl[0], f, tbl[1], tbl[2]}
+	}
+	parts := []string{"p0", "p1", "p2", "p3"}
 
-		var mu sync.Mutex
-		var bad []string
-		violate := func(format string, args ...any) {
-			mu.Lock()
-			bad = append(bad, fmt.Sprintf(format, args...))
-			mu.Unlock()
-		}
-		l := newLedger(parts)
-		applies := 0
+	var mu sync.Mutex
+	var bad []string
+	violate := func(format string, args ...any) {
+		mu.Lock()
+		bad = append(bad, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	l := newLedger(parts)
+	applies := 0
 
-		// The relays.
-		relayCtx, stopRelays := context.WithCancel(ctx)
-		var bg sync.WaitGroup
-		runs := 0
-		for i := range 3 {
-			bg.Go(func() {
-				p := open()
-				rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-				client, err := archive.OpenClient(p.acct, qname, &archive.ClientOptions{Retry: tablekit.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
-				if err != nil {
-					violate("OpenClient: %v", err)
-					return
-				}
-				pub, err := outbox.NewPublisher(client, nil)
-				if err != nil {
-					violate("NewPublisher: %v", err)
-					return
-				}
-				lease, err := coord.NewLease(p.ft, "lease", "relay", fmt.Sprintf("relay%d", i), &coord.LeaseOptions{Duration: 600 * time.Millisecond})
-				if err != nil {
-					violate("NewLease: %v", err)
-					return
-				}
-				for relayCtx.Err() == nil {
-					r, err := p.f.NewRelay([]feed.Subscription{{Name: "outbox", Handle: pub.Handle}}, &feed.RelayOptions{Interval: 20 * time.Millisecond})
-					if err != nil {
-						violate("NewRelay: %v", err)
-						return
-					}
-					runCtx, cancel := context.WithTimeout(relayCtx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
-					err = r.Run(runCtx, lease)
-					cancel()
-					if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-						violate("Run: %v", err)
-					}
-					mu.Lock()
-					runs++
-					mu.Unlock()
-				}
-			})
-		}
-
-		// The workers.
-		var workers []*archive.Worker
-		for range 2 {
+	// The relays.
+	relayCtx, stopRelays := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	runs := 0
+	for i := range 3 {
+		bg.Go(func() {
 			p := open()
-			w, err := coord.NewWriter(p.et, nil)
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+			client, err := archive.OpenClient(p.acct, qname, &archive.ClientOptions{Retry: tablekit.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
 			if err != nil {
-				t.Fatal(err)
+				violate("OpenClient: %v", err)
+				return
 			}
-			apply := countAndLog(p.et, func() {
+			pub, err := outbox.NewPublisher(client, nil)
+			if err != nil {
+				violate("NewPublisher: %v", err)
+				return
+			}
+			lease, err := coord.NewLease(p.ft, "lease", "relay", fmt.Sprintf("relay%d", i), &coord.LeaseOptions{Duration: 600 * time.Millisecond})
+			if err != nil {
+				violate("NewLease: %v", err)
+				return
+			}
+			for relayCtx.Err() == nil {
+				r, err := p.f.NewRelay([]feed.Subscription{{Name: "outbox", Handle: pub.Handle}}, &feed.RelayOptions{Interval: 20 * time.Millisecond})
+				if err != nil {
+					violate("NewRelay: %v", err)
+					return
+				}
+				runCtx, cancel := context.WithTimeout(relayCtx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
+				err = r.Run(runCtx, lease)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+					violate("Run: %v", err)
+				}
 				mu.Lock()
-				applies++
+				runs++
 				mu.Unlock()
-			})
-			h, err := outbox.NewHandler(w, apply)
-			if err != nil {
-				t.Fatal(err)
 			}
-			var mux archive.Mux
-			if err := mux.Register(outbox.Kind, h); err != nil {
-				t.Fatal(err)
-			}
-			wk, err := archive.OpenWorker(p.acct, qname, &mux, &archive.WorkerOptions{
-				Concurrency: 4, VisibilityTimeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
-				Retry:       tablekit.RetryPolicy{MaxAttempts: 1000},
-				PoisonQueue: poison, Container: claims})
-			if err != nil {
-				t.Fatal(err)
-			}
-			workers = append(workers, wk)
-			bg.Go(func() {
-				if err := wk.Run(relayCtx); err != nil {
-					violate("Worker.Run: %v", err)
-				}
-			})
-		}
-
-		hist, err := chaos.RunWriters(ctx, seed, n, func(ctx context.Context, w *chaos.Writer) error {
-			p := open()
-			for j := range perWriter {
-				if err := l.write(ctx, w, p.store, p.f, j); err != nil {
-					return err
-				}
-			}
-			return nil
 		})
+	}
+
+	// The workers.
+	var workers []*archive.Worker
+	for range 2 {
+		p := open()
+		w, err := coord.NewWriter(p.et, nil)
 		if err != nil {
-			stopRelays()
-			bg.Wait()
 			t.Fatal(err)
 		}
-
-		// Wait until every acknowledged message has its log row and the
-		// queue is empty (no copy left to handle).
-		check := open()
-		start := time.Now()
-		logged, ok := l.drain(ctx, check.et, queue, 3*time.Minute)
-		if !ok {
-			violate("not every acknowledged message handled, or the queue not empty, 3 minutes after the writes")
+		apply := countAndLog(p.et, func() {
+			mu.Lock()
+			applies++
+			mu.Unlock()
+		})
+		h, err := outbox.NewHandler(w, apply)
+		if err != nil {
+			t.Fatal(err)
 		}
-		drain := time.Since(start)
+		var mux archive.Mux
+		if err := mux.Register(outbox.Kind, h); err != nil {
+			t.Fatal(err)
+		}
+		wk, err := archive.OpenWorker(p.acct, qname, &mux, &archive.WorkerOptions{
+			Concurrency: 4, VisibilityTimeout: 2 * time.Second, PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
+			Retry:       tablekit.RetryPolicy{MaxAttempts: 1000},
+			PoisonQueue: poison, Container: claims})
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, wk)
+		bg.Go(func() {
+			if err := wk.Run(relayCtx); err != nil {
+				violate("Worker.Run: %v", err)
+			}
+		})
+	}
+
+	hist, err := chaos.RunWriters(ctx, seed, n, func(ctx context.Context, w *chaos.Writer) error {
+		p := open()
+		for j := range perWriter {
+			if err := l.write(ctx, w, p.store, p.f, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		stopRelays()
 		bg.Wait()
-		st := inj.Stats()
-		inj.SetEnabled(false)
+		t.Fatal(err)
+	}
 
-		var v chaos.Violations
-		for _, b := range bad {
-			v.Addf("%s", b)
+	// Wait until every acknowledged message has its log row and the
+	// queue is empty (no copy left to handle).
+	check := open()
+	start := time.Now()
+	logged, ok := l.drain(ctx, check.et, queue, 3*time.Minute)
+	if !ok {
+		violate("not every acknowledged message handled, or the queue not empty, 3 minutes after the writes")
+	}
+	drain := time.Since(start)
+	stopRelays()
+	bg.Wait()
+	st := inj.Stats()
+	inj.SetEnabled(false)
+
+	var v chaos.Violations
+	for _, b := range bad {
+		v.Addf("%s", b)
+	}
+	l.check(t, ctx, check.et, check.st, logged, &v)
+	var ws archive.Stats
+	for _, w := range workers {
+		s := w.Stats()
+		ws.Received += s.Received
+		ws.Succeeded += s.Succeeded
+		ws.Failed += s.Failed
+		ws.Poisoned += s.Poisoned
+	}
+	if ws.Poisoned != 0 {
+		v.Addf("%d messages poisoned", ws.Poisoned)
+	}
+	lost := 0
+	for _, op := range hist.Ops() {
+		if op.AnswerLost() {
+			lost++
 		}
-		l.check(t, ctx, check.et, check.st, logged, &v)
-		var ws archive.Stats
-		for _, w := range workers {
-			s := w.Stats()
-			ws.Received += s.Received
-			ws.Succeeded += s.Succeeded
-			ws.Failed += s.Failed
-			ws.Poisoned += s.Poisoned
-		}
-		if ws.Poisoned != 0 {
-			v.Addf("%d messages poisoned", ws.Poisoned)
-		}
-		lost := 0
-		for _, op := range hist.Ops() {
-			if op.AnswerLost() {
-				lost++
-			}
-		}
-		mu.Lock()
-		t.Logf("%d writers × %d transactions on %d partitions: %v, %d met a lost answer", n, perWriter, len(parts), l, lost)
-		t.Logf("3 relays: %d runs; 2 workers: %d received, %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
-			runs, ws.Received, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
-		mu.Unlock()
-		t.Logf("faults: %s", st.String())
-		if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {
-			v.Addf("fault rate %.1f%%, %d answers lost: too few", 100*st.FaultRate(), st.Count(chaos.AnswerLost, "", ""))
-		}
-		v.Report(t)
-	})
+	}
+	mu.Lock()
+	t.Logf("%d writers × %d transactions on %d partitions: %v, %d met a lost answer", n, perWriter, len(parts), l, lost)
+	t.Logf("3 relays: %d runs; 2 workers: %d received, %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
+		runs, ws.Received, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
+	mu.Unlock()
+	t.Logf("faults: %s", st.String())
+	if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {
+		v.Addf("fault rate %.1f%%, %d answers lost: too few", 100*st.FaultRate(), st.Count(chaos.AnswerLost, "", ""))
+	}
+	v.Report(t)
 }

@@ -23,6 +23,35 @@
 //	h, err := outbox.NewHandler(writer, apply) // apply(ctx, m) returns the effect's actions
 //	err = mux.Register(outbox.Kind, h)
 //
+// # A handler per event type
+//
+// A Publisher enqueues every message under one archive kind (Kind), so one
+// handler gets them all and tells them apart by Message.Kind, the kind its
+// event is registered under in the stream Store's patterns.Registry. With
+// PublisherOptions.ByEventKind it enqueues each under EventKind(that kind),
+// "outbox." + kind, and the worker's archive.Mux hands each event type to
+// its own handler:
+//
+//	pub, err := outbox.NewPublisher(client, &outbox.PublisherOptions{ByEventKind: true})
+//	badges, err := outbox.NewHandler(writer, issueBadge)  // decodes a Hired
+//	err = mux.Register(outbox.EventKind("Hired"), badges)
+//	mail, err := outbox.NewHandler(writer, sendWelcome)   // decodes an Onboarded
+//	err = mux.Register(outbox.EventKind("Onboarded"), mail)
+//
+// Register a handler for every kind the outbox streams hold (and Kind, for
+// events without one): the Mux sends a message of a kind it does not know
+// to the poison queue. Handlers of different kinds run independently, so a
+// stream's messages of two kinds are applied in no set order between them
+// (as messages are dequeued in no set order anyway; see below), and a
+// handler sees only some versions of a stream: the check of version
+// last+1 below would wait forever on a version of another kind. Where a
+// handler needs its messages in order, give its kind an outbox stream of
+// its own (a Prefix per kind: its versions are then consecutive), or
+// only skip versions at or below the last applied. Message.Data
+// is the decoded event as JSON, whatever version of its kind it was stored
+// under: a handler that meets several versions decodes into a type that
+// reads them all.
+//
 // # Message ids and order
 //
 // A message's id is its stream and version (MessageID), the same however
@@ -72,10 +101,11 @@
 //
 // With any number of writing processes, relays contending for the feed's
 // lease, any number of workers, requests failing before they are sent
-// or after the service applied them (TestChaosOutbox checks each), and
-// worker processes SIGKILLed while their handlers run
-// (TestChaosOutboxWorkerProcesses; a killed relay is the feed's
-// TestChaosFeedProcesses): every
+// or after the service applied them, on Table storage and on Cosmos DB
+// for Table (TestChaosOutbox checks each, TestChaosOutboxCosmos behind
+// package azurite's Cosmos DB front), and worker processes SIGKILLed while
+// their handlers run (TestChaosOutboxWorkerProcesses; a killed relay is the
+// feed's TestChaosFeedProcesses): every
 // message of a transaction acknowledged to its writer is enqueued at least
 // once and its effect applied exactly once (NewHandler's key), once the
 // relays and workers catch up; no message of a failed transaction is ever

@@ -14,8 +14,18 @@ import (
 )
 
 // Kind is the archive message kind a Publisher enqueues under by default:
-// register the Handler for it on the worker's archive.Mux.
+// register the Handler for it on the worker's archive.Mux. A Publisher
+// with PublisherOptions.ByEventKind enqueues under EventKind instead.
 const Kind = "outbox.message"
+
+// EventKind returns the archive message kind under which a Publisher with
+// PublisherOptions.ByEventKind enqueues the messages whose event is of
+// kind (the kind it is registered under in the stream Store's
+// patterns.Registry): "outbox." + kind. Register each event type's
+// handler for it on the worker's archive.Mux:
+//
+//	err = mux.Register(outbox.EventKind("Hired"), badges)
+func EventKind(kind string) string { return "outbox." + kind }
 
 // Message is one outbox message as it travels in an archive envelope's
 // payload: the event of an outbox stream, with its id.
@@ -32,6 +42,9 @@ type Message struct {
 	// EventID is the event's id in its stream, "" when it was appended
 	// without one.
 	EventID string `json:"eventId,omitempty"`
+	// Kind is the event's kind (feed.Change.Kind: the kind its type is
+	// registered under), "" when it has none.
+	Kind string `json:"kind,omitempty"`
 	// Data is the event, as JSON (json.Marshal of the decoded event).
 	Data json.RawMessage `json:"data"`
 }
@@ -60,16 +73,23 @@ func MessageID(id stream.ID, v int64) string {
 // Publisher refuses every call with an error matching
 // tablekit.ErrInvalidInput.
 type Publisher struct {
-	client *archive.Client
-	kind   string
-	eopts  *archive.EnqueueOptions
+	client  *archive.Client
+	kind    string
+	byEvent bool
+	eopts   *archive.EnqueueOptions
 }
 
 // PublisherOptions configure a Publisher. The zero value (or nil) means the
 // defaults.
 type PublisherOptions struct {
-	// Kind is the archive message kind of the messages ("" means Kind).
+	// Kind is the archive message kind of the messages ("" means Kind),
+	// and of those whose event has no kind when ByEventKind is set.
 	Kind string
+	// ByEventKind enqueues each message under EventKind(its event's
+	// kind) rather than under Kind, so that a worker's archive.Mux hands
+	// each event type to a handler of its own. (EventKind("message") is
+	// the default Kind: an event kind named "message" shares it.)
+	ByEventKind bool
 	// Enqueue configures each message's Enqueue (delay, time-to-live);
 	// nil means archive's defaults.
 	Enqueue *archive.EnqueueOptions
@@ -86,16 +106,18 @@ func NewPublisher(client *archive.Client, opts *PublisherOptions) (*Publisher, e
 		if opts.Kind != "" {
 			p.kind = opts.Kind
 		}
+		p.byEvent = opts.ByEventKind
 		p.eopts = opts.Enqueue
 	}
 	return p, nil
 }
 
-// Handle enqueues change c as a Message under the Publisher's kind. An
-// error (the event does not encode as JSON, the enqueue failed or its
-// outcome is unknown) leaves the stream's checkpoint where it was, so the
-// relay hands c over again in its next round. Costs: 1 storage transaction
-// (2 with a claim-check blob).
+// Handle enqueues change c as a Message under the Publisher's kind
+// (EventKind(c.Kind) with PublisherOptions.ByEventKind). An error (the
+// event does not encode as JSON, the enqueue failed or its outcome is
+// unknown) leaves the stream's checkpoint where it was, so the relay
+// hands c over again in its next round. Costs: 1 storage transaction (2
+// with a claim-check blob).
 func (p *Publisher) Handle(ctx context.Context, c feed.Change) error {
 	if p == nil || p.client == nil {
 		return &tablekit.ValidationError{Op: "outbox.Publisher.Handle", Detail: "zero Publisher: make one with outbox.NewPublisher", Err: tablekit.ErrInvalidInput}
@@ -104,8 +126,12 @@ func (p *Publisher) Handle(ctx context.Context, c feed.Change) error {
 	if err != nil {
 		return fmt.Errorf("outbox: Publisher.Handle: message %s: %w", MessageID(c.Stream, c.Version), err)
 	}
-	m := Message{ID: MessageID(c.Stream, c.Version), Stream: c.Stream, Version: c.Version, EventID: c.EventID, Data: data}
-	if _, err := p.client.Enqueue(ctx, p.kind, m, p.eopts); err != nil {
+	m := Message{ID: MessageID(c.Stream, c.Version), Stream: c.Stream, Version: c.Version, EventID: c.EventID, Kind: c.Kind, Data: data}
+	kind := p.kind
+	if p.byEvent && c.Kind != "" {
+		kind = EventKind(c.Kind)
+	}
+	if _, err := p.client.Enqueue(ctx, kind, m, p.eopts); err != nil {
 		return fmt.Errorf("outbox: Publisher.Handle: message %s: %w", m.ID, err)
 	}
 	return nil

@@ -58,8 +58,8 @@ func TestCosmos(t *testing.T) {
 		all := collect(t, s.Forward(ctx, id, 1))
 		wantVersions(t, fmt.Sprint(id), all, 1, 120)
 		for i, ev := range all {
-			if want := fmt.Sprintf("%s-r%d-%d", id.Prefix, i/30, i%30); ev.ID != want || ev.Data.(Placed).Count != i%30 {
-				t.Fatalf("%v version %d: id %q data %+v, want id %q", id, ev.Version, ev.ID, ev.Data, want)
+			if want := fmt.Sprintf("%s-r%d-%d", id.Prefix, i/30, i%30); ev.ID != want || ev.Kind != "Placed" || ev.Data.(Placed).Count != i%30 {
+				t.Fatalf("%v version %d: id %q kind %q data %+v, want id %q, kind Placed", id, ev.Version, ev.ID, ev.Kind, ev.Data, want)
 			}
 		}
 		wantVersions(t, fmt.Sprint(id)+" backward", collect(t, s.Backward(ctx, id, 0)), 120, 1)

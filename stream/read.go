@@ -204,5 +204,6 @@ func (s *Store) decode(op string, r row) (RecordedEvent, error) {
 	if err != nil {
 		return RecordedEvent{}, fail(op, err)
 	}
-	return RecordedEvent{Version: r.version, ID: r.id, Data: data, Time: r.e.Timestamp}, nil
+	kind, _, _ := s.reg.Kind(e)
+	return RecordedEvent{Version: r.version, ID: r.id, Kind: kind, Data: data, Time: r.e.Timestamp}, nil
 }

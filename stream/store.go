@@ -114,6 +114,10 @@ type RecordedEvent struct {
 	Version int64
 	// ID is the event's id, "" when it was appended without one.
 	ID string
+	// Kind is the event's kind, as its row's type value names it
+	// (patterns.Registry.Kind: "Placed" for "Placed.v2"), "" when the row
+	// has none (a tablekit.Entity appended without a type property).
+	Kind string
 	// Data is the event, decoded by the Store's Registry into the type
 	// registered for its kind and version (a struct value), or a
 	// tablekit.Entity when none is.

@@ -148,6 +148,9 @@ func TestAppendAndRead(t *testing.T) {
 	if sh, ok := all[20].Data.(Shipped); !ok || sh.Carrier != "DHL" || !sh.At.Equal(at.UTC().Truncate(time.Millisecond)) {
 		t.Fatalf("event 21: %#v", all[20].Data)
 	}
+	if all[3].Kind != "Placed" || all[20].Kind != "Shipped" {
+		t.Fatalf("kinds of events 4 and 21: %q, %q", all[3].Kind, all[20].Kind)
+	}
 	if all[0].Time.IsZero() || all[0].ID != "" {
 		t.Fatalf("event 1: time %v, id %q", all[0].Time, all[0].ID)
 	}

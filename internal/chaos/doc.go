@@ -74,6 +74,10 @@
 //
 //	TABLEKIT_CHAOS_SEED=2 go test -race -run '^TestChaosBulk$/^seed=2$' ./
 //
+// [RunVariant] runs a costlier variant of a suite (the same body behind
+// package azurite's Cosmos DB front, say) on seed 1 alone in CI, and on
+// the seeds the variables name otherwise.
+//
 // # Histories and invariants
 //
 // [RunWriters] runs n concurrent writers, each a [Writer] with its own

@@ -83,7 +83,26 @@ func Size(ci, full int) int {
 // the command that replays it.
 func Run(t *testing.T, fn func(t *testing.T, seed int64)) {
 	t.Helper()
-	for _, seed := range Seeds(t) {
+	run(t, Seeds(t), fn)
+}
+
+// RunVariant is [Run] for a costlier variant of a suite that Run runs in
+// full (the same body on another backend, such as package azurite's
+// Cosmos DB front): with neither TABLEKIT_CHAOS_SEED nor
+// TABLEKIT_CHAOS_SEEDS set (CI) it runs fn on seed 1 alone, else on the
+// seeds they name, as Run does.
+func RunVariant(t *testing.T, fn func(t *testing.T, seed int64)) {
+	t.Helper()
+	seeds := Seeds(t)
+	if strings.TrimSpace(os.Getenv(EnvSeed)) == "" && strings.TrimSpace(os.Getenv(EnvSeeds)) == "" {
+		seeds = seeds[:1]
+	}
+	run(t, seeds, fn)
+}
+
+func run(t *testing.T, seeds []int64, fn func(t *testing.T, seed int64)) {
+	t.Helper()
+	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			size := "CI"
 			if Full() {

@@ -84,6 +84,26 @@ func TestRunAndReplayCommand(t *testing.T) {
 	}
 }
 
+func TestRunVariant(t *testing.T) {
+	for _, c := range []struct {
+		seed, seeds string
+		want        []int64
+	}{
+		{"", "", []int64{1}},
+		{"", "3", []int64{1, 2, 3}},
+		{"", "7,42", []int64{7, 42}},
+		{"12", "", []int64{12}},
+	} {
+		t.Setenv(chaos.EnvSeed, c.seed)
+		t.Setenv(chaos.EnvSeeds, c.seeds)
+		var ran []int64
+		chaos.RunVariant(t, func(t *testing.T, seed int64) { ran = append(ran, seed) })
+		if !slices.Equal(ran, c.want) {
+			t.Errorf("SEED=%q SEEDS=%q: ran seeds %v, want %v", c.seed, c.seeds, ran, c.want)
+		}
+	}
+}
+
 func TestViolationsReport(t *testing.T) {
 	var v chaos.Violations
 	r := &recorder{TB: t}
