@@ -233,7 +233,9 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 				return
 			}
 			_, f, ft, vt := openAll(acct)
-			proj, err := feed.NewProjector(vt, func(c feed.Change) []feed.Row { return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}} }, foldTag)
+			proj, err := feed.NewProjector(vt, func(c feed.Change) []feed.Row {
+				return []feed.Row{{PartitionKey: "view", RowKey: c.Stream.PartitionKey}}
+			}, foldTag)
 			if err != nil {
 				violate("relay: %v", err)
 				return

@@ -54,9 +54,11 @@ func benchRegistry(b *testing.B) *patterns.Registry {
 
 // BenchmarkAppends: appendStreams x appendEvents entities per iteration,
 // one transaction per partition, appendConcurrency in flight, written
-// three ways on the same Azurite: writer=bulk, BulkWriter.Upsert of rows
+// four ways on the same Azurite: writer=bulk, BulkWriter.Upsert of rows
 // of the same shape (the baseline; its chunks are the same 98 entities a
-// partition); writer=stream, one stream.Store.Append of 98 events per
+// partition), replacing the rows of the iteration before;
+// writer=bulkinsert, BulkWriter.Insert of new rows of that shape each
+// iteration (inserts, as an append's events are); writer=stream, one stream.Store.Append of 98 events per
 // stream; writer=feed, the same through feed.Feed.Append (+ the dirty
 // mark: 1 read + 1 write per append; no relay runs). An untimed
 // iteration comes first (see below). entities/s counts
@@ -64,7 +66,7 @@ func benchRegistry(b *testing.B) *patterns.Registry {
 // transactions/op counts every storage request (the Meter).
 func BenchmarkAppends(b *testing.B) {
 	ctx := context.Background()
-	for _, writer := range []string{"bulk", "stream", "feed"} {
+	for _, writer := range []string{"bulk", "bulkinsert", "stream", "feed"} {
 		b.Run("writer="+writer, func(b *testing.B) {
 			acct := testenv.Account(b, nil)
 			var run func(ctx context.Context) error // one iteration
@@ -81,6 +83,22 @@ func BenchmarkAppends(b *testing.B) {
 				bw := tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: appendConcurrency})
 				run = func(ctx context.Context) error {
 					_, err := bw.Upsert(ctx, rows)
+					return err
+				}
+			case "bulkinsert":
+				tbl := testenv.OpenTable[benchEvent](b, acct, nil)
+				bw := tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: appendConcurrency})
+				iter := 0 // each iteration inserts new rows, as appends insert new events
+				run = func(ctx context.Context) error {
+					rows := make([]benchEvent, 0, appendStreams*appendEvents)
+					for s := range appendStreams {
+						for i := range appendEvents {
+							n := (iter*appendStreams+s)*appendEvents + i
+							rows = append(rows, benchEvent{PK: fmt.Sprintf("p%03d", s), RK: fmt.Sprintf("r%09d", n), Name: "some name", Count: int32(n), Score: float64(n) / 3})
+						}
+					}
+					iter++
+					_, err := bw.Insert(ctx, rows)
 					return err
 				}
 			default:
