@@ -315,7 +315,11 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 			for killed < kills {
 				time.Sleep(time.Duration(100+rng.IntN(250)) * time.Millisecond)
 				var victim int
-				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+				// 60 s: Azurite, loaded, sometimes answers nothing for up
+				// to ~30 s (every worker's dequeue times out at once;
+				// full-size seed 14 at a load average of 5), and then no
+				// handler runs: a pause of the service, not of the workers.
+				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 					victim = rng.IntN(workers)
 					mu.Lock()
 					busy := procs[victim].inFlight > 0
@@ -324,7 +328,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 						break
 					}
 					if time.Now().After(deadline) {
-						killerDone <- fmt.Errorf("no worker had a handler running for 10 s (%d kills done)", killed)
+						killerDone <- fmt.Errorf("no worker had a handler running for 60 s (%d kills done)", killed)
 						return
 					}
 				}
