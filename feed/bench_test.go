@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"slices"
 	"sync"
 	"testing"
@@ -58,7 +59,9 @@ func benchRegistry(b *testing.B) *patterns.Registry {
 // of the same shape (the baseline; its chunks are the same 98 entities a
 // partition), replacing the rows of the iteration before;
 // writer=bulkinsert, BulkWriter.Insert of new rows of that shape each
-// iteration (inserts, as an append's events are); writer=stream, one stream.Store.Append of 98 events per
+// iteration (inserts, as an append's events are); writer=bulkmix, the
+// actions of an append (a head row's delete and insert, 98 inserts a
+// partition) through BulkWriter.Write, rows of that shape; writer=stream, one stream.Store.Append of 98 events per
 // stream; writer=feed, the same through feed.Feed.Append (+ the dirty
 // mark: 1 read + 1 write per append; no relay runs). An untimed
 // iteration comes first (see below). entities/s counts
@@ -66,7 +69,7 @@ func benchRegistry(b *testing.B) *patterns.Registry {
 // transactions/op counts every storage request (the Meter).
 func BenchmarkAppends(b *testing.B) {
 	ctx := context.Background()
-	for _, writer := range []string{"bulk", "bulkinsert", "stream", "feed"} {
+	for _, writer := range []string{"bulk", "bulkinsert", "bulkmix", "stream", "feed"} {
 		b.Run("writer="+writer, func(b *testing.B) {
 			acct := testenv.Account(b, nil)
 			var run func(ctx context.Context) error // one iteration
@@ -99,6 +102,30 @@ func BenchmarkAppends(b *testing.B) {
 					}
 					iter++
 					_, err := bw.Insert(ctx, rows)
+					return err
+				}
+			case "bulkmix":
+				// An append's actions without the stream: per partition the
+				// delete of a head row, the insert of the next, and 98 new
+				// rows, one BulkWriter.Write (100 actions a partition).
+				tbl := testenv.OpenTable[benchEvent](b, acct, nil)
+				bw := tbl.BulkWriter(&tablekit.BulkOptions{Concurrency: appendConcurrency})
+				iter := 0
+				run = func(ctx context.Context) error {
+					acts := make([]tablekit.Action[benchEvent], 0, appendStreams*(appendEvents+2))
+					for s := range appendStreams {
+						pk := fmt.Sprintf("p%03d", s)
+						if iter > 0 {
+							acts = append(acts, tablekit.DeleteAction(benchEvent{PK: pk, RK: fmt.Sprintf("head%09d", iter-1)}, azcore.ETagAny))
+						}
+						acts = append(acts, tablekit.InsertAction(benchEvent{PK: pk, RK: fmt.Sprintf("head%09d", iter)}))
+						for i := range appendEvents {
+							n := (iter*appendStreams+s)*appendEvents + i
+							acts = append(acts, tablekit.InsertAction(benchEvent{PK: pk, RK: fmt.Sprintf("r%09d", n), Name: "some name", Count: int32(n), Score: float64(n) / 3}))
+						}
+					}
+					iter++
+					_, err := bw.Write(ctx, acts)
 					return err
 				}
 			default:
