@@ -19,7 +19,6 @@ import (
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"
-	"github.com/tablekit/tablekit/stream"
 )
 
 // TestChaosOutbox is the outbox suite: chaos.Size(8, 12) writers of
@@ -91,34 +90,12 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	qname := path.Base(queue.URL())
 	poison, claims := testenv.QueueName(t), testenv.ContainerName(t)
 	inj.SetEnabled(true)
-	type proc struct {
-		acct  *tablekit.Account
-		store *stream.Store
-		st    *tablekit.Table[tablekit.Entity]
-		f     *feed.Feed
-		ft    *tablekit.Table[tablekit.Entity]
-		et    *tablekit.Table[tablekit.Entity]
-	}
-	open := func() proc {
+	open := func() suiteTables {
 		acct, err := openAccount()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tbl [3]*tablekit.Table[tablekit.Entity]
-		for i, name := range names {
-			if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s, err := stream.NewStore(tbl[0], reg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := feed.New(s, tbl[1], &feed.Options{Shards: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return proc{acct, s, tbl[0], f, tbl[1], tbl[2]}
+		return openSuiteTables(t, acct, names, reg)
 	}
 	parts := []string{"p0", "p1", "p2", "p3"}
 

@@ -13,8 +13,40 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/outbox"
+	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
+
+// suiteTables is what a process of the chaos suites opens on its own
+// Account: the streams' table (with the state rows), the feed's and the
+// effects', with a Store and a Feed over them.
+type suiteTables struct {
+	acct       *tablekit.Account
+	store      *stream.Store
+	f          *feed.Feed
+	st, ft, et *tablekit.Table[tablekit.Entity]
+}
+
+// openSuiteTables opens the tables names (streams+state, feed, effects) on
+// acct, or fails t.
+func openSuiteTables(t testing.TB, acct *tablekit.Account, names [3]string, reg *patterns.Registry) suiteTables {
+	var tbl [3]*tablekit.Table[tablekit.Entity]
+	var err error
+	for i, name := range names {
+		if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := stream.NewStore(tbl[0], reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := feed.New(s, tbl[1], &feed.Options{Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return suiteTables{acct, s, f, tbl[0], tbl[1], tbl[2]}
+}
 
 // countAndLog returns the apply of the chaos suites' handlers: it adds 1
 // to its partition's count row in et (read, then merged on the ETag read)

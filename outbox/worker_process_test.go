@@ -28,7 +28,6 @@ import (
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"
-	"github.com/tablekit/tablekit/stream"
 )
 
 const workerEnv = "TABLEKIT_OUTBOX_WORKER"
@@ -167,32 +166,12 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		poison, claims := testenv.QueueName(t), testenv.ContainerName(t)
 		inj.SetEnabled(true)
 		conn := testenv.ConnectionString(t)
-		type tables struct {
-			acct       *tablekit.Account
-			store      *stream.Store
-			f          *feed.Feed
-			st, ft, et *tablekit.Table[tablekit.Entity]
-		}
-		open := func() tables {
+		open := func() suiteTables {
 			acct, err := inj.Open(conn, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var tbl [3]*tablekit.Table[tablekit.Entity]
-			for i, name := range names {
-				if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s, err := stream.NewStore(tbl[0], reg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := feed.New(s, tbl[1], &feed.Options{Shards: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tables{acct, s, f, tbl[0], tbl[1], tbl[2]}
+			return openSuiteTables(t, acct, names, reg)
 		}
 		l := newLedger([]string{"p0", "p1", "p2", "p3"})
 		var mu sync.Mutex // guards bad and the procs' fields
