@@ -157,11 +157,36 @@
 // other streams until Relay.Replay has caught it up, which Lag does not
 // show.
 //
+// # Table writes
+//
+// Table storage records no change of its own, so a plain Table write
+// joins the feed when its writer opts in: it sends the write as an extra
+// action of an append, at stream.AnyVersion, to a stream of the write's
+// partition that logs its changes, with an event that says what changed:
+//
+//	changes := stream.ID{PartitionKey: order.Customer, Prefix: "changes"}
+//	_, err := f.Append(ctx, changes, stream.AnyVersion,
+//		[]stream.Event{{ID: cmdID, Data: OrderShipped{Order: order.ID}}},
+//		tablekit.MergeAction(row, etag)) // the write, conditional as it would be alone
+//
+// The write and its change commit in one EGT, or neither does, and the
+// relay hands the change to every subscription as any event: the change of
+// every acknowledged write, none of a refused one, in the order of the
+// partition's logged writes (Change.Version). A write that is refused (an
+// ETag that no longer matches) refuses the append, with its
+// *tablekit.TransactionError. The writers of a partition share its log
+// and take turns on it: one whose append meets another's appends again
+// after it, so a partition's logged writes go one EGT at a time. Event
+// ids make the write's repeat by the caller (after a lost acknowledgement)
+// a Replayed result instead of a second write.
+//
 // # Costs, in storage transactions
 //
 //	Feed.Append        the mark: 1 read + 1 write (1 read when the stream is dirty at
 //	                   or past the append's version), + stream.Store.Append's 1 EGT;
-//	                   a mark that lost a race with another: + 1 read + 1 write per try
+//	                   a mark that lost a race with another: + 1 read + 1 write per try;
+//	                   at stream.AnyVersion: + 1 query (the version), and per append
+//	                   that came first: + 1 refused EGT, 1 query and the mark again
 //	Relay.Round        1 query per shard (the dirty rows: Dirty is not indexed, so the
 //	                   service scans the shard's partition, and a shard of many
 //	                   thousands of streams may answer in several pages); per dirty

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
-	"strings"
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
@@ -80,32 +79,56 @@ func (f *Feed) ok(op string) error {
 
 // Append marks stream id dirty in the feed's directory, then appends the
 // events as stream.Store.Append does (same arguments, results and
-// errors). If the mark fails, nothing is appended and its error is
-// returned; if the append fails after the mark, the mark is harmless (a
-// relay reads the stream once more, see the package doc).
+// errors). Bad input is refused before anything is sent (Store.Check). If
+// the mark fails, nothing is appended and its error is returned; if the
+// append fails after the mark, the mark is harmless (a relay reads the
+// stream once more, see the package doc).
 //
 // The mark costs 1 read of the stream's directory row, + 1 write unless
 // the row is dirty already with a target at or past this append's last
 // version (see the package doc).
+//
+// expectedVersion stream.AnyVersion appends at the stream's end: Append
+// reads its version (1 query), marks up to the version it appends at, and
+// after a conflict marks and appends again at the version the conflict
+// read, for up to the table's RetryPolicy attempts. This is how plain
+// Table writes join the feed (see "Table writes" in the package doc).
 func (f *Feed) Append(ctx context.Context, id stream.ID, expectedVersion int64, events []stream.Event, extra ...tablekit.Action[tablekit.Entity]) (stream.Result, error) {
 	const op = "Feed.Append"
 	if err := f.ok(op); err != nil {
 		return stream.Result{}, err
 	}
-	switch {
-	case id.PartitionKey == "":
-		return stream.Result{}, invalid(op, "id.PartitionKey", "empty stream partition key")
-	case strings.Contains(id.Prefix, "~"):
-		return stream.Result{}, invalid(op, "id.Prefix", "a stream prefix holds no '~'")
-	case expectedVersion < 0:
-		return stream.Result{}, invalid(op, "expectedVersion", fmt.Sprintf("negative version %d", expectedVersion))
-	case len(events) == 0:
-		return stream.Result{}, invalid(op, "events", "no events")
+	if err := f.store.Check(id, expectedVersion, events, extra...); err != nil {
+		var ve *tablekit.ValidationError
+		if errors.As(err, &ve) {
+			ve.Op = "feed." + op
+		}
+		return stream.Result{}, err
 	}
-	if err := f.mark(ctx, id, expectedVersion+int64(len(events))); err != nil {
-		return stream.Result{}, fmt.Errorf("feed: %s: dirty mark of stream %s, not appended: %w", op, name(id), err)
+	at := expectedVersion
+	if at == stream.AnyVersion {
+		v, err := f.store.Version(ctx, id)
+		if err != nil {
+			return stream.Result{}, fmt.Errorf("feed: %s: the version of stream %s, not appended: %w", op, name(id), err)
+		}
+		at = v
 	}
-	return f.store.Append(ctx, id, expectedVersion, events, extra...)
+	var last error
+	for range core.Attempts(ctx, f.retry) {
+		if err := f.mark(ctx, id, at+int64(len(events))); err != nil {
+			return stream.Result{}, fmt.Errorf("feed: %s: dirty mark of stream %s, not appended: %w", op, name(id), err)
+		}
+		r, err := f.store.Append(ctx, id, at, events, extra...)
+		var ce *stream.ConflictError
+		if expectedVersion != stream.AnyVersion || !errors.As(err, &ce) || ce.Current < 0 {
+			return r, err
+		}
+		last, at = err, ce.Current // another append came first: append after it
+	}
+	if err := ctx.Err(); err != nil {
+		return stream.Result{}, err
+	}
+	return stream.Result{}, fmt.Errorf("feed: %s: stream %s: not appended: other appends came first in each of %d tries; the last: %w", op, name(id), f.retry.MaxAttempts, last)
 }
 
 // mark makes stream id's directory row dirty with a target of at least

@@ -43,6 +43,7 @@ func newRegistry() *patterns.Registry {
 type env struct {
 	acct  *tablekit.Account
 	store *stream.Store
+	st    *tablekit.Table[tablekit.Entity] // the streams'
 	ft    *tablekit.Table[tablekit.Entity]
 	f     *feed.Feed
 }
@@ -59,7 +60,7 @@ func newEnv(t *testing.T, opts *feed.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{acct: acct, store: store, ft: ft, f: f}
+	return &env{acct: acct, store: store, st: st, ft: ft, f: f}
 }
 
 func (e *env) append(t *testing.T, id stream.ID, expected int64, tags ...string) stream.Result {
@@ -445,6 +446,14 @@ func TestAppendCosts(t *testing.T) {
 		if _, err := e.f.Append(ctx, stream.ID{PartitionKey: "p", Prefix: "a~b"}, 0, []stream.Event{{Data: Tagged{}}}); !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("prefix with ~: %v", err)
 		}
+		var ve *tablekit.ValidationError
+		if _, err := e.f.Append(ctx, id, stream.AnyVersion, make([]stream.Event, 99)); !errors.Is(err, tablekit.ErrTooLarge) || !errors.As(err, &ve) || ve.Op != "feed.Feed.Append" {
+			t.Errorf("99 events at AnyVersion (101 actions): %v", err)
+		}
+		other := tablekit.InsertAction(tablekit.Entity{PartitionKey: "elsewhere", RowKey: "r"})
+		if _, err := e.f.Append(ctx, id, 3, []stream.Event{{Data: Tagged{}}}, other); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("an extra action in another partition: %v", err)
+		}
 	}); c.Total() != 0 {
 		t.Errorf("refused appends sent %v", c)
 	}
@@ -571,5 +580,104 @@ func TestRoundConcurrent(t *testing.T) {
 		if got := rec.tags(id); got != "[e1 e2]" {
 			t.Errorf("%v handed %s, want [e1 e2]", id, got)
 		}
+	}
+}
+
+// TestTableWrites: plain Table writes join the feed as extra actions of
+// appends at stream.AnyVersion to their partition's log stream. Writers
+// with Accounts of their own write at once; every acknowledged write is
+// stored with its change, the changes are handed over once each in the
+// log's order, a refused write leaves neither, and a write repeated with
+// its event id is Replayed without being written again.
+func TestTableWrites(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, nil)
+	log := stream.ID{PartitionKey: "customer-7", Prefix: "changes"}
+	const writers, perWriter = 6, 8
+	write := func(f *feed.Feed, tag string) (stream.Result, error) {
+		row := tablekit.InsertAction(tablekit.Entity{PartitionKey: log.PartitionKey, RowKey: "order-" + tag, Properties: map[string]any{"Tag": tag}})
+		return f.Append(ctx, log, stream.AnyVersion, []stream.Event{{ID: tag, Data: Tagged{Tag: tag}}}, row)
+	}
+
+	// An uncontended write: the version's query, the mark's read and
+	// insert, the EGT.
+	before := e.acct.Meter().Snapshot()
+	if r, err := write(e.f, "first"); err != nil || r.First != 1 {
+		t.Fatalf("first write: %+v, %v", r, err)
+	}
+	if c := e.acct.Meter().Snapshot().Sub(before); c.Total() != 4 || c.Count("table", "Transaction") != 1 {
+		t.Errorf("an uncontended write costs %v, want 4 (1 query, 1 read, 1 insert, 1 transaction)", c)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*perWriter)
+	for w := range writers {
+		// Each writer has its own Account, Store and Feed, as a process would.
+		acct := testenv.Account(t, nil)
+		st, err := tablekit.OpenTable[tablekit.Entity](acct, e.st.Name(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := stream.NewStore(st, registry(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := tablekit.OpenTable[tablekit.Entity](acct, e.ft.Name(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := feed.New(store, ft, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for j := range perWriter {
+				if _, err := write(f, fmt.Sprintf("w%d-%d", w, j)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a write: %v", err)
+	}
+
+	// A write repeated with its event id finds it recorded: Replayed, its
+	// insert not sent again (it would fail: the row exists).
+	if r, err := write(e.f, "w0-0"); err != nil || !r.Replayed {
+		t.Errorf("w0-0 written again: %+v, %v; want a Replayed result", r, err)
+	}
+	// A refused write (its row exists) refuses its change too.
+	var te *tablekit.TransactionError
+	if r, err := e.f.Append(ctx, log, stream.AnyVersion, []stream.Event{{ID: "dup", Data: Tagged{Tag: "dup"}}},
+		tablekit.InsertAction(tablekit.Entity{PartitionKey: log.PartitionKey, RowKey: "order-first"})); !errors.As(err, &te) || !errors.Is(err, tablekit.ErrAlreadyExists) {
+		t.Errorf("a write of an existing row: %+v, %v; want a TransactionError (ErrAlreadyExists)", r, err)
+	}
+
+	rec := newRecorder()
+	r := relay(t, e.f, feed.Subscription{Name: "orders", Handle: rec.handle})
+	round(t, r, 1)
+	want := 1 + writers*perWriter
+	rec.mu.Lock()
+	got, vers := rec.got[log], rec.vers[log]
+	rec.mu.Unlock()
+	if len(got) != want {
+		t.Fatalf("%d changes handed over, want %d: %v", len(got), want, got)
+	}
+	seen := map[string]bool{}
+	for i, tag := range got {
+		if vers[i] != int64(i+1) || seen[tag] || tag == "dup" {
+			t.Errorf("change %d: version %d, tag %s (seen before: %v)", i, vers[i], tag, seen[tag])
+		}
+		seen[tag] = true
+		if row, err := e.st.Get(ctx, log.PartitionKey, "order-"+tag); err != nil || row.Properties["Tag"] != tag {
+			t.Errorf("change %s handed over, its row: %v, %v", tag, row.Properties, err)
+		}
+	}
+	n, err := e.st.Count(ctx, tablekit.RowKeyPrefix(log.PartitionKey, "order-"))
+	if err != nil || n != want {
+		t.Errorf("%d rows written (%v), want %d", n, err, want)
 	}
 }

@@ -39,14 +39,22 @@ import (
 // outcome still unknown. Any number of Stores, in any number of
 // processes, may append to a stream at once.
 //
+// expectedVersion AnyVersion appends at the stream's end, whatever its
+// version (see AnyVersion).
+//
 // An append is at most 100 actions: the events, their id rows, 1 head row
-// action (2 when expectedVersion > 0) and the extra actions, at most
-// 4 MiB (2 MB on Azure Cosmos DB for Table); a larger one is refused
-// before anything is sent, with an error naming the limit.
+// action (2 when expectedVersion > 0, or AnyVersion) and the extra
+// actions, at most 4 MiB (2 MB on Azure Cosmos DB for Table); a larger one
+// is refused before anything is sent, with an error naming the limit
+// (Check tells without appending).
 func (s *Store) Append(ctx context.Context, id ID, expectedVersion int64, events []Event, extra ...tablekit.Action[tablekit.Entity]) (Result, error) {
 	const op = "Store.Append"
 	if err := s.usable(op); err != nil {
 		return Result{}, err
+	}
+	if expectedVersion == AnyVersion {
+		r, err := s.appendAtEnd(ctx, id, events, extra)
+		return r, fail(op, err)
 	}
 	p, err := s.plan(id, expectedVersion, events, extra)
 	if err != nil {
@@ -54,6 +62,61 @@ func (s *Store) Append(ctx context.Context, id ID, expectedVersion int64, events
 	}
 	r, err := s.append(ctx, p)
 	return r, fail(op, err)
+}
+
+// Check returns the error Append would return for these arguments before
+// sending anything (an invalid id, version, event or extra action, an
+// append over a transaction's limits), or nil: it sends nothing. A caller
+// with work to do before an append (package feed marks the stream) checks
+// first, so that bad input is refused before anything is written.
+func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tablekit.Action[tablekit.Entity]) error {
+	const op = "Store.Check"
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	if expectedVersion == AnyVersion {
+		expectedVersion = 1 // counts the head row's 2 actions of a stream past its first append
+	}
+	_, err := s.plan(id, expectedVersion, events, extra)
+	return fail(op, err)
+}
+
+// appendAtEnd is Append at AnyVersion: it reads the stream's version and
+// appends at it, and after a conflict at the version the conflict read.
+// A try whose answer was lost is settled before the next try (Store.append
+// reads back what it left), and the next try is planned at another
+// version only once the stream was seen past the one the try expected,
+// where that try can no longer land: so no try is applied twice.
+func (s *Store) appendAtEnd(ctx context.Context, id ID, events []Event, extra []tablekit.Action[tablekit.Entity]) (Result, error) {
+	if _, err := s.plan(id, 1, events, extra); err != nil {
+		return Result{}, err // before anything is sent, as Check
+	}
+	v, err := s.current(ctx, id)
+	if err != nil {
+		return Result{}, err
+	}
+	var last error
+	for range core.Attempts(ctx, s.o.Retry) {
+		p, err := s.plan(id, v, events, extra)
+		if err != nil {
+			return Result{}, err
+		}
+		r, err := s.append(ctx, p)
+		var ce *ConflictError
+		if !errors.As(err, &ce) {
+			return r, err
+		}
+		last, v = err, ce.Current
+		if v < 0 {
+			if v, err = s.current(ctx, id); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	return Result{}, fmt.Errorf("not appended: other appends came first in each of %d tries; the last: %w", s.o.Retry.MaxAttempts, last)
 }
 
 // plan is an append ready to send: its actions, in the order id rows,
@@ -295,18 +358,29 @@ func unknown(err error) error {
 // conflict returns the ConflictError of p, with the stream's version read
 // now.
 func (s *Store) conflict(ctx context.Context, p *plan) error {
-	cur := int64(-1)
-	for range core.Attempts(ctx, s.o.Retry) {
-		v, err := s.version(ctx, p.id)
-		if err == nil {
-			cur = v
-			break
+	cur, err := s.current(ctx, p.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-	}
-	if cur < 0 && ctx.Err() != nil {
-		return ctx.Err()
+		cur = -1
 	}
 	return &ConflictError{Stream: p.id, Expected: p.expected, Current: cur}
+}
+
+// current reads the stream's version, retried as Options.Retry says.
+func (s *Store) current(ctx context.Context, id ID) (int64, error) {
+	err := ctx.Err()
+	for range core.Attempts(ctx, s.o.Retry) {
+		var v int64
+		if v, err = s.version(ctx, id); err == nil {
+			return v, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return 0, err
 }
 
 // get reads one row, retried as Options.Retry says; found is false when

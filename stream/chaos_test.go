@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,9 @@ type ack struct {
 // TestChaosStream is the event streams suite: chaos.Size(8, 12)
 // appenders of chaos.Size(12, 40) appends each, each with its own Account and Store, through ~20% faulted
 // tries (answer-lost included), append to 4 streams, 3 of which share a
-// partition under prefixes ("", "a", "b"): every appender appends to
+// partition under prefixes ("", "a", "b"), and to a fifth, a log of plain
+// Table writes (prefix "log"), appended to at stream.AnyVersion with an
+// insert of a row per append as its extra action: every appender appends to
 // every stream, so each stream has them all as concurrent appenders. An
 // append is 1 to 4 events, 3 in 4 appends carry event ids, and each
 // upserts the stream's view row (its new version) as an extra action. An appender
@@ -49,7 +52,8 @@ type ack struct {
 // no event id is in a stream twice, and no event (tag) anywhere twice;
 // every acknowledged event is in its stream exactly once, at the version
 // its acknowledgement said; the stream's view row, which every append
-// upserts as an extra action, says the stream's version; no event is stored that was not acknowledged
+// upserts as an extra action, says the stream's version; the log's Table
+// writes are stored exactly for the appends whose events are; no event is stored that was not acknowledged
 // (appends without ids: or ended unknown); a repeated append returns the
 // same versions; 0 appends with ids ended in tablekit.ErrOutcomeUnknown
 // (the count for appends without ids is reported: they settle by the
@@ -84,7 +88,10 @@ func TestChaosStream(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		streams := []stream.ID{{PartitionKey: "s0"}, {PartitionKey: "s1"}, {PartitionKey: "s1", Prefix: "a"}, {PartitionKey: "s1", Prefix: "b"}}
+		// The last stream is a log of plain Table writes: appends to it are
+		// at AnyVersion, each with the write as its extra action.
+		logStream := stream.ID{PartitionKey: "s0", Prefix: "log"}
+		streams := []stream.ID{{PartitionKey: "s0"}, {PartitionKey: "s1"}, {PartitionKey: "s1", Prefix: "a"}, {PartitionKey: "s1", Prefix: "b"}, logStream}
 
 		var mu sync.Mutex
 		acked := map[string]ack{} // by tag
@@ -136,12 +143,15 @@ func TestChaosStream(t *testing.T) {
 					}
 				}
 				expected := int64(-1) // unknown: read it
+				if id == logStream {
+					expected = stream.AnyVersion
+				}
 				var res stream.Result
 				for attempt := 0; ; attempt++ {
 					if attempt == 500 {
 						return fmt.Errorf("w%d-%d: not acknowledged after 500 tries", w.Index, j)
 					}
-					if expected < 0 {
+					if expected < 0 && id != logStream {
 						v, err := s.Version(ctx, id)
 						if err != nil {
 							continue
@@ -149,10 +159,15 @@ func TestChaosStream(t *testing.T) {
 						expected = v
 					}
 					op := w.Do(ctx, "Append", fmt.Sprint(id), evs, func(ctx context.Context) (any, error) {
-						// The stream's view row joins the append's EGT.
-						view := tablekit.UpsertAction(tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.Prefix + "-view",
+						// The stream's view row joins the append's EGT; an
+						// append to the log carries its Table write instead.
+						extra := tablekit.UpsertAction(tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.Prefix + "-view",
 							Properties: map[string]any{"Version": expected + int64(len(evs))}})
-						r, err := s.Append(ctx, id, expected, evs, view)
+						if id == logStream {
+							tag := evs[0].Data.(Tagged).Tag
+							extra = tablekit.InsertAction(tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: "write-" + tag, Properties: map[string]any{"Write": tag}})
+						}
+						r, err := s.Append(ctx, id, expected, evs, extra)
 						return r, err
 					})
 					mu.Lock()
@@ -180,9 +195,11 @@ func TestChaosStream(t *testing.T) {
 						if !keyed {
 							break // it may have been applied: do not send it again
 						}
-						expected = -1
+						if id != logStream {
+							expected = -1
+						}
 						continue
-					case errors.As(op.Err, &ce):
+					case errors.As(op.Err, &ce) && id != logStream:
 						mu.Lock()
 						conflicts++
 						mu.Unlock()
@@ -193,7 +210,9 @@ func TestChaosStream(t *testing.T) {
 						violate("%v", op)
 						return nil
 					default:
-						expected = -1
+						if id != logStream {
+							expected = -1
+						}
 						continue
 					}
 					break
@@ -212,8 +231,12 @@ func TestChaosStream(t *testing.T) {
 				// An application that lost the acknowledgement sends the
 				// append again: it must be replayed with the same versions.
 				if keyed && w.Rand.IntN(5) == 0 {
+					again := res.Last
+					if id == logStream {
+						again = stream.AnyVersion
+					}
 					for attempt := 0; ; attempt++ {
-						r, err := s.Append(ctx, id, res.Last, evs)
+						r, err := s.Append(ctx, id, again, evs)
 						if err != nil && attempt < 100 && !errors.Is(err, tablekit.ErrOutcomeUnknown) && !errors.Is(err, stream.ErrPartlyApplied) {
 							continue // a failure under faults: send it again
 						}
@@ -248,7 +271,7 @@ func TestChaosStream(t *testing.T) {
 		}
 		s := stores[0]
 		seen := map[string]ack{}
-		total := 0
+		total, logged := 0, 0
 		for _, id := range streams {
 			evs, err := tablekit.Collect(s.Forward(chaos.NoFaults(ctx), id, 1), 0)
 			if err != nil {
@@ -281,7 +304,29 @@ func TestChaosStream(t *testing.T) {
 			if ver, err := s.Version(chaos.NoFaults(ctx), id); err != nil || ver != int64(len(evs)) {
 				v.Addf("%v: head says version %d (%v), %d events", id, ver, err, len(evs))
 			}
-			if view, err := stream.TableOf(s).Get(chaos.NoFaults(ctx), id.PartitionKey, id.Prefix+"-view"); err != nil || view.Properties["Version"] != int64(len(evs)) {
+			if id == logStream {
+				// Each append's Table write is stored exactly when its
+				// events are: the first event of each append (tag "-0")
+				// names the write row.
+				writes, err := tablekit.Collect(stream.TableOf(s).Query(chaos.NoFaults(ctx), tablekit.RowKeyPrefix(id.PartitionKey, "write-"), nil), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				written := map[string]bool{}
+				for _, e := range writes {
+					written[e.Properties["Write"].(string)] = true
+				}
+				for _, ev := range evs {
+					if tag := ev.Data.(Tagged).Tag; strings.HasSuffix(tag, "-0") && !written[tag] {
+						v.Addf("%v version %d: event %s stored, its append's Table write not", id, ev.Version, tag)
+					}
+					delete(written, ev.Data.(Tagged).Tag)
+				}
+				for tag := range written {
+					v.Addf("%v: Table write of %s stored, its append's events not", id, tag)
+				}
+				logged = len(writes)
+			} else if view, err := stream.TableOf(s).Get(chaos.NoFaults(ctx), id.PartitionKey, id.Prefix+"-view"); err != nil || view.Properties["Version"] != int64(len(evs)) {
 				v.Addf("%v: view row says version %v (%v), %d events", id, view.Properties["Version"], err, len(evs))
 			}
 			total += len(evs)
@@ -318,8 +363,8 @@ func TestChaosStream(t *testing.T) {
 				lost++
 			}
 		}
-		t.Logf("%d appenders × %d appends on %d streams (3 share a partition): %d events in the streams, %d acknowledged; %d append calls (%d with ids), %d conflicts, %d met a lost answer; %d repeats of acknowledged appends, %d replayed with the same versions; ErrOutcomeUnknown: %d with ids, %d without; %d forward reads alongside",
-			n, perWriter, len(streams), total, len(acked), appends, withIDs, conflicts, lost, repeats, replays, unknownIDs, unknownNoIDs, reads)
+		t.Logf("%d appenders × %d appends on %d streams (3 share a partition, 1 is a log of Table writes at AnyVersion): %d events in the streams, %d acknowledged, %d Table writes logged; %d append calls (%d with ids), %d conflicts, %d met a lost answer; %d repeats of acknowledged appends, %d replayed with the same versions; ErrOutcomeUnknown: %d with ids, %d without; %d forward reads alongside",
+			n, perWriter, len(streams), total, len(acked), logged, appends, withIDs, conflicts, lost, repeats, replays, unknownIDs, unknownNoIDs, reads)
 		t.Logf("history: %s", hist)
 		t.Logf("faults: %s", st.String())
 		if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {

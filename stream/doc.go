@@ -47,9 +47,9 @@
 // the head row only at expectedVersion; an event row already there fails
 // its insert): no ETag has to be read first, and an append costs 1
 // transaction whoever appended last. Expected version 0 is a new stream:
-// it succeeds only if the stream has no event 1. There is no "any
-// version": read Version, or take ConflictError.Current, and append at
-// that.
+// it succeeds only if the stream has no event 1. AnyVersion appends at
+// the end of a stream used as a log: Append reads the version first, and
+// tries again at the current version after a conflict.
 //
 // A stream at another version refuses the append as a whole, with a
 // *[ConflictError] that says the expected and current version (matching
@@ -130,6 +130,8 @@
 //	Append              1 EGT, new stream or not, with ids or not, with extra actions
 //	  a conflict        the refused EGT + 1 query (the head row, for Current)
 //	  a repeat (ids)    the refused EGT + 2 reads (the first id row, then its events)
+//	  at AnyVersion     + 1 query (the head row) first; per append that came first:
+//	                    the refused EGT + 1 query, and 1 EGT again
 //	  a lost answer     + the SDK's retry of the EGT (refused) + 1 read (the first event
 //	                    row); when not this call's, with ids: + 1 read (the first id
 //	                    row; + 1 query of its events when it is recorded); + 1 EGT to

@@ -25,6 +25,19 @@ const (
 // maxVersion is the highest version a RowKey of 10 digits holds.
 const maxVersion int64 = 9_999_999_999
 
+// AnyVersion, as Append's expectedVersion, appends at the stream's end
+// whatever its version: Append reads the version (1 query) and appends at
+// it; when another append comes first, it appends at the version its
+// conflict read, for up to Options.Retry's attempts. It is for a stream
+// that writers add to without deciding on what it holds, a log such as the
+// changes of a partition's Table writes (see package feed), where a
+// version check would only make them retry. It costs 1 query + 1 EGT, and
+// 1 refused EGT + 1 query per append that came first. A lost answer is
+// settled as in any append, and a try is applied at most once (see the
+// package doc); events with ids make a repeat by the caller a Replayed
+// Result as well.
+const AnyVersion int64 = -1
+
 // Properties this package writes. Event rows carry propID and propAppend
 // beside the event's own properties (which must not use these names);
 // head and id rows carry propVersion.

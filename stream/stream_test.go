@@ -451,8 +451,30 @@ func TestAppendCost(t *testing.T) {
 		}
 		return fmt.Errorf("want a conflict: %v", err)
 	})
+	measure("Append at AnyVersion (+1 head query)", 2, func() error {
+		r, err := s.Append(ctx, id, stream.AnyVersion, placed(2))
+		if err == nil && (r.First != 150 || r.Last != 151) {
+			return fmt.Errorf("appended at %d..%d, want 150..151", r.First, r.Last)
+		}
+		return err
+	})
+	measure("Check, and Append refused by it", 0, func() error {
+		if err := s.Check(id, stream.AnyVersion, placed(2)); err != nil {
+			return fmt.Errorf("Check of a valid append: %v", err)
+		}
+		if err := s.Check(id, stream.AnyVersion, placed(99)); !errors.Is(err, tablekit.ErrTooLarge) {
+			return fmt.Errorf("Check of 99 events at AnyVersion (2 head actions): %v, want ErrTooLarge", err)
+		}
+		if _, err := s.Append(ctx, id, stream.AnyVersion, placed(99)); !errors.Is(err, tablekit.ErrTooLarge) {
+			return fmt.Errorf("99 events at AnyVersion: %v, want ErrTooLarge", err)
+		}
+		if err := s.Check(id, -2, placed(1)); !errors.Is(err, tablekit.ErrInvalidInput) {
+			return fmt.Errorf("Check of version -2: %v, want ErrInvalidInput", err)
+		}
+		return nil
+	})
 	measure("Version", 1, func() error { _, err := s.Version(ctx, id); return err })
-	measure("Forward over 149 events, 10 per page", 15, func() error {
+	measure("Forward over 151 events, 10 per page", 16, func() error {
 		for _, err := range s.Forward(ctx, id, 1) {
 			if err != nil {
 				return err
@@ -460,7 +482,7 @@ func TestAppendCost(t *testing.T) {
 		}
 		return nil
 	})
-	measure("Backward from the end, 10 per page", 16, func() error {
+	measure("Backward from the end, 10 per page", 17, func() error {
 		for _, err := range s.Backward(ctx, id, 0) {
 			if err != nil {
 				return err
