@@ -73,8 +73,14 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	wa, _ := coord.NewWriter(orders, nil)
-	wb, _ := coord.NewWriter(orders, nil)
+	wa, err := coord.NewWriter(orders, nil)
+	if err != nil {
+		return err
+	}
+	wb, err := coord.NewWriter(orders, nil)
+	if err != nil {
+		return err
+	}
 
 	before := m.Snapshot()
 	termA, err := a.Acquire(ctx)

@@ -67,7 +67,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	_, err := acct.Queues().NewQueueClient(queue).Create(ctx, nil)
 	t := map[string]*tablekit.Table[tablekit.Entity]{}
 	for _, name := range []string{"Employees", "Feed", "ByLastName", "Badges"} {
-		if t[name], _ = tablekit.OpenTable[tablekit.Entity](acct, name+suffix, nil); err == nil {
+		if err != nil {
+			return err
+		}
+		if t[name], err = tablekit.OpenTable[tablekit.Entity](acct, name+suffix, nil); err == nil {
 			err = t[name].CreateIfNotExists(ctx)
 			defer t[name].DeleteTable(bg)
 		}
@@ -81,10 +84,12 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// (employees change departments), beside their current row, which the
 	// append's transaction writes too. The Feed marks each stream it appends to.
 	reg := &patterns.Registry{}
-	patterns.Register[Hired](reg, "Hired", 1)
-	patterns.Register[Moved](reg, "Moved", 1)
-	store, _ := stream.NewStore(t["Employees"], reg, nil)
-	f, _ := feed.New(store, t["Feed"], nil)
+	err1, err2 := patterns.Register[Hired](reg, "Hired", 1), patterns.Register[Moved](reg, "Moved", 1)
+	store, err3 := stream.NewStore(t["Employees"], reg, nil)
+	f, err4 := feed.New(store, t["Feed"], nil)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err // the constructors fail on bad input only, before sending anything
+	}
 	before := acct.Meter().Snapshot()
 	for _, h := range []Hired{{"000123", "", "Lisa", "Jones", "Sales"}, {"000223", "", "Jon", "Jones", "Sales"}, {"000100", "", "Adam", "Barr", "Sales"}} {
 		current := tablekit.InsertAction(tablekit.Entity{PartitionKey: h.Employee, RowKey: "current",
@@ -116,7 +121,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "Lisa's move to Marketing sent again with its event id: replayed=%v, version %d, %d transactions\n", r.Replayed, r.Last, cost(before))
 
 	// The read side: a row per last name, each event folded into it once.
-	view, _ := feed.NewProjector(t["ByLastName"], func(c feed.Change) []feed.Row {
+	view, err1 := feed.NewProjector(t["ByLastName"], func(c feed.Change) []feed.Row {
 		if h, ok := c.Data.(Hired); ok {
 			return []feed.Row{{PartitionKey: h.LastName, RowKey: "employees"}}
 		}
@@ -128,29 +133,35 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	})
 	// The outbox: an employee's stream is theirs (a hire's event commits with
 	// its current row); a Publisher sends the hires to the badge office's queue.
-	client, _ := archive.OpenClient(acct, queue, nil)
-	pub, _ := outbox.NewPublisher(client, nil)
+	client, err2 := archive.OpenClient(acct, queue, nil)
+	pub, err3 := outbox.NewPublisher(client, nil)
 	hires := func(ctx context.Context, c feed.Change) error {
 		if _, ok := c.Data.(Hired); !ok {
 			return nil
 		}
 		return pub.Handle(ctx, c)
 	}
-	relay, _ := f.NewRelay([]feed.Subscription{{Name: "bylastname", Handle: view.Handle}, {Name: "badges", Handle: hires}},
+	relay, err4 := f.NewRelay([]feed.Subscription{{Name: "bylastname", Handle: view.Handle}, {Name: "badges", Handle: hires}},
 		&feed.RelayOptions{Interval: 50 * time.Millisecond})
-	lease, _ := coord.NewLease(t["Feed"], "lease", "relay", "relay-"+suffix, &coord.LeaseOptions{Duration: 2 * time.Second})
+	lease, err5 := coord.NewLease(t["Feed"], "lease", "relay", "relay-"+suffix, &coord.LeaseOptions{Duration: 2 * time.Second})
 	// The badge office's worker inserts a badge per message, in a transaction
 	// keyed by the message's id: a copy is a no-op (not a failed insert).
-	w, _ := coord.NewWriter(t["Badges"], nil)
-	handler, _ := outbox.NewHandler(w, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
+	w, err6 := coord.NewWriter(t["Badges"], nil)
+	handler, err7 := outbox.NewHandler(w, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
 		var h Hired
 		err := msg.Decode(&h)
 		badge := tablekit.Entity{PartitionKey: "badges", RowKey: msg.Stream.PartitionKey, Properties: map[string]any{"Name": h.FirstName + " " + h.LastName}}
 		return []tablekit.Action[tablekit.Entity]{tablekit.InsertAction(badge)}, err
 	})
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		return err
+	}
 	var mux archive.Mux
 	mux.Register(outbox.Kind, handler)
-	worker, _ := archive.OpenWorker(acct, queue, &mux, &archive.WorkerOptions{PollInterval: 100 * time.Millisecond})
+	worker, err := archive.OpenWorker(acct, queue, &mux, &archive.WorkerOptions{PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
 	running, stop := context.WithCancel(ctx)
 	done := make(chan error, 2)
 	defer func() { stop(); <-done; <-done }() // before the deletes

@@ -95,7 +95,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return err
 	}
 	ct, _ := adaRaw.Properties["SSN"].([]byte)
-	keyID, _ := tablekit.CiphertextKeyID(ct) // "" for what is not a ciphertext
+	keyID, err := tablekit.CiphertextKeyID(ct)
+	if err != nil {
+		return err // not a ciphertext of tablekit's encryption
+	}
 	fmt.Fprintf(out, "read without keys, SSN is Edm.Binary, %d bytes (header naming key %q, nonce, ciphertext, tag), plaintext in it: %t; Name is still %q\n",
 		len(ct), keyID, bytes.Contains(ct, []byte(ada.SSN)), adaRaw.Properties["Name"])
 

@@ -60,7 +60,10 @@ func main() {
 
 // samePartition is option 2: the index entity Sales/lastname!Jones lists the Joneses' ids.
 func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, name string) error {
-	employees, _ := tablekit.OpenTable[Employee](acct, name, nil)
+	employees, err := tablekit.OpenTable[Employee](acct, name, nil)
+	if err != nil {
+		return err
+	}
 	if err := employees.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
@@ -86,14 +89,20 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, n
 
 // elsewhere is options 3 (lastname!Sales/Jones) and 1 (blob surname/Jones), synced by a worker.
 func elsewhere(ctx context.Context, acct *tablekit.Account, out io.Writer, name string) error {
-	employees, _ := tablekit.OpenTable[Employee](acct, name, nil)
+	employees, err := tablekit.OpenTable[Employee](acct, name, nil)
+	if err != nil {
+		return err
+	}
 	if err := employees.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
 	defer employees.DeleteTable(context.WithoutCancel(ctx))
 	blobs := acct.Blobs().ServiceClient().NewContainerClient(name) // created on first write
 	defer blobs.Delete(context.WithoutCancel(ctx), nil)
-	queue, _ := archive.OpenClient(acct, name, nil)
+	queue, err := archive.OpenClient(acct, name, nil)
+	if err != nil {
+		return err
+	}
 	if _, err := acct.Queues().NewQueueClient(queue.Name()).Create(ctx, nil); err != nil {
 		return err
 	}

@@ -60,7 +60,10 @@ func main() {
 }
 
 func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, name string) error {
-	employees, _ := tablekit.OpenTable[Employee](acct, name, nil)
+	employees, err := tablekit.OpenTable[Employee](acct, name, nil)
+	if err != nil {
+		return err
+	}
 	if err := employees.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
@@ -93,12 +96,18 @@ func samePartition(ctx context.Context, acct *tablekit.Account, out io.Writer, n
 
 // crossPartition keeps copies in partitions email!Sales and anyemail, synced by a queue worker.
 func crossPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, name string) error {
-	employees, _ := tablekit.OpenTable[Employee](acct, name, nil)
+	employees, err := tablekit.OpenTable[Employee](acct, name, nil)
+	if err != nil {
+		return err
+	}
 	if err := employees.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
 	defer employees.DeleteTable(context.WithoutCancel(ctx))
-	queue, _ := archive.OpenClient(acct, "q"+strings.ToLower(name), nil)
+	queue, err := archive.OpenClient(acct, "q"+strings.ToLower(name), nil)
+	if err != nil {
+		return err
+	}
 	if _, err := acct.Queues().NewQueueClient(queue.Name()).Create(ctx, nil); err != nil {
 		return err
 	}
@@ -115,7 +124,10 @@ func crossPartition(ctx context.Context, acct *tablekit.Account, out io.Writer, 
 			return err
 		}
 	}
-	caught, _ := ix.CaughtUp(ctx, "Sales", "000223")
+	caught, err := ix.CaughtUp(ctx, "Sales", "000223")
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "cross partition: %d employees inserted; before a worker runs, CaughtUp(Sales, 000223) = %v\n", len(staff), caught)
 	worker, err := archive.OpenWorker(acct, queue.Name(), ix, &archive.WorkerOptions{PollInterval: 250 * time.Millisecond})
 	if err != nil {

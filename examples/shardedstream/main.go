@@ -68,7 +68,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	partitions, _ := keys.ShardedKeys(shards, "clicks")
+	partitions, err := keys.ShardedKeys(shards, "clicks")
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "instead, PartitionKey = the shard bucket of the event ID (FNV-1a mod %d) first, then the stream's name (keys.ShardedKey): %s; RowKey = time and ID\n",
 		shards, strings.Join(partitions, " "))
 
