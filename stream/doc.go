@@ -84,7 +84,10 @@
 // attempts is the error ErrOutcomeUnknown. Without ids a lost answer is
 // settled the same way, within the call; what ids add is that a repeat
 // of the call (the caller's own retry, after its process lost the
-// acknowledgement) is recognised instead of appended again.
+// acknowledgement) is recognised instead of appended again. An append at
+// AnyVersion settles each try so, and plans its next try at a later
+// version only after it saw the stream past the version the last try
+// expected, where that try can no longer land: it too is applied once.
 //
 // # Limits, and appends that do not fit
 //
