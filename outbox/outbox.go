@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +66,20 @@ func (m Message) Decode(v any) error {
 // so the id names one stream and version.
 func MessageID(id stream.ID, v int64) string {
 	return fmt.Sprintf("%s~%s~%010d", id.PartitionKey, id.Prefix, v)
+}
+
+// recordKey is the coord.Write key under which a Handler records message
+// id: the id itself, or, when the record's RowKey (coord's "~coord~key~" +
+// the key) would pass 255 bytes (Cosmos DB for Table's RowKey limit;
+// Table storage's is 1 KiB of UTF-16, which a stream partition near 500
+// characters passes), "sha256~" + the id's SHA-256 in hex: the same for
+// every copy of the message, and short enough on both services.
+func recordKey(id string) string {
+	if len(coord.ReservedPrefix)+len("key~")+len(id) <= 255 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256~" + hex.EncodeToString(sum[:])
 }
 
 // Publisher enqueues the messages of outbox streams to an archive queue:
@@ -140,7 +156,9 @@ func (p *Publisher) Handle(ctx context.Context, c feed.Change) error {
 // NewHandler returns the archive.Handler that applies each outbox message
 // once by its id: apply returns the message's effect as actions in one
 // partition of w's table, and the handler commits them in one transaction
-// keyed by the message id (coord.Write{Key: m.ID}), so the effect is applied
+// keyed by the message id (coord.Write{Key: m.ID}; an id too long for a
+// record's RowKey, from a stream partition of hundreds of bytes, by its
+// SHA-256 instead), so the effect is applied
 // exactly once per id however often the message is delivered (see the
 // package doc for how long: w's KeyTTL). A repeat, or apply returning no
 // actions, writes nothing and the message is deleted. An error of apply is
@@ -168,7 +186,7 @@ func NewHandler(w *coord.Writer[tablekit.Entity], apply func(ctx context.Context
 		if err != nil || len(acts) == 0 {
 			return err
 		}
-		if _, err := w.Transaction(ctx, coord.Write{Key: m.ID}, acts...); err != nil {
+		if _, err := w.Transaction(ctx, coord.Write{Key: recordKey(m.ID)}, acts...); err != nil {
 			err = fmt.Errorf("outbox: Handler: message %s: %w", m.ID, err)
 			var ve *tablekit.ValidationError
 			if errors.As(err, &ve) { // apply's actions or the id refused as input: a retry cannot help

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,6 +282,36 @@ func TestRedeliveredOnce(t *testing.T) {
 		if c != 2 {
 			t.Errorf("message %s: apply called %d times, want 2 (once per copy; the copy's transaction replayed)", id, c)
 		}
+	}
+}
+
+// TestLongStreamPartition: a stream partition of 500 characters (keys
+// hold 512 UTF-16 code units; the feed's directory row of the stream,
+// "s~" + partition + "~outbox", still fits) makes ids too long for a
+// record's RowKey as they are ("~coord~key~" + id, 529): the handler
+// records them by their hash, so each message, delivered twice, is
+// applied once (before, each was refused as input and poisoned).
+func TestLongStreamPartition(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	pk := strings.Repeat("p", 500)
+	if _, err := r.write(ctx, pk, 0, status(pk, "placed"), "a1", "a2"); err != nil {
+		t.Fatal(err)
+	}
+	r.round(t)
+	again, err := r.f.NewRelay([]feed.Subscription{{Name: "again", Handle: r.pub.Handle}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Replay(ctx, 0, "again"); err != nil {
+		t.Fatal(err)
+	}
+	st := r.work(t, 4)
+	if st.Succeeded != 4 || st.Failed != 0 || st.Poisoned != 0 {
+		t.Errorf("worker stats %+v, want the 4 copies handled and deleted", st)
+	}
+	if n, last := r.count(t, pk); n != 2 || last != 2 {
+		t.Errorf("%d applied, last version %d; want 2, 2 (each id once)", n, last)
 	}
 }
 
