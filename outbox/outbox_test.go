@@ -183,6 +183,26 @@ func status(pk, s string) tablekit.Action[tablekit.Entity] {
 	return tablekit.UpsertAction(tablekit.Entity{PartitionKey: pk, RowKey: "order", Properties: map[string]any{"Status": s}})
 }
 
+// publishTwice writes two messages (a1, a2) to the outbox stream of pk
+// with a state change, and publishes each twice: by a round of the
+// rig's relay, then by a second subscription's Replay (a relay that died
+// before its checkpoint).
+func (r *rig) publishTwice(t *testing.T, pk string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := r.write(ctx, pk, 0, status(pk, "placed"), "a1", "a2"); err != nil {
+		t.Fatal(err)
+	}
+	r.round(t)
+	again, err := r.f.NewRelay([]feed.Subscription{{Name: "again", Handle: r.pub.Handle}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Replay(ctx, 0, "again"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (r *rig) round(t *testing.T) {
 	t.Helper()
 	if _, err := r.relay.Round(context.Background(), 0); err != nil {
@@ -251,17 +271,7 @@ func TestCommittedReachHandlerOnce(t *testing.T) {
 func TestRedeliveredOnce(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	if _, err := r.write(ctx, "a", 0, status("a", "placed"), "a1", "a2"); err != nil {
-		t.Fatal(err)
-	}
-	r.round(t)
-	again, err := r.f.NewRelay([]feed.Subscription{{Name: "again", Handle: r.pub.Handle}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := again.Replay(ctx, 0, "again"); err != nil {
-		t.Fatal(err)
-	}
+	r.publishTwice(t, "a")
 	props, err := r.queue.GetProperties(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -293,19 +303,8 @@ func TestRedeliveredOnce(t *testing.T) {
 // applied once (before, each was refused as input and poisoned).
 func TestLongStreamPartition(t *testing.T) {
 	r := newRig(t)
-	ctx := context.Background()
 	pk := strings.Repeat("p", 500)
-	if _, err := r.write(ctx, pk, 0, status(pk, "placed"), "a1", "a2"); err != nil {
-		t.Fatal(err)
-	}
-	r.round(t)
-	again, err := r.f.NewRelay([]feed.Subscription{{Name: "again", Handle: r.pub.Handle}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := again.Replay(ctx, 0, "again"); err != nil {
-		t.Fatal(err)
-	}
+	r.publishTwice(t, pk)
 	st := r.work(t, 4)
 	if st.Succeeded != 4 || st.Failed != 0 || st.Poisoned != 0 {
 		t.Errorf("worker stats %+v, want the 4 copies handled and deleted", st)
