@@ -205,7 +205,8 @@
 //
 // # Guarantees
 //
-// With any number of appending processes, relays contending for the lease,
+// With any number of appending processes (appending at expected versions,
+// or at stream.AnyVersion to a log of Table writes), relays contending for the lease,
 // requests failing before they are sent or after the service applied them,
 // on Table storage and on Cosmos DB for Table (TestChaosFeed checks each,
 // TestChaosFeedCosmos behind package azurite's Cosmos DB front), and
