@@ -90,7 +90,7 @@ func TestBadInput(t *testing.T) {
 	for _, c := range []struct {
 		id  stream.ID
 		exp int64
-	}{{stream.ID{}, 0}, {stream.ID{PartitionKey: "p"}, -1}} {
+	}{{stream.ID{}, 0}, {stream.ID{PartitionKey: "p"}, -2}} { // -1 is stream.AnyVersion
 		if _, err := e.f.Append(ctx, c.id, c.exp, []stream.Event{{Data: Tagged{}}}); !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("Append(%v, %d): %v", c.id, c.exp, err)
 		}
