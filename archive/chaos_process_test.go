@@ -2,15 +2,12 @@ package archive_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -152,36 +149,16 @@ func chaosWorkerProcess(cfgJSON string) int {
 
 // workerProc is a running worker process.
 type workerProc struct {
+	*chaos.Process
 	serial int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *bytes.Buffer // its stdout and stderr, readable once done is closed
-	stats  string
-	done   chan struct{}
-	err    error // Wait's, once done is closed
+	stats  string // the file it writes its procReport to
 }
 
 // startWorkerProc starts worker process number serial.
-func startWorkerProc(names chaosNames, seed int64, serial int, dir string) (*workerProc, error) {
-	p := &workerProc{serial: serial, out: &bytes.Buffer{}, stats: filepath.Join(dir, fmt.Sprintf("worker-%d.json", serial)), done: make(chan struct{})}
-	cfg, err := json.Marshal(chaosWorkerConfig{Names: names, Seed: seed*1000 + int64(serial), Stats: p.stats})
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(os.Args[0])
-	p.cmd.Env = append(os.Environ(), chaosWorkerEnv+"="+string(cfg))
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+func startWorkerProc(t *testing.T, names chaosNames, seed int64, serial int, dir string) *workerProc {
+	p := &workerProc{serial: serial, stats: filepath.Join(dir, fmt.Sprintf("worker-%d.json", serial))}
+	p.Process = chaos.StartProcess(t, chaosWorkerEnv, chaosWorkerConfig{Names: names, Seed: seed*1000 + int64(serial), Stats: p.stats}, nil)
+	return p
 }
 
 // report returns the process's last report (zero if none yet).
@@ -192,24 +169,6 @@ func (p *workerProc) report() procReport {
 		_ = json.Unmarshal(data, &r)
 	}
 	return r
-}
-
-// kill kills the process with SIGKILL and waits for it to end.
-func (p *workerProc) kill() error {
-	if err := p.cmd.Process.Kill(); err != nil {
-		return fmt.Errorf("killing worker process %d: %w", p.serial, err)
-	}
-	<-p.done
-	return nil
-}
-
-// tail returns the end of the process's output.
-func (p *workerProc) tail() string {
-	out := p.out.String()
-	if len(out) > 3000 {
-		out = "..." + out[len(out)-3000:]
-	}
-	return out
 }
 
 // addReport adds r's fault counts into sum.
@@ -260,34 +219,17 @@ func TestChaosArchiveProcesses(t *testing.T) {
 			all     []*workerProc
 			serials int
 		)
-		start := func() (*workerProc, error) {
+		start := func() *workerProc {
 			mu.Lock()
 			defer mu.Unlock()
-			p, err := startWorkerProc(names, seed, serials, dir)
-			if err != nil {
-				return nil, err
-			}
+			p := startWorkerProc(t, names, seed, serials, dir)
 			serials++
 			all = append(all, p)
-			return p, nil
+			return p
 		}
 		for range procs {
-			p, err := start()
-			if err != nil {
-				t.Fatal(err)
-			}
-			live = append(live, p)
+			live = append(live, start())
 		}
-		t.Cleanup(func() {
-			for _, p := range all {
-				select {
-				case <-p.done:
-				default:
-					p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		})
 		inj.SetEnabled(true)
 
 		// The writers request their moves in rounds; the killer opens the
@@ -342,12 +284,10 @@ func TestChaosArchiveProcesses(t *testing.T) {
 					continue
 				}
 				i := hot[rng.IntN(len(hot))]
-				if killErr = live[i].kill(); killErr != nil {
+				if killErr = live[i].Kill(); killErr != nil {
 					return
 				}
-				if live[i], killErr = start(); killErr != nil {
-					return
-				}
+				live[i] = start()
 				killed++
 				openNext()
 			}
@@ -378,22 +318,21 @@ func TestChaosArchiveProcesses(t *testing.T) {
 		drainChaosQueue(t, setup, names, func() {
 			inj.SetEnabled(false)
 			for _, p := range live {
-				if _, err := io.WriteString(p.stdin, "nofaults\n"); err != nil {
+				if err := p.Send("nofaults"); err != nil {
 					t.Fatalf("worker process %d: %v", p.serial, err)
 				}
 			}
 		})
-		for _, p := range live {
-			p.stdin.Close()
+		stopping := make([]*chaos.Process, len(live))
+		for i, p := range live {
+			stopping[i] = p.Process
+		}
+		if err := chaos.StopProcesses(time.Minute, stopping...); err != nil {
+			t.Error(err)
 		}
 		for _, p := range live {
-			select {
-			case <-p.done:
-				if p.err != nil {
-					t.Errorf("worker process %d: %v; its output:\n%s", p.serial, p.err, p.tail())
-				}
-			case <-time.After(time.Minute):
-				t.Errorf("worker process %d did not stop within a minute of its stdin closing", p.serial)
+			if err := p.Err(); err != nil {
+				t.Errorf("worker process %d: %v (its stderr is in the test's output)", p.serial, err)
 			}
 		}
 
@@ -431,15 +370,6 @@ func TestChaosArchiveProcesses(t *testing.T) {
 		t.Logf("claim-check blobs left: %d (at most %d allowed)", left, allowed)
 		if h.Len() < 300 && chaos.Full() {
 			v.Addf("only %d operations ran, want at least 300", h.Len())
-		}
-		if v.Len() > 0 {
-			for _, p := range all {
-				select {
-				case <-p.done:
-					t.Logf("worker process %d output:\n%s", p.serial, p.tail())
-				default:
-				}
-			}
 		}
 		v.Report(t)
 	})

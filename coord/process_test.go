@@ -1,17 +1,13 @@
 package coord_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,15 +45,11 @@ type contenderConfig struct {
 	Retry       time.Duration
 }
 
-// contenderProcess runs a contender until its stdin closes. It prints
-// "LEAD <term> <unix ns>" when it starts leading and "STATS <eligible>
-// <faults> <answer-lost>" every 100 ms. It returns the exit code.
-func contenderProcess(cfgJSON string) int {
-	var cfg contenderConfig
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "contender:", err)
-		return 2
-	}
+// contenderProcess runs a contender until ctx ends (its stdin closes,
+// see chaos.RunChild). It prints "LEAD <term> <unix ns>" when it starts
+// leading and "STATS <eligible> <faults> <answer-lost>" every 100 ms. It
+// returns the exit code.
+func contenderProcess(ctx context.Context, cfg contenderConfig) int {
 	inj, err := chaos.New(cfg.Seed, chaos.Mixed(0.2))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "contender:", err)
@@ -87,12 +79,6 @@ func contenderProcess(cfgJSON string) int {
 		fmt.Printf(format+"\n", args...)
 		out.Unlock()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 	go func() {
 		for ctx.Err() == nil {
 			st := inj.Stats()
@@ -125,14 +111,6 @@ func contenderProcess(cfgJSON string) int {
 	return 0
 }
 
-// contender is a running contender process, seen from the test.
-type contender struct {
-	index int
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan struct{}
-}
-
 // leadReport is a "LEAD" line of a contender.
 type leadReport struct {
 	index int
@@ -154,72 +132,36 @@ func TestChaosLeaseProcesses(t *testing.T) {
 		var leads []leadReport
 		stats := map[int][3]int64{}
 		newLead := make(chan leadReport, 100)
-		start := func(index int) *contender {
+		start := func(index int) *chaos.Process {
 			c := cfg
 			c.Index, c.Seed = index, seed*1000+int64(index)
-			data, _ := json.Marshal(c)
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), contenderEnv+"="+string(data))
-			cmd.Stderr = os.Stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			p := &contender{index: index, cmd: cmd, stdin: stdin, done: make(chan struct{})}
-			go func() {
-				defer close(p.done)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					f := strings.Fields(sc.Text())
-					switch {
-					case len(f) == 3 && f[0] == "LEAD":
-						term, _ := strconv.ParseInt(f[1], 10, 64)
-						ns, _ := strconv.ParseInt(f[2], 10, 64)
-						r := leadReport{index: index, term: term, at: time.Unix(0, ns)}
-						mu.Lock()
-						leads = append(leads, r)
-						mu.Unlock()
-						newLead <- r
-					case len(f) == 4 && f[0] == "STATS":
-						var s [3]int64
-						for i := range s {
-							s[i], _ = strconv.ParseInt(f[i+1], 10, 64)
-						}
-						mu.Lock()
-						stats[index] = s
-						mu.Unlock()
+			return chaos.StartProcess(t, contenderEnv, c, func(f []string) {
+				switch {
+				case len(f) == 3 && f[0] == "LEAD":
+					term, _ := strconv.ParseInt(f[1], 10, 64)
+					ns, _ := strconv.ParseInt(f[2], 10, 64)
+					r := leadReport{index: index, term: term, at: time.Unix(0, ns)}
+					mu.Lock()
+					leads = append(leads, r)
+					mu.Unlock()
+					newLead <- r
+				case len(f) == 4 && f[0] == "STATS":
+					var s [3]int64
+					for i := range s {
+						s[i], _ = strconv.ParseInt(f[i+1], 10, 64)
 					}
+					mu.Lock()
+					stats[index] = s
+					mu.Unlock()
 				}
-				_ = cmd.Wait()
-			}()
-			return p
+			})
 		}
-		procs := map[int]*contender{}
+		procs := map[int]*chaos.Process{}
 		next := 0
 		for range 3 {
 			procs[next] = start(next)
 			next++
 		}
-		defer func() {
-			for _, p := range procs {
-				_ = p.stdin.Close()
-			}
-			for _, p := range procs {
-				select {
-				case <-p.done:
-				case <-time.After(20 * time.Second):
-					_ = p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		}()
 
 		// The observer reads the lease every 10 ms without faults, to
 		// split each kill's latency into what the protocol bounds (from
@@ -285,10 +227,9 @@ func TestChaosLeaseProcesses(t *testing.T) {
 			mu.Unlock()
 			victim := procs[cur.index]
 			killedAt := time.Now()
-			if err := victim.cmd.Process.Kill(); err != nil {
+			if err := victim.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			<-victim.done
 			delete(procs, cur.index)
 			procs[next] = start(next)
 			next++
@@ -303,13 +244,9 @@ func TestChaosLeaseProcesses(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		stopObs()
 		<-obsDone
-		for _, p := range procs {
-			_ = p.stdin.Close()
+		if err := chaos.StopProcesses(time.Minute, slices.Collect(maps.Values(procs))...); err != nil {
+			t.Error(err)
 		}
-		for _, p := range procs {
-			<-p.done
-		}
-		procs = nil
 
 		// Invariants.
 		var v chaos.Violations

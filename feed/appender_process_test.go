@@ -1,15 +1,11 @@
 package feed_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,22 +42,19 @@ type appenderConfig struct {
 	Resume *appendJob
 }
 
-// appenderProcess appends through Feed.Append until its stdin closes,
-// through a fault injector of its own, as the in-process appenders of
-// TestChaosFeedProcesses do: 1 to 3 events with ids, at the version read,
-// sent again at the version read anew (or the conflict's) until
-// acknowledged. Before each append it prints "TRY <stream> <tag,...>",
-// after its acknowledgement "ACK <tag,...>" (each line one write to the
-// unbuffered stdout, so a SIGKILL cannot take back a line written), and
-// "STATS <eligible> <faults>" every 100 ms. It returns the exit code.
-func appenderProcess(cfgJSON string) int {
-	var cfg appenderConfig
+// appenderProcess appends through Feed.Append until ctx ends (its stdin
+// closes, see chaos.RunChild), through a fault injector of its own, as
+// the in-process appenders of TestChaosFeedProcesses do: 1 to 3 events
+// with ids, at the version read, sent again at the version read anew (or
+// the conflict's) until acknowledged. Before each append it prints "TRY
+// <stream> <tag,...>", after its acknowledgement "ACK <tag,...>" (each
+// line one write to the unbuffered stdout, so a SIGKILL cannot take back a
+// line written), and "STATS <eligible> <faults>" every 100 ms. It returns
+// the exit code.
+func appenderProcess(ctx context.Context, cfg appenderConfig) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "appender:", err)
 		return 2
-	}
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fail(err)
 	}
 	inj, err := chaos.New(cfg.Seed, chaos.Mixed(0.2))
 	if err != nil {
@@ -81,12 +74,6 @@ func appenderProcess(cfgJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 	var outMu sync.Mutex
 	say := func(format string, args ...any) {
 		outMu.Lock()
@@ -221,7 +208,6 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 		acked := map[string]int{}         // tag -> stream index
 		ackedJobs := [][]string{}         // the acknowledged appends, as their tags
 		unknown := map[string]appendJob{} // first tag -> append in flight when its process was killed, not acknowledged since
-		var eligible, faults int64
 
 		// The relay and its projector, in this process.
 		relayCtx, stopRelay := context.WithCancel(ctx)
@@ -257,80 +243,43 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 
 		// The appender processes.
 		type proc struct {
-			serial   int
-			cmd      *exec.Cmd
-			stdin    io.WriteCloser
-			done     chan struct{}
+			*chaos.Process
 			inFlight *appendJob // its last TRY with no ACK yet
-			stats    [2]int64
+			stats    [2]int64   // eligible tries and faults, as last reported
 		}
 		var all []*proc
 		start := func(serial int, resume *appendJob) *proc {
-			data, _ := json.Marshal(appenderConfig{Conn: conn, Streams: names[0], Feed: names[1], IDs: streams, Seed: seed*1000 + int64(serial), Serial: serial, Resume: resume})
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), appenderEnv+"="+string(data))
-			cmd.Stderr = os.Stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			p := &proc{serial: serial, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+			p := &proc{}
+			cfg := appenderConfig{Conn: conn, Streams: names[0], Feed: names[1], IDs: streams, Seed: seed*1000 + int64(serial), Serial: serial, Resume: resume}
+			p.Process = chaos.StartProcess(t, appenderEnv, cfg, func(f []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case len(f) == 3 && f[0] == "TRY":
+					i, _ := strconv.Atoi(f[1])
+					p.inFlight = &appendJob{Stream: i, Tags: strings.Split(f[2], ",")}
+				case len(f) == 2 && f[0] == "ACK":
+					tags := strings.Split(f[1], ",")
+					if p.inFlight == nil || strings.Join(p.inFlight.Tags, ",") != f[1] {
+						bad = append(bad, fmt.Sprintf("appender %d acknowledged %v, which it did not try", serial, tags))
+					} else {
+						for _, tag := range tags {
+							acked[tag] = p.inFlight.Stream
+						}
+						ackedJobs = append(ackedJobs, tags)
+						delete(unknown, tags[0])
+					}
+					p.inFlight = nil
+				case len(f) == 3 && f[0] == "STATS":
+					p.stats[0], _ = strconv.ParseInt(f[1], 10, 64)
+					p.stats[1], _ = strconv.ParseInt(f[2], 10, 64)
+				}
+			})
 			mu.Lock()
 			all = append(all, p)
 			mu.Unlock()
-			go func() {
-				defer close(p.done)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					f := strings.Fields(sc.Text())
-					mu.Lock()
-					switch {
-					case len(f) == 3 && f[0] == "TRY":
-						i, _ := strconv.Atoi(f[1])
-						p.inFlight = &appendJob{Stream: i, Tags: strings.Split(f[2], ",")}
-					case len(f) == 2 && f[0] == "ACK":
-						tags := strings.Split(f[1], ",")
-						if p.inFlight == nil || strings.Join(p.inFlight.Tags, ",") != f[1] {
-							bad = append(bad, fmt.Sprintf("appender %d acknowledged %v, which it did not try", serial, tags))
-						} else {
-							for _, tag := range tags {
-								acked[tag] = p.inFlight.Stream
-							}
-							ackedJobs = append(ackedJobs, tags)
-							delete(unknown, tags[0])
-						}
-						p.inFlight = nil
-					case len(f) == 3 && f[0] == "STATS":
-						p.stats[0], _ = strconv.ParseInt(f[1], 10, 64)
-						p.stats[1], _ = strconv.ParseInt(f[2], 10, 64)
-					}
-					mu.Unlock()
-				}
-				_ = cmd.Wait()
-				mu.Lock()
-				eligible += p.stats[0]
-				faults += p.stats[1]
-				mu.Unlock()
-			}()
 			return p
 		}
-		t.Cleanup(func() {
-			for _, p := range all {
-				select {
-				case <-p.done:
-				default:
-					_ = p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		})
 		const appenders = 3
 		procs := make([]*proc, appenders)
 		for i := range procs {
@@ -355,10 +304,9 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 					// A few ms into the append, so that some kills land
 					// after its transaction and before its ACK.
 					time.Sleep(time.Duration(rng.IntN(12)) * time.Millisecond)
-					if err := procs[victim].cmd.Process.Kill(); err != nil {
+					if err := procs[victim].Kill(); err != nil { // every line it wrote is read
 						t.Fatal(err)
 					}
-					<-procs[victim].done // every line it wrote is read
 					mu.Lock()
 					if job = procs[victim].inFlight; job != nil {
 						unknown[job.Tags[0]] = *job
@@ -383,15 +331,14 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 			procs[victim] = start(next, resume)
 			next++
 		}
-		for _, p := range procs {
-			_ = p.stdin.Close()
+		live := make([]*chaos.Process, len(procs))
+		for i, p := range procs {
+			live[i] = p.Process
+		}
+		if err := chaos.StopProcesses(time.Minute, live...); err != nil {
+			t.Fatal(err)
 		}
 		for _, p := range procs {
-			select {
-			case <-p.done:
-			case <-time.After(time.Minute):
-				t.Fatalf("appender %d did not stop within a minute of its stdin closing", p.serial)
-			}
 			if p.inFlight != nil { // stopped between its TRY and its ACK
 				unknown[p.inFlight.Tags[0]] = *p.inFlight
 			}
@@ -609,6 +556,10 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 			v.Addf("only %d kills caught an append in flight, want %d", killed, kills)
 		}
 		mu.Lock()
+		var eligible, faults int64
+		for _, p := range all {
+			eligible, faults = eligible+p.stats[0], faults+p.stats[1]
+		}
 		t.Logf("%d events in %d streams: %d acknowledged appends (%d events), %d appends left unknown by a kill (%d of them stored); %d marks left short of their Target after the kills, kept until the last appends; %d appender processes started, %d SIGKILLed with an append in flight (%d of those appends sent again by the next process; %d more kills found it acknowledged meanwhile); caught up %v after the last append; appender processes' faults as last reported: %d in %d eligible tries",
 			total, len(streams), len(ackedJobs), len(acked), len(unknown), unknownIn, len(short), next, killed, resumed, idle, catchUpTime.Round(time.Millisecond), faults, eligible)
 		mu.Unlock()

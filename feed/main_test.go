@@ -1,18 +1,14 @@
 package feed_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(relayEnv); cfg != "" {
-		os.Exit(relayProcess(cfg))
-	}
-	if cfg := os.Getenv(appenderEnv); cfg != "" {
-		os.Exit(appenderProcess(cfg))
-	}
+	chaos.RunChild(relayEnv, relayProcess)
+	chaos.RunChild(appenderEnv, appenderProcess)
 	testenv.Main(m)
 }

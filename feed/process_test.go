@@ -1,15 +1,11 @@
 package feed_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,17 +40,14 @@ func foldTag(v *tablekit.Entity, c feed.Change) error {
 	return nil
 }
 
-// relayProcess runs Relay.Run with a Projector until its stdin closes,
-// through a fault injector of its own. It prints "STATS <eligible>
-// <faults>" every 100 ms. It returns the exit code.
-func relayProcess(cfgJSON string) int {
-	var cfg relayConfig
+// relayProcess runs Relay.Run with a Projector until ctx ends (its stdin
+// closes, see chaos.RunChild), through a fault injector of its own. It
+// prints "STATS <eligible> <faults>" every 100 ms. It returns the exit
+// code.
+func relayProcess(ctx context.Context, cfg relayConfig) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "relay:", err)
 		return 2
-	}
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fail(err)
 	}
 	inj, err := chaos.New(cfg.Seed, chaos.Mixed(0.2))
 	if err != nil {
@@ -96,12 +89,6 @@ func relayProcess(cfgJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 	go func() {
 		for ctx.Err() == nil {
 			s := inj.Stats()
@@ -166,74 +153,35 @@ func TestChaosFeedProcesses(t *testing.T) {
 
 		// The relay processes.
 		type proc struct {
-			cmd     *exec.Cmd
-			stdin   io.WriteCloser
-			done    chan struct{}
+			*chaos.Process
 			handing atomic.Int64 // unix ns of its last "H" line
 		}
 		var pmu sync.Mutex
-		var eligible, faults int64
-		lastStats := map[int][2]int64{}
+		lastStats := map[int][2]int64{} // by process: eligible tries and faults, as last reported
 		started := 0
 		start := func(index int) *proc {
-			data, _ := json.Marshal(relayConfig{Conn: conn, Streams: names[0], Feed: names[1], View: names[2], Seed: seed*100 + int64(index), Index: index})
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), relayEnv+"="+string(data))
-			cmd.Stderr = os.Stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			p := &proc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+			p := &proc{}
+			cfg := relayConfig{Conn: conn, Streams: names[0], Feed: names[1], View: names[2], Seed: seed*100 + int64(index), Index: index}
+			p.Process = chaos.StartProcess(t, relayEnv, cfg, func(f []string) {
+				if len(f) == 1 && f[0] == "H" {
+					p.handing.Store(time.Now().UnixNano())
+				}
+				if len(f) == 3 && f[0] == "STATS" {
+					e, _ := strconv.ParseInt(f[1], 10, 64)
+					n, _ := strconv.ParseInt(f[2], 10, 64)
+					pmu.Lock()
+					lastStats[index] = [2]int64{e, n}
+					pmu.Unlock()
+				}
+			})
 			pmu.Lock()
 			started++
 			pmu.Unlock()
-			go func() {
-				defer close(p.done)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					f := strings.Fields(sc.Text())
-					if len(f) == 1 && f[0] == "H" {
-						p.handing.Store(time.Now().UnixNano())
-					}
-					if len(f) == 3 && f[0] == "STATS" {
-						e, _ := strconv.ParseInt(f[1], 10, 64)
-						n, _ := strconv.ParseInt(f[2], 10, 64)
-						pmu.Lock()
-						lastStats[index] = [2]int64{e, n}
-						pmu.Unlock()
-					}
-				}
-				_ = cmd.Wait()
-				pmu.Lock()
-				eligible += lastStats[index][0]
-				faults += lastStats[index][1]
-				delete(lastStats, index)
-				pmu.Unlock()
-			}()
 			return p
 		}
 		next := 0
 		procs := []*proc{start(0), start(1)}
 		next = 2
-		stopAll := func() {
-			for _, p := range procs {
-				_ = p.stdin.Close()
-				select {
-				case <-p.done:
-				case <-time.After(10 * time.Second):
-					_ = p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		}
 
 		var mu sync.Mutex
 		var bad []string
@@ -293,14 +241,14 @@ func TestChaosFeedProcesses(t *testing.T) {
 					}
 				}
 				victim := procs[i]
-				if err := victim.cmd.Process.Kill(); err != nil {
+				handed, killedAt := victim.handing.Load(), time.Now()
+				if err := victim.Kill(); err != nil {
 					violate("kill: %v", err)
 					return
 				}
-				if time.Since(time.Unix(0, victim.handing.Load())) < 50*time.Millisecond {
+				if killedAt.Sub(time.Unix(0, handed)) < 50*time.Millisecond {
 					midRound.Add(1)
 				}
-				<-victim.done
 				procs[i] = start(next)
 				next++
 				killed++
@@ -395,7 +343,13 @@ func TestChaosFeedProcesses(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		catchUp := time.Since(begin)
-		stopAll()
+		live := make([]*chaos.Process, len(procs))
+		for i, p := range procs {
+			live[i] = p.Process
+		}
+		if err := chaos.StopProcesses(10*time.Second, live...); err != nil {
+			t.Log(err)
+		}
 		stopMonitor()
 		monitor.Wait()
 		inj.SetEnabled(false)
@@ -445,6 +399,10 @@ func TestChaosFeedProcesses(t *testing.T) {
 			}
 		}
 		pmu.Lock()
+		var eligible, faults int64
+		for _, st := range lastStats {
+			eligible, faults = eligible+st[0], faults+st[1]
+		}
 		t.Logf("%d events appended by 4 appenders to %d streams; %d relay processes started, %d SIGKILLed (%d within 50 ms of handing a change); caught up %v after the appends; relay processes' faults as last reported: %d in %d eligible tries", total, len(streams), started, killed, midRound.Load(), catchUp.Round(time.Millisecond), faults, eligible)
 		pmu.Unlock()
 		v.Report(t)

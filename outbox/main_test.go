@@ -1,15 +1,13 @@
 package outbox_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(workerEnv); cfg != "" {
-		os.Exit(workerProcess(cfg))
-	}
+	chaos.RunChild(workerEnv, workerProcess)
 	testenv.Main(m)
 }

@@ -1,19 +1,14 @@
 package outbox_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,18 +42,14 @@ type handlerFunc func(ctx context.Context, m *archive.Message) error
 func (f handlerFunc) Handle(ctx context.Context, m *archive.Message) error { return f(ctx, m) }
 
 // workerProcess runs an archive worker with outbox.NewHandler(countAndLog)
-// until its stdin closes, through a fault injector of its own. It prints
-// "IN" before each handler call and "OUT" after it (one write each to the
-// unbuffered stdout), and "STATS <eligible> <faults> <poisoned>" every
-// 100 ms. It returns the exit code.
-func workerProcess(cfgJSON string) int {
-	var cfg workerConfig
+// until ctx ends (its stdin closes, see chaos.RunChild), through a fault
+// injector of its own. It prints "IN" before each handler call and "OUT"
+// after it (one write each to the unbuffered stdout), and "STATS
+// <eligible> <faults> <poisoned>" every 100 ms. It returns the exit code.
+func workerProcess(ctx context.Context, cfg workerConfig) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 2
-	}
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		return fail(err)
 	}
 	inj, err := chaos.New(cfg.Seed, chaos.Mixed(0.2))
 	if err != nil {
@@ -105,12 +96,6 @@ func workerProcess(cfgJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 	go func() {
 		for ctx.Err() == nil {
 			s := inj.Stats()
@@ -210,72 +195,33 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 
 		// The worker processes.
 		type proc struct {
-			serial   int
-			cmd      *exec.Cmd
-			stdin    io.WriteCloser
-			done     chan struct{}
+			*chaos.Process
 			inFlight int      // handlers running: IN lines minus OUT lines
 			stats    [3]int64 // eligible, faults, poisoned, as last reported
 		}
 		var all []*proc
-		var eligible, faults, poisoned int64
 		start := func(serial int) *proc {
-			data, _ := json.Marshal(workerConfig{Conn: conn, Effects: names[2], Queue: qname, Poison: poison, Claims: claims, Seed: seed*1000 + int64(serial), VisibilityTimeoutMilli: 1000})
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), workerEnv+"="+string(data))
-			cmd.Stderr = os.Stderr
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			p := &proc{serial: serial, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+			p := &proc{}
+			cfg := workerConfig{Conn: conn, Effects: names[2], Queue: qname, Poison: poison, Claims: claims, Seed: seed*1000 + int64(serial), VisibilityTimeoutMilli: 1000}
+			p.Process = chaos.StartProcess(t, workerEnv, cfg, func(f []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case len(f) == 1 && f[0] == "IN":
+					p.inFlight++
+				case len(f) == 1 && f[0] == "OUT":
+					p.inFlight--
+				case len(f) == 4 && f[0] == "STATS":
+					for i := range p.stats {
+						p.stats[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+					}
+				}
+			})
 			mu.Lock()
 			all = append(all, p)
 			mu.Unlock()
-			go func() {
-				defer close(p.done)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					f := strings.Fields(sc.Text())
-					mu.Lock()
-					switch {
-					case len(f) == 1 && f[0] == "IN":
-						p.inFlight++
-					case len(f) == 1 && f[0] == "OUT":
-						p.inFlight--
-					case len(f) == 4 && f[0] == "STATS":
-						for i := range p.stats {
-							p.stats[i], _ = strconv.ParseInt(f[i+1], 10, 64)
-						}
-					}
-					mu.Unlock()
-				}
-				_ = cmd.Wait()
-				mu.Lock()
-				eligible += p.stats[0]
-				faults += p.stats[1]
-				poisoned += p.stats[2]
-				mu.Unlock()
-			}()
 			return p
 		}
-		t.Cleanup(func() {
-			for _, p := range all {
-				select {
-				case <-p.done:
-				default:
-					_ = p.cmd.Process.Kill()
-					<-p.done
-				}
-			}
-		})
 		const workers = 2
 		procs := make([]*proc, workers)
 		for i := range procs {
@@ -312,11 +258,10 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(12)) * time.Millisecond)
-				if err := procs[victim].cmd.Process.Kill(); err != nil {
+				if err := procs[victim].Kill(); err != nil {
 					killerDone <- err
 					return
 				}
-				<-procs[victim].done
 				mu.Lock()
 				if procs[victim].inFlight > 0 {
 					killed++
@@ -359,15 +304,12 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		drain := time.Since(start0)
 		stopRelay()
 		relayDone.Wait()
-		for _, p := range procs {
-			_ = p.stdin.Close()
+		live := make([]*chaos.Process, len(procs))
+		for i, p := range procs {
+			live[i] = p.Process
 		}
-		for _, p := range procs {
-			select {
-			case <-p.done:
-			case <-time.After(time.Minute):
-				t.Errorf("worker process %d did not stop within a minute of its stdin closing", p.serial)
-			}
+		if err := chaos.StopProcesses(time.Minute, live...); err != nil {
+			t.Error(err)
 		}
 		st := inj.Stats()
 		inj.SetEnabled(false)
@@ -389,6 +331,10 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		mu.Lock()
+		var eligible, faults, poisoned int64
+		for _, p := range all {
+			eligible, faults, poisoned = eligible+p.stats[0], faults+p.stats[1], poisoned+p.stats[2]
+		}
 		if poisoned != 0 {
 			v.Addf("worker processes poisoned %d messages", poisoned)
 		}

@@ -91,6 +91,19 @@
 // acknowledged ops, plus any subset of the unknown ones. [Violations]
 // collects what a check finds and reports it readably.
 //
+// # Processes killed mid-work
+//
+// A suite that kills a process with SIGKILL runs that part (a worker, a
+// relay, a lease contender) in the test binary itself, re-executed:
+// [StartProcess] starts it with its config in an environment variable
+// and hands the test each line the child writes to its stdout (its
+// reports: "STATS ...", "IN", "ACK ..."); [Process.Kill] kills it and
+// waits until every line it wrote has been handled; [StopProcesses] closes
+// the children's stdin and kills those that do not stop in time. The
+// child's side is [RunChild] in the package's TestMain: it decodes the
+// config and runs the child's main with a context that ends with its
+// stdin.
+//
 // Name chaos tests TestChaos<What> (TestChaosBulkWriter, ...) so that
 // "go test -run Chaos ./..." selects them all.
 //

@@ -1,9 +1,17 @@
 package chaos_test
 
 import (
+	"os"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	chaos.RunChild(testChildEnv, testChild)
+	if os.Getenv(echoChildEnv) != "" {
+		os.Exit(echoChild())
+	}
+	testenv.Main(m)
+}
