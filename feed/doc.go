@@ -29,6 +29,12 @@
 // A view row of a Projector holds the fold's properties and FoldedProperty,
 // the last version folded of each stream that feeds it.
 //
+// A stream's directory and checkpoint RowKey is "s~" + its partition key +
+// "~" + its prefix, so the two together must leave room for 3 characters in
+// a RowKey: 509 characters on Table storage (1 KiB of UTF-16), 252 bytes
+// on Cosmos DB for Table. A longer stream is refused at its first mark,
+// before anything is sent, with an error naming the limit.
+//
 // # The dirty mark
 //
 // Feed.Append marks the stream before it appends: it reads the stream's
