@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -23,7 +25,8 @@ type Process struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{}
-	err   error // Wait's (or the start's), once done is closed
+	err   error       // Wait's (or the start's), once done is closed
+	kill  atomic.Bool // Kill was called: an error exit is the test's doing
 }
 
 // StartProcess starts the test binary as a child process that runs the
@@ -93,6 +96,7 @@ func (p *Process) Kill() error {
 		return nil
 	default:
 	}
+	p.kill.Store(true)
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("chaos: killing child process %d (%s): %w", p.cmd.Process.Pid, p.env, err)
 	}
@@ -125,7 +129,10 @@ func (p *Process) Err() error {
 // StopProcesses asks each of procs to stop, by closing its stdin (the
 // context [RunChild] gives ends), and waits for them all to end, for at
 // most grace from the asking: a process still running then is killed,
-// and the error returned names it.
+// and the error returned names it. It names too each process that ended
+// with an error of its own (an exit status other than 0, now or earlier
+// in the test, without a Kill): a child that failed must not go
+// unnoticed because the others did its work.
 func StopProcesses(grace time.Duration, procs ...*Process) error {
 	for _, p := range procs {
 		if p.stdin != nil {
@@ -149,7 +156,21 @@ func StopProcesses(grace time.Duration, procs ...*Process) error {
 			}
 		}
 	}
+	for _, p := range procs {
+		// A process that never started was reported by StartProcess.
+		if err := p.Err(); err != nil && !p.kill.Load() && p.cmd != nil && p.cmd.Process != nil {
+			errs = append(errs, fmt.Errorf("chaos: child process %s (%s) failed: %w", p.pid(), p.env, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// pid returns the process's id, or "(not started)".
+func (p *Process) pid() string {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return "(not started)"
+	}
+	return strconv.Itoa(p.cmd.Process.Pid)
 }
 
 // RunChild is the child side of [StartProcess], for TestMain: if the

@@ -134,10 +134,12 @@ func TestProcessLinesAndStop(t *testing.T) {
 	}
 }
 
+// A child that exits with an error status of its own is named by
+// StopProcesses, and its status is Err's.
 func TestProcessExitCode(t *testing.T) {
 	p := chaos.StartProcess(t, testChildEnv, testChildConfig{Exit: 3}, nil)
-	if err := chaos.StopProcesses(time.Minute, p); err != nil {
-		t.Fatal(err)
+	if err := chaos.StopProcesses(time.Minute, p); err == nil || !strings.Contains(err.Error(), "failed: exit status 3") {
+		t.Errorf("StopProcesses: %v, want the child named as failed with exit status 3", err)
 	}
 	if code := exitCode(t, p.Err()); code != 3 {
 		t.Errorf("exit code %d, want 3", code)
