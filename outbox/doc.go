@@ -12,9 +12,12 @@
 // archive queue; NewHandler returns the archive.Handler that applies each message
 // once.
 //
-//	// The state change and its messages, one EGT (the stream's partition):
+//	// The state change and its messages, one EGT (the stream's partition);
+//	// the order row's ETag guards the change, the outbox is a log appended
+//	// at its end (stream.AnyVersion; an event-sourced entity's own stream,
+//	// appended at its expected version, is its outbox too):
 //	out := stream.ID{PartitionKey: order.PK, Prefix: "outbox"}
-//	_, err := f.Append(ctx, out, version, []stream.Event{{ID: cmdID, Data: OrderPlaced{...}}},
+//	_, err := f.Append(ctx, out, stream.AnyVersion, []stream.Event{{ID: cmdID, Data: OrderPlaced{...}}},
 //		tablekit.MergeAction(orderRow, etag))
 //	// The relay (one per feed, leased) enqueues them:
 //	pub, err := outbox.NewPublisher(client, nil)
