@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -69,15 +68,7 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 	}
 	n, perWriter := chaos.Size(8, 12), chaos.Size(10, 30)
 	reg := registry(t)
-	var conn string
-	if cosmos {
-		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(seed)}}).ConnectionString()
-	} else {
-		conn = testenv.ConnectionString(t)
-	}
-	openAccount := func() (*tablekit.Account, error) {
-		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
-	}
+	openAccount := inj.Opener(t, cosmos)
 	inj.SetEnabled(false)
 	setup, err := openAccount()
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/chaos"
@@ -71,15 +70,7 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
-	var conn string
-	if cosmos {
-		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(seed)}}).ConnectionString()
-	} else {
-		conn = testenv.ConnectionString(t)
-	}
-	openAccount := func() (*tablekit.Account, error) {
-		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
-	}
+	openAccount := inj.Opener(t, cosmos)
 	inj.SetEnabled(false)
 	setup, err := openAccount()
 	if err != nil {

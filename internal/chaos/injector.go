@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -117,6 +118,25 @@ func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Acc
 		t.Cleanup(func() { t.Logf("chaos seed %d: %v", inj.seed, inj.Stats()) })
 	})
 	return acct
+}
+
+// Opener returns a function that opens Accounts through the Injector (as
+// [Injector.Open]): on the test account (internal/testenv), or, cosmos,
+// on an Azurite of t's own behind package azurite's front in Cosmos DB
+// mode with Azure's paging, seeded by the Injector's seed, each Account
+// opened with tablekit.Options.Cosmos. It is how a suite runs one body on
+// Table storage and on Cosmos DB for Table.
+func (inj *Injector) Opener(t testing.TB, cosmos bool) func() (*tablekit.Account, error) {
+	t.Helper()
+	conn := ""
+	if cosmos {
+		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(inj.seed)}}).ConnectionString()
+	} else {
+		conn = testenv.ConnectionString(t)
+	}
+	return func() (*tablekit.Account, error) {
+		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
+	}
 }
 
 // FastRetry returns the SDK retry options [Injector.Open] uses by default:
