@@ -48,6 +48,7 @@ type Table[T any] struct {
 	wire     *tablewire.Client // entities
 	admin    *aztables.Client  // the table itself (create, delete, access policies)
 	name     string
+	account  string    // the storage account's name
 	plan     *typePlan // nil when T is Entity
 	isEntity bool
 	crypt    *cryptContext
@@ -97,6 +98,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		wire:     acct.wire,
 		admin:    acct.tables.NewClient(name),
 		name:     name,
+		account:  acct.name,
 		cosmos:   acct.cosmos,
 		scans:    o.TableScans,
 		logger:   acct.logger,

@@ -41,6 +41,7 @@ type Options struct {
 // call with an error matching tablekit.ErrInvalidInput.
 type Feed struct {
 	store  *stream.Store
+	source string // the streams' table, "<account>/<table>" (Change.Source)
 	t      *tablekit.Table[tablekit.Entity]
 	shards int
 	retry  tablekit.RetryPolicy
@@ -67,7 +68,12 @@ func New(store *stream.Store, t *tablekit.Table[tablekit.Entity], opts *Options)
 	if o.Shards == 0 {
 		o.Shards = 8
 	}
-	return &Feed{store: store, t: t, shards: o.Shards, retry: core.TableRetry(t)}, nil
+	st := store.Table()
+	if st == nil {
+		return nil, invalid("New", "store", "zero stream.Store (use stream.NewStore)")
+	}
+	source := core.AccountOf(st) + "/" + st.Name()
+	return &Feed{store: store, source: source, t: t, shards: o.Shards, retry: core.TableRetry(t)}, nil
 }
 
 func (f *Feed) ok(op string) error {

@@ -19,6 +19,12 @@ import (
 // Change is one event of a stream, as a Relay delivers it to a
 // Subscription.
 type Change struct {
+	// Source names the table the stream is in, as "<account>/<table>"
+	// (the storage account's name and the table's): with Stream and
+	// Version it names the event among every feed's, so that a
+	// consumer fed by several feeds (a Projector, an outbox handler)
+	// keeps their events apart.
+	Source string
 	// Stream is the stream the event is in.
 	Stream stream.ID
 	// Version is the event's version in its stream, from 1.
@@ -514,7 +520,7 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 			}
 			break
 		}
-		c := Change{Stream: id, Version: ev.Version, EventID: ev.ID, Kind: ev.Kind, Data: ev.Data, Time: ev.Time}
+		c := Change{Source: r.f.source, Stream: id, Version: ev.Version, EventID: ev.ID, Kind: ev.Kind, Data: ev.Data, Time: ev.Time}
 		for j, i := range subs {
 			if failed[j] || ev.Version <= done[j] {
 				continue

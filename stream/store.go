@@ -211,6 +211,15 @@ func NewStore(t *tablekit.Table[tablekit.Entity], reg *patterns.Registry, opts *
 	return &Store{t: t, reg: reg, o: o}, nil
 }
 
+// Table returns the table the Store's streams are in (the property-bag
+// view NewStore was given), nil for the zero Store.
+func (s *Store) Table() *tablekit.Table[tablekit.Entity] {
+	if s == nil {
+		return nil
+	}
+	return s.t
+}
+
 // usable refuses a Store NewStore did not make.
 func (s *Store) usable(op string) error {
 	if s == nil || s.t == nil || s.reg == nil {

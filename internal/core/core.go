@@ -82,6 +82,10 @@ func Meter[T any](t *tablekit.Table[T]) *tablekit.Meter {
 	return m
 }
 
+// AccountOf returns the name of the storage account t is in
+// ("devstoreaccount1" for Azurite).
+func AccountOf[T any](t *tablekit.Table[T]) string { return hook.TableInfo(t).Account }
+
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
 // results are not in key order.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }

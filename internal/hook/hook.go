@@ -52,6 +52,7 @@ var (
 
 // Table is what a Table takes from its Account and options.
 type Table struct {
+	Account   string         // its storage account's name
 	Tracer    tracing.Tracer // its spans' tracer (disabled when none)
 	Governor  any            // its Account's *tablekit.Governor
 	Meter     any            // its Account's *tablekit.Meter
