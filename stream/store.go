@@ -163,8 +163,18 @@ type Options struct {
 	PageSize int
 	// Retry paces the tries of an append whose answer was lost and that
 	// reading showed was not applied, and the reads that settle a lost
-	// answer. Default 30 attempts, 10 ms to 1 s apart.
+	// answer; and Trim's tries. Default 30 attempts, 10 ms to 1 s apart.
 	Retry tablekit.RetryPolicy
+	// DropTrimmedIDs makes Trim delete the id rows of the events it drops
+	// too, each in its event's transaction (50 events per transaction
+	// instead of 100): a trimmed stream then keeps nothing per event. The
+	// price is idempotency below the start: a repeat of an append whose
+	// events were trimmed so is not recognised (at AnyVersion, or at the
+	// current version, it is appended again). Leave it false (the id rows
+	// stay, one small row per event with an id) unless repeats older than
+	// the start cannot happen: ids of the events a Trim drops without it
+	// stay for good.
+	DropTrimmedIDs bool
 }
 
 // Store appends to and reads event streams in one table. Make one with
