@@ -77,8 +77,32 @@ func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tab
 	if expectedVersion == AnyVersion {
 		expectedVersion = 1 // counts the head row's 2 actions of a stream past its first append
 	}
-	_, err := s.plan(id, expectedVersion, events, extra)
+	p, err := s.plan(id, expectedVersion, events, extra)
+	if err == nil {
+		err = s.checkTransaction(p)
+	}
 	return fail(op, err)
+}
+
+// checkTransaction returns the error the root's checks of p's transaction
+// give before sending (the entities' keys and sizes, the transaction's
+// size), or nil: what plan leaves to them.
+func (s *Store) checkTransaction(p *plan) error {
+	return transactionInvalid(core.CheckTransaction(s.t, p.acts...))
+}
+
+// transactionInvalid names Append in an error of the root's checks of an
+// append's transaction, and says how to fit a transaction that is too
+// large.
+func transactionInvalid(err error) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		ve.Op = "stream.Store.Append"
+		if errors.Is(err, tablekit.ErrTooLarge) {
+			ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
+		}
+	}
+	return err
 }
 
 // appendAtEnd is Append at AnyVersion: it reads the stream's version and
@@ -88,7 +112,11 @@ func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tab
 // version only once the stream was seen past the one the try expected,
 // where that try can no longer land: so no try is applied twice.
 func (s *Store) appendAtEnd(ctx context.Context, id ID, events []Event, extra []tablekit.Action[tablekit.Entity]) (Result, error) {
-	if _, err := s.plan(id, 1, events, extra); err != nil {
+	p, err := s.plan(id, 1, events, extra)
+	if err == nil {
+		err = s.checkTransaction(p)
+	}
+	if err != nil {
 		return Result{}, err // before anything is sent, as Check
 	}
 	v, err := s.current(ctx, id)
@@ -170,6 +198,9 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 				return nil, invalid(op, "Event.ID", fmt.Sprintf("event %d has an id but event 0 has none: the events of an append carry ids all, or none", i))
 			}
 		}
+	}
+	if err := s.checkKeys(op, id, p.ids); err != nil {
+		return nil, err
 	}
 	heads := 1
 	if expected > 0 {
@@ -259,11 +290,7 @@ func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
 		case errors.As(err, &ve):
 			// The root's checks of the transaction (its size, the
 			// entities' sizes and keys), before sending.
-			ve.Op = "stream.Store.Append"
-			if errors.Is(err, tablekit.ErrTooLarge) {
-				ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
-			}
-			return Result{}, err
+			return Result{}, transactionInvalid(err)
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
 			lost = true
 			r, done, serr := s.settle(ctx, p, true, -1)

@@ -81,6 +81,18 @@ func invalid(op, property, detail string) error {
 	return &tablekit.ValidationError{Op: "stream." + op, Property: property, Detail: detail, Err: tablekit.ErrInvalidInput}
 }
 
+// The limits of keys, as the root names them.
+const (
+	keyLimit       = "<= 1 KiB, no / \\ # ? or control characters"
+	cosmosKeyLimit = "<= 255 bytes on Azure Cosmos DB for Table"
+)
+
+// badKey returns the *tablekit.ValidationError of an argument of op that
+// makes a key the service refuses.
+func badKey(op, property, limit, detail string) error {
+	return &tablekit.ValidationError{Op: "stream." + op, Property: property, Limit: limit, Detail: detail, Err: tablekit.ErrInvalidKey}
+}
+
 // tooLarge returns the *tablekit.ValidationError of an append over a
 // limit of one entity group transaction.
 func tooLarge(op, limit string, size int, unit, detail string) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -93,13 +94,39 @@ func versionOf(rk, infix string) (int64, bool) {
 	return v, err == nil && v >= 1
 }
 
-// validate checks id before anything is sent.
+// validate checks id before anything is sent: a partition key and RowKeys
+// the service takes (the head row's is the longest).
 func (id ID) validate(op string) error {
 	if id.PartitionKey == "" {
 		return invalid(op, "ID.PartitionKey", "empty PartitionKey")
 	}
 	if strings.Contains(id.Prefix, "~") {
 		return invalid(op, "ID.Prefix", fmt.Sprintf("prefix %q contains \"~\", which ends the prefix in the stream's RowKeys", id.Prefix))
+	}
+	if err := keys.Validate(id.PartitionKey); err != nil {
+		return badKey(op, "ID.PartitionKey", keyLimit, fmt.Sprintf("partition key %q: %v", id.PartitionKey, err))
+	}
+	if err := keys.Validate(id.head(maxVersion)); err != nil {
+		return badKey(op, "ID.Prefix", keyLimit, fmt.Sprintf("prefix %q starts the RowKeys of the stream's rows (%q): %v", id.Prefix, id.head(maxVersion), err))
+	}
+	return nil
+}
+
+// checkKeys checks the RowKeys of id's rows and of its id rows ids that
+// the service would refuse (validate checked the rest), on Azure Cosmos DB
+// for Table too.
+func (s *Store) checkKeys(op string, id ID, ids []string) error {
+	if core.Cosmos(s.t) && len(id.head(maxVersion)) > limits.CosmosRowKeyBytes {
+		return badKey(op, "ID.Prefix", cosmosKeyLimit, fmt.Sprintf("prefix %q makes RowKeys of %d bytes (%q)", id.Prefix, len(id.head(maxVersion)), id.head(maxVersion)))
+	}
+	for i, eid := range ids {
+		rk := id.eventID(eid)
+		if err := keys.Validate(rk); err != nil {
+			return badKey(op, "Event.ID", keyLimit, fmt.Sprintf("event %d's id %q is in the RowKey of its id row (%q): %v", i, eid, rk, err))
+		}
+		if core.Cosmos(s.t) && len(rk) > limits.CosmosRowKeyBytes {
+			return badKey(op, "Event.ID", cosmosKeyLimit, fmt.Sprintf("event %d's id %q makes an id row's RowKey of %d bytes", i, eid, len(rk)))
+		}
 	}
 	return nil
 }
