@@ -131,13 +131,15 @@ func (s *Store) checkKeys(op string, id ID, ids []string) error {
 	return nil
 }
 
-// Event is an event to append: Data is a value of a type registered in
-// the Store's patterns.Registry (patterns.Register: a table struct, whose
-// key fields Append ignores and reads fill with the event row's keys), or
-// a tablekit.Entity (whose keys are ignored too). ID, when not "", identifies the event: an
-// append whose events carry ids is idempotent (see Store.Append). An id
-// becomes part of a RowKey (Prefix + "~id~" + ID), so it obeys the RowKey
-// rules and limits.
+// Event is an event to append: Data is a value of a struct type
+// registered in the Store's patterns.Registry (patterns.Register), which
+// needs no key fields (if it has them, Append ignores them and reads fill
+// them with the event row's keys), or a tablekit.Entity (whose keys are
+// ignored too). ID, when not "", identifies the event: an append whose
+// events carry ids is idempotent (see Store.Append). An id becomes part of
+// a RowKey (Prefix + "~id~" + ID), so it obeys the RowKey rules and limits
+// (no / \ # ? or control characters; 1 KiB, 255 bytes on Azure Cosmos DB
+// for Table, with the prefix), which Append checks before sending.
 type Event struct {
 	// ID identifies the event in its stream, e.g. the id of the command or
 	// message it comes from; "" for none. The events of one append carry
