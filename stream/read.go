@@ -126,11 +126,12 @@ func (s *Store) missing(id ID, v int64, r row) error {
 // Backward returns the stream's events from version from down to its
 // start (1, unless Store.Trim moved it), in reverse version order, reading
 // Options.PageSize versions per query; from 0 (or below) means from the
-// stream's last event (one more query, of the head row). A from past the
-// last version starts at the last; a from below the start yields nothing.
-// Iteration stops at the start without an error (one more read, of the
-// start, on a trimmed stream), or at the first error, yielded with a zero
-// RecordedEvent.
+// stream's last event (one more query, of the head row), another from
+// costs one read more (the start), unless its range reaches version 1. A
+// from past the last version starts at the last; a from below the start
+// yields nothing. Iteration stops at the start without an error (after one
+// more read, of the start, on a trimmed stream), or at the first error,
+// yielded with a zero RecordedEvent.
 func (s *Store) Backward(ctx context.Context, id ID, from int64) iter.Seq2[RecordedEvent, error] {
 	const op = "Store.Backward"
 	return func(yield func(RecordedEvent, error) bool) {
@@ -143,13 +144,14 @@ func (s *Store) Backward(ctx context.Context, id ID, from int64) iter.Seq2[Recor
 			return
 		}
 		next := min(from, maxVersion)
+		last := int64(-1) // the stream's version, when read
 		if next <= 0 {
 			v, err := s.version(ctx, id)
 			if err != nil {
 				yield(RecordedEvent{}, fail(op, err))
 				return
 			}
-			next = v
+			next, last = v, v
 		}
 		// stop is the end of a read that did not find version next (found
 		// is the row there instead, nil for none): nil when next is below
@@ -186,12 +188,27 @@ func (s *Store) Backward(ctx context.Context, id ID, from int64) iter.Seq2[Recor
 						return
 					}
 					if v < next {
-						next = v
+						next, last = v, v
 						continue
 					}
 					return
 				}
-				next = rows[len(rows)-1].version
+				// The top row may be below the start, if a Trim under way
+				// has not deleted it yet: then nothing is read. The version
+				// just below the start is always gone (see Store.Trim), so
+				// the stream's last version is at or above it.
+				t := rows[len(rows)-1].version
+				if t != last || rows[0].tomb {
+					err := s.trimmedAt(ctx, id, t, &rows[0])
+					if errors.As(err, new(*TrimmedError)) {
+						return
+					}
+					if err != nil {
+						yield(RecordedEvent{}, fail(op, err))
+						return
+					}
+				}
+				next = t
 			}
 			if len(rows) == 0 {
 				if err := stop(nil); err != nil {

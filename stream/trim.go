@@ -84,9 +84,14 @@ func (s *Store) trim(ctx context.Context, id ID, before int64) error {
 	return s.dropBelow(ctx, id, start)
 }
 
-// moveStart makes the tombstone say a start of at least before (writing it
-// over the row of version 1, conditional on its ETag) and returns the
-// stream's start.
+// moveStart makes the tombstone say a start of at least before and
+// returns the stream's start. It writes the tombstone over the row of
+// version 1, conditional on its ETag, in one transaction with the delete
+// of the event before-1 (with Options.DropTrimmedIDs, and the id rows of
+// the events it replaces and deletes): so whenever the tombstone says a
+// start, the version just below it is gone, and a read from below the
+// start meets a missing version (and ErrTrimmed) before it reaches the
+// start, however far the deletes below have got.
 func (s *Store) moveStart(ctx context.Context, id ID, before int64) (int64, error) {
 	pk, rk := id.PartitionKey, id.event(1)
 	var last error
@@ -109,8 +114,23 @@ func (s *Store) moveStart(ctx context.Context, id ID, before int64) (int64, erro
 			return start, nil
 		}
 		acts := []tablekit.Action[tablekit.Entity]{tablekit.UpdateAction(tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{propStart: before}}, e.ETag)}
-		if eid, _ := e.Properties[propID].(string); eid != "" && !trimmed && s.o.DropTrimmedIDs {
-			acts = append(acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: id.eventID(eid)}, azcore.ETagAny))
+		if !trimmed {
+			acts = append(acts, s.dropIDRow(id, e)...)
+		}
+		if below := before - 1; below > 1 {
+			acts = append(acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: id.event(below)}, azcore.ETagAny))
+			if s.o.DropTrimmedIDs {
+				// The event's id is in its row, which the delete takes.
+				ev, found, err := s.get(ctx, pk, id.event(below))
+				if err != nil {
+					return 0, err
+				}
+				if !found {
+					last = fmt.Errorf("stream %s: the row of version %d is gone before its Trim", id.name(), below)
+					continue // another Trim deleted it: read the tombstone again
+				}
+				acts = append(acts, s.dropIDRow(id, ev)...)
+			}
 		}
 		_, err = s.t.Transaction(ctx, acts...)
 		switch {
@@ -152,10 +172,7 @@ func (s *Store) dropBelow(ctx context.Context, id ID, start int64) error {
 			if err != nil {
 				return err
 			}
-			acts := []tablekit.Action[tablekit.Entity]{tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: e.RowKey}, azcore.ETagAny)}
-			if eid, _ := e.Properties[propID].(string); eid != "" && s.o.DropTrimmedIDs {
-				acts = append(acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: id.eventID(eid)}, azcore.ETagAny))
-			}
+			acts := append([]tablekit.Action[tablekit.Entity]{tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: e.RowKey}, azcore.ETagAny)}, s.dropIDRow(id, e)...)
 			if len(batch)+len(acts) > limits.TransactionActions {
 				batches = append(batches, batch)
 				batch = nil
@@ -189,6 +206,16 @@ func (s *Store) dropBelow(ctx context.Context, id ID, start int64) error {
 			break
 		}
 	}
+}
+
+// dropIDRow returns the delete of the id row of event row e, when it has
+// an id and Options.DropTrimmedIDs says to drop it.
+func (s *Store) dropIDRow(id ID, e tablekit.Entity) []tablekit.Action[tablekit.Entity] {
+	eid, _ := e.Properties[propID].(string)
+	if eid == "" || !s.o.DropTrimmedIDs {
+		return nil
+	}
+	return []tablekit.Action[tablekit.Entity]{tablekit.DeleteAction(tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.eventID(eid)}, azcore.ETagAny)}
 }
 
 // Start returns the first version of stream id: 1 for a stream that was
