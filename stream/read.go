@@ -49,9 +49,10 @@ func (s *Store) version(ctx context.Context, id ID) (int64, error) {
 //
 // A read from below the stream's start (Store.Trim dropped the versions
 // before it) ends in a *TrimmedError (ErrTrimmed) where it meets the first
-// version that is gone: before any event when the Trim is done, after the
-// ones still there when a Trim is under way. It never skips a version;
-// read from the error's Start to go on.
+// version that is gone: before any event once the Trim is done; while a
+// Trim is under way, after the events still there, or it ends short of
+// the gone ones (a read from there ends in ErrTrimmed). It never passes
+// the start, nor skips a version; read from the error's Start to go on.
 func (s *Store) Forward(ctx context.Context, id ID, from int64) iter.Seq2[RecordedEvent, error] {
 	const op = "Store.Forward"
 	return func(yield func(RecordedEvent, error) bool) {

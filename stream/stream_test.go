@@ -473,6 +473,12 @@ func TestAppendCost(t *testing.T) {
 		return nil
 	})
 	measure("Version", 1, func() error { _, err := s.Version(ctx, id); return err })
+	measure("Start", 1, func() error {
+		if start, err := s.Start(ctx, id); err != nil || start != 1 {
+			return fmt.Errorf("start %d, %v", start, err)
+		}
+		return nil
+	})
 	measure("Forward over 151 events, 10 per page", 16, func() error {
 		for _, err := range s.Forward(ctx, id, 1) {
 			if err != nil {

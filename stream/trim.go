@@ -28,31 +28,36 @@ func tombstone(e tablekit.Entity) (start int64, ok bool) {
 }
 
 // Trim drops the events of stream id with versions below before: after
-// it, the stream starts at version before (Start), reads below it end in
-// ErrTrimmed, and the stream goes on as before (Version, Append, reads
-// from before on). before is at most the stream's version + 1 (which drops
-// every event); a before at or below the stream's start changes nothing,
-// but finishes the deletes of a Trim that did not end. Trim a stream
-// behind a snapshot of its state, or once every reader has passed before
-// (package feed's subscriptions, an outbox's dispatched messages).
+// it, the stream starts at version before (Start), reads from below it end
+// in ErrTrimmed, and the stream goes on as before (Version, Append, reads
+// from before on). before is at least 1 and at most the stream's version
+// + 1 (which drops every event), else Trim refuses it
+// (tablekit.ErrInvalidInput); a before at or below the stream's start
+// changes nothing, but finishes the deletes of a Trim that did not end.
+// Trim a stream behind a snapshot of its state, or once every reader has
+// passed before (package feed's subscriptions, an outbox's dispatched
+// messages).
 //
 // The row of version 1 stays, as a tombstone that records the start (so
 // that an append expecting version 0 is still refused: the stream
-// exists); Trim writes it first, conditional on its ETag, and only moves
-// the start up, so concurrent Trims agree on the highest before. Then it
-// deletes the event rows 2..start-1, 100 per entity group transaction.
-// The events' id rows stay (unless Options.DropTrimmedIDs): a repeat of an
-// append whose events were trimmed is still recognised (Replayed, with the
-// first append's versions). Trim is idempotent: after a failure or a
-// killed process, run it again. It may run while others append and read:
-// readers that meet the rows going away end with ErrTrimmed, never skip a
-// version.
+// exists). Trim writes it first, conditional on its ETag, in one
+// transaction with the delete of the event before-1, so that a read from
+// below the start never reaches it; it only moves the start up, so
+// concurrent Trims end at the highest before. Then it deletes the events
+// in between, 100 per entity group transaction. The events' id rows stay
+// (unless Options.DropTrimmedIDs): a repeat of an append whose events were
+// trimmed is still recognised (Replayed, with the first append's
+// versions). Trim is idempotent: after a failure or a killed process, run
+// it again. It may run while others append and read (see "Trimming" in
+// the package doc).
 //
 // Cost: 1 query (the version, unless before is 1) + 1 read (the
-// tombstone), + 1 write when the start moves, + 1 keys-only query per
-// 1,000 events dropped (and 1 that finds none), + 1 transaction per 100
-// rows deleted. What stays of a trimmed stream: its head row, the
-// tombstone and, unless dropped, an id row per event that had an id.
+// tombstone), + 1 transaction (the tombstone) when the start moves, + 1
+// keys-only query per 1,000 events dropped (and 1 that finds none), + 1
+// transaction per 100 rows deleted; with Options.DropTrimmedIDs, + 1 read
+// (the event below the start, for its id). What stays of a trimmed
+// stream: its head row, the tombstone and, unless dropped, an id row per
+// event that had an id.
 func (s *Store) Trim(ctx context.Context, id ID, before int64) error {
 	const op = "Store.Trim"
 	if err := s.usable(op); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -408,4 +410,232 @@ func TestTrimWhileReading(t *testing.T) {
 	if len(got) != 10 || got[0] != 100 || got[9] != 91 {
 		t.Fatalf("Backward across a Trim read %v, want 100..91 (its first range)", got)
 	}
+}
+
+// TestTrimWhileAppending: 8 appenders (each its own Account and Store, as
+// separate processes) append events with ids to one stream, a fifth of
+// their acknowledged appends sent again, while a trimmer repeatedly trims
+// the stream to a point moving behind its version (sometimes every event)
+// and 2 readers read it forward from their last version (one at the
+// stream's pace, one slower, which the trims overtake). Every event at
+// or above the final start is there exactly once, at the version its
+// append was acknowledged at; every acknowledged event below it left its
+// id row with its version; repeats come back Replayed with the first
+// versions, trimmed or not; readers see versions in order or ErrTrimmed
+// (and go on from its Start), never another error; the start never moves
+// back; the rows are the tombstone and the events from the start.
+func TestTrimWhileAppending(t *testing.T) {
+	ctx := context.Background()
+	name := testenv.CreateTable(t, testenv.Account(t, nil))
+	open := func() *stream.Store {
+		tbl, err := tablekit.OpenTable[tablekit.Entity](testenv.Account(t, nil), name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := stream.NewStore(tbl, registry(t), &stream.Options{PageSize: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	id := stream.ID{PartitionKey: "p", Prefix: "s"}
+	const appenders, perAppender = 8, 20
+	var mu sync.Mutex
+	acked := map[string]int64{} // event id -> version
+	var bad []string
+	violate := func(format string, args ...any) {
+		mu.Lock()
+		bad = append(bad, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	var appending sync.WaitGroup
+	for w := range appenders {
+		s := open()
+		appending.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 37))
+			for j := range perAppender {
+				evs := make([]stream.Event, 1+rnd.IntN(3))
+				for k := range evs {
+					evs[k] = stream.Event{ID: fmt.Sprintf("w%d-%d-%d", w, j, k), Data: Placed{Item: fmt.Sprintf("w%d-%d-%d", w, j, k)}}
+				}
+				expected, err := s.Version(ctx, id)
+				if err != nil {
+					violate("w%d: Version: %v", w, err)
+					return
+				}
+				var r stream.Result
+				for {
+					r, err = s.Append(ctx, id, expected, evs)
+					var ce *stream.ConflictError
+					if errors.As(err, &ce) && ce.Current >= 0 {
+						expected = ce.Current
+						continue
+					}
+					break
+				}
+				if err != nil || r.Replayed || int(r.Last-r.First+1) != len(evs) {
+					violate("w%d-%d: %+v, %v", w, j, r, err)
+					return
+				}
+				mu.Lock()
+				for k, ev := range evs {
+					acked[ev.ID] = r.First + int64(k)
+				}
+				mu.Unlock()
+				if rnd.IntN(5) == 0 { // the acknowledgement was lost: send it again
+					again := stream.AnyVersion
+					if rnd.IntN(2) == 0 {
+						again = expected
+					}
+					if r2, err := s.Append(ctx, id, again, evs); err != nil || !r2.Replayed || r2.First != r.First || r2.Last != r.Last {
+						violate("w%d-%d sent again at %d: %+v, %v; first acknowledged as %d..%d", w, j, again, r2, err, r.First, r.Last)
+					}
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	trimmed := make(chan struct{}, 1) // a Trim returned
+	var others sync.WaitGroup
+	trims, maxBefore := 0, int64(1)
+	trimmer := open()
+	others.Go(func() {
+		rnd := rand.New(rand.NewPCG(99, 37))
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			v, err := trimmer.Version(ctx, id)
+			if err != nil {
+				violate("trimmer: Version: %v", err)
+				return
+			}
+			before := max(1, v+1-int64(rnd.IntN(8)))
+			if err := trimmer.Trim(ctx, id, before); err != nil {
+				violate("trimmer: Trim(%d) at version %d: %v", before, v, err)
+				return
+			}
+			start, err := trimmer.Start(ctx, id)
+			if err != nil || start < before || start < maxBefore {
+				violate("trimmer: Start after Trim(%d): %d, %v (highest before so far %d)", before, start, err, maxBefore)
+			}
+			mu.Lock()
+			trims++
+			maxBefore = max(maxBefore, before)
+			mu.Unlock()
+			select {
+			case trimmed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	reads, trimmedReads := 0, 0
+	for r := range 2 {
+		rs := open()
+		others.Go(func() {
+			next := int64(1)
+			for {
+				if r == 1 { // the slow reader reads after each Trim
+					select {
+					case <-done:
+						return
+					case <-trimmed:
+					}
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+				n := 0
+				for ev, err := range rs.Forward(ctx, id, next) {
+					if n++; r == 1 && n > 3 {
+						break // the slow reader: 3 events per Trim, so the trims overtake it
+					}
+					var te *stream.TrimmedError
+					switch {
+					case errors.As(err, &te):
+						if te.From != next || te.Start <= next {
+							violate("reader %d: %v at version %d", r, err, next)
+						}
+						mu.Lock()
+						trimmedReads++
+						mu.Unlock()
+						next = te.Start
+					case err != nil:
+						violate("reader %d: %v", r, err)
+						return
+					case ev.Version != next:
+						violate("reader %d: version %d, want %d", r, ev.Version, next)
+						return
+					default:
+						next++
+						continue
+					}
+					break
+				}
+				mu.Lock()
+				reads++
+				mu.Unlock()
+			}
+		})
+	}
+	appending.Wait()
+	close(done)
+	others.Wait()
+	for _, b := range bad {
+		t.Error(b)
+	}
+	if t.Failed() {
+		return
+	}
+	// The final state.
+	s := open()
+	tbl := s.Table()
+	n, err := s.Version(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := s.Start(ctx, id)
+	if err != nil || start < maxBefore {
+		t.Fatalf("final start %d (%v), below the highest Trim's %d", start, err, maxBefore)
+	}
+	evs := collect(t, s.Forward(ctx, id, start))
+	wantVersions(t, "Forward from the start", evs, start, n)
+	wantVersions(t, "Backward", collect(t, s.Backward(ctx, id, 0)), n, start)
+	seen := map[string]int64{}
+	for _, ev := range evs {
+		if ev.ID != ev.Data.(Placed).Item {
+			t.Errorf("version %d: id %s holds event %s", ev.Version, ev.ID, ev.Data.(Placed).Item)
+		}
+		if w, dup := seen[ev.ID]; dup {
+			t.Errorf("event %s at versions %d and %d", ev.ID, w, ev.Version)
+		}
+		seen[ev.ID] = ev.Version
+	}
+	idRows, err := tablekit.Collect(tbl.Query(ctx, tablekit.RowKeyPrefix("p", "s~id~"), &tablekit.QueryOptions{Select: []string{"Version"}}), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]int64{}
+	for _, e := range idRows {
+		recorded[strings.TrimPrefix(e.RowKey, "s~id~")] = e.Properties["Version"].(int64)
+	}
+	if int64(len(acked)) != n || len(recorded) != len(acked) {
+		t.Errorf("%d events acknowledged, %d id rows, stream at version %d", len(acked), len(recorded), n)
+	}
+	for eid, v := range acked {
+		if recorded[eid] != v {
+			t.Errorf("event %s acknowledged at version %d, its id row says %d", eid, v, recorded[eid])
+		}
+		if got, ok := seen[eid]; v >= start && (!ok || got != v) {
+			t.Errorf("event %s acknowledged at version %d (start %d): found at %d (%v)", eid, v, start, got, ok)
+		}
+	}
+	if rows := rawRows(t, tbl, "p", "s~ev~"); int64(len(rows)) != n-start+2 {
+		t.Errorf("%d event rows, want the tombstone and versions %d..%d", len(rows), start, n)
+	}
+	t.Logf("%d appenders × %d appends: %d events, start %d after %d trims; %d forward reads alongside, %d ended in ErrTrimmed", appenders, perAppender, n, start, trims, reads, trimmedReads)
 }
