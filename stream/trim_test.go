@@ -162,6 +162,10 @@ func TestTrim(t *testing.T) {
 			t.Errorf("Trim(%d): %v, want ErrInvalidInput", b, err)
 		}
 	}
+	// Only Trim(242) sent a request: the version read that refuses it.
+	if c := m.Snapshot().Sub(before); c.Total() != 1 || c.Count("table", "QueryEntities") != 1 {
+		t.Errorf("refused Trims sent %v, want the version query of Trim(242)", c)
+	}
 	if start, _ := s.Start(ctx, id); start != 100 {
 		t.Fatalf("refused Trims moved the start to %d", start)
 	}
