@@ -432,7 +432,9 @@ func TestAppendCost(t *testing.T) {
 		}
 		c := m.Snapshot().Sub(before)
 		t.Logf("%-44s %d (%v)", what, c.Total(), c)
-		if c.Total() != want {
+		// A service that pages as Azure does may answer a query in more
+		// pages than its results fill: only the queries may be more.
+		if c.Total() != want && (!testenv.PagesAsAzure() || c.Total() < want || c.Total()-c.Count("table", "QueryEntities") > want) {
 			t.Errorf("%s cost %d transactions (%v), want %d", what, c.Total(), c, want)
 		}
 	}

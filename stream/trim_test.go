@@ -89,7 +89,7 @@ func TestTrim(t *testing.T) {
 	}
 	// 1 query (version) + 1 read (row 1) + 1 write (tombstone) + 1 query
 	// (98 keys) + 1 query (none left) + 1 transaction (98 deletes).
-	if c := m.Snapshot().Sub(before); c.Total() != 6 || c.Count("table", "Transaction") != 2 {
+	if c := m.Snapshot().Sub(before); c.Count("table", "Transaction") != 2 || c.Total() < 6 || (c.Total() != 6 && !testenv.PagesAsAzure()) {
 		t.Errorf("Trim of 99 events cost %v, want 6 requests, 2 of them transactions", c)
 	}
 	if start, err := s.Start(ctx, id); err != nil || start != 100 {
@@ -165,7 +165,7 @@ func TestTrim(t *testing.T) {
 		}
 	}
 	// Only Trim(242) sent a request: the version read that refuses it.
-	if c := m.Snapshot().Sub(before); c.Total() != 1 || c.Count("table", "QueryEntities") != 1 {
+	if c := m.Snapshot().Sub(before); c.Total() != c.Count("table", "QueryEntities") || c.Total() < 1 || (c.Total() != 1 && !testenv.PagesAsAzure()) {
 		t.Errorf("refused Trims sent %v, want the version query of Trim(242)", c)
 	}
 	if start, _ := s.Start(ctx, id); start != 100 {
@@ -339,7 +339,7 @@ func TestTrimDropIDs(t *testing.T) {
 	// 1 query (version) + 1 read (row 1) + 1 read (row 90, for its id) + 1
 	// transaction (tombstone, event 90 and 2 id rows) + 1 query (88 keys)
 	// + 2 transactions (176 deletes) + 1 query (none left).
-	if c := m.Snapshot().Sub(before); c.Total() != 8 || c.Count("table", "Transaction") != 3 {
+	if c := m.Snapshot().Sub(before); c.Count("table", "Transaction") != 3 || c.Total() < 8 || (c.Total() != 8 && !testenv.PagesAsAzure()) {
 		t.Errorf("Trim of 90 events and their ids cost %v, want 8 requests, 3 of them transactions", c)
 	}
 	ids := rawRows(t, tbl, "p", "o~id~")
