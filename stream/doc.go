@@ -6,7 +6,10 @@
 // actions are how a change record, a snapshot or a view row of the stream
 // joins an append's transaction.
 //
-//	s, err := stream.NewStore(table.AsEntities(), reg, nil) // reg: a *patterns.Registry of the event types
+//	type Placed struct{ Item string `table:"Item"` } // an event type: no key fields needed
+//	reg := &patterns.Registry{}
+//	err := patterns.Register[Placed](reg, "Placed", 1)
+//	s, err := stream.NewStore(table.AsEntities(), reg, nil)
 //	id := stream.ID{PartitionKey: "order-17"}
 //	r, err := s.Append(ctx, id, 0, []stream.Event{{ID: cmdID, Data: Placed{Item: "pen"}}})
 //	// r.First == 1, r.Last == 1; the next append expects version 1
@@ -29,6 +32,8 @@
 //	                          of each append, "_append" (a random stamp of the append)
 //	<prefix>~head~0000000042  the head row: the stream is at version 42 ("Version")
 //	<prefix>~id~<event id>    an event id, holding its event's version ("Version")
+//	<prefix>~ev~0000000001    once the stream is trimmed: its tombstone, the stream's
+//	                          first version ("_start"), in place of event 1 (see Trimming)
 //
 // Versions have 10 digits (up to 9,999,999,999) so that RowKey order is
 // version order. Keep other rows of the partition off these forms: Append
@@ -67,7 +72,10 @@
 // actions are not sent). An append some of whose ids are recorded but not
 // as this append (another append used them, or in another order) is
 // refused with [ErrPartlyApplied]. Ids are scoped to their stream and kept
-// for its life: an id row per event is the storage cost of idempotency.
+// for its life, also when Trim drops their events (unless
+// Options.DropTrimmedIDs): an id row per event is the storage cost of
+// idempotency. A repeat whose events were trimmed is recognised by its id
+// rows alone (Replayed, with the first append's versions).
 //
 // Streamstone, the reference event store on Table storage, records ids the
 // same way but reports a repeat as a duplicate-event error (its issue #47
@@ -97,7 +105,13 @@
 // Azure Cosmos DB for Table), each entity at most 1 MiB with at most 252
 // properties (two of which this package may use). An append over a limit
 // is refused before anything is sent, with an error naming the limit
-// (tablekit.ErrTooLarge). Model around it:
+// (tablekit.ErrTooLarge), and so is an append whose stream ID or event ids
+// make keys the service refuses (tablekit.ErrInvalidKey): an event id is
+// in its id row's RowKey, prefix + "~id~" + id, so it holds no / \ # ? or
+// control characters, and with the prefix it is at most 1 KiB (255 bytes
+// on Azure Cosmos DB for Table). Store.Check tells without appending, with
+// the same verdict (package feed checks before it marks a stream). Model
+// around the limits:
 //
 //   - More events than fit: append them in several appends, each with ids,
 //     expecting the version the previous one returned. Each append is
@@ -124,43 +138,109 @@
 // append lands may show a later version without an earlier one; Forward
 // then reads again from the gap. Resume a read from the last version seen
 // + 1 (or - 1 backward): versions are their own cursor. Each event's Data
-// is decoded by the Registry into its registered type (a struct value,
-// whose key fields hold the event row's keys), or a tablekit.Entity for a
-// kind it does not know; RecordedEvent.Time is the row's Timestamp.
+// is decoded by the Registry into its registered type (a struct value;
+// key fields, if the type has them, hold the event row's keys), or a
+// tablekit.Entity for a kind it does not know; RecordedEvent.Time is the
+// row's Timestamp.
+//
+// # Trimming
+//
+// Trim(ctx, id, before) drops a stream's events below version before: after
+// a snapshot of the state up to before-1, or once every reader has passed
+// it (package feed's subscriptions, an outbox's dispatched messages). The
+// stream then starts at before ([Store.Start]); Version, Append and reads
+// from before on are as they were. Trim writes a tombstone in place of the
+// row of event 1 (which stays, so that an append expecting version 0 is
+// still refused), conditional on its ETag and in one transaction with the
+// delete of the event before-1, then deletes the events in between, 100
+// per transaction. The start only moves up, whatever Trims run at once;
+// Trim is idempotent, and a Trim that failed or whose process was killed
+// is finished by running it again (with any before up to the start,
+// 1 included). It runs beside appends and reads:
+//
+//   - Forward from below the start ends in a *[TrimmedError] (matching
+//     [ErrTrimmed]) that says the start: before any event once the Trim is
+//     done; while a Trim is under way (or after one was killed, until it
+//     runs again), after the events below the start not deleted yet, or
+//     the read ends short of them (its next read from there ends in
+//     ErrTrimmed). It never passes the start, nor skips a version: the
+//     version just below the start goes with the tombstone's write.
+//   - A read under way that meets versions a Trim deleted ends in
+//     ErrTrimmed at the first one, or short of them as above (Forward), or
+//     at the start (Backward, which stops there without an error).
+//   - The id rows stay: a repeat of a trimmed append is still Replayed.
+//     With Options.DropTrimmedIDs, Trim deletes each event's id row in its
+//     event's transaction, and a trimmed stream keeps nothing per event;
+//     the price is that idempotency stops at the start: a repeat of an
+//     append whose ids were dropped is appended again at AnyVersion (or at
+//     the current version), refused as a conflict at its old one, and one
+//     the start cuts through is refused with ErrPartlyApplied.
+//   - An append without ids whose answer was lost, and whose first event
+//     a Trim took before Append could read it back, ends in
+//     tablekit.ErrOutcomeUnknown: with ids, the id rows settle it; without,
+//     trim behind the stream's end rather than at it.
+//
+// What stays of a trimmed stream: its head row, the tombstone and, unless
+// dropped, an id row per event that had an id.
 //
 // # Costs, in storage transactions
 //
 //	Append              1 EGT, new stream or not, with ids or not, with extra actions
 //	  a conflict        the refused EGT + 1 query (the head row, for Current)
-//	  a repeat (ids)    the refused EGT + 2 reads (the first id row, then its events)
+//	  a repeat (ids)    the refused EGT + 2 reads (the first id row, then its events);
+//	                    when Trim took its events: + 1 read (the start) + 1 read per
+//	                    other event (its id row)
 //	  at AnyVersion     + 1 query (the head row) first; per append that came first:
 //	                    the refused EGT + 1 query, and 1 EGT again
 //	  a lost answer     + the SDK's retry of the EGT (refused) + 1 read (the first event
 //	                    row); when not this call's, with ids: + 1 read (the first id
 //	                    row; + 1 query of its events when it is recorded); + 1 EGT to
 //	                    send it again when nothing was applied
+//	Check               nothing sent
 //	Version             1 query (the head row)
+//	Start               1 read (the row of version 1)
 //	Forward             1 query per PageSize versions (+1 when the count read is a
-//	                    multiple of PageSize: the empty range that ends it)
+//	                    multiple of PageSize: the empty range that ends it); + 1 read
+//	                    (the start) when a range from version 2 on comes back empty
+//	                    (that end, or from past the end) or with a gap twice
 //	Backward            1 query per PageSize versions, + 1 query (the head row) from
-//	                    the last version
+//	                    the last version, or + 1 read (the start) from another,
+//	                    unless its range reaches version 1; + 1 read (the start)
+//	                    where it stops on a trimmed stream
+//	Trim                1 query (the version; none for before 1) + 1 read (the
+//	                    tombstone), + 1 EGT (the tombstone and the version below the
+//	                    start) when the start moves, + 1 keys-only query per 1,000
+//	                    events deleted and 1 that finds none, + 1 EGT per 100 rows
+//	                    deleted (50 events with DropTrimmedIDs, which also reads the
+//	                    row below the start)
 //
 // # Guarantees
 //
-// Under any number of concurrent appenders, in any number of processes,
-// with requests failing before they are sent or after the service applied
-// them (the chaos suite, TestChaosStream, checks each): a stream's
-// versions are 1..n without a gap, and its head row says n; each append
-// is applied whole or not at all; no event id is in a stream twice; every
-// acknowledged append is in its stream exactly once, at the versions its
-// Result said; a repeat returns those same versions; an append with ids
-// does not end in ErrOutcomeUnknown. There is no order across streams.
+// Under any number of concurrent appenders and Trims, in any number of
+// processes, with requests failing before they are sent or after the
+// service applied them (the chaos suite, TestChaosStream, checks each): a
+// stream's versions are start..n without a gap (start is 1 until a Trim
+// moves it, only up, to at least the before of every Trim that returned),
+// and its head row says n; each append is applied whole or not at all; no
+// event id is in a stream twice; every acknowledged append is in its
+// stream exactly once, at the versions its Result said, or was trimmed
+// (its ids' rows still say those versions, unless dropped); a repeat
+// returns those same versions; an append with ids does not end in
+// ErrOutcomeUnknown; a forward read yields versions in order, without a
+// gap, and ends in ErrTrimmed where it meets trimmed versions. There is no
+// order across streams.
 //
 // # Errors
 //
 // Every error starts "stream: <Op>: ". Input refused before sending is a
-// *tablekit.ValidationError (tablekit.ErrInvalidInput, or
-// tablekit.ErrTooLarge for a limit) whose Op names the operation
-// ("stream.Store.Append"); a method of the zero Store refuses so too. A
-// stored row this package cannot read back is a *tablekit.DecodeError.
+// *tablekit.ValidationError (tablekit.ErrInvalidInput; tablekit.ErrTooLarge
+// for a limit, tablekit.ErrInvalidKey for a key the service refuses) whose
+// Op names the operation ("stream.Store.Append"; Check's are Append's); a
+// method of the zero Store refuses so too, and so does Trim a before
+// below 1 or past the stream's version + 1 (after reading the version). A
+// version conflict is a *[ConflictError], a read from below a trimmed
+// stream's start a *[TrimmedError] ([ErrTrimmed]), ids recorded by another
+// append [ErrPartlyApplied]. A stored row this package cannot read back,
+// or a version missing above the start (rows deleted outside the Store),
+// is a *tablekit.DecodeError.
 package stream

@@ -15,11 +15,10 @@ import (
 	"github.com/tablekit/tablekit/stream"
 )
 
-// The events of the tests: an order's life. A registered type is a table
-// struct (patterns.Register): Append sets its keys, reads fill them in.
+// The events of the tests: an order's life. An event type needs no key
+// fields (Placed, as in the package doc); one that has them (Shipped) gets
+// its row's keys on reads.
 type Placed struct {
-	PK    string `table:",pk"`
-	RK    string `table:",rk"`
 	Item  string `table:"Item"`
 	Count int    `table:"Count"`
 }
@@ -145,7 +144,7 @@ func TestAppendAndRead(t *testing.T) {
 	if p, ok := all[3].Data.(Placed); !ok || p.Item != "item3" || p.Count != 3 {
 		t.Fatalf("event 4: %#v", all[3].Data)
 	}
-	if sh, ok := all[20].Data.(Shipped); !ok || sh.Carrier != "DHL" || !sh.At.Equal(at.UTC().Truncate(time.Millisecond)) {
+	if sh, ok := all[20].Data.(Shipped); !ok || sh.Carrier != "DHL" || !sh.At.Equal(at.UTC().Truncate(time.Millisecond)) || sh.PK != "order-1" || sh.RK != "~ev~0000000021" {
 		t.Fatalf("event 21: %#v", all[20].Data)
 	}
 	if all[3].Kind != "Placed" || all[20].Kind != "Shipped" {
@@ -433,7 +432,9 @@ func TestAppendCost(t *testing.T) {
 		}
 		c := m.Snapshot().Sub(before)
 		t.Logf("%-44s %d (%v)", what, c.Total(), c)
-		if c.Total() != want {
+		// A service that pages as Azure does may answer a query in more
+		// pages than its results fill: only the queries may be more.
+		if c.Total() != want && (!testenv.PagesAsAzure() || c.Total() < want || c.Total()-c.Count("table", "QueryEntities") > want) {
 			t.Errorf("%s cost %d transactions (%v), want %d", what, c.Total(), c, want)
 		}
 	}
@@ -474,6 +475,12 @@ func TestAppendCost(t *testing.T) {
 		return nil
 	})
 	measure("Version", 1, func() error { _, err := s.Version(ctx, id); return err })
+	measure("Start", 1, func() error {
+		if start, err := s.Start(ctx, id); err != nil || start != 1 {
+			return fmt.Errorf("start %d, %v", start, err)
+		}
+		return nil
+	})
 	measure("Forward over 151 events, 10 per page", 16, func() error {
 		for _, err := range s.Forward(ctx, id, 1) {
 			if err != nil {
