@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/stream"
 )
@@ -69,7 +72,9 @@ type RelayOptions struct {
 	// Lead configures the leader election of Run (coord.Lease.Lead).
 	Lead *coord.LeadOptions
 	// Logger receives, at warning level, the errors of Run's rounds and
-	// of its lost leaderships; nil logs nothing.
+	// of its lost leaderships; nil means the Logger of the Account of the
+	// feed's table (tablekit.Options.Logger: slog.Default() when that is
+	// nil too).
 	Logger *slog.Logger
 }
 
@@ -80,46 +85,55 @@ type RoundResult struct {
 	// Delivered is how many changes a subscription handled (returned nil
 	// for), all subscriptions together.
 	Delivered int
-	// Cleared is how many dirty marks the round cleared.
+	// Cleared is how many marks the round cleared: pending marks deleted,
+	// and directory rows an earlier version of this package marked dirty
+	// made clean.
 	Cleared int
 }
 
 // Relay publishes the feed's changes to subscriptions: each round reads
-// the directory's dirty streams, hands each subscription the events past
-// its checkpoint, stores its new checkpoint, and clears the marks of the
-// streams every subscription has caught up with. Run one at a time per feed
-// (Run elects one with a coord.Lease; its term fences the checkpoints).
-// Make one with Feed.NewRelay; it is safe for concurrent use (its rounds
-// run one at a time). The zero Relay refuses every call with an error
-// matching tablekit.ErrInvalidInput.
+// the directory's marks, hands each subscription the events of the marked
+// streams past its checkpoint, stores its new checkpoint, and clears the
+// marks the stream has passed once every subscription has caught up with
+// it. Run one at a time per feed (Run elects one with a coord.Lease; its
+// term fences the checkpoints). Make one with Feed.NewRelay; it is safe
+// for concurrent use (its rounds run one at a time). The zero Relay
+// refuses every call with an error matching tablekit.ErrInvalidInput.
 type Relay struct {
 	f    *Feed
 	subs []Subscription
 	w    *coord.Writer[tablekit.Entity]
 	o    RelayOptions
+	log  *slog.Logger
 
 	mu     sync.Mutex // held by a round (or Replay): they run one at a time
 	term   int64      // the term the checkpoint partitions are fenced at
 	inTerm bool       // term is entered: fenced, cache valid
+	manual bool       // term is the latest Round's (called by the application, not Run)
+
+	leadMu   sync.Mutex      // guards the two below
+	leadCtx  context.Context // while Run leads: its leadership's context (nil: Run does not lead)
+	leadTerm int64           // while Run leads: its term
 
 	cpMu sync.Mutex                  // guards cps, which a round's streams share
 	cps  map[string]map[string]int64 // by subscription, then stream key: the checkpoint
 
 	now   func() time.Time // the relay's clock (time.Now; the tests' own)
 	lagMu sync.Mutex       // guards since, apart from mu so that Stats never waits for a round
-	since []time.Time      // by subscription: the start of its latest caught-up round (zero: not reporting)
+	since []time.Time      // by subscription: since when it may be behind (zero: not reporting)
 }
 
 // RelayStats is a snapshot of a Relay's figures (Relay.Stats).
 type RelayStats struct {
-	// Lag is, by subscription name, how long ago the subscription was
-	// last known to be caught up: the time since the start of this
-	// Relay's latest round that handed it every event of every dirty
-	// stream without a failure. It bounds how far behind the
-	// subscription's view is, and keeps growing while the relay is
-	// stalled. A subscription is absent while this Relay does not lead
-	// (no round yet, or Run lost the lease). The package doc ("Lag")
-	// says exactly what it means.
+	// Lag is, by subscription name, an upper bound on the age of the
+	// oldest event the subscription may not have been handed: the time
+	// since the start of this Relay's latest round that handed it every
+	// event of every marked stream without a failure, or, before such a
+	// round, since the oldest mark the Relay's first round read (or that
+	// round's start). It keeps growing while the relay is stalled. A
+	// subscription is absent while this Relay does not lead (no round
+	// has read the directory yet, or Run lost the lease). The package
+	// doc ("Lag") says exactly what it means.
 	Lag map[string]time.Duration
 }
 
@@ -163,7 +177,11 @@ func (f *Feed) NewRelay(subs []Subscription, opts *RelayOptions) (*Relay, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, now: time.Now, since: make([]time.Time, len(subs))}, nil
+	log := o.Logger
+	if log == nil {
+		log = logs.Or(core.TableLogger(f.t))
+	}
+	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, log: log, now: time.Now, since: make([]time.Time, len(subs))}, nil
 }
 
 // Stats returns the relay's figures now (see RelayStats). It never waits
@@ -185,18 +203,25 @@ func (r *Relay) Stats() RelayStats {
 	return s
 }
 
-// begin returns the start of a round, now, and starts reporting the lag
-// of the subscriptions that do not report yet from then.
-func (r *Relay) begin() (start time.Time) {
+// report starts reporting the lag of the subscriptions that do not report
+// yet, once a round begun at start has read every shard of the directory,
+// whose oldest mark was stored at oldest (the service's Timestamp; zero
+// for none): from oldest, moved onto the relay's clock, or from start
+// when that is sooner.
+func (r *Relay) report(start, oldest time.Time) {
 	r.lagMu.Lock()
 	defer r.lagMu.Unlock()
-	start = r.now()
-	for i, t := range r.since {
-		if t.IsZero() {
-			r.since[i] = start
+	since := start
+	if !oldest.IsZero() {
+		if age := start.Sub(oldest); age > 0 { // wall clocks: the relay's at start, the service's at the mark
+			since = start.Add(-age) // start's reading of the relay's clock, monotonic included
 		}
 	}
-	return start
+	for i, t := range r.since {
+		if t.IsZero() {
+			r.since[i] = since
+		}
+	}
 }
 
 // caughtUp records that a round begun at start, which ran to its end,
@@ -226,27 +251,30 @@ func (r *Relay) ok(op string) error {
 }
 
 // Round runs one round at term (a coord.Lease's term; 0 for a relay that
-// is alone by construction, unfenced): every dirty stream of the directory
-// is caught up for every subscription and its mark cleared when all have
-// caught up to its target. The first round of a term fences the
-// subscriptions' checkpoint partitions at term, so that an earlier
-// holder's checkpoint writes are refused from then on. Round returns the
-// round's failures joined (subscriptions' errors, reads, checkpoint
-// writes); one matching coord.ErrFenced means a later term has taken over:
-// stop (the round stops too, and cancels the context of the streams it
-// was catching up).
+// is alone by construction, unfenced): every stream the directory marks is
+// caught up for every subscription, and the marks it has passed are
+// cleared once all have caught up with it. The first round of a term
+// fences the subscriptions' checkpoint partitions at term, so that an
+// earlier holder's checkpoint writes are refused from then on. Round
+// returns the round's failures joined (subscriptions' errors, reads,
+// checkpoint writes); one matching coord.ErrFenced means a later term has
+// taken over: stop (the round stops too, and cancels the context of the
+// streams it was catching up). Run calls it for the application; the
+// term of the latest Round is the one Replay runs in when Run does not
+// lead.
 //
 // The round queries the shards concurrently and catches up to
-// streamsInFlight (16) dirty streams at once, each stream's events in
+// streamsInFlight (16) marked streams at once, each stream's events in
 // version order: a Subscription's Handle runs concurrently for different
 // streams (see Subscription). Through a network's latency a round so
 // takes about the time of its slowest stream, not the sum of all.
 //
-// Costs: 1 query per shard; per dirty stream, 1 read per subscription of
+// Costs: 1 query per shard; per marked stream, 1 read per subscription of
 // its checkpoint (once per term: they are cached), 1 query per
 // stream.Options.PageSize new events (+1, the empty range that ends the
 // read), 1 fenced write per subscription that advanced (and 1 more per 32
-// changes it handled), 1 write to clear.
+// changes it handled); 1 EGT per shard per 100 marks cleared (1 delete
+// when there is one).
 func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	if err := r.ok("Relay.Round"); err != nil {
 		return RoundResult{}, err
@@ -256,7 +284,14 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	start := r.begin() // every event acknowledged before start is in a dirty stream or handed over
+	res, err := r.round(ctx, term)
+	r.manual = r.inTerm && r.term == term
+	return res, err
+}
+
+// round is a round at term; r.mu is held.
+func (r *Relay) round(ctx context.Context, term int64) (RoundResult, error) {
+	start := r.now() // every event acknowledged before start is in a marked stream or handed over
 	// The fence, once per term, before any checkpoint write of the round.
 	if err := r.enter(ctx, term); err != nil {
 		return RoundResult{}, err
@@ -266,33 +301,90 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 		all[i] = i
 	}
 	p := r.newPass(ctx, term, all)
+	marked, oldest, errs := r.readMarks(p.ctx)
+	if len(errs) == 0 {
+		r.report(start, oldest)
+	}
+	for _, err := range errs {
+		p.fail(err, p.subs) // a marked stream may be unread
+	}
+	for _, m := range marked {
+		if !p.start(m.id, m) {
+			break
+		}
+	}
+	p.wg.Wait()
+	p.sweep(marked)
+	res, behind, err := p.wait()
+	r.caughtUp(start, behind)
+	return res, err
+}
+
+// marked is a stream a round found marked: its pending marks, and its
+// directory row when an earlier version of this package marked it dirty.
+type marked struct {
+	id      stream.ID
+	pending []tablekit.Entity // its pending marks read, each with its Target
+	legacy  *tablekit.Entity  // its directory row, when dirty (Dirty, Target)
+	reached int64             // set by its catch-up: every subscription is at or past it (-1: not caught up)
+}
+
+// markFilter selects the marks of a shard: its pending marks (a RowKey
+// range), and the directory rows an earlier version of this package
+// marked dirty, which a round still reads and clears, so that nothing
+// appended through a Feed of that version is left behind.
+const markFilter = "PartitionKey eq ? and (RowKey ge ? and RowKey lt ? or Dirty eq true)"
+
+// readMarks reads the marks of every shard (the shards concurrently): the
+// marked streams, by stream key, the oldest Timestamp of their marks
+// (zero for none), and the shards' read failures.
+func (r *Relay) readMarks(ctx context.Context) (map[string]*marked, time.Time, []error) {
+	var mu sync.Mutex
+	streams := map[string]*marked{}
+	var oldest time.Time
+	var errs []error
 	queries := make(chan struct{}, streamsInFlight)
 	var shards sync.WaitGroup
 	for s := range r.f.shards {
 		shards.Go(func() {
 			queries <- struct{}{}
 			defer func() { <-queries }()
-			for e, err := range r.f.t.Query(p.ctx, tablekit.Where("PartitionKey eq ? and Dirty eq true", shardPK(s)), nil) {
+			for e, err := range r.f.t.Query(ctx, tablekit.Where(markFilter, shardPK(s), pendingPrefix, pendingPrefix+"~"), nil) {
+				mu.Lock()
 				if err != nil {
-					p.fail(fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err), p.subs) // a dirty stream may be unread
-					break
+					errs = append(errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err))
+					mu.Unlock()
+					return
 				}
-				if !p.start(streamOf(e), &e) {
-					break
+				id := streamOf(e)
+				k := streamKey(id)
+				m := streams[k]
+				if m == nil {
+					m = &marked{id: id, reached: -1}
+					streams[k] = m
 				}
+				if strings.HasPrefix(e.RowKey, pendingPrefix) {
+					m.pending = append(m.pending, e)
+				} else {
+					m.legacy = &e
+				}
+				if oldest.IsZero() || e.Timestamp.Before(oldest) {
+					oldest = e.Timestamp
+				}
+				mu.Unlock()
 			}
 		})
 	}
 	shards.Wait()
-	res, behind, err := p.wait()
-	r.caughtUp(start, behind)
-	return res, err
+	return streams, oldest, errs
 }
 
-// clear clears the mark of stream id, its directory row dir as the round
-// read it, unless the row's target is past reached (the lowest checkpoint
-// of the subscriptions on the stream).
-func (p *pass) clear(id stream.ID, dir *tablekit.Entity, reached int64) {
+// clearLegacy clears stream id's directory row dir, as the round read it
+// dirty (an earlier version of this package's mark), unless its target is
+// past reached (the lowest checkpoint of the subscriptions on the
+// stream); conditionally on its ETag, so that a mark of that version
+// written meanwhile keeps it dirty.
+func (p *pass) clearLegacy(id stream.ID, dir *tablekit.Entity, reached int64) {
 	target, _ := dir.Properties[propTarget].(int64)
 	if reached < target {
 		return // its append has not landed, or failed: read again next round
@@ -312,23 +404,123 @@ func (p *pass) clear(id stream.ID, dir *tablekit.Entity, reached int64) {
 	}
 }
 
+// sweep deletes the pending marks the round's catch-ups passed: those
+// whose Target is at or below the version their stream was caught up to
+// by every subscription, in EGTs of up to 100 per shard (the shards
+// concurrently). Such a mark's append can no longer land (its stream has
+// left the version it expects), and if it landed, the catch-up, which
+// read the stream to its end, handed every event of it over.
+func (p *pass) sweep(streams map[string]*marked) {
+	if p.isStopped() {
+		return
+	}
+	byShard := map[string][]tablekit.Entity{}
+	for _, m := range streams {
+		if m.reached < 0 {
+			continue
+		}
+		for _, e := range m.pending {
+			if t, _ := e.Properties[propTarget].(int64); t <= m.reached {
+				byShard[e.PartitionKey] = append(byShard[e.PartitionKey], e)
+			}
+		}
+	}
+	slots := make(chan struct{}, streamsInFlight)
+	var wg sync.WaitGroup
+	for pk, rows := range byShard {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			n, err := p.r.deleteMarks(p.ctx, rows)
+			p.mu.Lock()
+			p.res.Cleared += n
+			p.mu.Unlock()
+			if err != nil {
+				p.fail(fmt.Errorf("feed: Relay.Round: clearing the marks of directory shard %s: %w", pk, err), nil)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// deleteMarks deletes rows, pending marks of one shard, in EGTs of up to
+// 100; a mark gone already (its appender deleted it) fails its EGT, which
+// is sent again without it. It returns how many it deleted. A lost
+// answer ends it: the marks left are read again next round.
+func (r *Relay) deleteMarks(ctx context.Context, rows []tablekit.Entity) (int, error) {
+	rows = slices.Clone(rows)
+	deleted := 0
+	for len(rows) > 0 {
+		batch := rows[:min(len(rows), 100)]
+		var err error
+		if len(batch) == 1 {
+			var existed bool
+			existed, err = r.f.t.DeleteIfExists(ctx, batch[0].PartitionKey, batch[0].RowKey)
+			if err == nil && existed {
+				deleted++
+			}
+			rows = rows[1:]
+			if err != nil {
+				return deleted, err
+			}
+			continue
+		}
+		acts := make([]tablekit.Action[tablekit.Entity], len(batch))
+		for i, e := range batch {
+			acts[i] = tablekit.DeleteAction(tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, azcore.ETagAny)
+		}
+		_, err = r.f.t.Transaction(ctx, acts...)
+		var te *tablekit.TransactionError
+		switch {
+		case err == nil:
+			deleted += len(batch)
+			rows = rows[len(batch):]
+		case errors.As(err, &te) && te.Index >= 0 && te.Index < len(batch) && errors.Is(err, tablekit.ErrNotFound) && !errors.Is(err, tablekit.ErrOutcomeUnknown):
+			rows = slices.Delete(rows, te.Index, te.Index+1) // gone already: send the rest
+		default:
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
 // Replay catches subscription name up on every stream of the directory
-// (Feed.Streams), dirty or not, from its checkpoint: from version 1 for a
-// new name. It is how a new view is built from zero (see the package doc);
-// marks are left to Round. Like a round, it catches up to
-// streamsInFlight streams at once. term fences its checkpoint writes as
-// in Round; run it in the leader (or while no relay runs). It returns the
-// failures joined, and can be run again to go on where it stopped.
-func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResult, error) {
-	if err := r.ok("Relay.Replay"); err != nil {
+// (Feed.Streams), marked or not, from its checkpoint: from version 1 for
+// a new name. It is how a new view is built from zero (see the package
+// doc); marks are left to rounds. Like a round, it catches up to
+// streamsInFlight streams at once. It returns the failures joined, and
+// can be run again to go on where it stopped.
+//
+// Replay runs in this Relay's term, its checkpoint writes fenced as a
+// round's: while Run leads, the term Run holds (and Replay stops when
+// that leadership ends); otherwise the term of the latest Round called on
+// this Relay. Without either (Run has not won the lease, or has lost it,
+// and no Round was called), it returns an error matching coord.ErrLost,
+// sending nothing. It waits for a round in progress, and rounds wait for
+// it.
+func (r *Relay) Replay(ctx context.Context, name string) (RoundResult, error) {
+	const op = "Relay.Replay"
+	if err := r.ok(op); err != nil {
 		return RoundResult{}, err
 	}
 	i := slices.IndexFunc(r.subs, func(s Subscription) bool { return s.Name == name })
 	if i < 0 {
-		return RoundResult{}, invalid("Relay.Replay", "name", fmt.Sprintf("no subscription %q", name))
+		return RoundResult{}, invalid(op, "name", fmt.Sprintf("no subscription %q", name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	term, lead := r.leading()
+	switch {
+	case lead != nil:
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(lead, stop)()
+	case r.manual:
+		term = r.term
+	default:
+		return RoundResult{}, fmt.Errorf("feed: %s: %w: this Relay does not lead (Run has not won the lease, or lost it, and no Round was called): a replay runs in the leader's term", op, coord.ErrLost)
+	}
 	if err := r.enter(ctx, term); err != nil {
 		return RoundResult{}, err
 	}
@@ -346,24 +538,49 @@ func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResul
 	return res, err
 }
 
+// leading returns Run's term and the context of its leadership while Run
+// leads (nil when it does not).
+func (r *Relay) leading() (int64, context.Context) {
+	r.leadMu.Lock()
+	defer r.leadMu.Unlock()
+	return r.leadTerm, r.leadCtx
+}
+
+// lead records that Run leads with term until ctx ends (nil: it no
+// longer leads).
+func (r *Relay) lead(ctx context.Context, term int64) {
+	r.leadMu.Lock()
+	defer r.leadMu.Unlock()
+	r.leadCtx, r.leadTerm = ctx, term
+}
+
 // Run runs rounds every Interval while this process leads by lease
 // (coord.Lease.Lead, with Options.Lead), each with the lease's term, and
 // campaigns again when leadership is lost or fenced, until ctx ends; it
 // then returns ctx's error. It returns at once an error matching
-// tablekit.ErrInvalidInput when the lease or options are refused.
+// tablekit.ErrInvalidInput when the lease (nil included) or options are
+// refused. Relay.Replay, called meanwhile, runs in the term Run holds.
 func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 	if err := r.ok("Relay.Run"); err != nil {
 		return err
 	}
+	if lease == nil {
+		return invalid("Relay.Run", "lease", "nil lease: make one with coord.NewLease")
+	}
 	for {
 		err := lease.Lead(ctx, func(ctx context.Context, term int64) error {
+			r.lead(ctx, term)
+			defer r.lead(nil, 0)
 			for {
-				_, err := r.Round(ctx, term)
+				r.mu.Lock()
+				_, err := r.round(ctx, term)
+				r.manual = false
+				r.mu.Unlock()
 				if errors.Is(err, coord.ErrFenced) {
 					return err
 				}
-				if err != nil && ctx.Err() == nil && r.o.Logger != nil {
-					r.o.Logger.Warn("feed: relay round", "term", term, "err", err)
+				if err != nil && ctx.Err() == nil {
+					r.log.Warn("feed: relay round", "term", term, "err", err)
 				}
 				if !core.Sleep(ctx, r.o.Interval) {
 					return ctx.Err()
@@ -377,9 +594,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 		case errors.Is(err, tablekit.ErrInvalidInput):
 			return err
 		}
-		if r.o.Logger != nil {
-			r.o.Logger.Warn("feed: relay leadership ended", "err", err)
-		}
+		r.log.Warn("feed: relay leadership ended", "err", err)
 		core.Sleep(ctx, r.o.Interval)
 	}
 }
@@ -593,11 +808,11 @@ func (r *Relay) newPass(ctx context.Context, term int64, subs []int) *pass {
 	return p
 }
 
-// start catches stream id up in a goroutine of its own (and then clears
-// its mark, when dir, its directory row, is not nil), once fewer than
-// streamsInFlight streams are in flight. It returns false, starting
-// nothing, when the pass has stopped.
-func (p *pass) start(id stream.ID, dir *tablekit.Entity) bool {
+// start catches stream id up in a goroutine of its own, once fewer than
+// streamsInFlight streams are in flight; m, when not nil, is its marks,
+// which it records the catch-up in (and clears its dirty directory row).
+// It returns false, starting nothing, when the pass has stopped.
+func (p *pass) start(id stream.ID, m *marked) bool {
 	select {
 	case p.slots <- struct{}{}:
 	case <-p.ctx.Done():
@@ -620,8 +835,11 @@ func (p *pass) start(id stream.ID, dir *tablekit.Entity) bool {
 			p.fail(err, nil)
 			return
 		}
-		if dir != nil {
-			p.clear(id, dir, reached)
+		if m != nil {
+			m.reached = reached // (read by sweep, after the pass's streams are done)
+			if m.legacy != nil {
+				p.clearLegacy(id, m.legacy, reached)
+			}
 		}
 	})
 	return true
@@ -645,6 +863,14 @@ func (p *pass) fail(err error, behind []int) {
 		p.stopped = true
 		p.cancel()
 	}
+}
+
+// isStopped reports whether the pass has stopped (fenced, or its
+// caller's context ended).
+func (p *pass) isStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
 }
 
 // wait waits for the streams in flight, and returns the pass's result, the
