@@ -62,6 +62,16 @@ type Subscription struct {
 	Name string
 	// Handle handles one change; nil means it was handled.
 	Handle func(ctx context.Context, c Change) error
+	// FromStart lets the subscription begin a stream at its start when
+	// the events past its checkpoint were trimmed (stream.Store.Trim,
+	// RelayOptions.Trim): it is never handed them, and goes on from the
+	// stream's first version. For a subscription that needs only what is
+	// still there (a new publisher, a consumer of recent changes). Without
+	// it, the subscription fails such a stream, every round, with an
+	// error matching stream.ErrTrimmed that names the stream and its
+	// start, and is handed none of it: a view that folds a stream's
+	// whole history must never skip part of it unseen.
+	FromStart bool
 }
 
 // RelayOptions configure a Relay. The zero value (or nil) means the
@@ -76,6 +86,16 @@ type RelayOptions struct {
 	// feed's table (tablekit.Options.Logger: slog.Default() when that is
 	// nil too).
 	Logger *slog.Logger
+	// Trim, when not nil, chooses the streams the relay trims
+	// (stream.Store.Trim) once every subscription has handled their
+	// events: an outbox's streams, a log of Table writes, any stream
+	// whose events no reader needs once handed over. A round that moves
+	// the lowest checkpoint of such a stream (all its subscriptions
+	// caught up past it) trims the stream below that checkpoint + 1, in
+	// one Trim for all the events it handed over (see "Retention" in the
+	// package doc). It is called concurrently, and must be fast: a test
+	// of the stream's id (its Prefix, say).
+	Trim func(id stream.ID) bool
 }
 
 // RoundResult counts what a relay round did.
@@ -89,6 +109,8 @@ type RoundResult struct {
 	// and directory rows an earlier version of this package marked dirty
 	// made clean.
 	Cleared int
+	// Trimmed is how many streams the round trimmed (RelayOptions.Trim).
+	Trimmed int
 }
 
 // Relay publishes the feed's changes to subscriptions: each round reads
@@ -671,10 +693,16 @@ const checkpointEvery = 32
 
 // catchUp hands the pass's subscriptions the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
-// lowest checkpoint reached; an error when any subscription failed or a
-// read or write did. It adds the changes handled to the pass's Delivered,
-// and marks behind each subscription it may not have caught up.
-func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
+// lowest checkpoint before (from) and after (reached); an error when any
+// subscription failed or a read or write did. It adds the changes handled
+// to the pass's Delivered, and marks behind each subscription it may not
+// have caught up.
+//
+// A subscription whose checkpoint is below the stream's start (Store.Trim
+// dropped the events it has not been handed) fails the stream with an
+// error matching stream.ErrTrimmed, unless it is FromStart: it is then
+// handed the stream from its start. The others go on.
+func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 	r, ctx, term, subs := p.r, p.ctx, p.term, p.subs
 	var failed []bool
 	delivered := 0
@@ -688,12 +716,12 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 			}
 		}
 	}()
-	from := int64(-1)
+	from = -1
 	cp := make([]int64, len(subs))
 	for j, i := range subs {
 		v, err := r.checkpoint(ctx, r.subs[i], id)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		cp[j] = v
 		if from < 0 || v < from {
@@ -704,6 +732,13 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 	failed = make([]bool, len(subs))
 	nfailed := 0
 	var errs []error
+	fail := func(j int, err error) {
+		errs = append(errs, err)
+		if !failed[j] {
+			failed[j] = true
+			nfailed++
+		}
+	}
 	// save stores subs[j]'s checkpoint at done[j]; it returns an error
 	// only when fenced (stop). A failed write stops the subscription on
 	// this stream for the round, its checkpoint the last one stored.
@@ -712,64 +747,92 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 		row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
 		if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
 			r.forget(s, streamKey(id)) // read it again: it may be either
-			errs = append(errs, fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err))
+			err = fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err)
 			if errors.Is(err, coord.ErrFenced) {
+				errs = append(errs, err)
 				return err
 			}
 			done[j] = cp[j]
-			if !failed[j] {
-				failed[j] = true
-				nfailed++
-			}
+			fail(j, err)
 			return nil
 		}
 		r.remember(s, streamKey(id), done[j])
 		cp[j] = done[j]
 		return nil
 	}
-	for ev, err := range r.f.store.Forward(ctx, id, from+1) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
-			for j := range failed {
-				failed[j] = true // (the events past the error are unread; nfailed is no longer needed)
-			}
-			break
-		}
+	// handle hands ev to the subscriptions that have not handled it; it
+	// returns an error only when fenced.
+	handle := func(ev stream.RecordedEvent) error {
 		c := Change{Source: r.f.source, Stream: id, Version: ev.Version, EventID: ev.ID, Kind: ev.Kind, Data: ev.Data, Time: ev.Time}
 		for j, i := range subs {
 			if failed[j] || ev.Version <= done[j] {
 				continue
 			}
 			if err := r.subs[i].Handle(ctx, c); err != nil {
-				errs = append(errs, fmt.Errorf("feed: subscription %q on stream %s version %d: %w", r.subs[i].Name, name(id), ev.Version, err))
-				failed[j] = true
-				nfailed++
+				fail(j, fmt.Errorf("feed: subscription %q on stream %s version %d: %w", r.subs[i].Name, name(id), ev.Version, err))
 				continue
 			}
 			done[j] = ev.Version
 			delivered++
 			if done[j]-cp[j] >= checkpointEvery {
 				if err := save(j); err != nil {
-					return 0, errors.Join(errs...)
+					return err
 				}
 			}
 		}
-		if nfailed == len(subs) {
-			break
+		return nil
+	}
+	for next := from + 1; next > 0; {
+		read := next
+		next = 0
+		for ev, err := range r.f.store.Forward(ctx, id, read) {
+			var te *stream.TrimmedError
+			switch {
+			case errors.As(err, &te) && te.Start > read:
+				// The events from te.From to te.Start-1 are gone: the
+				// subscriptions that have not handled them fail the
+				// stream (or, FromStart, skip them); the others go on
+				// from the start.
+				for j, i := range subs {
+					switch s := r.subs[i]; {
+					case failed[j] || done[j] >= te.Start-1:
+					case s.FromStart:
+						done[j] = te.Start - 1
+					default:
+						fail(j, fmt.Errorf("feed: subscription %q on stream %s: its checkpoint, version %d, is below the stream's start, version %d: the events between were trimmed (a Subscription that may begin at the start is FromStart): %w", s.Name, name(id), done[j], te.Start, err))
+					}
+				}
+				if nfailed < len(subs) {
+					next = te.Start
+				}
+			case err != nil:
+				errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
+				for j := range failed {
+					failed[j] = true // (the events past the error are unread; nfailed is no longer needed)
+				}
+				nfailed = len(subs)
+			default:
+				if err := handle(ev); err != nil {
+					return 0, 0, errors.Join(errs...)
+				}
+			}
+			if err != nil || nfailed == len(subs) {
+				break
+			}
 		}
 	}
 	reached = -1
 	for j := range subs {
 		if done[j] > cp[j] {
 			if err := save(j); err != nil {
-				return 0, errors.Join(errs...)
+				return 0, 0, errors.Join(errs...)
 			}
 		}
 		if reached < 0 || done[j] < reached {
 			reached = done[j]
 		}
 	}
-	return reached, errors.Join(errs...)
+	return from, reached, errors.Join(errs...)
 }
 
 // streamsInFlight is how many streams a round (or Replay) catches up at
@@ -830,7 +893,7 @@ func (p *pass) start(id stream.ID, m *marked) bool {
 	}
 	p.wg.Go(func() {
 		defer func() { <-p.slots }()
-		reached, err := p.catchUp(id)
+		from, reached, err := p.catchUp(id)
 		if err != nil {
 			p.fail(err, nil)
 			return
@@ -839,6 +902,9 @@ func (p *pass) start(id stream.ID, m *marked) bool {
 			m.reached = reached // (read by sweep, after the pass's streams are done)
 			if m.legacy != nil {
 				p.clearLegacy(id, m.legacy, reached)
+			}
+			if reached > from && p.r.o.Trim != nil && p.r.o.Trim(id) {
+				p.trim(id, reached+1)
 			}
 		}
 	})
@@ -863,6 +929,18 @@ func (p *pass) fail(err error, behind []int) {
 		p.stopped = true
 		p.cancel()
 	}
+}
+
+// trim drops the events of stream id below before, which every
+// subscription has handled (Store.Trim).
+func (p *pass) trim(id stream.ID, before int64) {
+	if err := p.r.f.store.Trim(p.ctx, id, before); err != nil {
+		p.fail(fmt.Errorf("feed: Relay.Round: trimming stream %s below version %d: %w", name(id), before, err), nil)
+		return
+	}
+	p.mu.Lock()
+	p.res.Trimmed++
+	p.mu.Unlock()
 }
 
 // isStopped reports whether the pass has stopped (fenced, or its
