@@ -22,10 +22,11 @@
 //	                                         Options.Shards partitions (FNV-1a of the
 //	                                         RowKey): "Stream", "Prefix"
 //	dir~NN / p~<hash>~<target>~<stamp>       a pending mark of an append to a stream of
-//	                                         shard NN: "Stream", "Prefix", "Target" (the
-//	                                         append's first version); <hash> is 8 hex digits
-//	                                         of the stream's directory RowKey, <target> 10
-//	                                         digits, <stamp> 8 random characters
+//	                                         shard NN: "Stream", "Prefix", "Target" and
+//	                                         "Last" (the append's first and last versions);
+//	                                         <hash> is 8 hex digits of the stream's directory
+//	                                         RowKey, <target> 10 digits, <stamp> 8 random
+//	                                         characters
 //	cp~<subscription> / s~<partition>~<prefix>  a subscription's checkpoint of a stream:
 //	                                         "Version", the last version it handled
 //	cp~<subscription> / ~coord~...           the fence row of the relays' terms (coord)
@@ -72,20 +73,26 @@
 //     stream once per round (1 query); the stream's next append that lands
 //     passes the Target, and the round after clears it.
 //
-// A relay round reads each shard's marks, catches each marked stream up
-// for every subscription (reading it to its end), and, when every
-// subscription caught up without a failure, deletes the marks it read of
-// that stream whose Target is at or below the version they reached, in
-// EGTs of up to 100 per shard. Why that is safe: the append of such a
-// mark expects version Target - 1, and its stream was at Target or past
-// it when the round read it; versions only grow, so the append can no
-// longer land. If it landed, it is the append that made version Target;
-// an append is atomic, so all its events were in the stream when the
-// read met version Target, and the read went on to the end: every
-// subscription was handed every event of it. (A Target of the append's
-// last version would not do: the subscriptions may have reached the
-// append's first event only.) A mark written after the round read its
-// shard is not one the round deletes: the next round reads it.
+// A relay round reads each shard's marks, and catches each marked stream
+// up for every subscription as soon as it reads its first mark, reading
+// the stream to its end. It then deletes the marks it read of that
+// stream that the subscriptions have passed: those whose Last is at or
+// below the lowest of their checkpoints, whatever else happened; and,
+// when every subscription caught up without a failure, those whose
+// Target is. It deletes them at once, in one EGT (per 100 marks; a
+// stream's marks are in one partition), and those it reads after the
+// catch-up ended, after the page of the shard that held them (a shard of
+// many marks is read in pages, so a round that is cut short still clears
+// what it passed). Why that is safe: the append of such a mark expects
+// version Target - 1, and its stream was at Target or past it; versions
+// only grow, so the append can no longer land. If it landed, either every
+// subscription has checkpointed its last event, or it is the append that
+// made version Target: an append is atomic, so all its events were in
+// the stream when the read met version Target, and the read went on to
+// the end without a failure, handing every subscription every event of
+// it. (Target alone would not do after a failure: a subscription may
+// have stopped within the append.) A mark written after the round read
+// its shard is not one the round deletes: the next round reads it.
 //
 // Directory rows that an earlier version of this package marked (Dirty
 // true, with a Target that grew with each mark) are still read by every
@@ -301,7 +308,7 @@
 //	                   subscription of its checkpoint (once per term, then cached), the
 //	                   stream's read (1 query per stream.Options.PageSize versions, + 1),
 //	                   1 fenced write per subscription that advanced (+ 1 per 32 changes
-//	                   it handled); 1 EGT per shard per 100 marks cleared (a delete for
+//	                   it handled), 1 EGT to clear its marks (per 100; a delete for
 //	                   one); 1 write per dirty row of an earlier version cleared; per
 //	                   stream trimmed, stream.Store.Trim (1 query, 1 read, 1 EGT, 1 keys
 //	                   query, + 1 keys query and 1 EGT per 100 more events dropped);

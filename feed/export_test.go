@@ -9,10 +9,10 @@ import (
 )
 
 // Mark writes a pending mark of stream id with target, as Append does
-// before it appends: the tests' way to set a mark whose append has not
-// landed.
+// before an append of one event: the tests' way to set a mark whose
+// append has not landed.
 func Mark(ctx context.Context, f *Feed, id stream.ID, target int64) error {
-	_, err := f.mark(ctx, id, target, "")
+	_, err := f.mark(ctx, id, target, target, "")
 	return err
 }
 

@@ -25,8 +25,9 @@ const (
 	streamPrefix  = "s~"   // the RowKeys of directory rows (and checkpoints): s~<partition>~<prefix>
 	propStream    = "Stream"
 	propPrefix    = "Prefix"
-	propDirty     = "Dirty" // of a directory row marked by an earlier version of this package
-	propTarget    = "Target"
+	propDirty     = "Dirty"  // of a directory row marked by an earlier version of this package
+	propTarget    = "Target" // a mark's: the first version of its append (a dirty directory row's: the last)
+	propLast      = "Last"   // a mark's: the last version of its append
 	propVersion   = "Version"
 )
 
@@ -165,7 +166,7 @@ func (f *Feed) Append(ctx context.Context, id stream.ID, expectedVersion int64, 
 	var mine string // the RowKey of this call's mark whose append conflicted: the next mark deletes it
 	var last error
 	for range core.Attempts(ctx, f.retry) {
-		rk, err := f.mark(ctx, id, at+1, mine)
+		rk, err := f.mark(ctx, id, at+1, at+int64(len(events)), mine)
 		if err != nil {
 			// Nothing appended: neither mark is needed (either may be there).
 			f.unmark(ctx, id, mine)
@@ -219,18 +220,19 @@ func nothingAppended(ctx context.Context, r stream.Result, err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// mark writes a pending mark of stream id with target, the first version
-// of the append it marks, and returns its RowKey: 1 write, in an EGT with
+// mark writes a pending mark of stream id with first (its Target) and
+// last, the first and last versions of the append it marks, and returns its RowKey:
+// 1 write, in an EGT with
 // the stream's directory row when this Feed has not written it yet
 // (insert or merge: a directory row keeps what else it holds), and with
 // the delete of the mark prev ("" for none) when there is one. A try
 // whose answer was lost is sent again (the mark is an upsert, the
 // directory row a merge; a delete that finds nothing is left out).
-func (f *Feed) mark(ctx context.Context, id stream.ID, target int64, prev string) (rk string, err error) {
+func (f *Feed) mark(ctx context.Context, id stream.ID, first, last int64, prev string) (rk string, err error) {
 	pk, drk := f.dirKey(id)
-	rk = pendingKey(drk, target)
+	rk = pendingKey(drk, first)
 	row := tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{
-		propStream: id.PartitionKey, propPrefix: id.Prefix, propTarget: target}}
+		propStream: id.PartitionKey, propPrefix: id.Prefix, propTarget: first, propLast: last}}
 	acts := []tablekit.Action[tablekit.Entity]{tablekit.UpsertAction(row)}
 	withDir := !f.listed.has(drk)
 	if withDir {
@@ -239,7 +241,7 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, target int64, prev string
 	if prev != "" {
 		acts = append(acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prev}, azcore.ETagAny))
 	}
-	var last error
+	var lastErr error
 	for range core.Attempts(ctx, f.retry) {
 		if len(acts) == 1 {
 			_, err = f.t.Upsert(ctx, row)
@@ -255,9 +257,9 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, target int64, prev string
 			return rk, nil
 		case prev != "" && errors.As(err, &te) && te.Index == len(acts)-1 && errors.Is(err, tablekit.ErrNotFound) && !errors.Is(err, tablekit.ErrOutcomeUnknown):
 			acts, prev = acts[:len(acts)-1], "" // gone already (a relay saw its stream past it): send the rest
-			last = err
+			lastErr = err
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
-			last = err // the answer was lost: send it again (a delete applied meanwhile is then left out)
+			lastErr = err // the answer was lost: send it again (a delete applied meanwhile is then left out)
 		default:
 			return rk, err
 		}
@@ -265,7 +267,7 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, target int64, prev string
 	if err := ctx.Err(); err != nil {
 		return rk, err
 	}
-	return rk, fmt.Errorf("gave up after %d tries; the last: %w", f.retry.MaxAttempts, last)
+	return rk, fmt.Errorf("gave up after %d tries; the last: %w", f.retry.MaxAttempts, lastErr)
 }
 
 // unmark deletes stream id's mark rk ("": none), whose append appended

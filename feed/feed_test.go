@@ -553,7 +553,7 @@ func TestCheckpointInLongCatchUp(t *testing.T) {
 // TestRoundCosts: a round's cost with the Meter, as the doc says: 1 query
 // per shard; per marked stream 1 read of each subscription's checkpoint
 // (then cached), the stream's read, 1 write per subscription that
-// advanced; 1 delete of the marks cleared (an EGT per shard for several);
+// advanced; 1 delete of the marks cleared (an EGT for several);
 // a new term's fence: 1 read + 1 write per subscription.
 func TestRoundCosts(t *testing.T) {
 	e := newEnv(t, &feed.Options{Shards: 4})

@@ -213,12 +213,8 @@ func TestLagFromTheFirstReport(t *testing.T) {
 			acked = time.Now()
 		}
 	}
-	held, in := make(chan struct{}), make(chan struct{}, 1)
+	held := make(chan struct{}) // the round waits in Handle until the test has seen the first report
 	r := relay(t, e.f, feed.Subscription{Name: "v", Handle: func(ctx context.Context, c feed.Change) error {
-		select {
-		case in <- struct{}{}:
-		default:
-		}
 		select {
 		case <-held:
 			return nil
@@ -246,10 +242,6 @@ func TestLagFromTheFirstReport(t *testing.T) {
 			continue
 		}
 		select {
-		case <-in: // the round hands changes over: it has read the directory
-			if _, ok := r.Stats().Lag["v"]; !ok {
-				t.Fatal("the round hands changes over, and the subscription is not reported")
-			}
 		case err := <-done:
 			t.Fatalf("the round ended (%v) before the subscription was reported", err)
 		default:

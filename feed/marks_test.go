@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -62,5 +63,37 @@ func TestMarksOfAppendsThatAppendNothing(t *testing.T) {
 		if c := m.Snapshot().Sub(before); res.Streams != 0 || c.Total() != 2 {
 			t.Errorf("round %d after the first: %+v, cost %v; want no stream read, 2 queries (1 per shard)", i+2, res, c)
 		}
+	}
+}
+
+// TestMarksClearedPastAFailure: a round whose subscription fails on a
+// stream still clears the marks of the appends every subscription has
+// handled and checkpointed (their last version at or below the lowest
+// checkpoint), and keeps the mark of the append it has not handled whole.
+func TestMarksClearedPastAFailure(t *testing.T) {
+	e := newEnv(t, nil)
+	id := stream.ID{PartitionKey: "s"}
+	e.append(t, id, 0, "e1")
+	e.append(t, id, 1, "e2")
+	e.append(t, id, 2, "e3", "e4")
+	rec := newRecorder()
+	boom := errors.New("boom")
+	rec.fail = func(c feed.Change) error {
+		if c.Version == 4 {
+			return boom
+		}
+		return nil
+	}
+	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
+	res, err := r.Round(context.Background(), 0)
+	if !errors.Is(err, boom) || res.Cleared != 2 {
+		t.Errorf("round failing at version 4: %+v, %v; want the marks of the first two appends cleared", res, err)
+	}
+	if m := fmt.Sprint(e.marks(t, id)); m != "[3]" {
+		t.Errorf("marks left: %s, want the third append's ([3])", m)
+	}
+	rec.fail = nil
+	if res := round(t, r, 0); res.Cleared != 1 || res.Delivered != 1 {
+		t.Errorf("next round: %+v, want e4 delivered and the last mark cleared", res)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -295,7 +296,7 @@ func (r *Relay) ok(op string) error {
 // its checkpoint (once per term: they are cached), 1 query per
 // stream.Options.PageSize new events (+1, the empty range that ends the
 // read), 1 fenced write per subscription that advanced (and 1 more per 32
-// changes it handled); 1 EGT per shard per 100 marks cleared (1 delete
+// changes it handled), 1 EGT to clear its marks (per 100 marks; 1 delete
 // when there is one).
 func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	if err := r.ok("Relay.Round"); err != nil {
@@ -323,32 +324,45 @@ func (r *Relay) round(ctx context.Context, term int64) (RoundResult, error) {
 		all[i] = i
 	}
 	p := r.newPass(ctx, term, all)
-	marked, oldest, errs := r.readMarks(p.ctx)
+	p.marks = p.readMarks()
+	// The marked streams are caught up as the shards' marks are read.
+	for m := range p.marks.streams() {
+		if !p.start(m.id, m) {
+			break
+		}
+	}
+	oldest, errs := p.marks.wait()
 	if len(errs) == 0 {
 		r.report(start, oldest)
 	}
 	for _, err := range errs {
 		p.fail(err, p.subs) // a marked stream may be unread
 	}
-	for _, m := range marked {
-		if !p.start(m.id, m) {
-			break
-		}
-	}
-	p.wg.Wait()
-	p.sweep(marked)
 	res, behind, err := p.wait()
 	r.caughtUp(start, behind)
 	return res, err
 }
 
-// marked is a stream a round found marked: its pending marks, and its
-// directory row when an earlier version of this package marked it dirty.
+// marked is a stream a round found marked.
 type marked struct {
 	id      stream.ID
-	pending []tablekit.Entity // its pending marks read, each with its Target
-	legacy  *tablekit.Entity  // its directory row, when dirty (Dirty, Target)
-	reached int64             // set by its catch-up: every subscription is at or past it (-1: not caught up)
+	pending []tablekit.Entity // its pending marks read and not yet passed to deletion
+	legacy  *tablekit.Entity  // its directory row, when dirty (an earlier version's mark)
+	done    bool              // its catch-up has ended
+	reached int64             // when done: the lowest checkpoint of the subscriptions (-1: unknown)
+	whole   bool              // when done: the catch-up read the stream to its end, without a failure
+}
+
+// passes reports whether a catch-up that ended with every subscription's
+// checkpoint at or past reached, having read the stream to its end
+// without a failure when whole, passed mark e: its append's last version
+// is at or below reached, or, whole, its first version is. Either way
+// the append can no longer land (its stream has left the version it
+// expects), and if it landed, every subscription has handled it.
+func passes(e tablekit.Entity, reached int64, whole bool) bool {
+	first, _ := e.Properties[propTarget].(int64)
+	last, ok := e.Properties[propLast].(int64)
+	return reached >= 1 && ((ok && last <= reached) || (whole && first <= reached))
 }
 
 // markFilter selects the marks of a shard: its pending marks (a RowKey
@@ -357,48 +371,153 @@ type marked struct {
 // appended through a Feed of that version is left behind.
 const markFilter = "PartitionKey eq ? and (RowKey ge ? and RowKey lt ? or Dirty eq true)"
 
-// readMarks reads the marks of every shard (the shards concurrently): the
-// marked streams, by stream key, the oldest Timestamp of their marks
-// (zero for none), and the shards' read failures.
-func (r *Relay) readMarks(ctx context.Context) (map[string]*marked, time.Time, []error) {
-	var mu sync.Mutex
-	streams := map[string]*marked{}
-	var oldest time.Time
-	var errs []error
+// marks is a round's reading of the directory's marks: the shards are
+// read concurrently, and each stream is handed to the round (streams)
+// when its first mark is read, so that its catch-up starts at once.
+type marks struct {
+	mu      sync.Mutex
+	by      map[string]*marked // by stream key
+	queue   []*marked          // streams not yet handed to the round
+	reading int                // shards still being read
+	wake    chan struct{}      // a stream queued, or a shard read
+	oldest  time.Time          // the oldest Timestamp of the marks read
+	errs    []error            // the shards' read failures
+	readers sync.WaitGroup
+}
+
+// readMarks starts reading the marks of every shard, a page at a time:
+// the marks of a page that a stream's catch-up, ended already, has passed
+// are cleared after the page (an EGT), so that a shard of many marks
+// read in many pages is cleared as it is read.
+func (p *pass) readMarks() *marks {
+	r := p.r
+	ms := &marks{by: map[string]*marked{}, reading: r.f.shards, wake: make(chan struct{}, 1)}
 	queries := make(chan struct{}, streamsInFlight)
-	var shards sync.WaitGroup
 	for s := range r.f.shards {
-		shards.Go(func() {
+		ms.readers.Go(func() {
 			queries <- struct{}{}
 			defer func() { <-queries }()
-			for e, err := range r.f.t.Query(ctx, tablekit.Where(markFilter, shardPK(s), pendingPrefix, pendingPrefix+"~"), nil) {
-				mu.Lock()
+			defer ms.signal(func() { ms.reading-- })
+			f := tablekit.Where(markFilter, shardPK(s), pendingPrefix, pendingPrefix+"~")
+			o := &tablekit.QueryOptions{}
+			for {
+				page, err := r.f.t.QueryPage(p.ctx, f, o)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err))
-					mu.Unlock()
+					ms.signal(func() { ms.errs = append(ms.errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err)) })
 					return
 				}
-				id := streamOf(e)
-				k := streamKey(id)
-				m := streams[k]
-				if m == nil {
-					m = &marked{id: id, reached: -1}
-					streams[k] = m
+				var passed []tablekit.Entity // marks of streams caught up already, which they passed
+				ms.signal(func() {
+					for _, e := range page.Items {
+						if ms.add(e) {
+							passed = append(passed, e)
+						}
+					}
+				})
+				if len(passed) > 0 && !p.isStopped() {
+					p.clear(shardPK(s), passed)
 				}
-				if strings.HasPrefix(e.RowKey, pendingPrefix) {
-					m.pending = append(m.pending, e)
-				} else {
-					m.legacy = &e
+				if page.Continuation == "" {
+					return
 				}
-				if oldest.IsZero() || e.Timestamp.Before(oldest) {
-					oldest = e.Timestamp
-				}
-				mu.Unlock()
+				o.Continuation = page.Continuation
 			}
 		})
 	}
-	shards.Wait()
-	return streams, oldest, errs
+	return ms
+}
+
+// signal runs f under the lock, then wakes the round.
+func (ms *marks) signal(f func()) {
+	ms.mu.Lock()
+	f()
+	ms.mu.Unlock()
+	select {
+	case ms.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add records mark e (ms.mu is held), and reports whether it is a
+// pending mark of a stream whose catch-up has ended and passed it.
+func (ms *marks) add(e tablekit.Entity) (passed bool) {
+	id := streamOf(e)
+	k := streamKey(id)
+	m := ms.by[k]
+	if m == nil {
+		m = &marked{id: id}
+		ms.by[k] = m
+		ms.queue = append(ms.queue, m)
+	}
+	if ms.oldest.IsZero() || e.Timestamp.Before(ms.oldest) {
+		ms.oldest = e.Timestamp
+	}
+	switch {
+	case !strings.HasPrefix(e.RowKey, pendingPrefix):
+		if !m.done {
+			m.legacy = &e
+		} // (else the next round clears it)
+	case !m.done:
+		m.pending = append(m.pending, e)
+	default:
+		return passes(e, m.reached, m.whole)
+	}
+	return false
+}
+
+// streams yields the marked streams as the shards' marks are read, until
+// every shard has been read.
+func (ms *marks) streams() iter.Seq[*marked] {
+	return func(yield func(*marked) bool) {
+		for {
+			ms.mu.Lock()
+			var m *marked
+			if len(ms.queue) > 0 {
+				m, ms.queue = ms.queue[0], ms.queue[1:]
+			}
+			reading := ms.reading
+			ms.mu.Unlock()
+			switch {
+			case m != nil:
+				if !yield(m) {
+					return
+				}
+			case reading == 0:
+				return
+			default:
+				<-ms.wake
+			}
+		}
+	}
+}
+
+// wait waits for the shards' reads, and returns the oldest Timestamp of
+// the marks read (zero for none) and the reads' failures.
+func (ms *marks) wait() (time.Time, []error) {
+	ms.readers.Wait()
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.oldest, ms.errs
+}
+
+// caughtUp records that m's catch-up has ended, every subscription's
+// checkpoint at or past reached (-1: unknown), reading the stream to its
+// end without a failure when whole, and returns its marks to delete
+// (those it passed) and its dirty directory row to clear.
+func (ms *marks) caughtUp(m *marked, reached int64, whole bool) (passed []tablekit.Entity, legacy *tablekit.Entity) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m.done, m.reached, m.whole = true, reached, whole
+	for _, e := range m.pending {
+		if passes(e, reached, whole) {
+			passed = append(passed, e)
+		}
+	}
+	if reached >= 0 {
+		legacy = m.legacy
+	}
+	m.pending, m.legacy = nil, nil
+	return passed, legacy
 }
 
 // clearLegacy clears stream id's directory row dir, as the round read it
@@ -426,43 +545,16 @@ func (p *pass) clearLegacy(id stream.ID, dir *tablekit.Entity, reached int64) {
 	}
 }
 
-// sweep deletes the pending marks the round's catch-ups passed: those
-// whose Target is at or below the version their stream was caught up to
-// by every subscription, in EGTs of up to 100 per shard (the shards
-// concurrently). Such a mark's append can no longer land (its stream has
-// left the version it expects), and if it landed, the catch-up, which
-// read the stream to its end, handed every event of it over.
-func (p *pass) sweep(streams map[string]*marked) {
-	if p.isStopped() {
-		return
+// clear deletes rows, pending marks of one shard partition pk that the
+// round's catch-ups passed (see passes).
+func (p *pass) clear(pk string, rows []tablekit.Entity) {
+	n, err := p.r.deleteMarks(p.ctx, rows)
+	p.mu.Lock()
+	p.res.Cleared += n
+	p.mu.Unlock()
+	if err != nil {
+		p.fail(fmt.Errorf("feed: Relay.Round: clearing the marks of directory shard %s: %w", pk, err), nil)
 	}
-	byShard := map[string][]tablekit.Entity{}
-	for _, m := range streams {
-		if m.reached < 0 {
-			continue
-		}
-		for _, e := range m.pending {
-			if t, _ := e.Properties[propTarget].(int64); t <= m.reached {
-				byShard[e.PartitionKey] = append(byShard[e.PartitionKey], e)
-			}
-		}
-	}
-	slots := make(chan struct{}, streamsInFlight)
-	var wg sync.WaitGroup
-	for pk, rows := range byShard {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			n, err := p.r.deleteMarks(p.ctx, rows)
-			p.mu.Lock()
-			p.res.Cleared += n
-			p.mu.Unlock()
-			if err != nil {
-				p.fail(fmt.Errorf("feed: Relay.Round: clearing the marks of directory shard %s: %w", pk, err), nil)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // deleteMarks deletes rows, pending marks of one shard, in EGTs of up to
@@ -499,6 +591,8 @@ func (r *Relay) deleteMarks(ctx context.Context, rows []tablekit.Entity) (int, e
 			rows = rows[len(batch):]
 		case errors.As(err, &te) && te.Index >= 0 && te.Index < len(batch) && errors.Is(err, tablekit.ErrNotFound) && !errors.Is(err, tablekit.ErrOutcomeUnknown):
 			rows = slices.Delete(rows, te.Index, te.Index+1) // gone already: send the rest
+		case errors.Is(err, tablekit.ErrOutcomeUnknown) && ctx.Err() == nil:
+			return deleted, nil // deleted, or not: a later round reads what is left
 		default:
 			return deleted, err
 		}
@@ -697,7 +791,8 @@ const checkpointEvery = 32
 
 // catchUp hands the pass's subscriptions the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
-// lowest checkpoint before (from) and after (reached); an error when any
+// lowest checkpoint before (from) and after (reached, as stored: -1 when
+// a checkpoint could not be read), an error too; the error when any
 // subscription failed or a read or write did. It adds the changes handled
 // to the pass's Delivered, and marks behind each subscription it may not
 // have caught up.
@@ -725,7 +820,7 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 	for j, i := range subs {
 		v, err := r.checkpoint(ctx, r.subs[i], id)
 		if err != nil {
-			return 0, 0, err
+			return -1, -1, err
 		}
 		cp[j] = v
 		if from < 0 || v < from {
@@ -817,7 +912,7 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 				nfailed = len(subs)
 			default:
 				if err := handle(ev); err != nil {
-					return 0, 0, errors.Join(errs...)
+					return from, slices.Min(cp), errors.Join(errs...)
 				}
 			}
 			if err != nil || nfailed == len(subs) {
@@ -825,18 +920,14 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 			}
 		}
 	}
-	reached = -1
 	for j := range subs {
 		if done[j] > cp[j] {
 			if err := save(j); err != nil {
-				return 0, 0, errors.Join(errs...)
+				return from, slices.Min(cp), errors.Join(errs...)
 			}
 		}
-		if reached < 0 || done[j] < reached {
-			reached = done[j]
-		}
 	}
-	return from, reached, errors.Join(errs...)
+	return from, slices.Min(cp), errors.Join(errs...)
 }
 
 // streamsInFlight is how many streams a round (or Replay) catches up at
@@ -862,6 +953,8 @@ type pass struct {
 	slots  chan struct{}      // a token per stream in flight
 	wg     sync.WaitGroup     // the streams in flight
 
+	marks *marks // a round's marks (nil for Replay)
+
 	mu      sync.Mutex // guards the fields below
 	res     RoundResult
 	errs    []error
@@ -876,9 +969,10 @@ func (r *Relay) newPass(ctx context.Context, term int64, subs []int) *pass {
 }
 
 // start catches stream id up in a goroutine of its own, once fewer than
-// streamsInFlight streams are in flight; m, when not nil, is its marks,
-// which it records the catch-up in (and clears its dirty directory row).
-// It returns false, starting nothing, when the pass has stopped.
+// streamsInFlight streams are in flight; m, when not nil, is its marks:
+// once every subscription has caught up, it clears those the stream has
+// passed, and trims the stream when RelayOptions.Trim chooses it. It
+// returns false, starting nothing, when the pass has stopped.
 func (p *pass) start(id stream.ID, m *marked) bool {
 	select {
 	case p.slots <- struct{}{}:
@@ -900,16 +994,21 @@ func (p *pass) start(id stream.ID, m *marked) bool {
 		from, reached, err := p.catchUp(id)
 		if err != nil {
 			p.fail(err, nil)
+		}
+		if m == nil {
 			return
 		}
-		if m != nil {
-			m.reached = reached // (read by sweep, after the pass's streams are done)
-			if m.legacy != nil {
-				p.clearLegacy(id, m.legacy, reached)
-			}
-			if reached > from && p.r.o.Trim != nil && p.r.o.Trim(id) {
-				p.trim(id, reached+1)
-			}
+		// What every subscription has handled and checkpointed is done
+		// with, whether or not the catch-up ended well.
+		passed, legacy := p.marks.caughtUp(m, reached, err == nil)
+		if len(passed) > 0 {
+			p.clear(passed[0].PartitionKey, passed) // (a stream's marks are in its shard's partition)
+		}
+		if legacy != nil {
+			p.clearLegacy(id, legacy, reached)
+		}
+		if reached > from && p.r.o.Trim != nil && p.r.o.Trim(id) {
+			p.trim(id, reached+1)
 		}
 	})
 	return true
@@ -934,6 +1033,9 @@ func (p *pass) fail(err error, behind []int) {
 		p.cancel()
 	}
 }
+
+// trim drops the events of stream id below before, which every
+// subscription has handled (Store.Trim).
 
 // trim drops the events of stream id below before, which every
 // subscription has handled (Store.Trim).
