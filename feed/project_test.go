@@ -223,9 +223,12 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var src string // the changes' Source: the streams' table
+	var srcMu sync.Mutex
+	var src string // the changes' Source: the streams' table (Handle runs concurrently for the two streams)
 	r := relay(t, e.f, feed.Subscription{Name: "bylast", Handle: func(ctx context.Context, c feed.Change) error {
+		srcMu.Lock()
 		src = c.Source
+		srcMu.Unlock()
 		return p.Handle(ctx, c)
 	}})
 	lisa, jon := stream.ID{PartitionKey: "lisa"}, stream.ID{PartitionKey: "jon"}
