@@ -167,7 +167,7 @@ func (t *Table[T]) info() hook.Table {
 	if t.crypt != nil {
 		names = slices.Sorted(maps.Keys(t.crypt.properties))
 	}
-	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.cosmos, Encrypted: names, Retry: t.retry}
+	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.cosmos, Encrypted: names, Retry: t.retry, Logger: t.logger}
 }
 
 // parts returns the verb, value and ETag of a (internal/hook.ActionOf).

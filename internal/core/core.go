@@ -86,6 +86,11 @@ func Meter[T any](t *tablekit.Table[T]) *tablekit.Meter {
 // ("devstoreaccount1" for Azurite).
 func AccountOf[T any](t *tablekit.Table[T]) string { return hook.TableInfo(t).Account }
 
+// TableLogger returns the Logger of t's Account (see
+// tablekit.Options.Logger); nil means slog.Default() at the time of
+// logging (see internal/logs).
+func TableLogger[T any](t *tablekit.Table[T]) *slog.Logger { return hook.TableInfo(t).Logger }
+
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
 // results are not in key order.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }

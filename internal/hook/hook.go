@@ -65,6 +65,7 @@ type Table struct {
 	Cosmos    bool           // on Azure Cosmos DB for Table
 	Encrypted []string       // the properties it encrypts, sorted
 	Retry     any            // its conflict retry, a tablekit.RetryPolicy (TableOptions.Retry, defaults applied)
+	Logger    *slog.Logger   // its Account's Logger (nil: slog.Default() at the time of logging)
 }
 
 // An Account's internals; acct is a *tablekit.Account.
