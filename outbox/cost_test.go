@@ -33,11 +33,11 @@ func TestCosts(t *testing.T) {
 	}); got.Total() != 1 || got.Service("queue") != 1 {
 		t.Errorf("Publisher.Handle: %v, want 1 queue request", got)
 	}
-	h, err := outbox.NewHandler(r.writer, r.apply)
+	h, err := outbox.NewHandler(r.et, byStream, r.apply, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := json.Marshal(outbox.Message{ID: outbox.MessageID(id, 1), Stream: id, Version: 1, Data: json.RawMessage(`{"Order":"a1"}`)})
+	payload, err := json.Marshal(outbox.Message{ID: outbox.MessageID(r.source(), id, 1), Source: r.source(), Stream: id, Version: 1, Data: json.RawMessage(`{"Order":"a1"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
