@@ -21,7 +21,7 @@ func (t *Table[T]) exists(ctx context.Context, pk, rk string) (bool, error) {
 		return false, withOp("Exists", err)
 	}
 	found := false
-	err := t.scan(ctx, "Exists", PointQuery(pk, rk), &QueryOptions{PageSize: 1}, "RowKey", func([]byte) (bool, error) {
+	err := t.scan(ctx, "Exists", PointQuery(pk, rk), &QueryOptions{PageSize: 1, Reserved: true}, "RowKey", func([]byte) (bool, error) {
 		found = true
 		return false, nil
 	})
@@ -30,7 +30,8 @@ func (t *Table[T]) exists(ctx context.Context, pk, rk string) (bool, error) {
 
 // Count returns how many entities match f, reading only their keys: one
 // transaction per 1,000 entities (a table scan when f does not name a
-// partition; see the Meter for what it cost).
+// partition; see the Meter for what it cost). tablekit's own rows
+// (QueryOptions.Reserved) are not counted: transfer.Count counts every row.
 func (t *Table[T]) Count(ctx context.Context, f Filter) (int, error) {
 	n := 0
 	err := t.scan(ctx, "Count", f, nil, "RowKey", func([]byte) (bool, error) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -50,6 +51,14 @@ type QueryOptions struct {
 	// refused there with an error matching ErrUnsupported. Elsewhere it
 	// changes nothing.
 	KeyOrder bool
+	// Reserved reads tablekit's own bookkeeping rows too: the rows package
+	// coord keeps in a user's partitions (idempotency records, fence
+	// rows), whose RowKeys start with coord.ReservedPrefix ("~coord~").
+	// Without it, Query, QueryPage, Top and Count leave them out on the
+	// client (they are read and dropped, so a page may come back shorter,
+	// even empty, with a Continuation that still resumes the query): code
+	// that must see every row, such as a backup, sets it.
+	Reserved bool
 }
 
 // Cursor records the progress of an iteration of [Table.Query], so that a
@@ -162,6 +171,7 @@ type query struct {
 	// entities is about how many entities the last page fetched holds
 	// (at least as many), to size what they are decoded into.
 	entities int
+	reserved bool // QueryOptions.Reserved: fetchRaw keeps reserved rows
 }
 
 func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
@@ -181,7 +191,7 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 	if opts.Limit < 0 {
 		return nil, &ValidationError{Property: "Limit", Detail: "negative limit", Err: ErrInvalidInput}
 	}
-	q := &query{filter: text, pageSize: opts.PageSize}
+	q := &query{filter: text, pageSize: opts.PageSize, reserved: opts.Reserved}
 	if q.sel, err = selectText(opts.Select); err != nil {
 		return nil, err
 	}
@@ -252,6 +262,9 @@ func (q *query) token() string {
 // and appends its entities to items.
 func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, items []T) ([]T, error) {
 	err := t.fetchRaw(ctx, q, top, func(obj []byte) error {
+		if !q.reserved && reservedRow(obj) {
+			return nil
+		}
 		if items == nil {
 			items = make([]T, 0, q.entities)
 		}
@@ -310,6 +323,21 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	return nil
 }
 
+// reservedMark is how the RowKey of a reserved row starts in an entity's
+// JSON, unless escaped.
+var reservedMark = []byte(`"RowKey":"` + names.ReservedRowKeyPrefix)
+
+// reservedRow reports whether obj, an entity's JSON, is one of tablekit's
+// own rows (QueryOptions.Reserved). Only an object that holds the mark, or
+// any escape (which could spell it), is parsed.
+func reservedRow(obj []byte) bool {
+	if !bytes.Contains(obj, reservedMark) && !bytes.Contains(obj, []byte(`\u`)) {
+		return false
+	}
+	_, rk, err := objectKeys(obj)
+	return err == nil && strings.HasPrefix(rk, names.ReservedRowKeyPrefix)
+}
+
 // nonEmpty returns &s, or nil when s is "".
 func nonEmpty(s string) *string {
 	if s == "" {
@@ -322,7 +350,8 @@ func nonEmpty(s string) *string {
 // reading page after page, including past pages the service returns empty.
 // Iteration stops at the first error, which is yielded with a zero T. To
 // resume a loop broken off early, set QueryOptions.Cursor. Index copies
-// kept in the table match too (decoded as T): package index's Query skips them.
+// kept in the table match too (decoded as T): package index's Query skips
+// them. tablekit's own rows (QueryOptions.Reserved) are left out.
 func (t *Table[T]) Query(ctx context.Context, f Filter, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -399,9 +428,14 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 		q.skipped = 0
 		for _, obj := range objs {
 			if cur != nil {
+				cur.pos++
+			}
+			if !q.reserved && reservedRow(obj) {
+				continue
+			}
+			if cur != nil {
 				cur.lastPK, cur.lastRK, _ = objectKeys(obj)
 				cur.yielded = true
-				cur.pos++
 			}
 			more, err := each(obj)
 			if err != nil || !more {
@@ -435,6 +469,9 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 	var all []keyed
 	for {
 		err := t.fetchRaw(ctx, q, q.pageSize, func(obj []byte) error {
+			if !q.reserved && reservedRow(obj) {
+				return nil
+			}
 			if len(all) == limits.CollectLimit {
 				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
 					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
@@ -502,6 +539,8 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 // with no entities. Read on while Continuation is not "" (an empty page
 // says nothing about what comes next); Continuation resumes the query, also
 // in another process. [Table.Query] reads past such pages itself.
+// tablekit's own rows are left out of Items unless QueryOptions.Reserved
+// asks for them: a page may hold fewer than the service sent.
 func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) (_ Page[T], err error) {
 	defer func() { err = withOp("QueryPage", err) }()
 	if err := t.usable(); err != nil {
@@ -529,6 +568,8 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 // further pages when the service returns short ones. On Azure Cosmos DB
 // for Table, whose results are not in key order, it refuses with an error
 // matching ErrUnsupported: the first n by key would need every result.
+// tablekit's own rows are left out unless QueryOptions.Reserved asks for
+// them.
 func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) (_ []T, err error) {
 	defer func() { err = withOp("Top", err) }()
 	if err := t.usable(); err != nil {

@@ -174,8 +174,9 @@ type keyedRow struct {
 }
 
 // appendKeyed appends a log row holding key to partition pk: reads the
-// sequence row, then one transaction (keyed when key is not "") advances
-// it and inserts the row.
+// sequence row, then one transaction (keyed when key is not "", with the
+// fingerprint of the intent, since a retry recomputes the actions)
+// advances it and inserts the row.
 func appendKeyed(ctx context.Context, logs *tablekit.Table[keyedRow], w *coord.Writer[keyedRow], pk, key string) (coord.Result, error) {
 	seq, err := logs.Get(ctx, pk, "seq")
 	var act tablekit.Action[keyedRow]
@@ -189,7 +190,13 @@ func appendKeyed(ctx context.Context, logs *tablekit.Table[keyedRow], w *coord.W
 	}
 	next := seq.Seq + 1
 	row := keyedRow{PK: pk, RK: fmt.Sprintf("log-%08d", next), Seq: next, Key: key}
-	return w.Transaction(ctx, coord.Write{Key: key}, act, tablekit.InsertAction(row))
+	g := coord.Write{Key: key}
+	if key != "" {
+		// A retry reads the sequence again and recomputes the actions:
+		// the key stands for "append key to pk", not for the actions.
+		g.Fingerprint = pk + "/" + key
+	}
+	return w.Transaction(ctx, g, act, tablekit.InsertAction(row))
 }
 
 func countUnknown(errs []error) int {

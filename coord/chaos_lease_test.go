@@ -392,6 +392,6 @@ func appendLog(ctx context.Context, logs *tablekit.Table[logRow], w *coord.Write
 		seqAct = tablekit.UpdateAction(next, seq.ETag)
 	}
 	row := logRow{PK: "data", RK: fmt.Sprintf("log-%08d", next.Seq), Term: term, Holder: holder, Seq: next.Seq}
-	_, err = w.Transaction(ctx, coord.Write{Term: term, Key: key}, seqAct, tablekit.InsertAction(row))
+	_, err = w.Transaction(ctx, coord.Write{Term: term, Key: key, Fingerprint: key}, seqAct, tablekit.InsertAction(row))
 	return err
 }

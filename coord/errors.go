@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/internal/opname"
 )
 
@@ -24,6 +25,13 @@ var (
 	// has written there, so the writer's lease is stale whatever its clock
 	// says. Nothing was written.
 	ErrFenced = errors.New("coord: fenced: a newer term has written to the partition")
+	// ErrKeyReused reports a keyed write whose key was recorded for
+	// another write: the key's record holds another fingerprint
+	// (Write.Fingerprint) than this write's. The first write with the
+	// key was applied; this one wrote nothing. A caller that recomputes a
+	// repeat from changed state on purpose sets Write.Fingerprint to what
+	// the key stands for instead.
+	ErrKeyReused = idem.ErrKeyReused
 )
 
 // invalid returns the *tablekit.ValidationError of a refused argument of

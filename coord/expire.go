@@ -7,29 +7,40 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/transfer"
 )
 
 // ExpiresProperty names the property (Edm.DateTime) that holds a row's
-// expiry: give a struct a field `table:"Expires"` of type time.Time. Live
-// leaves expired rows out of reads and Sweep deletes them. Expires is wall-clock
-// time, read against the clock of the process that reads or sweeps: allow
-// for the skew between the writers' clocks and the sweeper's. coord's
-// idempotency records carry it too (WriterOptions.KeyTTL).
-const ExpiresProperty = "Expires"
+// expiry: a row opts in to expiry by carrying it, as a struct field
+// `table:"_expires"` of type time.Time. Live leaves expired rows out of
+// reads and Sweep deletes them; rows without it are never swept, whatever
+// else they hold (a domain property named "Expires", a coupon's end, is
+// just data). The leading "_" keeps it apart from domain names, as
+// tablekit's other bookkeeping names ("_id", "_append", "_folded") are:
+// package stream refuses events that carry it, so that a sweep never
+// leaves a gap in a stream. Expiry is wall-clock time, read against the
+// clock of the process that reads or sweeps: allow for the skew between
+// the writers' clocks and the sweeper's. coord's idempotency records
+// carry it too (WriterOptions.KeyTTL).
+const ExpiresProperty = idem.PropExpires
 
-// Live returns f restricted to rows whose Expires is after now, for reads
-// that leave expired rows out (the service filters them). Rows without an
-// Expires are left out too, as OData cannot test for an absent property:
-// give every row read this way an Expires (far in the future for rows
+// Live returns f restricted to rows whose ExpiresProperty is after now,
+// for reads that leave expired rows out (the service filters them). Rows
+// without it are left out too, as OData cannot test for an absent
+// property: give every row read this way one (far in the future for rows
 // that never expire), or filter on the client instead.
 func Live(f tablekit.Filter, now time.Time) tablekit.Filter {
 	return tablekit.And(f, tablekit.Where(ExpiresProperty+" gt ?", now.UTC()))
 }
 
-// Sweep deletes the rows of t that expired at now (their Expires at or
-// before it): it is transfer.Purge with opts.Scope (nil opts: the whole
-// table, a table scan) restricted to expired rows, so it has Purge's
+// Sweep deletes the rows of t that expired at now (their ExpiresProperty
+// at or before it), and coord's idempotency records that did (also those
+// earlier versions wrote, whose expiry was "Expires": the only rows an
+// "Expires" property still makes sweepable are these records, under
+// ReservedPrefix). It is transfer.Purge with opts.Scope (nil opts: the
+// whole table, a table scan) restricted to expired rows, so it has Purge's
 // guarantees and costs: bounded by opts.Budget, resumable through
 // opts.Checkpoint and Resume, safe to run in several processes at once, each
 // row deleted only at the version listed (a row renewed since, its Expires
@@ -75,8 +86,20 @@ func sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], now time.Tim
 		}
 		now, o.Checkpoint = cp.now, cp
 	}
-	o.Scope.Filter = tablekit.And(o.Scope.Filter, tablekit.Where(ExpiresProperty+" le ?", now.UTC()))
+	o.Scope.Filter = tablekit.And(o.Scope.Filter, expired(now))
 	return transfer.Purge(ctx, t, &o)
+}
+
+// expired is the filter of the rows expired at now: rows whose
+// ExpiresProperty is at or before now, and idempotency records written by
+// earlier versions whose "Expires" is (a RowKey range of coord's own
+// rows, so that no domain "Expires" matches).
+func expired(now time.Time) tablekit.Filter {
+	now = now.UTC()
+	hi, _ := keys.PrefixEnd(idem.RecordPrefix)
+	return tablekit.Or(
+		tablekit.Where(ExpiresProperty+" le ?", now),
+		tablekit.Where("RowKey ge ? and RowKey lt ? and "+idem.PropOldExpires+" le ?", idem.RecordPrefix, hi, now))
 }
 
 // sweepState is what a sweep keeps in its checkpoint: the now of its first

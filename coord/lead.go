@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -20,9 +21,16 @@ type LeadOptions struct {
 	// RetryPeriod is the time between tries to acquire, and between
 	// renewals, each randomised to 75-100% of it so that contenders
 	// spread out. Default 2/15 of the lease's Duration (2 s for 15 s);
-	// must be less than RenewDeadline.
+	// must be less than RenewDeadline, and at least MinRetryPeriod.
 	RetryPeriod time.Duration
 }
+
+// MinRetryPeriod is the shortest LeadOptions.RetryPeriod Lead accepts:
+// each period costs a write (a renewal) or a read (a campaign try), and a
+// shorter one is a tight loop of requests, not a lease. The default
+// RetryPeriod of a lease Duration under 75 ms is below it: give such a
+// lease a RetryPeriod.
+const MinRetryPeriod = 10 * time.Millisecond
 
 // Lead campaigns for the lease and runs fn while this process leads:
 // it tries to acquire every RetryPeriod (sooner when the lease it sees
@@ -34,7 +42,10 @@ type LeadOptions struct {
 // Lead returns fn's error after releasing the lease when fn returns; an
 // error matching ErrLost after fn has returned when leadership was lost;
 // ctx's error when ctx ends (after fn has returned and the lease is
-// released). Call it again to campaign again. A new leader is elected at
+// released); at once, a refusal of its input, which trying again cannot
+// change (an error matching tablekit.ErrInvalidInput, ErrInvalidKey or
+// ErrTooLarge: options refused, or the lease's entity refused by the
+// service). Call it again to campaign again. A new leader is elected at
 // most Duration + RetryPeriod after a leader dies, plus the requests'
 // latency and a RetryPeriod more for each campaign try that fails (the
 // service unreachable). Costs: 1 read per campaign try; 1 write per
@@ -66,6 +77,9 @@ func (l *Lease) Lead(ctx context.Context, fn func(ctx context.Context, term int6
 	if o.RetryPeriod >= o.RenewDeadline {
 		return invalid("Lease.Lead", "RetryPeriod", "must be less than RenewDeadline")
 	}
+	if o.RetryPeriod < MinRetryPeriod {
+		return invalid("Lease.Lead", "RetryPeriod", fmt.Sprintf("%v is under the minimum, MinRetryPeriod (%v): a tight loop of requests", o.RetryPeriod, MinRetryPeriod))
+	}
 	jitter := func() time.Duration { return o.RetryPeriod*3/4 + rand.N(o.RetryPeriod/4+1) }
 
 	var term int64
@@ -78,8 +92,8 @@ func (l *Lease) Lead(ctx context.Context, fn func(ctx context.Context, term int6
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, tablekit.ErrInvalidInput) {
-			return err
+		if refused(err) {
+			return err // trying again cannot help
 		}
 		if !sleep(ctx, l.wait(jitter())) {
 			return ctx.Err()
@@ -147,6 +161,13 @@ func (l *Lease) Lead(ctx context.Context, fn func(ctx context.Context, term int6
 			return lost()
 		}
 	}
+}
+
+// refused reports whether err refuses the input (tablekit.ErrInvalidInput,
+// ErrInvalidKey or ErrTooLarge), checked on the client or answered by the
+// service: the same request can only be refused again.
+func refused(err error) bool {
+	return errors.Is(err, tablekit.ErrInvalidInput) || errors.Is(err, tablekit.ErrInvalidKey) || errors.Is(err, tablekit.ErrTooLarge)
 }
 
 // sleep pauses for d or until ctx ends; it reports whether d elapsed.

@@ -3,12 +3,16 @@ package coord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // Properties of a lease entity.
@@ -79,9 +83,13 @@ type Lease struct {
 // NewLease returns the Lease pk/rk of table t (the entity view of a table,
 // Table.AsEntities) for holder, an id unique to this process among the
 // contenders (a host name and process id, or a random id). It sends
-// nothing; the entity is created by the first Acquire, which also refuses
-// keys the service would (tablekit.ErrInvalidKey). Keep the lease's
-// partition apart from data partitions, or its row out of their queries.
+// nothing; the entity is created by the first Acquire. It refuses, with a
+// *tablekit.ValidationError, what the lease's writes would be refused for:
+// keys the service refuses (a "/", "\", "#", "?" or control character,
+// over 1 KiB, a RowKey over 255 bytes on Azure Cosmos DB for Table:
+// tablekit.ErrInvalidKey), a holder id too large for a property
+// (tablekit.ErrTooLarge). Keep the lease's partition apart from data
+// partitions, or its row out of their queries.
 func NewLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string, opts *LeaseOptions) (*Lease, error) {
 	var o LeaseOptions
 	if opts != nil {
@@ -111,7 +119,32 @@ func NewLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string, opts *L
 		return nil, err
 	}
 	o.Retry = core.WithDefaults(o.Retry, core.ConflictRetry)
+	if err := checkLease(t, pk, rk, holder); err != nil {
+		return nil, err
+	}
 	return &Lease{t: t, pk: pk, rk: rk, id: holder, o: o}, nil
+}
+
+// checkLease refuses the keys and holder of a lease that its writes
+// would be refused for.
+func checkLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string) error {
+	const keyRule = "<= 1 KiB, no / \\ # ? or control characters"
+	bad := func(property, limit, detail string, size int, sentinel error) error {
+		return &tablekit.ValidationError{Op: "coord.NewLease", Entity: pk + "/" + rk, Property: property, Limit: limit, Size: size, Detail: detail, Err: sentinel}
+	}
+	if err := keys.Validate(pk); err != nil {
+		return bad("PartitionKey", keyRule, err.Error(), 0, tablekit.ErrInvalidKey)
+	}
+	if err := keys.Validate(rk); err != nil {
+		return bad("RowKey", keyRule, err.Error(), 0, tablekit.ErrInvalidKey)
+	}
+	if core.Cosmos(t) && len(rk) > limits.CosmosRowKeyBytes {
+		return bad("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", fmt.Sprintf("RowKey of %d bytes", len(rk)), len(rk), tablekit.ErrInvalidKey)
+	}
+	if n := 2 * len(utf16.Encode([]rune(holder))); n > limits.PropertyBytes {
+		return bad("holder", "<= 64 KiB per property", "holder id too large for the lease's Holder property", n, tablekit.ErrTooLarge)
+	}
+	return nil
 }
 
 func (l *Lease) now() time.Time { return core.Now(l.o.Clock) }

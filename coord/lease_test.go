@@ -3,12 +3,14 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/chaos"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -193,12 +195,11 @@ func TestLeaseZeroAndBadInput(t *testing.T) {
 			t.Logf("%v", err)
 		}
 	}
-	bad, err := coord.NewLease(tbl, "p/x", "r", "h", nil)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := coord.NewLease(tbl, "p/x", "r", "h", nil); !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Errorf("NewLease with key p/x: %v, want ErrInvalidKey", err)
 	}
-	if _, err := bad.Acquire(ctx); !errors.Is(err, tablekit.ErrInvalidKey) {
-		t.Errorf("Acquire of a lease with key p/x: %v, want ErrInvalidKey", err)
+	if _, err := coord.NewLease(tbl, "p", "r", strings.Repeat("h", 40000), nil); !errors.Is(err, tablekit.ErrTooLarge) {
+		t.Errorf("NewLease with a holder id of 80,000 bytes of UTF-16: %v, want ErrTooLarge", err)
 	}
 	l2, err := coord.NewLease(tbl, "p", "r", "h", &coord.LeaseOptions{Duration: time.Second})
 	if err != nil {
@@ -329,5 +330,108 @@ func TestLeaseConcurrentRenewals(t *testing.T) {
 	}
 	if _, ok := l.Held(); !ok {
 		t.Error("lease lost after concurrent renewals")
+	}
+}
+
+// leadWithin runs l.Lead with a context that has no deadline and returns
+// its error, failing the test when Lead has not returned within a
+// generous watchdog (a campaign that never ends).
+func leadWithin(t *testing.T, l *coord.Lease, opts *coord.LeadOptions) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Lead(ctx, func(context.Context, int64) error { return errors.New("led") }, opts)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		t.Fatal("Lead still campaigning after a minute")
+		return nil
+	}
+}
+
+// TestLeaseRefusedKeys: NewLease refuses keys the service would (the
+// RowKey "relay/orders", a control character, over 1 KiB) with a
+// ValidationError matching ErrInvalidKey; were one accepted, Lead must end
+// at once with ErrInvalidKey rather than campaign forever.
+func TestLeaseRefusedKeys(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	for _, k := range [][2]string{{"leases", "relay/orders"}, {"p#", "r"}, {"leases", "tab\there"}, {"leases", strings.Repeat("x", 1025)}} {
+		l, err := coord.NewLease(tbl, k[0], k[1], "h", nil)
+		var ve *tablekit.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, tablekit.ErrInvalidKey) {
+			t.Errorf("NewLease(%q, %.20q): %v, want a ValidationError matching ErrInvalidKey", k[0], k[1], err)
+		} else {
+			t.Log(err)
+		}
+		if err == nil {
+			if err := leadWithin(t, l, nil); !errors.Is(err, tablekit.ErrInvalidKey) {
+				t.Errorf("Lead on %q/%.20q: %v, want ErrInvalidKey", k[0], k[1], err)
+			}
+		}
+	}
+}
+
+// TestLeadEndsOnServiceRefusal: on a Cosmos DB table NewLease refuses a
+// RowKey over Cosmos DB's 255 bytes; on a Cosmos DB endpoint the Account
+// does not know for one (a proxy, an emulator), NewLease cannot tell, the
+// service refuses the key, and Lead ends at once with its error instead
+// of campaigning forever.
+func TestLeadEndsOnServiceRefusal(t *testing.T) {
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 3}})
+	long := strings.Repeat("r", 300)
+	for _, cosmos := range []bool{true, false} {
+		a, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: cosmos})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, err := tablekit.OpenTable[tablekit.Entity](a, "leasekeys", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ct.CreateIfNotExists(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l, err := coord.NewLease(ct, "leases", long, "h", nil)
+		if cosmos {
+			if !errors.Is(err, tablekit.ErrInvalidKey) {
+				t.Errorf("NewLease with a 300-byte RowKey on a Cosmos DB table: %v, want ErrInvalidKey", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("NewLease with a 300-byte RowKey (the Account does not know Cosmos DB): %v", err)
+		}
+		err = leadWithin(t, l, &coord.LeadOptions{RetryPeriod: 50 * time.Millisecond})
+		if !errors.Is(err, tablekit.ErrInvalidKey) {
+			t.Errorf("Lead on a RowKey the service refuses: %v, want its ErrInvalidKey", err)
+		} else {
+			t.Log(err)
+		}
+	}
+}
+
+// TestLeadRetryPeriodMinimum: a RetryPeriod that would make a tight loop
+// of requests is refused.
+func TestLeadRetryPeriodMinimum(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	l, err := coord.NewLease(tbl, "leases", "tight", "h", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{time.Nanosecond, time.Millisecond, coord.MinRetryPeriod - 1} {
+		if err := leadWithin(t, l, &coord.LeadOptions{RetryPeriod: d}); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("Lead with RetryPeriod %v: %v, want ErrInvalidInput", d, err)
+		}
+	}
+	if err := leadWithin(t, l, &coord.LeadOptions{RetryPeriod: coord.MinRetryPeriod}); err == nil || err.Error() != "led" {
+		t.Errorf("Lead with RetryPeriod %v: %v, want fn's error", coord.MinRetryPeriod, err)
 	}
 }

@@ -35,9 +35,14 @@ const propStamp = idem.PropStamp
 // WriterOptions configure a Writer. The zero value (or nil) means the
 // defaults.
 type WriterOptions struct {
-	// KeyTTL is how long an idempotency record is kept: a retry with the
-	// same key within it returns the first outcome; Sweep deletes it
-	// after. Default 24 h.
+	// KeyTTL is how long an idempotency record is kept. A record is
+	// written with the write it guards, in its transaction, so only an
+	// applied write is recorded: within KeyTTL a repeat of its key is
+	// Result{Replayed: true} (ErrKeyReused when its fingerprint differs),
+	// while a write that was refused (a failed condition, ErrFenced)
+	// left no record, and its repeat is tried afresh. Sweep deletes
+	// records after KeyTTL; a repeat after that is a new write. Default
+	// 24 h.
 	KeyTTL time.Duration
 	// Retry paces the retries of a fenced write whose fence row another
 	// write of the same term changed, and of the reads that settle a
@@ -56,11 +61,22 @@ type Write struct {
 	// fence row. 0: not fenced. Use the term of a Lease.
 	Term int64
 	// Key is an idempotency key: the transaction is applied at most once
-	// per key, and a repeat returns the first outcome (Result.Replayed).
-	// The key is recorded in the partition, in the same transaction, as
-	// the RowKey ReservedPrefix+"key~"+Key (so Key obeys RowKey rules and
-	// limits: 1 KiB in all, 255 bytes on Cosmos DB). "": no key.
+	// per key; a repeat after it was applied writes nothing and returns
+	// Result{Replayed: true} (see WriterOptions.KeyTTL). The key is
+	// recorded in the partition, in the same transaction, as the RowKey
+	// ReservedPrefix+"key~"+Key (so Key obeys RowKey rules and limits:
+	// 1 KiB in all, 255 bytes on Cosmos DB). "": no key.
 	Key string
+	// Fingerprint is what the key stands for (e.g. a hash of the request
+	// that caused the write); "" means a fingerprint of the actions
+	// (verbs, keys and properties, not ETags, nor the values of
+	// properties the table encrypts). It is kept with the key's record: a
+	// repeat of the key whose fingerprint differs fails with ErrKeyReused
+	// and writes nothing. Set it when a repeat may recompute its actions
+	// from state that changed since (a redelivered message whose handler
+	// reads before it writes), so that the repeat still replays. The
+	// record holds a SHA-256 of it, not the text. Only with a Key.
+	Fingerprint string
 }
 
 // Result is the outcome of a Writer's transaction.
@@ -81,8 +97,8 @@ type Result struct {
 //
 // Costs: unguarded, keyed, fenced or both: 1 transaction (+1 read of the
 // fence row the first time a partition is fenced from this Writer or after
-// another term wrote there; +1 read after a lost answer); a replay of a
-// key: 1 refused transaction. A keyed transaction does not end in
+// another term wrote there; +1 read after a lost answer); a repeat of a
+// key: 1 refused transaction + 1 read of the record (its fingerprint). A keyed transaction does not end in
 // tablekit.ErrOutcomeUnknown: after a lost answer the Writer reads its
 // record and writes again only if nothing was applied (only when those
 // reads fail too, Retry's attempts over, is the outcome still unknown). An unkeyed fenced
@@ -133,9 +149,9 @@ func NewWriter[T any](t *tablekit.Table[T], opts *WriterOptions) (*Writer[T], er
 // ErrFenced when a higher term than g.Term has written to the partition,
 // with the caller's *tablekit.TransactionError (its Index counts the
 // caller's actions) when an action is refused, and returns
-// Result{Replayed: true} when g.Key was applied before. The key names the
-// intent, not the actions: a repeat with other actions (a retry that
-// recomputed them) is replayed too, and its actions are not sent.
+// Result{Replayed: true} when g.Key was applied before with the same
+// fingerprint (g.Fingerprint, or the actions'), ErrKeyReused when with
+// another; either way nothing is written.
 func (w *Writer[T]) Transaction(ctx context.Context, g Write, actions ...tablekit.Action[T]) (Result, error) {
 	if w == nil || w.t == nil {
 		return Result{}, invalid("Writer.Transaction", "", "zero Writer (use coord.NewWriter)")
@@ -150,6 +166,9 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	if len(actions) == 0 {
 		return Result{}, invalid("Writer.Transaction", "actions", "no actions")
+	}
+	if g.Fingerprint != "" && g.Key == "" {
+		return Result{}, invalid("Writer.Transaction", "Fingerprint", "a Fingerprint without a Key")
 	}
 	ents := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
@@ -176,7 +195,11 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		if err := idem.Check("coord.Writer.Transaction", w.e, g.Key); err != nil {
 			return Result{}, err
 		}
-		kx = idem.New(w.e, pk, g.Key, w.o.KeyTTL, w.o.Clock, w.o.Retry)
+		fp := idem.OfActions(w.t, ents)
+		if g.Fingerprint != "" {
+			fp = idem.Fingerprint(g.Fingerprint)
+		}
+		kx = idem.New(w.e, pk, g.Key, fp, w.o.KeyTTL, w.o.Clock, w.o.Retry)
 	}
 	stamp := rand.Text()
 	if kx != nil {

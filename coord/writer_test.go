@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -101,11 +102,11 @@ func TestWriterKeyed(t *testing.T) {
 	if _, err := tbl.Get(ctx, "s", "1"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("the replayed insert took effect again: %v", err)
 	}
-	// The key names the intent, not the actions: a retry that recomputed
-	// its actions is replayed too.
-	r, err = w.Transaction(ctx, coord.Write{Key: "order-1"}, tablekit.InsertAction(Order{Shop: "s", ID: "2"}))
-	if err != nil || !r.Replayed {
-		t.Errorf("key sent again with other actions: %+v, %v; want Replayed", r, err)
+	// Without a Fingerprint the key stands for its actions: sent again with
+	// others, it is refused (TestWriterKeyReused).
+	_, err = w.Transaction(ctx, coord.Write{Key: "order-1"}, tablekit.InsertAction(Order{Shop: "s", ID: "2"}))
+	if !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("key sent again with other actions: %v; want ErrKeyReused", err)
 	}
 	if _, err := w.Transaction(ctx, coord.Write{Key: "bad/key"}, tablekit.InsertAction(Order{Shop: "s", ID: "2"})); !errors.Is(err, tablekit.ErrInvalidKey) {
 		t.Errorf("bad key: %v", err)
@@ -173,5 +174,97 @@ func TestWriterKeyedGivesUpKnowingNothingApplied(t *testing.T) {
 	inj.SetEnabled(false)
 	if _, err := tbl.Get(ctx, "s", "1"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Errorf("reported not applied, but: %v", err)
+	}
+}
+
+// TestWriterKeyReused: a key repeated with the same content (ETags aside)
+// is a replay; with other content it fails with ErrKeyReused and writes
+// nothing; Fingerprint names the content instead of the actions, so that a
+// repeat whose actions were recomputed from changed state still replays;
+// a record written before fingerprints existed checks nothing.
+func TestWriterKeyReused(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[Order](t, acct, nil)
+	w, _ := coord.NewWriter(tbl, nil)
+	m := acct.Meter()
+
+	r, err := w.Transaction(ctx, coord.Write{Key: "k1"}, tablekit.InsertAction(Order{Shop: "s", ID: "1", Total: 5}))
+	if err != nil || r.Replayed {
+		t.Fatalf("keyed insert: %+v, %v", r, err)
+	}
+	// The same content with another ETag (a retry that read the row again).
+	before := m.Snapshot()
+	r, err = w.Transaction(ctx, coord.Write{Key: "k1"}, tablekit.InsertAction(Order{Shop: "s", ID: "1", Total: 5, ETag: "W/\"other\""}))
+	if err != nil || !r.Replayed {
+		t.Errorf("repeat with the same content: %+v, %v; want Replayed", r, err)
+	}
+	if c := m.Snapshot().Sub(before); c.Total() != 2 {
+		t.Errorf("a replay cost %v, want the refused transaction and the read of the record", c)
+	}
+	_, err = w.Transaction(ctx, coord.Write{Key: "k1"}, tablekit.UpsertAction(Order{Shop: "s", ID: "1", Total: 6}))
+	if !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("key reused with other content: %v, want ErrKeyReused", err)
+	} else {
+		t.Log(err)
+	}
+	_, err = w.Transaction(ctx, coord.Write{Key: "k1"}, tablekit.InsertAction(Order{Shop: "s", ID: "2", Total: 5}))
+	if !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("key reused for another row: %v, want ErrKeyReused", err)
+	}
+	if o, err := tbl.Get(ctx, "s", "1"); err != nil || o.Total != 5 {
+		t.Errorf("after the refused reuses: %+v, %v; want the first write's Total 5", o, err)
+	}
+	if _, err := tbl.Get(ctx, "s", "2"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Errorf("a refused reuse wrote its row: %v", err)
+	}
+
+	// Fingerprint names the intent: recomputed actions replay, another
+	// intent with the key is refused.
+	if _, err := w.Transaction(ctx, coord.Write{Key: "msg-7", Fingerprint: "msg-7 body"}, tablekit.UpsertAction(Order{Shop: "s", ID: "3", Total: 7})); err != nil {
+		t.Fatal(err)
+	}
+	r, err = w.Transaction(ctx, coord.Write{Key: "msg-7", Fingerprint: "msg-7 body"}, tablekit.UpsertAction(Order{Shop: "s", ID: "3", Total: 8}))
+	if err != nil || !r.Replayed {
+		t.Errorf("recomputed actions with the same Fingerprint: %+v, %v; want Replayed", r, err)
+	}
+	if _, err := w.Transaction(ctx, coord.Write{Key: "msg-7", Fingerprint: "another body"}, tablekit.UpsertAction(Order{Shop: "s", ID: "3", Total: 7})); !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("another Fingerprint with the key: %v, want ErrKeyReused", err)
+	}
+	if o, _ := tbl.Get(ctx, "s", "3"); o.Total != 7 {
+		t.Errorf("Total %d, want the first write's 7", o.Total)
+	}
+
+	// A record written before fingerprints: no check.
+	if _, err := tbl.AsEntities().Insert(ctx, tablekit.Entity{PartitionKey: "s", RowKey: coord.ReservedPrefix + "key~legacy", Properties: map[string]any{"Stamp": "x", "Expires": time.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = w.Transaction(ctx, coord.Write{Key: "legacy"}, tablekit.UpsertAction(Order{Shop: "s", ID: "4"}))
+	if err != nil || !r.Replayed {
+		t.Errorf("repeat of a key recorded without a fingerprint: %+v, %v; want Replayed", r, err)
+	}
+}
+
+// TestReadsOfKeyedPartition: Count and Query over a partition written by
+// keyed, fenced writes see the user's row alone, not the idempotency record
+// and fence row beside it; QueryOptions.Reserved shows them.
+func TestReadsOfKeyedPartition(t *testing.T) {
+	ctx := context.Background()
+	acct := testenv.Account(t, nil)
+	tbl := testenv.OpenTable[Order](t, acct, nil)
+	w, _ := coord.NewWriter(tbl, nil)
+	if _, err := w.Transaction(ctx, coord.Write{Key: "order-1", Term: 1}, tablekit.InsertAction(Order{Shop: "s", ID: "1", Total: 5})); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tbl.Count(ctx, tablekit.PartitionEq("s")); err != nil || n != 1 {
+		t.Errorf("Count of the partition: %d, %v; want 1", n, err)
+	}
+	rows, err := tablekit.Collect(tbl.Query(ctx, tablekit.PartitionEq("s"), nil), 0)
+	if err != nil || len(rows) != 1 || rows[0].ID != "1" {
+		t.Errorf("Query of the partition: %+v, %v; want order 1 alone", rows, err)
+	}
+	all, err := tablekit.Collect(tbl.AsEntities().Query(ctx, tablekit.PartitionEq("s"), &tablekit.QueryOptions{Reserved: true}), 0)
+	if err != nil || len(all) != 3 {
+		t.Errorf("Query with Reserved: %d rows, %v; want 3 (the order, its record, the fence row)", len(all), err)
 	}
 }

@@ -350,7 +350,8 @@ func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResul
 // (coord.Lease.Lead, with Options.Lead), each with the lease's term, and
 // campaigns again when leadership is lost or fenced, until ctx ends; it
 // then returns ctx's error. It returns at once an error matching
-// tablekit.ErrInvalidInput when the lease or options are refused.
+// tablekit.ErrInvalidInput, ErrInvalidKey or ErrTooLarge when the lease or
+// options are refused (by the client or the service).
 func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 	if err := r.ok("Relay.Run"); err != nil {
 		return err
@@ -374,7 +375,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.Is(err, tablekit.ErrInvalidInput):
+		case errors.Is(err, tablekit.ErrInvalidInput), errors.Is(err, tablekit.ErrInvalidKey), errors.Is(err, tablekit.ErrTooLarge):
 			return err
 		}
 		if r.o.Logger != nil {

@@ -184,7 +184,7 @@ func checkTallyRows(t *testing.T, ctx context.Context, ix *index.SamePartition[T
 			entities[e.ID] = e
 		}
 		copies := 0
-		for e, err := range raw.Query(ctx, tablekit.PartitionEq(pk), nil) {
+		for e, err := range raw.Query(ctx, tablekit.PartitionEq(pk), &tablekit.QueryOptions{Reserved: true}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -581,8 +581,10 @@ func (ix *SamePartition[T]) stale(op string, id ID) error {
 // concurrent writer got in the way (SamePartitionOptions.Retry). etag is the
 // caller's (modeUpdate, modeDelete). It returns the entity's new ETag
 // ("" after a delete), taken from the transaction's answer, and whether
-// the entity existed (modeDeleteIfExists).
-func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, replayed bool, err error) {
+// the entity existed (modeDeleteIfExists). in is the entity the caller
+// wrote (nil for a delete or Modify, whose function computes it): a
+// WithKey copy's record keeps its fingerprint, with op's and the keys'.
+func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, in *image, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, replayed bool, err error) {
 	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "SamePartition.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
@@ -593,7 +595,11 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 		if err := idem.Check(op, ix.table, ix.idemKey); err != nil {
 			return "", false, false, err
 		}
-		kx = idem.New(ix.table, id.PartitionKey, ix.idemKey, 0, nil, ix.retry)
+		e := tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
+		if in != nil {
+			e = in.entity
+		}
+		kx = idem.New(ix.table, id.PartitionKey, ix.idemKey, idem.OfWrite(ix.table, op, e), 0, nil, ix.retry)
 	}
 	conditional := (mode == modeUpdate || mode == modeDelete) && etag != azcore.ETagAny
 	gone := map[string]bool{}
@@ -607,6 +613,8 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 			return false, err
 		}
 		switch o, serr := kx.Settle(ctx); {
+		case errors.Is(serr, idem.ErrKeyReused):
+			return false, serr
 		case serr != nil:
 			return false, err
 		case o == idem.Replayed:
@@ -784,7 +792,7 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v T) (azcore.ETag, error
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	etag, _, _, err := ix.write(ctx, op, im.id, modeInsert, "", fixed(im))
+	etag, _, _, err := ix.write(ctx, op, im.id, modeInsert, "", im, fixed(im))
 	return etag, withOp(op, err)
 }
 
@@ -808,7 +816,7 @@ func (ix *SamePartition[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	etag, _, _, err := ix.write(ctx, op, im.id, modeUpsert, "", fixed(im))
+	etag, _, _, err := ix.write(ctx, op, im.id, modeUpsert, "", im, fixed(im))
 	return etag, withOp(op, err)
 }
 
@@ -838,7 +846,7 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v T, etag azcore.ETag) (
 	if etag == "" {
 		return "", invalid(op, ix.describe(im.id), "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)")
 	}
-	newETag, _, _, err := ix.write(ctx, op, im.id, modeUpdate, etag, fixed(im))
+	newETag, _, _, err := ix.write(ctx, op, im.id, modeUpdate, etag, im, fixed(im))
 	return newETag, withOp(op, err)
 }
 
@@ -872,7 +880,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 	}
 	var fnErr error
 	var last *image
-	etag, _, replayed, err := ix.write(ctx, op, id, modeModify, "", func(old *version) (*image, error) {
+	etag, _, replayed, err := ix.write(ctx, op, id, modeModify, "", nil, func(old *version) (*image, error) {
 		base := tablekit.Entity{PartitionKey: pk, RowKey: rk}
 		if old != nil {
 			base = old.entity
@@ -932,7 +940,7 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, etag azco
 	if etag == "" {
 		return invalid(op, ix.describe(id), "Delete needs the ETag read with the entity (or azcore.ETagAny to delete any version)")
 	}
-	_, _, _, err := ix.write(ctx, op, id, modeDelete, etag, fixed(nil))
+	_, _, _, err := ix.write(ctx, op, id, modeDelete, etag, nil, fixed(nil))
 	return withOp(op, err)
 }
 
@@ -953,7 +961,7 @@ func (ix *SamePartition[T]) DeleteIfExists(ctx context.Context, pk, rk string) (
 	if err := ix.checkPrimaryKey(op, id); err != nil {
 		return false, err
 	}
-	_, existed, replayed, err := ix.write(ctx, op, id, modeDeleteIfExists, "", fixed(nil))
+	_, existed, replayed, err := ix.write(ctx, op, id, modeDeleteIfExists, "", nil, fixed(nil))
 	return existed && !replayed && err == nil, withOp(op, err)
 }
 

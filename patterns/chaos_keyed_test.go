@@ -114,7 +114,7 @@ func TestChaosKeyedWide(t *testing.T) {
 		}
 		raw, _ := tablekit.OpenTable[tablekit.Entity](accts[0], name, nil)
 		records := 0
-		for _, err := range raw.Query(ctx, tablekit.RowKeyPrefix("m", coord.ReservedPrefix), nil) {
+		for _, err := range raw.Query(ctx, tablekit.RowKeyPrefix("m", coord.ReservedPrefix), &tablekit.QueryOptions{Reserved: true}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -349,7 +349,7 @@ func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit
 		}
 	}
 	n := len(conv)
-	kx := idem.New(m.table, pk, m.key, 0, nil, tablekit.RetryPolicy{})
+	kx := idem.New(m.table, pk, m.key, idem.OfActions(m.table, conv), 0, nil, tablekit.RetryPolicy{})
 	policy := core.WithDefaults(tablekit.RetryPolicy{}, core.ConflictRetry)
 	for range core.Attempts(ctx, policy) {
 		var o idem.Outcome

@@ -55,6 +55,7 @@ func TestMixedKeyed(t *testing.T) {
 	}
 
 	var etags []azcore.ETag
+	dept0 := department(t, m)
 	keyed := cost(func() { etags, err = m.WithKey("hire-1").Transaction(ctx, hire(department(t, m), "1")...) })
 	if err != nil || len(etags) != 2 || etags[0] == "" || etags[1] == "" {
 		t.Fatalf("keyed transaction: %q, %v", etags, err)
@@ -66,14 +67,21 @@ func TestMixedKeyed(t *testing.T) {
 	if keyed.Total() != unkeyed.Total() || keyed.Count("table", "Transaction") != 1 {
 		t.Errorf("keyed transaction cost %v, unkeyed %v: want the same, 1 transaction (and the read of the department)", keyed, unkeyed)
 	}
-	// The repeat, recomputed from the department as it is now (its ETag
-	// valid, so that without the key it would apply), is a replay.
-	replay := cost(func() { etags, err = m.WithKey("hire-1").Transaction(ctx, hire(department(t, m), "1b")...) })
+	// The repeat, the same actions (their ETag stale by now, which the
+	// fingerprint leaves out), is a replay.
+	replay := cost(func() { etags, err = m.WithKey("hire-1").Transaction(ctx, hire(dept0, "1")...) })
 	if err != nil || len(etags) != 2 || etags[0] != "" || etags[1] != "" {
 		t.Errorf("repeated keyed transaction: %q, %v; want a replay: 2 empty ETags, nil error", etags, err)
 	}
-	if replay.Count("table", "Transaction") != 1 {
-		t.Errorf("a replay cost %v, want the refused transaction", replay)
+	if replay.Count("table", "Transaction") != 1 || replay.Count("table", "GetEntity") != 1 {
+		t.Errorf("a replay cost %v, want the refused transaction and the read of the record", replay)
+	}
+	// Recomputed from the department as it is now (its ETag valid, so that
+	// without the key it would apply), it is another write: the key was
+	// reused, and nothing is written.
+	_, err = m.WithKey("hire-1").Transaction(ctx, hire(department(t, m), "1b")...)
+	if !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("the key with other actions: %v, want coord.ErrKeyReused", err)
 	}
 	if d := department(t, m); d.EmployeeCount != 2 {
 		t.Errorf("EmployeeCount %d after a keyed hire repeated and an unkeyed one, want 2", d.EmployeeCount)
@@ -135,7 +143,7 @@ func TestMixedKeyed(t *testing.T) {
 		all = append(all, fmt.Sprintf("%T", v))
 	}
 	raw := 0
-	for _, err := range tbl.Query(ctx, tablekit.RowKeyPrefix("Sales", coord.ReservedPrefix), nil) {
+	for _, err := range tbl.Query(ctx, tablekit.RowKeyPrefix("Sales", coord.ReservedPrefix), &tablekit.QueryOptions{Reserved: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,27 +317,37 @@ func TestWideKeyed(t *testing.T) {
 		t.Error("the repeated keyed Insert inserted again")
 	}
 
-	// Upsert, Update, Merge: a repeat (with another value, or a stale
-	// version) changes nothing.
+	// Upsert, Update, Merge: a repeat with the same value (at a stale
+	// version) changes nothing; with another value it is refused as a
+	// reuse of the key (coord.ErrKeyReused), and changes nothing either.
 	if _, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 1, Unit: "u1"}); err != nil {
 		t.Fatal(err)
 	}
-	if etag, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 9, Unit: "u9"}); err != nil || etag != "" {
+	if etag, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 1, Unit: "u1"}); err != nil || etag != "" {
 		t.Errorf("repeated keyed Upsert: %q, %v", etag, err)
+	}
+	if _, err := w.WithKey("ups").Upsert(ctx, Tally{Meter: "m", ID: "b", N: 9, Unit: "u9"}); !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("keyed Upsert of another value: %v, want coord.ErrKeyReused", err)
 	}
 	cur, _ := get("b")
 	if _, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 2, Unit: "u2"}, cur.ETag); err != nil {
 		t.Fatal(err)
 	}
-	if etag, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 7, Unit: "u7"}, cur.ETag); err != nil || etag != "" {
+	if etag, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 2, Unit: "u2"}, cur.ETag); err != nil || etag != "" {
 		t.Errorf("repeated keyed Update (stale version): %q, %v", etag, err)
+	}
+	if _, err := w.WithKey("upd").Update(ctx, Tally{Meter: "m", ID: "b", N: 7, Unit: "u7"}, cur.ETag); !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("keyed Update of another value (stale version): %v, want coord.ErrKeyReused", err)
 	}
 	cur, _ = get("b")
 	if _, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 3, Unit: "u3"}, cur.ETag); err != nil {
 		t.Fatal(err)
 	}
-	if etag, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 8, Unit: "u8"}, cur.ETag); err != nil || etag != "" {
+	if etag, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 3, Unit: "u3"}, cur.ETag); err != nil || etag != "" {
 		t.Errorf("repeated keyed Merge (stale version): %q, %v", etag, err)
+	}
+	if _, err := w.WithKey("mrg").Merge(ctx, Tally{Meter: "m", ID: "b", N: 8, Unit: "u8"}, cur.ETag); !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("keyed Merge of another value (stale version): %v, want coord.ErrKeyReused", err)
 	}
 	if v, _ := get("b"); v.N != 3 || v.Unit != "u3" {
 		t.Errorf("after the repeats: %+v, want N 3, Unit u3", v)

@@ -59,19 +59,23 @@ func (w *Wide[T]) WithKey(key string) *Wide[T] {
 	return &c
 }
 
-// keyTx returns the keyed part of a write of the logical entity pk/rk:
-// nil for a Wide that WithKey did not make.
-func (w *Wide[T]) keyTx(op, pk, rk string) (*idem.Tx, error) {
+// keyTx returns the keyed part of op's write of the logical entity
+// in.PartitionKey/in.RowKey: nil for a Wide that WithKey did not make. in
+// holds the properties the caller wrote (none for a delete, or Modify's
+// write, which a function computes), whose fingerprint the key's record
+// keeps.
+func (w *Wide[T]) keyTx(op string, in tablekit.Entity) (*idem.Tx, error) {
 	if !w.keyed {
 		return nil, nil
 	}
+	pk, rk := in.PartitionKey, in.RowKey
 	if err := idem.Check(op, w.table, w.key); err != nil {
 		return nil, err
 	}
 	if idem.Reserved(rk) {
 		return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows", idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
 	}
-	return idem.New(w.table, pk, w.key, 0, nil, w.retry), nil
+	return idem.New(w.table, pk, w.key, idem.OfWrite(w.table, op, in), 0, nil, w.retry), nil
 }
 
 // send sends actions as one transaction, with kx's record when keyed
@@ -93,12 +97,18 @@ func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Acti
 
 // keyRefused returns what a keyed write refused for what is stored (err: the
 // entity missing, or at another version) comes to: replayed when the
-// key's record exists (an earlier call applied it: 1 read), else err.
+// key's record exists (an earlier call applied it: 1 read), an error
+// matching coord.ErrKeyReused when that call's write was another, else
+// err.
 func keyRefused(ctx context.Context, kx *idem.Tx, err error) (replayed bool, _ error) {
 	if kx == nil || !(errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrPreconditionFailed)) {
 		return false, err
 	}
-	if o, serr := kx.Settle(ctx); serr == nil && o != idem.NotApplied {
+	o, serr := kx.Settle(ctx)
+	switch {
+	case errors.Is(serr, idem.ErrKeyReused):
+		return false, serr
+	case serr == nil && o != idem.NotApplied:
 		return true, nil
 	}
 	return false, err
@@ -121,7 +131,7 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	kx, err := w.keyTx(op, pk, rk)
+	kx, err := w.keyTx(op, tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: want})
 	if err != nil {
 		return "", err
 	}
@@ -215,7 +225,7 @@ func (w *Wide[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
 	if err != nil {
 		return "", withOp(op, err)
 	}
-	res, err := w.write(ctx, op, pk, rk, true, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: want}, true, func(_ []*widePart, _ map[string]any) (map[string]any, error) {
 		return want, nil
 	})
 	return res.etag, withOp(op, err)
@@ -243,7 +253,7 @@ func (w *Wide[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ETa
 	if etag == "" {
 		return "", &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to replace any version)", Err: tablekit.ErrInvalidInput}
 	}
-	res, err := w.write(ctx, op, pk, rk, etag == azcore.ETagAny, func(parts []*widePart, _ map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: want}, etag == azcore.ETagAny, func(parts []*widePart, _ map[string]any) (map[string]any, error) {
 		if err := checkVersion(pk, rk, parts, etag); err != nil {
 			return nil, err
 		}
@@ -284,7 +294,7 @@ func (w *Wide[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag
 		return "", withOp(op, err)
 	}
 	retry := etag == "" || etag == azcore.ETagAny
-	res, err := w.write(ctx, op, pk, rk, retry, func(parts []*widePart, current map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, tablekit.Entity{PartitionKey: pk, RowKey: rk, Properties: changes}, retry, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		if etag != "" {
 			if err := checkVersion(pk, rk, parts, etag); err != nil {
 				return nil, err
@@ -318,7 +328,7 @@ func (w *Wide[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error
 	if fn == nil {
 		return zero, invalid(op, "nil function")
 	}
-	res, err := w.write(ctx, op, pk, rk, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
+	res, err := w.write(ctx, op, tablekit.Entity{PartitionKey: pk, RowKey: rk}, true, func(parts []*widePart, current map[string]any) (map[string]any, error) {
 		_, ts := assemble(parts)
 		var etag azcore.ETag
 		if len(parts) > 0 {
@@ -371,13 +381,16 @@ type wideWritten struct {
 	replayed bool      // a keyed write's key was applied before: nothing written
 }
 
-// write runs the read-plan-write loop: read one version of the parts,
-// compute the wanted properties, write the difference in one transaction
-// conditional on that version, and start again when the read straddled a
-// concurrent write or, if retry, on a conflict. A WithKey copy's write
-// carries its key's record (see WithKey).
-func (w *Wide[T]) write(ctx context.Context, op, pk, rk string, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
-	kx, err := w.keyTx(op, pk, rk)
+// write runs the read-plan-write loop of the logical entity
+// in.PartitionKey/in.RowKey: read one version of the parts, compute the
+// wanted properties, write the difference in one transaction conditional
+// on that version, and start again when the read straddled a concurrent
+// write or, if retry, on a conflict. A WithKey copy's write carries its
+// key's record (see WithKey), with the fingerprint of in (what the caller
+// wrote).
+func (w *Wide[T]) write(ctx context.Context, op string, in tablekit.Entity, retry bool, want func(parts []*widePart, current map[string]any) (map[string]any, error)) (wideWritten, error) {
+	pk, rk := in.PartitionKey, in.RowKey
+	kx, err := w.keyTx(op, in)
 	if err != nil {
 		return wideWritten{}, err
 	}
@@ -473,7 +486,7 @@ func (w *Wide[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed bo
 // "", whatever exists (reporting whether anything did). A WithKey copy's
 // remove carries its key's record (a repeat reports false).
 func (w *Wide[T]) remove(ctx context.Context, op, pk, rk string, etag azcore.ETag) (bool, error) {
-	kx, err := w.keyTx(op, pk, rk)
+	kx, err := w.keyTx(op, tablekit.Entity{PartitionKey: pk, RowKey: rk})
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
 )
@@ -201,9 +202,9 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 		}
 		props := make(map[string]any, len(e.Properties)+2)
 		maps.Copy(props, e.Properties)
-		for _, name := range []string{propID, propAppend} {
+		for _, name := range []string{propID, propAppend, coord.ExpiresProperty} {
 			if _, ok := props[name]; ok {
-				return nil, invalid(op, name, fmt.Sprintf("event %d has a property %q, a name the stream's rows use", i, name))
+				return nil, invalid(op, name, fmt.Sprintf("event %d has a property %q, a name tablekit reserves (the stream's rows use %q and %q; coord.Sweep deletes rows by %q, which would leave a gap in the stream)", i, name, propID, propAppend, coord.ExpiresProperty))
 			}
 		}
 		if ev.ID != "" {

@@ -613,7 +613,7 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 // the service throttles or does not answer.
 func (j *job) readPage(ctx context.Context, r *rangeState, token string) (tablekit.Page[tablekit.Entity], error) {
 	// Export, copy, purge and count read ranges of the table on purpose.
-	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token, AllowTableScan: true}
+	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token, AllowTableScan: true, Reserved: true}
 	var page tablekit.Page[tablekit.Entity]
 	var err error
 	for range core.Attempts(ctx, j.scan.Retry) {

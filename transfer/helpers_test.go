@@ -88,11 +88,11 @@ func seedMany(t testing.TB, tbl *tablekit.Table[tablekit.Entity], parts, n int) 
 	return es
 }
 
-// readAll reads every entity of tbl, by keys.
+// readAll reads every entity of tbl, by keys, tablekit's own rows included.
 func readAll(t testing.TB, tbl *tablekit.Table[tablekit.Entity]) map[[2]string]tablekit.Entity {
 	t.Helper()
 	out := map[[2]string]tablekit.Entity{}
-	for e, err := range tbl.Query(ctxFor(t), tablekit.Filter{}, nil) {
+	for e, err := range tbl.Query(ctxFor(t), tablekit.Filter{}, &tablekit.QueryOptions{Reserved: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -658,7 +658,7 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string]azcore.ETag, error) {
 	f := tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("RowKey ge ? and RowKey le ?", lo, hi))
 	out := map[string]azcore.ETag{}
-	opts := &tablekit.QueryOptions{Select: keysOnly}
+	opts := &tablekit.QueryOptions{Select: keysOnly, Reserved: true}
 	for {
 		var page tablekit.Page[tablekit.Entity]
 		var err error

@@ -71,7 +71,7 @@ func lookupStored(ctx context.Context, t *tablekit.Table[tablekit.Entity], es []
 				want[es[i].RowKey] = true
 			}
 			f := tablekit.And(tablekit.PartitionEq(pk), tablekit.Where("RowKey ge ? and RowKey le ?", lo, hi))
-			for e, err := range t.Query(ctx, f, nil) {
+			for e, err := range t.Query(ctx, f, &tablekit.QueryOptions{Reserved: true}) {
 				if err != nil {
 					return nil, err
 				}

@@ -70,7 +70,7 @@ func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error)
 	if to == "" {
 		to = s.scope.To
 	}
-	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true}
+	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true, Reserved: true}
 	for {
 		s.probes.Add(1)
 		page, err := s.t.QueryPage(ctx, keyRange{From: x, To: to}.Filter(), opts)

@@ -110,7 +110,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "sent again with the same key: replayed=%v, %d transaction\n", r.Replayed, cost(before))
+	fmt.Fprintf(out, "sent again with the same key: replayed=%v, %d transactions (the refused write, 1 read of the key's record)\n", r.Replayed, cost(before))
+	// The key stands for that write: sent with other content, it is refused.
+	_, err = wa.Transaction(ctx, w, tablekit.InsertAction(Order{Shop: "orders", ID: "1001", Total: 41}))
+	fmt.Fprintf(out, "the key reused for another write: refused=%v\n", errors.Is(err, coord.ErrKeyReused))
 
 	// worker-a pauses (a GC pause, a frozen VM); worker-b leads meanwhile.
 	if err := a.Release(ctx); err != nil { // stands in for a lapsed lease
@@ -134,15 +137,17 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	fmt.Fprintf(out, "worker-a's stale write: refused by fencing=%v\n", errors.Is(err, coord.ErrFenced))
 
 	// Idempotency records expire (WriterOptions.KeyTTL, 24 h by default);
-	// Sweep deletes expired rows: transfer.Purge over them (Budget, Checkpoint).
+	// Sweep deletes the expired rows, and only rows that asked to expire
+	// (records, rows with coord.ExpiresProperty): transfer.Purge over them
+	// (Budget, Checkpoint). The orders stay.
 	aDayLater := time.Now().Add(25 * time.Hour)
 	res, err := coord.Sweep(ctx, orders.AsEntities(), aDayLater, &transfer.PurgeOptions{Options: transfer.Options{
-		Scope: transfer.Scope{Filter: tablekit.RowKeyPrefix("orders", coord.ReservedPrefix)}}})
+		Scope: transfer.Scope{Filter: tablekit.PartitionEq("orders")}}})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "a day later, Sweep deleted %d expired idempotency records\n", res.Deleted)
-	n, err := orders.Count(ctx, tablekit.RowKeyRange("orders", "", "~"))
+	n, err := orders.Count(ctx, tablekit.PartitionEq("orders")) // coord's rows are not counted
 	fmt.Fprintf(out, "orders stored: %d\n", n)
 	return err
 }

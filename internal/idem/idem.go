@@ -5,21 +5,31 @@
 // package index and patterns.
 //
 // The record is the row ReservedPrefix+"key~"+key of the write's
-// partition, inserted as the transaction's first action, with two
+// partition, inserted as the transaction's first action, with three
 // properties: Stamp (random per call, so that the call can tell its own
-// apply from another's) and Expires (when coord.Sweep may delete it). A
-// repeat of the key meets EntityAlreadyExists at the record: the refused
-// transaction changed nothing, and the write is a replay. After a lost
-// answer the record is read: present with the call's stamp, this call
-// applied it; present with another stamp, another call did; absent,
-// nothing was applied and the write may be sent again.
+// apply from another's), Fingerprint (what the write stands for, see
+// [Fingerprint]) and "_expires" (when coord.Sweep may delete it; records
+// written before it was named so carry "Expires"). A repeat of the key
+// meets EntityAlreadyExists at the record: the refused transaction changed
+// nothing, and the record is read: with the same fingerprint (or none, a
+// record older than fingerprints) the write is a replay; with another,
+// the key was reused for another write ([ErrKeyReused]). After a lost
+// answer the record is read the same way: present with the call's stamp,
+// this call applied it; present with another stamp, another call did;
+// absent, nothing was applied and the write may be sent again.
 package idem
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,22 +37,40 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/keys"
 )
 
 // ReservedPrefix starts the RowKey of every row tablekit keeps in a
-// user's partition (coord's fence row, idempotency records). coord
-// exports it as coord.ReservedPrefix.
-const ReservedPrefix = "~coord~"
+// user's partition (coord's fence row, idempotency records): the root's
+// reads leave these rows out unless tablekit.QueryOptions.Reserved asks
+// for them. coord exports it as coord.ReservedPrefix.
+const ReservedPrefix = names.ReservedRowKeyPrefix
 
 // RecordPrefix starts the RowKey of an idempotency record.
 const RecordPrefix = ReservedPrefix + "key~"
 
 // Properties of a record.
 const (
-	PropStamp   = "Stamp"   // string: random per call, to settle a lost answer
-	PropExpires = "Expires" // time: when the record may be swept (coord.Sweep)
+	PropStamp       = "Stamp"       // string: random per call, to settle a lost answer
+	PropFingerprint = "Fingerprint" // string: what the write stands for (Fingerprint)
+	// PropExpires (time) is when the record may be swept: coord.Sweep
+	// deletes the rows whose PropExpires is past, and coord exports it as
+	// coord.ExpiresProperty. No domain property can take the name: it
+	// starts with "_", as the names tablekit keeps in users' rows do
+	// ("_id", "_append", "_folded"), and package stream refuses events
+	// that carry it.
+	PropExpires = "_expires"
+	// PropOldExpires is the expiry of the records earlier versions of
+	// tablekit wrote: coord.Sweep still deletes records (RowKeys starting
+	// with RecordPrefix) whose PropOldExpires is past, and no other rows.
+	PropOldExpires = "Expires"
 )
+
+// ErrKeyReused is matched by the error of a keyed write whose key was
+// recorded for another write: the record's fingerprint is not the
+// write's. Nothing was written. coord exports it as coord.ErrKeyReused.
+var ErrKeyReused = errors.New("coord: idempotency key reused for another write")
 
 // DefaultTTL is how long a record is kept unless told otherwise.
 const DefaultTTL = 24 * time.Hour
@@ -100,6 +128,7 @@ type Tx struct {
 	t     *tablekit.Table[tablekit.Entity]
 	pk    string
 	key   string
+	fp    string // the write's fingerprint, kept in the record
 	stamp string
 	ttl   time.Duration
 	clock func() time.Time
@@ -107,15 +136,18 @@ type Tx struct {
 	lost  bool // a try's answer was lost: it may yet be applied
 }
 
-// New returns the keyed write of key in partition pk of t. ttl is the
-// record's life (0: DefaultTTL), clock tells the time of its Expires (nil:
-// time.Now), retry paces the reads that settle a lost answer (its zero
-// fields take core.ConflictRetry's). The key must have passed Check.
-func New(t *tablekit.Table[tablekit.Entity], pk, key string, ttl time.Duration, clock func() time.Time, retry tablekit.RetryPolicy) *Tx {
+// New returns the keyed write of key in partition pk of t. fp is the
+// write's fingerprint (made by Fingerprint, OfActions or OfWrite: what the
+// caller wrote, not what was derived from it, so that a repeat of the
+// same write has the same one). ttl is the record's life (0: DefaultTTL),
+// clock tells the time of its expiry (nil: time.Now), retry paces the
+// reads that settle a lost answer or a repeat (its zero fields take
+// core.ConflictRetry's). The key must have passed Check.
+func New(t *tablekit.Table[tablekit.Entity], pk, key, fp string, ttl time.Duration, clock func() time.Time, retry tablekit.RetryPolicy) *Tx {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Tx{t: t, pk: pk, key: key, stamp: rand.Text(), ttl: ttl, clock: clock, retry: core.WithDefaults(retry, core.ConflictRetry)}
+	return &Tx{t: t, pk: pk, key: key, fp: fp, stamp: rand.Text(), ttl: ttl, clock: clock, retry: core.WithDefaults(retry, core.ConflictRetry)}
 }
 
 // Stamp is the call's stamp, the record's Stamp when this call applies it.
@@ -124,18 +156,21 @@ func (x *Tx) Stamp() string { return x.stamp }
 // record is the action that inserts the key's record.
 func (x *Tx) record() tablekit.Action[tablekit.Entity] {
 	return tablekit.InsertAction(tablekit.Entity{PartitionKey: x.pk, RowKey: RecordPrefix + x.key, Properties: map[string]any{
-		PropStamp: x.stamp, PropExpires: core.Now(x.clock).Add(x.ttl).UTC()}})
+		PropStamp: x.stamp, PropFingerprint: x.fp, PropExpires: core.Now(x.clock).Add(x.ttl).UTC()}})
 }
 
 // Send sends the record and acts (at most MaxActions, all in the
 // partition) as one transaction. It returns:
 //   - Applied with the acts' ETags (nil when settled after a lost answer);
-//   - Replayed when the key was applied by another call;
+//   - Replayed when the key was applied by another call with the same
+//     fingerprint (or a record without one);
+//   - an error matching ErrKeyReused when it was applied by another call
+//     with another fingerprint;
 //   - NotApplied with an error saying so when the record shows nothing
 //     applied (send again, or give up with that error);
 //   - an error otherwise: a *tablekit.TransactionError whose Index counts
-//     acts, or, when every read to settle a lost answer failed, one
-//     matching tablekit.ErrOutcomeUnknown.
+//     acts, or, when every read to settle a lost answer or a repeat
+//     failed, one matching tablekit.ErrOutcomeUnknown.
 func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity]) ([]azcore.ETag, Outcome, error) {
 	all := make([]tablekit.Action[tablekit.Entity], 0, len(acts)+1)
 	all = append(append(all, x.record()), acts...)
@@ -158,13 +193,16 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 		// The record exists: an earlier call applied the write, or a try
 		// of this call whose answer was lost and which the service applied
 		// after the read that settled it (its record has this call's
-		// stamp). The refused transaction changed nothing.
-		if x.lost {
-			if o, serr := x.Settle(ctx); serr == nil && o != NotApplied {
-				return nil, o, nil
-			}
+		// stamp). The refused transaction changed nothing; the record
+		// says which, and whether the earlier call's write was this one.
+		o, serr := x.Settle(ctx)
+		switch {
+		case serr != nil:
+			return nil, 0, serr
+		case o == NotApplied: // swept since: the key is new again
+			return nil, NotApplied, errors.New("the idempotency record was there, and gone when read")
 		}
-		return nil, Replayed, nil
+		return nil, o, nil
 	case errors.As(err, &te) && te.Index == 0:
 		return nil, 0, fmt.Errorf("the idempotency record %s/%s was refused: %w", x.pk, RecordPrefix+x.key, te.Err)
 	case errors.As(err, &te) && te.Index > 0:
@@ -175,9 +213,11 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 }
 
 // Settle reads the record, as the retry policy allows: Applied when it
-// has this call's stamp, Replayed when another's, NotApplied when there is
-// none. When every read failed the error matches
-// tablekit.ErrOutcomeUnknown (or is ctx's).
+// has this call's stamp, Replayed when another's with the same
+// fingerprint (or none: a record older than fingerprints), an error
+// matching ErrKeyReused when another's with another fingerprint,
+// NotApplied when there is none. When every read failed the error
+// matches tablekit.ErrOutcomeUnknown (or is ctx's).
 func (x *Tx) Settle(ctx context.Context) (Outcome, error) {
 	var err error
 	for range core.Attempts(ctx, x.retry) {
@@ -190,11 +230,128 @@ func (x *Tx) Settle(ctx context.Context) (Outcome, error) {
 			if s, _ := e.Properties[PropStamp].(string); s == x.stamp {
 				return Applied, nil
 			}
+			if fp, _ := e.Properties[PropFingerprint].(string); fp != "" && fp != x.fp {
+				return 0, fmt.Errorf("%w: key %q in partition %q was recorded for a write with other content (another fingerprint); nothing written", ErrKeyReused, x.key, x.pk)
+			}
 			return Replayed, nil
 		}
 	}
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	return 0, fmt.Errorf("%w: the answer was lost and every read of the idempotency record to settle it failed: %w", tablekit.ErrOutcomeUnknown, err)
+	return 0, fmt.Errorf("%w: every read of the idempotency record to settle the write failed: %w", tablekit.ErrOutcomeUnknown, err)
+}
+
+// Fingerprint returns the fingerprint of what a caller says a key stands
+// for (coord.Write.Fingerprint): a SHA-256 of it, so that the record
+// holds a short digest and never the caller's text.
+func Fingerprint(what string) string {
+	h := newHasher("text")
+	h.str(what)
+	return h.sum()
+}
+
+// OfActions returns the fingerprint of acts, actions of t: their verbs,
+// keys and properties, not their ETags (a repeat that read the entities
+// again carries other ETags). The values of the properties t encrypts are
+// left out (their names are kept), so that the record holds nothing
+// derived from a secret.
+func OfActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Entity]) string {
+	secret := core.EncryptedProperties(t)
+	h := newHasher("actions")
+	for _, a := range acts {
+		verb, e, _ := core.ActionOf(a)
+		h.str(verb)
+		h.entity(e, secret)
+	}
+	return h.sum()
+}
+
+// OfWrite returns the fingerprint of a pattern's write: op names the
+// write (e.g. "index.SamePartition.Upsert"), e holds the keys and the
+// properties the caller wrote (none for a delete, or a write computed by
+// a function, such as Modify's). Encrypted values are left out as
+// OfActions does.
+func OfWrite[T any](t *tablekit.Table[T], op string, e tablekit.Entity) string {
+	h := newHasher("write")
+	h.str(op)
+	h.entity(e, core.EncryptedProperties(t))
+	return h.sum()
+}
+
+// hasher writes values into a SHA-256, each length-prefixed and typed, so
+// that different inputs never write the same bytes.
+type hasher struct{ h hash.Hash }
+
+func newHasher(kind string) *hasher {
+	h := &hasher{sha256.New()}
+	h.str(kind)
+	return h
+}
+
+func (h *hasher) sum() string { return hex.EncodeToString(h.h.Sum(nil)) }
+
+func (h *hasher) u64(v uint64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	h.h.Write(b[:])
+}
+
+func (h *hasher) str(s string) {
+	h.u64(uint64(len(s)))
+	h.h.Write([]byte(s))
+}
+
+// entity writes e's keys and properties, by name; a property in secret
+// is written without its value.
+func (h *hasher) entity(e tablekit.Entity, secret []string) {
+	h.str(e.PartitionKey)
+	h.str(e.RowKey)
+	names := make([]string, 0, len(e.Properties))
+	for k := range e.Properties {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	h.u64(uint64(len(names)))
+	for _, k := range names {
+		h.str(k)
+		if _, ok := slices.BinarySearch(secret, k); ok {
+			h.str("secret")
+			continue
+		}
+		h.value(e.Properties[k])
+	}
+}
+
+// value writes a property value with its type.
+func (h *hasher) value(v any) {
+	switch v := v.(type) {
+	case string:
+		h.str("s")
+		h.str(v)
+	case int32:
+		h.str("i32")
+		h.u64(uint64(v))
+	case int64:
+		h.str("i64")
+		h.u64(uint64(v))
+	case float64:
+		h.str("f")
+		h.u64(math.Float64bits(v))
+	case bool:
+		h.str("b")
+		h.str(fmt.Sprint(v))
+	case time.Time:
+		h.str("t")
+		h.str(v.UTC().Format(time.RFC3339Nano))
+	case []byte:
+		h.str("x")
+		h.str(string(v))
+	case tablekit.GUID:
+		h.str("g")
+		h.str(string(v[:]))
+	default:
+		h.str(fmt.Sprintf("%T", v))
+		h.str(fmt.Sprint(v))
+	}
 }

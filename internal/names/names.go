@@ -116,3 +116,9 @@ func describeByte(s string, i int) string {
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isLower(c byte) bool  { return c >= 'a' && c <= 'z' }
 func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+
+// ReservedRowKeyPrefix starts the RowKey of every row tablekit keeps in a
+// user's partition: coord's fence rows and idempotency records
+// (coord.ReservedPrefix). The root's reads leave such rows out unless
+// asked for them (tablekit.QueryOptions.Reserved).
+const ReservedRowKeyPrefix = "~coord~"
