@@ -72,9 +72,11 @@
 //
 // Messages enqueued before Message.Source existed carry no source and the
 // id "<partition>~<prefix>~<version>", which names no table: the handler
-// still applies them, once per that id, as it did then (two tables'
-// messages of the same stream id and version are taken for one: drain
-// the queue before upgrading if several stream tables share it). A
+// still applies them, once per that id, as it did then. Two tables'
+// messages of the same stream id and version share that id: the second
+// goes to the poison queue (its data differ: coord.ErrKeyReused) instead
+// of being applied, so drain the queue before upgrading if several
+// stream tables share it. A
 // message that an old relay enqueued and a new one enqueues again (the
 // old one stopped between the enqueue and its checkpoint) carries both
 // ids, and is applied once per id: a handler that checks the order (see
@@ -96,12 +98,14 @@
 // NewHandler(t, partition, apply, opts)'s handler calls apply for the
 // message, which returns the effect as table actions in the partition of
 // t that partition(m) names, and commits them with a coord.Writer as one
-// transaction keyed by the message id (coord.Write.Key). The key's record
+// transaction keyed by the message id (coord.Write.Key) and fingerprinted
+// by the message's id and data (coord.Write.Fingerprint). The key's record
 // is written in the same transaction as the effect, in that partition, so
 // the effect is applied exactly once per message id however often the
 // message is delivered, enqueued or handled concurrently: a repeat meets
-// the record and changes nothing (Result.Replayed), and the message is
-// deleted. partition is a function of the message alone, so that every
+// the record and changes nothing (Result.Replayed; the same if its apply
+// read state that changed since and returned other actions), and the
+// message is deleted. partition is a function of the message alone, so that every
 // copy meets the record: an apply whose actions are in another partition
 // (it routed by state it read, which a copy may find changed) is refused
 // with a permanent error, nothing written.
@@ -136,7 +140,8 @@
 //	                     claim-check blob), none per change of another
 //	                     stream, + the relay's round costs (package feed)
 //	NewHandler's handler 1 keyed transaction (+1 read after a lost answer),
-//	                     + apply's reads; a repeat: 1 refused transaction;
+//	                     + apply's reads; a repeat: 1 refused transaction
+//	                     + 1 read of the record (its fingerprint);
 //	                     + the worker's costs (package archive)
 //
 // # Guarantees
@@ -168,5 +173,6 @@
 // Handler cannot decode, whose id is not its source's, stream's and
 // version's, or whose id makes no valid idempotency key, fails
 // permanently (archive.Permanent): it goes to the poison queue; so does
-// one whose apply returns actions outside partition(m)'s partition.
+// one whose apply returns actions outside partition(m)'s partition, and
+// one whose id was applied for other data (coord.ErrKeyReused).
 package outbox

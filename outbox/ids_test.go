@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
+	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
@@ -120,8 +122,10 @@ func TestTwoStoresOneQueue(t *testing.T) {
 
 // TestMessagesBeforeSource: a message enqueued before Message.Source
 // existed (no source, id "<partition>~<prefix>~<version>") is applied
-// once, recorded under its old id, as before; a message whose source or
-// id is not an outbox message's is poisoned, sending nothing.
+// once, recorded under its old id, as before; another with the same old
+// id and other data (another table's) is poisoned, its id reused
+// (coord.ErrKeyReused), instead of taken for a copy; a message whose
+// source or id is not an outbox message's is poisoned, sending nothing.
 func TestMessagesBeforeSource(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -138,6 +142,16 @@ func TestMessagesBeforeSource(t *testing.T) {
 	}
 	if n, _ := r.count(t, "a"); n != 1 {
 		t.Errorf("a message of the old format, delivered twice: applied %d times, want 1", n)
+	}
+	// Another table's message of the old format, with the same id (the
+	// collision of the old ids): poisoned, not taken for a copy.
+	other := old
+	other.Data = json.RawMessage(`{"Order":"invoice"}`)
+	if err := h.Handle(ctx, envelope(t, "q2", other)); !isPermanent(err) || !errors.Is(err, coord.ErrKeyReused) {
+		t.Errorf("another message with an old id already applied: %v, want a permanent coord.ErrKeyReused", err)
+	}
+	if n, _ := r.count(t, "a"); n != 1 {
+		t.Errorf("after another message with the same old id: applied %d times, want 1", n)
 	}
 	before := r.acct.Meter().Snapshot()
 	for _, bad := range []outbox.Message{

@@ -108,6 +108,17 @@ func recordKey(id string) string {
 	return "sha256~" + hex.EncodeToString(sum[:])
 }
 
+// fingerprint returns what message m's record stands for (its
+// coord.Write.Fingerprint): a SHA-256 of its id and data, the same for
+// every copy of m, whatever actions apply computes for it.
+func fingerprint(m Message) string {
+	h := sha256.New()
+	h.Write([]byte(m.ID))
+	h.Write([]byte{0})
+	h.Write(m.Data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // Publisher enqueues the messages of one Store's outbox streams (those of
 // one prefix) to an archive queue: its Handle is a feed.Subscription's, so
 // the feed's relay hands it each message at least once, one at a time and
@@ -267,14 +278,20 @@ const defaultKeyTTL = 8 * 24 * time.Hour
 // that partition, and the handler commits them in one transaction keyed
 // by the message id (coord.Write{Key: m.ID}; an id too long for a record's
 // RowKey, from a stream partition of hundreds of bytes, by its SHA-256
-// instead). The key's record is in the partition too, so the effect is
-// applied exactly once per id however often the message is delivered,
-// for as long as the record lives (opts.KeyTTL). It sends nothing.
+// instead) and fingerprinted by the message (Write.Fingerprint: a SHA-256
+// of its id and data). The key's record is in the partition too, so the
+// effect is applied exactly once per id however often the message is
+// delivered, for as long as the record lives (opts.KeyTTL); a copy whose
+// apply computed other actions (it read state that changed since) still
+// meets the record, and changes nothing. It sends nothing.
 //
 // An action of apply in another partition than partition(m)'s is refused,
 // nothing written, with a permanent error (archive.Permanent: the message
 // is poisoned): a copy whose apply read other state and routed elsewhere
-// would not meet the record, and would be applied again. A repeat, or
+// would not meet the record, and would be applied again. A message whose
+// id was applied for other data (coord.ErrKeyReused: two old-format
+// messages of two tables, see below) is refused permanently too, nothing
+// written. A repeat, or
 // apply returning no actions, writes nothing and the message is deleted.
 // An error of apply is the handler's (the worker retries the message;
 // archive.Permanent poisons it).
@@ -290,7 +307,7 @@ const defaultKeyTTL = 8 * 24 * time.Hour
 // once (see the package doc, "Message ids and order").
 //
 // Costs per message: apply's reads, + 1 keyed transaction (+1 read after a
-// lost answer); a repeat: 1 refused transaction.
+// lost answer); a repeat: 1 refused transaction + 1 read of the record.
 func NewHandler(t *tablekit.Table[tablekit.Entity], partition func(m Message) string, apply func(ctx context.Context, m Message) ([]tablekit.Action[tablekit.Entity], error), opts *coord.WriterOptions) (archive.Handler, error) {
 	const op = "outbox.NewHandler"
 	switch {
@@ -336,10 +353,10 @@ func NewHandler(t *tablekit.Table[tablekit.Entity], partition func(m Message) st
 				return archive.Permanent(invalid("outbox.Handler", "PartitionKey", fmt.Sprintf("message %s: apply returned an action in partition %q, not in partition(m)'s %q, where the message's record is: a copy routed elsewhere would be applied again; route by the message alone", m.ID, got, pk)))
 			}
 		}
-		if _, err := w.Transaction(ctx, coord.Write{Key: recordKey(m.ID)}, acts...); err != nil {
+		if _, err := w.Transaction(ctx, coord.Write{Key: recordKey(m.ID), Fingerprint: fingerprint(m)}, acts...); err != nil {
 			err = fmt.Errorf("outbox: Handler: message %s: %w", m.ID, err)
 			var ve *tablekit.ValidationError
-			if errors.As(err, &ve) { // apply's actions or the id refused as input: a retry cannot help
+			if errors.As(err, &ve) || errors.Is(err, coord.ErrKeyReused) { // refused as input, or the id applied for other data: a retry cannot help
 				return archive.Permanent(err)
 			}
 			return err

@@ -270,7 +270,10 @@ func TestCommittedReachHandlerOnce(t *testing.T) {
 // TestRedeliveredOnce: the relay handing the same messages again (a relay
 // that died before its checkpoint: here a replay from version 1 under a
 // new subscription name) enqueues copies with the same ids, and the
-// handler applies each id once: the copies are deleted without effect.
+// handler applies each id once: the copies are deleted without effect,
+// although their apply computed other actions (it read the count the
+// first copy changed): the record's fingerprint is the message's, not
+// the actions' (without it, coord's ErrKeyReused poisoned the copies).
 func TestRedeliveredOnce(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()

@@ -175,8 +175,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "the relay, leading by lease, caught the view up; by last name Jones: %s\n", jones.Properties["Employees"])
-	// A relay that died before its checkpoint would publish a message again.
-	if err := pub.Handle(ctx, feed.Change{Stream: lisa, Version: 1, EventID: "hire", Data: Hired{FirstName: "Lisa", LastName: "Jones"}}); err != nil {
+	// A relay that died before its checkpoint would publish a message again:
+	// the same change (the same id and data; a message with Lisa's id and
+	// other data would be refused, not taken for a copy).
+	if err := pub.Handle(ctx, feed.Change{Stream: lisa, Version: 1, EventID: "hire", Data: Hired{"000123", "", "Lisa", "Jones", "Sales"}}); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(30 * time.Second); worker.Stats().Succeeded < 4 && time.Now().Before(deadline); {
