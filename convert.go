@@ -30,11 +30,15 @@ func FromEntity[T any](e Entity) (T, error) {
 
 // toEntity is ToEntity of rv, an addressable struct or Entity value, naming
 // no operation in its errors.
-func toEntity(rv reflect.Value) (Entity, error) {
+func toEntity(rv reflect.Value) (Entity, error) { return convertTo(rv, false) }
+
+// convertTo is toEntity; with keysOptional, a struct without key fields
+// converts too, to an Entity with empty keys (internal/core.EncodeBody).
+func convertTo(rv reflect.Value, keysOptional bool) (Entity, error) {
 	if e, ok := rv.Interface().(Entity); ok {
 		return e, nil
 	}
-	plan, err := structPlan(rv.Type())
+	plan, err := planOf(rv.Type(), keysOptional)
 	if err != nil {
 		return Entity{}, err
 	}
@@ -53,12 +57,16 @@ func toEntity(rv reflect.Value) (Entity, error) {
 
 // fromEntity is FromEntity into rv, an addressable struct or Entity value,
 // naming no operation in its errors.
-func fromEntity(e Entity, rv reflect.Value) error {
+func fromEntity(e Entity, rv reflect.Value) error { return convertFrom(e, rv, false) }
+
+// convertFrom is fromEntity; with keysOptional, into a struct without key
+// fields too, which does not hold e's keys (internal/core.DecodeBody).
+func convertFrom(e Entity, rv reflect.Value, keysOptional bool) error {
 	if rv.Type() == entityType {
 		rv.Set(reflect.ValueOf(e))
 		return nil
 	}
-	plan, err := structPlan(rv.Type())
+	plan, err := planOf(rv.Type(), keysOptional)
 	if err != nil {
 		return err
 	}
@@ -66,12 +74,16 @@ func fromEntity(e Entity, rv reflect.Value) error {
 }
 
 // structPlan returns the plan of a table struct type.
-func structPlan(typ reflect.Type) (*typePlan, error) {
+func structPlan(typ reflect.Type) (*typePlan, error) { return planOf(typ, false) }
+
+// planOf is structPlan; with keysOptional, of a struct type without key
+// fields too.
+func planOf(typ reflect.Type, keysOptional bool) (*typePlan, error) {
 	plan, err := planFor(typ)
 	if err != nil {
 		return nil, err
 	}
-	if plan.pk == nil || plan.rk == nil {
+	if !keysOptional && (plan.pk == nil || plan.rk == nil) {
 		return nil, planError(plan.typ, "", "a table struct needs a string field tagged `table:\",pk\"` and one tagged `table:\",rk\"`")
 	}
 	return plan, nil

@@ -26,6 +26,14 @@ func init() {
 	hook.FromEntity = func(table, e, dst any) error { return table.(tableInternals).fromEntityInto(e.(Entity), dst) }
 	hook.ETagOf = func(table, v any) azcore.ETag { return table.(tableInternals).etagOfAny(v) }
 	hook.TableInfo = func(table any) hook.Table { return table.(tableInternals).info() }
+	hook.CheckTransaction = func(table, actions any) error {
+		err := table.(tableInternals).checkTransaction(actions)
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.Op = ""
+		}
+		return err
+	}
 	hook.PaceBulkWriter = func(writer, gov any, logger *slog.Logger) {
 		writer.(interface{ pace(*Governor, *slog.Logger) }).pace(gov.(*Governor), logger)
 	}
@@ -41,15 +49,17 @@ func init() {
 		}
 	}
 
-	hook.Encode = func(v any) (any, error) {
+	hook.Encode = func(v any, keysOptional bool) (any, error) {
 		if v == nil {
 			return nil, &ValidationError{Detail: "nil value", Err: ErrInvalidInput}
 		}
 		rv := reflect.New(reflect.TypeOf(v)).Elem()
 		rv.Set(reflect.ValueOf(v))
-		return toEntity(rv)
+		return convertTo(rv, keysOptional)
 	}
-	hook.Decode = func(e, dst any) error { return fromEntity(e.(Entity), reflect.ValueOf(dst).Elem()) }
+	hook.Decode = func(e, dst any, keysOptional bool) error {
+		return convertFrom(e.(Entity), reflect.ValueOf(dst).Elem(), keysOptional)
+	}
 	hook.EntitySize = func(e any) int { return entitySize(e.(Entity)) }
 	hook.PropertySize = propertySize
 	hook.ItemsFailed = func(err error) bool {
@@ -85,6 +95,7 @@ type tableInternals interface {
 	fromEntityInto(e Entity, dst any) error
 	etagOfAny(v any) azcore.ETag
 	info() hook.Table
+	checkTransaction(actions any) error
 }
 
 // getSelect is Get projected to props, decoding into dst, a *T.
@@ -138,6 +149,16 @@ func (t *Table[T]) etagOfAny(v any) azcore.ETag {
 	return t.etagOf(&tv)
 }
 
+// checkTransaction checks actions, a []Action[T], as Transaction does
+// before sending, and sends nothing.
+func (t *Table[T]) checkTransaction(actions any) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	_, err := t.encodeTransaction(actions.([]Action[T]))
+	return err
+}
+
 func (t *Table[T]) info() hook.Table {
 	if t == nil {
 		return hook.Table{}
@@ -146,7 +167,7 @@ func (t *Table[T]) info() hook.Table {
 	if t.crypt != nil {
 		names = slices.Sorted(maps.Keys(t.crypt.properties))
 	}
-	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.cosmos, Encrypted: names, Retry: t.retry}
+	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.cosmos, Encrypted: names, Retry: t.retry, Logger: t.logger}
 }
 
 // parts returns the verb, value and ETag of a (internal/hook.ActionOf).

@@ -27,8 +27,12 @@ import (
 // Feed.Append; an append that fails is sent again at the version read
 // anew (to the fifth stream, a log, always at stream.AnyVersion), except
 // 1 in 6, abandoned after a first failure (its error says it was not
-// applied). Meanwhile 3 relays, each with its own Account
-// (faulted) and coord.Lease on one lease row, run Relay.Run, each
+// applied). 1 append in 8 to the other streams is preceded by an append
+// ahead of its stream (an expected version it never reaches), which must
+// be refused; 1 write in 3 to the log is repeated at stream.AnyVersion
+// with its ids once acknowledged, which must come back Replayed.
+// Meanwhile 3 relays, each with its own Account (faulted) and
+// coord.Lease on one lease row, run Relay.Run, each
 // restarted as a new Relay every 0.2-1 s (a new process, its cache
 // gone), so leadership and terms change many times; they publish to a
 // Projector (two view rows per event, its stream partition's and the row
@@ -36,8 +40,10 @@ import (
 // order checker that fails 1 change in 50. A monitor reads the
 // checkpoints all along.
 //
-// Invariants, after the relays caught up (every directory row clean,
-// every checkpoint at its stream's version): the streams hold exactly
+// Invariants, after the relays caught up (every mark cleared, every
+// checkpoint at its stream's version), without appending past anything
+// at the end: no mark is left (every append had a definitive outcome,
+// and one that appended nothing deleted its mark); the streams hold exactly
 // the acknowledged events; the view row of each partition, and the row
 // of all, hold each event of their streams exactly once, in version order
 // per stream, with the stream's tag at that version (the view is the fold
@@ -50,7 +56,7 @@ func TestChaosFeed(t *testing.T) {
 
 // TestChaosFeedCosmos is TestChaosFeed behind package azurite's front in
 // Cosmos DB mode with Azure's paging (seeded by the chaos seed): every
-// query, the directory's dirty rows and a stream's range of versions
+// query, the directory's marks and a stream's range of versions
 // included, answers in no key order and in short or empty pages, and
 // the accounts are opened with tablekit.Options.Cosmos. CI runs it on
 // seed 1 alone (chaos.RunVariant).
@@ -116,7 +122,7 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 	}
 	acked := map[string]bool{}
 	abandoned := map[string]bool{}
-	appends, conflicts, markFails := 0, 0, 0
+	appends, conflicts, markFails, aheads, repeats := 0, 0, 0, 0, 0
 
 	// The subscriptions.
 	fold := func(v *tablekit.Entity, c feed.Change) error {
@@ -287,6 +293,26 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 				tag := fmt.Sprintf("w%d-%d-%d", w.Index, j, k)
 				evs[k] = stream.Event{ID: tag, Data: Tagged{Tag: tag}}
 			}
+			if id != logStream && w.Rand.IntN(8) == 0 {
+				// An append ahead of the stream (a writer that believes
+				// in a version the stream has not reached): refused, it
+				// must leave no mark behind.
+				ahead := make([]stream.Event, len(evs))
+				for k := range ahead {
+					tag := fmt.Sprintf("w%d-%d-%d-ahead", w.Index, j, k)
+					ahead[k] = stream.Event{ID: tag, Data: Tagged{Tag: tag}}
+				}
+				far := int64(1_000_000 + w.Rand.IntN(1000)) // beyond any version the suite reaches
+				op := w.Do(ctx, "AppendAhead", fmt.Sprint(id), ahead, func(ctx context.Context) (any, error) {
+					return p.f.Append(ctx, id, far, ahead)
+				})
+				mu.Lock()
+				aheads++
+				if op.Err == nil {
+					bad = append(bad, fmt.Sprintf("an append ahead of the stream was acknowledged: %v", op))
+				}
+				mu.Unlock()
+			}
 			abandon := w.Rand.IntN(6) == 0
 			expected := int64(-1)
 			if id == logStream {
@@ -339,7 +365,7 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 					expected = ce.Current
 					continue
 				default:
-					if strings.Contains(op.Err.Error(), "dirty mark") {
+					if strings.Contains(op.Err.Error(), "mark of stream") {
 						mu.Lock()
 						markFails++
 						mu.Unlock()
@@ -350,6 +376,31 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 					continue
 				}
 				break
+			}
+			if id == logStream && !abandon && w.Rand.IntN(3) == 0 {
+				// The write repeated at stream.AnyVersion, as after a
+				// lost acknowledgement: Replayed, and no mark left.
+				for attempt := 0; ; attempt++ {
+					if attempt == 500 {
+						return fmt.Errorf("w%d-%d: repeat not acknowledged after 500 tries", w.Index, j)
+					}
+					op := w.Do(ctx, "Repeat", fmt.Sprint(id), evs, func(ctx context.Context) (any, error) {
+						return p.f.Append(ctx, id, stream.AnyVersion, evs)
+					})
+					if op.Err != nil {
+						if errors.Is(op.Err, tablekit.ErrOutcomeUnknown) || errors.Is(op.Err, stream.ErrPartlyApplied) {
+							violate("a repeat: %v", op)
+						}
+						continue
+					}
+					mu.Lock()
+					repeats++
+					if r, _ := op.Result.(stream.Result); !r.Replayed {
+						bad = append(bad, fmt.Sprintf("a repeat at AnyVersion was not Replayed: %+v", op.Result))
+					}
+					mu.Unlock()
+					break
+				}
 			}
 		}
 		return nil
@@ -362,8 +413,12 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 		t.Fatal(err)
 	}
 
-	// Catch up: the relays go on (faults on) until every mark is clean
-	// and every checkpoint at its stream's version.
+	// Catch up: the relays go on (faults on) until every mark is cleared
+	// and every checkpoint at its stream's version. Every appender has
+	// returned, each append with a definitive outcome (acknowledged, or
+	// refused: an ErrOutcomeUnknown is a violation of its own), so none
+	// may have left a mark its stream has not reached: the relay could
+	// never clear it.
 	check := open()
 	versions := map[stream.ID]int64{}
 	for _, id := range streams {
@@ -373,25 +428,26 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 		}
 		versions[id] = v
 	}
-	// Caught up: every checkpoint at its stream's version, and every
-	// mark cleared but those of failed appends whose target the stream
-	// has not reached (kept by design: the relay cannot tell them from
-	// an append still on its way).
-	stuck := 0
-	caughtUp := func() bool {
-		nctx := chaos.NoFaults(ctx)
-		stuck = 0
-		for e, err := range check.ft.Query(nctx, tablekit.Where("PartitionKey ge 'dir~' and PartitionKey lt 'dir~~' and Dirty eq true"), nil) {
+	stuck := map[string]string{} // marks whose Target their stream has not reached, by RowKey
+	marksLeft := func(nctx context.Context) (n int, err error) {
+		for e, err := range check.ft.Query(nctx, tablekit.Where("PartitionKey ge 'dir~' and PartitionKey lt 'dir~~' and (RowKey ge 'p~' and RowKey lt 'p~~' or Dirty eq true)"), nil) {
 			if err != nil {
-				return false
+				return 0, err
 			}
 			spk, _ := e.Properties["Stream"].(string)
 			prefix, _ := e.Properties["Prefix"].(string)
 			target, _ := e.Properties["Target"].(int64)
-			if target <= versions[stream.ID{PartitionKey: spk, Prefix: prefix}] {
-				return false
+			if target > versions[stream.ID{PartitionKey: spk, Prefix: prefix}] || e.Properties["Dirty"] != nil {
+				stuck[e.RowKey] = fmt.Sprintf("%s/%s %v/%v target %d dirty %v", e.PartitionKey, e.RowKey, spk, prefix, target, e.Properties["Dirty"])
 			}
-			stuck++
+			n++
+		}
+		return n, nil
+	}
+	caughtUp := func() bool {
+		nctx := chaos.NoFaults(ctx)
+		if n, err := marksLeft(nctx); err != nil || n > len(stuck) {
+			return false
 		}
 		for _, sub := range []string{"view", "checker"} {
 			for _, id := range streams {
@@ -412,12 +468,15 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 				if err != nil {
 					break
 				}
-				dir = append(dir, fmt.Sprintf("%s/%s dirty=%v target=%v etag=%s", e.PartitionKey, e.RowKey, e.Properties["Dirty"], e.Properties["Target"], e.ETag))
+				dir = append(dir, fmt.Sprintf("%s/%s target=%v dirty=%v", e.PartitionKey, e.RowKey, e.Properties["Target"], e.Properties["Dirty"]))
 			}
 			violate("relays not caught up 2 minutes after the appends; directory: %v; their last errors:\n%s", dir, relayLog)
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	for _, m := range stuck {
+		violate("mark left that its stream has not reached (or of an earlier version's kind): %s", m)
 	}
 	catchUp := time.Since(start)
 	stopRelays()
@@ -512,7 +571,7 @@ func chaosFeed(t *testing.T, seed int64, cosmos bool) {
 			lost++
 		}
 	}
-	t.Logf("%d appenders × %d appends on %d streams: %d events stored = acknowledged, %d abandoned; %d append calls, %d conflicts, %d dirty marks failed, %d met a lost answer; %d marks left dirty past their stream's version (failed appends)", n, perWriter, len(streams), total, len(abandoned), appends, conflicts, markFails, lost, stuck)
+	t.Logf("%d appenders × %d appends on %d streams: %d events stored = acknowledged, %d abandoned; %d append calls, %d conflicts, %d marks failed, %d met a lost answer; %d appends ahead of their stream refused, %d writes repeated at AnyVersion (Replayed); %d marks left past their stream's version", n, perWriter, len(streams), total, len(abandoned), appends, conflicts, markFails, lost, aheads, repeats, len(stuck))
 	t.Logf("3 relays: %d runs, %d terms seen handing changes; caught up %v after the appends; checker handed %d changes (redeliveries included), failed %d; %d checkpoint reads by the monitor", runs, nterms, catchUp.Round(time.Millisecond), handedTotal, checkerFails, monitorReads)
 	t.Logf("paused leader: %d terms acquired, %d rounds run without renewing, %d of them refused with ErrFenced", zombieTerms, zombieRounds, zombieFenced)
 	t.Logf("faults: %s", st.String())

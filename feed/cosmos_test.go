@@ -89,8 +89,8 @@ func TestCosmos(t *testing.T) {
 			if g, w := rec.tags(id), fmt.Sprint(want[id]); g != w {
 				t.Fatalf("wave %d, %v: handed %s, want %s", wave, id, g, w)
 			}
-			if d, _ := e.dir(t, id); d {
-				t.Errorf("wave %d: %v still dirty after the round", wave, id)
+			if m := e.marks(t, id); len(m) != 0 {
+				t.Errorf("wave %d: %v still marked after the round: %v", wave, id, m)
 			}
 			if cp := e.checkpoint(t, "view", id); cp != int64(len(want[id])) {
 				t.Errorf("wave %d: %v checkpoint %d, want %d", wave, id, cp, len(want[id]))
@@ -118,7 +118,8 @@ func TestCosmos(t *testing.T) {
 	r2 := relay(t, f,
 		feed.Subscription{Name: "view", Handle: tagView(t, tbl[2]).Handle},
 		feed.Subscription{Name: "rebuilt", Handle: tagView(t, tbl[3]).Handle})
-	res, err := r2.Replay(ctx, 2, "rebuilt")
+	round(t, r2, 2)
+	res, err := r2.Replay(ctx, "rebuilt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,17 +77,24 @@ func (e *env) append(t *testing.T, id stream.ID, expected int64, tags ...string)
 	return r
 }
 
-// dir returns stream id's directory row: dirty, target.
-func (e *env) dir(t *testing.T, id stream.ID) (bool, int64) {
+// marks returns the targets of stream id's pending marks.
+func (e *env) marks(t *testing.T, id stream.ID) []int64 {
 	t.Helper()
-	pk, rk := feed.DirKey(e.f, id)
-	row, err := e.ft.Get(context.Background(), pk, rk)
+	m, err := feed.Marks(context.Background(), e.f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := row.Properties["Dirty"].(bool)
-	v, _ := row.Properties["Target"].(int64)
-	return d, v
+	return m[id]
+}
+
+// allMarks returns the targets of every stream's pending marks.
+func (e *env) allMarks(t *testing.T) map[stream.ID][]int64 {
+	t.Helper()
+	m, err := feed.Marks(context.Background(), e.f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // checkpoint returns subscription sub's stored checkpoint of stream id.
@@ -153,24 +161,24 @@ func round(t *testing.T, r *feed.Relay, term int64) feed.RoundResult {
 	return res
 }
 
-// TestMarkAndClear: an append marks its stream dirty with its last
-// version as target; a round hands the events over in order, stores the
-// checkpoint and clears the mark; a round with nothing dirty reads only
-// the directory.
+// TestMarkAndClear: each append marks its stream with a pending mark of
+// its own, whose target is the append's first version; a round hands the
+// events over in order, stores the checkpoint and deletes the marks; a
+// round with nothing marked reads only the directory.
 func TestMarkAndClear(t *testing.T) {
 	e := newEnv(t, &feed.Options{Shards: 2})
 	a, b := stream.ID{PartitionKey: "a"}, stream.ID{PartitionKey: "b", Prefix: "x"}
 	e.append(t, a, 0, "a1", "a2")
 	e.append(t, a, 2, "a3")
 	e.append(t, b, 0, "b1")
-	if d, v := e.dir(t, a); !d || v != 3 {
-		t.Fatalf("directory row of a: dirty %v target %d, want dirty, 3", d, v)
+	if m := fmt.Sprint(e.marks(t, a), e.marks(t, b)); m != "[1 3] [1]" {
+		t.Fatalf("marks of a and b: %s, want [1 3] [1]", m)
 	}
 	rec := newRecorder()
 	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
 	res := round(t, r, 0)
-	if res.Streams != 2 || res.Delivered != 4 || res.Cleared != 2 {
-		t.Errorf("round: %+v, want 2 streams, 4 delivered, 2 cleared", res)
+	if res.Streams != 2 || res.Delivered != 4 || res.Cleared != 3 {
+		t.Errorf("round: %+v, want 2 streams, 4 delivered, 3 marks cleared", res)
 	}
 	if got := rec.tags(a); got != "[a1 a2 a3]" {
 		t.Errorf("a: %s", got)
@@ -178,8 +186,8 @@ func TestMarkAndClear(t *testing.T) {
 	if got := rec.tags(b); got != "[b1]" {
 		t.Errorf("b: %s", got)
 	}
-	if d, _ := e.dir(t, a); d {
-		t.Error("a still dirty after the round")
+	if m := e.allMarks(t); len(m) != 0 {
+		t.Errorf("marks after the round: %v", m)
 	}
 	if v := e.checkpoint(t, "rec", a); v != 3 {
 		t.Errorf("checkpoint of a: %d, want 3", v)
@@ -202,9 +210,9 @@ func TestMarkAndClear(t *testing.T) {
 	}
 }
 
-// TestMarkDuringCatchUp: a mark set while a relay catches its stream up
-// keeps the stream dirty (the clear is conditional on the ETag read),
-// and the next round hands the new event over.
+// TestMarkDuringCatchUp: a mark written while a relay catches its stream
+// up is not one the round read, so it stays for the next round; the
+// round clears the mark it read.
 func TestMarkDuringCatchUp(t *testing.T) {
 	e := newEnv(t, nil)
 	id := stream.ID{PartitionKey: "s"}
@@ -217,15 +225,18 @@ func TestMarkDuringCatchUp(t *testing.T) {
 	}
 	r := relay(t, e.f, feed.Subscription{Name: "rec", Handle: rec.handle})
 	res := round(t, r, 0)
-	if res.Cleared != 0 {
-		t.Errorf("round: %+v, want the mark kept", res)
+	if res.Cleared != 1 {
+		t.Errorf("round: %+v, want e1's mark cleared", res)
 	}
-	if d, _ := e.dir(t, id); !d {
-		t.Fatal("mark set during the catch-up was cleared")
+	if m := e.marks(t, id); fmt.Sprint(m) != "[2]" {
+		t.Fatalf("marks after the round: %v, want e2's ([2])", m)
 	}
 	res = round(t, r, 0)
 	if res.Cleared != 1 {
 		t.Errorf("second round: %+v, want the mark cleared", res)
+	}
+	if m := e.allMarks(t); len(m) != 0 {
+		t.Errorf("marks after the second round: %v", m)
 	}
 	if got := rec.tags(id); got != "[e1 e2]" {
 		t.Errorf("handed %s, want [e1 e2]", got)
@@ -258,16 +269,25 @@ func TestMarkBeforeItsAppendLands(t *testing.T) {
 	if got := rec.tags(id); got != "[late]" {
 		t.Errorf("handed %s", got)
 	}
-	// A mark with a lower target than the row's keeps the higher one: the
-	// target only grows while the row is dirty.
+	// Marks are rows of their own: a round clears those its stream has
+	// reached, and keeps the others.
 	if err := feed.Mark(ctx, e.f, id, 5); err != nil {
 		t.Fatal(err)
 	}
 	if err := feed.Mark(ctx, e.f, id, 2); err != nil {
 		t.Fatal(err)
 	}
-	if d, v := e.dir(t, id); !d || v != 5 {
-		t.Errorf("after marks at 5 then 2: dirty %v target %d, want dirty at 5", d, v)
+	if res := round(t, r, 0); res.Cleared != 0 || res.Streams != 1 {
+		t.Errorf("round with the stream at 1: %+v, want both marks kept", res)
+	}
+	if _, err := e.store.Append(ctx, id, 1, []stream.Event{{Data: Tagged{Tag: "second"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := round(t, r, 0); res.Cleared != 1 || res.Delivered != 1 {
+		t.Errorf("round with the stream at 2: %+v, want the mark at 2 cleared", res)
+	}
+	if m := e.marks(t, id); fmt.Sprint(m) != "[5]" {
+		t.Errorf("marks left: %v, want [5]", m)
 	}
 }
 
@@ -321,8 +341,8 @@ func TestSubscriberError(t *testing.T) {
 	if got := steady.tags(a) + flaky.tags(b); got != "[a1 a2 a3][b1]" {
 		t.Errorf("the others: %s", got)
 	}
-	if d, _ := e.dir(t, a); !d {
-		t.Error("a cleared although flaky has not caught up")
+	if m := e.marks(t, a); len(m) != 1 {
+		t.Error("a's mark cleared although flaky has not caught up")
 	}
 	if v := e.checkpoint(t, "flaky", a); v != 1 {
 		t.Errorf("flaky's checkpoint on a: %d, want 1", v)
@@ -413,9 +433,11 @@ func TestRunLeads(t *testing.T) {
 	}
 }
 
-// TestAppendCosts: the mark's cost with the Meter: 1 read + 1 write on a
-// clean stream, 1 read when the stream is dirty with a target at or past
-// the append's; the append itself 1 transaction.
+// TestAppendCosts: the mark's cost with the Meter: 1 write and no read
+// (an EGT with the stream's directory row the first time this Feed
+// appends to the stream, a plain upsert after); the append itself 1
+// transaction. An append that appends nothing deletes its mark (1
+// write).
 func TestAppendCosts(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -426,17 +448,38 @@ func TestAppendCosts(t *testing.T) {
 		f()
 		return m.Snapshot().Sub(before)
 	}
-	if c := cost(func() { e.append(t, id, 0, "e1") }); c.Total() != 3 || c.Count("table", "GetEntity") != 1 || c.Count("table", "InsertEntity") != 1 || c.Count("table", "Transaction") != 1 {
-		t.Errorf("first append: %v, want 1 read, 1 insert, 1 transaction", c)
+	if c := cost(func() { e.append(t, id, 0, "e1") }); c.Total() != 2 || c.Count("table", "Transaction") != 2 {
+		t.Errorf("first append: %v, want 2 transactions (the mark with the directory row, the append)", c)
 	}
-	if c := cost(func() { e.append(t, id, 1, "e2") }); c.Total() != 3 || c.Count("table", "UpdateEntity") != 1 {
-		t.Errorf("append to a dirty stream below its target: %v, want 1 read, 1 update, 1 transaction", c)
+	if c := cost(func() { e.append(t, id, 1, "e2") }); c.Total() != 2 || c.Count("table", "UpdateEntity") != 1 || c.Count("table", "Transaction") != 1 {
+		t.Errorf("second append: %v, want 1 upsert (the mark: UpdateEntity), 1 transaction", c)
 	}
-	if err := feed.Mark(ctx, e.f, id, 10); err != nil {
+	// Another Feed (another process) writes the directory row again, once.
+	f2, err := feed.New(e.store, e.ft, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c := cost(func() { e.append(t, id, 2, "e3") }); c.Total() != 2 || c.Count("table", "GetEntity") != 1 || c.Count("table", "Transaction") != 1 {
-		t.Errorf("append to a stream dirty at a higher target: %v, want 1 read, 1 transaction", c)
+	for i, want := range []int64{2, 1} {
+		v := int64(2 + i)
+		if c := cost(func() {
+			if _, err := f2.Append(ctx, id, v, []stream.Event{{Data: Tagged{Tag: "f2"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}); c.Total() != 2 || c.Count("table", "Transaction") != want {
+			t.Errorf("another Feed's append %d: %v, want %d transactions and %d upserts", i+1, c, want, 2-want)
+		}
+	}
+	// A conflict deletes its mark.
+	var ce *stream.ConflictError
+	if c := cost(func() {
+		if _, err := e.f.Append(ctx, id, 1, []stream.Event{{Data: Tagged{Tag: "stale"}}}); !errors.As(err, &ce) {
+			t.Errorf("stale append: %v", err)
+		}
+	}); c.Count("table", "UpdateEntity") != 1 || c.Count("table", "DeleteEntity") != 1 {
+		t.Errorf("a stale append: %v, want its mark upserted and deleted", c)
+	}
+	if got := fmt.Sprint(e.marks(t, id)); got != "[1 2 3 4]" {
+		t.Errorf("marks: %s, want those of the 4 appends", got)
 	}
 	// Bad input is refused before anything is sent, the mark included.
 	if c := cost(func() {
@@ -451,8 +494,17 @@ func TestAppendCosts(t *testing.T) {
 			t.Errorf("99 events at AnyVersion (101 actions): %v", err)
 		}
 		other := tablekit.InsertAction(tablekit.Entity{PartitionKey: "elsewhere", RowKey: "r"})
-		if _, err := e.f.Append(ctx, id, 3, []stream.Event{{Data: Tagged{}}}, other); !errors.Is(err, tablekit.ErrInvalidInput) {
+		if _, err := e.f.Append(ctx, id, 4, []stream.Event{{Data: Tagged{}}}, other); !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("an extra action in another partition: %v", err)
+		}
+		// A partition key the stream takes, too long for the directory
+		// row's RowKey ("s~" + partition + "~" + prefix), at AnyVersion
+		// too (whose version read would come first).
+		long := stream.ID{PartitionKey: strings.Repeat("k", 510)}
+		for _, v := range []int64{0, stream.AnyVersion} {
+			if _, err := e.f.Append(ctx, long, v, []stream.Event{{Data: Tagged{}}}); !errors.Is(err, tablekit.ErrInvalidKey) || !errors.As(err, &ve) || ve.Op != "feed.Feed.Append" {
+				t.Errorf("a stream too long for the directory, at %d: %v", v, err)
+			}
 		}
 	}); c.Total() != 0 {
 		t.Errorf("refused appends sent %v", c)
@@ -499,10 +551,10 @@ func TestCheckpointInLongCatchUp(t *testing.T) {
 }
 
 // TestRoundCosts: a round's cost with the Meter, as the doc says: 1 query
-// per shard; per dirty stream 1 read of each subscription's checkpoint
+// per shard; per marked stream 1 read of each subscription's checkpoint
 // (then cached), the stream's read, 1 write per subscription that
-// advanced, 1 write to clear; a new term's fence: 1 read + 1 write per
-// subscription.
+// advanced; 1 delete of the marks cleared (an EGT per shard for several);
+// a new term's fence: 1 read + 1 write per subscription.
 func TestRoundCosts(t *testing.T) {
 	e := newEnv(t, &feed.Options{Shards: 4})
 	id := stream.ID{PartitionKey: "s"}
@@ -513,14 +565,24 @@ func TestRoundCosts(t *testing.T) {
 	before := m.Snapshot()
 	round(t, r, 0)
 	c := m.Snapshot().Sub(before)
-	if c.Count("table", "QueryEntities") != 4+1 || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "UpdateEntity") != 1 || c.Total() != 10 {
-		t.Errorf("round of 1 dirty stream, 2 subscriptions: %v; want 5 queries (4 shards, the stream), 2 checkpoint reads, 2 checkpoint writes, 1 clear", c)
+	if c.Count("table", "QueryEntities") != 4+1 || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "DeleteEntity") != 1 || c.Total() != 10 {
+		t.Errorf("round of 1 marked stream, 2 subscriptions: %v; want 5 queries (4 shards, the stream), 2 checkpoint reads, 2 checkpoint writes, 1 delete (the mark)", c)
 	}
 	e.append(t, id, 2, "e3")
 	before = m.Snapshot()
 	round(t, r, 0)
 	if c := m.Snapshot().Sub(before); c.Count("table", "GetEntity") != 0 || c.Total() != 8 {
-		t.Errorf("second round: %v; want the checkpoints cached: 5 queries, 2 writes, 1 clear", c)
+		t.Errorf("second round: %v; want the checkpoints cached: 5 queries, 2 writes, 1 delete", c)
+	}
+	for v := range int64(3) {
+		e.append(t, id, 3+v, fmt.Sprint("e", 4+v))
+	}
+	before = m.Snapshot()
+	if res := round(t, r, 0); res.Cleared != 3 {
+		t.Errorf("round of 3 marks: %+v, want 3 cleared", res)
+	}
+	if c := m.Snapshot().Sub(before); c.Count("table", "Transaction") != 3 || c.Count("table", "DeleteEntity") != 0 || c.Total() != 8 {
+		t.Errorf("round of a stream with 3 marks: %v; want 5 queries, 2 checkpoint writes, 1 EGT of the 3 deletes", c)
 	}
 	before = m.Snapshot()
 	round(t, r, 7)
@@ -599,14 +661,14 @@ func TestTableWrites(t *testing.T) {
 		return f.Append(ctx, log, stream.AnyVersion, []stream.Event{{ID: tag, Data: Tagged{Tag: tag}}}, row)
 	}
 
-	// An uncontended write: the version's query, the mark's read and
-	// insert, the EGT.
+	// An uncontended write: the version's query, the mark (an EGT with
+	// the directory row, the first time), the EGT.
 	before := e.acct.Meter().Snapshot()
 	if r, err := write(e.f, "first"); err != nil || r.First != 1 {
 		t.Fatalf("first write: %+v, %v", r, err)
 	}
-	if c := e.acct.Meter().Snapshot().Sub(before); c.Total() != 4 || c.Count("table", "Transaction") != 1 {
-		t.Errorf("an uncontended write costs %v, want 4 (1 query, 1 read, 1 insert, 1 transaction)", c)
+	if c := e.acct.Meter().Snapshot().Sub(before); c.Total() != 3 || c.Count("table", "Transaction") != 2 {
+		t.Errorf("an uncontended write costs %v, want 3 (1 query, 2 transactions)", c)
 	}
 
 	var wg sync.WaitGroup
@@ -679,5 +741,141 @@ func TestTableWrites(t *testing.T) {
 	n, err := e.st.Count(ctx, tablekit.RowKeyPrefix(log.PartitionKey, "order-"))
 	if err != nil || n != want {
 		t.Errorf("%d rows written (%v), want %d", n, err, want)
+	}
+}
+
+// TestRelayLogsToItsAccount: a relay made with no Logger logs its rounds'
+// failures to the Logger of the Account of the feed's table, as
+// everything made from an Account does (a relay whose subscription fails
+// on every change, as an outbox's whose queue does not exist).
+func TestRelayLogsToItsAccount(t *testing.T) {
+	records := &lastLines{n: 200}
+	acct := testenv.Account(t, &tablekit.Options{Logger: records.logger()})
+	store, err := stream.NewStore(testenv.OpenTable[tablekit.Entity](t, acct, nil), registry(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	f, err := feed.New(store, ft, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Append(context.Background(), stream.ID{PartitionKey: "s"}, 0, []stream.Event{{Data: Tagged{Tag: "e1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls := 0
+	third := make(chan struct{})
+	r, err := f.NewRelay([]feed.Subscription{{Name: "v", Handle: func(context.Context, feed.Change) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 3 {
+			close(third) // the rounds before have returned, and Run logged their errors
+		}
+		return errors.New("the queue does not exist")
+	}}}, &feed.RelayOptions{Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := coord.NewLease(ft, "lease", "relay", "me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx, lease) }()
+	<-third
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v", err)
+	}
+	if got := records.String(); !strings.Contains(got, "feed: relay round") || !strings.Contains(got, "the queue does not exist") {
+		t.Errorf("the Account's Logger got:\n%s\nwant the rounds' failures", got)
+	}
+}
+
+// TestRunRefusesNilLease: Run with a nil lease is refused by Run itself,
+// naming it, before anything is sent.
+func TestRunRefusesNilLease(t *testing.T) {
+	e := newEnv(t, nil)
+	r := relay(t, e.f, feed.Subscription{Name: "v", Handle: func(context.Context, feed.Change) error { return nil }})
+	before := e.acct.Meter().Snapshot()
+	err := r.Run(context.Background(), nil)
+	if !errors.Is(err, tablekit.ErrInvalidInput) || !strings.HasPrefix(fmt.Sprint(err), "feed: Relay.Run") {
+		t.Errorf("Run(ctx, nil): %v, want an error matching ErrInvalidInput naming feed's Relay.Run", err)
+	}
+	if c := e.acct.Meter().Snapshot().Sub(before); c.Total() != 0 {
+		t.Errorf("sent %v", c)
+	}
+}
+
+// TestReplayInRunsTerm: Replay, called while Run leads, runs in the term
+// Run holds: once a later term has fenced the checkpoints (another relay
+// took over), its checkpoint writes are refused with coord.ErrFenced and
+// no checkpoint moves. A Relay that does not lead (no Run leading, no
+// Round called) refuses to replay, sending nothing.
+func TestReplayInRunsTerm(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ids := []stream.ID{{PartitionKey: "a"}, {PartitionKey: "b"}}
+	for _, id := range ids {
+		e.append(t, id, 0, "e1", "e2")
+	}
+	h := func(context.Context, feed.Change) error { return nil }
+	round(t, relay(t, e.f, feed.Subscription{Name: "v1", Handle: h}), 0) // the marks cleared
+
+	subs := []feed.Subscription{{Name: "v1", Handle: h}, {Name: "v2", Handle: h}, {Name: "v3", Handle: h}}
+	idle := relay(t, e.f, subs...)
+	before := e.acct.Meter().Snapshot()
+	if _, err := idle.Replay(ctx, "v2"); !errors.Is(err, coord.ErrLost) {
+		t.Errorf("Replay on a Relay that does not lead: %v, want an error matching coord.ErrLost", err)
+	}
+	if c := e.acct.Meter().Snapshot().Sub(before); c.Total() != 0 {
+		t.Errorf("the refused Replay sent %v", c)
+	}
+
+	// A leader that runs one round an hour: its term stays the one Run holds.
+	r, err := e.f.NewRelay(subs, &feed.RelayOptions{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := coord.NewLease(e.ft, "lease", "relay", "leader", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(runCtx, lease) }()
+	defer func() {
+		stop()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	for len(r.Stats().Lag) == 0 { // Run's first round has read the directory
+		time.Sleep(5 * time.Millisecond)
+	}
+	term, ok := lease.Held()
+	if !ok {
+		t.Fatal("Run leads, and its lease is not held")
+	}
+	if res, err := r.Replay(ctx, "v2"); err != nil || res.Delivered != 4 {
+		t.Fatalf("Replay while Run leads: %+v, %v; want 4 changes", res, err)
+	}
+	for _, id := range ids {
+		if v := e.checkpoint(t, "v2", id); v != 2 {
+			t.Errorf("v2's checkpoint of %v: %d, want 2", id, v)
+		}
+	}
+	// Another relay takes over with a later term (its round fences the
+	// checkpoints): the leader's Replay is a stale term's, and refused.
+	round(t, relay(t, e.f, subs...), term+1000)
+	if _, err := r.Replay(ctx, "v3"); !errors.Is(err, coord.ErrFenced) {
+		t.Errorf("Replay in Run's term after a later term fenced: %v, want coord.ErrFenced", err)
+	}
+	for _, id := range ids {
+		if v := e.checkpoint(t, "v3", id); v != 0 {
+			t.Errorf("v3's checkpoint of %v moved to %d by a fenced Replay", id, v)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -188,5 +189,78 @@ func TestLagOnlyWhileLeading(t *testing.T) {
 	}
 	if lag := leader.Stats().Lag; len(lag) != 0 {
 		t.Errorf("after Run returned: %v, want none", lag)
+	}
+}
+
+// TestLagFromTheFirstReport: a relay that just started, with a backlog
+// of 200 events waiting, reports a Lag at least the age of the oldest of
+// them from its first report on (the oldest mark its first round read),
+// not the time since it started; once a round has caught up, the Lag
+// counts from that round's start. The test's age of the oldest append is
+// taken after its acknowledgement, so it is at most its true age.
+func TestLagFromTheFirstReport(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	var acked time.Time
+	for i := range 20 {
+		id := stream.ID{PartitionKey: fmt.Sprintf("s%d", i%4)}
+		tags := make([]string, 10)
+		for k := range tags {
+			tags[k] = fmt.Sprintf("e%d-%d", i, k)
+		}
+		e.append(t, id, int64(i/4*10), tags...)
+		if i == 0 {
+			acked = time.Now()
+		}
+	}
+	held, in := make(chan struct{}), make(chan struct{}, 1)
+	r := relay(t, e.f, feed.Subscription{Name: "v", Handle: func(ctx context.Context, c feed.Change) error {
+		select {
+		case in <- struct{}{}:
+		default:
+		}
+		select {
+		case <-held:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+	if lag := r.Stats().Lag; len(lag) != 0 {
+		t.Fatalf("before any round: %v, want none", lag)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Round(ctx, 0)
+		done <- err
+	}()
+	reported := false
+	for !reported {
+		age := time.Since(acked)
+		lag, ok := r.Stats().Lag["v"]
+		if ok {
+			reported = true
+			if lag < age {
+				t.Errorf("first report: lag %v, but the oldest append was acknowledged %v ago", lag, age)
+			}
+			continue
+		}
+		select {
+		case <-in: // the round hands changes over: it has read the directory
+			if _, ok := r.Stats().Lag["v"]; !ok {
+				t.Fatal("the round hands changes over, and the subscription is not reported")
+			}
+		case err := <-done:
+			t.Fatalf("the round ended (%v) before the subscription was reported", err)
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(held)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if lag, age := r.Stats().Lag["v"], time.Since(acked); lag >= age {
+		t.Errorf("after the round caught up: lag %v, want less than the time since the first append (%v)", lag, age)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // tagView is the tests' projection: one view row per stream partition
 // ("orders"/<stream partition>), whose Tags property is the tags of its
 // streams' events joined in fold order, and Count their number.
-func tagView(t *testing.T, vt *tablekit.Table[tablekit.Entity]) *feed.Projector {
+func tagView(t *testing.T, vt *tablekit.Table[tablekit.Entity]) *feed.Projector[tablekit.Entity] {
 	t.Helper()
 	p, err := feed.NewProjector(vt,
 		func(c feed.Change) []feed.Row {
@@ -145,17 +145,16 @@ func TestRebuild(t *testing.T) {
 		e.append(t, id, 2, fmt.Sprintf("%d-3", i))
 	}
 	round(t, r1, 1)
-	for _, id := range ids {
-		if d, _ := e.dir(t, id); d {
-			t.Fatalf("%v still dirty", id)
-		}
+	if m := e.allMarks(t); len(m) != 0 {
+		t.Fatalf("marks left: %v", m)
 	}
 	v2 := testenv.OpenTable[tablekit.Entity](t, e.acct, nil)
 	r2 := relay(t, e.f, feed.Subscription{Name: "view1", Handle: tagView(t, v1).Handle}, feed.Subscription{Name: "view2", Handle: tagView(t, v2).Handle})
 	if res := round(t, r2, 2); res.Streams != 0 {
 		t.Fatalf("round with nothing dirty: %+v", res)
 	}
-	res, err := r2.Replay(ctx, 2, "view2")
+	res, err := r2.Replay(ctx, "view2") // in the term of r2's latest round
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +168,10 @@ func TestRebuild(t *testing.T) {
 		t.Errorf("rebuilt view:\n%v\nwant\n%v", g, w)
 	}
 	// Replay again: nothing new, nothing handed over.
-	if res, err := r2.Replay(ctx, 2, "view2"); err != nil || res.Delivered != 0 {
+	if res, err := r2.Replay(ctx, "view2"); err != nil || res.Delivered != 0 {
 		t.Errorf("second replay: %+v, %v", res, err)
 	}
-	if _, err := r2.Replay(ctx, 2, "nope"); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := r2.Replay(ctx, "nope"); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("replay of an unknown subscription: %v", err)
 	}
 }
@@ -224,7 +223,11 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := relay(t, e.f, feed.Subscription{Name: "bylast", Handle: p.Handle})
+	var src string // the changes' Source: the streams' table
+	r := relay(t, e.f, feed.Subscription{Name: "bylast", Handle: func(ctx context.Context, c feed.Change) error {
+		src = c.Source
+		return p.Handle(ctx, c)
+	}})
 	lisa, jon := stream.ID{PartitionKey: "lisa"}, stream.ID{PartitionKey: "jon"}
 	e.append(t, lisa, 0, "hire Jones", "rename Jones Smith")
 	e.append(t, jon, 0, "hire Jones")
@@ -242,7 +245,8 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 	if _, err := r.Round(ctx, 1); !errors.Is(err, boom) {
 		t.Fatalf("round with the fold failing on the second row: %v", err)
 	}
-	want := map[string]string{"Jones": `jon (3 folds) {"s~jon~":1,"s~lisa~":2}`}
+	folded := func(format string) string { return strings.ReplaceAll(format, "S/", src+"/") }
+	want := map[string]string{"Jones": folded(`jon (3 folds) {"S/s~jon~":1,"S/s~lisa~":2}`)}
 	if got := rows(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the failure halfway:\n%v\nwant\n%v", got, want)
 	}
@@ -252,7 +256,7 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 	if res := round(t, r, 1); res.Delivered != 1 || res.Cleared != 1 {
 		t.Errorf("second round: %+v, want the rename delivered, lisa cleared", res)
 	}
-	want["Smith"] = `lisa (1 folds) {"s~lisa~":2}`
+	want["Smith"] = folded(`lisa (1 folds) {"S/s~lisa~":2}`)
 	if got := rows(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the retry (each row folded once):\n%v\nwant\n%v", got, want)
 	}
@@ -263,14 +267,14 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 		err := p.Handle(ctx, c)
 		return m.Snapshot().Sub(before), err
 	}
-	rename := feed.Change{Stream: jon, Version: 2, Data: Tagged{Tag: "rename Jones Brown"}}
+	rename := feed.Change{Source: src, Stream: jon, Version: 2, Data: Tagged{Tag: "rename Jones Brown"}}
 	if c, err := cost(rename); err != nil || c.Total() != 4 || c.Count("table", "GetEntity") != 2 || c.Count("table", "UpdateEntity") != 1 || c.Count("table", "InsertEntity") != 1 {
 		t.Errorf("a change to 2 rows: %v, %v; want 2 reads, 1 update, 1 insert", c, err)
 	}
 	if c, err := cost(rename); err != nil || c.Total() != 2 || c.Count("table", "GetEntity") != 2 {
 		t.Errorf("that change again: %v, %v; want 2 reads (both rows folded it)", c, err)
 	}
-	if c, err := cost(feed.Change{Stream: jon, Version: 3, Data: Tagged{Tag: "leave"}}); err != nil || c.Total() != 0 {
+	if c, err := cost(feed.Change{Source: src, Stream: jon, Version: 3, Data: Tagged{Tag: "leave"}}); err != nil || c.Total() != 0 {
 		t.Errorf("a change with no row: %v, %v; want nothing sent", c, err)
 	}
 	empty, err := feed.NewProjector(vt, func(feed.Change) []feed.Row { return []feed.Row{{RowKey: "x"}} }, fold)
@@ -284,8 +288,147 @@ func TestProjectorMovesBetweenRows(t *testing.T) {
 	}(); !errors.Is(err, tablekit.ErrInvalidInput) || c.Total() != 0 {
 		t.Errorf("a row without a PartitionKey: %v (sent %v), want ErrInvalidInput, nothing sent", err, c)
 	}
-	want["Jones"], want["Brown"] = ` (4 folds) {"s~jon~":2,"s~lisa~":2}`, `jon (1 folds) {"s~jon~":2}`
+	want["Jones"], want["Brown"] = folded(` (4 folds) {"S/s~jon~":2,"S/s~lisa~":2}`), folded(`jon (1 folds) {"S/s~jon~":2}`)
 	if got := rows(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after jon's rename:\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestProjectorFedByTwoFeeds: one Projector fed by two feeds, whose
+// stream tables hold streams of the same ids, folds every event of both
+// once: its record of what a row folded names the stream's table as well
+// as its id (Change.Source), so that one table's versions do not hide
+// the other's.
+func TestProjectorFedByTwoFeeds(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	ctx := context.Background()
+	vt := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	view := tagView(t, vt)
+	id := stream.ID{PartitionKey: "o1"}
+	var sources [2]string
+	for i := range 2 {
+		st := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+		store, err := stream.NewStore(st, registry(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := feed.New(store, testenv.OpenTable[tablekit.Entity](t, acct, nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Append(ctx, id, 0, []stream.Event{{Data: Tagged{Tag: fmt.Sprintf("t%d-1", i)}}, {Data: Tagged{Tag: fmt.Sprintf("t%d-2", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := relay(t, f, feed.Subscription{Name: "view", Handle: func(ctx context.Context, c feed.Change) error {
+			sources[i] = c.Source
+			return view.Handle(ctx, c)
+		}})
+		round(t, r, 0)
+	}
+	if sources[0] == sources[1] || sources[0] == "" {
+		t.Fatalf("the changes' sources: %q", sources)
+	}
+	// A change of either handed over again is skipped.
+	for i, src := range sources {
+		if err := view.Handle(ctx, feed.Change{Source: src, Stream: id, Version: 2, Data: Tagged{Tag: fmt.Sprintf("t%d-2", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{sources[0] + "/s~o1~", sources[1] + "/s~o1~"}
+	slices.Sort(keys) // (a JSON object's keys are sorted)
+	want := fmt.Sprintf(`t0-1 t0-2 t1-1 t1-2 (4) {%q:2,%q:2}`, keys[0], keys[1])
+	if got := viewRows(t, vt)["o1"]; got != want {
+		t.Errorf("view row: %s, want %s", got, want)
+	}
+}
+
+// TestProjectorReadsRecordsWithoutSource: a view row written before the
+// fold record named the stream's table (keyed by the stream alone) does
+// not fold again what it folded: its record is read when the table's is
+// absent, and replaced by the table's when the row is next written for
+// that stream (the other streams' records stay).
+func TestProjectorReadsRecordsWithoutSource(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	ctx := context.Background()
+	vt := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	view := tagView(t, vt)
+	if _, err := vt.Insert(ctx, tablekit.Entity{PartitionKey: "orders", RowKey: "o1", Properties: map[string]any{
+		"Tags": "a1 a2 b1", "Count": int64(3), feed.FoldedProperty: `{"s~o1~":2,"s~o1~x":1}`}}); err != nil {
+		t.Fatal(err)
+	}
+	const src = "devstoreaccount1/streams"
+	a := stream.ID{PartitionKey: "o1"}
+	for _, c := range []feed.Change{
+		{Source: src, Stream: a, Version: 1, Data: Tagged{Tag: "a1"}},
+		{Source: src, Stream: a, Version: 2, Data: Tagged{Tag: "a2"}},
+		{Source: src, Stream: a, Version: 3, Data: Tagged{Tag: "a3"}},
+		{Source: src, Stream: a, Version: 2, Data: Tagged{Tag: "a2"}},
+	} {
+		if err := view.Handle(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `a1 a2 b1 a3 (4) {"devstoreaccount1/streams/s~o1~":3,"s~o1~x":1}`
+	if got := viewRows(t, vt)["o1"]; got != want {
+		t.Errorf("view row: %s, want %s", got, want)
+	}
+}
+
+// balance is a typed view row: a table struct, whose int field the
+// table's codec stores as an Edm.Int64 and reads back as an int.
+type balance struct {
+	Owner string `table:",pk"`
+	Row   string `table:",rk"`
+	Total int    `table:"Total"`
+	Folds int64  `table:"Folds"`
+}
+
+// deposited is a change's data in TestProjectorTyped.
+type deposited struct{ Amount int }
+
+// TestProjectorTyped: a Projector of a table struct hands fold the row
+// decoded by the table's codec, so a number is the field's type: 5 + 5
+// folds into 10 (a fold of a property bag that read the stored Int64 as
+// an int would get nothing and fold 5 + 5 into 5, recording both as
+// folded). A stored row that does not decode into the struct fails
+// Handle, writing nothing: never a silent result.
+func TestProjectorTyped(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	ctx := context.Background()
+	vt := testenv.OpenTable[balance](t, acct, nil)
+	p, err := feed.NewProjector(vt, func(c feed.Change) []feed.Row {
+		return []feed.Row{{PartitionKey: c.Stream.PartitionKey, RowKey: "balance"}}
+	}, func(v *balance, c feed.Change) error {
+		v.Total += c.Data.(deposited).Amount
+		v.Folds++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := stream.ID{PartitionKey: "alice"}
+	for _, v := range []int64{1, 2, 2} {
+		if err := p.Handle(ctx, feed.Change{Source: "acct/streams", Stream: id, Version: v, Data: deposited{Amount: 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := vt.Get(ctx, "alice", "balance")
+	if err != nil || got.Total != 10 || got.Folds != 2 {
+		t.Errorf("typed view row: %+v, %v; want Total 10 after 2 folds", got, err)
+	}
+	raw, err := vt.AsEntities().Get(ctx, "alice", "balance")
+	if err != nil || raw.Properties["Total"] != int64(10) || raw.Properties[feed.FoldedProperty] != `{"acct/streams/s~alice~":2}` {
+		t.Errorf("the row as stored: %v, %v", raw.Properties, err)
+	}
+	// A row whose Total is not a number fails the fold, and is left as it is.
+	bob := tablekit.Entity{PartitionKey: "bob", RowKey: "balance", Properties: map[string]any{"Total": "five", feed.FoldedProperty: `{}`}}
+	if _, err := vt.AsEntities().Insert(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Handle(ctx, feed.Change{Source: "acct/streams", Stream: stream.ID{PartitionKey: "bob"}, Version: 1, Data: deposited{Amount: 5}}); err == nil {
+		t.Error("a row that does not decode was folded")
+	}
+	if raw, err := vt.AsEntities().Get(ctx, "bob", "balance"); err != nil || raw.Properties["Total"] != "five" || raw.Properties[feed.FoldedProperty] != `{}` {
+		t.Errorf("the row that does not decode, after the refused fold: %v, %v", raw.Properties, err)
 	}
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/stream"
 )
@@ -59,6 +62,16 @@ type Subscription struct {
 	Name string
 	// Handle handles one change; nil means it was handled.
 	Handle func(ctx context.Context, c Change) error
+	// FromStart lets the subscription begin a stream at its start when
+	// the events past its checkpoint were trimmed (stream.Store.Trim,
+	// RelayOptions.Trim): it is never handed them, and goes on from the
+	// stream's first version. For a subscription that needs only what is
+	// still there (a new publisher, a consumer of recent changes). Without
+	// it, the subscription fails such a stream, every round, with an
+	// error matching stream.ErrTrimmed that names the stream and its
+	// start, and is handed none of it: a view that folds a stream's
+	// whole history must never skip part of it unseen.
+	FromStart bool
 }
 
 // RelayOptions configure a Relay. The zero value (or nil) means the
@@ -69,8 +82,20 @@ type RelayOptions struct {
 	// Lead configures the leader election of Run (coord.Lease.Lead).
 	Lead *coord.LeadOptions
 	// Logger receives, at warning level, the errors of Run's rounds and
-	// of its lost leaderships; nil logs nothing.
+	// of its lost leaderships; nil means the Logger of the Account of the
+	// feed's table (tablekit.Options.Logger: slog.Default() when that is
+	// nil too).
 	Logger *slog.Logger
+	// Trim, when not nil, chooses the streams the relay trims
+	// (stream.Store.Trim) once every subscription has handled their
+	// events: an outbox's streams, a log of Table writes, any stream
+	// whose events no reader needs once handed over. A round that moves
+	// the lowest checkpoint of such a stream (all its subscriptions
+	// caught up past it) trims the stream below that checkpoint + 1, in
+	// one Trim for all the events it handed over (see "Retention" in the
+	// package doc). It is called concurrently, and must be fast: a test
+	// of the stream's id (its Prefix, say).
+	Trim func(id stream.ID) bool
 }
 
 // RoundResult counts what a relay round did.
@@ -80,46 +105,57 @@ type RoundResult struct {
 	// Delivered is how many changes a subscription handled (returned nil
 	// for), all subscriptions together.
 	Delivered int
-	// Cleared is how many dirty marks the round cleared.
+	// Cleared is how many marks the round cleared: pending marks deleted,
+	// and directory rows an earlier version of this package marked dirty
+	// made clean.
 	Cleared int
+	// Trimmed is how many streams the round trimmed (RelayOptions.Trim).
+	Trimmed int
 }
 
 // Relay publishes the feed's changes to subscriptions: each round reads
-// the directory's dirty streams, hands each subscription the events past
-// its checkpoint, stores its new checkpoint, and clears the marks of the
-// streams every subscription has caught up with. Run one at a time per feed
-// (Run elects one with a coord.Lease; its term fences the checkpoints).
-// Make one with Feed.NewRelay; it is safe for concurrent use (its rounds
-// run one at a time). The zero Relay refuses every call with an error
-// matching tablekit.ErrInvalidInput.
+// the directory's marks, hands each subscription the events of the marked
+// streams past its checkpoint, stores its new checkpoint, and clears the
+// marks the stream has passed once every subscription has caught up with
+// it. Run one at a time per feed (Run elects one with a coord.Lease; its
+// term fences the checkpoints). Make one with Feed.NewRelay; it is safe
+// for concurrent use (its rounds run one at a time). The zero Relay
+// refuses every call with an error matching tablekit.ErrInvalidInput.
 type Relay struct {
 	f    *Feed
 	subs []Subscription
 	w    *coord.Writer[tablekit.Entity]
 	o    RelayOptions
+	log  *slog.Logger
 
 	mu     sync.Mutex // held by a round (or Replay): they run one at a time
 	term   int64      // the term the checkpoint partitions are fenced at
 	inTerm bool       // term is entered: fenced, cache valid
+	manual bool       // term is the latest Round's (called by the application, not Run)
+
+	leadMu   sync.Mutex      // guards the two below
+	leadCtx  context.Context // while Run leads: its leadership's context (nil: Run does not lead)
+	leadTerm int64           // while Run leads: its term
 
 	cpMu sync.Mutex                  // guards cps, which a round's streams share
 	cps  map[string]map[string]int64 // by subscription, then stream key: the checkpoint
 
 	now   func() time.Time // the relay's clock (time.Now; the tests' own)
 	lagMu sync.Mutex       // guards since, apart from mu so that Stats never waits for a round
-	since []time.Time      // by subscription: the start of its latest caught-up round (zero: not reporting)
+	since []time.Time      // by subscription: since when it may be behind (zero: not reporting)
 }
 
 // RelayStats is a snapshot of a Relay's figures (Relay.Stats).
 type RelayStats struct {
-	// Lag is, by subscription name, how long ago the subscription was
-	// last known to be caught up: the time since the start of this
-	// Relay's latest round that handed it every event of every dirty
-	// stream without a failure. It bounds how far behind the
-	// subscription's view is, and keeps growing while the relay is
-	// stalled. A subscription is absent while this Relay does not lead
-	// (no round yet, or Run lost the lease). The package doc ("Lag")
-	// says exactly what it means.
+	// Lag is, by subscription name, an upper bound on the age of the
+	// oldest event the subscription may not have been handed: the time
+	// since the start of this Relay's latest round that handed it every
+	// event of every marked stream without a failure, or, before such a
+	// round, since the oldest mark the Relay's first round read (or that
+	// round's start). It keeps growing while the relay is stalled. A
+	// subscription is absent while this Relay does not lead (no round
+	// has read the directory yet, or Run lost the lease). The package
+	// doc ("Lag") says exactly what it means.
 	Lag map[string]time.Duration
 }
 
@@ -163,7 +199,11 @@ func (f *Feed) NewRelay(subs []Subscription, opts *RelayOptions) (*Relay, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, now: time.Now, since: make([]time.Time, len(subs))}, nil
+	log := o.Logger
+	if log == nil {
+		log = logs.Or(core.TableLogger(f.t))
+	}
+	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, log: log, now: time.Now, since: make([]time.Time, len(subs))}, nil
 }
 
 // Stats returns the relay's figures now (see RelayStats). It never waits
@@ -185,18 +225,25 @@ func (r *Relay) Stats() RelayStats {
 	return s
 }
 
-// begin returns the start of a round, now, and starts reporting the lag
-// of the subscriptions that do not report yet from then.
-func (r *Relay) begin() (start time.Time) {
+// report starts reporting the lag of the subscriptions that do not report
+// yet, once a round begun at start has read every shard of the directory,
+// whose oldest mark was stored at oldest (the service's Timestamp; zero
+// for none): from oldest, moved onto the relay's clock, or from start
+// when that is sooner.
+func (r *Relay) report(start, oldest time.Time) {
 	r.lagMu.Lock()
 	defer r.lagMu.Unlock()
-	start = r.now()
-	for i, t := range r.since {
-		if t.IsZero() {
-			r.since[i] = start
+	since := start
+	if !oldest.IsZero() {
+		if age := start.Sub(oldest); age > 0 { // wall clocks: the relay's at start, the service's at the mark
+			since = start.Add(-age) // start's reading of the relay's clock, monotonic included
 		}
 	}
-	return start
+	for i, t := range r.since {
+		if t.IsZero() {
+			r.since[i] = since
+		}
+	}
 }
 
 // caughtUp records that a round begun at start, which ran to its end,
@@ -226,27 +273,30 @@ func (r *Relay) ok(op string) error {
 }
 
 // Round runs one round at term (a coord.Lease's term; 0 for a relay that
-// is alone by construction, unfenced): every dirty stream of the directory
-// is caught up for every subscription and its mark cleared when all have
-// caught up to its target. The first round of a term fences the
-// subscriptions' checkpoint partitions at term, so that an earlier
-// holder's checkpoint writes are refused from then on. Round returns the
-// round's failures joined (subscriptions' errors, reads, checkpoint
-// writes); one matching coord.ErrFenced means a later term has taken over:
-// stop (the round stops too, and cancels the context of the streams it
-// was catching up).
+// is alone by construction, unfenced): every stream the directory marks is
+// caught up for every subscription, and the marks it has passed are
+// cleared once all have caught up with it. The first round of a term
+// fences the subscriptions' checkpoint partitions at term, so that an
+// earlier holder's checkpoint writes are refused from then on. Round
+// returns the round's failures joined (subscriptions' errors, reads,
+// checkpoint writes); one matching coord.ErrFenced means a later term has
+// taken over: stop (the round stops too, and cancels the context of the
+// streams it was catching up). Run calls it for the application; the
+// term of the latest Round is the one Replay runs in when Run does not
+// lead.
 //
 // The round queries the shards concurrently and catches up to
-// streamsInFlight (16) dirty streams at once, each stream's events in
+// streamsInFlight (16) marked streams at once, each stream's events in
 // version order: a Subscription's Handle runs concurrently for different
 // streams (see Subscription). Through a network's latency a round so
 // takes about the time of its slowest stream, not the sum of all.
 //
-// Costs: 1 query per shard; per dirty stream, 1 read per subscription of
+// Costs: 1 query per shard; per marked stream, 1 read per subscription of
 // its checkpoint (once per term: they are cached), 1 query per
 // stream.Options.PageSize new events (+1, the empty range that ends the
 // read), 1 fenced write per subscription that advanced (and 1 more per 32
-// changes it handled), 1 write to clear.
+// changes it handled); 1 EGT per shard per 100 marks cleared (1 delete
+// when there is one).
 func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	if err := r.ok("Relay.Round"); err != nil {
 		return RoundResult{}, err
@@ -256,7 +306,14 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	start := r.begin() // every event acknowledged before start is in a dirty stream or handed over
+	res, err := r.round(ctx, term)
+	r.manual = r.inTerm && r.term == term
+	return res, err
+}
+
+// round is a round at term; r.mu is held.
+func (r *Relay) round(ctx context.Context, term int64) (RoundResult, error) {
+	start := r.now() // every event acknowledged before start is in a marked stream or handed over
 	// The fence, once per term, before any checkpoint write of the round.
 	if err := r.enter(ctx, term); err != nil {
 		return RoundResult{}, err
@@ -266,33 +323,90 @@ func (r *Relay) Round(ctx context.Context, term int64) (RoundResult, error) {
 		all[i] = i
 	}
 	p := r.newPass(ctx, term, all)
+	marked, oldest, errs := r.readMarks(p.ctx)
+	if len(errs) == 0 {
+		r.report(start, oldest)
+	}
+	for _, err := range errs {
+		p.fail(err, p.subs) // a marked stream may be unread
+	}
+	for _, m := range marked {
+		if !p.start(m.id, m) {
+			break
+		}
+	}
+	p.wg.Wait()
+	p.sweep(marked)
+	res, behind, err := p.wait()
+	r.caughtUp(start, behind)
+	return res, err
+}
+
+// marked is a stream a round found marked: its pending marks, and its
+// directory row when an earlier version of this package marked it dirty.
+type marked struct {
+	id      stream.ID
+	pending []tablekit.Entity // its pending marks read, each with its Target
+	legacy  *tablekit.Entity  // its directory row, when dirty (Dirty, Target)
+	reached int64             // set by its catch-up: every subscription is at or past it (-1: not caught up)
+}
+
+// markFilter selects the marks of a shard: its pending marks (a RowKey
+// range), and the directory rows an earlier version of this package
+// marked dirty, which a round still reads and clears, so that nothing
+// appended through a Feed of that version is left behind.
+const markFilter = "PartitionKey eq ? and (RowKey ge ? and RowKey lt ? or Dirty eq true)"
+
+// readMarks reads the marks of every shard (the shards concurrently): the
+// marked streams, by stream key, the oldest Timestamp of their marks
+// (zero for none), and the shards' read failures.
+func (r *Relay) readMarks(ctx context.Context) (map[string]*marked, time.Time, []error) {
+	var mu sync.Mutex
+	streams := map[string]*marked{}
+	var oldest time.Time
+	var errs []error
 	queries := make(chan struct{}, streamsInFlight)
 	var shards sync.WaitGroup
 	for s := range r.f.shards {
 		shards.Go(func() {
 			queries <- struct{}{}
 			defer func() { <-queries }()
-			for e, err := range r.f.t.Query(p.ctx, tablekit.Where("PartitionKey eq ? and Dirty eq true", shardPK(s)), nil) {
+			for e, err := range r.f.t.Query(ctx, tablekit.Where(markFilter, shardPK(s), pendingPrefix, pendingPrefix+"~"), nil) {
+				mu.Lock()
 				if err != nil {
-					p.fail(fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err), p.subs) // a dirty stream may be unread
-					break
+					errs = append(errs, fmt.Errorf("feed: Relay.Round: directory shard %d: %w", s, err))
+					mu.Unlock()
+					return
 				}
-				if !p.start(streamOf(e), &e) {
-					break
+				id := streamOf(e)
+				k := streamKey(id)
+				m := streams[k]
+				if m == nil {
+					m = &marked{id: id, reached: -1}
+					streams[k] = m
 				}
+				if strings.HasPrefix(e.RowKey, pendingPrefix) {
+					m.pending = append(m.pending, e)
+				} else {
+					m.legacy = &e
+				}
+				if oldest.IsZero() || e.Timestamp.Before(oldest) {
+					oldest = e.Timestamp
+				}
+				mu.Unlock()
 			}
 		})
 	}
 	shards.Wait()
-	res, behind, err := p.wait()
-	r.caughtUp(start, behind)
-	return res, err
+	return streams, oldest, errs
 }
 
-// clear clears the mark of stream id, its directory row dir as the round
-// read it, unless the row's target is past reached (the lowest checkpoint
-// of the subscriptions on the stream).
-func (p *pass) clear(id stream.ID, dir *tablekit.Entity, reached int64) {
+// clearLegacy clears stream id's directory row dir, as the round read it
+// dirty (an earlier version of this package's mark), unless its target is
+// past reached (the lowest checkpoint of the subscriptions on the
+// stream); conditionally on its ETag, so that a mark of that version
+// written meanwhile keeps it dirty.
+func (p *pass) clearLegacy(id stream.ID, dir *tablekit.Entity, reached int64) {
 	target, _ := dir.Properties[propTarget].(int64)
 	if reached < target {
 		return // its append has not landed, or failed: read again next round
@@ -312,23 +426,123 @@ func (p *pass) clear(id stream.ID, dir *tablekit.Entity, reached int64) {
 	}
 }
 
+// sweep deletes the pending marks the round's catch-ups passed: those
+// whose Target is at or below the version their stream was caught up to
+// by every subscription, in EGTs of up to 100 per shard (the shards
+// concurrently). Such a mark's append can no longer land (its stream has
+// left the version it expects), and if it landed, the catch-up, which
+// read the stream to its end, handed every event of it over.
+func (p *pass) sweep(streams map[string]*marked) {
+	if p.isStopped() {
+		return
+	}
+	byShard := map[string][]tablekit.Entity{}
+	for _, m := range streams {
+		if m.reached < 0 {
+			continue
+		}
+		for _, e := range m.pending {
+			if t, _ := e.Properties[propTarget].(int64); t <= m.reached {
+				byShard[e.PartitionKey] = append(byShard[e.PartitionKey], e)
+			}
+		}
+	}
+	slots := make(chan struct{}, streamsInFlight)
+	var wg sync.WaitGroup
+	for pk, rows := range byShard {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			n, err := p.r.deleteMarks(p.ctx, rows)
+			p.mu.Lock()
+			p.res.Cleared += n
+			p.mu.Unlock()
+			if err != nil {
+				p.fail(fmt.Errorf("feed: Relay.Round: clearing the marks of directory shard %s: %w", pk, err), nil)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// deleteMarks deletes rows, pending marks of one shard, in EGTs of up to
+// 100; a mark gone already (its appender deleted it) fails its EGT, which
+// is sent again without it. It returns how many it deleted. A lost
+// answer ends it: the marks left are read again next round.
+func (r *Relay) deleteMarks(ctx context.Context, rows []tablekit.Entity) (int, error) {
+	rows = slices.Clone(rows)
+	deleted := 0
+	for len(rows) > 0 {
+		batch := rows[:min(len(rows), 100)]
+		var err error
+		if len(batch) == 1 {
+			var existed bool
+			existed, err = r.f.t.DeleteIfExists(ctx, batch[0].PartitionKey, batch[0].RowKey)
+			if err == nil && existed {
+				deleted++
+			}
+			rows = rows[1:]
+			if err != nil {
+				return deleted, err
+			}
+			continue
+		}
+		acts := make([]tablekit.Action[tablekit.Entity], len(batch))
+		for i, e := range batch {
+			acts[i] = tablekit.DeleteAction(tablekit.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}, azcore.ETagAny)
+		}
+		_, err = r.f.t.Transaction(ctx, acts...)
+		var te *tablekit.TransactionError
+		switch {
+		case err == nil:
+			deleted += len(batch)
+			rows = rows[len(batch):]
+		case errors.As(err, &te) && te.Index >= 0 && te.Index < len(batch) && errors.Is(err, tablekit.ErrNotFound) && !errors.Is(err, tablekit.ErrOutcomeUnknown):
+			rows = slices.Delete(rows, te.Index, te.Index+1) // gone already: send the rest
+		default:
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
 // Replay catches subscription name up on every stream of the directory
-// (Feed.Streams), dirty or not, from its checkpoint: from version 1 for a
-// new name. It is how a new view is built from zero (see the package doc);
-// marks are left to Round. Like a round, it catches up to
-// streamsInFlight streams at once. term fences its checkpoint writes as
-// in Round; run it in the leader (or while no relay runs). It returns the
-// failures joined, and can be run again to go on where it stopped.
-func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResult, error) {
-	if err := r.ok("Relay.Replay"); err != nil {
+// (Feed.Streams), marked or not, from its checkpoint: from version 1 for
+// a new name. It is how a new view is built from zero (see the package
+// doc); marks are left to rounds. Like a round, it catches up to
+// streamsInFlight streams at once. It returns the failures joined, and
+// can be run again to go on where it stopped.
+//
+// Replay runs in this Relay's term, its checkpoint writes fenced as a
+// round's: while Run leads, the term Run holds (and Replay stops when
+// that leadership ends); otherwise the term of the latest Round called on
+// this Relay. Without either (Run has not won the lease, or has lost it,
+// and no Round was called), it returns an error matching coord.ErrLost,
+// sending nothing. It waits for a round in progress, and rounds wait for
+// it.
+func (r *Relay) Replay(ctx context.Context, name string) (RoundResult, error) {
+	const op = "Relay.Replay"
+	if err := r.ok(op); err != nil {
 		return RoundResult{}, err
 	}
 	i := slices.IndexFunc(r.subs, func(s Subscription) bool { return s.Name == name })
 	if i < 0 {
-		return RoundResult{}, invalid("Relay.Replay", "name", fmt.Sprintf("no subscription %q", name))
+		return RoundResult{}, invalid(op, "name", fmt.Sprintf("no subscription %q", name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	term, lead := r.leading()
+	switch {
+	case lead != nil:
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(lead, stop)()
+	case r.manual:
+		term = r.term
+	default:
+		return RoundResult{}, fmt.Errorf("feed: %s: %w: this Relay does not lead (Run has not won the lease, or lost it, and no Round was called): a replay runs in the leader's term", op, coord.ErrLost)
+	}
 	if err := r.enter(ctx, term); err != nil {
 		return RoundResult{}, err
 	}
@@ -346,25 +560,50 @@ func (r *Relay) Replay(ctx context.Context, term int64, name string) (RoundResul
 	return res, err
 }
 
+// leading returns Run's term and the context of its leadership while Run
+// leads (nil when it does not).
+func (r *Relay) leading() (int64, context.Context) {
+	r.leadMu.Lock()
+	defer r.leadMu.Unlock()
+	return r.leadTerm, r.leadCtx
+}
+
+// lead records that Run leads with term until ctx ends (nil: it no
+// longer leads).
+func (r *Relay) lead(ctx context.Context, term int64) {
+	r.leadMu.Lock()
+	defer r.leadMu.Unlock()
+	r.leadCtx, r.leadTerm = ctx, term
+}
+
 // Run runs rounds every Interval while this process leads by lease
 // (coord.Lease.Lead, with Options.Lead), each with the lease's term, and
 // campaigns again when leadership is lost or fenced, until ctx ends; it
 // then returns ctx's error. It returns at once an error matching
-// tablekit.ErrInvalidInput, ErrInvalidKey or ErrTooLarge when the lease or
-// options are refused (by the client or the service).
+// tablekit.ErrInvalidInput, ErrInvalidKey or ErrTooLarge when the lease
+// (nil included) or options are refused (by the client or the service).
+// Relay.Replay, called meanwhile, runs in the term Run holds.
 func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 	if err := r.ok("Relay.Run"); err != nil {
 		return err
 	}
+	if lease == nil {
+		return invalid("Relay.Run", "lease", "nil lease: make one with coord.NewLease")
+	}
 	for {
 		err := lease.Lead(ctx, func(ctx context.Context, term int64) error {
+			r.lead(ctx, term)
+			defer r.lead(nil, 0)
 			for {
-				_, err := r.Round(ctx, term)
+				r.mu.Lock()
+				_, err := r.round(ctx, term)
+				r.manual = false
+				r.mu.Unlock()
 				if errors.Is(err, coord.ErrFenced) {
 					return err
 				}
-				if err != nil && ctx.Err() == nil && r.o.Logger != nil {
-					r.o.Logger.Warn("feed: relay round", "term", term, "err", err)
+				if err != nil && ctx.Err() == nil {
+					r.log.Warn("feed: relay round", "term", term, "err", err)
 				}
 				if !core.Sleep(ctx, r.o.Interval) {
 					return ctx.Err()
@@ -378,9 +617,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 		case errors.Is(err, tablekit.ErrInvalidInput), errors.Is(err, tablekit.ErrInvalidKey), errors.Is(err, tablekit.ErrTooLarge):
 			return err
 		}
-		if r.o.Logger != nil {
-			r.o.Logger.Warn("feed: relay leadership ended", "err", err)
-		}
+		r.log.Warn("feed: relay leadership ended", "err", err)
 		core.Sleep(ctx, r.o.Interval)
 	}
 }
@@ -457,10 +694,16 @@ const checkpointEvery = 32
 
 // catchUp hands the pass's subscriptions the events of stream id past
 // their checkpoints, then stores their new checkpoints. It returns the
-// lowest checkpoint reached; an error when any subscription failed or a
-// read or write did. It adds the changes handled to the pass's Delivered,
-// and marks behind each subscription it may not have caught up.
-func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
+// lowest checkpoint before (from) and after (reached); an error when any
+// subscription failed or a read or write did. It adds the changes handled
+// to the pass's Delivered, and marks behind each subscription it may not
+// have caught up.
+//
+// A subscription whose checkpoint is below the stream's start (Store.Trim
+// dropped the events it has not been handed) fails the stream with an
+// error matching stream.ErrTrimmed, unless it is FromStart: it is then
+// handed the stream from its start. The others go on.
+func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 	r, ctx, term, subs := p.r, p.ctx, p.term, p.subs
 	var failed []bool
 	delivered := 0
@@ -474,12 +717,12 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 			}
 		}
 	}()
-	from := int64(-1)
+	from = -1
 	cp := make([]int64, len(subs))
 	for j, i := range subs {
 		v, err := r.checkpoint(ctx, r.subs[i], id)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		cp[j] = v
 		if from < 0 || v < from {
@@ -490,6 +733,13 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 	failed = make([]bool, len(subs))
 	nfailed := 0
 	var errs []error
+	fail := func(j int, err error) {
+		errs = append(errs, err)
+		if !failed[j] {
+			failed[j] = true
+			nfailed++
+		}
+	}
 	// save stores subs[j]'s checkpoint at done[j]; it returns an error
 	// only when fenced (stop). A failed write stops the subscription on
 	// this stream for the round, its checkpoint the last one stored.
@@ -498,64 +748,92 @@ func (p *pass) catchUp(id stream.ID) (reached int64, err error) {
 		row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
 		if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
 			r.forget(s, streamKey(id)) // read it again: it may be either
-			errs = append(errs, fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err))
+			err = fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err)
 			if errors.Is(err, coord.ErrFenced) {
+				errs = append(errs, err)
 				return err
 			}
 			done[j] = cp[j]
-			if !failed[j] {
-				failed[j] = true
-				nfailed++
-			}
+			fail(j, err)
 			return nil
 		}
 		r.remember(s, streamKey(id), done[j])
 		cp[j] = done[j]
 		return nil
 	}
-	for ev, err := range r.f.store.Forward(ctx, id, from+1) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
-			for j := range failed {
-				failed[j] = true // (the events past the error are unread; nfailed is no longer needed)
-			}
-			break
-		}
+	// handle hands ev to the subscriptions that have not handled it; it
+	// returns an error only when fenced.
+	handle := func(ev stream.RecordedEvent) error {
 		c := Change{Source: r.f.source, Stream: id, Version: ev.Version, EventID: ev.ID, Kind: ev.Kind, Data: ev.Data, Time: ev.Time}
 		for j, i := range subs {
 			if failed[j] || ev.Version <= done[j] {
 				continue
 			}
 			if err := r.subs[i].Handle(ctx, c); err != nil {
-				errs = append(errs, fmt.Errorf("feed: subscription %q on stream %s version %d: %w", r.subs[i].Name, name(id), ev.Version, err))
-				failed[j] = true
-				nfailed++
+				fail(j, fmt.Errorf("feed: subscription %q on stream %s version %d: %w", r.subs[i].Name, name(id), ev.Version, err))
 				continue
 			}
 			done[j] = ev.Version
 			delivered++
 			if done[j]-cp[j] >= checkpointEvery {
 				if err := save(j); err != nil {
-					return 0, errors.Join(errs...)
+					return err
 				}
 			}
 		}
-		if nfailed == len(subs) {
-			break
+		return nil
+	}
+	for next := from + 1; next > 0; {
+		read := next
+		next = 0
+		for ev, err := range r.f.store.Forward(ctx, id, read) {
+			var te *stream.TrimmedError
+			switch {
+			case errors.As(err, &te) && te.Start > read:
+				// The events from te.From to te.Start-1 are gone: the
+				// subscriptions that have not handled them fail the
+				// stream (or, FromStart, skip them); the others go on
+				// from the start.
+				for j, i := range subs {
+					switch s := r.subs[i]; {
+					case failed[j] || done[j] >= te.Start-1:
+					case s.FromStart:
+						done[j] = te.Start - 1
+					default:
+						fail(j, fmt.Errorf("feed: subscription %q on stream %s: its checkpoint, version %d, is below the stream's start, version %d: the events between were trimmed (a Subscription that may begin at the start is FromStart): %w", s.Name, name(id), done[j], te.Start, err))
+					}
+				}
+				if nfailed < len(subs) {
+					next = te.Start
+				}
+			case err != nil:
+				errs = append(errs, fmt.Errorf("feed: Relay.Round: reading stream %s: %w", name(id), err))
+				for j := range failed {
+					failed[j] = true // (the events past the error are unread; nfailed is no longer needed)
+				}
+				nfailed = len(subs)
+			default:
+				if err := handle(ev); err != nil {
+					return 0, 0, errors.Join(errs...)
+				}
+			}
+			if err != nil || nfailed == len(subs) {
+				break
+			}
 		}
 	}
 	reached = -1
 	for j := range subs {
 		if done[j] > cp[j] {
 			if err := save(j); err != nil {
-				return 0, errors.Join(errs...)
+				return 0, 0, errors.Join(errs...)
 			}
 		}
 		if reached < 0 || done[j] < reached {
 			reached = done[j]
 		}
 	}
-	return reached, errors.Join(errs...)
+	return from, reached, errors.Join(errs...)
 }
 
 // streamsInFlight is how many streams a round (or Replay) catches up at
@@ -594,11 +872,11 @@ func (r *Relay) newPass(ctx context.Context, term int64, subs []int) *pass {
 	return p
 }
 
-// start catches stream id up in a goroutine of its own (and then clears
-// its mark, when dir, its directory row, is not nil), once fewer than
-// streamsInFlight streams are in flight. It returns false, starting
-// nothing, when the pass has stopped.
-func (p *pass) start(id stream.ID, dir *tablekit.Entity) bool {
+// start catches stream id up in a goroutine of its own, once fewer than
+// streamsInFlight streams are in flight; m, when not nil, is its marks,
+// which it records the catch-up in (and clears its dirty directory row).
+// It returns false, starting nothing, when the pass has stopped.
+func (p *pass) start(id stream.ID, m *marked) bool {
 	select {
 	case p.slots <- struct{}{}:
 	case <-p.ctx.Done():
@@ -616,13 +894,19 @@ func (p *pass) start(id stream.ID, dir *tablekit.Entity) bool {
 	}
 	p.wg.Go(func() {
 		defer func() { <-p.slots }()
-		reached, err := p.catchUp(id)
+		from, reached, err := p.catchUp(id)
 		if err != nil {
 			p.fail(err, nil)
 			return
 		}
-		if dir != nil {
-			p.clear(id, dir, reached)
+		if m != nil {
+			m.reached = reached // (read by sweep, after the pass's streams are done)
+			if m.legacy != nil {
+				p.clearLegacy(id, m.legacy, reached)
+			}
+			if reached > from && p.r.o.Trim != nil && p.r.o.Trim(id) {
+				p.trim(id, reached+1)
+			}
 		}
 	})
 	return true
@@ -646,6 +930,26 @@ func (p *pass) fail(err error, behind []int) {
 		p.stopped = true
 		p.cancel()
 	}
+}
+
+// trim drops the events of stream id below before, which every
+// subscription has handled (Store.Trim).
+func (p *pass) trim(id stream.ID, before int64) {
+	if err := p.r.f.store.Trim(p.ctx, id, before); err != nil {
+		p.fail(fmt.Errorf("feed: Relay.Round: trimming stream %s below version %d: %w", name(id), before, err), nil)
+		return
+	}
+	p.mu.Lock()
+	p.res.Trimmed++
+	p.mu.Unlock()
+}
+
+// isStopped reports whether the pass has stopped (fenced, or its
+// caller's context ended).
+func (p *pass) isStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
 }
 
 // wait waits for the streams in flight, and returns the pass's result, the

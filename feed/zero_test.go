@@ -38,20 +38,20 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 	for _, r := range []*feed.Relay{{}, nil} {
 		_, err := r.Round(ctx, 1)
 		check("Relay.Round", err, "Feed.NewRelay")
-		_, err = r.Replay(ctx, 1, "a")
+		_, err = r.Replay(ctx, "a")
 		check("Relay.Replay", err, "Feed.NewRelay")
 		check("Relay.Run", r.Run(ctx, &coord.Lease{}), "Feed.NewRelay")
 		if s := r.Stats(); len(s.Lag) != 0 {
 			t.Errorf("zero Relay's Stats: %+v, want none", s)
 		}
 	}
-	for _, p := range []*feed.Projector{{}, nil} {
+	for _, p := range []*feed.Projector[tablekit.Entity]{{}, nil} {
 		check("Projector.Handle", p.Handle(ctx, feed.Change{Stream: id, Version: 1}), "feed.NewProjector")
 	}
 	if _, err := feed.New(nil, nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("New(nil...): %v", err)
 	}
-	if _, err := feed.NewProjector(nil, nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+	if _, err := feed.NewProjector[tablekit.Entity](nil, nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
 		t.Errorf("NewProjector(nil...): %v", err)
 	}
 }

@@ -59,6 +59,7 @@ type kindVersion struct {
 type kindInfo struct {
 	kindVersion
 	typ    reflect.Type
+	keyed  bool // the type has key fields: a row it writes has its keys
 	decode func(tablekit.Entity) (any, error)
 	encode func(any) (tablekit.Entity, error)
 }
@@ -104,6 +105,13 @@ func validKind(kind string) bool {
 // [tablekit.Table]: entities of that kind and version decode to T, and
 // values of T encode with that type value. A kind may have several
 // versions, each its own Go type; a Go type has one kind and version.
+//
+// T may lack key fields (`table:",pk"` and `table:",rk"`) when what
+// stores it sets the keys: an event type of package stream, whose Store
+// keys each event's row by its version. Such a type encodes to an Entity
+// with empty keys (set them before writing it) and decodes without them;
+// Mixed and Denormalizer, which write a value as a row with its own keys,
+// refuse it.
 func Register[T any](r *Registry, kind string, version int) error {
 	const op = "patterns.Register"
 	typ := reflect.TypeFor[T]()
@@ -123,15 +131,17 @@ func Register[T any](r *Registry, kind string, version int) error {
 		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
 	}
 	var zero T
-	if _, err := core.Encode(zero); err != nil {
+	if _, err := core.EncodeBody(zero); err != nil {
 		return withOp("patterns.Register", err)
 	}
+	_, err := core.Encode(zero) // refuses a struct without key fields alone
 	kv := kindVersion{kind, version}
 	info := &kindInfo{
 		kindVersion: kv,
 		typ:         typ,
-		decode:      func(e tablekit.Entity) (any, error) { return core.Decode[T](e) },
-		encode:      func(v any) (tablekit.Entity, error) { return core.Encode(v.(T)) },
+		keyed:       err == nil,
+		decode:      func(e tablekit.Entity) (any, error) { return core.DecodeBody[T](e) },
+		encode:      func(v any) (tablekit.Entity, error) { return core.EncodeBody(v.(T)) },
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -205,16 +215,25 @@ func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
 // type property set: for writes of a Table[tablekit.Entity] or a
 // BulkWriter. With KindInRowKey, the RowKey must start with the kind
 // (keys.Compound(kind, id...)). A tablekit.Entity passes through as it is.
+// A type without key fields gives an Entity with empty keys: set them
+// before writing it.
 func (r *Registry) Encode(v any) (tablekit.Entity, error) {
 	const op = "patterns.Registry.Encode"
 	if r == nil {
 		return tablekit.Entity{}, invalid(op, "nil *Registry")
 	}
-	return r.encode(op, v)
+	return r.encodeAs(op, v, false)
 }
 
-// encode is Encode for operation op.
+// encode is Encode for operation op, which writes v as a row with its
+// own keys: a type without key fields is refused.
 func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
+	return r.encodeAs(op, v, true)
+}
+
+// encodeAs is Encode for operation op; row refuses a type without key
+// fields.
+func (r *Registry) encodeAs(op string, v any, row bool) (tablekit.Entity, error) {
 	if e, ok := v.(tablekit.Entity); ok {
 		return e, nil
 	}
@@ -224,6 +243,9 @@ func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
 	r.mu.RUnlock()
 	if info == nil {
 		return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %v is not registered (patterns.Register)", typ), Err: tablekit.ErrInvalidInput}
+	}
+	if row && !info.keyed {
+		return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %v has no key fields (`table:\",pk\"`, `table:\",rk\"`): it can be an event of a stream, whose Store sets its row's keys, not a row written with its own keys", typ), Err: tablekit.ErrInvalidInput}
 	}
 	e, err := info.encode(v)
 	if err != nil {
@@ -599,7 +621,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
 				continue
 			}
-			t, err := core.Decode[T](e)
+			t, err := core.DecodeBody[T](e)
 			if !yield(t, withOp(op, err)) || err != nil {
 				return
 			}

@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -258,5 +259,75 @@ func TestTypeValues(t *testing.T) {
 	e, err := reg.Encode(EmployeeV2{Department: "d", Key: "k"})
 	if err != nil || e.Properties["Type"] != "Employee.v3" {
 		t.Errorf("Encode wrote type value %v, %v", e.Properties["Type"], err)
+	}
+}
+
+// Moved is an event type: a struct without key fields, whose rows' keys
+// are set by what stores it (package stream).
+type Moved struct {
+	To   string `table:"To"`
+	Step int    `table:"Step"`
+}
+
+// TestKeylessTypes: a struct without key fields registers (as an event
+// type), encodes to an Entity with empty keys and its type value, and
+// decodes from a row (Get, Query, QueryKind); every write of it as a row
+// with its keys (Mixed's verbs, Transaction, a Denormalizer through the
+// Registry) is refused before anything is sent.
+func TestKeylessTypes(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	acct := testenv.Account(t, nil)
+	tbl := entityTable(t, acct)
+	reg := newRegistry(t, false)
+	if err := patterns.Register[Moved](reg, "Moved", 1); err != nil {
+		t.Fatalf("Register of a struct without key fields: %v", err)
+	}
+	e, err := reg.Encode(Moved{To: "Oslo", Step: 2})
+	if err != nil || e.PartitionKey != "" || e.RowKey != "" || e.Properties["EntityType"] != "Moved.v1" || e.Properties["To"] != "Oslo" || e.Properties["Step"] != int64(2) {
+		t.Fatalf("Encode: %+v, %v", e, err)
+	}
+	// A row of the kind, keyed by whoever stores it, reads back as Moved.
+	e.PartitionKey, e.RowKey = "p", "m1"
+	if _, err := tbl.Insert(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	m, err := patterns.NewMixed(tbl, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Get(ctx, "p", "m1"); err != nil || v != (Moved{To: "Oslo", Step: 2}) {
+		t.Fatalf("Mixed.Get: %#v, %v", v, err)
+	}
+	if v, err := reg.Decode(e); err != nil || v != (Moved{To: "Oslo", Step: 2}) {
+		t.Fatalf("Registry.Decode: %#v, %v", v, err)
+	}
+	got, err := tablekit.Collect(patterns.QueryKind[Moved](ctx, m, "p", nil), 0)
+	if err != nil || len(got) != 1 || got[0] != (Moved{To: "Oslo", Step: 2}) {
+		t.Fatalf("QueryKind: %v, %v", got, err)
+	}
+	// Written as a row with its keys: refused, nothing sent.
+	before := acct.Meter().Snapshot()
+	mv := Moved{To: "Rome"}
+	for name, write := range map[string]func() error{
+		"Insert": func() error { _, err := m.Insert(ctx, mv); return err },
+		"Upsert": func() error { _, err := m.Upsert(ctx, mv); return err },
+		"Update": func() error { _, err := m.Update(ctx, mv, azcore.ETagAny); return err },
+		"Merge":  func() error { _, err := m.Merge(ctx, mv, ""); return err },
+		"Transaction": func() error {
+			_, err := m.Transaction(ctx, tablekit.InsertAction[any](Employee{Department: "p", Key: "e"}), tablekit.UpsertAction[any](mv))
+			return err
+		},
+		"keyed Insert": func() error { _, err := m.WithKey("k1").Insert(ctx, mv); return err },
+	} {
+		if err := write(); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "no key fields") {
+			t.Errorf("%s of a struct without key fields: %v, want ErrInvalidInput saying it has no key fields", name, err)
+		}
+	}
+	if _, err := patterns.NewDenormalizer[Moved](tbl, map[string]string{"To": "LastTo"}, &patterns.DenormalizeOptions{Registry: reg}); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("NewDenormalizer of a struct without key fields: %v", err)
+	}
+	if c := acct.Meter().Snapshot().Sub(before); c.Total() != 0 {
+		t.Errorf("refused writes sent %v", c)
 	}
 }

@@ -78,8 +78,32 @@ func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tab
 	if expectedVersion == AnyVersion {
 		expectedVersion = 1 // counts the head row's 2 actions of a stream past its first append
 	}
-	_, err := s.plan(id, expectedVersion, events, extra)
+	p, err := s.plan(id, expectedVersion, events, extra)
+	if err == nil {
+		err = s.checkTransaction(p)
+	}
 	return fail(op, err)
+}
+
+// checkTransaction returns the error the root's checks of p's transaction
+// give before sending (the entities' keys and sizes, the transaction's
+// size), or nil: what plan leaves to them.
+func (s *Store) checkTransaction(p *plan) error {
+	return transactionInvalid(core.CheckTransaction(s.t, p.acts...))
+}
+
+// transactionInvalid names Append in an error of the root's checks of an
+// append's transaction, and says how to fit a transaction that is too
+// large.
+func transactionInvalid(err error) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		ve.Op = "stream.Store.Append"
+		if errors.Is(err, tablekit.ErrTooLarge) {
+			ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
+		}
+	}
+	return err
 }
 
 // appendAtEnd is Append at AnyVersion: it reads the stream's version and
@@ -89,7 +113,11 @@ func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tab
 // version only once the stream was seen past the one the try expected,
 // where that try can no longer land: so no try is applied twice.
 func (s *Store) appendAtEnd(ctx context.Context, id ID, events []Event, extra []tablekit.Action[tablekit.Entity]) (Result, error) {
-	if _, err := s.plan(id, 1, events, extra); err != nil {
+	p, err := s.plan(id, 1, events, extra)
+	if err == nil {
+		err = s.checkTransaction(p)
+	}
+	if err != nil {
 		return Result{}, err // before anything is sent, as Check
 	}
 	v, err := s.current(ctx, id)
@@ -171,6 +199,9 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 				return nil, invalid(op, "Event.ID", fmt.Sprintf("event %d has an id but event 0 has none: the events of an append carry ids all, or none", i))
 			}
 		}
+	}
+	if err := s.checkKeys(op, id, p.ids); err != nil {
+		return nil, err
 	}
 	heads := 1
 	if expected > 0 {
@@ -260,11 +291,7 @@ func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
 		case errors.As(err, &ve):
 			// The root's checks of the transaction (its size, the
 			// entities' sizes and keys), before sending.
-			ve.Op = "stream.Store.Append"
-			if errors.Is(err, tablekit.ErrTooLarge) {
-				ve.Detail += "; an append is one transaction: append the events in several appends, or keep large payloads out of the events (see the package doc)"
-			}
-			return Result{}, err
+			return Result{}, transactionInvalid(err)
 		case errors.Is(err, tablekit.ErrOutcomeUnknown):
 			lost = true
 			r, done, serr := s.settle(ctx, p, true, -1)
@@ -300,7 +327,7 @@ func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
 // ids were recorded by an earlier append (Replayed); ErrPartlyApplied when
 // some of the ids are recorded otherwise; not done when nothing of it was
 // applied. failedAt is the index of the action the service refused (-1:
-// none named).
+// none named). Events that Trim dropped are settled by their id rows.
 func (s *Store) settle(ctx context.Context, p *plan, lost bool, failedAt int) (Result, bool, error) {
 	pk := p.id.PartitionKey
 	if lost {
@@ -311,40 +338,109 @@ func (s *Store) settle(ctx context.Context, p *plan, lost bool, failedAt int) (R
 		if found && e.Properties[propAppend] == p.stamp {
 			return Result{First: p.first(), Last: p.last()}, true, nil
 		}
+		if _, tomb := tombstone(e); (!found || tomb) && p.ids == nil {
+			// The row may be gone because a Trim dropped it: then whether
+			// this append wrote it cannot be read back.
+			start, err := s.startRetried(ctx, p.id)
+			if err != nil {
+				return Result{}, false, unknown(err)
+			}
+			if p.first() < start {
+				return Result{}, false, fmt.Errorf("%w: stream %s was trimmed to start at version %d: whether this append wrote version %d cannot be read back (events with ids settle by their id rows)", tablekit.ErrOutcomeUnknown, p.id.name(), start, p.first())
+			}
+		}
 	}
 	if p.ids == nil || !(lost || failedAt < len(p.ids)) {
 		return Result{}, false, nil
 	}
-	e, found, err := s.get(ctx, pk, p.id.eventID(p.ids[0]))
-	if err != nil {
-		return Result{}, false, unknown(err)
-	}
-	if !found {
-		if failedAt > 0 && failedAt < len(p.ids) {
-			return Result{}, false, fmt.Errorf("%w: stream %s: event %d's id %q is recorded, event 0's id %q is not", ErrPartlyApplied, p.id.name(), failedAt, p.ids[failedAt], p.ids[0])
+	v, found, err := s.idVersion(ctx, p, 0)
+	if err != nil || !found {
+		if err == nil && failedAt > 0 && failedAt < len(p.ids) {
+			err = fmt.Errorf("%w: stream %s: event %d's id %q is recorded, event 0's id %q is not", ErrPartlyApplied, p.id.name(), failedAt, p.ids[failedAt], p.ids[0])
 		}
-		return Result{}, false, nil
-	}
-	v, _ := e.Properties[propVersion].(int64)
-	if v < 1 || v > maxVersion-int64(p.n)+1 {
-		return Result{}, false, &tablekit.DecodeError{Entity: pk + "/" + e.RowKey, Property: propVersion, Detail: fmt.Sprintf("id row holds version %v", e.Properties[propVersion])}
+		return Result{}, false, err
 	}
 	recorded, err := s.readRange(ctx, p.id, v, v+int64(p.n)-1)
 	if err != nil {
 		return Result{}, false, unknown(err)
 	}
 	for i, eid := range p.ids {
-		if i >= len(recorded) || recorded[i].version != v+int64(i) || recorded[i].id != eid {
-			got := "nothing"
-			if i < len(recorded) {
-				got = fmt.Sprintf("version %d with id %q", recorded[i].version, recorded[i].id)
-			}
-			return Result{}, false, fmt.Errorf("%w: stream %s: event 0's id %q is recorded at version %d, but event %d (id %q) is not at version %d (found %s): the ids were appended in another append or order",
-				ErrPartlyApplied, p.id.name(), p.ids[0], v, i, eid, v+int64(i), got)
+		if i < len(recorded) && recorded[i].version == v+int64(i) && recorded[i].id == eid && !recorded[i].tomb {
+			continue
 		}
+		got := "nothing"
+		if i < len(recorded) {
+			got = fmt.Sprintf("version %d with id %q", recorded[i].version, recorded[i].id)
+		}
+		start := int64(0)
+		if len(recorded) > 0 && recorded[0].tomb {
+			start = recorded[0].start
+		} else if start, err = s.startRetried(ctx, p.id); err != nil {
+			return Result{}, false, unknown(err)
+		}
+		if v+int64(i) < start {
+			// Trim dropped the event: the id rows say where they were.
+			return s.settleByIDs(ctx, p, v)
+		}
+		return Result{}, false, fmt.Errorf("%w: stream %s: event 0's id %q is recorded at version %d, but event %d (id %q) is not at version %d (found %s): the ids were appended in another append or order",
+			ErrPartlyApplied, p.id.name(), p.ids[0], v, i, eid, v+int64(i), got)
 	}
 	stamp, _ := recorded[0].props[propAppend].(string)
 	return Result{First: v, Last: v + int64(p.n) - 1, Replayed: stamp != p.stamp}, true, nil
+}
+
+// idVersion reads the version the id row of p's event i holds; found is
+// false when there is none.
+func (s *Store) idVersion(ctx context.Context, p *plan, i int) (v int64, found bool, err error) {
+	e, found, err := s.get(ctx, p.id.PartitionKey, p.id.eventID(p.ids[i]))
+	if err != nil {
+		return 0, false, unknown(err)
+	}
+	if !found {
+		return 0, false, nil
+	}
+	v, _ = e.Properties[propVersion].(int64)
+	if v < 1 || v > maxVersion-int64(p.n-i)+1 {
+		return 0, false, &tablekit.DecodeError{Entity: p.id.PartitionKey + "/" + e.RowKey, Property: propVersion, Detail: fmt.Sprintf("id row holds version %v", e.Properties[propVersion])}
+	}
+	return v, true, nil
+}
+
+// settleByIDs settles p, whose first id is recorded at version v, where
+// Trim dropped some of the events: by the id rows of the others (1 read
+// each). Every id at its version, in order, is a repeat (Replayed: the
+// stamp that would tell this call's own lost try is gone with the event).
+func (s *Store) settleByIDs(ctx context.Context, p *plan, v int64) (Result, bool, error) {
+	for i := 1; i < p.n; i++ {
+		w, found, err := s.idVersion(ctx, p, i)
+		if err != nil {
+			return Result{}, false, err
+		}
+		if !found || w != v+int64(i) {
+			got := "not recorded"
+			if found {
+				got = fmt.Sprintf("recorded at version %d", w)
+			}
+			return Result{}, false, fmt.Errorf("%w: stream %s: event 0's id %q is recorded at version %d (trimmed since), but event %d's id %q is %s: the ids were appended in another append or order",
+				ErrPartlyApplied, p.id.name(), p.ids[0], v, i, p.ids[i], got)
+		}
+	}
+	return Result{First: v, Last: v + int64(p.n) - 1, Replayed: true}, true, nil
+}
+
+// startRetried is start, retried as Options.Retry says.
+func (s *Store) startRetried(ctx context.Context, id ID) (int64, error) {
+	err := ctx.Err()
+	for range core.Attempts(ctx, s.o.Retry) {
+		var start int64
+		if start, err = s.start(ctx, id); err == nil {
+			return start, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return 0, err
 }
 
 // unknown is the error of a settling read that failed: the append's

@@ -6,7 +6,10 @@
 // actions are how a change record, a snapshot or a view row of the stream
 // joins an append's transaction.
 //
-//	s, err := stream.NewStore(table.AsEntities(), reg, nil) // reg: a *patterns.Registry of the event types
+//	type Placed struct{ Item string `table:"Item"` } // an event type: no key fields needed
+//	reg := &patterns.Registry{}
+//	err := patterns.Register[Placed](reg, "Placed", 1)
+//	s, err := stream.NewStore(table.AsEntities(), reg, nil)
 //	id := stream.ID{PartitionKey: "order-17"}
 //	r, err := s.Append(ctx, id, 0, []stream.Event{{ID: cmdID, Data: Placed{Item: "pen"}}})
 //	// r.First == 1, r.Last == 1; the next append expects version 1
@@ -124,9 +127,10 @@
 // append lands may show a later version without an earlier one; Forward
 // then reads again from the gap. Resume a read from the last version seen
 // + 1 (or - 1 backward): versions are their own cursor. Each event's Data
-// is decoded by the Registry into its registered type (a struct value,
-// whose key fields hold the event row's keys), or a tablekit.Entity for a
-// kind it does not know; RecordedEvent.Time is the row's Timestamp.
+// is decoded by the Registry into its registered type (a struct value;
+// key fields, if the type has them, hold the event row's keys), or a
+// tablekit.Entity for a kind it does not know; RecordedEvent.Time is the
+// row's Timestamp.
 //
 // # Costs, in storage transactions
 //

@@ -46,10 +46,51 @@ func (e *ConflictError) Error() string {
 // conflict is handled like any optimistic-concurrency refusal.
 func (e *ConflictError) Is(target error) bool { return target == tablekit.ErrPreconditionFailed }
 
+// ErrTrimmed is matched by the error of a read from a version that
+// Store.Trim dropped: a *TrimmedError, which says where the stream starts
+// now.
+var ErrTrimmed = errors.New("stream: events trimmed")
+
+// TrimmedError reports a read (Store.Forward) that needed a version below
+// the stream's start: Store.Trim dropped it. Nothing was skipped: the read
+// yielded the versions before From, if any, in order. Read again from
+// Start (after a snapshot of the state up to Start-1, say), or from
+// elsewhere. It matches ErrTrimmed with errors.Is.
+type TrimmedError struct {
+	// Stream is the stream read.
+	Stream ID
+	// From is the version the read needed: the from it was given (1 if
+	// below), or the one after the last version it yielded.
+	From int64
+	// Start is the stream's first version, as read after From was not
+	// found.
+	Start int64
+}
+
+// Error says the stream, the version needed and the start.
+func (e *TrimmedError) Error() string {
+	return fmt.Sprintf("stream: Store.Forward: stream %s was trimmed: version %d is gone, the stream starts at version %d", e.Stream.name(), e.From, e.Start)
+}
+
+// Is reports whether target is ErrTrimmed.
+func (e *TrimmedError) Is(target error) bool { return target == ErrTrimmed }
+
 // invalid returns the *tablekit.ValidationError of a refused argument of
 // op ("Store.Append", without the package).
 func invalid(op, property, detail string) error {
 	return &tablekit.ValidationError{Op: "stream." + op, Property: property, Detail: detail, Err: tablekit.ErrInvalidInput}
+}
+
+// The limits of keys, as the root names them.
+const (
+	keyLimit       = "<= 1 KiB, no / \\ # ? or control characters"
+	cosmosKeyLimit = "<= 255 bytes on Azure Cosmos DB for Table"
+)
+
+// badKey returns the *tablekit.ValidationError of an argument of op that
+// makes a key the service refuses.
+func badKey(op, property, limit, detail string) error {
+	return &tablekit.ValidationError{Op: "stream." + op, Property: property, Limit: limit, Detail: detail, Err: tablekit.ErrInvalidKey}
 }
 
 // tooLarge returns the *tablekit.ValidationError of an append over a
@@ -69,8 +110,9 @@ func fail(op string, err error) error {
 	var ve *tablekit.ValidationError
 	var de *tablekit.DecodeError
 	var ce *ConflictError
+	var te *TrimmedError
 	switch {
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &te):
 		return err
 	case errors.As(err, &ve) && (ve.Op == "" || strings.HasPrefix(ve.Op, "stream.")):
 		return opname.Set("stream."+op, err)

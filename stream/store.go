@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
 
@@ -93,7 +94,8 @@ func versionOf(rk, infix string) (int64, bool) {
 	return v, err == nil && v >= 1
 }
 
-// validate checks id before anything is sent.
+// validate checks id before anything is sent: a partition key and RowKeys
+// the service takes (the head row's is the longest).
 func (id ID) validate(op string) error {
 	if id.PartitionKey == "" {
 		return invalid(op, "ID.PartitionKey", "empty PartitionKey")
@@ -101,16 +103,43 @@ func (id ID) validate(op string) error {
 	if strings.Contains(id.Prefix, "~") {
 		return invalid(op, "ID.Prefix", fmt.Sprintf("prefix %q contains \"~\", which ends the prefix in the stream's RowKeys", id.Prefix))
 	}
+	if err := keys.Validate(id.PartitionKey); err != nil {
+		return badKey(op, "ID.PartitionKey", keyLimit, fmt.Sprintf("partition key %q: %v", id.PartitionKey, err))
+	}
+	if err := keys.Validate(id.head(maxVersion)); err != nil {
+		return badKey(op, "ID.Prefix", keyLimit, fmt.Sprintf("prefix %q starts the RowKeys of the stream's rows (%q): %v", id.Prefix, id.head(maxVersion), err))
+	}
 	return nil
 }
 
-// Event is an event to append: Data is a value of a type registered in
-// the Store's patterns.Registry (patterns.Register: a table struct, whose
-// key fields Append ignores and reads fill with the event row's keys), or
-// a tablekit.Entity (whose keys are ignored too). ID, when not "", identifies the event: an
-// append whose events carry ids is idempotent (see Store.Append). An id
-// becomes part of a RowKey (Prefix + "~id~" + ID), so it obeys the RowKey
-// rules and limits.
+// checkKeys checks the RowKeys of id's rows and of its id rows ids that
+// the service would refuse (validate checked the rest), on Azure Cosmos DB
+// for Table too.
+func (s *Store) checkKeys(op string, id ID, ids []string) error {
+	if core.Cosmos(s.t) && len(id.head(maxVersion)) > limits.CosmosRowKeyBytes {
+		return badKey(op, "ID.Prefix", cosmosKeyLimit, fmt.Sprintf("prefix %q makes RowKeys of %d bytes (%q)", id.Prefix, len(id.head(maxVersion)), id.head(maxVersion)))
+	}
+	for i, eid := range ids {
+		rk := id.eventID(eid)
+		if err := keys.Validate(rk); err != nil {
+			return badKey(op, "Event.ID", keyLimit, fmt.Sprintf("event %d's id %q is in the RowKey of its id row (%q): %v", i, eid, rk, err))
+		}
+		if core.Cosmos(s.t) && len(rk) > limits.CosmosRowKeyBytes {
+			return badKey(op, "Event.ID", cosmosKeyLimit, fmt.Sprintf("event %d's id %q makes an id row's RowKey of %d bytes", i, eid, len(rk)))
+		}
+	}
+	return nil
+}
+
+// Event is an event to append: Data is a value of a struct type
+// registered in the Store's patterns.Registry (patterns.Register), which
+// needs no key fields (if it has them, Append ignores them and reads fill
+// them with the event row's keys), or a tablekit.Entity (whose keys are
+// ignored too). ID, when not "", identifies the event: an append whose
+// events carry ids is idempotent (see Store.Append). An id becomes part of
+// a RowKey (Prefix + "~id~" + ID), so it obeys the RowKey rules and limits
+// (no / \ # ? or control characters; 1 KiB, 255 bytes on Azure Cosmos DB
+// for Table, with the prefix), which Append checks before sending.
 type Event struct {
 	// ID identifies the event in its stream, e.g. the id of the command or
 	// message it comes from; "" for none. The events of one append carry
@@ -163,8 +192,18 @@ type Options struct {
 	PageSize int
 	// Retry paces the tries of an append whose answer was lost and that
 	// reading showed was not applied, and the reads that settle a lost
-	// answer. Default 30 attempts, 10 ms to 1 s apart.
+	// answer; and Trim's tries. Default 30 attempts, 10 ms to 1 s apart.
 	Retry tablekit.RetryPolicy
+	// DropTrimmedIDs makes Trim delete the id rows of the events it drops
+	// too, each in its event's transaction (50 events per transaction
+	// instead of 100): a trimmed stream then keeps nothing per event. The
+	// price is idempotency below the start: a repeat of an append whose
+	// events were trimmed so is not recognised (at AnyVersion, or at the
+	// current version, it is appended again). Leave it false (the id rows
+	// stay, one small row per event with an id) unless repeats older than
+	// the start cannot happen: ids of the events a Trim drops without it
+	// stay for good.
+	DropTrimmedIDs bool
 }
 
 // Store appends to and reads event streams in one table. Make one with

@@ -86,6 +86,11 @@ func Meter[T any](t *tablekit.Table[T]) *tablekit.Meter {
 // ("devstoreaccount1" for Azurite).
 func AccountOf[T any](t *tablekit.Table[T]) string { return hook.TableInfo(t).Account }
 
+// TableLogger returns the Logger of t's Account (see
+// tablekit.Options.Logger); nil means slog.Default() at the time of
+// logging (see internal/logs).
+func TableLogger[T any](t *tablekit.Table[T]) *slog.Logger { return hook.TableInfo(t).Logger }
+
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
 // results are not in key order.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }
@@ -138,8 +143,15 @@ func Endpoints(acct *tablekit.Account) (table, queue, blob string) {
 
 // Encode is tablekit.ToEntity naming no operation in its errors, for a
 // conversion made on the caller's behalf.
-func Encode[T any](v T) (tablekit.Entity, error) {
-	e, err := hook.Encode(v)
+func Encode[T any](v T) (tablekit.Entity, error) { return encode(v, false) }
+
+// EncodeBody is Encode for a struct that need not have key fields (an
+// event of package stream, whose keys its Store sets): without them, the
+// Entity's keys are empty.
+func EncodeBody[T any](v T) (tablekit.Entity, error) { return encode(v, true) }
+
+func encode(v any, keysOptional bool) (tablekit.Entity, error) {
+	e, err := hook.Encode(v, keysOptional)
 	if err != nil {
 		return tablekit.Entity{}, err
 	}
@@ -147,9 +159,15 @@ func Encode[T any](v T) (tablekit.Entity, error) {
 }
 
 // Decode is tablekit.FromEntity naming no operation in its errors.
-func Decode[T any](e tablekit.Entity) (T, error) {
+func Decode[T any](e tablekit.Entity) (T, error) { return decode[T](e, false) }
+
+// DecodeBody is Decode into a struct that need not have key fields:
+// without them, e's keys are not kept.
+func DecodeBody[T any](e tablekit.Entity) (T, error) { return decode[T](e, true) }
+
+func decode[T any](e tablekit.Entity, keysOptional bool) (T, error) {
 	var v T
-	if err := hook.Decode(e, &v); err != nil {
+	if err := hook.Decode(e, &v, keysOptional); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -187,6 +205,17 @@ func nameError(problem, rule string) error {
 		return nil
 	}
 	return &tablekit.ValidationError{Limit: rule, Detail: problem, Err: tablekit.ErrInvalidKey}
+}
+
+// CheckTransaction checks actions as t.Transaction does before sending
+// (each action's entity, keys and size, one PartitionKey, each entity once,
+// at most 100 actions and 4 MiB, 2 MB on Azure Cosmos DB for Table) and
+// sends nothing: the error Transaction would return before sending, or
+// nil. A package that must refuse bad input before a write of its own
+// (stream.Store.Check, before package feed's mark) reaches the
+// transaction's verdict so. Its errors name no operation.
+func CheckTransaction[T any](t *tablekit.Table[T], actions ...tablekit.Action[T]) error {
+	return hook.CheckTransaction(t, actions)
 }
 
 // ActionOf returns the verb of a ("Insert", "Upsert", "Update", "Merge" or

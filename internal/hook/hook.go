@@ -44,6 +44,12 @@ var (
 	// TableInfo returns what table takes from its Account and options.
 	TableInfo func(table any) Table
 
+	// CheckTransaction checks actions (a []tablekit.Action[T]) as
+	// table.Transaction does before sending (each action, the entities'
+	// keys and sizes, one partition, each entity once, the transaction's
+	// count and size) and sends nothing; its errors name no operation.
+	CheckTransaction func(table, actions any) error
+
 	// PaceBulkWriter makes writer (a *tablekit.BulkWriter[T]) pace its
 	// transactions with gov (a *tablekit.Governor) instead of its
 	// Account's, and log to logger instead of its Account's Logger.
@@ -59,6 +65,7 @@ type Table struct {
 	Cosmos    bool           // on Azure Cosmos DB for Table
 	Encrypted []string       // the properties it encrypts, sorted
 	Retry     any            // its conflict retry, a tablekit.RetryPolicy (TableOptions.Retry, defaults applied)
+	Logger    *slog.Logger   // its Account's Logger (nil: slog.Default() at the time of logging)
 }
 
 // An Account's internals; acct is a *tablekit.Account.
@@ -82,9 +89,11 @@ var (
 	// Encode is tablekit.ToEntity of v (a struct value or tablekit.Entity),
 	// and Decode is tablekit.FromEntity of e (a tablekit.Entity) into dst (a
 	// pointer to a struct or tablekit.Entity), naming no operation in their
-	// errors: the pattern packages convert on their caller's behalf.
-	Encode func(v any) (any, error)
-	Decode func(e, dst any) error
+	// errors: the pattern packages convert on their caller's behalf. With
+	// keysOptional, a struct without key fields converts too (to and from
+	// an Entity whose keys it does not hold).
+	Encode func(v any, keysOptional bool) (any, error)
+	Decode func(e, dst any, keysOptional bool) error
 
 	// EntitySize is the size of e (a tablekit.Entity) as Azure measures it
 	// against the 1 MiB limit; PropertySize the size one property adds.
