@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
+	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
@@ -68,8 +71,8 @@ func benchRegistry(b *testing.B) *patterns.Registry {
 //     its type property): the appends' entities without the appends;
 //   - writer=stream: one stream.Store.Append of 98 events per stream (the
 //     head row's delete and insert make its 100 actions);
-//   - writer=feed: the same through feed.Feed.Append (+ the dirty mark:
-//     1 read + 1 write per append; no relay runs).
+//   - writer=feed: the same through feed.Feed.Append (+ the mark: 1
+//     write per append, no read; no relay runs).
 //
 // An untimed iteration comes first (see below). entities/s counts the
 // caller's entities: rows, or events (not head rows or marks);
@@ -410,4 +413,157 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// The retention benchmark's outbox: retainStreams streams of retainEach
+// messages each per iteration, one message per append (as a state
+// change's outbox message is), each with an id.
+const (
+	retainStreams = 50
+	retainEach    = 20
+)
+
+// outboxMessage is a message of the retention benchmark: an order's
+// shipment, some 200 bytes.
+type outboxMessage struct {
+	Order    string
+	Customer string
+	Amount   int64
+	Note     string
+}
+
+// BenchmarkRetention: what an outbox-like stream leaves in storage per
+// message once its messages are dispatched, and what dispatching costs.
+// Each iteration appends retainEach messages (one per append, with an
+// id, 16 appends in flight) to each of retainStreams outbox streams
+// (stream.ID{PartitionKey: customer, Prefix: "outbox"}) through
+// Feed.Append, and runs relay rounds with one subscription (a publisher
+// that sends nothing) until no stream is marked: after every message of
+// each stream (rounds=each: a round per message, a low rate, the worst
+// case for trims), or after all of them (rounds=batch: many messages a
+// round). Sub-benchmarks by trim:
+//   - trim=off: no RelayOptions.Trim: every message stays;
+//   - trim=on: RelayOptions.Trim chooses the outbox streams;
+//   - trim=dropids: the same, and stream.Options.DropTrimmedIDs.
+//
+// rows/msg and bytes/msg are the rows left in both tables (the streams'
+// rows; the feed's directory, checkpoint and mark rows) after the last
+// iteration, per message appended, bytes as Azure measures an entity
+// against its 1 MiB limit; requests/msg counts every storage request of
+// the timed iterations (the appends, the rounds, the trims) per message.
+// The breakdown of what is left is logged (-v).
+func BenchmarkRetention(b *testing.B) {
+	ctx := context.Background()
+	note := strings.Repeat("n", 120)
+	for _, rounds := range []string{"each", "batch"} {
+		for _, mode := range []string{"off", "on", "dropids"} {
+			b.Run("rounds="+rounds+"/trim="+mode, func(b *testing.B) {
+				retention(ctx, b, rounds == "each", mode, note)
+			})
+		}
+	}
+}
+
+func retention(ctx context.Context, b *testing.B, each bool, mode, note string) {
+	acct := testenv.Account(b, nil)
+	reg := &patterns.Registry{}
+	if err := patterns.Register[outboxMessage](reg, "Shipped", 1); err != nil {
+		b.Fatal(err)
+	}
+	st := testenv.OpenTable[tablekit.Entity](b, acct, nil)
+	ft := testenv.OpenTable[tablekit.Entity](b, acct, nil)
+	store, err := stream.NewStore(st, reg, &stream.Options{DropTrimmedIDs: mode == "dropids"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := feed.New(store, ft, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := &feed.RelayOptions{}
+	if mode != "off" {
+		opts.Trim = func(id stream.ID) bool { return id.Prefix == "outbox" }
+	}
+	r, err := f.NewRelay([]feed.Subscription{{Name: "publisher", Handle: func(context.Context, feed.Change) error { return nil }}}, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sent := 0
+	appendWave := func(ctx context.Context, n int) error { // n messages, spread over the streams
+		return inParallel(ctx, n, appendConcurrency, func(ctx context.Context, i int) error {
+			id := stream.ID{PartitionKey: fmt.Sprintf("customer-%03d", i%retainStreams), Prefix: "outbox"}
+			msg := outboxMessage{Order: fmt.Sprintf("order-%d", sent+i), Customer: id.PartitionKey, Amount: int64(i), Note: note}
+			_, err := f.Append(ctx, id, stream.AnyVersion, []stream.Event{{ID: msg.Order, Data: msg}})
+			return err
+		})
+	}
+	dispatch := func(ctx context.Context) error {
+		for {
+			res, err := r.Round(ctx, 1)
+			if err != nil || res.Streams == 0 {
+				return err
+			}
+		}
+	}
+	run := func(ctx context.Context) error {
+		waves, per := 1, retainStreams*retainEach
+		if each {
+			waves, per = retainEach, retainStreams
+		}
+		for range waves {
+			if err := appendWave(ctx, per); err != nil {
+				return err
+			}
+			sent += per
+			if err := dispatch(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	meter := acct.Meter()
+	var requests int64
+	for b.Loop() {
+		before := meter.Snapshot()
+		if err := run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		requests += meter.Snapshot().Sub(before).Total()
+	}
+	msgs := float64(retainStreams * retainEach * b.N)
+	kinds := map[string][2]int{} // rows, bytes by kind
+	count := func(kind string, e tablekit.Entity) {
+		k := kinds[kind]
+		k[0]++
+		k[1] += core.EntitySize(e)
+		kinds[kind] = k
+	}
+	for e, err := range st.Query(ctx, tablekit.Filter{}, nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(e.RowKey, "~")
+		kind, _, _ := strings.Cut(rest, "~")
+		if kind == "ev" && strings.HasSuffix(e.RowKey, "~ev~0000000001") {
+			kind = "ev1" // the tombstone, once trimmed
+		}
+		count("stream "+kind, e)
+	}
+	for e, err := range ft.Query(ctx, tablekit.Filter{}, nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		kind := "feed " + e.PartitionKey[:strings.Index(e.PartitionKey, "~")+1] + e.RowKey[:min(2, len(e.RowKey))]
+		count(kind, e)
+	}
+	rows, bytes := 0, 0
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		rows, bytes = rows+kinds[k][0], bytes+kinds[k][1]
+		lines = append(lines, fmt.Sprintf("%s: %d rows, %d bytes", k, kinds[k][0], kinds[k][1]))
+	}
+	b.Logf("%d messages in %d streams: %s", int(msgs), retainStreams, strings.Join(lines, "; "))
+	b.ReportMetric(float64(rows)/msgs, "rows/msg")
+	b.ReportMetric(float64(bytes)/msgs, "bytes/msg")
+	b.ReportMetric(float64(requests)/msgs, "requests/msg")
 }
