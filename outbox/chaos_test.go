@@ -44,7 +44,8 @@ import (
 // feed's lease row, run Relay.Run with a Publisher of the Store's outbox
 // streams (its Enqueue faulted too, so lost answers enqueue copies; tried
 // 10 ms to 200 ms apart; the encrypted Store's through a claim-check blob
-// each), restarted as a new Relay every 1-3 s; 2 archive workers, each
+// each) and RelayOptions.Trim dropping the outbox streams' dispatched
+// events, restarted as a new Relay every 1-3 s; 2 archive workers, each
 // with its own Account, run NewHandler whose apply adds 1 to its
 // partition's count row (read, then merged on the ETag read) and writes a
 // log row of the message id: a message applied twice would count twice.
@@ -57,8 +58,10 @@ import (
 // acknowledged transaction's state row exists and no abandoned one's
 // does; nothing was poisoned; no message a worker received (a queue
 // message's payload or its claim-check blob) holds a card's plaintext,
-// nor does any blob left in the container; and the relays of the
-// encrypted Store were told why the vault's message was refused.
+// nor does any blob left in the container; the relays of the encrypted
+// Store were told why the vault's message was refused, and its stream
+// was not trimmed; fewer outbox event rows are left than messages were
+// dispatched.
 func TestChaosOutbox(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) { chaosOutbox(t, seed, false) })
 }
@@ -167,7 +170,8 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 			}
 			logger := slog.New(slog.NewTextHandler(refusals, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			for relayCtx.Err() == nil {
-				r, err := p.f.NewRelay([]feed.Subscription{{Name: "outbox", Handle: pub.Handle}}, &feed.RelayOptions{Interval: 20 * time.Millisecond, Logger: logger})
+				r, err := p.f.NewRelay([]feed.Subscription{{Name: "outbox", Handle: pub.Handle}},
+					&feed.RelayOptions{Interval: 20 * time.Millisecond, Logger: logger, Trim: func(id stream.ID) bool { return id.Prefix == "outbox" }})
 				if err != nil {
 					violate("NewRelay: %v", err)
 					return
@@ -277,6 +281,27 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 			v.Addf("blob %s holds a card in plaintext: %s", name, data)
 		}
 	}
+	// Retention: the vault's message, never enqueued, is still in its
+	// stream; the dispatched messages' event rows went (but those of the
+	// trims that failed under faults after the last message of a stream).
+	nctx := chaos.NoFaults(ctx)
+	vaultID := stream.ID{PartitionKey: "vault", Prefix: "outbox"}
+	if start, err := check[1].store.Start(nctx, vaultID); err != nil || start != 1 {
+		v.Addf("the vault's stream, its message never enqueued, starts at %d (%v), want 1: trimmed", start, err)
+	}
+	left := 0
+	for i := range check {
+		for _, pk := range parts {
+			c, err := check[i].st.Count(nctx, tablekit.RowKeyRange(pk, "outbox~ev~", "outbox~ev~~"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			left += c
+		}
+	}
+	if left >= len(l.acked) {
+		v.Addf("%d outbox event rows left of %d messages dispatched: nothing trimmed", left, len(l.acked))
+	}
 	if viaBlob == 0 {
 		v.Addf("no message came through a claim-check blob")
 	}
@@ -305,6 +330,7 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	t.Logf("4 relays: %d runs, %d refusals of the vault's card logged; 2 workers: %d received (%d through a blob), %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
 		runs, refusals.count(), ws.Received, viaBlob, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
 	mu.Unlock()
+	t.Logf("retention: %d outbox event rows left of %d messages dispatched (tombstones included)", left, len(l.acked))
 	t.Logf("faults: %s", st.String())
 	if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {
 		v.Addf("fault rate %.1f%%, %d answers lost: too few", 100*st.FaultRate(), st.Count(chaos.AnswerLost, "", ""))
