@@ -252,7 +252,7 @@ func (p *Publisher) check(op, id string, c feed.Change) error {
 	if len(p.secret) == 0 {
 		return nil
 	}
-	e, err := core.Encode(c.Data) // the properties the event is stored as
+	e, err := core.EncodeBody(c.Data) // the properties the event is stored as (events need no key fields)
 	if err != nil {
 		return invalid(op, "Data", fmt.Sprintf("message %s: the table %s encrypts %s, and the event (%T) does not encode as a table entity, so whether it carries them cannot be told: %v",
 			id, p.source, strings.Join(p.secret, ", "), c.Data, err))

@@ -28,6 +28,13 @@ type Charged struct {
 	Card  string `table:"Card"`
 }
 
+// Refunded and Noted are events without key fields (a Store keys them).
+type Refunded struct {
+	Order string `table:"Order"`
+	Card  string `table:"Card"`
+}
+type Noted struct{ Note string }
+
 // card is the plaintext secret of the tests.
 const card = "4111-1111-1111-1111"
 
@@ -47,6 +54,12 @@ func encryptedStore(t *testing.T, acct *tablekit.Account) (*stream.Store, *feed.
 	if err := patterns.Register[Charged](reg, "Charged", 1); err != nil {
 		t.Fatal(err)
 	}
+	if err := patterns.Register[Refunded](reg, "Refunded", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := patterns.Register[Noted](reg, "Noted", 1); err != nil {
+		t.Fatal(err)
+	}
 	store, err := stream.NewStore(st, reg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +73,14 @@ func encryptedStore(t *testing.T, acct *tablekit.Account) (*stream.Store, *feed.
 
 // TestSecretsNeverLeave: a stream table that encrypts Card; two
 // Publishers of its outbox streams, one through a queue, the other
-// through a queue and, for every message, a claim-check blob. An outbox event carrying a Card (a Charged, or a
+// through a queue and, for every message, a claim-check blob. An outbox
+// event carrying a Card (a Charged, a Refunded without key fields, or a
 // tablekit.Entity with one) is refused by Handle, naming the property,
 // and holds its stream back; its card is in no queue message and no
 // blob (before, both held it in plaintext). A Charged of another stream
-// (an account's own, not an outbox) is skipped, and an outbox event
-// without a card is published as ever.
+// (an account's own, not an outbox) is skipped, and outbox events
+// without a card (a Shipped, a Noted without key fields) are published
+// as ever.
 func TestSecretsNeverLeave(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
@@ -97,6 +112,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 		{stream.ID{PartitionKey: "c2", Prefix: "outbox"}, []stream.Event{{ID: "pay", Data: tablekit.Entity{Properties: map[string]any{"Order": "o2", "Card": card}}}}},
 		{stream.ID{PartitionKey: "c3", Prefix: "account"}, []stream.Event{{ID: "pay", Data: Charged{Order: "o3", Card: card}}}},
 		{stream.ID{PartitionKey: "c3", Prefix: "outbox"}, []stream.Event{{ID: "ship", Data: Shipped{Order: "o3"}}}},
+		{stream.ID{PartitionKey: "c4", Prefix: "outbox"}, []stream.Event{{ID: "refund", Data: Refunded{Order: "o4", Card: card}}}},
+		{stream.ID{PartitionKey: "c5", Prefix: "outbox"}, []stream.Event{{ID: "note", Data: Noted{Note: "o5"}}}},
 	}
 	for _, a := range appends {
 		if _, err := f.Append(ctx, a.id, 0, a.evs); err != nil {
@@ -111,8 +128,9 @@ func TestSecretsNeverLeave(t *testing.T) {
 		_, err = relay.Round(ctx, 0)
 		var ve *tablekit.ValidationError
 		if !errors.As(err, &ve) || ve.Property != "Card" || !errors.Is(err, tablekit.ErrInvalidInput) ||
-			!strings.Contains(err.Error(), "c1/outbox") || !strings.Contains(err.Error(), "c2/outbox") || !strings.Contains(err.Error(), "encrypts Card") {
-			t.Fatalf("round %d: %v, want the refusals of c1's and c2's outbox events, naming Card", round+1, err)
+			!strings.Contains(err.Error(), "c1/outbox") || !strings.Contains(err.Error(), "c2/outbox") || !strings.Contains(err.Error(), "c4/outbox") ||
+			strings.Contains(err.Error(), "c5/outbox") || !strings.Contains(err.Error(), "encrypts Card") {
+			t.Fatalf("round %d: %v, want the refusals of c1's, c2's and c4's outbox events, naming Card", round+1, err)
 		}
 	}
 	props, err := queue.GetProperties(ctx, nil)
@@ -120,15 +138,15 @@ func TestSecretsNeverLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	texts := blobTexts(t, blobs)
-	if n := props.ApproximateMessagesCount; n == nil || *n != 1 || len(texts) != 1 {
-		t.Errorf("%v queue messages and %d blobs, want 1 each: c3's outbox message alone (c1's second is held back behind its refused first)", n, len(texts))
+	if n := props.ApproximateMessagesCount; n == nil || *n != 2 || len(texts) != 2 {
+		t.Errorf("%v queue messages and %d blobs, want 2 each: c3's and c5's outbox messages alone (c1's second is held back behind its refused first)", n, len(texts))
 	}
 	for name, data := range texts {
 		if strings.Contains(data, "4111") {
 			t.Errorf("blob %s holds the card in plaintext: %s", name, data)
 		}
-		if !strings.Contains(data, "~c3~outbox~0000000001") {
-			t.Errorf("blob %s: %s, want c3's outbox message", name, data)
+		if !strings.Contains(data, "~c3~outbox~0000000001") && !strings.Contains(data, "~c5~outbox~0000000001") {
+			t.Errorf("blob %s: %s, want c3's or c5's outbox message", name, data)
 		}
 	}
 	var got []string
@@ -138,8 +156,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 			t.Errorf("queue message %s holds the card in plaintext: %s", m.ID, m.Data)
 		}
 	}
-	if len(got) != 1 || !strings.HasSuffix(got[0], "~c3~outbox~0000000001") {
-		t.Errorf("enqueued %q in the queue, want c3's outbox message alone", got)
+	if len(got) != 2 || !strings.HasSuffix(got[0], "~c3~outbox~0000000001") || !strings.HasSuffix(got[1], "~c5~outbox~0000000001") {
+		t.Errorf("enqueued %q in the queue, want c3's and c5's outbox messages alone", got)
 	}
 	// The card is encrypted at rest (the point of the table's
 	// encryption): a view without the encryption reads no plaintext.
