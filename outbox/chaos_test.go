@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,12 +41,14 @@ import (
 // Charged event with a card to a stream of another prefix in the
 // partition (an account's own history, not an outbox), and before the
 // writers start, its "vault" partition's outbox gets a Charged event. 2
-// relays per Store, each with its own Account and coord.Lease on its
-// feed's lease row, run Relay.Run with a Publisher of the Store's outbox
-// streams (its Enqueue faulted too, so lost answers enqueue copies; tried
-// 10 ms to 200 ms apart; the encrypted Store's through a claim-check blob
-// each) and RelayOptions.Trim dropping the outbox streams' dispatched
-// events, restarted as a new Relay every 1-3 s; 2 archive workers, each
+// relays per Store, each with its own Account and coord.Lease (6 s) on
+// its feed's lease row, run Relay.Run's loop (Lease.Lead, Relay.Round
+// with the term) with a Publisher of the Store's outbox streams (its
+// Enqueue faulted too, so lost answers enqueue copies; tried 10 ms to
+// 200 ms apart; the encrypted Store's through a claim-check blob each)
+// and RelayOptions.Trim dropping the outbox streams' dispatched events,
+// restarted as a new Relay 1-3 s after it starts (mid-round or between
+// rounds, once a round has ended); 2 archive workers, each
 // with its own Account, run NewHandler whose apply adds 1 to its
 // partition's count row (read, then merged on the ETag read) and writes a
 // log row of the message id: a message applied twice would count twice.
@@ -143,7 +146,7 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	// The relays: 2 per Store.
 	relayCtx, stopRelays := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	runs := 0
+	runs, rounds, roundTime := 0, 0, time.Duration(0)
 	for i := range 4 {
 		si := i % 2
 		bg.Go(func() {
@@ -163,7 +166,12 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 				violate("NewPublisher: %v", err)
 				return
 			}
-			lease, err := coord.NewLease(p.ft, "lease", "relay", fmt.Sprintf("relay%d", i), &coord.LeaseOptions{Duration: 600 * time.Millisecond})
+			// A lease of 6 s (a renewal every ~0.8 s, lost after 4 s
+			// without one): a 600 ms lease was lost at every try on a
+			// loaded machine (load 22, -race, the Cosmos DB front), and no
+			// round ended. A run that ends releases it, so the next relay
+			// takes over at its next try.
+			lease, err := coord.NewLease(p.ft, "lease", "relay", fmt.Sprintf("relay%d", i), &coord.LeaseOptions{Duration: 6 * time.Second})
 			if err != nil {
 				violate("NewLease: %v", err)
 				return
@@ -171,16 +179,51 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 			logger := slog.New(slog.NewTextHandler(refusals, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			for relayCtx.Err() == nil {
 				r, err := p.f.NewRelay([]feed.Subscription{{Name: "outbox", Handle: pub.Handle}},
-					&feed.RelayOptions{Interval: 20 * time.Millisecond, Logger: logger, Trim: func(id stream.ID) bool { return id.Prefix == "outbox" }})
+					&feed.RelayOptions{Logger: logger, Trim: func(id stream.ID) bool { return id.Prefix == "outbox" }})
 				if err != nil {
 					violate("NewRelay: %v", err)
 					return
 				}
-				runCtx, cancel := context.WithTimeout(relayCtx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
-				err = r.Run(runCtx, lease)
+				// Relay.Run's loop (rounds while leading by lease), ended
+				// 1-3 s after it starts, in the middle of a round or
+				// between two, but not before a round has ended: on a
+				// loaded machine a round can take longer than that, and a
+				// relay always cut short would never store a checkpoint.
+				runCtx, cancel := context.WithCancel(relayCtx)
+				var done atomic.Int64 // rounds that ended in this run
+				window := time.Duration(1000+rng.IntN(2000)) * time.Millisecond
+				go func() {
+					defer cancel()
+					for start := time.Now(); runCtx.Err() == nil && (time.Since(start) < window || done.Load() == 0); {
+						time.Sleep(10 * time.Millisecond)
+					}
+				}()
+				err = lease.Lead(runCtx, func(ctx context.Context, term int64) error {
+					for ctx.Err() == nil {
+						start := time.Now()
+						_, err := r.Round(ctx, term)
+						if ctx.Err() != nil {
+							break
+						}
+						done.Add(1)
+						mu.Lock()
+						rounds++
+						roundTime += time.Since(start)
+						mu.Unlock()
+						if errors.Is(err, coord.ErrFenced) {
+							return err
+						}
+						if err != nil {
+							logger.Warn("round", "err", err)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					return ctx.Err()
+				}, nil)
 				cancel()
-				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-					violate("Run: %v", err)
+				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, coord.ErrFenced) && !errors.Is(err, coord.ErrLost) {
+					violate("Lead: %v", err)
+					return
 				}
 				mu.Lock()
 				runs++
@@ -327,8 +370,8 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	}
 	mu.Lock()
 	t.Logf("%d writers × %d transactions on 2 Stores × %d partitions: %v, %d met a lost answer; %d cards appended to other streams", n, perWriter, len(parts), l, lost, cards)
-	t.Logf("4 relays: %d runs, %d refusals of the vault's card logged; 2 workers: %d received (%d through a blob), %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
-		runs, refusals.count(), ws.Received, viaBlob, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
+	t.Logf("4 relays: %d runs, %d rounds (%v on average), %d refusals of the vault's card logged; 2 workers: %d received (%d through a blob), %d deleted (%d copies beyond the %d messages), %d failed attempts, %d apply calls; drained %v after the writes",
+		runs, rounds, (roundTime / time.Duration(max(rounds, 1))).Round(time.Millisecond), refusals.count(), ws.Received, viaBlob, ws.Succeeded, ws.Succeeded-int64(len(l.acked)), len(l.acked), ws.Failed, applies, drain.Round(time.Millisecond))
 	mu.Unlock()
 	t.Logf("retention: %d outbox event rows left of %d messages dispatched (tombstones included)", left, len(l.acked))
 	t.Logf("faults: %s", st.String())

@@ -179,7 +179,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lease, err := coord.NewLease(relay.ft, "lease", "relay", "relay", &coord.LeaseOptions{Duration: 600 * time.Millisecond})
+		lease, err := coord.NewLease(relay.ft, "lease", "relay", "relay", &coord.LeaseOptions{Duration: 6 * time.Second}) // generous: a loaded machine's renewals are slow
 		if err != nil {
 			t.Fatal(err)
 		}
