@@ -77,12 +77,11 @@
 // still applies them, once per that id, as it did then. Two tables'
 // messages of the same stream id and version share that id: the second
 // goes to the poison queue (its data differ: coord.ErrKeyReused) instead
-// of being applied, so drain the queue before upgrading if several
-// stream tables share it. A
-// message that an old relay enqueued and a new one enqueues again (the
-// old one stopped between the enqueue and its checkpoint) carries both
-// ids, and is applied once per id: a handler that checks the order (see
-// below) applies it once.
+// of being applied, so drain the queue before upgrading if several stream
+// tables share it. A message that an old relay enqueued and a new one
+// enqueues again (the old one stopped between the enqueue and its
+// checkpoint) carries both ids, and is applied once per id: a handler that
+// checks the order (see below) applies it once.
 //
 // Per-partition order means enqueued in order: the relay hands a stream's
 // messages to the Publisher one at a time in version order, and version v is
@@ -98,8 +97,8 @@
 // # What "once" means
 //
 // NewHandler(t, partition, apply, opts)'s handler calls apply for the
-// message, which returns the effect as table actions in the partition of
-// t that partition(m) names, and commits them with a coord.Writer as one
+// message, which returns the effect as table actions in the partition of t
+// that partition(m) names, and commits them with a coord.Writer as one
 // transaction keyed by the message id (coord.Write.Key) and fingerprinted
 // by the message's id and data (coord.Write.Fingerprint). The key's record
 // is written in the same transaction as the effect, in that partition, so
@@ -107,10 +106,10 @@
 // message is delivered, enqueued or handled concurrently: a repeat meets
 // the record and changes nothing (Result.Replayed; the same if its apply
 // read state that changed since and returned other actions), and the
-// message is deleted. partition is a function of the message alone, so that every
-// copy meets the record: an apply whose actions are in another partition
-// (it routed by state it read, which a copy may find changed) is refused
-// with a permanent error, nothing written.
+// message is deleted. partition is a function of the message alone, so
+// that every copy meets the record: an apply whose actions are in another
+// partition (it routed by state it read, which a copy may find changed) is
+// refused with a permanent error, nothing written.
 //
 // This holds while the record lives: opts.KeyTTL, 8 days by default,
 // longer than a message can be redelivered (a queue message lives 7 days,
