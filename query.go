@@ -171,7 +171,7 @@ type query struct {
 	// entities is about how many entities the last page fetched holds
 	// (at least as many), to size what they are decoded into.
 	entities int
-	reserved bool // QueryOptions.Reserved: fetchRaw keeps reserved rows
+	reserved bool // QueryOptions.Reserved: keep tablekit's own rows (reservedRow)
 }
 
 func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {

@@ -229,7 +229,9 @@ func TestChaosSweep(t *testing.T) {
 		if during == 0 {
 			v.Addf("the sweeps deleted nothing while the writers wrote: the suite shows nothing")
 		}
-		if st.FaultRate() < 0.15 || st.Count(chaos.AnswerLost, "", "") == 0 {
+		// The sweepers' requests, and so the tries, vary with timing: at CI
+		// size (~150 tries) the rate strays a few points from 20%.
+		if st.FaultRate() < 0.10 || st.Count(chaos.AnswerLost, "", "") == 0 {
 			v.Addf("fault rate %.1f%%, %d answers lost: too few", 100*st.FaultRate(), st.Count(chaos.AnswerLost, "", ""))
 		}
 		v.Report(t)

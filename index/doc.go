@@ -224,8 +224,9 @@
 //	a keyed write (WithKey)             as unkeyed (the record joins the EGT);
 //	                                    + 1 read after a lost answer; a keyed
 //	                                    DeleteIfExists of nothing: 1 (the record)
-//	a replay of a key                   the refused EGT (+ 1 read for Modify,
-//	                                    which returns the stored entity)
+//	a repeat of a key (a replay, or     the refused EGT + 1 read of the record
+//	coord.ErrKeyReused)                 (+ 1 read for Modify's replay, which
+//	                                    returns the stored entity)
 //	a keyed Update or Delete refused    + 1 read of the record, which tells a
 //	for a stale ETag or a missing       replay (nil error, no EGT sent) from a
 //	entity                              refusal
@@ -238,10 +239,13 @@
 // the key (a retry, or the caller sending it again) is not applied twice,
 // and a write whose answer was lost is settled by reading the record
 // instead of ending in tablekit.ErrOutcomeUnknown. A key names one
-// intent: use one WithKey copy per logical write (a message id). Records
-// live 24 h; coord.Sweep removes them. Their RowKeys start with
-// coord.ReservedPrefix ("~coord~"), reserved: Query, the lookups and the
-// ranges never return them, and entities and index names may not use it.
+// write: use one WithKey copy per logical write (a message id). The
+// record keeps a fingerprint of what the caller wrote (its value, not
+// the index actions derived from it): a repeat with another value fails
+// with coord.ErrKeyReused. Records live 24 h; coord.Sweep removes them.
+// Their RowKeys start with coord.ReservedPrefix ("~coord~"), reserved:
+// Query, the lookups and the ranges never return them (nor does
+// tablekit's Table.Query), and entities and index names may not use it.
 //
 // CrossPartition (queued mode):
 //

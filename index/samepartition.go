@@ -142,13 +142,19 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 // applied again. The copy shares everything else with ix (table,
 // indexes, options, locks); ix is unchanged.
 //
-// A key names one intent, not a value: use one WithKey copy per logical
-// write (a message id, say), never one key for several. A repeat of the
-// key within the record's life (24 h, coord's default KeyTTL; coord.Sweep
-// deletes expired records) returns a nil error and writes nothing: an
-// empty ETag from Insert, Upsert and Update, false from DeleteIfExists,
-// and from Modify the entity as read after the replay (1 read more; an
-// error matching tablekit.ErrNotFound if it was deleted since). A keyed
+// A key names one write: use one WithKey copy per logical write (a
+// message id, say), never one key for several. The record keeps a
+// fingerprint of what the caller wrote (the verb, the keys and the value
+// given; for Delete, DeleteIfExists and Modify, whose function computes
+// the value, the verb and the keys), not of the actions derived from it.
+// A repeat of the key within the record's life (24 h, coord's default
+// KeyTTL; coord.Sweep deletes expired records) writes nothing: with the
+// same fingerprint it returns a nil error (an empty ETag from Insert,
+// Upsert and Update, false from DeleteIfExists, and from Modify the
+// entity as read after the replay, 1 read more; an error matching
+// tablekit.ErrNotFound if it was deleted since), also when the stored
+// state changed since and its plan would differ; with another value it
+// fails with an error matching coord.ErrKeyReused. A keyed
 // write never ends in tablekit.ErrOutcomeUnknown after a lost answer: it
 // reads the record (1 read) and sends again only when nothing was
 // applied; applied, it returns a nil error and an empty ETag (the version
@@ -160,7 +166,9 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 // before sending, matching tablekit.ErrTooLarge); a keyed DeleteIfExists
 // that finds nothing sends the record alone (1 transaction more); an
 // Update or Delete that finds the entity missing or changed since etag
-// reads the record (1 read) to tell a replay (nil error) from a refusal. An
+// reads the record (1 read) to tell a replay (nil error) from a refusal; a
+// repeat that reaches its transaction costs it (refused) and 1 read of the
+// record, its fingerprint. An
 // empty key, or one that makes an invalid RowKey, is refused by every
 // write of the copy before anything is sent (tablekit.ErrInvalidInput,
 // tablekit.ErrInvalidKey). RowKeys starting with coord.ReservedPrefix

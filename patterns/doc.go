@@ -66,13 +66,15 @@
 // [Wide.WithKey] and [Mixed.WithKey] give a Wide or a Mixed whose writes
 // carry an idempotency key (coord's vocabulary: the key's record joins
 // the write's one entity group transaction, a repeat of the key is not
-// applied again and returns a nil error with empty ETags, a lost answer
-// is settled by reading the record, never ErrOutcomeUnknown). A keyed
-// write costs the unkeyed one's transactions (a Mixed verb becomes a
-// transaction of one action); + 1 read after a lost answer; a replay: the
-// refused transaction (Wide.Modify: + 1 range query, it returns the
-// stored entity; a Wide Update, Merge or Delete that finds another
-// version: 1 read of the record instead).
+// applied again and returns a nil error with empty ETags, or
+// coord.ErrKeyReused when it writes another value than the key's first
+// write, a lost answer is settled by reading the record, never
+// ErrOutcomeUnknown). A keyed write costs the unkeyed one's transactions
+// (a Mixed verb becomes a transaction of one action); + 1 read after a
+// lost answer; a repeat: the refused transaction + 1 read of the record
+// (Wide.Modify: + 1 range query, it returns the stored entity; a Wide
+// Update, Merge or Delete that finds another version: 1 read of the
+// record instead).
 //
 // Series adds Add (a Modify of one slot), Stream Append (an Upsert of
 // events, in bulk), Denormalizer Write (an Upsert, or an Update when the

@@ -314,13 +314,16 @@ func (m *Mixed) usable(op string) error {
 // by a retry or by the caller, is not applied again. The copy shares
 // everything else with m; m is unchanged.
 //
-// A key names one intent, not the actions: use one WithKey copy per
-// logical write (a message id, say); a repeat with other actions (a retry
-// that recomputed them) is a repeat too, and its actions are not sent.
-// Within the record's life (24 h, coord's default KeyTTL; coord.Sweep
-// deletes expired records) a repeat returns a nil error and writes
-// nothing: empty ETags (Transaction: one "" per action), false from
-// DeleteIfExists. A keyed write never ends in tablekit.ErrOutcomeUnknown
+// A key names one write: use one WithKey copy per logical write (a
+// message id, say). The record keeps a fingerprint of the write's actions
+// (verbs, keys and properties, not ETags). Within the record's life (24 h,
+// coord's default KeyTTL; coord.Sweep deletes expired records) a repeat
+// writes nothing: with the same actions (at stale ETags too) it returns a
+// nil error, empty ETags (Transaction: one "" per action), false from
+// DeleteIfExists; with other actions (a retry that recomputed them from
+// state that changed since) it fails with an error matching
+// coord.ErrKeyReused: the first write with the key was applied. A keyed
+// write never ends in tablekit.ErrOutcomeUnknown
 // after a lost answer: it reads the record (1 read) and sends again only
 // when nothing was applied; applied, it returns a nil error and empty
 // ETags (read the entities for their versions). Only when every read
@@ -328,8 +331,8 @@ func (m *Mixed) usable(op string) error {
 //
 // Costs are the unkeyed write's, 1 transaction (a verb becomes a
 // transaction of one action), but a keyed DeleteIfExists that finds
-// nothing sends the record alone (1 more); a replay costs the refused
-// transaction. The record takes one of a transaction's 100 actions: 99
+// nothing sends the record alone (1 more); a repeat costs the refused
+// transaction and 1 read of the record. The record takes one of a transaction's 100 actions: 99
 // are left to the caller. Refused before anything is sent: an empty key
 // (tablekit.ErrInvalidInput), one that makes an invalid RowKey
 // (tablekit.ErrInvalidKey), actions in several partitions, and RowKeys

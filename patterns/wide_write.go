@@ -27,12 +27,17 @@ import (
 // by a retry or by the caller, is not applied again. The copy shares
 // everything else with w; w is unchanged.
 //
-// A key names one intent: use one WithKey copy per logical write (a
-// message id, say). Within the record's life (24 h, coord's default
-// KeyTTL; coord.Sweep deletes expired records) a repeat returns a nil
-// error and writes nothing: an empty version from Insert, Upsert, Update
-// and Merge, false from DeleteIfExists, and from Modify the entity as
-// read after the replay (1 range query more). A keyed write never ends in
+// A key names one write: use one WithKey copy per logical write (a
+// message id, say). The record keeps a fingerprint of what the caller
+// wrote (the verb, the keys and the value given; for Delete,
+// DeleteIfExists and Modify, whose function computes the value, the verb
+// and the keys), not of the parts derived from it. Within the record's
+// life (24 h, coord's default KeyTTL; coord.Sweep deletes expired
+// records) a repeat writes nothing: with the same fingerprint it returns
+// a nil error (an empty version from Insert, Upsert, Update and Merge,
+// false from DeleteIfExists, and from Modify the entity as read after the
+// replay, 1 range query more); with another value it fails with an error
+// matching coord.ErrKeyReused. A keyed write never ends in
 // tablekit.ErrOutcomeUnknown after a lost answer: it reads the record (1
 // read) and writes again only when nothing was applied; applied, it
 // returns a nil error and an empty version (Modify: the value it wrote,
@@ -45,7 +50,9 @@ import (
 // that changes nothing, a DeleteIfExists of nothing) sends the record
 // alone (1 transaction); an Update, Merge or Delete that finds the entity
 // missing or at another version reads the record (1 read) to tell a
-// replay (nil error) from a refusal. An empty key, or one that makes an
+// replay (nil error) from a refusal; a repeat that reaches its
+// transaction costs it (refused) and 1 read of the record. An empty key,
+// or one that makes an
 // invalid RowKey, is refused by every write (tablekit.ErrInvalidInput,
 // tablekit.ErrInvalidKey), and so is a logical RowKey starting with
 // coord.ReservedPrefix. WithKey on a zero Wide returns one that refuses

@@ -169,8 +169,9 @@ func (x *Tx) record() tablekit.Action[tablekit.Entity] {
 //   - NotApplied with an error saying so when the record shows nothing
 //     applied (send again, or give up with that error);
 //   - an error otherwise: a *tablekit.TransactionError whose Index counts
-//     acts, or, when every read to settle a lost answer or a repeat
-//     failed, one matching tablekit.ErrOutcomeUnknown.
+//     acts; when every read to settle a lost answer failed, one matching
+//     tablekit.ErrOutcomeUnknown; when every read of a repeat's record
+//     failed, one saying nothing was applied.
 func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity]) ([]azcore.ETag, Outcome, error) {
 	all := make([]tablekit.Action[tablekit.Entity], 0, len(acts)+1)
 	all = append(append(all, x.record()), acts...)
@@ -195,10 +196,14 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 		// after the read that settled it (its record has this call's
 		// stamp). The refused transaction changed nothing; the record
 		// says which, and whether the earlier call's write was this one.
-		o, serr := x.Settle(ctx)
+		o, serr := x.read(ctx)
 		switch {
-		case serr != nil:
+		case errors.Is(serr, ErrKeyReused), serr != nil && ctx.Err() != nil:
 			return nil, 0, serr
+		case serr != nil && x.lost: // a try of this call may have applied it
+			return nil, 0, unknown(serr)
+		case serr != nil: // this call applied nothing
+			return nil, 0, fmt.Errorf("not applied: the key %q was applied before, and every read of its record to compare the writes failed: %w", x.key, serr)
 		case o == NotApplied: // swept since: the key is new again
 			return nil, NotApplied, errors.New("the idempotency record was there, and gone when read")
 		}
@@ -219,6 +224,22 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 // NotApplied when there is none. When every read failed the error
 // matches tablekit.ErrOutcomeUnknown (or is ctx's).
 func (x *Tx) Settle(ctx context.Context) (Outcome, error) {
+	o, err := x.read(ctx)
+	if err != nil && !errors.Is(err, ErrKeyReused) && ctx.Err() == nil {
+		return 0, unknown(err)
+	}
+	return o, err
+}
+
+// unknown is the error of a lost answer that reading the record, with
+// err last, could not settle.
+func unknown(err error) error {
+	return fmt.Errorf("%w: every read of the idempotency record to settle the write failed: %w", tablekit.ErrOutcomeUnknown, err)
+}
+
+// read is Settle, returning the last read's error (or ctx's, bare) when
+// every read failed.
+func (x *Tx) read(ctx context.Context) (Outcome, error) {
 	var err error
 	for range core.Attempts(ctx, x.retry) {
 		var e tablekit.Entity
@@ -239,7 +260,7 @@ func (x *Tx) Settle(ctx context.Context) (Outcome, error) {
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	return 0, fmt.Errorf("%w: every read of the idempotency record to settle the write failed: %w", tablekit.ErrOutcomeUnknown, err)
+	return 0, err
 }
 
 // Fingerprint returns the fingerprint of what a caller says a key stands
