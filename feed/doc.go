@@ -52,7 +52,7 @@
 // no read, and no race with other marks of the stream, which are other
 // rows. The first time a Feed appends to a stream, the mark's write is an
 // EGT with an insert-or-merge of the stream's directory row, the row
-// Feed.Streams lists (a Feed remembers the last 4,096 streams it did that
+// Feed.Streams lists (a Feed remembers up to 4,096 streams it did that
 // for). If the mark fails, nothing is appended.
 //
 // What becomes of the mark depends on the append's outcome:

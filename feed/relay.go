@@ -568,12 +568,17 @@ func (r *Relay) leading() (int64, context.Context) {
 	return r.leadTerm, r.leadCtx
 }
 
-// lead records that Run leads with term until ctx ends (nil: it no
-// longer leads).
-func (r *Relay) lead(ctx context.Context, term int64) {
+// lead records that Run leads with term until ctx ends, and returns the
+// function that records that it no longer does.
+func (r *Relay) lead(ctx context.Context, term int64) (end func()) {
 	r.leadMu.Lock()
 	defer r.leadMu.Unlock()
 	r.leadCtx, r.leadTerm = ctx, term
+	return func() {
+		r.leadMu.Lock()
+		defer r.leadMu.Unlock()
+		r.leadCtx, r.leadTerm = nil, 0
+	}
 }
 
 // Run runs rounds every Interval while this process leads by lease
@@ -592,8 +597,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 	}
 	for {
 		err := lease.Lead(ctx, func(ctx context.Context, term int64) error {
-			r.lead(ctx, term)
-			defer r.lead(nil, 0)
+			defer r.lead(ctx, term)()
 			for {
 				r.mu.Lock()
 				_, err := r.round(ctx, term)
