@@ -14,7 +14,8 @@ import (
 
 // TestCosts: the package doc's costs, with the Meter: a Publisher's
 // message is 1 queue request; the handler's message 1 keyed transaction
-// (+ apply's read), a copy of it 1 refused transaction (+ apply's read).
+// (+ apply's read), a copy of it 1 refused transaction and 1 read of the
+// record, its fingerprint (+ apply's read).
 func TestCosts(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -33,11 +34,11 @@ func TestCosts(t *testing.T) {
 	}); got.Total() != 1 || got.Service("queue") != 1 {
 		t.Errorf("Publisher.Handle: %v, want 1 queue request", got)
 	}
-	h, err := outbox.NewHandler(r.writer, r.apply)
+	h, err := outbox.NewHandler(r.et, byStream, r.apply, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := json.Marshal(outbox.Message{ID: outbox.MessageID(id, 1), Stream: id, Version: 1, Data: json.RawMessage(`{"Order":"a1"}`)})
+	payload, err := json.Marshal(outbox.Message{ID: outbox.MessageID(r.source(), id, 1), Source: r.source(), Stream: id, Version: 1, Data: json.RawMessage(`{"Order":"a1"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,8 @@ func TestCosts(t *testing.T) {
 		if err := h.Handle(ctx, msg); err != nil {
 			t.Fatal(err)
 		}
-	}); got.Total() != 2 || got.Count("table", "Transaction") != 1 {
-		t.Errorf("handler, a copy: %v, want apply's read + 1 refused transaction", got)
+	}); got.Total() != 3 || got.Count("table", "Transaction") != 1 || got.Count("table", "GetEntity") != 2 {
+		t.Errorf("handler, a copy: %v, want apply's read + 1 refused transaction + 1 read of the record (its fingerprint)", got)
 	}
 	if n, _ := r.count(t, "a"); n != 1 {
 		t.Errorf("applied %d times, want 1", n)

@@ -14,7 +14,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/outbox"
@@ -60,7 +59,7 @@ func TestHandlerPerEventKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := outbox.NewPublisher(client, &outbox.PublisherOptions{ByEventKind: true})
+	pub, err := outbox.NewPublisher(client, store, "outbox", &outbox.PublisherOptions{ByEventKind: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +107,10 @@ func TestHandlerPerEventKind(t *testing.T) {
 
 	// A handler per kind, each recording what it is handed and writing
 	// its effect (a row per message) once by the message id.
-	w, err := coord.NewWriter(et, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	got := map[string][]string{} // handler -> what it applied
 	handler := func(name string, decode func(m outbox.Message) (string, error)) archive.Handler {
-		h, err := outbox.NewHandler(w, func(ctx context.Context, m outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
+		h, err := outbox.NewHandler(et, func(outbox.Message) string { return name }, func(ctx context.Context, m outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
 			what, err := decode(m)
 			if err != nil {
 				return nil, err
@@ -124,7 +119,7 @@ func TestHandlerPerEventKind(t *testing.T) {
 			got[name] = append(got[name], fmt.Sprintf("%s:%s", m.EventID, what))
 			mu.Unlock()
 			return []tablekit.Action[tablekit.Entity]{tablekit.InsertAction(tablekit.Entity{PartitionKey: name, RowKey: m.ID})}, nil
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,12 +28,16 @@ type suiteTables struct {
 }
 
 // openSuiteTables opens the tables names (streams+state, feed, effects) on
-// acct, or fails t.
-func openSuiteTables(t testing.TB, acct *tablekit.Account, names [3]string, reg *patterns.Registry) suiteTables {
+// acct, the streams' table with enc (nil: none), or fails t.
+func openSuiteTables(t testing.TB, acct *tablekit.Account, names [3]string, reg *patterns.Registry, enc *tablekit.Encryption) suiteTables {
 	var tbl [3]*tablekit.Table[tablekit.Entity]
 	var err error
 	for i, name := range names {
-		if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, nil); err != nil {
+		var opts *tablekit.TableOptions
+		if i == 0 {
+			opts = &tablekit.TableOptions{Encryption: enc}
+		}
+		if tbl[i], err = tablekit.OpenTable[tablekit.Entity](acct, name, opts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,24 +88,32 @@ type ledger struct {
 	parts []string // the partitions written to
 
 	mu                   sync.Mutex
-	acked, abandoned     map[string]bool   // message tags
-	ackedTx, abandonedTx map[string]string // state row -> partition
-	appends, conflicts   int               // Append calls, and conflicts among them
-	bad                  []string          // violations seen while writing
+	acked, abandoned     map[string]bool  // message tags
+	ackedTx, abandonedTx map[string]where // state row -> where it is
+	appends, conflicts   int              // Append calls, and conflicts among them
+	bad                  []string         // violations seen while writing
+}
+
+// where is where a state row is: the Store (its index in the suite) and
+// the partition.
+type where struct {
+	store int
+	pk    string
 }
 
 func newLedger(parts []string) *ledger {
-	return &ledger{parts: parts, acked: map[string]bool{}, abandoned: map[string]bool{}, ackedTx: map[string]string{}, abandonedTx: map[string]string{}}
+	return &ledger{parts: parts, acked: map[string]bool{}, abandoned: map[string]bool{}, ackedTx: map[string]where{}, abandonedTx: map[string]where{}}
 }
 
-// write is writer w's transaction j: a state row and 1 to 3 messages
-// (events with ids "w<writer>-<j>-<k>") to the outbox stream of one of the
-// partitions, in one Feed.Append at the version read; a failed transaction
+// write is writer w's transaction j on Store number si of the suite (store,
+// appended through f): a state row and 1 to 3 messages (events with ids
+// "w<writer>-<j>-<k>") to the outbox stream of one of the partitions, in
+// one Feed.Append at the version read; a failed transaction
 // is sent again at the version read anew (or the conflict's), except 1 in
 // 6, abandoned after a first failure that says it was not applied. An
 // outcome unknown, or ErrPartlyApplied, is a violation. It returns an error
 // for a broken test only.
-func (l *ledger) write(ctx context.Context, w *chaos.Writer, store *stream.Store, f *feed.Feed, j int) error {
+func (l *ledger) write(ctx context.Context, w *chaos.Writer, si int, store *stream.Store, f *feed.Feed, j int) error {
 	pk := l.parts[w.Rand.IntN(len(l.parts))]
 	id := stream.ID{PartitionKey: pk, Prefix: "outbox"}
 	evs := make([]stream.Event, 1+w.Rand.IntN(3))
@@ -135,7 +147,7 @@ func (l *ledger) write(ctx context.Context, w *chaos.Writer, store *stream.Store
 			for _, ev := range evs {
 				l.acked[ev.ID] = true
 			}
-			l.ackedTx[state] = pk
+			l.ackedTx[state] = where{si, pk}
 		case errors.Is(op.Err, tablekit.ErrOutcomeUnknown), errors.Is(op.Err, stream.ErrPartlyApplied):
 			l.bad = append(l.bad, op.String())
 			l.mu.Unlock()
@@ -144,7 +156,7 @@ func (l *ledger) write(ctx context.Context, w *chaos.Writer, store *stream.Store
 			for _, ev := range evs {
 				l.abandoned[ev.ID] = true
 			}
-			l.abandonedTx[state] = pk
+			l.abandonedTx[state] = where{si, pk}
 		case errors.As(op.Err, &ce):
 			l.conflicts++
 			expected = ce.Current
@@ -206,12 +218,12 @@ func (l *ledger) drain(ctx context.Context, et *tablekit.Table[tablekit.Entity],
 }
 
 // check adds to v what the effects (et, log rows logged) and the state rows
-// (st) break of the invariants: the log rows are exactly the acknowledged
+// (in sts, by Store) break of the invariants: the log rows are exactly the acknowledged
 // messages (none missing, none of an abandoned transaction); each
 // partition's count equals its log rows (no message applied twice); each
 // acknowledged transaction's state row exists and no abandoned one's does;
 // and the violations seen while writing.
-func (l *ledger) check(t *testing.T, ctx context.Context, et, st *tablekit.Table[tablekit.Entity], logged map[string]string, v *chaos.Violations) {
+func (l *ledger) check(t *testing.T, ctx context.Context, et *tablekit.Table[tablekit.Entity], sts []*tablekit.Table[tablekit.Entity], logged map[string]string, v *chaos.Violations) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -243,13 +255,13 @@ func (l *ledger) check(t *testing.T, ctx context.Context, et, st *tablekit.Table
 			v.Addf("partition %s: count %d, %d distinct messages handled (a message applied twice, or a count lost)", pk, c, perPart[pk])
 		}
 	}
-	for state, pk := range l.ackedTx {
-		if _, err := st.Get(nctx, pk, state); err != nil {
+	for state, at := range l.ackedTx {
+		if _, err := sts[at.store].Get(nctx, at.pk, state); err != nil {
 			v.Addf("state %s of an acknowledged transaction: %v", state, err)
 		}
 	}
-	for state, pk := range l.abandonedTx {
-		if _, err := st.Get(nctx, pk, state); !errors.Is(err, tablekit.ErrNotFound) {
+	for state, at := range l.abandonedTx {
+		if _, err := sts[at.store].Get(nctx, at.pk, state); !errors.Is(err, tablekit.ErrNotFound) {
 			v.Addf("state %s of an abandoned transaction: %v, want not found", state, err)
 		}
 	}

@@ -66,11 +66,7 @@ func workerProcess(ctx context.Context, cfg workerConfig) int {
 	if err != nil {
 		return fail(err)
 	}
-	w, err := coord.NewWriter(et, nil)
-	if err != nil {
-		return fail(err)
-	}
-	h, err := outbox.NewHandler(w, countAndLog(et, nil))
+	h, err := outbox.NewHandler(et, byStream, countAndLog(et, nil), nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -156,7 +152,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return openSuiteTables(t, acct, names, reg)
+			return openSuiteTables(t, acct, names, reg, nil)
 		}
 		l := newLedger([]string{"p0", "p1", "p2", "p3"})
 		var mu sync.Mutex // guards bad and the procs' fields
@@ -175,7 +171,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub, err := outbox.NewPublisher(client, nil)
+		pub, err := outbox.NewPublisher(client, relay.store, "outbox", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +179,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lease, err := coord.NewLease(relay.ft, "lease", "relay", "relay", &coord.LeaseOptions{Duration: 600 * time.Millisecond})
+		lease, err := coord.NewLease(relay.ft, "lease", "relay", "relay", &coord.LeaseOptions{Duration: 6 * time.Second}) // generous: a loaded machine's renewals are slow
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +277,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		hist, err := chaos.RunWriters(ctx, seed, n, func(ctx context.Context, w *chaos.Writer) error {
 			p := open()
 			for j := 0; j < chaos.Size(6, 20) || !killsDone.Load(); j++ {
-				if err := l.write(ctx, w, p.store, p.f, j); err != nil {
+				if err := l.write(ctx, w, 0, p.store, p.f, j); err != nil {
 					return err
 				}
 				time.Sleep(time.Duration(w.Rand.IntN(30)) * time.Millisecond)
@@ -318,7 +314,7 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		for _, b := range bad {
 			v.Addf("%s", b)
 		}
-		l.check(t, ctx, check.et, check.st, logged, &v)
+		l.check(t, ctx, check.et, []*tablekit.Table[tablekit.Entity]{check.st}, logged, &v)
 		props, err := setup.Queues().NewQueueClient(poison).GetProperties(chaos.NoFaults(ctx), nil)
 		var re *azcore.ResponseError
 		switch {

@@ -27,11 +27,11 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 			t.Errorf("zero Publisher: %v", err)
 		}
 	}
-	if _, err := outbox.NewPublisher(nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Errorf("NewPublisher(nil): %v", err)
+	if _, err := outbox.NewPublisher(nil, nil, "", nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("NewPublisher(nil, nil): %v", err)
 	}
-	if _, err := outbox.NewHandler(nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
-		t.Errorf("NewHandler(nil, nil): %v", err)
+	if _, err := outbox.NewHandler(nil, nil, nil, nil); !errors.Is(err, tablekit.ErrInvalidInput) {
+		t.Errorf("NewHandler(nil, nil, nil): %v", err)
 	}
 	var s struct{ A int }
 	if err := (outbox.Message{}).Decode(&s); !isPermanent(err) {

@@ -143,9 +143,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		return nil
 	})
 	// The outbox: an employee's stream is theirs (a hire's event commits with
-	// its current row); a Publisher sends the hires to the badge office's queue.
+	// its current row); a Publisher of the Store's streams of prefix "" (the
+	// employees') sends the hires to the badge office's queue.
 	client, err2 := archive.OpenClient(acct, queue, nil)
-	pub, err3 := outbox.NewPublisher(client, nil)
+	pub, err3 := outbox.NewPublisher(client, store, "", nil)
 	hires := func(ctx context.Context, c feed.Change) error {
 		if _, ok := c.Data.(Hired); !ok {
 			return nil
@@ -155,16 +156,16 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	relay, err4 := f.NewRelay([]feed.Subscription{{Name: "bylastname", Handle: view.Handle}, {Name: "badges", Handle: hires}},
 		&feed.RelayOptions{Interval: 50 * time.Millisecond})
 	lease, err5 := coord.NewLease(t["Feed"], "lease", "relay", "relay-"+suffix, &coord.LeaseOptions{Duration: 2 * time.Second})
-	// The badge office's worker inserts a badge per message, in a transaction
-	// keyed by the message's id: a copy is a no-op (not a failed insert).
-	w, err6 := coord.NewWriter(t["Badges"], nil)
-	handler, err7 := outbox.NewHandler(w, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
+	// The badge office's worker inserts a badge per message in the partition
+	// "badges", in a transaction keyed by the message's id: a copy is a
+	// no-op (not a failed insert).
+	handler, err6 := outbox.NewHandler(t["Badges"], func(outbox.Message) string { return "badges" }, func(ctx context.Context, msg outbox.Message) ([]tablekit.Action[tablekit.Entity], error) {
 		var h Hired
 		err := msg.Decode(&h)
 		badge := tablekit.Entity{PartitionKey: "badges", RowKey: msg.Stream.PartitionKey, Properties: map[string]any{"Name": h.FirstName + " " + h.LastName}}
 		return []tablekit.Action[tablekit.Entity]{tablekit.InsertAction(badge)}, err
-	})
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+	}, nil)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
 	var mux archive.Mux
@@ -185,8 +186,10 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "the relay, leading by lease, caught the view up; by last name Jones: %s\n", jones.Employees)
-	// A relay that died before its checkpoint would publish a message again.
-	if err := pub.Handle(ctx, feed.Change{Stream: lisa, Version: 1, EventID: "hire", Data: Hired{FirstName: "Lisa", LastName: "Jones"}}); err != nil {
+	// A relay that died before its checkpoint would publish a message again:
+	// the same change (the same id and data; a message with Lisa's id and
+	// other data would be refused, not taken for a copy).
+	if err := pub.Handle(ctx, feed.Change{Stream: lisa, Version: 1, EventID: "hire", Data: Hired{"000123", "", "Lisa", "Jones", "Sales"}}); err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(30 * time.Second); worker.Stats().Succeeded < 4 && time.Now().Before(deadline); {
