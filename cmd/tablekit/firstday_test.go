@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -54,6 +57,13 @@ type runResult struct {
 // run runs args with stdin (nil: none) and returns what it gave.
 func (c *inproc) run(stdin io.Reader, args ...string) runResult {
 	c.t.Helper()
+	return c.runCtx(context.Background(), nil, stdin, args...)
+}
+
+// runCtx runs args in ctx with stdin, with policy (nil: none) in every
+// Account's pipeline.
+func (c *inproc) runCtx(ctx context.Context, pol policy.Policy, stdin io.Reader, args ...string) runResult {
+	c.t.Helper()
 	meter := new(tablekit.Meter)
 	var stdout, stderr bytes.Buffer
 	if stdin == nil {
@@ -72,9 +82,12 @@ func (c *inproc) run(stdin io.Reader, args ...string) runResult {
 				o = *opts
 			}
 			o.Meter = meter
+			if pol != nil {
+				o.PerRetryPolicies = append(o.PerRetryPolicies, pol)
+			}
 			return tablekit.Open(cs, &o)
 		}}
-	code := run(context.Background(), e, args)
+	code := run(ctx, e, args)
 	return runResult{stdout: stdout.String(), stderr: stderr.String(), code: code, tx: meter.Snapshot().Total()}
 }
 
@@ -216,6 +229,66 @@ func TestCLIMissingTable(t *testing.T) {
 	}
 	sameEntities(t, "imported", typed(t, src), typed(t, dst))
 	c.left("import with --create", "src.jsonl")
+}
+
+// stopAt is a pipeline policy that cancels a run when it sends its n-th
+// query, before sending it.
+type stopAt struct {
+	n      int32
+	seen   atomic.Int32
+	cancel context.CancelFunc
+}
+
+func (p *stopAt) Do(r *policy.Request) (*http.Response, error) {
+	if r.Raw().Method == http.MethodGet && p.seen.Add(1) == p.n {
+		p.cancel()
+		return nil, context.Canceled
+	}
+	return r.Next()
+}
+
+// TestCLIExportStoppedKeepsEarlierFile: an export stopped before the end
+// (interrupted: exit 3) leaves the earlier export at its path as it was,
+// and keeps what it wrote as FILE.partial with its checkpoint, both named
+// on stderr; the same command with --resume goes on from them and, once
+// complete, renames FILE.partial to FILE and removes the checkpoint. (An
+// export wrote FILE itself from its first byte.)
+func TestCLIExportStoppedKeepsEarlierFile(t *testing.T) {
+	c := newInproc(t)
+	acct := testenv.Account(t, nil)
+	src := newTestTable(t, acct)
+	es := make([]tablekit.Entity, 1000)
+	for i := range es {
+		es[i] = chaosEntity(10, i, false)
+	}
+	load(t, src, es)
+	file := filepath.Join(c.dir, "out.jsonl")
+	if err := os.WriteFile(file, []byte("the earlier export\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"export", "--table", src.Name(), "--out", file, "--page-size", "100", "--concurrency", "1", "--max-probes", "-1",
+		"--checkpoint-every", "10ms", "--progress", "none"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := c.runCtx(ctx, &stopAt{n: 6, cancel: cancel}, nil, args...)
+	if r.code != exitIncomplete || r.tx != 5 {
+		t.Fatalf("stopped export: exit %d, %d transactions, want 3 and 5\n%s", r.code, r.tx, r.stderr)
+	}
+	if got := mustRead(t, file); got != "the earlier export\n" {
+		t.Errorf("the stopped export changed the earlier export: %q", got)
+	}
+	kept := c.checkpoints()
+	if len(kept) != 1 || !strings.Contains(r.stderr, "unfinished export kept in "+file+".partial") || !strings.Contains(r.stderr, "checkpoint kept in ") {
+		t.Errorf("stopped export: checkpoints %q, stderr:\n%s", kept, r.stderr)
+	}
+	if got := files(t, c.dir); !slices.Equal(got, []string{"out.jsonl", "out.jsonl.partial"}) {
+		t.Errorf("the stopped export left %q", got)
+	}
+	r = c.mustRun(0, append(args, "--resume")...)
+	if n := strings.Count(mustRead(t, file), "\n"); n != 1002 || r.tx > 11-4 {
+		t.Errorf("resumed export: %d lines (want 1002), %d transactions (want at most 7: the pages after the 4 read)", n, r.tx)
+	}
+	c.left("resumed export", "out.jsonl")
 }
 
 // TestCLIFinishedRunsLeaveNoCheckpoint: runs that finish leave no
