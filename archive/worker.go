@@ -233,7 +233,7 @@ func newWorker(op string, queue, poison *azqueue.QueueClient, claims *container.
 		handler:   handler,
 		tracer:    tp.NewTracer(spans.TracerName, "v0"),
 	}
-	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
+	w.tracer.SetAttributes(tracing.Attribute{Key: spans.NamespaceKey, Value: "Microsoft.Storage"})
 	w.poisonName = nameOf(w.poison.URL())
 	if w.poisonName == w.queueName {
 		return nil, invalid(op, "PoisonQueue", fmt.Sprintf("the poison queue is the work queue %q", w.queueName))
