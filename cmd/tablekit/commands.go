@@ -125,8 +125,9 @@ type exportFile struct {
 
 // openExportFile opens the output of an export to path: FILE.partial,
 // created empty, or when resuming truncated to the size the checkpoint
-// recorded. A resumed export whose FILE.partial is gone and whose FILE has
-// that size finished before: FILE is opened as it is.
+// recorded. A resumed export without FILE.partial goes on in FILE itself
+// when FILE holds that size: it finished before (and a kept checkpoint
+// says so), or an earlier version of the command wrote FILE directly.
 func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, resume bool) (*exportFile, error) {
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -154,7 +155,7 @@ func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, re
 	}
 	name := x.partial
 	if _, err := os.Stat(x.partial); errors.Is(err, os.ErrNotExist) {
-		if st, err := os.Stat(path); err == nil && st.Size() == off {
+		if st, err := os.Stat(path); err == nil && st.Size() >= off {
 			name, x.partial = path, ""
 		}
 	}
