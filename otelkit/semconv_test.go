@@ -119,14 +119,14 @@ func TestSemanticConventions(t *testing.T) {
 				}
 				for k, w := range want {
 					if v, ok := attr(s, string(k)); !ok || v.AsString() != w {
-						t.Errorf("span %s: %s = %q, want %q", s.Name, k, v.Emit(), w)
+						t.Errorf("span %s: %s = %q, want %q", s.Name, k, v.String(), w)
 					}
 				}
 				if v, ok := attr(s, string(semconv.ServerPortKey)); !ok || v.AsInt64() <= 0 {
-					t.Errorf("span %s: %s = %v, want Azurite's port", s.Name, semconv.ServerPortKey, v.Emit())
+					t.Errorf("span %s: %s = %v, want Azurite's port", s.Name, semconv.ServerPortKey, v.String())
 				}
 				if v, ok := attr(s, string(semconv.DBOperationBatchSizeKey)); s.Name == "Tables.Transaction" && (!ok || v.AsInt64() != 2) {
-					t.Errorf("span %s: %s = %v, want 2", s.Name, semconv.DBOperationBatchSizeKey, v.Emit())
+					t.Errorf("span %s: %s = %v, want 2", s.Name, semconv.DBOperationBatchSizeKey, v.String())
 				}
 			}
 			for name := range c.ops {
