@@ -492,6 +492,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"copy", "--table", "Orders", "--to-table", "Copy", "--to", "b"}, "--to was renamed --partition-to"},
 		{[]string{"count", "--connection-string", "AccountName=x;Nonsense=1", "--table", "Orders"}, "--connection-string: "},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"conformance", "--sas-url", "https://acct.table.core.windows.net/Orders?sv=x&sig=y"}, "--sas-url: "},
 	} {
 		r := c.run(nil, tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
