@@ -323,7 +323,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, "Microsoft.Tables"), a.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, tracingNamespace(a.cosmos)), a.cosmos)
 	return err
 }
 

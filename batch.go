@@ -241,7 +241,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	}
 	body := appendBatchBody(make([]byte, 0, size), t.wire.Endpoint(), t.name, batch, changeset, enc, t.wire.MergeTunnel())
 	ws := &writeState{table: t.name, pk: enc[0].pk, entities: len(enc), att: att, gov: o.gov}
-	resp, answer, err := t.wire.Transaction(ctx, body, batch, tablewire.Call{Value: ws, OwnThrottling: o.governed})
+	resp, answer, err := t.wire.Transaction(ctx, t.name, len(enc), body, batch, tablewire.Call{Value: ws, OwnThrottling: o.governed})
 	if err != nil {
 		werr := t.wrapWrite("Transaction", "", "", err, att)
 		var se *ServiceError

@@ -169,5 +169,5 @@ func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, t
 	governed := o
 	governed.Retry = governedRetry(o.Retry)
 	gpl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &governed)
-	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos})
+	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos, Cosmos: cosmos})
 }

@@ -104,7 +104,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		logger:   acct.logger,
 		governor: acct.governor,
 		meter:    acct.meter,
-		tracer:   spans.NewTracer(acct.tracing, "Microsoft.Tables"),
+		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.cosmos)),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	typ := reflect.TypeFor[T]()

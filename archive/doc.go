@@ -36,7 +36,12 @@
 //
 // The Worker takes its Logger and tracing from its Account, a Mover its
 // Governor and tracing from its Current table's Account: each is set once,
-// in tablekit.Options. The default poison queue and claim-check container
+// in tablekit.Options. The Worker logs its lifecycle (started, stopping,
+// stopped) and each message handled at Debug, below slog's default level,
+// so that a program's output shows none of it; a handler failure (to be
+// retried), throttling and a message moved to the poison queue at Warn;
+// what needs an operator (a handler that panicked, a poison record that
+// could not be written) at Error. The default poison queue and claim-check container
 // of a queue are "<queue>-poison" and "<queue>-claims" ([Worker.Name],
 // [Worker.PoisonQueueName], [Worker.ContainerName] and [Client.Name],
 // [Client.ContainerName] tell the names); [OpenWorker] and [OpenClient]

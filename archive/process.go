@@ -122,7 +122,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 			w.poisonMessage(ctx, log, l, m, err.Error())
 			return res
 		}
-		log.Info("handler failed; message will be retried", "error", err, "throttled", res == resultThrottled)
+		log.Warn("handler failed; message will be retried", "error", err, "throttled", res == resultThrottled)
 		w.recordFailure(ctx, log, l, m, err)
 	}
 	return res
@@ -213,7 +213,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 	if err != nil {
 		if lostOwnership(err) {
 			w.stats.lost.Add(1)
-			log.Info("not poisoning: another worker owns the message now", "error", core.WrapError("UpdateMessage", err))
+			log.Debug("not poisoning: another worker owns the message now", "error", core.WrapError("UpdateMessage", err))
 		} else {
 			log.Warn("not poisoning now (could not confirm ownership); it will be retried", "error", core.WrapError("UpdateMessage", err))
 		}

@@ -233,7 +233,7 @@ func newWorker(op string, queue, poison *azqueue.QueueClient, claims *container.
 		handler:   handler,
 		tracer:    tp.NewTracer(spans.TracerName, "v0"),
 	}
-	w.tracer.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: "Microsoft.Storage"})
+	w.tracer.SetAttributes(tracing.Attribute{Key: spans.NamespaceKey, Value: "Microsoft.Storage"})
 	w.poisonName = nameOf(w.poison.URL())
 	if w.poisonName == w.queueName {
 		return nil, invalid(op, "PoisonQueue", fmt.Sprintf("the poison queue is the work queue %q", w.queueName))
@@ -328,7 +328,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.checkQueue(ctx, op); err != nil || ctx.Err() != nil {
 		return err
 	}
-	w.log.Info("worker started", "concurrency", w.concurrency, "batch", w.batch, "visibility", w.visibility)
+	w.log.Debug("worker started", "concurrency", w.concurrency, "batch", w.batch, "visibility", w.visibility)
 
 	// work lives past ctx, through the drain, so handlers in flight and
 	// their final delete are not cut short by the shutdown itself.
@@ -414,7 +414,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
-	w.log.Info("worker stopping", "in_flight", inFlight, "drain_timeout", w.drain)
+	w.log.Debug("worker stopping", "in_flight", inFlight, "drain_timeout", w.drain)
 	for inFlight > 0 {
 		select {
 		case s := <-done:
@@ -424,7 +424,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	w.log.Info("worker stopped")
+	w.log.Debug("worker stopped")
 	return nil
 }
 

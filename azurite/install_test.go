@@ -131,7 +131,7 @@ func TestInstallSaysSo(t *testing.T) {
 	if _, _, err := resolveCommand(context.Background(), o, look); err != nil {
 		t.Fatal(err)
 	}
-	want := "tablekit: installing Azurite " + Version + " into " + filepath.Join(cache, "azurite-"+Version) + " (once, about a minute)\n"
+	want := "tablekit: installing Azurite " + Version + " into " + filepath.Join(cache, "azurite-"+Version) + " (once: npm fetches about 65 MB, 360 MB installed; about a minute)\n"
 	if notice.String() != want {
 		t.Fatalf("before installing, stderr got %q, want %q", notice.String(), want)
 	}
@@ -181,7 +181,7 @@ func TestNoNodeOrNpm(t *testing.T) {
 		want  string
 	}{
 		{"no node", nil, "no node on PATH"},
-		{"node too old", map[string]string{"node": oldNode}, "found Node.js v16.20.2"},
+		{"node too old", map[string]string{"node": oldNode}, "Node.js v16.20.2 at " + oldNode + " is too old"},
 		{"no npm", map[string]string{"node": node}, "no npm on PATH"},
 	}
 	for _, c := range cases {
@@ -191,7 +191,7 @@ func TestNoNodeOrNpm(t *testing.T) {
 			if !errors.Is(err, ErrNodeNotFound) {
 				t.Fatalf("error %v is not ErrNodeNotFound", err)
 			}
-			for _, want := range []string{"install Node.js 18+", c.want} {
+			for _, want := range []string{fmt.Sprintf("Node.js %d or later, with npm, is needed", minNodeMajor), c.want} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not contain %q", err, want)
 				}
@@ -316,4 +316,74 @@ func TestAnnounced(t *testing.T) {
 // processGoneInternal reports whether no process pid exists.
 func processGoneInternal(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// TestOldNodeRefusedBeforeNpm: Start on a machine whose node (found on
+// PATH, as Start finds it) is older than the Node.js tablekit runs Azurite
+// on refuses with a message that says which Node.js it found, where, and
+// which it needs, before any npm work: npm is not run and the cache
+// folder stays empty. (The message said "Node.js not found".)
+func TestOldNodeRefusedBeforeNpm(t *testing.T) {
+	bin, cache := t.TempDir(), t.TempDir()
+	node := writeScript(t, bin, "node", "echo v16.20.2\n")
+	npmRan := filepath.Join(t.TempDir(), "npm-ran")
+	writeScript(t, bin, "npm", fmt.Sprintf("touch %q\n", npmRan))
+	t.Setenv("PATH", bin)
+	_, err := Start(context.Background(), &Options{CacheDir: cache})
+	if !errors.Is(err, ErrNodeNotFound) {
+		t.Fatalf("Start: %v; want an error matching ErrNodeNotFound", err)
+	}
+	for _, want := range []string{
+		"azurite: Start: ",
+		"Node.js v16.20.2 at " + node + " is too old",
+		fmt.Sprintf("Node.js %d or later", minNodeMajor),
+		"Azurite " + Version,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "not found") {
+		t.Errorf("error %q says Node.js was not found", err)
+	}
+	if _, err := os.Stat(npmRan); err == nil {
+		t.Error("npm ran")
+	}
+	if left, _ := os.ReadDir(cache); len(left) != 0 {
+		t.Errorf("the cache folder holds %v, want nothing", left)
+	}
+}
+
+// TestNodeRequirementIsOneNumber: README.md and the package documentation
+// say the Node.js version the launcher checks (they said 18 while Azurite
+// asked for 22, without saying why either was true).
+func TestNodeRequirementIsOneNumber(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("azurite.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, text, want string
+	}{
+		{"README.md", string(readme), fmt.Sprintf("**Node.js %d+**", minNodeMajor)},
+		{"the package documentation", string(doc), fmt.Sprintf("Node.js %d or later (with npm)", minNodeMajor)},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s does not say %q", c.what, c.want)
+		}
+		for _, other := range []int{16, 18, 20, 21, 22, 24} {
+			if other == minNodeMajor {
+				continue
+			}
+			for _, f := range []string{"**Node.js %d+**", "Node.js %d+ ", "Node.js %d or later"} {
+				if s := fmt.Sprintf(f, other); strings.Contains(c.text, s) {
+					t.Errorf("%s says %q, but tablekit needs Node.js %d", c.what, s, minNodeMajor)
+				}
+			}
+		}
+	}
 }

@@ -19,11 +19,41 @@
 // ("Table.Transaction", "BulkWriter.Write", "BulkWriter.Chunk",
 // "Worker.Handle", ...) are their parents. (azqueue v1.0.1 and azblob
 // v1.8.0 emit no spans, so queue and blob requests appear only inside
-// tablekit's spans, e.g. Large.Spill.) Span
-// names follow the Azure SDK's "<Type>.<Method>" convention,
-// with the az.namespace attribute; tablekit's attributes are prefixed
-// "tablekit.", the worker's message attributes follow OpenTelemetry's
-// messaging conventions (messaging.message.id, messaging.destination.name).
+// tablekit's spans, e.g. Large.Spill.) Span names follow the Azure SDK's
+// "<Type>.<Method>" convention.
+//
+// # Semantic conventions
+//
+// Attributes follow OpenTelemetry's semantic conventions v1.43.0 (the
+// version of go.opentelemetry.io/otel/semconv/v1.43.0, which the tests
+// check the names against):
+//
+//   - Every span of tablekit and of the Azure SDK has
+//     azure.resource_provider.namespace (which replaced az.namespace):
+//     Microsoft.Tables for tables on Table storage (the Azure SDK's value),
+//     Microsoft.DocumentDB on Azure Cosmos DB for Table (which its
+//     conventions require), Microsoft.Storage for the archive worker.
+//   - A Table service REST call span ("Tables.<Operation>") is a database
+//     client span (kind client): db.system.name ("azure.cosmosdb" on Cosmos
+//     DB; "azure.tables" on Table storage, which has no well-known value),
+//     db.operation.name (the REST operation as the Meter counts it,
+//     "QueryEntities", "Transaction", ...; on Cosmos DB the conventions'
+//     values: read_item, query_items, create_item, replace_item,
+//     upsert_item, patch_item, delete_item, execute_batch, and
+//     insert_or_merge_item for an unconditional merge),
+//     db.collection.name (the table), db.operation.batch.size (the actions
+//     of a transaction), server.address and server.port (when not 443).
+//   - azcore's HTTP spans carry the attribute names of conventions before
+//     v1.21 (http.method, http.url, http.status_code, http.user_agent,
+//     net.peer.name, az.service_request_id): this package's adapter gives
+//     them their current names (http.request.method, url.full,
+//     http.response.status_code, user_agent.original, server.address,
+//     azure.service.request.id), so that every span a tablekit program
+//     exports uses one version of the conventions.
+//   - tablekit's own attributes are prefixed "tablekit."; the worker's
+//     message span follows the messaging conventions
+//     (messaging.system "azure_queue", messaging.destination.name,
+//     messaging.message.id).
 //
 // Metrics: [RegisterMeter] reports a [tablekit.Meter]'s counts (requests,
 // retries and throttled answers by service and operation) and

@@ -85,12 +85,12 @@ func (tr spanTree) under(s tracetest.SpanStub, root trace.SpanID) bool {
 	return false
 }
 
-// requestsUnder returns the SDK's HTTP request spans (kind client) that
-// descend from root.
+// requestsUnder returns the SDK's HTTP request spans (kind client, named
+// "HTTP <method>") that descend from root.
 func (tr spanTree) requestsUnder(root tracetest.SpanStub) []tracetest.SpanStub {
 	var out []tracetest.SpanStub
 	for _, s := range tr {
-		if s.SpanKind == trace.SpanKindClient && tr.under(s, root.SpanContext.SpanID()) {
+		if s.SpanKind == trace.SpanKindClient && strings.HasPrefix(s.Name, "HTTP ") && tr.under(s, root.SpanContext.SpanID()) {
 			out = append(out, s)
 		}
 	}

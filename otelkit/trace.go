@@ -66,26 +66,45 @@ func spanKind(k tracing.SpanKind) trace.SpanKind {
 	return trace.SpanKindInternal
 }
 
+// renamed maps the attribute names azcore (v1.24) still gives the Azure
+// SDK's spans, deprecated in OpenTelemetry's semantic conventions, to
+// the names that replace them in v1.43.0 (the version this package
+// follows): the resource provider namespace and service request id, and
+// the HTTP client span attributes of the conventions before v1.21.
+var renamed = map[string]string{
+	"az.namespace":          "azure.resource_provider.namespace",
+	"az.service_request_id": "azure.service.request.id",
+	"http.method":           "http.request.method",
+	"http.url":              "url.full",
+	"http.status_code":      "http.response.status_code",
+	"http.user_agent":       "user_agent.original",
+	"net.peer.name":         "server.address",
+}
+
 // attributes converts azcore attributes, keeping their Go types where
-// OpenTelemetry has them.
+// OpenTelemetry has them, under their current names (renamed).
 func attributes(in []tracing.Attribute) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, 0, len(in))
 	for _, a := range in {
+		key := a.Key
+		if now, ok := renamed[key]; ok {
+			key = now
+		}
 		switch v := a.Value.(type) {
 		case string:
-			out = append(out, attribute.String(a.Key, v))
+			out = append(out, attribute.String(key, v))
 		case int:
-			out = append(out, attribute.Int(a.Key, v))
+			out = append(out, attribute.Int(key, v))
 		case int32:
-			out = append(out, attribute.Int(a.Key, int(v)))
+			out = append(out, attribute.Int(key, int(v)))
 		case int64:
-			out = append(out, attribute.Int64(a.Key, v))
+			out = append(out, attribute.Int64(key, v))
 		case float64:
-			out = append(out, attribute.Float64(a.Key, v))
+			out = append(out, attribute.Float64(key, v))
 		case bool:
-			out = append(out, attribute.Bool(a.Key, v))
+			out = append(out, attribute.Bool(key, v))
 		default:
-			out = append(out, attribute.String(a.Key, fmt.Sprint(v)))
+			out = append(out, attribute.String(key, fmt.Sprint(v)))
 		}
 	}
 	return out

@@ -20,8 +20,8 @@ type CopyResult struct {
 	Read, Written, Failed int64
 	// Verified counts, among Written, the entities a resumed copy in
 	// Insert mode found already stored as the source has them (written by
-	// the run it resumes, after its last checkpoint) and did not write
-	// again (see [Copy]).
+	// the run it resumes, after its last checkpoint or before it kept
+	// one) and did not write again (see [Copy]).
 	Verified int64
 	// Failures lists failed entities of this run (the first 1,000); all
 	// are counted. An error matching tablekit.ErrOutcomeUnknown or a
@@ -57,8 +57,8 @@ type CopyResult struct {
 //
 // With a Checkpoint, a copy saves its plan before its first write, and a
 // resumed copy writes again the pages read after the last checkpoint; in
-// Insert mode it first looks up what dst holds ("Resuming a copy" in the
-// package documentation).
+// Insert mode it first looks up what dst holds, also when the checkpoint
+// holds nothing ("Resuming a copy" in the package documentation).
 func Copy(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], mode Mode, opts *Options) (CopyResult, error) {
 	return copyTable(ctx, src, dst, mode, opts, nil)
 }
@@ -89,7 +89,7 @@ func copyTable(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], m
 		destStart = destMeter.Snapshot()
 	}
 	c := &copier{j: j, dst: dst, w: dst.BulkWriter(bulk), mode: mode, maxReported: maxReported,
-		resumedInsert: mode == Insert && j.resumed, clean: map[*rangeState]bool{}}
+		resumedInsert: mode == Insert && opts.Resume, clean: map[*rangeState]bool{}}
 	transactions := func() int64 {
 		n := j.transactions()
 		if destMeter != nil {

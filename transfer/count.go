@@ -38,10 +38,14 @@ type CountResult struct {
 }
 
 // Count counts the entities in opts.Scope with a keys-only listing
-// ($select=PartitionKey,RowKey), read in parallel ranges as [Export] reads
-// them, and reports what it cost and what a purge of the scope would cost.
-// When ctx ends it saves its checkpoint (if any) and returns the
-// context's error with what it counted so far.
+// ($select=PartitionKey,RowKey), and reports what it cost and what a purge
+// of the scope would cost. By default it reads the scope as one range, as
+// [Purge] does: no key probes, one request per 1,000 entities, the least a
+// count can cost. Set MaxProbes (for example to 4 × Concurrency) or
+// Boundaries to read in parallel ranges as [Export] reads them: faster on
+// a large scope, for the probes and a partial page per range more. When
+// ctx ends it saves its checkpoint (if any) and returns the context's
+// error with what it counted so far.
 //
 // On Azure Cosmos DB for Table, whose results are in no key order, a range
 // keeps a tally of every partition it meets until it is done: memory grows
@@ -51,14 +55,18 @@ type CountResult struct {
 // Split a scope of very many partitions into more ranges (Concurrency,
 // MaxProbes, Boundaries) to keep both small.
 func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Options) (CountResult, error) {
-	if opts == nil {
-		opts = &Options{}
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	j, err := newJob(ctx, opts.config("count", t, keysOnly))
+	if o.MaxProbes == 0 && o.Boundaries == nil {
+		o.MaxProbes = -1 // one range: see above
+	}
+	j, err := newJob(ctx, o.config("count", t, keysOnly))
 	if err != nil {
 		return CountResult{}, err
 	}
-	rep := startReporter(ctx, opts.OnProgress, func() Progress { return j.progress(false) })
+	rep := startReporter(ctx, o.OnProgress, func() Progress { return j.progress(false) })
 	for _, r := range j.state.Ranges {
 		if r.TallyN > 0 { // a checkpoint written before Tally
 			r.Tally = map[string]int64{r.TallyPK: r.TallyN}

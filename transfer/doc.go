@@ -68,9 +68,9 @@
 //
 //   - With Options.Boundaries the caller says where: the ranges are
 //     [From, b1), [b1, b2), ..., [bn, To). Nothing else is sent.
-//   - Otherwise (except for [Purge], which reads its scope as one range
-//     unless asked otherwise: see [PurgeOptions]) it is sampled before
-//     reading: keys-only $top=1 queries
+//   - Otherwise (except for [Purge] and [Count], which read their scope
+//     as one range unless asked otherwise: see [PurgeOptions] and [Count])
+//     it is sampled before reading: keys-only $top=1 queries
 //     ("probes", each one storage transaction) find the first key at or
 //     after points chosen in the key space; the points follow the
 //     character classes (digits, letters, other) seen in the keys found so
@@ -186,7 +186,11 @@
 // If an insert after that meets an entity stored as the source has it (the
 // run being resumed had split the range, after its last checkpoint), it
 // counts as written and the look-ups start again. An insert whose answer
-// was lost (tablekit.ErrOutcomeUnknown) is checked the same way.
+// was lost (tablekit.ErrOutcomeUnknown) is checked the same way. A copy
+// called with Resume whose checkpoint holds nothing (the run being resumed
+// was killed before it kept one, or the checkpoint was lost) plans its
+// ranges afresh and looks up as a resumed copy does: what the lost run
+// copied counts as written, not as conflicts.
 //
 // # Resuming an import
 //

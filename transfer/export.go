@@ -48,9 +48,9 @@ type Options struct {
 	PageSize int
 	// MaxProbes bounds the keys-only probe queries that sample the key
 	// space into ranges before reading, and later split running ranges
-	// (default 4 × Concurrency; Purge's default is none, see
-	// [PurgeOptions]; at most 1,000,000). A negative value turns both off:
-	// the scope is read as one range.
+	// (default 4 × Concurrency; the default of [Count] and [Purge] is
+	// none, see there; at most 1,000,000). A negative value turns both
+	// off: the scope is read as one range.
 	MaxProbes int
 	// Boundaries, when set, splits the scope at these PartitionKeys (in
 	// any order; keys outside the scope are ignored): range i is

@@ -264,6 +264,53 @@ func TestCount(t *testing.T) {
 	}
 }
 
+// keysOnlyPass reads every key of tbl once, in pages of 1,000 in one
+// range, and returns the storage transactions that took: the cost a count
+// must not exceed.
+func keysOnlyPass(t *testing.T, acct *tablekit.Account, tbl *tablekit.Table[tablekit.Entity]) int64 {
+	t.Helper()
+	before := acct.Meter().Snapshot()
+	opts := &tablekit.QueryOptions{PageSize: 1000, Select: []string{"PartitionKey", "RowKey"}, AllowTableScan: true}
+	for {
+		page, err := tbl.QueryPage(ctxFor(t), tablekit.Filter{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Continuation == "" {
+			break
+		}
+		opts.Continuation = page.Continuation
+	}
+	return acct.Meter().Snapshot().Sub(before).Total()
+}
+
+// TestCountCostsOnePass: a count with the default options costs no more
+// storage transactions than one keys-only pass over its scope, as a purge
+// does: it reads the scope as one range, with no key probes. (It sampled
+// the key space with up to 4 probes per reader and split running ranges,
+// which cost more than the pages of the scope themselves.)
+func TestCountCostsOnePass(t *testing.T) {
+	acct := testenv.Account(t, nil)
+	tbl := newTable(t, acct)
+	seedMany(t, tbl, 30, 3000)
+	pass := keysOnlyPass(t, acct, tbl)
+	before := acct.Meter().Snapshot()
+	res, err := transfer.Count(ctxFor(t), tbl, nil)
+	cost := acct.Meter().Snapshot().Sub(before).Total()
+	if err != nil || res.Entities != 3000 || res.Partitions != 30 || res.DeleteTransactions != 30 {
+		t.Fatalf("count %+v, %v", res, err)
+	}
+	t.Logf("count: %d transactions (%d probes, %d ranges); one keys-only pass: %d", cost, res.Probes, res.Ranges, pass)
+	if cost > pass || res.Transactions != cost || res.Probes != 0 {
+		t.Errorf("count cost %d transactions (reported %d, %d probes); one keys-only pass costs %d", cost, res.Transactions, res.Probes, pass)
+	}
+	// Asked for, ranges are read in parallel, at the cost of the probes.
+	res, err = transfer.Count(ctxFor(t), tbl, &transfer.Options{MaxProbes: 16, Concurrency: 4})
+	if err != nil || res.Entities != 3000 || res.Ranges < 2 || res.Probes == 0 {
+		t.Errorf("count with probes %+v, %v; want several ranges", res, err)
+	}
+}
+
 // TestCountEmptyPartitionKey: a partition whose PartitionKey is the empty
 // string is counted like any other, on Table storage and on Cosmos DB. A
 // count used "" to mean "close every open tally" at a range's last page,

@@ -334,6 +334,48 @@ func TestCopyResumesInsert(t *testing.T) {
 	sameEntities(t, keyed(es), readAll(t, dst))
 }
 
+// TestCopyResumeWithoutCheckpoint: an insert copy resumed when its
+// checkpoint holds nothing (the run being resumed was killed before it
+// kept one, or its checkpoint was lost) finds the entities dst already
+// holds exactly as the source has them, EDM types included, and counts
+// them as written, not failed; an entity stored with other values, or
+// with the same value under another EDM type, is still a conflict. (Such
+// a run started as a first run, and every entity the killed run had
+// copied failed with EntityAlreadyExists.)
+func TestCopyResumeWithoutCheckpoint(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	src, dst := newTable(t, acct), newTable(t, acct)
+	es := seedMany(t, src, 4, 1000)
+	want := keyed(es)
+	pre := append([]tablekit.Entity(nil), es[:300]...) // copied by the lost run
+	other := tablekit.Entity{PartitionKey: es[300].PartitionKey, RowKey: es[300].RowKey, Properties: map[string]any{"N": int64(-1), "Name": "entity", "Score": es[300].Properties["Score"]}}
+	typed := tablekit.Entity{PartitionKey: es[301].PartitionKey, RowKey: es[301].RowKey, Properties: map[string]any{"N": int32(301), "Name": "entity", "Score": es[301].Properties["Score"]}}
+	pre = append(pre, other, typed)
+	for _, e := range []tablekit.Entity{other, typed} {
+		want[[2]string{e.PartitionKey, e.RowKey}] = e
+	}
+	seed(t, dst, pre)
+
+	path := filepath.Join(t.TempDir(), "copy.checkpoint") // never saved
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: transfer.NewFileCheckpoint(path), Resume: true}, Concurrency: 2, PageSize: 100}
+	res, err := transfer.Copy(ctx, src, dst, transfer.Insert, &opts)
+	if !errors.Is(err, transfer.ErrFailures) || res.Failed != 2 || res.Verified != 300 || res.Written != 998 || !res.Complete {
+		t.Errorf("resumed copy: %d failed, %d verified, %d written, complete %v, %v; want 2 failed, 300 verified, 998 written, complete",
+			res.Failed, res.Verified, res.Written, res.Complete, err)
+	}
+	for i, f := range res.Failures {
+		if i == 5 {
+			t.Errorf("... and %d more failures", len(res.Failures)-5)
+			break
+		}
+		if !errors.Is(f, tablekit.ErrAlreadyExists) || (f.RowKey != other.RowKey && f.RowKey != typed.RowKey) {
+			t.Errorf("failure %v: want only the two entities stored with other values, as conflicts", f)
+		}
+	}
+	sameEntities(t, want, readAll(t, dst))
+}
+
 // stoppedCopy runs an insert copy of src to dst that stops at its first
 // transaction, before sending it (the context is cancelled), and leaves a
 // checkpoint at path that has written nothing. opts are the copy's.

@@ -776,7 +776,7 @@ func chaosPurge(t *testing.T, c *cliChaos, src *tablekit.Table[tablekit.Entity],
 	time.Sleep(time.Until(seeded.Add(2500 * time.Millisecond)))
 	from, to := chaosPartition(2), chaosPartition(parts-2)
 	args := func(budget string) []string {
-		return append([]string{"purge", "--table", src.Name(), "--from", from, "--to", to, "--older-than", "2s", "--budget", budget,
+		return append([]string{"purge", "--table", src.Name(), "--partition-from", from, "--partition-to", to, "--older-than", "2s", "--budget", budget,
 			"--page-size", page, "--transactions", "4"}, extra...)
 	}
 	budget := map[bool]string{false: "300ms", true: "1s"}[chaos.Full()]

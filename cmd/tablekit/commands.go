@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tablekit/tablekit/transfer"
@@ -24,8 +25,8 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		pf   progressFlags
 		out  string
 	)
-	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency", "OUT.checkpoint when --out is a file")
-	fs.StringVar(&out, "out", "-", "the export file; - for stdout")
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency")
+	fs.StringVar(&out, "out", "-", "the export file (written as FILE.partial, renamed FILE when the export is complete); - for stdout")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -36,17 +37,22 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if out == "-" && cp.resume {
+		return usagef("--resume needs --out FILE: stdout cannot be resumed")
+	}
 	t, err := src.open(e, "")
 	if err != nil {
 		return err
 	}
-	deflt := ""
+	var id []string // no default checkpoint for stdout
 	if out != "-" {
-		deflt = out + ".checkpoint"
-	} else if cp.resume {
-		return usagef("--resume needs --out FILE: stdout cannot be resumed")
+		abs, err := filepath.Abs(out)
+		if err != nil {
+			return err
+		}
+		id = []string{t.id, sc.id(), abs}
 	}
-	checkpoint, err := cp.open(ctx, t, "export", deflt)
+	ck, err := cp.open(t, "export", id)
 	if err != nil {
 		return err
 	}
@@ -54,22 +60,38 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := ck.start(ctx, e, "export", cp.resume); err != nil {
+		return err
+	}
 	var w io.Writer = e.stdout
+	var x *exportFile
 	var f *os.File
 	if out != "-" {
-		if f, err = openExportFile(ctx, out, checkpoint, cp.resume); err != nil {
+		if x, err = openExportFile(ctx, out, ck.cp, cp.resume); err != nil {
 			return err
 		}
-		defer f.Close()
-		w = f
+		f, w = x.f, x.f
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	opts := scan.options(scope, checkpoint, &cp, disp)
+	opts := scan.options(scope, ck.cp, &cp, disp)
 	res, err := transfer.Export(ctx, t.table, syncWriter{bw, f}, &opts)
 	if ferr := bw.Flush(); err == nil && ferr != nil {
 		err = ferr
 	}
+	complete := err == nil && res.Complete
+	if x != nil {
+		// An unfinished export is kept for --resume when its checkpoint
+		// records some of it; else nothing of it is left.
+		kept, cerr := x.close(complete, ck.cp != nil && res.Bytes > 0)
+		if err == nil && cerr != nil {
+			err, complete = cerr, false
+		}
+		if kept {
+			fmt.Fprintf(e.stderr, "export: unfinished export kept in %s\n", x.partial)
+		}
+	}
 	fmt.Fprintf(e.stderr, "export: %d entities, %d bytes, %d ranges, %d transactions, %s\n", res.Entities, res.Bytes, res.Ranges, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	ck.end(ctx, e, "export", err, complete, res.Bytes == 0)
 	return finish(ctx, err, res.Complete)
 }
 
@@ -90,26 +112,60 @@ func (w syncWriter) Sync() error {
 	return nil
 }
 
-// openExportFile creates the output, or opens it truncated to the size
-// the checkpoint recorded when resuming.
-func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, resume bool) (*os.File, error) {
-	if !resume {
-		return os.Create(path)
+// exportFile is the output of an export to a file. It is written aside,
+// as FILE.partial in the same folder, and renamed FILE once the export is
+// complete: an export that fails or stops leaves FILE as it was (absent,
+// or an earlier export). A FILE that is not a regular file (a device, a
+// pipe) is written directly.
+type exportFile struct {
+	f       *os.File
+	path    string
+	partial string // "": f is path itself
+}
+
+// openExportFile opens the output of an export to path: FILE.partial,
+// created empty, or when resuming truncated to the size the checkpoint
+// recorded. A resumed export without FILE.partial goes on in FILE itself
+// when FILE holds that size: it finished before (and a kept checkpoint
+// says so), or an earlier version of the command wrote FILE directly.
+func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, resume bool) (*exportFile, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &exportFile{f: f, path: path}, nil
 	}
-	off, ok, err := transfer.ExportResumeOffset(ctx, cp)
-	if err != nil {
-		return nil, err
+	x := &exportFile{path: path, partial: path + ".partial"}
+	var off int64
+	ok := false
+	if resume && cp != nil {
+		var err error
+		if off, ok, err = transfer.ExportResumeOffset(ctx, cp); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
-		return os.Create(path)
+		f, err := os.Create(x.partial)
+		if err != nil {
+			return nil, err
+		}
+		x.f = f
+		return x, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	name := x.partial
+	if _, err := os.Stat(x.partial); errors.Is(err, os.ErrNotExist) {
+		if st, err := os.Stat(path); err == nil && st.Size() >= off {
+			name, x.partial = path, ""
+		}
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	if st, err := f.Stat(); err != nil || st.Size() < off {
 		f.Close()
-		return nil, fmt.Errorf("resume: %s is shorter than the %d bytes its checkpoint recorded", path, off)
+		return nil, fmt.Errorf("resume: %s is shorter than the %d bytes its checkpoint recorded", name, off)
 	}
 	if err := f.Truncate(off); err != nil {
 		f.Close()
@@ -119,7 +175,34 @@ func openExportFile(ctx context.Context, path string, cp transfer.Checkpoint, re
 		f.Close()
 		return nil, err
 	}
-	return f, nil
+	x.f = f
+	return x, nil
+}
+
+// close closes the output. A complete export is renamed into place; an
+// unfinished one is kept for --resume when keep says so (its checkpoint
+// records it), else removed. It reports whether it kept one.
+func (x *exportFile) close(complete, keep bool) (kept bool, err error) {
+	err = x.f.Close()
+	if x.partial == "" {
+		return false, err
+	}
+	if complete && err == nil {
+		if err := os.Rename(x.partial, x.path); err != nil {
+			os.Remove(x.partial)
+			return false, err
+		}
+		if d, err := os.Open(filepath.Dir(x.path)); err == nil {
+			d.Sync() // make the rename durable; not every file system can
+			d.Close()
+		}
+		return false, nil
+	}
+	if keep {
+		return true, err
+	}
+	os.Remove(x.partial)
+	return false, err
 }
 
 // finish maps a library result to the command's error.
@@ -153,7 +236,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		concurrency    int
 	)
 	dst.register(fs, "", "destination")
-	cp.register(fs, "tablekit-import-TABLE.checkpoint")
+	cp.register(fs)
 	pf.register(fs)
 	fs.StringVar(&in, "in", "-", "the export file; - for stdin")
 	fs.StringVar(&mode, "mode", "insert", "insert (existing entities fail), merge or replace")
@@ -176,20 +259,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if create {
-		if err := t.table.CreateIfNotExists(ctx); err != nil {
-			return err
-		}
-	}
-	checkpoint, err := cp.open(ctx, t, "import", fmt.Sprintf("tablekit-import-%s.checkpoint", t.table.Name()))
-	if err != nil {
-		return err
-	}
-	disp, err := newDisplay(e, &pf, "import")
-	if err != nil {
-		return err
-	}
-	r := e.stdin
+	r, inID := e.stdin, "-"
 	if in != "-" {
 		f, err := os.Open(in)
 		if err != nil {
@@ -197,9 +267,31 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		defer f.Close()
 		r = f // Import takes the file's size from it, for Progress
+		if inID, err = filepath.Abs(in); err != nil {
+			return err
+		}
+	}
+	ck, err := cp.open(t, "import", []string{t.id, inID})
+	if err != nil {
+		return err
+	}
+	disp, err := newDisplay(e, &pf, "import")
+	if err != nil {
+		return err
+	}
+	if create {
+		err = t.table.CreateIfNotExists(ctx)
+	} else {
+		err = t.mustExist(ctx, "--table")
+	}
+	if err != nil {
+		return err
+	}
+	if err := ck.start(ctx, e, "import", cp.resume); err != nil {
+		return err
 	}
 	res, err := transfer.Import(ctx, t.table, r, m, &transfer.ImportOptions{
-		JobOptions: transfer.JobOptions{Checkpoint: checkpoint, CheckpointEvery: cp.every, Resume: cp.resume, OnProgress: disp.callback()},
+		JobOptions: transfer.JobOptions{Checkpoint: ck.cp, CheckpointEvery: cp.every, Resume: cp.resume, OnProgress: disp.callback()},
 		BatchSize:  batch, MaxFailures: maxFail, Concurrency: concurrency,
 	})
 	for i, f := range res.Failures {
@@ -213,6 +305,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if res.Skipped > 0 || res.Verified > 0 {
 		fmt.Fprintf(e.stderr, "import: resumed: %d lines skipped (done before), %d entities found already written\n", res.Skipped, res.Verified)
 	}
+	ck.end(ctx, e, "import", err, res.Complete, res.Read == 0)
 	// A run stopped by --max-failures is not one to resume blindly: its
 	// failures are the result (exit 4). Lines that failed for a passing
 	// reason leave it incomplete (exit 3: --resume sends them again).
@@ -232,8 +325,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		create   bool
 	)
 	dst.register(fs, "to-", "destination")
-	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency", "tablekit-copy-TABLE-TOTABLE.checkpoint")
-	fs.StringVar(&mode, "mode", "replace", "insert (existing entities fail), merge or replace")
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "source", "4 x concurrency")
+	fs.StringVar(&mode, "mode", "replace", "insert (existing entities fail, unless stored as the source has them on --resume), merge or replace")
 	fs.BoolVar(&create, "create", false, "create the destination table if it does not exist")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -257,12 +350,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if create {
-		if err := d.table.CreateIfNotExists(ctx); err != nil {
-			return err
-		}
-	}
-	checkpoint, err := cp.open(ctx, s, "copy", fmt.Sprintf("tablekit-copy-%s-%s.checkpoint", s.table.Name(), d.table.Name()))
+	ck, err := cp.open(s, "copy", []string{s.id, d.id, sc.id()})
 	if err != nil {
 		return err
 	}
@@ -270,7 +358,18 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := scan.options(scope, checkpoint, &cp, disp)
+	if create {
+		err = d.table.CreateIfNotExists(ctx)
+	} else {
+		err = d.mustExist(ctx, "--to-table")
+	}
+	if err != nil {
+		return err
+	}
+	if err := ck.start(ctx, e, "copy", cp.resume); err != nil {
+		return err
+	}
+	opts := scan.options(scope, ck.cp, &cp, disp)
 	res, err := transfer.Copy(ctx, s.table, d.table, m, &opts)
 	for i, f := range res.Failures {
 		if i == 20 {
@@ -283,11 +382,12 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if res.Verified > 0 {
 		fmt.Fprintf(e.stderr, "copy: resumed: %d entities found already written\n", res.Verified)
 	}
+	ck.end(ctx, e, "copy", err, res.Complete, res.Read == 0)
 	return finish(ctx, err, res.Complete)
 }
 
 func runPurge(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "purge", "--table T (--partition PK | --from A --to B | --older-than 720h | --filter EXPR | --all) [--budget 10m] [--dry-run] [--resume]")
+	fs := newFlagSet(e, "purge", "--table T (--partition PK | --partition-from A --partition-to B | --older-than 720h | --filter EXPR | --all) [--budget 10m] [--dry-run] [--resume]")
 	var (
 		src          tableFlags
 		sc           scopeFlags
@@ -299,7 +399,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 		budget       time.Duration
 		transactions int
 	)
-	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "none: one listing range, the least listing cost; the deletes run in parallel", "tablekit-purge-TABLE.checkpoint")
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "none: one listing range, the least listing cost; the deletes run in parallel")
 	fs.BoolVar(&all, "all", false, "purge the whole table (required when no scope is given)")
 	fs.BoolVar(&dry, "dry-run", false, "delete nothing: count the entities and show the cost in transactions")
 	fs.BoolVar(&anyETag, "any-etag", false, "delete entities even if they changed since they were listed")
@@ -325,18 +425,15 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	disp, err := newDisplay(e, &pf, map[bool]string{true: "count", false: "purge"}[dry])
+	disp, err := newDisplay(e, &pf, map[bool]string{true: "purge --dry-run", false: "purge"}[dry])
 	if err != nil {
 		return err
 	}
 	if dry {
-		// Read as the purge would (one range unless --max-probes or
-		// --boundary say otherwise), so that the listing cost is the
+		// Count reads as the purge would (one range unless --max-probes
+		// or --boundary say otherwise), so that the listing cost is the
 		// purge's.
 		so := scan.options(scope, nil, &checkpointFlags{}, disp)
-		if so.MaxProbes == 0 && so.Boundaries == nil {
-			so.MaxProbes = -1
-		}
 		res, err := transfer.Count(ctx, t.table, &so)
 		if err != nil {
 			return finish(ctx, err, false)
@@ -345,12 +442,15 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 			res.Entities, res.Partitions, res.Pages, res.DeleteTransactions, res.Pages+res.DeleteTransactions, res.Transactions)
 		return nil
 	}
-	checkpoint, err := cp.open(ctx, t, "purge", fmt.Sprintf("tablekit-purge-%s.checkpoint", t.table.Name()))
+	ck, err := cp.open(t, "purge", []string{t.id, sc.id()})
 	if err != nil {
 		return err
 	}
+	if err := ck.start(ctx, e, "purge", cp.resume); err != nil {
+		return err
+	}
 	res, err := transfer.Purge(ctx, t.table, &transfer.PurgeOptions{
-		Options: scan.options(scope, checkpoint, &cp, disp),
+		Options: scan.options(scope, ck.cp, &cp, disp),
 		Budget:  budget, AnyETag: anyETag, Transactions: transactions,
 	})
 	for i, k := range res.ChangedKeys {
@@ -366,6 +466,7 @@ func runPurge(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "purge %s: %d listed, %d deleted, %d changed since listed (left alone), %d already gone; %d ranges (%d done); %d listing and %d delete transactions, %d in all; %s\n",
 		state, res.Listed, res.Deleted, res.Changed, res.Gone, res.Ranges, res.RangesDone, res.Pages, res.DeleteTransactions, res.Transactions, res.Elapsed.Round(time.Millisecond))
+	ck.end(ctx, e, "purge", err, res.Complete, res.Listed == 0)
 	return finish(ctx, err, res.Complete)
 }
 
@@ -378,7 +479,7 @@ func runCount(ctx context.Context, e *env, args []string) error {
 		cp   checkpointFlags
 		pf   progressFlags
 	)
-	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "4 x concurrency", "tablekit-count-TABLE.checkpoint")
+	registerScoped(fs, &src, &sc, &scan, &cp, &pf, "", "none: one listing range, the least cost, one request per 1,000 entities")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -393,7 +494,7 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	checkpoint, err := cp.open(ctx, t, "count", fmt.Sprintf("tablekit-count-%s.checkpoint", t.table.Name()))
+	ck, err := cp.open(t, "count", []string{t.id, sc.id()})
 	if err != nil {
 		return err
 	}
@@ -401,8 +502,12 @@ func runCount(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := scan.options(scope, checkpoint, &cp, disp)
+	if err := ck.start(ctx, e, "count", cp.resume); err != nil {
+		return err
+	}
+	opts := scan.options(scope, ck.cp, &cp, disp)
 	res, err := transfer.Count(ctx, t.table, &opts)
+	ck.end(ctx, e, "count", err, res.Complete, res.Entities == 0)
 	if err != nil || !res.Complete {
 		return finish(ctx, err, res.Complete)
 	}
@@ -414,11 +519,11 @@ func runCount(ctx context.Context, e *env, args []string) error {
 // registerScoped registers the flags of a command that reads a scope of a
 // table: the table (its role in the help text, e.g. "source"), the scope,
 // the key-range scan (scanDefault: the help text of its default), the
-// checkpoint (cpDefault: the default file) and progress.
-func registerScoped(fs *flag.FlagSet, src *tableFlags, sc *scopeFlags, scan *scanFlags, cp *checkpointFlags, pf *progressFlags, role, scanDefault, cpDefault string) {
+// checkpoint and progress.
+func registerScoped(fs *flag.FlagSet, src *tableFlags, sc *scopeFlags, scan *scanFlags, cp *checkpointFlags, pf *progressFlags, role, scanDefault string) {
 	src.register(fs, "", role)
 	sc.register(fs)
 	scan.register(fs, scanDefault)
-	cp.register(fs, cpDefault)
+	cp.register(fs)
 	pf.register(fs)
 }

@@ -48,6 +48,13 @@ func runConformance(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "cost: %d transactions (at most %d); probed as %s; table %s %s\n", rep.Requests, rep.Bound, rep.Service, rep.Table, left)
 	}
+	if err != nil && rep == nil {
+		flag := "--connection-string"
+		if sasURL != "" {
+			flag = "--sas-url"
+		}
+		return usagef("%s: %v", flag, err) // no report: the endpoint cannot be right, and nothing was sent
+	}
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/connstr"
 	"github.com/tablekit/tablekit/sas"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -40,6 +47,21 @@ func (f *tableFlags) register(fs *flag.FlagSet, prefix, what string) {
 type opened struct {
 	table *tablekit.Table[tablekit.Entity]
 	acct  *tablekit.Account // nil for a SAS URL
+	// id names the table for a default checkpoint's name: its URL,
+	// without a secret.
+	id string
+}
+
+// usageOf turns a refusal of the command line's own values (a table
+// name, a connection string, a SAS URL: a *tablekit.ValidationError,
+// before anything is sent) into a usage error about flag; other errors
+// are returned as they are.
+func usageOf(flag string, err error) error {
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) {
+		return usagef("%s: %v", flag, err)
+	}
+	return err
 }
 
 // open opens the table the flags name; fallback is the connection string
@@ -51,12 +73,16 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 		}
 		t, err := sas.OpenTable[tablekit.Entity](f.sasURL, nil, nil)
 		if err != nil {
-			return nil, err
+			return nil, usageOf("--"+f.prefix+"sas-url", err)
 		}
 		if f.table != "" && f.table != t.Name() {
 			return nil, usagef("--%stable %q differs from the table of the SAS URL (%q)", f.prefix, f.table, t.Name())
 		}
-		return &opened{table: t}, nil
+		id := ""
+		if u, err := url.Parse(f.sasURL); err == nil {
+			id = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+		}
+		return &opened{table: t, id: id}, nil
 	}
 	if f.table == "" {
 		return nil, usagef("--%stable is required (or --%ssas-url)", f.prefix, f.prefix)
@@ -73,13 +99,35 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 	}
 	acct, err := e.openAccount(cs)
 	if err != nil {
-		return nil, err
+		return nil, usageOf("--"+f.prefix+"connection-string", err)
 	}
 	t, err := tablekit.OpenTable[tablekit.Entity](acct, f.table, nil)
 	if err != nil {
-		return nil, err
+		return nil, usageOf("--"+f.prefix+"table", err)
 	}
-	return &opened{table: t, acct: acct}, nil
+	id := f.table
+	if p, err := connstr.Parse(cs); err == nil {
+		id = p.Endpoints.Table + "/" + f.table
+	}
+	return &opened{table: t, acct: acct, id: id}, nil
+}
+
+// mustExist checks with one request, before any data moves, that the
+// table exists: a missing table is a failure of the whole command, not
+// of each entity written into it. A table the credential may not read
+// (a SAS without read permission) is not checked.
+func (o *opened) mustExist(ctx context.Context, flag string) error {
+	_, err := o.table.QueryPage(ctx, tablekit.Filter{}, &tablekit.QueryOptions{PageSize: 1, Select: []string{"PartitionKey", "RowKey"}, AllowTableScan: true})
+	var re *azcore.ResponseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tablekit.ErrNotFound):
+		return fmt.Errorf("table %q (%s) does not exist: create it, or add --create", o.table.Name(), flag)
+	case errors.As(err, &re) && re.StatusCode == 403:
+		return nil
+	}
+	return err
 }
 
 // scopeFlags select entities.
@@ -90,10 +138,20 @@ type scopeFlags struct {
 
 func (f *scopeFlags) register(fs *flag.FlagSet) {
 	fs.Func("partition", "only this PartitionKey", func(s string) error { f.partition, f.hasPartition = s, true; return nil })
-	fs.StringVar(&f.from, "from", "", "first PartitionKey of the range (inclusive)")
-	fs.StringVar(&f.to, "to", "", "end of the PartitionKey range (exclusive)")
+	fs.StringVar(&f.from, "partition-from", "", "first PartitionKey of the scope (inclusive)")
+	fs.StringVar(&f.to, "partition-to", "", "end of the scope's PartitionKeys (exclusive)")
 	fs.StringVar(&f.filter, "filter", "", "an OData filter the entities must also match, e.g. \"Status eq 'done'\"")
 	fs.StringVar(&f.olderThan, "older-than", "", "only entities last written before this: a duration back from the job's start (720h; --resume keeps the first run's cutoff) or an RFC 3339 time")
+}
+
+// id is the scope as the command line gives it, for a default
+// checkpoint's name.
+func (f *scopeFlags) id() string {
+	p := ""
+	if f.hasPartition {
+		p = "=" + f.partition
+	}
+	return strings.Join([]string{"partition" + p, f.from, f.to, f.filter, f.olderThan}, "\x00")
 }
 
 func (f *scopeFlags) empty() bool {
@@ -107,7 +165,7 @@ func (f *scopeFlags) scope() (transfer.Scope, error) {
 	var s transfer.Scope
 	if f.hasPartition {
 		if f.from != "" || f.to != "" {
-			return s, usagef("--partition cannot be combined with --from or --to")
+			return s, usagef("--partition cannot be combined with --partition-from or --partition-to")
 		}
 		p := f.partition
 		s.Partition = &p
@@ -204,12 +262,13 @@ type checkpointFlags struct {
 	every            time.Duration
 }
 
-func (f *checkpointFlags) register(fs *flag.FlagSet, deflt string) {
-	fs.StringVar(&f.file, "checkpoint", "", "checkpoint file (default "+deflt+")")
+func (f *checkpointFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.file, "checkpoint", "", "checkpoint file, kept when the run finishes (default: a file in the user cache folder, "+
+		"tablekit/checkpoints, named after the command line, removed when the run finishes)")
 	fs.StringVar(&f.table, "checkpoint-table", "", "keep the checkpoint in this table (of the same account) instead of a file")
 	fs.StringVar(&f.job, "job", "", "the checkpoint's name in --checkpoint-table (default: OPERATION-TABLE)")
 	fs.BoolVar(&f.none, "no-checkpoint", false, "keep no checkpoint (the run cannot be resumed)")
-	fs.BoolVar(&f.resume, "resume", false, "go on from the checkpoint of an earlier run")
+	fs.BoolVar(&f.resume, "resume", false, "go on from the checkpoint of an earlier run of the same command line")
 	fs.DurationVar(&f.every, "checkpoint-every", 5*time.Second, "time between checkpoints (at least 10ms)")
 }
 
@@ -218,13 +277,32 @@ func (f *checkpointFlags) check() error {
 	return durationAtLeast("checkpoint-every", f.every, 10*time.Millisecond)
 }
 
-// open returns the checkpoint (nil with --no-checkpoint).
-func (f *checkpointFlags) open(ctx context.Context, src *opened, op, deflt string) (transfer.Checkpoint, error) {
+// checkpoint is a command's checkpoint.
+type checkpoint struct {
+	cp transfer.Checkpoint // nil: none
+	// path is the file that holds it ("" in a table); chosen says that
+	// the command chose it (the default), so that it removes the file
+	// when the run finishes.
+	path   string
+	chosen bool
+	// table is the checkpoint table, created by start.
+	table *tablekit.Table[tablekit.Entity]
+	// existed says that the file was there when the run started.
+	existed bool
+}
+
+// open returns the checkpoint of a run of op on src (a nil cp with
+// --no-checkpoint, or with no default when id is nil), sending nothing:
+// [checkpoint.start] prepares it. The default is a file in the user cache
+// folder named after op, the table and a hash of id: what identifies the
+// job on the command line (tables, scope, files), so that the same
+// command line with --resume finds it and another job does not.
+func (f *checkpointFlags) open(src *opened, op string, id []string) (*checkpoint, error) {
 	switch {
 	case f.none && (f.resume || f.file != "" || f.table != ""):
 		return nil, usagef("--no-checkpoint excludes --resume, --checkpoint and --checkpoint-table")
 	case f.none:
-		return nil, nil
+		return &checkpoint{}, nil
 	case f.file != "" && f.table != "":
 		return nil, usagef("--checkpoint and --checkpoint-table exclude each other")
 	case f.table != "":
@@ -233,26 +311,93 @@ func (f *checkpointFlags) open(ctx context.Context, src *opened, op, deflt strin
 		}
 		t, err := tablekit.OpenTable[tablekit.Entity](src.acct, f.table, nil)
 		if err != nil {
-			return nil, err
-		}
-		if err := t.CreateIfNotExists(ctx); err != nil {
-			return nil, err
+			return nil, usageOf("--checkpoint-table", err)
 		}
 		job := f.job
 		if job == "" {
 			job = op + "-" + src.table.Name()
 		}
-		return transfer.NewTableCheckpoint(t, job)
+		cp, err := transfer.NewTableCheckpoint(t, job)
+		if err != nil {
+			return nil, usageOf("--job", err)
+		}
+		return &checkpoint{cp: cp, table: t}, nil
 	case f.file != "":
-		return transfer.NewFileCheckpoint(f.file), nil
+		return &checkpoint{cp: transfer.NewFileCheckpoint(f.file), path: f.file}, nil
 	}
-	if deflt == "" {
+	if id == nil {
 		if f.resume {
 			return nil, usagef("--resume needs --checkpoint or --checkpoint-table")
 		}
-		return nil, nil
+		return &checkpoint{}, nil
 	}
-	return transfer.NewFileCheckpoint(deflt), nil
+	dir, err := checkpointDir()
+	if err != nil {
+		return nil, fmt.Errorf("no folder for the checkpoint (give --checkpoint FILE or --no-checkpoint): %w", err)
+	}
+	h := sha256.Sum256([]byte(strings.Join(append([]string{op}, id...), "\x00")))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.checkpoint", op, src.table.Name(), hex.EncodeToString(h[:6])))
+	return &checkpoint{cp: transfer.NewFileCheckpoint(path), path: path, chosen: true}, nil
+}
+
+// checkpointDir is the folder of default checkpoints: tablekit/checkpoints
+// in the user cache folder.
+func checkpointDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "tablekit", "checkpoints"), nil
+}
+
+// start prepares the checkpoint before the run: it creates the checkpoint
+// table or the default folder, and says on stderr when --resume finds no
+// checkpoint file (the run starts from the beginning).
+func (c *checkpoint) start(ctx context.Context, e *env, op string, resume bool) error {
+	if c.table != nil {
+		return c.table.CreateIfNotExists(ctx)
+	}
+	if c.path == "" {
+		return nil
+	}
+	if c.chosen {
+		if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+			return err
+		}
+	}
+	_, err := os.Stat(c.path)
+	c.existed = err == nil
+	if resume && !c.existed {
+		fmt.Fprintf(e.stderr, "%s: --resume: no checkpoint in %s: starting from the beginning\n", op, c.path)
+	}
+	return nil
+}
+
+// end settles the checkpoint file when the run is over. A finished run
+// removes the file the command chose, and so does a run that failed
+// without doing anything a resumed run could go on from (a table that
+// does not exist, say): idle, and no checkpoint before it. Otherwise the
+// file is kept, and named on stderr.
+func (c *checkpoint) end(ctx context.Context, e *env, op string, err error, complete, idle bool) {
+	if c.path == "" {
+		return
+	}
+	failed := err != nil && !errors.Is(err, transfer.ErrFailures) && (ctx.Err() == nil || !errors.Is(err, ctx.Err()))
+	if finished(err, complete) || failed && idle && !c.existed {
+		if c.chosen {
+			os.Remove(c.path)
+		}
+		return
+	}
+	if _, err := os.Stat(c.path); err == nil {
+		fmt.Fprintf(e.stderr, "%s: checkpoint kept in %s: run the same command with --resume to go on\n", op, c.path)
+	}
+}
+
+// finished reports whether a run that returned err and complete is over:
+// done, with or without entities that failed for reasons of their own.
+func finished(err error, complete bool) bool {
+	return complete && (err == nil || errors.Is(err, transfer.ErrFailures))
 }
 
 // intIn returns a usage error unless lo <= v <= hi, saying the range.
@@ -271,14 +416,27 @@ func durationAtLeast(name string, d, lo time.Duration) error {
 	return nil
 }
 
-// parse parses args, turning flag errors into usage errors.
+// renamed are flags of earlier versions and their new names.
+var renamed = map[string]string{"from": "partition-from", "to": "partition-to"}
+
+// parse parses args, turning flag errors into usage errors. The flag set
+// prints its usage only when asked (-h), not before an error.
 func parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
+		usage()
 		return err
 	}
 	if err != nil {
+		for old, now := range renamed {
+			if strings.HasSuffix(err.Error(), "flag provided but not defined: -"+old) {
+				return usagef("--%s was renamed --%s", old, now)
+			}
+		}
 		return usagef("%v", err)
 	}
 	if fs.NArg() > 0 {

@@ -17,9 +17,20 @@
 //
 // The account is AZURE_STORAGE_CONNECTION_STRING, --connection-string, or a
 // table SAS URL (--sas-url, which also names the table). A scope is
-// --partition PK, or --from PK and/or --to PK, with optional --filter EXPR
-// (OData) and --older-than (a duration such as 720h, or an RFC 3339 time).
-// Run "tablekit help COMMAND" for every flag.
+// --partition PK, or --partition-from PK and/or --partition-to PK (its
+// exclusive end), with optional --filter EXPR (OData) and --older-than (a
+// duration such as 720h, or an RFC 3339 time). Run "tablekit help COMMAND"
+// for every flag.
+//
+// import and copy check that the destination table exists before any data
+// moves (--create creates it); export writes FILE.partial and renames it
+// FILE when the export is complete, so that a failed export leaves FILE as
+// it was. Every command but conformance keeps a checkpoint, by default a
+// file in the user cache folder (tablekit/checkpoints in
+// os.UserCacheDir: ~/.cache on Linux) named after the command line,
+// removed when the run finishes and named on stderr when it is kept: run
+// the same command with --resume to go on. --checkpoint FILE (kept) or
+// --checkpoint-table T choose another place, --no-checkpoint none.
 //
 // conformance probes an endpoint (Azure Table storage, Cosmos DB for
 // Table, an emulator or a proxy) for the behaviours tablekit depends on
@@ -30,7 +41,9 @@
 // endpoint.
 //
 // Progress goes to stderr: a progress bar on a terminal, plain lines every
-// few seconds otherwise. Exit codes: 0 done; 1 failed; 2 bad usage; 3
+// few seconds otherwise. Exit codes: 0 done; 1 failed (a table that does
+// not exist, a service or file error); 2 bad usage (flags, names, a
+// connection string or SAS URL that cannot be right; nothing is sent); 3
 // stopped before the end (budget spent, interrupted, or a copy or import
 // whose entities failed for a passing reason such as throttling: run
 // again with --resume); 4 done, but some entities failed (listed on
@@ -95,7 +108,8 @@ type env struct {
 	stderrTerminal bool
 	// open opens the account of a connection string with opts (nil means
 	// tablekit.Open). Only the tests set it: their re-executed test binary
-	// runs the command with a fault injector in every account.
+	// runs the command with a fault injector in every account, and their
+	// runs in this process count the transactions in a Meter.
 	open func(connectionString string, opts *tablekit.Options) (*tablekit.Account, error)
 }
 
@@ -117,10 +131,12 @@ func main() {
 // run runs the command line args and returns the exit code.
 func run(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
-		usage(e.stderr)
 		if len(args) == 0 {
+			fmt.Fprint(e.stderr, "tablekit: no command given\n\n")
+			usage(e.stderr)
 			return exitUsage
 		}
+		usage(e.stderr)
 		return exitOK
 	}
 	name := args[0]
@@ -151,8 +167,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "tablekit %s: %v\n", name, err)
 		return exitFailed
 	}
-	fmt.Fprintf(e.stderr, "tablekit: unknown command %q\n\n", name)
-	usage(e.stderr)
+	fmt.Fprintf(e.stderr, "tablekit: unknown command %q\nRun 'tablekit help' for usage.\n", name)
 	return exitUsage
 }
 

@@ -48,20 +48,24 @@ func build(t *testing.T) string {
 
 // cli runs the built command with the test account in the environment.
 type cli struct {
-	t   *testing.T
-	bin string
-	cs  string
-	dir string
+	t     *testing.T
+	bin   string
+	cs    string
+	dir   string
+	cache string // the command's user cache folder ($XDG_CACHE_HOME); "": the user's
 }
 
 func newCLI(t *testing.T) *cli {
-	return &cli{t: t, bin: build(t), cs: testenv.ConnectionString(t), dir: t.TempDir()}
+	return &cli{t: t, bin: build(t), cs: testenv.ConnectionString(t), dir: t.TempDir(), cache: t.TempDir()}
 }
 
 func (c *cli) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+c.cs)
+	if c.cache != "" {
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+c.cache)
+	}
 	return cmd
 }
 
@@ -163,8 +167,12 @@ func TestCLIExportImport(t *testing.T) {
 	if !strings.Contains(errOut, "export: 900 entities") || !strings.Contains(errOut, "(end)") {
 		t.Errorf("export stderr:\n%s", errOut)
 	}
-	if _, err := os.Stat(file + ".checkpoint"); err != nil {
-		t.Errorf("no checkpoint next to the export: %v", err)
+	// A finished export leaves its output and nothing else.
+	if left, _ := filepath.Glob(filepath.Join(c.dir, "*")); len(left) != 1 || left[0] != file {
+		t.Errorf("the export left %q, want only %s", left, file)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.cache, "tablekit", "checkpoints", "*")); len(left) != 0 {
+		t.Errorf("the export left checkpoints %q", left)
 	}
 	// stdout export equals the file's entities.
 	out, _ := c.mustRun(0, "export", "--table", src.Name(), "--concurrency", "1", "--progress", "none")
@@ -202,7 +210,7 @@ func TestCLICopy(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	src, dst := newTable(t, acct), newTable(t, acct)
 	seed(t, src, entities(6, 600, "p"))
-	_, errOut := c.mustRun(0, "copy", "--table", src.Name(), "--to-table", dst.Name(), "--from", "p001", "--to", "p003")
+	_, errOut := c.mustRun(0, "copy", "--table", src.Name(), "--to-table", dst.Name(), "--partition-from", "p001", "--partition-to", "p003")
 	if !strings.Contains(errOut, "200 read, 200 written, 0 failed") {
 		t.Errorf("copy stderr:\n%s", errOut)
 	}
@@ -255,7 +263,7 @@ func TestCLIPurgeDryRun(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := newTable(t, acct)
 	seed(t, tbl, entities(3, 450, "p"))
-	out, _ := c.mustRun(0, "purge", "--table", tbl.Name(), "--from", "p001", "--dry-run")
+	out, _ := c.mustRun(0, "purge", "--table", tbl.Name(), "--partition-from", "p001", "--dry-run")
 	if !strings.Contains(out, "entities: 300\npartitions: 2\n") || !strings.Contains(out, "delete transactions: 4\n") {
 		t.Errorf("dry run:\n%s", out)
 	}
@@ -292,7 +300,7 @@ func TestCLIPurgeKilledResumes(t *testing.T) {
 		}
 	}
 	cp := filepath.Join(c.dir, "purge.checkpoint")
-	args := []string{"purge", "--table", tbl.Name(), "--from", "p", "--to", "q", "--checkpoint", cp,
+	args := []string{"purge", "--table", tbl.Name(), "--partition-from", "p", "--partition-to", "q", "--checkpoint", cp,
 		"--checkpoint-every", "50ms", "--transactions", "1", "--concurrency", "2", "--page-size", "200"}
 	cmd := c.cmd(args...)
 	var errOut bytes.Buffer

@@ -27,16 +27,17 @@ func (f *progressFlags) register(fs *flag.FlagSet) {
 
 // display shows transfer.Progress reports on stderr.
 type display struct {
-	w    io.Writer
-	bar  *progressbar.ProgressBar
-	last time.Time
+	w     io.Writer
+	label string // what the lines and the bar are labelled with
+	bar   *progressbar.ProgressBar
+	last  time.Time
 	// every is the time between plain lines.
 	every time.Duration
 }
 
 // newDisplay returns the progress display the flags and stderr ask for,
-// or nil for none.
-func newDisplay(e *env, f *progressFlags, op string) (*display, error) {
+// or nil for none; label names the command ("count", "purge --dry-run").
+func newDisplay(e *env, f *progressFlags, label string) (*display, error) {
 	mode := f.mode
 	switch mode {
 	case "auto":
@@ -50,11 +51,11 @@ func newDisplay(e *env, f *progressFlags, op string) (*display, error) {
 	default:
 		return nil, usagef("--progress must be auto, bar, lines or none, not %q", f.mode)
 	}
-	d := &display{w: e.stderr, every: 5 * time.Second}
+	d := &display{w: e.stderr, label: label, every: 5 * time.Second}
 	if mode == "bar" {
 		d.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(e.stderr),
-			progressbar.OptionSetDescription(op),
+			progressbar.OptionSetDescription(label),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("entities"),
@@ -90,7 +91,7 @@ func (d *display) show(p transfer.Progress) {
 		if p.Total >= 0 && d.bar.GetMax64() != p.Total {
 			d.bar.ChangeMax64(p.Total)
 		}
-		d.bar.Describe(fmt.Sprintf("%s: %d tx, %s", p.Op, p.Transactions, ranges(p)))
+		d.bar.Describe(fmt.Sprintf("%s: %d tx, %s", d.label, p.Transactions, ranges(p)))
 		d.bar.Set64(count(p))
 		if p.Done {
 			d.bar.Finish()
@@ -102,7 +103,7 @@ func (d *display) show(p transfer.Progress) {
 		return
 	}
 	d.last = time.Now()
-	fmt.Fprintln(d.w, line(p))
+	fmt.Fprintln(d.w, line(d.label, p))
 }
 
 func ranges(p transfer.Progress) string {
@@ -112,11 +113,27 @@ func ranges(p transfer.Progress) string {
 	return fmt.Sprintf("%d/%d ranges", p.RangesDone, p.Ranges)
 }
 
-// line is the plain-text form of a report.
-func line(p transfer.Progress) string {
-	s := fmt.Sprintf("%s: read %d, written %d", p.Op, p.Read, p.Written)
+// line is the plain-text form of a report, labelled label, in the words
+// of its operation: a count counts, an export exports, a purge lists and
+// deletes; an import's entities read and not yet written are pending
+// (its writes are counted as each batch of --batch entities completes).
+func line(label string, p transfer.Progress) string {
+	s := label + ": "
+	switch p.Op {
+	case "count":
+		s += fmt.Sprintf("counted %d", p.Read)
+	case "export":
+		s += fmt.Sprintf("exported %d", p.Written)
+	case "purge":
+		s += fmt.Sprintf("listed %d, deleted %d", p.Read, p.Written)
+	default:
+		s += fmt.Sprintf("read %d, written %d", p.Read, p.Written)
+	}
 	if p.Failed > 0 {
 		s += fmt.Sprintf(", failed %d", p.Failed)
+	}
+	if pending := p.Read - p.Written - p.Failed; p.Op == "import" && pending > 0 && !p.Done {
+		s += fmt.Sprintf(", pending %d", pending)
 	}
 	if p.Skipped > 0 {
 		s += fmt.Sprintf(", left alone %d", p.Skipped)

@@ -49,3 +49,24 @@ func TestTourRunsAnExample(t *testing.T) {
 		}
 	}
 }
+
+// TestTourShowsNoWorkerLifecycle: the examples that run a queue worker
+// (archive moves, index upkeep, the CQRS projection) print what they did,
+// not the worker's lifecycle ("worker started", "worker stopping",
+// "worker stopped" were INFO lines in the tour's output): a worker logs
+// its lifecycle at Debug, below slog's default level.
+func TestTourShowsNoWorkerLifecycle(t *testing.T) {
+	t.Setenv(azurite.ConnectionStringEnv, testenv.ConnectionString(t))
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), []string{"-run", "archive,secondaryindex,cqrs"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "3 of 3 examples passed") {
+		t.Errorf("tour output:\n%s", out.String())
+	}
+	for _, line := range []string{"worker started", "worker stopping", "worker stopped"} {
+		if strings.Contains(out.String(), line) || strings.Contains(errs.String(), line) {
+			t.Errorf("the tour's output has the worker's %q:\n%s%s", line, out.String(), errs.String())
+		}
+	}
+}

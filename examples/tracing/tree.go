@@ -31,7 +31,8 @@ func spanTree(spans tracetest.SpanStubs, root string) []string {
 		line := strings.Repeat("    ", depth) + s.Name + " (" + s.SpanKind.String() + ")"
 		for _, a := range s.Attributes {
 			switch a.Key {
-			case "tablekit.message_kind", "tablekit.dequeue_count", "tablekit.partition_key", "tablekit.row_key", "http.status_code":
+			case "tablekit.message_kind", "tablekit.dequeue_count", "tablekit.partition_key", "tablekit.row_key",
+				"db.operation.name", "db.collection.name", "http.response.status_code":
 				line += fmt.Sprintf(" %s=%s", a.Key, a.Value.String())
 			}
 		}

@@ -17,13 +17,19 @@ const TracerName = "github.com/tablekit/tablekit"
 // Version is the version tablekit's tracers report.
 const Version = "v0"
 
+// NamespaceKey is the span attribute that names the Azure resource
+// provider of a span's service, in OpenTelemetry's semantic conventions
+// (v1.43.0; it replaces the deprecated az.namespace, which azcore still
+// sets on the Azure SDK's own spans).
+const NamespaceKey = "azure.resource_provider.namespace"
+
 // NewTracer returns tablekit's tracer from provider (a disabled tracer
-// from the zero Provider), setting az.namespace to namespace when it is
+// from the zero Provider), setting NamespaceKey to namespace when it is
 // not "" (for example "Microsoft.Tables").
 func NewTracer(provider tracing.Provider, namespace string) tracing.Tracer {
 	tr := provider.NewTracer(TracerName, Version)
 	if namespace != "" {
-		tr.SetAttributes(tracing.Attribute{Key: "az.namespace", Value: namespace})
+		tr.SetAttributes(tracing.Attribute{Key: NamespaceKey, Value: namespace})
 	}
 	return tr
 }

@@ -61,6 +61,83 @@ func spanName(op Operation) string {
 	return "Tables." + string(op)
 }
 
+// Span attributes of a Client's spans, after OpenTelemetry's semantic
+// conventions for database client spans (v1.43.0): the spans are the
+// call-level spans of the Table service, a database.
+const (
+	attrDBSystem    = "db.system.name"
+	attrDBOperation = "db.operation.name"
+	attrDBTable     = "db.collection.name"
+	attrDBBatchSize = "db.operation.batch.size"
+	attrServerAddr  = "server.address"
+	attrServerPort  = "server.port"
+)
+
+// System names of db.system.name: Cosmos DB's is the conventions'
+// well-known value; Table storage has none, so it is named as the
+// conventions ask of a custom value (the product, in lower case).
+const (
+	systemTables = "azure.tables"
+	systemCosmos = "azure.cosmosdb"
+)
+
+// cosmosOperation is db.operation.name on Azure Cosmos DB for Table: the
+// conventions' well-known value for the operation where one applies
+// (the Cosmos DB conventions require it), else the operation in
+// snake_case. ifMatch says whether a write is conditional: an update
+// with one replaces (replace_item), without one inserts or replaces
+// (upsert_item); a merge with one patches, without one inserts or merges.
+func cosmosOperation(op Operation, ifMatch bool) string {
+	switch op {
+	case GetEntity:
+		return "read_item"
+	case QueryEntities:
+		return "query_items"
+	case InsertEntity:
+		return "create_item"
+	case UpdateEntity:
+		if ifMatch {
+			return "replace_item"
+		}
+		return "upsert_item"
+	case MergeEntity:
+		if ifMatch {
+			return "patch_item"
+		}
+		return "insert_or_merge_item"
+	case DeleteEntity:
+		return "delete_item"
+	case Transaction:
+		return "execute_batch"
+	}
+	return string(op)
+}
+
+// startSpan starts the span of a request of op on table (actions: a
+// transaction's), with the database attributes known before it is sent.
+func (c *Client) startSpan(ctx context.Context, op Operation, table string, ifMatch bool, actions int) (context.Context, func(error)) {
+	if !c.tracer.Enabled() {
+		return ctx, func(error) {}
+	}
+	system, name := systemTables, string(op)
+	if c.cosmos {
+		system, name = systemCosmos, cosmosOperation(op, ifMatch)
+	}
+	attrs := make([]tracing.Attribute, 0, 6)
+	attrs = append(attrs,
+		tracing.Attribute{Key: attrDBSystem, Value: system},
+		tracing.Attribute{Key: attrDBOperation, Value: name},
+		tracing.Attribute{Key: attrDBTable, Value: table},
+		tracing.Attribute{Key: attrServerAddr, Value: c.host})
+	if c.port != 0 {
+		attrs = append(attrs, tracing.Attribute{Key: attrServerPort, Value: c.port})
+	}
+	if actions > 1 {
+		attrs = append(attrs, tracing.Attribute{Key: attrDBBatchSize, Value: actions})
+	}
+	return runtime.StartSpan(ctx, spanName(op), c.tracer, &runtime.StartSpanOptions{Kind: tracing.SpanKindClient, Attributes: attrs})
+}
+
 // OperationOf returns the Operation of a request a Client sent, for the
 // policies of its pipeline; ok is false for a request of another client
 // (for example an aztables client sharing the policies).
@@ -79,10 +156,13 @@ var ErrUnreadableAnswer = errors.New("tablewire: the service's answer could not 
 // endpoint. It is safe for concurrent use.
 type Client struct {
 	endpoint    string
+	host        string // server.address of the spans
+	port        int    // server.port of the spans: 0 for 443
 	pipeline    runtime.Pipeline
 	throttling  runtime.Pipeline // for calls that handle throttling themselves
 	tracer      tracing.Tracer
 	mergeTunnel bool
+	cosmos      bool
 }
 
 // Options configures a [Client]. A nil *Options means defaults.
@@ -93,11 +173,16 @@ type Options struct {
 	// paces and repeats such calls itself. nil: the Client's pipeline.
 	OwnThrottling *runtime.Pipeline
 	// Tracer starts a span per request (see the Operation constants),
-	// whose child is azcore's HTTP span; the zero Tracer starts none.
+	// a database client span with the db.* attributes of OpenTelemetry's
+	// semantic conventions, whose child is azcore's HTTP span; the zero
+	// Tracer starts none.
 	Tracer tracing.Tracer
 	// MergeTunnel sends merges as POST with "X-HTTP-Method: MERGE", as
 	// Azure Cosmos DB for Table requires; else they go as PATCH.
 	MergeTunnel bool
+	// Cosmos says that the endpoint is Azure Cosmos DB for Table, for the
+	// spans' db.system.name and db.operation.name.
+	Cosmos bool
 }
 
 // NewClient returns a Client of the table endpoint (for example
@@ -111,13 +196,17 @@ func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, er
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("tablewire: %q is not a table endpoint URL (http or https, no query)", (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String())
 	}
-	c := &Client{endpoint: strings.TrimRight(endpoint, "/"), pipeline: pl, throttling: pl}
+	c := &Client{endpoint: strings.TrimRight(endpoint, "/"), host: u.Hostname(), pipeline: pl, throttling: pl}
+	if p, err := strconv.Atoi(u.Port()); err == nil && p != 443 {
+		c.port = p
+	}
 	if opts != nil {
 		if opts.OwnThrottling != nil {
 			c.throttling = *opts.OwnThrottling
 		}
 		c.tracer = opts.Tracer
 		c.mergeTunnel = opts.MergeTunnel
+		c.cosmos = opts.Cosmos
 	}
 	return c, nil
 }
@@ -155,7 +244,7 @@ type Entity struct {
 // or table is an *azcore.ResponseError with status 404, like every other
 // failure the service reports.
 func (c *Client) GetEntity(ctx context.Context, table, pk, rk, sel string, call Call) (_ Entity, err error) {
-	ctx, end := runtime.StartSpan(ctx, spanName(GetEntity), c.tracer, nil)
+	ctx, end := c.startSpan(ctx, GetEntity, table, false, 0)
 	defer func() { end(err) }()
 	u := c.entityURL(table, pk, rk)
 	if sel != "" {
@@ -199,7 +288,7 @@ type Page struct {
 
 // QueryEntities reads one page of a query of table.
 func (c *Client) QueryEntities(ctx context.Context, table string, q *Query, call Call) (_ Page, err error) {
-	ctx, end := runtime.StartSpan(ctx, spanName(QueryEntities), c.tracer, nil)
+	ctx, end := c.startSpan(ctx, QueryEntities, table, false, 0)
 	defer func() { end(err) }()
 	var b strings.Builder
 	b.Grow(len(c.endpoint) + len(table) + 3 + len(q.Filter)*3/2 + len(q.Select) + len(q.NextPartitionKey) + len(q.NextRowKey) + 64)
@@ -252,7 +341,7 @@ func (c *Client) QueryEntities(ctx context.Context, table string, q *Query, call
 // entity (Prefer: return-no-content). An existing entity is a 409
 // EntityAlreadyExists *azcore.ResponseError.
 func (c *Client) InsertEntity(ctx context.Context, table string, body []byte, call Call) (_ azcore.ETag, err error) {
-	ctx, end := runtime.StartSpan(ctx, spanName(InsertEntity), c.tracer, nil)
+	ctx, end := c.startSpan(ctx, InsertEntity, table, false, 0)
 	defer func() { end(err) }()
 	req, err := c.newRequest(ctx, http.MethodPost, c.endpoint+"/"+table)
 	if err != nil {
@@ -283,7 +372,7 @@ func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []
 			method = http.MethodPost
 		}
 	}
-	ctx, end := runtime.StartSpan(ctx, spanName(op), c.tracer, nil)
+	ctx, end := c.startSpan(ctx, op, table, ifMatch != "", 0)
 	defer func() { end(err) }()
 	req, err := c.newRequest(ctx, method, c.entityURL(table, pk, rk))
 	if err != nil {
@@ -309,7 +398,7 @@ func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []
 // matches ifMatch (azcore.ETagAny: any version), which the service
 // requires.
 func (c *Client) DeleteEntity(ctx context.Context, table, pk, rk string, ifMatch azcore.ETag, call Call) (err error) {
-	ctx, end := runtime.StartSpan(ctx, spanName(DeleteEntity), c.tracer, nil)
+	ctx, end := c.startSpan(ctx, DeleteEntity, table, true, 0)
 	defer func() { end(err) }()
 	req, err := c.newRequest(ctx, http.MethodDelete, c.entityURL(table, pk, rk))
 	if err != nil {
@@ -320,13 +409,13 @@ func (c *Client) DeleteEntity(ctx context.Context, table, pk, rk string, ifMatch
 	return err
 }
 
-// Transaction sends an entity group transaction: body is its
-// multipart/mixed request body with the given batch boundary (its entity
-// URLs based on [Client.Endpoint]). It returns the service's 202 answer,
-// whose body (also returned) holds each action's outcome; any other
-// status is an *azcore.ResponseError.
-func (c *Client) Transaction(ctx context.Context, body []byte, boundary string, call Call) (_ *http.Response, _ []byte, err error) {
-	ctx, end := runtime.StartSpan(ctx, spanName(Transaction), c.tracer, nil)
+// Transaction sends an entity group transaction of actions actions on
+// table: body is its multipart/mixed request body with the given batch
+// boundary (its entity URLs based on [Client.Endpoint]). It returns the
+// service's 202 answer, whose body (also returned) holds each action's
+// outcome; any other status is an *azcore.ResponseError.
+func (c *Client) Transaction(ctx context.Context, table string, actions int, body []byte, boundary string, call Call) (_ *http.Response, _ []byte, err error) {
+	ctx, end := c.startSpan(ctx, Transaction, table, false, actions)
 	defer func() { end(err) }()
 	req, err := c.newRequest(ctx, http.MethodPost, c.endpoint+"/$batch")
 	if err != nil {

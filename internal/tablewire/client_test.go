@@ -120,7 +120,7 @@ func TestRequests(t *testing.T) {
 		}, []func(*http.Request) *http.Response{ok},
 			recorded{http.MethodDelete, endpoint + "/Orders(PartitionKey='',RowKey='')", http.Header{"If-Match": {"*"}}, ""}},
 		{"transaction", func(c *Client) error {
-			resp, body, err := c.Transaction(ctx, []byte("--batch_x\r\n..."), "batch_x", Call{})
+			resp, body, err := c.Transaction(ctx, "t", 2, []byte("--batch_x\r\n..."), "batch_x", Call{})
 			if err == nil && (resp.StatusCode != http.StatusAccepted || string(body) != "--batchresponse_y--") {
 				err = errors.New("answer not returned")
 			}
@@ -222,7 +222,7 @@ func TestUnreadableAnswer(t *testing.T) {
 			Body: io.NopCloser(io.MultiReader(strings.NewReader("--batchresp"), iotest.ErrReader(io.ErrUnexpectedEOF))), Request: req}
 	}
 	f := &fake{answers: []func(*http.Request) *http.Response{broken}}
-	_, _, err := newTestClient(t, f, nil).Transaction(context.Background(), []byte("x"), "b", Call{})
+	_, _, err := newTestClient(t, f, nil).Transaction(context.Background(), "t", 2, []byte("x"), "b", Call{})
 	if !errors.Is(err, ErrUnreadableAnswer) || !errors.Is(err, io.ErrUnexpectedEOF) || len(f.reqs) != 1 {
 		t.Fatalf("got %v after %d tries", err, len(f.reqs))
 	}
