@@ -20,7 +20,7 @@ import (
 func TestCosmosIndexLookups(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 11}})
-	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func cosmosAccount(t *testing.T) *tablekit.Account {
 	t.Helper()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 3}})
-	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestCosmosExportCountCopy(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		// Seed 2 pages as Azure may too: short pages, empty pages.
 		paging := seed == 2
-		_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, src)
+		_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Service: tablekit.ServiceCosmosDB}, src)
 		csrc := tbls[0]
 		for _, c := range cosmosScans {
 			t.Run(fmt.Sprintf("seed %d/%s", seed, c.name), func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestCosmosExportCountCopy(t *testing.T) {
 				}
 
 				dst := newTable(t, acct)
-				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Cosmos: true}, dst)
+				_, _, dtbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: seed, Paging: paging}, &tablekit.Options{Service: tablekit.ServiceCosmosDB}, dst)
 				cres, err := transfer.Copy(ctxFor(t), csrc, dtbls[0], transfer.Insert, ptr(withScan(transfer.Options{}, c.scan)))
 				if err != nil || !cres.Complete || cres.Written != int64(n) || cres.Failed != 0 {
 					t.Errorf("copy: %d read, %d written, %d failed, complete %v; %v", cres.Read, cres.Written, cres.Failed, cres.Complete, err)
@@ -128,7 +128,7 @@ func TestCosmosPurge(t *testing.T) {
 			es := seedMany(t, tbl, 40, 2000)
 			keep := []tablekit.Entity{{PartitionKey: "a-before", RowKey: "1"}, {PartitionKey: "z-after", RowKey: "1"}}
 			seed(t, tbl, keep)
-			_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Paging: true, Seed: 3}, &tablekit.Options{Cosmos: true}, tbl)
+			_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Paging: true, Seed: 3}, &tablekit.Options{Service: tablekit.ServiceCosmosDB}, tbl)
 			res, err := transfer.Purge(ctxFor(t), tbls[0], ptr(withScanP(transfer.PurgeOptions{Options: transfer.Options{Scope: transfer.Scope{From: "p", To: "q"}}}, c.scan)))
 			if err != nil || !res.Complete || res.Deleted != int64(len(es)) || res.Listed != int64(len(es)) || res.Gone != 0 || res.Changed != 0 {
 				t.Errorf("purge %+v, %v", res, err)
@@ -163,7 +163,7 @@ func TestCosmosCountResumes(t *testing.T) {
 		return r.Next()
 	})
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 4},
-		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
+		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Service: tablekit.ServiceCosmosDB}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 3, PageSize: 40, Boundaries: []string{"p013", "p027"}}
 	res, err := transfer.Count(cctx, tbls[0], &opts)
@@ -204,7 +204,7 @@ func TestCosmosCountResumesLargeTally(t *testing.T) {
 		return r.Next()
 	})
 	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 5},
-		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Cosmos: true}, tbl)
+		&tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}, Service: tablekit.ServiceCosmosDB}, tbl)
 	cp := transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "count.checkpoint"))
 	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 1, PageSize: 100}
 	res, err := transfer.Count(cctx, tbls[0], &opts)

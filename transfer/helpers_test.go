@@ -172,3 +172,12 @@ func withScanP(o transfer.PurgeOptions, s scanOpts) transfer.PurgeOptions {
 
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
+
+// cosmosService is the tablekit.Options.Service of an Account opened on a
+// front of the test's own: Cosmos DB when the front is in Cosmos mode.
+func cosmosService(cosmos bool) tablekit.Service {
+	if cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
+}

@@ -279,7 +279,7 @@ func TestCountEmptyPartitionKey(t *testing.T) {
 	}
 	es = append(es, tablekit.Entity{PartitionKey: "a", RowKey: "1"})
 	seed(t, tbl, es)
-	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 1}, &tablekit.Options{Cosmos: true}, tbl)
+	_, _, tbls := behindFront(t, &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 1}, &tablekit.Options{Service: tablekit.ServiceCosmosDB}, tbl)
 	for _, c := range []struct {
 		name string
 		tbl  *tablekit.Table[tablekit.Entity]

@@ -53,7 +53,7 @@ const chaosProcessEnv = "TABLEKIT_CLI_CHAOS"
 // chaosProcessConfig is what a command process is told.
 type chaosProcessConfig struct {
 	Seed   int64  // seed of its fault injector
-	Cosmos bool   // its tables are on Cosmos DB (tablekit.Options.Cosmos)
+	Cosmos bool   // its tables are on Cosmos DB (tablekit.ServiceCosmosDB)
 	Stats  string // file it writes its injector's counts to, every 10 ms
 }
 
@@ -116,7 +116,9 @@ func chaosProcess(cfgJSON string, args []string) int {
 			if opts != nil {
 				o = *opts
 			}
-			o.Cosmos = cfg.Cosmos
+			if cfg.Cosmos {
+				o.Service = tablekit.ServiceCosmosDB
+			}
 			return inj.Open(cs, &o)
 		}}
 	code := run(ctx, e, args)

@@ -124,18 +124,20 @@ func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Acc
 // [Injector.Open]): on the test account (internal/testenv), or, cosmos,
 // on an Azurite of t's own behind package azurite's front in Cosmos DB
 // mode with Azure's paging, seeded by the Injector's seed, each Account
-// opened with tablekit.Options.Cosmos. It is how a suite runs one body on
-// Table storage and on Cosmos DB for Table.
+// opened with tablekit.ServiceCosmosDB (else as testenv.Service says). It
+// is how a suite runs one body on Table storage and on Cosmos DB for
+// Table.
 func (inj *Injector) Opener(t testing.TB, cosmos bool) func() (*tablekit.Account, error) {
 	t.Helper()
-	conn := ""
+	conn, svc := "", testenv.Service()
 	if cosmos {
+		svc = tablekit.ServiceCosmosDB
 		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(inj.seed)}}).ConnectionString()
 	} else {
 		conn = testenv.ConnectionString(t)
 	}
 	return func() (*tablekit.Account, error) {
-		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
+		return inj.Open(conn, &tablekit.Options{Service: svc})
 	}
 }
 

@@ -82,7 +82,7 @@ type Client struct {
 	pipeline    runtime.Pipeline
 	throttling  runtime.Pipeline // for calls that handle throttling themselves
 	tracer      tracing.Tracer
-	mergeTunnel bool
+	mergeTunnel func() bool
 }
 
 // Options configures a [Client]. A nil *Options means defaults.
@@ -95,9 +95,11 @@ type Options struct {
 	// Tracer starts a span per request (see the Operation constants),
 	// whose child is azcore's HTTP span; the zero Tracer starts none.
 	Tracer tracing.Tracer
-	// MergeTunnel sends merges as POST with "X-HTTP-Method: MERGE", as
-	// Azure Cosmos DB for Table requires; else they go as PATCH.
-	MergeTunnel bool
+	// MergeTunnel, when it returns true, sends merges as POST with
+	// "X-HTTP-Method: MERGE", as Azure Cosmos DB for Table requires; else
+	// (or nil) they go as PATCH. It is asked at every merge: an Account
+	// learns it is on Cosmos DB from its answers.
+	MergeTunnel func() bool
 }
 
 // NewClient returns a Client of the table endpoint (for example
@@ -127,9 +129,9 @@ func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, er
 func (c *Client) Endpoint() string { return c.endpoint }
 
 // MergeTunnel reports whether the Client sends merges as POST with
-// "X-HTTP-Method: MERGE" (Options.MergeTunnel): a transaction's merge
+// "X-HTTP-Method: MERGE" now (Options.MergeTunnel): a transaction's merge
 // actions must go the same way.
-func (c *Client) MergeTunnel() bool { return c.mergeTunnel }
+func (c *Client) MergeTunnel() bool { return c.mergeTunnel != nil && c.mergeTunnel() }
 
 // Call is what a caller attaches to one request besides its parameters.
 type Call struct {
@@ -277,9 +279,10 @@ func (c *Client) InsertEntity(ctx context.Context, table string, body []byte, ca
 // insert-or-merge).
 func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []byte, merge bool, ifMatch azcore.ETag, call Call) (_ azcore.ETag, err error) {
 	op, method := UpdateEntity, http.MethodPut
+	tunnel := merge && c.MergeTunnel()
 	if merge {
 		op, method = MergeEntity, http.MethodPatch
-		if c.mergeTunnel {
+		if tunnel {
 			method = http.MethodPost
 		}
 	}
@@ -289,7 +292,7 @@ func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []
 	if err != nil {
 		return "", err
 	}
-	if merge && c.mergeTunnel {
+	if tunnel {
 		req.Raw().Header["X-Http-Method"] = []string{"MERGE"}
 	}
 	if ifMatch != "" {

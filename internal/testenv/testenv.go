@@ -182,6 +182,16 @@ func PagesAsAzure() bool {
 	return err == nil && o != nil && o.Paging
 }
 
+// Service is the tablekit.Options.Service of the test account:
+// tablekit.ServiceCosmosDB when the tests run behind the front in Cosmos
+// DB mode (TABLEKIT_FRONT=cosmos), else tablekit.ServiceAuto.
+func Service() tablekit.Service {
+	if o, err := FrontOptions(); err == nil && o != nil && o.Cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
+}
+
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
 func ExampleAccount() *tablekit.Account {
@@ -189,7 +199,7 @@ func ExampleAccount() *tablekit.Account {
 	if err != nil {
 		panic(err)
 	}
-	acct, err := tablekit.Open(cs, nil)
+	acct, err := tablekit.Open(cs, &tablekit.Options{Service: Service()})
 	if err != nil {
 		panic(err)
 	}
@@ -197,10 +207,18 @@ func ExampleAccount() *tablekit.Account {
 }
 
 // Account opens a new Account (with its own Meter) on the test account.
-// opts may add policies, retry options or a transport.
+// opts may add policies, retry options or a transport; with Service
+// ServiceAuto (or nil opts) the Account is opened with [Service].
 func Account(t testing.TB, opts *tablekit.Options) *tablekit.Account {
 	t.Helper()
-	acct, err := tablekit.Open(ConnectionString(t), opts)
+	o := tablekit.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Service == tablekit.ServiceAuto {
+		o.Service = Service()
+	}
+	acct, err := tablekit.Open(ConnectionString(t), &o)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
