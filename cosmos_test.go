@@ -150,16 +150,16 @@ func TestCosmosEndpointsRecognised(t *testing.T) {
 		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmosdb.azure.us/;":   true,
 		// The Cosmos DB emulator's connection string, as Microsoft's
 		// documentation gives it.
-		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://localhost:8902/;": true,
-		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://127.0.0.1:8902/;": true,
+		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://localhost:8902/;":  true,
+		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://127.0.0.1:8902/;":  true,
 		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=http://localhost:8902/;": true,
 		// Table storage, Azurite, and hosts that only look alike.
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net":                                 false,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.chinacloudapi.cn":                            false,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.usgovcloudapi.net":                           false,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://table.cosmos.example.com/;":                false,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos-proxy.example.com/;":     false,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://cosmos.example.com:8902/;":                 false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net":                             false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.chinacloudapi.cn":                        false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.usgovcloudapi.net":                       false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://table.cosmos.example.com/;":            false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos-proxy.example.com/;": false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://cosmos.example.com:8902/;":             false,
 		"UseDevelopmentStorage=true": false,
 	} {
 		acct, err := tablekit.Open(cs, nil)
