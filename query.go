@@ -610,12 +610,12 @@ func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions)
 	}
 	o.Limit = n
 	out := make([]T, 0, min(n, limits.PageSize))
-	err = t.scan(ctx, "Top", f, &o, "", func(obj []byte) (bool, error) {
+	err = t.scan(ctx, "Query", f, &o, "", func(obj []byte) (bool, error) {
 		if t.onCosmos() {
 			return false, t.unorderedError("Top", instead) // a page showed Cosmos DB
 		}
 		var v T
-		if err := t.decode("Top", obj, &v); err != nil {
+		if err := t.decode("Query", obj, &v); err != nil {
 			return false, err
 		}
 		out = append(out, v)
