@@ -318,7 +318,7 @@ func (s *frontService) writePage(w http.ResponseWriter, top map[string]json.RawM
 	body := marshalJSON(top)
 	copyHeader(w.Header(), header)
 	if s.front.cosmos != nil {
-		cosmosHeaders(w.Header())
+		cosmosHeaders(w.Header(), http.StatusOK)
 	}
 	s.setPageToken(w.Header(), next)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
