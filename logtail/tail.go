@@ -517,12 +517,18 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 
 // collect returns the n newest entries of pk with RowKey > after (all
 // when after is ""), newest first, asking for at most pageSize entities
-// per request (0: the service's maximum).
-func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) ([]T, error) {
+// per request (0: the service's maximum). On Cosmos DB it refuses, also
+// when the first answers show Cosmos DB (Top refuses then).
+func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) (_ []T, err error) {
+	defer func() {
+		if errors.Is(err, tablekit.ErrUnsupported) && core.Cosmos(l.table) {
+			err = &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
+				Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
+				Err:    tablekit.ErrUnsupported}
+		}
+	}()
 	if core.Cosmos(l.table) {
-		return nil, &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
-			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
-			Err:    tablekit.ErrUnsupported}
+		return nil, tablekit.ErrUnsupported
 	}
 	parts, err := l.partitions(op, pk)
 	if err != nil {
