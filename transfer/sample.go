@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // How a table is split into ranges when the caller gives no boundaries
@@ -51,7 +52,10 @@ type sampler struct {
 	budget      int
 	// unordered is true when the service does not return results in key
 	// order: a probe then finds a key at or after its point, not the first.
-	unordered bool
+	// When the first probe's answer shows Cosmos DB (see sample), it is set
+	// then, and the target raised to unorderedTarget (if more).
+	unordered       bool
+	unorderedTarget int
 	probes    atomic.Int64
 	visited   map[string]bool
 }
@@ -94,6 +98,9 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	first, ok, err := s.probe(ctx, s.scope.From, "")
 	if err != nil || !ok {
 		return nil, err
+	}
+	if !s.unordered && core.Cosmos(s.t) {
+		s.unordered, target = true, max(target, s.unorderedTarget)
 	}
 	known := []string{first}
 	for round := 0; round < maxRounds && len(known) < target; round++ {
