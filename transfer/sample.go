@@ -56,8 +56,8 @@ type sampler struct {
 	// then, and the target raised to unorderedTarget (if more).
 	unordered       bool
 	unorderedTarget int
-	probes    atomic.Int64
-	visited   map[string]bool
+	probes          atomic.Int64
+	visited         map[string]bool
 }
 
 // probe returns the first PartitionKey in [x, to), if any (to "": the
