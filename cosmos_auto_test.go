@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // The tests of this file open Accounts with the default Options
@@ -59,6 +60,11 @@ func fiveBy60(t *testing.T) func(tbl *tablekit.Table[wireItem]) {
 		}
 	}
 }
+
+// onCosmos reports whether the test account is Cosmos DB's (the tests run
+// behind the front in Cosmos DB mode, TABLEKIT_FRONT=cosmos): query
+// results in no key order, Top refused, Cosmos DB's limits.
+func onCosmos() bool { return testenv.Service() == tablekit.ServiceCosmosDB }
 
 // isCosmosRefusal reports whether err says an operation is not supported
 // on Cosmos DB.
