@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"unicode/utf16"
 	"testing/iotest"
 	"time"
+	"unicode/utf16"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
