@@ -106,11 +106,19 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 
 // Account opens the test account (internal/testenv: Azurite or
 // AZURE_STORAGE_CONNECTION_STRING) with the Injector, as [Injector.Open]
-// does, and fails t if it cannot. When t ends, the Injector's [Stats] are
+// does (with opts' Service, or testenv.Service when it is ServiceAuto),
+// and fails t if it cannot. When t ends, the Injector's [Stats] are
 // logged (once per Injector).
 func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Account {
 	t.Helper()
-	acct, err := inj.Open(testenv.ConnectionString(t), opts)
+	var o tablekit.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Service == tablekit.ServiceAuto {
+		o.Service = testenv.Service()
+	}
+	acct, err := inj.Open(testenv.ConnectionString(t), &o)
 	if err != nil {
 		t.Fatalf("chaos: %v", err)
 	}
