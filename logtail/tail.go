@@ -344,6 +344,12 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 // least Shards queries on a sharded log). n <= PageSize is one query per
 // bucket. Refusals are *tablekit.ValidationError with Op
 // "logtail.Log.Latest".
+//
+// On Azure Cosmos DB for Table, which does not keep key order, Latest and
+// Page are refused with an error matching tablekit.ErrUnsupported: before
+// anything is sent when the Account knows it is on Cosmos DB, else once
+// the first answers show it (tablekit.ServiceAuto). Read with Window
+// there.
 func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
 	const op = "logtail.Log.Latest"
 	if err := l.check(op); err != nil {
@@ -359,9 +365,11 @@ func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
 // newest first. A zero from means no lower bound, a zero to no upper
 // bound: Window(ctx, pk, since, time.Time{}) is every entry since a time.
 // It is one RowKey range query per shard bucket, one request per page of
-// results (Options.PageSize). Refusals (a partition key Azure refuses, a
-// time outside years 1..9999) are yielded as a *tablekit.ValidationError
-// with Op "logtail.Log.Window".
+// results (Options.PageSize); on Azure Cosmos DB for Table, which does not
+// keep key order, each bucket's range is read whole and sorted
+// (tablekit.QueryOptions.KeyOrder: at most 10,000 entries per bucket).
+// Refusals (a partition key Azure refuses, a time outside years 1..9999)
+// are yielded as a *tablekit.ValidationError with Op "logtail.Log.Window".
 func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
 	return l.window(ctx, "logtail.Log.Window", pk, from, to)
 }
