@@ -99,7 +99,7 @@ func (w *chaosWorld) front(cosmos bool) string {
 	if cosmos {
 		opts.Seed++
 	}
-	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(w.cs)}, opts)
+	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(w.cs)}, testenv.FrontBefore(opts))
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 func behindFront(t *testing.T, fopts *azurite.FrontOptions, aopts *tablekit.Options, tbls ...*tablekit.Table[tablekit.Entity]) (*azurite.Front, *tablekit.Account, []*tablekit.Table[tablekit.Entity]) {
 	t.Helper()
 	cs := testenv.ConnectionString(t)
-	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(cs)}, fopts)
+	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(cs)}, testenv.FrontBefore(fopts))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,9 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Option
 			if open != nil && pk == *open {
 				continue
 			}
+			if open != nil {
+				j.reliedOnOrder.Store(true) // closed before the range's end
+			}
 			s.Partitions++
 			s.DeleteTx += (n + limits.TransactionActions - 1) / limits.TransactionActions
 			delete(r.Tally, pk)

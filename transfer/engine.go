@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,12 @@ type job struct {
 	// documentation. Read it with isUnordered: an Account may find out
 	// from the job's own answers.
 	unordered atomic.Bool
+	// reliedOnOrder is set when the job took a page for one in key order
+	// in a way that depends on it (ended a range at a split's Cap; count
+	// closed a partition's tally before the range's end): should the
+	// service turn out not to keep key order after all, the job fails
+	// (see orderLost).
+	reliedOnOrder atomic.Bool
 
 	// resumed is true when the state was loaded from the checkpoint.
 	resumed bool
@@ -271,6 +278,29 @@ func (j *job) isUnordered() bool {
 		return true
 	}
 	return false
+}
+
+// orderLost returns the error of a job that relied on key order (see
+// reliedOnOrder) on a service that turned out not to keep it: an Account
+// with tablekit.ServiceAuto behind something that hides Cosmos DB's
+// continuation tokens, whose first pages happened to be in key order. The
+// job's results may be wrong; its Account now knows, and a run started
+// again (without Resume) reads as on Cosmos DB.
+func (j *job) orderLost() error {
+	if !j.reliedOnOrder.Load() || !j.isUnordered() {
+		return nil
+	}
+	return &tablekit.ValidationError{Op: "transfer." + opName(j.op), Entity: j.t.Name(),
+		Detail: "the service answered as Azure Cosmos DB for Table, which does not keep key order, after the job had relied on it: run the job again, from the start (the Account knows now), or open the Account with tablekit.ServiceCosmosDB",
+		Err:    tablekit.ErrUnsupported}
+}
+
+// opName names a job's operation as its function: "export" is "Export".
+func opName(op string) string {
+	if op == "" {
+		return op
+	}
+	return strings.ToUpper(op[:1]) + op[1:]
 }
 
 // load reads the checkpoint and checks that it belongs to this job, whose
@@ -459,6 +489,9 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 	if firstErr != nil {
 		return firstErr
 	}
+	if err := j.orderLost(); err != nil {
+		return err
+	}
 	if err := context.Cause(ctx); err != nil && !j.state.Complete {
 		return err
 	}
@@ -502,6 +535,9 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 			return err
 		}
 		j.clip(r, &page)
+		if err := j.orderLost(); err != nil {
+			return err
+		}
 		if err := fn(ctx, r, token, page); err != nil {
 			if errors.Is(err, errHold) {
 				j.mu.Lock()
@@ -534,6 +570,7 @@ func (j *job) clip(r *rangeState, page *tablekit.Page[tablekit.Entity]) {
 			for i := range page.Items {
 				if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
 					page.Items, page.Continuation = page.Items[:i], ""
+					j.reliedOnOrder.Store(true)
 					break
 				}
 			}

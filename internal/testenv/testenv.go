@@ -192,6 +192,22 @@ func Service() tablekit.Service {
 	return tablekit.ServiceAuto
 }
 
+// FrontBefore returns the options of a front a test puts before the test
+// account's table endpoint (azurite.NewFront): a copy of opts, in Cosmos
+// DB mode when the test account is Cosmos DB's (see [Service]), as a
+// front that answers as Table storage before an endpoint that answers as
+// Cosmos DB would answer as neither.
+func FrontBefore(opts *azurite.FrontOptions) *azurite.FrontOptions {
+	o := azurite.FrontOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if Service() == tablekit.ServiceCosmosDB {
+		o.Cosmos = true
+	}
+	return &o
+}
+
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
 func ExampleAccount() *tablekit.Account {
