@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +209,51 @@ func FrontBefore(opts *azurite.FrontOptions) *azurite.FrontOptions {
 	}
 	return &o
 }
+
+// Narrates checks that an example's narration out holds each of wants.
+// In a want, "{n}" (a number in braces) stands for a count of requests
+// that Azure's paging may raise (see [PagesAsAzure]): it matches n
+// exactly, or, where the test account pages as Azure may, any number
+// from n up.
+func Narrates(t testing.TB, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		var re strings.Builder
+		var mins []int
+		rest := want
+		for {
+			m := countPlaceholder.FindStringSubmatchIndex(rest)
+			if m == nil {
+				re.WriteString(regexp.QuoteMeta(rest))
+				break
+			}
+			re.WriteString(regexp.QuoteMeta(rest[:m[0]]))
+			re.WriteString(`(\d+)`)
+			n, _ := strconv.Atoi(rest[m[2]:m[3]])
+			mins = append(mins, n)
+			rest = rest[m[1]:]
+		}
+		ok := false
+		for _, got := range regexp.MustCompile(re.String()).FindAllStringSubmatch(out, -1) {
+			ok = true
+			for i, min := range mins {
+				n, _ := strconv.Atoi(got[i+1])
+				if n < min || (n != min && !PagesAsAzure()) {
+					ok = false
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			t.Errorf("narration lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// countPlaceholder is a count in a want of [Narrates]: "{3}".
+var countPlaceholder = regexp.MustCompile(`\{(\d+)\}`)
 
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
