@@ -214,7 +214,8 @@ func FrontBefore(opts *azurite.FrontOptions) *azurite.FrontOptions {
 // In a want, "{n}" (a number in braces) stands for a count of requests
 // that Azure's paging may raise (see [PagesAsAzure]): it matches n
 // exactly, or, where the test account pages as Azure may, any number
-// from n up.
+// from n up (and the word after it in the plural: "{1} transaction"
+// matches "3 transactions").
 func Narrates(t testing.TB, out string, wants ...string) {
 	t.Helper()
 	for _, want := range wants {
@@ -232,6 +233,10 @@ func Narrates(t testing.TB, out string, wants ...string) {
 			n, _ := strconv.Atoi(rest[m[2]:m[3]])
 			mins = append(mins, n)
 			rest = rest[m[1]:]
+			if w := countNoun.FindString(rest); w != "" {
+				re.WriteString(regexp.QuoteMeta(w) + "s?")
+				rest = rest[len(w):]
+			}
 		}
 		ok := false
 		for _, got := range regexp.MustCompile(re.String()).FindAllStringSubmatch(out, -1) {
@@ -252,8 +257,12 @@ func Narrates(t testing.TB, out string, wants ...string) {
 	}
 }
 
-// countPlaceholder is a count in a want of [Narrates]: "{3}".
-var countPlaceholder = regexp.MustCompile(`\{(\d+)\}`)
+// countPlaceholder is a count in a want of [Narrates]: "{3}"; countNoun
+// the word after it.
+var (
+	countPlaceholder = regexp.MustCompile(`\{(\d+)\}`)
+	countNoun        = regexp.MustCompile(`^ [A-Za-z]+`)
+)
 
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
