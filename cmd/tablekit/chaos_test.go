@@ -571,8 +571,9 @@ func TestChaosCLIKill(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		ctx := context.Background()
 		cs := testenv.ConnectionString(t)
-		cosmos := seed%2 == 0
-		fopts := &azurite.FrontOptions{Paging: true, Cosmos: cosmos, Seed: uint64(seed)*3 + 1}
+		// Cosmos DB on every seed when the test account is Cosmos DB's.
+		fopts := testenv.FrontBefore(&azurite.FrontOptions{Paging: true, Cosmos: seed%2 == 0, Seed: uint64(seed)*3 + 1})
+		cosmos := fopts.Cosmos
 		front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: tableEndpointRe.FindString(cs)[len("TableEndpoint="):]}, fopts)
 		if err != nil {
 			t.Fatal(err)
