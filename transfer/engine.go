@@ -365,6 +365,8 @@ func (j *job) plan(ctx context.Context) error {
 		if len(bounds) > 0 {
 			bounds = bounds[1:] // the first key starts the first range anyway
 		}
+		// Keys outside the scope cannot bound a range of it.
+		bounds = slices.DeleteFunc(bounds, func(b string) bool { return b == whole.From || !whole.contains(b) })
 		j.probe = s.probes.Load()
 		j.requests.Add(j.probe)
 		j.state.Probes += j.probe

@@ -71,8 +71,13 @@ func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error)
 	if s.scope.From != "" && compareKeys(x, s.scope.From) < 0 {
 		x = s.scope.From
 	}
-	if to == "" {
+	if to == "" || (s.scope.To != "" && compareKeys(to, s.scope.To) > 0) {
+		// Never past the scope: a bound of the next point (where results
+		// are not in key order) may lie beyond it.
 		to = s.scope.To
+	}
+	if to != "" && compareKeys(x, to) >= 0 {
+		return "", false, nil
 	}
 	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true}
 	for {
