@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -430,5 +431,100 @@ func TestCosmosScopeKept(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCosmosNoSplitOnceUnordered: an idle reader that began to split a
+// running range while its Account did not know it was on Cosmos DB does
+// not split it once an answer shows Cosmos DB: the running range may have
+// read keys past the split point already, which the new range would read
+// again. A resumed export (its one range planned by the stopped run, so
+// no probe of its own tells) holds its range's first page until the split
+// has sent a probe, and the probe until the range has asked for its
+// second page (so it has handled its first, in no key order).
+func TestCosmosNoSplitOnceUnordered(t *testing.T) {
+	ctx := ctxFor(t)
+	acct := testenv.Account(t, nil)
+	src := newTable(t, acct)
+	es := seedMany(t, src, 20, 800)
+	fopts := &azurite.FrontOptions{NoLimits: true, NoSASRanges: true, Cosmos: true, Seed: 3}
+	path := filepath.Join(t.TempDir(), "export.jsonl")
+	cp := transfer.NewFileCheckpoint(path + ".checkpoint")
+
+	// The stopped run: one reader, one range, stopped at its first page.
+	cctx, cancel := context.WithCancel(ctx)
+	stop := policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isQuery(r) {
+			cancel()
+			return nil, context.Canceled
+		}
+		return r.Next()
+	})
+	_, _, tbls := behindFront(t, fopts, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{stop}}}, src)
+	f, err := openExport(ctx, path, cp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := transfer.Options{JobOptions: transfer.JobOptions{Checkpoint: cp}, Concurrency: 1, PageSize: 40}
+	if res, err := transfer.Export(cctx, tbls[0], f, &opts); !errors.Is(err, context.Canceled) || res.Complete {
+		t.Fatalf("stopped export: %+v, %v", res, err)
+	}
+	f.Close()
+
+	// The resumed run, two readers: the idle one splits the range.
+	var (
+		probes, pages   atomic.Int32
+		probed, second  = make(chan struct{}), make(chan struct{})
+		probeOnce, once sync.Once
+	)
+	wait := func(c chan struct{}) {
+		select {
+		case <-c:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	hold := policyFunc(func(r *policy.Request) (*http.Response, error) {
+		if isQuery(r) {
+			if r.Raw().URL.Query().Get("$top") == "1" {
+				probes.Add(1)
+				probeOnce.Do(func() { close(probed) })
+				wait(second)
+			} else {
+				switch pages.Add(1) {
+				case 1:
+					wait(probed)
+				case 2:
+					once.Do(func() { close(second) })
+				}
+			}
+		}
+		return r.Next()
+	})
+	_, _, tbls = behindFront(t, fopts, &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{hold}}}, src)
+	opts.Concurrency, opts.MaxProbes, opts.Resume = 2, 4, true
+	if f, err = openExport(ctx, path, cp, true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := transfer.Export(ctx, tbls[0], f, &opts)
+	f.Close()
+	if err != nil || !res.Complete {
+		t.Fatalf("resumed export: %+v, %v", res, err)
+	}
+	if f, err = os.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	seen := readKeys(t, f)
+	f.Close()
+	twice := 0
+	for _, n := range seen {
+		if n > 1 {
+			twice++
+		}
+	}
+	if len(seen) != len(es) || twice > 0 || res.Entities != int64(len(es)) {
+		t.Errorf("export: %d keys, %d more than once, %d lines in %d ranges; want each of the %d once", len(seen), twice, res.Entities, res.Ranges, len(es))
+	}
+	if probes.Load() == 0 {
+		t.Error("no split was tried: the test tests nothing")
 	}
 }

@@ -646,6 +646,13 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 			j.mu.Unlock()
 			return nil, err
 		}
+		if j.isUnordered() {
+			// The probes (or a page meanwhile) showed that results are
+			// not in key order: the victim may have read keys past any
+			// split point already, which the new range would read again.
+			j.mu.Unlock()
+			return nil, nil
+		}
 		// The middle key the victim has not reached.
 		var k string
 		for i := len(keys) / 2; i < len(keys); i++ {
