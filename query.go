@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
@@ -338,20 +339,88 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 
 // inKeyOrder reports whether the entities of a page (their JSON objects)
 // are in key order, as Table storage returns them. An entity whose keys
-// cannot be read counts as in order: reading it fails elsewhere.
+// cannot be read counts as in order: reading it fails elsewhere. It reads
+// each object only up to its keys, and allocates only for keys escaped in
+// the JSON.
 func inKeyOrder(objs [][]byte) bool {
-	var prevPK, prevRK string
+	var prevPK, prevRK []byte
 	for i, obj := range objs {
-		pk, rk, err := objectKeys(obj)
-		if err != nil {
+		pk, rk, ok := rawKeys(obj)
+		if !ok {
 			return true
 		}
-		if i > 0 && compareKeys(prevPK, prevRK, pk, rk) > 0 {
-			return false
+		if i > 0 {
+			c := compareKeyBytes(prevPK, pk)
+			if c == 0 {
+				c = compareKeyBytes(prevRK, rk)
+			}
+			if c > 0 {
+				return false
+			}
 		}
 		prevPK, prevRK = pk, rk
 	}
 	return true
+}
+
+// rawKeys reads the PartitionKey and RowKey of an entity's JSON (unescaped
+// when the JSON escapes them), reading no further than the second of them.
+func rawKeys(obj []byte) (pk, rk []byte, ok bool) {
+	s := scanner{b: obj}
+	if s.expect('{') != nil {
+		return nil, nil, false
+	}
+	var hasPK, hasRK bool
+	for !hasPK || !hasRK {
+		s.ws()
+		key, kesc, err := s.str()
+		if err != nil || s.expect(':') != nil {
+			return nil, nil, false
+		}
+		s.ws()
+		val, kind, vesc, err := s.value()
+		if err != nil {
+			return nil, nil, false
+		}
+		if kind == tokString && !kesc {
+			if vesc {
+				val = unescapeBytes(val)
+			}
+			switch string(key) {
+			case "PartitionKey":
+				pk, hasPK = val, true
+			case "RowKey":
+				rk, hasRK = val, true
+			}
+		}
+		s.ws()
+		if s.peek() != ',' {
+			break
+		}
+		s.i++
+	}
+	return pk, rk, hasPK && hasRK
+}
+
+// compareKeyBytes is keys.Compare of two keys' UTF-8 bytes: by UTF-16 code
+// units. Without a character from U+E000 up (whose UTF-8 lead byte is 0xEE
+// or more), byte order is that order.
+func compareKeyBytes(a, b []byte) int {
+	if !hasHighRune(a) && !hasHighRune(b) {
+		return bytes.Compare(a, b)
+	}
+	return keys.Compare(string(a), string(b))
+}
+
+// hasHighRune reports whether b holds a character from U+E000 up, where
+// UTF-16 order and code point order part.
+func hasHighRune(b []byte) bool {
+	for _, c := range b {
+		if c >= 0xEE {
+			return true
+		}
+	}
+	return false
 }
 
 // nonEmpty returns &s, or nil when s is "".
