@@ -89,7 +89,7 @@ func TestCompareKeyBytes(t *testing.T) {
 func TestRawKeys(t *testing.T) {
 	for obj, want := range map[string][2]string{
 		`{"odata.etag":"W/\"datetime'x'\"","PartitionKey":"p\/1","RowKey":"r\u00e9","N":1}`: {"p/1", "ré"},
-		`{"N":1.5,"B":true,"Z":null,"RowKey":"r","PartitionKey":""}`:                         {"", "r"},
+		`{"N":1.5,"B":true,"Z":null,"RowKey":"r","PartitionKey":""}`:                        {"", "r"},
 	} {
 		pk, rk, ok := rawKeys([]byte(obj))
 		if !ok || string(pk) != want[0] || string(rk) != want[1] {

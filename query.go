@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/limits"
-	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // QueryOptions configures [Table.Query], [Table.QueryPage] and [Table.Top].
