@@ -35,7 +35,7 @@ func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 		t.Fatal(err)
 	}
 	if !core.AccountCosmos(acct) || !core.Cosmos(tbl) {
-		t.Fatal("Options.Cosmos did not reach the table")
+		t.Fatal("Options.Service did not reach the table")
 	}
 	return acct, tbl
 }

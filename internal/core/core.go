@@ -121,7 +121,8 @@ func AccountGovernor(acct *tablekit.Account) *tablekit.Governor {
 func AccountLogger(acct *tablekit.Account) *slog.Logger { return hook.AccountInfo(acct).Logger }
 
 // AccountCosmos reports whether acct's tables are on Azure Cosmos DB for
-// Table (see tablekit.Options.Cosmos).
+// Table now (see tablekit.Options.Service: an Account may find it out
+// from its answers).
 func AccountCosmos(acct *tablekit.Account) bool { return hook.AccountInfo(acct).Cosmos }
 
 // AccountName returns the storage account's name ("devstoreaccount1" for
