@@ -87,7 +87,9 @@ func Meter[T any](t *tablekit.Table[T]) *tablekit.Meter {
 func AccountOf[T any](t *tablekit.Table[T]) string { return hook.TableInfo(t).Account }
 
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
-// results are not in key order.
+// results are not in key order, as far as its Account knows now: with
+// tablekit.ServiceAuto an answer may show it later, so code whose result
+// depends on key order asks again after it has read.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }
 
 // EncryptedProperties returns the names of the properties t encrypts on
