@@ -64,11 +64,14 @@ type Options struct {
 	// slog.Default() at the time of logging.
 	Logger *slog.Logger
 
-	// Cosmos says that the table endpoint is Azure Cosmos DB for Table,
-	// whose query results are not in key order. Open recognises Cosmos DB
-	// endpoints by their host; set it for a proxy or emulator it does not
-	// recognise.
-	Cosmos bool
+	// Service says which service the table endpoint is: Azure Table
+	// storage, or Azure Cosmos DB for Table, whose query results are not in
+	// key order. The zero value, ServiceAuto, recognises Cosmos DB by the
+	// endpoint's host, else by its answers (see [Service]); say
+	// ServiceCosmosDB for a proxy or emulator whose first answers should not
+	// wait to be read, and ServiceTableStorage to make an endpoint that
+	// answers as Cosmos DB an error.
+	Service Service
 
 	// TableEndpoint, QueueEndpoint and BlobEndpoint override the service
 	// URLs [OpenWithCredential] derives from the account name (for example
@@ -107,7 +110,7 @@ type Account struct {
 	governor  *Governor
 	logger    *slog.Logger // nil: slog.Default() at the time of logging
 	tracing   tracing.Provider
-	cosmos    bool
+	svc       *serviceState // Cosmos DB mode, shared with the Tables
 }
 
 // Open opens the account a connection string names. It accepts:
@@ -291,8 +294,11 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 			return &ValidationError{Detail: fmt.Sprintf("nil policy in Options.%s[%d]", list.name, i), Err: ErrInvalidInput}
 		}
 	}
+	if opts.Service > ServiceCosmosDB {
+		return &ValidationError{Property: "Service", Detail: fmt.Sprintf("Options.Service is %v: want ServiceAuto, ServiceTableStorage or ServiceCosmosDB", opts.Service), Err: ErrInvalidInput}
+	}
 	a.tracing = opts.TracingProvider
-	a.cosmos = opts.Cosmos || isCosmosEndpoint(a.endpoints.Table)
+	a.svc = newServiceState(opts.Service, a.endpoints.Table)
 	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
@@ -312,6 +318,9 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	base.PerCallPolicies = append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{})
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
+		if service == storageop.Table {
+			o.PerCallPolicies = append([]policy.Policy{servicePolicy{a.svc}}, o.PerCallPolicies...)
+		}
 		// RedactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
 		o.PerRetryPolicies = append([]policy.Policy{connstr.RedactPolicy{}}, opts.PerRetryPolicies...)
@@ -323,7 +332,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, tracingNamespace(a.cosmos)), a.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, tracingNamespace(a.svc.cosmos())), a.svc.cosmos)
 	return err
 }
 

@@ -211,7 +211,7 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 	}
 	if total > t.maxTransactionBytes() {
 		limit := "<= 4 MiB per transaction"
-		if t.cosmos {
+		if t.onCosmos() {
 			limit = "<= 2 MB per transaction on Azure Cosmos DB for Table"
 		}
 		return nil, &ValidationError{Op: "Transaction", Entity: t.name, Limit: limit, Size: total, Unit: "bytes", Detail: "transaction too large", Err: ErrTooLarge}

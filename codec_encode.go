@@ -36,7 +36,8 @@ type encodeState struct {
 	// (Table.ToEntity).
 	plaintext bool
 	// cosmos adds the limits of Azure Cosmos DB for Table where they are
-	// stricter (a RowKey of at most 255 bytes).
+	// stricter (a RowKey of at most 255 bytes, its reserved property
+	// names).
 	cosmos bool
 }
 
@@ -80,6 +81,10 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 
 // addProperty accounts for one property in the entity limits.
 func (s *encodeState) addProperty(name string, valueSize int) error {
+	if s.cosmos && !s.unchecked && cosmosReservedName(name) {
+		return s.fail(name, "not "+cosmosReservedNames+" on Azure Cosmos DB for Table", 0,
+			"property name "+name+" is reserved by Azure Cosmos DB for Table, which would refuse the write", ErrInvalidInput)
+	}
 	s.props++
 	if s.props > limits.CustomProperties && !s.unchecked {
 		return s.tooLarge("", fmt.Sprintf("<= %d custom properties", limits.CustomProperties), s.props, "properties", "too many properties", ErrTooLarge)

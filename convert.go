@@ -101,7 +101,7 @@ func (t *Table[T]) toEntity(v T) (Entity, error) {
 		return e, nil
 	}
 	rv := reflect.ValueOf(&v).Elem()
-	e, err := t.plan.toEntity(rv, &encodeState{table: t.name, plaintext: true, cosmos: t.cosmos})
+	e, err := t.plan.toEntity(rv, &encodeState{table: t.name, plaintext: true, cosmos: t.onCosmos()})
 	if err != nil {
 		return Entity{}, err
 	}

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/core"
-
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
+	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // cosmosTable opens a table behind package azurite's front in Cosmos DB
@@ -19,7 +23,7 @@ import (
 func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 	t.Helper()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 7}})
-	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +35,7 @@ func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 		t.Fatal(err)
 	}
 	if !core.AccountCosmos(acct) || !core.Cosmos(tbl) {
-		t.Fatal("Options.Cosmos did not reach the table")
+		t.Fatal("Options.Service did not reach the table")
 	}
 	return acct, tbl
 }
@@ -135,11 +139,27 @@ func TestCosmosOrderDependentAPIs(t *testing.T) {
 }
 
 func TestCosmosEndpointsRecognised(t *testing.T) {
+	const key = "AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;"
 	for cs, want := range map[string]bool{
 		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos.azure.com:443/;": true,
 		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmosdb.azure.com/;":   true,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=http://localhost:8902/;":                   true,
-		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net":                         false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://ACCT.Table.Cosmos.Azure.com/;":     true,
+		// The sovereign clouds: Azure China, Azure Government.
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos.azure.cn:443/;": true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos.azure.us:443/;": true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmosdb.azure.us/;":   true,
+		// The Cosmos DB emulator's connection string, as Microsoft's
+		// documentation gives it.
+		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://localhost:8902/;":  true,
+		"DefaultEndpointsProtocol=http;AccountName=localhost;" + key + "TableEndpoint=http://127.0.0.1:8902/;":  true,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=http://localhost:8902/;": true,
+		// Table storage, Azurite, and hosts that only look alike.
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net":                             false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.chinacloudapi.cn":                        false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.usgovcloudapi.net":                       false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://table.cosmos.example.com/;":            false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos-proxy.example.com/;": false,
+		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://cosmos.example.com:8902/;":             false,
 		"UseDevelopmentStorage=true": false,
 	} {
 		acct, err := tablekit.Open(cs, nil)
@@ -148,6 +168,263 @@ func TestCosmosEndpointsRecognised(t *testing.T) {
 		}
 		if core.AccountCosmos(acct) != want {
 			t.Errorf("%s: Cosmos() = %v, want %v", cs, core.AccountCosmos(acct), want)
+		}
+		// Options.Service overrides the host name either way.
+		for svc, want := range map[tablekit.Service]bool{tablekit.ServiceTableStorage: false, tablekit.ServiceCosmosDB: true} {
+			acct, err := tablekit.Open(cs, &tablekit.Options{Service: svc})
+			if err != nil {
+				t.Fatalf("%s with %v: %v", cs, svc, err)
+			}
+			if core.AccountCosmos(acct) != want {
+				t.Errorf("%s with %v: Cosmos() = %v, want %v", cs, svc, core.AccountCosmos(acct), want)
+			}
+		}
+	}
+	if _, err := tablekit.Open("UseDevelopmentStorage=true", &tablekit.Options{Service: tablekit.ServiceCosmosDB + 1}); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "Service") {
+		t.Errorf("Options.Service out of range: %v, want ErrInvalidInput naming Service", err)
+	}
+}
+
+// methods records the method (and X-HTTP-Method) of every request.
+type methods struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (m *methods) Do(req *policy.Request) (*http.Response, error) {
+	m.mu.Lock()
+	m.got = append(m.got, strings.TrimSpace(req.Raw().Method+" "+req.Raw().Header.Get("X-HTTP-Method")))
+	m.mu.Unlock()
+	return req.Next()
+}
+
+func (m *methods) take() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	got := m.got
+	m.got = nil
+	return got
+}
+
+// TestCosmosDetectedByAnswers: an Account with the default Options on an
+// endpoint whose host does not say Cosmos DB switches to Cosmos DB mode
+// at the first answer that shows it, for all its Tables (opened before
+// too), and never on Table storage's answers.
+func TestCosmosDetectedByAnswers(t *testing.T) {
+	ctx := context.Background()
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: 2}})
+	rec := &methods{}
+	open := func() *tablekit.Account {
+		acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: []policy.Policy{rec}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if core.AccountCosmos(acct) {
+			t.Fatal("an Account on the front's loopback address started in Cosmos DB mode")
+		}
+		return acct
+	}
+	setup := open()
+	a, err := tablekit.OpenTable[wireItem](setup, "detectA", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new table's ETag shows Cosmos DB.
+	if err := a.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !core.AccountCosmos(setup) || !core.Cosmos(a) {
+		t.Error("Cosmos DB's answer to a table's creation (its ETag) did not switch the Account to Cosmos DB mode")
+	}
+	fillPartition(t, a, "p", 120)
+
+	// A continuation token: two Tables opened before it, one after.
+	acct := open()
+	a, _ = tablekit.OpenTable[wireItem](acct, "detectA", nil)
+	b, _ := tablekit.OpenTable[wireItem](acct, "detectA", nil)
+	page, err := a.QueryPage(ctx, tablekit.PartitionEq("p"), &tablekit.QueryOptions{PageSize: 10})
+	if err != nil || page.Continuation == "" {
+		t.Fatalf("a page of 10 of 120: %d items, continuation %q, %v", len(page.Items), page.Continuation, err)
+	}
+	c, _ := tablekit.OpenTable[wireItem](acct, "detectA", nil)
+	for name, tbl := range map[string]*tablekit.Table[wireItem]{"the querying table": a, "a table opened before": b, "a table opened after": c} {
+		if !core.Cosmos(tbl) {
+			t.Errorf("after a continuation token in Cosmos DB's shape, %s is not in Cosmos DB mode", name)
+		}
+	}
+	// Merges go as Cosmos DB takes them, from every Table of the Account.
+	rec.take()
+	if _, err := b.Merge(ctx, wireItem{PK: "p", RK: "00001", N: 7}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"POST MERGE"}) {
+		t.Errorf("a merge after the switch went as %v, want a POST tunnelling MERGE", got)
+	}
+
+	// An error answer in Cosmos DB's shape.
+	acct = open()
+	a, _ = tablekit.OpenTable[wireItem](acct, "detectA", nil)
+	if _, err := a.Get(ctx, "p", "missing"); !errors.Is(err, tablekit.ErrNotFound) {
+		t.Fatalf("Get of a missing entity: %v", err)
+	}
+	if !core.AccountCosmos(acct) {
+		t.Error("Cosmos DB's 404 did not switch the Account to Cosmos DB mode")
+	}
+
+	// A page out of key order, with no continuation.
+	acct = open()
+	a, _ = tablekit.OpenTable[wireItem](acct, "detectA", nil)
+	n := 0
+	for _, err := range a.Query(ctx, tablekit.RowKeyRange("p", "00010", "00030"), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 20 || !core.AccountCosmos(acct) {
+		t.Errorf("a page of %d entities out of key order left the Account in Cosmos DB mode %v", n, core.AccountCosmos(acct))
+	}
+
+	// Table storage's answers (the front in Azure mode, with its paging
+	// and errors) never switch an Account.
+	st := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Paging: true, Seed: 2}})
+	sacct, err := tablekit.Open(st.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stbl := openTableOn[wireItem](t, sacct, "storage")
+	fillPartition(t, stbl, "p", 120)
+	fillPartition(t, stbl, "q", 30)
+	pages := 0
+	for tok := "x"; tok != ""; pages++ {
+		if tok == "x" {
+			tok = ""
+		}
+		p, err := stbl.QueryPage(ctx, tablekit.Filter{}, &tablekit.QueryOptions{PageSize: 7, Continuation: tok, AllowTableScan: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok = p.Continuation
+	}
+	_, gerr := stbl.Get(ctx, "p", "missing")
+	if top, err := stbl.Top(ctx, tablekit.PartitionEq("p"), 3, nil); err != nil || len(top) != 3 || top[0].RK != "00000" {
+		t.Errorf("Top on Table storage: %v, %v", top, err)
+	}
+	if core.AccountCosmos(sacct) || pages < 20 || !errors.Is(gerr, tablekit.ErrNotFound) {
+		t.Errorf("Table storage's answers (%d pages, a 404: %v) switched the Account to Cosmos DB mode: %v", pages, gerr, core.AccountCosmos(sacct))
+	}
+}
+
+// TestCosmosServiceTableStorage: an Account whose Options.Service says
+// Table storage on an endpoint that answers as Cosmos DB fails, with an
+// error that says so, instead of taking the service's order for key
+// order, and then sends nothing more.
+func TestCosmosServiceTableStorage(t *testing.T) {
+	ctx := context.Background()
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 3}})
+	setup, err := tablekit.Open(srv.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillPartition(t, openTableOn[wireItem](t, setup, "stor"), "p", 40)
+
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceTableStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tablekit.OpenTable[wireItem](acct, "stor", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := func(err error) bool {
+		return errors.Is(err, tablekit.ErrInvalidInput) && strings.Contains(err.Error(), "Cosmos DB") && strings.Contains(err.Error(), "Service")
+	}
+	// One page, all of the partition, out of key order.
+	var got []string
+	var qerr error
+	for e, err := range tbl.Query(ctx, tablekit.PartitionEq("p"), nil) {
+		if err != nil {
+			qerr = err
+			break
+		}
+		got = append(got, e.RK)
+	}
+	if !wrong(qerr) || len(got) != 0 {
+		t.Errorf("a query answered out of key order with Options.Service Table storage: %d entities, %v; want none and an error naming Service and Cosmos DB", len(got), qerr)
+	}
+	before := acct.Meter().Snapshot()
+	if _, err := tbl.Get(ctx, "p", "00001"); !wrong(err) {
+		t.Errorf("Get after that: %v", err)
+	}
+	if _, err := acct.Tables().NewClient("stor").GetAccessPolicy(ctx, nil); !wrong(err) {
+		t.Errorf("the SDK's client after that: %v", err)
+	}
+	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
+		t.Errorf("%d requests sent after the endpoint showed Cosmos DB", n)
+	}
+	if core.AccountCosmos(acct) {
+		t.Error("the Account switched to Cosmos DB mode against its Options.Service")
+	}
+
+	// A continuation token in Cosmos DB's shape.
+	acct, _ = tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceTableStorage})
+	tbl, _ = tablekit.OpenTable[wireItem](acct, "stor", nil)
+	if _, err := tbl.QueryPage(ctx, tablekit.PartitionEq("p"), &tablekit.QueryOptions{PageSize: 5}); !wrong(err) {
+		t.Errorf("a page with Cosmos DB's continuation with Options.Service Table storage: %v", err)
+	}
+}
+
+// TestCosmosReservedNames: Cosmos DB refuses the property names Id, rid,
+// etag and ResourceId; in Cosmos DB mode tablekit refuses them before
+// sending (other cases are other names), and elsewhere they are fine.
+func TestCosmosReservedNames(t *testing.T) {
+	ctx := context.Background()
+	acct, _ := cosmosTable(t)
+	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, "cosmos", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type withRid struct {
+		PK  string `table:",pk"`
+		RK  string `table:",rk"`
+		Rid string `table:"rid"`
+	}
+	typed, err := tablekit.OpenTable[withRid](acct, "cosmos", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := acct.Meter().Snapshot()
+	for _, name := range []string{"Id", "rid", "etag", "ResourceId"} {
+		e := tablekit.Entity{PartitionKey: "r", RowKey: name, Properties: map[string]any{name: "x"}}
+		_, err := tbl.Insert(ctx, e)
+		var ve *tablekit.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, tablekit.ErrInvalidInput) || ve.Property != name || !strings.Contains(err.Error(), "Cosmos DB") {
+			t.Errorf("Insert with property %s on Cosmos DB: %v, want a ValidationError naming it and Cosmos DB", name, err)
+		}
+		if _, err := tbl.Transaction(ctx, tablekit.UpsertAction(e)); !errors.Is(err, tablekit.ErrInvalidInput) {
+			t.Errorf("a transaction with property %s on Cosmos DB: %v", name, err)
+		}
+	}
+	if _, err := typed.Upsert(ctx, withRid{PK: "r", RK: "typed", Rid: "x"}); !errors.Is(err, tablekit.ErrInvalidInput) || !strings.Contains(err.Error(), "rid") {
+		t.Errorf("a struct field stored as rid on Cosmos DB: %v", err)
+	}
+	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
+		t.Errorf("the refused writes sent %d requests", n)
+	}
+	for _, name := range []string{"ID", "Rid", "ETAG", "resourceId", "Identity"} {
+		if _, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "r", RowKey: name, Properties: map[string]any{name: "x"}}); err != nil {
+			t.Errorf("Insert with property %s on Cosmos DB: %v", name, err)
+		}
+	}
+	// Table storage takes them.
+	st := testenv.Account(t, &tablekit.Options{Service: tablekit.ServiceTableStorage})
+	if testenv.Service() == tablekit.ServiceCosmosDB {
+		return // the test account is Cosmos DB's
+	}
+	stbl := testenv.OpenTable[tablekit.Entity](t, st, nil)
+	for _, name := range []string{"Id", "rid", "etag", "ResourceId"} {
+		if _, err := stbl.Insert(ctx, tablekit.Entity{PartitionKey: "r", RowKey: name, Properties: map[string]any{name: "x"}}); err != nil {
+			t.Errorf("Insert with property %s on Table storage: %v", name, err)
 		}
 	}
 }
@@ -184,4 +461,26 @@ func TestCosmosMerges(t *testing.T) {
 	if got, err := tbl.Get(ctx, "m", "o'k"); err != nil || got.N != 4 || got.Tag != "kept" {
 		t.Fatalf("after the merge transaction: %+v, %v", got, err)
 	}
+}
+
+// cosmosService is the tablekit.Options.Service of an Account opened on a
+// front of the test's own: Cosmos DB when the front is in Cosmos mode.
+func cosmosService(cosmos bool) tablekit.Service {
+	if cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
+}
+
+// openTableOn opens the table name on acct for T and creates it.
+func openTableOn[T any](t *testing.T, acct *tablekit.Account, name string) *tablekit.Table[T] {
+	t.Helper()
+	tbl, err := tablekit.OpenTable[T](acct, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

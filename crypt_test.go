@@ -172,13 +172,13 @@ func TestEncryptionEntityRoundTrip(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tableName := testenv.CreateTable(t, acct)
 	client := acct.Tables().NewClient(tableName)
-	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"Card", "Limit", "Ratio", "Flag", "Id"}}
+	enc := &tablekit.Encryption{Keys: newRing(t, "k1"), Properties: []string{"Card", "Limit", "Ratio", "Flag", "Uid"}}
 	tbl, err := tablekit.OpenTable[tablekit.Entity](acct, tableName, &tablekit.TableOptions{Encryption: enc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	props := map[string]any{"Card": "4111 1111 1111 1111", "Limit": int64(1 << 40), "Ratio": 2.0, "Flag": true,
-		"Id": tablekit.GUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, "Owner": "Bob"}
+		"Uid": tablekit.GUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, "Owner": "Bob"}
 	if _, err := tbl.Insert(ctx, tablekit.Entity{PartitionKey: "c", RowKey: "1", Properties: props}); err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,11 @@
 // Azure SDK's client options (HTTP retries, transport, policies, tracing),
 // the [Meter], the [Governor] that paces writes and warns of hot
 // partitions, the Logger (nil: slog.Default() at the time of logging) and
-// the Cosmos DB mode. [TableOptions] hold only a table's own: encryption,
-// the table-scan policy and the retry of [Table.Modify].
+// the [Service] behind the table endpoint (by default found out from the
+// endpoint's host and answers: Azure Cosmos DB for Table does not keep
+// key order: see README's "Cosmos DB for Table").
+// [TableOptions] hold only a table's own: encryption, the table-scan policy
+// and the retry of [Table.Modify].
 //
 // # Limits
 //

@@ -45,7 +45,7 @@ func init() {
 		}
 		return hook.Account{
 			Name: a.name, TableURL: a.endpoints.Table, QueueURL: a.endpoints.Queue, BlobURL: a.endpoints.Blob,
-			Tracing: a.tracing, Governor: a.governor, Logger: a.logger, Cosmos: a.cosmos,
+			Tracing: a.tracing, Governor: a.governor, Logger: a.logger, Cosmos: a.svc.cosmos(),
 		}
 	}
 
@@ -167,7 +167,7 @@ func (t *Table[T]) info() hook.Table {
 	if t.crypt != nil {
 		names = slices.Sorted(maps.Keys(t.crypt.properties))
 	}
-	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.cosmos, Encrypted: names, Retry: t.retry, Logger: t.logger}
+	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.onCosmos(), Encrypted: names, Retry: t.retry, Logger: t.logger}
 }
 
 // parts returns the verb, value and ETag of a (internal/hook.ActionOf).

@@ -133,8 +133,13 @@ func objectKeys(obj []byte) (pk, rk string, err error) {
 	if err := r.parse(obj); err != nil {
 		return "", "", err
 	}
-	pk, rk, _, _, err = r.system(&decodeState{})
-	return pk, rk, err
+	if r.hasPK {
+		pk = r.pk.stringValue()
+	}
+	if r.hasRK {
+		rk = r.rk.stringValue()
+	}
+	return pk, rk, nil
 }
 
 // compareKeys compares two entities' keys in the service's order:

@@ -160,7 +160,7 @@ func governedRetry(retry policy.RetryOptions) policy.RetryOptions {
 // (policy.WithRetryOptions), but it travels in the request's context,
 // which tablekit keeps free of wire state, and it would copy the retry
 // options into a new context on every governed call.
-func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos bool) (*tablewire.Client, error) {
+func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos func() bool) (*tablewire.Client, error) {
 	plOpts := runtime.PipelineOptions{PerRetry: []policy.Policy{writePolicy{}}}
 	if auth != nil {
 		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}

@@ -14,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // QueryOptions configures [Table.Query], [Table.QueryPage] and [Table.Top].
@@ -44,12 +45,14 @@ type QueryOptions struct {
 	// KeyOrder says the caller needs the results in PartitionKey and RowKey
 	// order, as Azure Table storage returns them. On a table where the
 	// service does not keep that order (Azure Cosmos DB for Table, see
-	// Options.Cosmos), Query then reads the whole result first, at most
+	// Options.Service), Query then reads the whole result first, at most
 	// 10,000 entities (beyond that it fails with an error
 	// matching ErrTooLarge: narrow the filter), and sorts it; QueryPage,
 	// Cursor and Continuation, which cannot resume a sorted read, are
 	// refused there with an error matching ErrUnsupported. Elsewhere it
-	// changes nothing.
+	// changes nothing. An Account that finds out it is on Cosmos DB from
+	// the query's first answer (Options.Service's ServiceAuto) sorts so
+	// from then on, that query included.
 	KeyOrder bool
 	// Reserved reads tablekit's own bookkeeping rows too: the rows package
 	// coord keeps in a user's partitions (idempotency records, fence
@@ -201,6 +204,12 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cosmosToken(c.PK) && !t.onCosmos() {
+			// The query was read from Cosmos DB.
+			if err := t.svc.show(shownToken); err != nil {
+				return nil, err
+			}
+		}
 		if c.PK != "" || c.RK != "" {
 			q.nextPK, q.nextRK = &c.PK, &c.RK
 		}
@@ -280,7 +289,10 @@ func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, item
 
 // fetchRaw reads one service page and calls fn with each entity's JSON as
 // the service sent it; obj aliases the answer's body. On the first page of
-// a query resumed from a Cursor's token, it skips what was yielded.
+// a query resumed from a Cursor's token, it skips what was yielded. Before
+// it calls fn, the Account knows whether the page showed Cosmos DB (see
+// servicePolicy, and a page out of key order): callers that rely on key
+// order check Table.onCosmos after it.
 func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
 	wq := tablewire.Query{Filter: q.filter, Select: q.sel, Top: top}
 	if q.nextPK != nil {
@@ -301,14 +313,29 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	// Every entity has a PartitionKey (also when projected); a string
 	// value holding the text only makes the estimate larger.
 	q.entities = bytes.Count(page.Body, []byte(`"PartitionKey":`))
-	if q.skipTo == nil {
+	check := q.entities > 1 && !t.onCosmos()
+	if q.skipTo == nil && !check {
 		return forEachObject(page.Body, fn)
 	}
 	var objs [][]byte
 	if err := forEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
-	rest, passed, left := skipThrough(objs, *q.skipTo, q.skipN, t.cosmos)
+	if check && !inKeyOrder(objs) {
+		// Table storage answers in key order: this is Cosmos DB.
+		if err := t.svc.show(shownOrder); err != nil {
+			return err
+		}
+	}
+	if q.skipTo == nil {
+		for _, obj := range objs {
+			if err := fn(obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rest, passed, left := skipThrough(objs, *q.skipTo, q.skipN, t.onCosmos())
 	q.skipped = len(objs) - len(rest)
 	if passed {
 		q.skipTo = nil
@@ -336,6 +363,92 @@ func reservedRow(obj []byte) bool {
 	}
 	_, rk, err := objectKeys(obj)
 	return err == nil && strings.HasPrefix(rk, names.ReservedRowKeyPrefix)
+}
+
+// inKeyOrder reports whether the entities of a page (their JSON objects)
+// are in key order, as Table storage returns them. An entity whose keys
+// cannot be read counts as in order: reading it fails elsewhere. It reads
+// each object only up to its keys, and allocates only for keys escaped in
+// the JSON.
+func inKeyOrder(objs [][]byte) bool {
+	var prevPK, prevRK []byte
+	for i, obj := range objs {
+		pk, rk, ok := rawKeys(obj)
+		if !ok {
+			return true
+		}
+		if i > 0 {
+			c := compareKeyBytes(prevPK, pk)
+			if c == 0 {
+				c = compareKeyBytes(prevRK, rk)
+			}
+			if c > 0 {
+				return false
+			}
+		}
+		prevPK, prevRK = pk, rk
+	}
+	return true
+}
+
+// rawKeys reads the PartitionKey and RowKey of an entity's JSON (unescaped
+// when the JSON escapes them), reading no further than the second of them.
+func rawKeys(obj []byte) (pk, rk []byte, ok bool) {
+	s := scanner{b: obj}
+	if s.expect('{') != nil {
+		return nil, nil, false
+	}
+	var hasPK, hasRK bool
+	for !hasPK || !hasRK {
+		s.ws()
+		key, kesc, err := s.str()
+		if err != nil || s.expect(':') != nil {
+			return nil, nil, false
+		}
+		s.ws()
+		val, kind, vesc, err := s.value()
+		if err != nil {
+			return nil, nil, false
+		}
+		if kind == tokString && !kesc {
+			if vesc {
+				val = unescapeBytes(val)
+			}
+			switch string(key) {
+			case "PartitionKey":
+				pk, hasPK = val, true
+			case "RowKey":
+				rk, hasRK = val, true
+			}
+		}
+		s.ws()
+		if s.peek() != ',' {
+			break
+		}
+		s.i++
+	}
+	return pk, rk, hasPK && hasRK
+}
+
+// compareKeyBytes is keys.Compare of two keys' UTF-8 bytes: by UTF-16 code
+// units. Without a character from U+E000 up (whose UTF-8 lead byte is 0xEE
+// or more), byte order is that order.
+func compareKeyBytes(a, b []byte) int {
+	if !hasHighRune(a) && !hasHighRune(b) {
+		return bytes.Compare(a, b)
+	}
+	return keys.Compare(string(a), string(b))
+}
+
+// hasHighRune reports whether b holds a character from U+E000 up, where
+// UTF-16 order and code point order part.
+func hasHighRune(b []byte) bool {
+	for _, c := range b {
+		if c >= 0xEE {
+			return true
+		}
+	}
+	return false
 }
 
 // nonEmpty returns &s, or nil when s is "".
@@ -394,8 +507,8 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 	if err := t.checkScan(ctx, op, q.filter, opts); err != nil {
 		return err
 	}
-	if opts.KeyOrder && t.cosmos {
-		return t.scanSorted(ctx, op, q, opts, each)
+	if opts.KeyOrder && t.onCosmos() {
+		return t.scanSorted(ctx, op, q, opts, nil, each)
 	}
 	cur := opts.Cursor
 	if cur != nil {
@@ -419,6 +532,13 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 		})
 		if err != nil {
 			return err
+		}
+		if opts.KeyOrder && t.onCosmos() {
+			// The page showed Cosmos DB, which does not keep key order.
+			if seen > 0 {
+				return t.unorderedError(op, "the service answered as Azure Cosmos DB for Table after the query had returned results in its order: open the Account with Options.Service set to ServiceCosmosDB")
+			}
+			return t.scanSorted(ctx, op, q, opts, objs, each)
 		}
 		if cur != nil {
 			// Positions count from the page's start, skipped entities
@@ -457,8 +577,10 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 
 // scanSorted is scan for a query that needs key order on a table whose
 // service does not keep it: it reads the whole result, at most
-// limits.CollectLimit (10,000) entities, sorts it and calls each in key order.
-func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *QueryOptions, each func(obj []byte) (bool, error)) error {
+// limits.CollectLimit (10,000) entities, sorts it and calls each in key
+// order. read are the entities of the pages read already, if any; q
+// continues after them.
+func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *QueryOptions, read [][]byte, each func(obj []byte) (bool, error)) error {
 	if opts.Cursor != nil || opts.Continuation != "" {
 		return t.unorderedError(op, "a query read in key order (QueryOptions.KeyOrder) is sorted after it is read whole, so it cannot be resumed: drop Cursor and Continuation")
 	}
@@ -467,27 +589,30 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 		obj    []byte
 	}
 	var all []keyed
-	for {
-		err := t.fetchRaw(ctx, q, q.pageSize, func(obj []byte) error {
-			if !q.reserved && reservedRow(obj) {
-				return nil
-			}
-			if len(all) == limits.CollectLimit {
-				return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
-					Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
-			}
-			pk, rk, err := objectKeys(obj)
-			if err != nil {
-				return err
-			}
-			all = append(all, keyed{pk, rk, slices.Clone(obj)})
+	add := func(obj []byte) error {
+		if !q.reserved && reservedRow(obj) {
 			return nil
-		})
+		}
+		if len(all) == limits.CollectLimit {
+			return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
+				Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
+		}
+		pk, rk, err := objectKeys(obj)
 		if err != nil {
 			return err
 		}
-		if !q.more() {
-			break
+		all = append(all, keyed{pk, rk, slices.Clone(obj)})
+		return nil
+	}
+	for _, obj := range read {
+		if err := add(obj); err != nil {
+			return err
+		}
+	}
+	for read == nil || q.more() {
+		read = [][]byte{}
+		if err := t.fetchRaw(ctx, q, q.pageSize, add); err != nil {
+			return err
 		}
 	}
 	slices.SortFunc(all, func(a, b keyed) int { return compareKeys(a.pk, a.rk, b.pk, b.rk) })
@@ -551,8 +676,10 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 		q.op = "QueryPage"
 		err = t.checkScan(ctx, "QueryPage", q.filter, opts)
 	}
-	if err == nil && opts != nil && opts.KeyOrder && t.cosmos {
-		err = t.unorderedError("QueryPage", "read the results in key order with Query and QueryOptions.KeyOrder, which sorts them whole")
+	keyOrder := opts != nil && opts.KeyOrder
+	const instead = "read the results in key order with Query and QueryOptions.KeyOrder, which sorts them whole"
+	if err == nil && keyOrder && t.onCosmos() {
+		err = t.unorderedError("QueryPage", instead)
 	}
 	if err != nil {
 		return Page[T]{}, err
@@ -561,13 +688,18 @@ func (t *Table[T]) QueryPage(ctx context.Context, f Filter, opts *QueryOptions) 
 	if err != nil {
 		return Page[T]{}, err
 	}
+	if keyOrder && t.onCosmos() {
+		return Page[T]{}, t.unorderedError("QueryPage", instead) // the page showed Cosmos DB
+	}
 	return Page[T]{Items: items, Continuation: q.token()}, nil
 }
 
 // Top returns the first n entities that match f, in key order, reading
 // further pages when the service returns short ones. On Azure Cosmos DB
 // for Table, whose results are not in key order, it refuses with an error
-// matching ErrUnsupported: the first n by key would need every result.
+// matching ErrUnsupported: the first n by key would need every result. It
+// refuses so too, returning nothing, when an answer it reads shows Cosmos
+// DB (Options.Service's ServiceAuto).
 // tablekit's own rows are left out unless QueryOptions.Reserved asks for
 // them.
 func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions) (_ []T, err error) {
@@ -575,8 +707,9 @@ func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions)
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if t.cosmos {
-		return nil, t.unorderedError("Top", "use Query with Collect and sort the results, or a point query")
+	const instead = "use Query with Collect and sort the results, or a point query"
+	if t.onCosmos() {
+		return nil, t.unorderedError("Top", instead)
 	}
 	if n <= 0 {
 		return nil, &ValidationError{Property: "n", Detail: "Top needs n > 0", Err: ErrInvalidInput}
@@ -587,11 +720,19 @@ func (t *Table[T]) Top(ctx context.Context, f Filter, n int, opts *QueryOptions)
 	}
 	o.Limit = n
 	out := make([]T, 0, min(n, limits.PageSize))
-	for v, err := range t.Query(ctx, f, &o) {
-		if err != nil {
-			return out, err
+	err = t.scan(ctx, "Query", f, &o, "", func(obj []byte) (bool, error) {
+		if t.onCosmos() {
+			return false, t.unorderedError("Top", instead) // a page showed Cosmos DB
+		}
+		var v T
+		if err := t.decode("Query", obj, &v); err != nil {
+			return false, err
 		}
 		out = append(out, v)
+		return true, nil
+	})
+	if t.onCosmos() {
+		return nil, t.unorderedError("Top", instead) // an answer showed Cosmos DB
 	}
-	return out, nil
+	return out, err
 }

@@ -196,7 +196,7 @@ func TestCursorTokenInShorterPages(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer front.Close()
-				acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{Cosmos: mode.cosmos})
+				acct, err := tablekit.Open(tableEndpointRe.ReplaceAllLiteralString(cs, "TableEndpoint="+front.Endpoints().Table), &tablekit.Options{Service: cosmosService(mode.cosmos)})
 				if err != nil {
 					t.Fatal(err)
 				}

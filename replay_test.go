@@ -74,7 +74,7 @@ func replayTableNamed(t *testing.T, entries []replay.Entry, cosmos bool, sas, na
 	if sas != "" {
 		cs = "TableEndpoint=" + srv.URL + ";QueueEndpoint=" + srv.URL + ";BlobEndpoint=" + srv.URL + ";SharedAccessSignature=" + sas
 	}
-	acct, err := tablekit.Open(cs, &tablekit.Options{Cosmos: cosmos})
+	acct, err := tablekit.Open(cs, &tablekit.Options{Service: cosmosService(cosmos)})
 	if err != nil {
 		t.Fatal(err)
 	}

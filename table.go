@@ -53,7 +53,7 @@ type Table[T any] struct {
 	isEntity bool
 	crypt    *cryptContext
 	tracer   tracing.Tracer
-	cosmos   bool
+	svc      *serviceState // the Account's: Cosmos DB mode
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
@@ -99,12 +99,12 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		admin:    acct.tables.NewClient(name),
 		name:     name,
 		account:  acct.name,
-		cosmos:   acct.cosmos,
+		svc:      acct.svc,
 		scans:    o.TableScans,
 		logger:   acct.logger,
 		governor: acct.governor,
 		meter:    acct.meter,
-		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.cosmos)),
+		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.svc.cosmos())),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	typ := reflect.TypeFor[T]()
@@ -187,7 +187,7 @@ func putBuf(b *[]byte) {
 
 // encode appends the OData JSON of v to dst and returns its keys.
 func (t *Table[T]) encode(dst []byte, v *T) ([]byte, string, string, error) {
-	s := encodeState{table: t.name, crypt: t.crypt, cosmos: t.cosmos}
+	s := encodeState{table: t.name, crypt: t.crypt, cosmos: t.onCosmos()}
 	var err error
 	if t.isEntity {
 		dst, err = encodeEntity(dst, any(v).(*Entity), &s)
@@ -228,7 +228,7 @@ func (t *Table[T]) etagOf(v *T) azcore.ETag {
 }
 
 func (t *Table[T]) checkKeys(pk, rk string) error {
-	s := encodeState{table: t.name, cosmos: t.cosmos}
+	s := encodeState{table: t.name, cosmos: t.onCosmos()}
 	return s.checkKeys(pk, rk)
 }
 
@@ -439,7 +439,7 @@ func (t *Table[T]) AsEntities() *Table[Entity] {
 		isEntity: true,
 		crypt:    t.crypt,
 		tracer:   t.tracer,
-		cosmos:   t.cosmos,
+		svc:      t.svc,
 		scans:    t.scans,
 		logger:   t.logger,
 		governor: t.governor,

@@ -53,6 +53,7 @@ var zeroValues = map[string][]any{
 	"RetryPolicy":      {tablekit.RetryPolicy{}},
 	"Encryption":       {tablekit.Encryption{}},
 	"TableScanPolicy":  {tablekit.TableScanPolicy(0)},
+	"Service":          {tablekit.Service(0), tablekit.Service(200)},
 }
 
 // noZeroValue are exported types a user never holds a value of: interfaces

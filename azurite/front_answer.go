@@ -301,7 +301,7 @@ func (s *frontService) modifyTableAnswer(resp *http.Response) error {
 	}
 	note, _ := resp.Request.Context().Value(tableKey{}).(*tableNote)
 	if cosmos {
-		cosmosHeaders(h)
+		cosmosHeaders(h, resp.StatusCode)
 		if note != nil && note.createTable && resp.StatusCode < 300 {
 			// Cosmos DB gives a new table an ETag (recorded).
 			h.Set("ETag", `W/"datetime'`+url.QueryEscape(time.Now().UTC().Format(errorTimeFormat))+`'"`)
@@ -391,10 +391,20 @@ func (s *frontService) relay(w http.ResponseWriter, resp *http.Response, body []
 	w.Write(body)
 }
 
-// cosmosHeaders takes off the headers Cosmos DB does not send.
-func cosmosHeaders(h http.Header) {
+// cosmosHeaders takes off the headers Cosmos DB does not send, and gives
+// a successful answer (status) Cosmos DB's Content-Type: every recorded
+// 204 "application/json" (Table storage's 204s have none), a JSON body
+// "application/json; odata=minimalmetadata" (Azurite writes it without
+// the space).
+func cosmosHeaders(h http.Header, status int) {
 	for _, k := range []string{"Server", "x-ms-request-id", "x-ms-version", "x-ms-client-request-id", "Cache-Control", "X-Content-Type-Options"} {
 		h.Del(k)
+	}
+	switch ct := h.Get("Content-Type"); {
+	case status == http.StatusNoContent:
+		h.Set("Content-Type", "application/json")
+	case status < 300 && strings.HasPrefix(ct, "application/json;"):
+		h.Set("Content-Type", "application/json; "+strings.TrimSpace(strings.TrimPrefix(ct, "application/json;")))
 	}
 }
 

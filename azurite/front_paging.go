@@ -32,6 +32,10 @@ type pageToken struct {
 	N     int    `json:"n,omitempty"`
 	// Empty counts the empty pages answered in a row at this position.
 	Empty int `json:"e,omitempty"`
+	// Unordered says the target answers in no key order (it is Cosmos
+	// DB, or a front in Cosmos mode): passed-on queries only; N then
+	// counts what was returned of the target's page (see skipReturned).
+	Unordered bool `json:"u,omitempty"`
 }
 
 // json returns the token's JSON, which goes out in the shape of the
@@ -186,6 +190,57 @@ func rawKeys(raw json.RawMessage) (pk, rk string) {
 	return k.PartitionKey, k.RowKey
 }
 
+// skipReturned returns how many entities of a target page the front
+// returned already, up to and including the entity tok names, the
+// tok.N-th of the page when it was read: where it is in the page, the
+// entities before it and itself. Where it is not (deleted meanwhile, or
+// on an earlier target page): on a target that answers in key order, as
+// Table storage does, those that sort at or before it; on one that does
+// not (unordered: Cosmos DB, a front in Cosmos mode), whose pages at one
+// position are prefixes of one sequence, the first tok.N-1 (it was
+// deleted), or the whole page and left more on the next target page (the
+// page is shorter than what was returned of it).
+func skipReturned(values []json.RawMessage, tok pageToken, unordered bool) (skipped, left int) {
+	for i, v := range values {
+		if pk, rk := rawKeys(v); pk == tok.PK && rk == tok.RK {
+			return i + 1, 0
+		}
+	}
+	if unordered {
+		if len(values) >= tok.N {
+			return max(tok.N-1, 0), 0
+		}
+		return len(values), tok.N - len(values)
+	}
+	n := 0
+	for n < len(values) {
+		pk, rk := rawKeys(values[n])
+		if c := compareKeys(pk, tok.PK); c > 0 || c == 0 && compareKeys(rk, tok.RK) > 0 {
+			break
+		}
+		n++
+	}
+	return n, 0
+}
+
+// unorderedAnswer reports whether a target's page shows that the target
+// answers in no key order: a continuation token in Cosmos DB's shape, or
+// entities out of key order.
+func unorderedAnswer(npk string, values []json.RawMessage) bool {
+	if _, ok := parseCosmosToken(npk); ok {
+		return true
+	}
+	var prevPK, prevRK string
+	for i, v := range values {
+		pk, rk := rawKeys(v)
+		if i > 0 && (compareKeys(prevPK, pk) > 0 || prevPK == pk && compareKeys(prevRK, rk) > 0) {
+			return true
+		}
+		prevPK, prevRK = pk, rk
+	}
+	return false
+}
+
 // servePagedQuery answers a query passed on to the target as Azure may
 // page it (see "Azure's paging" in the package documentation): it reads the target's page at the
 // position, after the entities already returned, and cuts it.
@@ -251,17 +306,13 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		tpk = resp.Header.Get("x-ms-continuation-NextPartitionKey")
 		trk = resp.Header.Get("x-ms-continuation-NextRowKey")
 		tnext = tpk + trk
-		// Skip what earlier pages returned: the target answers in key
-		// order, so everything up to the last entity returned.
+		// Skip what earlier pages returned: everything up to the last
+		// entity returned (see skipReturned).
+		tok.Unordered = tok.Unordered || unorderedAnswer(tpk, values)
+		left := 0
 		skipped = 0
 		if tok.After {
-			for skipped < len(values) {
-				pk, rk := rawKeys(values[skipped])
-				if c := compareKeys(pk, tok.PK); c > 0 || c == 0 && compareKeys(rk, tok.RK) > 0 {
-					break
-				}
-				skipped++
-			}
+			skipped, left = skipReturned(values, tok, tok.Unordered)
 		}
 		rest = values[skipped:]
 		if len(rest) > 0 || tnext == "" {
@@ -270,7 +321,7 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		// This target page is done: on to the next, still after the last
 		// entity returned (a target that pages as Azure may, such as
 		// another front, can answer the same position again).
-		tok = pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
+		tok = pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK, N: left, Unordered: tok.Unordered}
 	}
 
 	avail := rest[:min(top, len(rest))]
@@ -292,9 +343,9 @@ func (s *frontService) servePagedQuery(w http.ResponseWriter, r *http.Request) {
 		next = &t
 	case c.n < len(rest) || c.trailing:
 		pk, rk := rawKeys(out[c.n-1])
-		next = &pageToken{TPK: tok.TPK, TRK: tok.TRK, After: true, PK: pk, RK: rk, N: skipped + c.n}
+		next = &pageToken{TPK: tok.TPK, TRK: tok.TRK, After: true, PK: pk, RK: rk, N: skipped + c.n, Unordered: tok.Unordered}
 	case tnext != "":
-		next = &pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK}
+		next = &pageToken{TPK: tpk, TRK: trk, After: tok.After, PK: tok.PK, RK: tok.RK, Unordered: tok.Unordered}
 		if c.n > 0 {
 			next.After = true
 			next.PK, next.RK = rawKeys(out[c.n-1])
@@ -318,7 +369,7 @@ func (s *frontService) writePage(w http.ResponseWriter, top map[string]json.RawM
 	body := marshalJSON(top)
 	copyHeader(w.Header(), header)
 	if s.front.cosmos != nil {
-		cosmosHeaders(w.Header())
+		cosmosHeaders(w.Header(), http.StatusOK)
 	}
 	s.setPageToken(w.Header(), next)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

@@ -129,7 +129,7 @@ func TestChaosKeyed(t *testing.T) {
 		logs, _ := tablekit.OpenTable[keyedRow](accts[0], name, nil)
 		rows := map[string]int{}
 		for _, pk := range parts {
-			all, err := tablekit.Collect(logs.Query(ctx, tablekit.RowKeyPrefix(pk, "log-"), nil), 0)
+			all, err := tablekit.Collect(logs.Query(ctx, tablekit.RowKeyPrefix(pk, "log-"), &tablekit.QueryOptions{KeyOrder: true}), 0)
 			if err != nil {
 				t.Fatal(err)
 			}

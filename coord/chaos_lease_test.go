@@ -188,7 +188,7 @@ func runLeaseChaos(t *testing.T, seed int64, p leaseParams) *leaseRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tablekit.Collect(tbl.Query(ctx, tablekit.RowKeyPrefix("data", "log-"), nil), 0)
+	rows, err := tablekit.Collect(tbl.Query(ctx, tablekit.RowKeyPrefix("data", "log-"), &tablekit.QueryOptions{KeyOrder: true}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -380,14 +380,15 @@ func TestLeaseRefusedKeys(t *testing.T) {
 
 // TestLeadEndsOnServiceRefusal: on a Cosmos DB table NewLease refuses a
 // RowKey over Cosmos DB's 255 bytes; on a Cosmos DB endpoint the Account
-// does not know for one (a proxy, an emulator), NewLease cannot tell, the
-// service refuses the key, and Lead ends at once with its error instead
-// of campaigning forever.
+// does not know for one yet (a proxy, an emulator, an Account that has
+// sent nothing), NewLease cannot tell, and Lead ends at once with the
+// refusal (the service's, or the client's once an answer showed Cosmos
+// DB) instead of campaigning forever.
 func TestLeadEndsOnServiceRefusal(t *testing.T) {
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 3}})
 	long := strings.Repeat("r", 300)
-	for _, cosmos := range []bool{true, false} {
-		a, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: cosmos})
+	open := func(svc tablekit.Service) *tablekit.Table[tablekit.Entity] {
+		a, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: svc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,25 +396,25 @@ func TestLeadEndsOnServiceRefusal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ct.CreateIfNotExists(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		l, err := coord.NewLease(ct, "leases", long, "h", nil)
-		if cosmos {
-			if !errors.Is(err, tablekit.ErrInvalidKey) {
-				t.Errorf("NewLease with a 300-byte RowKey on a Cosmos DB table: %v, want ErrInvalidKey", err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("NewLease with a 300-byte RowKey (the Account does not know Cosmos DB): %v", err)
-		}
-		err = leadWithin(t, l, &coord.LeadOptions{RetryPeriod: 50 * time.Millisecond})
-		if !errors.Is(err, tablekit.ErrInvalidKey) {
-			t.Errorf("Lead on a RowKey the service refuses: %v, want its ErrInvalidKey", err)
-		} else {
-			t.Log(err)
-		}
+		return ct
+	}
+	if err := open(tablekit.ServiceCosmosDB).CreateIfNotExists(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.NewLease(open(tablekit.ServiceCosmosDB), "leases", long, "h", nil); !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Errorf("NewLease with a 300-byte RowKey on a Cosmos DB table: %v, want ErrInvalidKey", err)
+	}
+	// An Account that has sent nothing yet does not know its endpoint is
+	// Cosmos DB.
+	l, err := coord.NewLease(open(tablekit.ServiceAuto), "leases", long, "h", nil)
+	if err != nil {
+		t.Fatalf("NewLease with a 300-byte RowKey (the Account does not know Cosmos DB): %v", err)
+	}
+	err = leadWithin(t, l, &coord.LeadOptions{RetryPeriod: 50 * time.Millisecond})
+	if !errors.Is(err, tablekit.ErrInvalidKey) {
+		t.Errorf("Lead on a RowKey the service refuses: %v, want its ErrInvalidKey", err)
+	} else {
+		t.Log(err)
 	}
 }
 

@@ -264,7 +264,7 @@ func TestChaosLeaseProcesses(t *testing.T) {
 			}
 		}
 		logs, _ := tablekit.OpenTable[logRow](acct, name, nil)
-		rows, err := tablekit.Collect(logs.Query(ctx, tablekit.RowKeyPrefix("data", "log-"), nil), 0)
+		rows, err := tablekit.Collect(logs.Query(ctx, tablekit.RowKeyPrefix("data", "log-"), &tablekit.QueryOptions{KeyOrder: true}), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func TestChaosFeed(t *testing.T) {
 // Cosmos DB mode with Azure's paging (seeded by the chaos seed): every
 // query, the directory's marks and a stream's range of versions
 // included, answers in no key order and in short or empty pages, and
-// the accounts are opened with tablekit.Options.Cosmos. CI runs it on
+// the accounts are opened with tablekit.ServiceCosmosDB. CI runs it on
 // seed 1 alone (chaos.RunVariant).
 func TestChaosFeedCosmos(t *testing.T) {
 	chaos.RunVariant(t, func(t *testing.T, seed int64) { chaosFeed(t, seed, true) })

@@ -24,7 +24,7 @@ import (
 func TestCosmos(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: 3}})
-	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -562,16 +562,23 @@ func TestRoundCosts(t *testing.T) {
 	h := func(context.Context, feed.Change) error { return nil }
 	r := relay(t, e.f, feed.Subscription{Name: "a", Handle: h}, feed.Subscription{Name: "b", Handle: h})
 	m := e.acct.Meter()
+	// queries reports whether c holds want queries (Azure may cut a query
+	// into more pages), and returns the rest of c's count.
+	queries := func(c tablekit.MeterSnapshot, want int64) (bool, int64) {
+		q := c.Count("table", "QueryEntities")
+		return q >= want && (q == want || testenv.PagesAsAzure()), c.Total() - q
+	}
 	before := m.Snapshot()
 	round(t, r, 0)
 	c := m.Snapshot().Sub(before)
-	if c.Count("table", "QueryEntities") != 4+1 || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "DeleteEntity") != 1 || c.Total() != 10 {
+	if ok, rest := queries(c, 4+1); !ok || c.Count("table", "GetEntity") != 2 || c.Count("table", "Transaction") != 2 || c.Count("table", "DeleteEntity") != 1 || rest != 5 {
 		t.Errorf("round of 1 marked stream, 2 subscriptions: %v; want 5 queries (4 shards, the stream), 2 checkpoint reads, 2 checkpoint writes, 1 delete (the mark)", c)
 	}
 	e.append(t, id, 2, "e3")
 	before = m.Snapshot()
 	round(t, r, 0)
-	if c := m.Snapshot().Sub(before); c.Count("table", "GetEntity") != 0 || c.Total() != 8 {
+	c = m.Snapshot().Sub(before)
+	if ok, rest := queries(c, 5); !ok || rest != 3 || c.Count("table", "GetEntity") != 0 {
 		t.Errorf("second round: %v; want the checkpoints cached: 5 queries, 2 writes, 1 delete", c)
 	}
 	for v := range int64(3) {
@@ -581,12 +588,14 @@ func TestRoundCosts(t *testing.T) {
 	if res := round(t, r, 0); res.Cleared != 3 {
 		t.Errorf("round of 3 marks: %+v, want 3 cleared", res)
 	}
-	if c := m.Snapshot().Sub(before); c.Count("table", "Transaction") != 3 || c.Count("table", "DeleteEntity") != 0 || c.Total() != 8 {
+	c = m.Snapshot().Sub(before)
+	if ok, rest := queries(c, 5); !ok || c.Count("table", "Transaction") != 3 || c.Count("table", "DeleteEntity") != 0 || rest != 3 {
 		t.Errorf("round of a stream with 3 marks: %v; want 5 queries, 2 checkpoint writes, 1 EGT of the 3 deletes", c)
 	}
 	before = m.Snapshot()
 	round(t, r, 7)
-	if c := m.Snapshot().Sub(before); c.Total() != 4+2+2 {
+	c = m.Snapshot().Sub(before)
+	if ok, rest := queries(c, 4); !ok || rest != 2+2 {
 		t.Errorf("idle round of a new term: %v; want 4 queries + the fence of 2 partitions (1 read + 1 write each)", c)
 	}
 }

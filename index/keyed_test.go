@@ -347,7 +347,7 @@ func TestSamePartitionKeyedRefusals(t *testing.T) {
 
 	// On Cosmos DB a RowKey holds 255 bytes: a longer key is refused
 	// before the write's read is sent.
-	cosmos := testenv.Account(t, &tablekit.Options{Cosmos: true})
+	cosmos := testenv.Account(t, &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	ctbl, err := tablekit.OpenTable[Tally](cosmos, testenv.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestSamePartitionQueryYieldsEntitiesOnly(t *testing.T) {
 		}
 		got = append(got, e.ID)
 	}
-	equal(t, "SamePartition.Query(Sales)", got, sorted(want))
+	equalInQueryOrder(t, "SamePartition.Query(Sales)", got, sorted(want))
 	var limited []string
 	for e, err := range ix.Query(ctx, tablekit.PartitionEq("Sales"), &tablekit.QueryOptions{Limit: 2, PageSize: 1}) {
 		if err != nil {
@@ -72,7 +73,14 @@ func TestSamePartitionQueryYieldsEntitiesOnly(t *testing.T) {
 		}
 		limited = append(limited, e.ID)
 	}
-	equal(t, "SamePartition.Query(Sales, Limit 2)", limited, sorted(want)[:2])
+	if onCosmos() {
+		// Any 2 of them, in the service's order.
+		if len(limited) != 2 || limited[0] == limited[1] || !slices.Contains(want, limited[0]) || !slices.Contains(want, limited[1]) {
+			t.Errorf("SamePartition.Query(Sales, Limit 2) = %v, want 2 of %v", limited, want)
+		}
+	} else {
+		equal(t, "SamePartition.Query(Sales, Limit 2)", limited, sorted(want)[:2])
+	}
 }
 
 // A CrossPartition that keeps its copies, index entities and sync records
@@ -117,7 +125,7 @@ func TestCrossPartitionQueryYieldsEntitiesOnly(t *testing.T) {
 		}
 		got = append(got, e.Department+"/"+e.ID)
 	}
-	equal(t, "CrossPartition.Query(all)", got, sorted(want))
+	equalInQueryOrder(t, "CrossPartition.Query(all)", got, sorted(want))
 }
 
 func sorted(s []string) []string {

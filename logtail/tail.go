@@ -344,6 +344,12 @@ func (l *Log[T]) stored(ctx context.Context, spk, rk string, err error) bool {
 // least Shards queries on a sharded log). n <= PageSize is one query per
 // bucket. Refusals are *tablekit.ValidationError with Op
 // "logtail.Log.Latest".
+//
+// On Azure Cosmos DB for Table, which does not keep key order, Latest and
+// Page are refused with an error matching tablekit.ErrUnsupported: before
+// anything is sent when the Account knows it is on Cosmos DB, else once
+// the first answers show it (tablekit.ServiceAuto). Read with Window
+// there.
 func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
 	const op = "logtail.Log.Latest"
 	if err := l.check(op); err != nil {
@@ -359,9 +365,11 @@ func (l *Log[T]) Latest(ctx context.Context, pk string, n int) ([]T, error) {
 // newest first. A zero from means no lower bound, a zero to no upper
 // bound: Window(ctx, pk, since, time.Time{}) is every entry since a time.
 // It is one RowKey range query per shard bucket, one request per page of
-// results (Options.PageSize). Refusals (a partition key Azure refuses, a
-// time outside years 1..9999) are yielded as a *tablekit.ValidationError
-// with Op "logtail.Log.Window".
+// results (Options.PageSize); on Azure Cosmos DB for Table, which does not
+// keep key order, each bucket's range is read whole and sorted
+// (tablekit.QueryOptions.KeyOrder: at most 10,000 entries per bucket).
+// Refusals (a partition key Azure refuses, a time outside years 1..9999)
+// are yielded as a *tablekit.ValidationError with Op "logtail.Log.Window".
 func (l *Log[T]) Window(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
 	return l.window(ctx, "logtail.Log.Window", pk, from, to)
 }
@@ -517,12 +525,18 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 
 // collect returns the n newest entries of pk with RowKey > after (all
 // when after is ""), newest first, asking for at most pageSize entities
-// per request (0: the service's maximum).
-func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) ([]T, error) {
+// per request (0: the service's maximum). On Cosmos DB it refuses, also
+// when the first answers show Cosmos DB (Top refuses then).
+func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) (_ []T, err error) {
+	defer func() {
+		if errors.Is(err, tablekit.ErrUnsupported) && core.Cosmos(l.table) {
+			err = &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
+				Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
+				Err:    tablekit.ErrUnsupported}
+		}
+	}()
 	if core.Cosmos(l.table) {
-		return nil, &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
-			Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
-			Err:    tablekit.ErrUnsupported}
+		return nil, tablekit.ErrUnsupported
 	}
 	parts, err := l.partitions(op, pk)
 	if err != nil {

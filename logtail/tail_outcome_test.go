@@ -54,7 +54,7 @@ func TestAppendLostAnswer(t *testing.T) {
 			inj.SetEnabled(true)
 			got, err := l.Append(ctx, "p", event{N: 1, Msg: "x"})
 			inj.SetEnabled(false)
-			es, lerr := l.Latest(ctx, "p", 10)
+			es, lerr := newest(t, ctx, l, "p", 10)
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -116,7 +116,7 @@ func TestAppendLostThenThrottled(t *testing.T) {
 	if n := p.tries.Load(); n < 2 {
 		t.Fatalf("%d insert tries, want the SDK to retry", n)
 	}
-	es, lerr := l.Latest(ctx, "p", 10)
+	es, lerr := newest(t, ctx, l, "p", 10)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
@@ -185,7 +185,7 @@ func TestAppendLostAnswerContextEnds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Append: %v; the entry is stored under the call's own key", err)
 	}
-	es, lerr := l.Latest(context.Background(), "p", 10)
+	es, lerr := newest(t, context.Background(), l, "p", 10)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}

@@ -31,29 +31,32 @@ var deprecated = []string{
 // azure.resource_provider.namespace, each Table service REST call is a
 // database client span with db.system.name, db.operation.name,
 // db.collection.name and server.address, and azcore's HTTP spans have
-// their current attribute names. On Cosmos DB (Options.Cosmos) the system
+// their current attribute names. On Cosmos DB (Options.Service) the system
 // is azure.cosmosdb, with its well-known operation names.
 func TestSemanticConventions(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		cosmos    bool
+		service   tablekit.Service
 		system    string
 		namespace string
 		ops       map[string]string // span name -> db.operation.name
 	}{
-		{"storage", false, "azure.tables", "Microsoft.Tables", map[string]string{
+		{"storage", tablekit.ServiceAuto, "azure.tables", "Microsoft.Tables", map[string]string{
 			"Tables.InsertEntity": "InsertEntity", "Tables.GetEntity": "GetEntity", "Tables.QueryEntities": "QueryEntities",
 			"Tables.UpdateEntity": "UpdateEntity", "Tables.DeleteEntity": "DeleteEntity", "Tables.Transaction": "Transaction"}},
-		{"cosmos", true, semconv.DBSystemNameAzureCosmosDB.Value.AsString(), "Microsoft.DocumentDB", map[string]string{
+		{"cosmos", tablekit.ServiceCosmosDB, semconv.DBSystemNameAzureCosmosDB.Value.AsString(), "Microsoft.DocumentDB", map[string]string{
 			"Tables.InsertEntity": "create_item", "Tables.GetEntity": "read_item", "Tables.QueryEntities": "query_items",
 			"Tables.UpdateEntity": "replace_item", "Tables.DeleteEntity": "delete_item", "Tables.Transaction": "execute_batch"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.service == tablekit.ServiceAuto && testenv.Service() == tablekit.ServiceCosmosDB {
+				t.Skip("the test account is behind the Cosmos DB front (TABLEKIT_FRONT=cosmos): the Table storage case needs Table storage; the cosmos case covers this front")
+			}
 			ctx := testCtx(t)
 			exp := tracetest.NewInMemoryExporter()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 			t.Cleanup(func() { tp.Shutdown(context.Background()) })
-			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}, Cosmos: c.cosmos})
+			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}, Service: c.service})
 			tbl, err := tablekit.OpenTable[item](acct, testenv.TableName(t), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -73,7 +73,7 @@ func TestChaosOutbox(t *testing.T) {
 // azurite's front in Cosmos DB mode with Azure's paging (seeded by the
 // chaos seed): every query, the feed's directory and the streams' reads
 // included, answers in no key order and in short or empty pages, and the
-// accounts are opened with tablekit.Options.Cosmos (the queue and the
+// accounts are opened with tablekit.ServiceCosmosDB (the queue and the
 // blobs stay Azurite's: Cosmos DB has none). CI runs it on seed 1 alone
 // (chaos.RunVariant).
 func TestChaosOutboxCosmos(t *testing.T) {

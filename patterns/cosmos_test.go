@@ -18,7 +18,7 @@ import (
 func TestCosmosStreamMerge(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 5}})
-	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Cosmos: true})
+	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,5 +62,90 @@ func TestCosmosStreamMerge(t *testing.T) {
 	}
 	if !slices.Equal(got, ids[:10]) {
 		t.Errorf("Query with Limit 10 on Cosmos DB: %v, want %v", got, ids[:10])
+	}
+}
+
+// TestCosmosStreamQueryAuto: on Cosmos DB behind an address that does not
+// say so, through Accounts with the default Options (ServiceAuto), each
+// query on a fresh Account that has read nothing, the stream's queries
+// still return events in time order; and a query with a Limit stops
+// reading once the limit is provable, instead of reading every shard
+// whole.
+func TestCosmosStreamQueryAuto(t *testing.T) {
+	ctx := context.Background()
+	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: 5}})
+	const shards = 8
+	open := func(svc tablekit.Service) (*tablekit.Account, *patterns.Stream[Click]) {
+		t.Helper()
+		acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tablekit.OpenTable[tablekit.Entity](acct, "autostream", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := patterns.NewStream[Click](tbl, "clicks", shards)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acct, s
+	}
+	setupAcct, setup := open(tablekit.ServiceCosmosDB)
+	tbl, _ := tablekit.OpenTable[tablekit.Entity](setupAcct, "autostream", nil)
+	if err := tbl.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	events := make([]patterns.Event[Click], 2000)
+	var ids []string
+	for i := range events {
+		events[i] = patterns.Event[Click]{Time: base.Add(time.Duration(i) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{N: i}}
+		ids = append(ids, events[i].ID)
+	}
+	if res, err := setup.Append(ctx, events...); err != nil || res.Succeeded != len(events) {
+		t.Fatalf("Append: %d, %v", res.Succeeded, err)
+	}
+	query := func(s *patterns.Stream[Click], from, until time.Time, o *tablekit.QueryOptions) []string {
+		t.Helper()
+		var got []string
+		for ev, err := range s.Query(ctx, from, until, o) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ev.ID)
+		}
+		return got
+	}
+	_, s := open(tablekit.ServiceAuto)
+	if got := query(s, base.Add(50*time.Second), base.Add(250*time.Second), &tablekit.QueryOptions{PageSize: 20}); !slices.Equal(got, ids[50:250]) {
+		t.Errorf("Query: %d events, in order %v; want events 50..249 in time order", len(got), slices.IsSorted(got))
+	}
+	for _, svc := range []tablekit.Service{tablekit.ServiceAuto, tablekit.ServiceCosmosDB} {
+		for _, c := range []struct {
+			from  int
+			limit int
+			page  int
+		}{{0, 10, 0}, {0, 10, 20}, {1500, 25, 50}, {1990, 30, 0}} {
+			acct, s := open(svc)
+			from := time.Time{}
+			if c.from > 0 {
+				from = base.Add(time.Duration(c.from) * time.Second)
+			}
+			got := query(s, from, time.Time{}, &tablekit.QueryOptions{Limit: c.limit, PageSize: c.page})
+			want := ids[c.from:min(c.from+c.limit, len(ids))]
+			if !slices.Equal(got, want) {
+				t.Errorf("%v: Query from %d with Limit %d, PageSize %d: %v, want %v", svc, c.from, c.limit, c.page, got, want)
+			}
+			// A page per shard to find the limit's last key, and the
+			// shards' ranges up to it (Azure's paging adds short and
+			// empty pages): reading every shard whole takes more than
+			// 2000/PageSize requests.
+			n := acct.Meter().Snapshot().Count("table", "QueryEntities")
+			t.Logf("%v: Query from %d with Limit %d, PageSize %d: %d requests", svc, c.from, c.limit, c.page, n)
+			if n > 6*shards {
+				t.Errorf("%v: Query from %d with Limit %d, PageSize %d sent %d requests, want at most %d", svc, c.from, c.limit, c.page, n, 6*shards)
+			}
+		}
 	}
 }

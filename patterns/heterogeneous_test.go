@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,6 +109,11 @@ func TestMixedByProperty(t *testing.T) {
 		t.Fatalf("mixed query cost %v; want one query", cost)
 	}
 	want := []string{"E:Ann", "E:Bob", "E2:Cy", "?:P1", "D:Ann", "?:Z"}
+	if onCosmos() {
+		// In the service's order, which is not key order there.
+		slices.Sort(kinds)
+		slices.Sort(want)
+	}
 	if len(kinds) != len(want) {
 		t.Fatalf("decoded %v", kinds)
 	}

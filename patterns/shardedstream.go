@@ -1,12 +1,14 @@
 package patterns
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -152,11 +154,20 @@ func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
 // by ID among equal times), across all shards: one range query per shard,
 // in parallel, each reading ahead one page, merged. A zero from or until
 // leaves that side open. Of opts, Limit (across shards), PageSize (of each
-// shard's query) and Select apply; a continuation is refused. On Azure
-// Cosmos DB for Table, which does not return a shard's events in key order,
-// each shard's range is read whole and sorted first (at most 10,000 events
-// per shard, else an error matching tablekit.ErrTooLarge: narrow the time
-// range).
+// shard's query) and Select apply; a continuation is refused.
+//
+// On Azure Cosmos DB for Table, which does not return a shard's events in
+// key order, a shard's events are sorted on the client. Without a Limit,
+// each shard's range is read whole (at most 10,000 events per shard, else
+// an error matching tablekit.ErrTooLarge: narrow the time range): as many
+// requests as the whole window takes. With a Limit, Query first reads
+// pages of every shard until they hold Limit events (a page per shard,
+// usually), which proves that the first Limit events of the window end at
+// or before the Limit-th of those; it then reads each shard's range up to
+// that key, sorted: about two requests per shard, for small limits. An
+// Account that finds out it is on Cosmos DB from a query's first pages
+// (tablekit.ServiceAuto) starts that query again so, before it yields
+// anything: up to two pages per shard more (each shard reads one ahead).
 func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tablekit.QueryOptions) iter.Seq2[Event[T], error] {
 	const op = "patterns.Stream.Query"
 	return func(yield func(Event[T], error) bool) {
@@ -187,27 +198,28 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 				return
 			}
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-
-		sem := make(chan struct{}, s.conc)
-		cursors := make([]*shardCursor, len(s.pks))
+		fs := make([]tablekit.Filter, len(s.pks))
 		for i, pk := range s.pks {
-			c := &shardCursor{shard: i, pages: make(chan shardPage, 1)}
-			cursors[i] = c
-			f := tablekit.RowKeyRange(pk, lo, hi)
-			wg.Go(func() { s.readShard(ctx, f, o, sem, c.pages) })
+			fs[i] = tablekit.RowKeyRange(pk, lo, hi)
+		}
+		var cursors []*shardCursor
+		if !core.Cosmos(s.table) {
+			var cancel context.CancelFunc
+			cursors, cancel, err = s.readShards(ctx, fs, o)
+			defer cancel()
+		}
+		if err == nil && core.Cosmos(s.table) {
+			// Cosmos DB, known before, or shown by the shards' first
+			// pages: nothing was yielded yet.
+			cursors, err = s.readCosmos(ctx, fs, o)
+		}
+		if err != nil {
+			yield(zero, withOp(op, err))
+			return
 		}
 		h := &cursorHeap{}
 		for _, c := range cursors {
-			ok, err := c.fill()
-			if err != nil {
-				yield(zero, withOp(op, err))
-				return
-			}
-			if ok {
+			if len(c.items) > 0 {
 				heap.Push(h, c)
 			}
 		}
@@ -226,6 +238,13 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 			}
 			c.pos++
 			ok, err := c.fill()
+			if err == nil && ok && c.pos == 0 && core.Cosmos(s.table) {
+				// A later page showed Cosmos DB, after events were
+				// yielded in the order the first pages gave.
+				err = &tablekit.ValidationError{Op: op, Entity: s.name,
+					Detail: "the service answered as Azure Cosmos DB for Table, which does not keep key order, after the query had yielded events: open the Account with tablekit.ServiceCosmosDB",
+					Err:    tablekit.ErrUnsupported}
+			}
 			if err != nil {
 				yield(zero, withOp(op, err))
 				return
@@ -239,29 +258,165 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 	}
 }
 
+// readShards starts reading the shard queries fs, in parallel, each
+// reading ahead one page, and returns their cursors once each holds its
+// first page (or is exhausted). cancel stops the readers and waits for
+// them.
+func (s *Stream[T]) readShards(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) (_ []*shardCursor, cancel func(), err error) {
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	cancel = func() { stop(); wg.Wait() }
+	sem := make(chan struct{}, s.conc)
+	cursors := make([]*shardCursor, len(fs))
+	for i, f := range fs {
+		c := &shardCursor{shard: i, pages: make(chan shardPage, 1)}
+		cursors[i] = c
+		wg.Go(func() { s.readShard(ctx, f, o, sem, c.pages) })
+	}
+	for _, c := range cursors {
+		if _, err := c.fill(); err != nil {
+			cancel()
+			return nil, cancel, err
+		}
+	}
+	if core.Cosmos(s.table) {
+		cancel() // the first pages showed Cosmos DB: read again (readCosmos)
+	}
+	return cursors, cancel, nil
+}
+
+// readCosmos reads the shard queries fs on Azure Cosmos DB for Table,
+// which returns a shard's events in no key order, and returns a cursor of
+// each shard's events sorted: all of them without a Limit; with one, those
+// up to the Limit-th event of the window, proved so: pages of every shard
+// (in the service's order) are read until they hold Limit events or every
+// shard is read whole, and the Limit-th of those events, by RowKey then
+// shard as the merge orders them, is at or after the Limit-th of the
+// window, so that the window's first Limit events are among each shard's
+// events up to its RowKey, read sorted.
+func (s *Stream[T]) readCosmos(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) ([]*shardCursor, error) {
+	limit := o.Limit
+	o.Limit, o.Continuation = 0, ""
+	sorted := make([][]tablekit.Entity, len(fs))
+	whole := func(i int, f tablekit.Filter) error {
+		// At most limits.CollectLimit events, else ErrTooLarge.
+		oo := o
+		oo.KeyOrder = true
+		var err error
+		sorted[i], err = tablekit.Collect(s.table.Query(ctx, f, &oo), 0)
+		return err
+	}
+	if limit == 0 {
+		if err := s.each(ctx, len(fs), func(i int) error { return whole(i, fs[i]) }); err != nil {
+			return nil, err
+		}
+		return sortedCursors(sorted), nil
+	}
+	type shard struct {
+		read []tablekit.Entity // in the service's order
+		tok  string
+		done bool
+	}
+	shards := make([]shard, len(fs))
+	for {
+		err := s.each(ctx, len(fs), func(i int) error {
+			sh := &shards[i]
+			if sh.done {
+				return nil
+			}
+			oo := o
+			oo.Continuation = sh.tok
+			page, err := s.table.QueryPage(ctx, fs[i], &oo)
+			if err != nil {
+				return err
+			}
+			sh.read, sh.tok, sh.done = append(sh.read, page.Items...), page.Continuation, page.Continuation == ""
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		n, done := 0, true
+		for _, sh := range shards {
+			n, done = n+len(sh.read), done && sh.done
+		}
+		if n >= limit || done {
+			break
+		}
+	}
+	type key struct {
+		rk    string
+		shard int
+	}
+	var read []key
+	for i, sh := range shards {
+		for _, e := range sh.read {
+			read = append(read, key{e.RowKey, i})
+		}
+	}
+	slices.SortFunc(read, func(a, b key) int { return cmp.Or(keys.Compare(a.rk, b.rk), cmp.Compare(a.shard, b.shard)) })
+	last := ""
+	if len(read) >= limit {
+		last = read[limit-1].rk
+	}
+	err := s.each(ctx, len(fs), func(i int) error {
+		sh := shards[i]
+		if !sh.done && last != "" {
+			return whole(i, tablekit.And(fs[i], tablekit.Where("RowKey le ?", last)))
+		}
+		// Read whole already.
+		sorted[i] = slices.DeleteFunc(sh.read, func(e tablekit.Entity) bool { return last != "" && keys.Compare(e.RowKey, last) > 0 })
+		slices.SortFunc(sorted[i], func(a, b tablekit.Entity) int { return keys.Compare(a.RowKey, b.RowKey) })
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sortedCursors(sorted), nil
+}
+
+// sortedCursors returns cursors over each shard's sorted events.
+func sortedCursors(shards [][]tablekit.Entity) []*shardCursor {
+	cursors := make([]*shardCursor, len(shards))
+	for i, items := range shards {
+		pages := make(chan shardPage)
+		close(pages)
+		cursors[i] = &shardCursor{shard: i, pages: pages, items: items}
+	}
+	return cursors
+}
+
+// each calls fn for 0..n-1, s.conc at a time, and returns the first error.
+func (s *Stream[T]) each(ctx context.Context, n int, fn func(i int) error) error {
+	sem := make(chan struct{}, s.conc)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readShard pages through one shard's query and sends the pages, stopping
 // when the query ends, fails, or ctx is cancelled.
 func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, o tablekit.QueryOptions, sem chan struct{}, out chan<- shardPage) {
 	o.Limit = 0 // the merge counts
 	defer close(out)
-	if core.Cosmos(s.table) {
-		// Azure Cosmos DB for Table does not return a shard's events in
-		// RowKey order: read the shard's range whole, sorted (at most
-		// limits.CollectLimit events), as one page.
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		o.KeyOrder = true
-		page, err := tablekit.Collect(s.table.Query(ctx, f, &o), 0)
-		<-sem
-		select {
-		case out <- shardPage{items: page, err: err}:
-		case <-ctx.Done():
-		}
-		return
-	}
 	tok := ""
 	for {
 		select {
@@ -336,15 +491,15 @@ func (c *shardCursor) fill() (bool, error) {
 	return true, nil
 }
 
-// cursorHeap orders shard cursors by their current RowKey (time, then ID),
-// then by shard.
+// cursorHeap orders shard cursors by their current RowKey (time, then ID)
+// in the service's order (keys.Compare, as each shard's query returns
+// them), then by shard.
 type cursorHeap []*shardCursor
 
 func (h cursorHeap) Len() int { return len(h) }
 func (h cursorHeap) Less(i, j int) bool {
-	a, b := h[i].items[h[i].pos].RowKey, h[j].items[h[j].pos].RowKey
-	if a != b {
-		return a < b
+	if c := keys.Compare(h[i].items[h[i].pos].RowKey, h[j].items[h[j].pos].RowKey); c != 0 {
+		return c < 0
 	}
 	return h[i].shard < h[j].shard
 }

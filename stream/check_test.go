@@ -40,7 +40,11 @@ func TestCheckRefusesBeforeSending(t *testing.T) {
 	withID := func(eid string) []stream.Event { return []stream.Event{{ID: eid, Data: Placed{Item: "pen"}}} }
 	good := stream.ID{PartitionKey: "p", Prefix: "s"}
 	for _, cosmos := range []bool{false, true} {
-		acct, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{Cosmos: cosmos})
+		svc := tablekit.ServiceAuto
+		if cosmos {
+			svc = tablekit.ServiceCosmosDB
+		}
+		acct, err := tablekit.Open(testenv.ConnectionString(t), &tablekit.Options{Service: svc})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -225,8 +225,9 @@ func TestIdempotentAppend(t *testing.T) {
 		if err != nil || r.First != 1 || r.Last != 3 || !r.Replayed {
 			t.Fatalf("repeat expecting %d: %+v, %v", expected, r, err)
 		}
-		// 1 refused transaction + 1 read of the first id + 1 range read.
-		if c := m.Snapshot().Sub(before); c.Total() != 3 {
+		// 1 refused transaction + 1 read of the first id + 1 range read
+		// (Azure may cut the read into more pages).
+		if c := m.Snapshot().Sub(before); c.Total() < 3 || (c.Total() != 3 && !testenv.PagesAsAzure()) {
 			t.Errorf("a repeat cost %d transactions (%v), want 3", c.Total(), c)
 		}
 	}
@@ -350,6 +351,10 @@ func TestLimits(t *testing.T) {
 	for i := range huge { // 80 × 90,000 bytes of JSON
 		huge[i] = stream.Event{Data: tablekit.Entity{Properties: map[string]any{"A": big, "B": big, "C": big}}}
 	}
+	txLimit := "<= 4 MiB per transaction"
+	if testenv.Service() == tablekit.ServiceCosmosDB {
+		txLimit = "<= 2 MB per transaction"
+	}
 	for _, c := range []struct {
 		name, limit string
 		expected    int64
@@ -359,7 +364,7 @@ func TestLimits(t *testing.T) {
 		{"99 events on a new stream", "<= 100 actions", 0, placed(100), tablekit.ErrTooLarge},
 		{"99 events on a stream", "<= 100 actions", 1, placed(99), tablekit.ErrTooLarge},
 		{"50 events with ids", "<= 100 actions", 0, withIDs(placed(50), "x"), tablekit.ErrTooLarge},
-		{"4 MiB", "<= 4 MiB per transaction", 0, huge, tablekit.ErrTooLarge},
+		{"4 MiB", txLimit, 0, huge, tablekit.ErrTooLarge},
 		{"one entity over 1 MiB", "1 MiB", 0, []stream.Event{{Data: tablekit.Entity{Properties: map[string]any{
 			"A": big, "B": big, "C": big, "D": big, "E": big, "F": big, "G": big, "H": big, "I": big, "J": big, "K": big, "L": big, "M": big, "N": big, "O": big, "P": big, "Q": big, "R": big}}}}, tablekit.ErrTooLarge},
 		{"last version", "versions <= 9,999,999,999", 9_999_999_999, placed(1), tablekit.ErrTooLarge},

@@ -99,7 +99,7 @@ func (w *chaosWorld) front(cosmos bool) string {
 	if cosmos {
 		opts.Seed++
 	}
-	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(w.cs)}, opts)
+	front, err := azurite.NewFront(context.Background(), azurite.Endpoints{Table: tableEndpointOf(w.cs)}, testenv.FrontBefore(opts))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func (w *chaosWorld) front(cosmos bool) string {
 // the Injector's) and transport.
 func (w *chaosWorld) account(cosmos bool, transport policy.Transporter, policies ...policy.Policy) *tablekit.Account {
 	w.t.Helper()
-	acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: policies, Transport: transport}, Cosmos: cosmos, Logger: quiet})
+	acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{ClientOptions: azcore.ClientOptions{PerRetryPolicies: policies, Transport: transport}, Service: cosmosService(cosmos), Logger: quiet})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ type writerMix struct {
 // each op with its writerOp as Value and its ETag as Result.
 func (w *chaosWorld) chaosWriters(ctx context.Context, name string, cosmos bool, n, parts, owned int, mix writerMix, minOps int, stop <-chan struct{}) (*chaos.History, error) {
 	return chaos.RunWriters(ctx, w.seed, n, func(ctx context.Context, wr *chaos.Writer) error {
-		acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{Cosmos: cosmos, Logger: quiet})
+		acct, err := w.inj.Open(w.front(cosmos), &tablekit.Options{Service: cosmosService(cosmos), Logger: quiet})
 		if err != nil {
 			return err
 		}

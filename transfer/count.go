@@ -73,8 +73,11 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Option
 		}
 		r.TallyPK, r.TallyN = "", 0
 	}
-	if j.unordered {
-		j.persist = persistTallies
+	j.persist = func(s *jobState) *jobState {
+		if j.isUnordered() {
+			return persistTallies(s)
+		}
+		return s
 	}
 	// Ranges never share a partition, so the partitions of the scope are
 	// the sum of each range's. A range tallies the entities of each
@@ -91,6 +94,9 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Option
 		for pk, n := range r.Tally {
 			if open != nil && pk == *open {
 				continue
+			}
+			if open != nil {
+				j.reliedOnOrder.Store(true) // closed before the range's end
 			}
 			s.Partitions++
 			s.DeleteTx += (n + limits.TransactionActions - 1) / limits.TransactionActions
@@ -111,7 +117,7 @@ func Count(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *Option
 			case last:
 				closeTallies(s, r, nil)
 				r.Tally = nil
-			case !j.unordered && len(page.Items) > 0:
+			case !j.isUnordered() && len(page.Items) > 0:
 				closeTallies(s, r, &page.Items[len(page.Items)-1].PartitionKey)
 			}
 		})

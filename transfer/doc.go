@@ -110,9 +110,12 @@
 // # Cosmos DB
 //
 // Azure Cosmos DB for Table returns query results in no key order, not even
-// within a partition (tablekit.Options.Cosmos says whether a table is
-// there). Nothing in this package relies on that order where it is not
-// kept:
+// within a partition (tablekit.Options.Service says whether a table is
+// there; by default the Account finds out from the endpoint's host or its
+// answers). Nothing in this package relies on that order where it is not
+// kept. A job whose Account does not know yet finds out from its first
+// answers (the sampler's first probe, or a range's first page), before it
+// handles an entity as if in key order:
 //
 //   - Ranges are PartitionKey ranges, each read with a query filtered to
 //     it, so they cover the scope exactly whatever the order. A probe on

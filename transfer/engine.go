@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,11 +173,18 @@ type job struct {
 
 	started time.Time
 	total   int64 // expected entities, -1 unknown
-	splits  bool  // idle readers split running ranges
-	// unordered is true when the service does not return results in key
+	splits  bool  // idle readers split running ranges (where results are in key order)
+	// unordered is set when the service does not return results in key
 	// order (Azure Cosmos DB for Table): see "Cosmos DB" in the package
-	// documentation.
-	unordered bool
+	// documentation. Read it with isUnordered: an Account may find out
+	// from the job's own answers.
+	unordered atomic.Bool
+	// reliedOnOrder is set when the job took a page for one in key order
+	// in a way that depends on it (ended a range at a split's Cap; count
+	// closed a partition's tally before the range's end): should the
+	// service turn out not to keep key order after all, the job fails
+	// (see orderLost).
+	reliedOnOrder atomic.Bool
 
 	// resumed is true when the state was loaded from the checkpoint.
 	resumed bool
@@ -223,12 +231,12 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
 	}
-	j.unordered = core.Cosmos(c.t)
 	// A running range is split only where results come in key order: a
 	// page then says that the range is done below its last key. Where they
 	// do not, a range's query must be read to its end whatever is split
-	// off, so the scope is cut into more ranges before reading instead.
-	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil && !j.unordered
+	// off, so the scope is cut into more ranges before reading instead
+	// (see isUnordered).
+	j.splits = scan.Concurrency > 1 && scan.MaxProbes > 0 && scan.Boundaries == nil && c.scope.Partition == nil
 	if j.meter != nil {
 		j.meterStart = j.meter.Snapshot()
 	}
@@ -251,6 +259,48 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// isUnordered reports whether the service does not return results in key
+// order: the table's Account is in Cosmos DB mode, known when the job
+// started or found out since from an answer (tablekit.ServiceAuto). Every
+// answer that shows Cosmos DB does so before the job sees its entities
+// (a continuation token in Cosmos DB's shape, a page out of key order), so
+// a page is handled as unordered whenever it could tell; a page handled
+// as ordered before is a range's only page, in key order, for which both
+// ways agree.
+func (j *job) isUnordered() bool {
+	if j.unordered.Load() {
+		return true
+	}
+	if core.Cosmos(j.t) {
+		j.unordered.Store(true)
+		return true
+	}
+	return false
+}
+
+// orderLost returns the error of a job that relied on key order (see
+// reliedOnOrder) on a service that turned out not to keep it: an Account
+// with tablekit.ServiceAuto behind something that hides Cosmos DB's
+// continuation tokens, whose first pages happened to be in key order. The
+// job's results may be wrong; its Account now knows, and a run started
+// again (without Resume) reads as on Cosmos DB.
+func (j *job) orderLost() error {
+	if !j.reliedOnOrder.Load() || !j.isUnordered() {
+		return nil
+	}
+	return &tablekit.ValidationError{Op: "transfer." + opName(j.op), Entity: j.t.Name(),
+		Detail: "the service answered as Azure Cosmos DB for Table, which does not keep key order, after the job had relied on it: run the job again, from the start (the Account knows now), or open the Account with tablekit.ServiceCosmosDB",
+		Err:    tablekit.ErrUnsupported}
+}
+
+// opName names a job's operation as its function: "export" is "Export".
+func opName(op string) string {
+	if op == "" {
+		return op
+	}
+	return strings.ToUpper(op[:1]) + op[1:]
 }
 
 // load reads the checkpoint and checks that it belongs to this job, whose
@@ -305,18 +355,18 @@ func (j *job) plan(ctx context.Context) error {
 			return err
 		}
 	case j.scan.Concurrency > 1 && j.scan.MaxProbes > 0:
-		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes, unordered: j.unordered}
 		// Two ranges per reader, where idle readers split running ranges
-		// later; four where they cannot (results out of key order).
-		perReader := 2
-		if j.unordered {
-			perReader = 4
-		}
+		// later; four where they cannot (results out of key order, which
+		// the sampler's first probe shows when it is not known yet).
+		s := &sampler{t: j.t, scope: whole, concurrency: j.scan.Concurrency, budget: j.scan.MaxProbes, unordered: j.isUnordered(),
+			unorderedTarget: 4 * j.scan.Concurrency}
 		var err error
-		bounds, err = s.sample(ctx, perReader*j.scan.Concurrency)
+		bounds, err = s.sample(ctx, 2*j.scan.Concurrency)
 		if len(bounds) > 0 {
 			bounds = bounds[1:] // the first key starts the first range anyway
 		}
+		// Keys outside the scope cannot bound a range of it.
+		bounds = slices.DeleteFunc(bounds, func(b string) bool { return b == whole.From || !whole.contains(b) })
 		j.probe = s.probes.Load()
 		j.requests.Add(j.probe)
 		j.state.Probes += j.probe
@@ -396,11 +446,11 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 				var r *rangeState
 				if i := int(next.Add(1)) - 1; i < len(pending) {
 					r = pending[i]
-				} else if j.splits {
+				} else if j.splits && !j.isUnordered() {
 					// Nothing left to start: split the rest of a running
 					// range, so that no reader idles while another has a
 					// long way to go.
-					for r == nil && j.busy() && (stop == nil || !stop()) && core.Sleep(ctx, 50*time.Millisecond) {
+					for r == nil && j.busy() && (stop == nil || !stop()) && core.Sleep(ctx, 50*time.Millisecond) && !j.isUnordered() {
 						var err error
 						if r, err = j.steal(ctx); err != nil {
 							if ctx.Err() == nil {
@@ -440,6 +490,9 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 	}
 	if firstErr != nil {
 		return firstErr
+	}
+	if err := j.orderLost(); err != nil {
+		return err
 	}
 	if err := context.Cause(ctx); err != nil && !j.state.Complete {
 		return err
@@ -484,6 +537,9 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 			return err
 		}
 		j.clip(r, &page)
+		if err := j.orderLost(); err != nil {
+			return err
+		}
 		if err := fn(ctx, r, token, page); err != nil {
 			if errors.Is(err, errHold) {
 				j.mu.Lock()
@@ -508,19 +564,21 @@ func (j *job) readRange(ctx context.Context, r *rangeState, stop func() bool, fn
 func (j *job) clip(r *rangeState, page *tablekit.Page[tablekit.Entity]) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	unordered := j.isUnordered()
 	if r.Cap != "" {
-		if j.unordered {
+		if unordered {
 			page.Items = slices.DeleteFunc(page.Items, func(e tablekit.Entity) bool { return compareKeys(e.PartitionKey, r.Cap) >= 0 })
 		} else {
 			for i := range page.Items {
 				if compareKeys(page.Items[i].PartitionKey, r.Cap) >= 0 {
 					page.Items, page.Continuation = page.Items[:i], ""
+					j.reliedOnOrder.Store(true)
 					break
 				}
 			}
 		}
 	}
-	if n := len(page.Items); n > 0 && !j.unordered {
+	if n := len(page.Items); n > 0 && !unordered {
 		r.Pos = page.Items[n-1].PartitionKey
 	}
 }
@@ -587,6 +645,13 @@ func (j *job) steal(ctx context.Context) (*rangeState, error) {
 		if err != nil {
 			j.mu.Unlock()
 			return nil, err
+		}
+		if j.isUnordered() {
+			// The probes (or a page meanwhile) showed that results are
+			// not in key order: the victim may have read keys past any
+			// split point already, which the new range would read again.
+			j.mu.Unlock()
+			return nil, nil
 		}
 		// The middle key the victim has not reached.
 		var k string

@@ -172,3 +172,17 @@ func withScanP(o transfer.PurgeOptions, s scanOpts) transfer.PurgeOptions {
 
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
+
+// cosmosService is the tablekit.Options.Service of an Account opened on a
+// front of the test's own: Cosmos DB when the front is in Cosmos mode.
+func cosmosService(cosmos bool) tablekit.Service {
+	if cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
+}
+
+// onCosmos reports whether the test account is Cosmos DB's (the tests run
+// behind the front in Cosmos DB mode): results in no key order, so no
+// splits of running ranges and a purge's deletes grouped page by page.
+func onCosmos() bool { return testenv.Service() == tablekit.ServiceCosmosDB }

@@ -296,7 +296,7 @@ func (p *purger) page(ctx context.Context, r *rangeState, start string, page tab
 	items := append(rp.carry, page.Items...)
 	old := len(rp.carry)
 	last := page.Continuation == ""
-	unordered := p.j.unordered
+	unordered := p.j.isUnordered()
 	if unordered {
 		// Results out of key order (Cosmos DB): a partition's entities
 		// are not contiguous, and the next page may hold more of any of

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/core"
 )
 
 // How a table is split into ranges when the caller gives no boundaries
@@ -51,9 +52,12 @@ type sampler struct {
 	budget      int
 	// unordered is true when the service does not return results in key
 	// order: a probe then finds a key at or after its point, not the first.
-	unordered bool
-	probes    atomic.Int64
-	visited   map[string]bool
+	// When the first probe's answer shows Cosmos DB (see sample), it is set
+	// then, and the target raised to unorderedTarget (if more).
+	unordered       bool
+	unorderedTarget int
+	probes          atomic.Int64
+	visited         map[string]bool
 }
 
 // probe returns the first PartitionKey in [x, to), if any (to "": the
@@ -67,8 +71,13 @@ func (s *sampler) probe(ctx context.Context, x, to string) (string, bool, error)
 	if s.scope.From != "" && compareKeys(x, s.scope.From) < 0 {
 		x = s.scope.From
 	}
-	if to == "" {
+	if to == "" || (s.scope.To != "" && compareKeys(to, s.scope.To) > 0) {
+		// Never past the scope: a bound of the next point (where results
+		// are not in key order) may lie beyond it.
 		to = s.scope.To
+	}
+	if to != "" && compareKeys(x, to) >= 0 {
+		return "", false, nil
 	}
 	opts := &tablekit.QueryOptions{PageSize: 1, Select: keysOnly, AllowTableScan: true, Reserved: true}
 	for {
@@ -94,6 +103,9 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	first, ok, err := s.probe(ctx, s.scope.From, "")
 	if err != nil || !ok {
 		return nil, err
+	}
+	if !s.unordered && core.Cosmos(s.t) {
+		s.unordered, target = true, max(target, s.unorderedTarget)
 	}
 	known := []string{first}
 	for round := 0; round < maxRounds && len(known) < target; round++ {

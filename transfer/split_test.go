@@ -119,7 +119,13 @@ func TestSplitWhileRunning(t *testing.T) {
 			t.Errorf("%s/%s exported %d times", e.PartitionKey, e.RowKey, n)
 		}
 	}
-	if len(seen) != len(es) || res.Ranges < 3 {
+	switch {
+	case len(seen) != len(es):
+		t.Errorf("%d keys exported, want %d", len(seen), len(es))
+	case onCosmos() && res.Ranges != 1:
+		// Running ranges are never split on Cosmos DB.
+		t.Errorf("%d ranges on Cosmos DB (%d probes); want the one planned", res.Ranges, res.Probes)
+	case !onCosmos() && res.Ranges < 3:
 		t.Errorf("%d keys in %d ranges (%d probes); want %d keys in at least 3 ranges", len(seen), res.Ranges, res.Probes, len(es))
 	}
 	t.Logf("export: %d ranges, %d probes", res.Ranges, res.Probes)
@@ -128,7 +134,10 @@ func TestSplitWhileRunning(t *testing.T) {
 		t.Errorf("count %+v, %v", c, err)
 	}
 	p, err := transfer.Purge(ctxFor(t), tbl, ptr(withScanP(transfer.PurgeOptions{}, scan)))
-	if err != nil || !p.Complete || p.Deleted != 2000 || p.DeleteTransactions != 40 {
+	// 40 transactions, one per partition; on Cosmos DB each page's deletes
+	// are grouped by partition: at most one transaction per entity of a
+	// page of 20.
+	if err != nil || !p.Complete || p.Deleted != 2000 || (p.DeleteTransactions != 40 && !onCosmos()) || p.DeleteTransactions > 20*p.Pages {
 		t.Errorf("purge %+v, %v", p, err)
 	}
 	if left := readAll(t, tbl); len(left) != 0 {

@@ -53,7 +53,7 @@ const chaosProcessEnv = "TABLEKIT_CLI_CHAOS"
 // chaosProcessConfig is what a command process is told.
 type chaosProcessConfig struct {
 	Seed   int64  // seed of its fault injector
-	Cosmos bool   // its tables are on Cosmos DB (tablekit.Options.Cosmos)
+	Cosmos bool   // its tables are on Cosmos DB (tablekit.ServiceCosmosDB)
 	Stats  string // file it writes its injector's counts to, every 10 ms
 }
 
@@ -116,7 +116,9 @@ func chaosProcess(cfgJSON string, args []string) int {
 			if opts != nil {
 				o = *opts
 			}
-			o.Cosmos = cfg.Cosmos
+			if cfg.Cosmos {
+				o.Service = tablekit.ServiceCosmosDB
+			}
 			return inj.Open(cs, &o)
 		}}
 	code := run(ctx, e, args)
@@ -569,8 +571,9 @@ func TestChaosCLIKill(t *testing.T) {
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		ctx := context.Background()
 		cs := testenv.ConnectionString(t)
-		cosmos := seed%2 == 0
-		fopts := &azurite.FrontOptions{Paging: true, Cosmos: cosmos, Seed: uint64(seed)*3 + 1}
+		// Cosmos DB on every seed when the test account is Cosmos DB's.
+		fopts := testenv.FrontBefore(&azurite.FrontOptions{Paging: true, Cosmos: seed%2 == 0, Seed: uint64(seed)*3 + 1})
+		cosmos := fopts.Cosmos
 		front, err := azurite.NewFront(ctx, azurite.Endpoints{Table: tableEndpointRe.FindString(cs)[len("TableEndpoint="):]}, fopts)
 		if err != nil {
 			t.Fatal(err)

@@ -130,11 +130,12 @@ func reviewKey(emp, year uint64) (string, error) {
 	return b.AddUintN(emp, 6).AddUintN(year, 4).Key()
 }
 
-// componentIn reads the reviews with lo ≤ RowKey < hi (one range query) and
-// returns component i of their RowKeys, each value once in a row.
+// componentIn reads the reviews with lo ≤ RowKey < hi (one range query, in
+// RowKey order: KeyOrder sorts it on Cosmos DB for Table) and returns
+// component i of their RowKeys, each value once in a row.
 func componentIn(ctx context.Context, tbl *tablekit.Table[Review], lo, hi string, i int) ([]string, error) {
 	var values []string
-	for r, err := range tbl.Query(ctx, tablekit.RowKeyRange("Sales", lo, hi), nil) {
+	for r, err := range tbl.Query(ctx, tablekit.RowKeyRange("Sales", lo, hi), &tablekit.QueryOptions{KeyOrder: true}) {
 		if err != nil {
 			return nil, err
 		}

@@ -129,7 +129,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	before = meter.Snapshot()
 	var days []string
 	var total int64
-	for d, err := range tbl.Query(ctx, tablekit.PartitionEq("emp000223"), nil) {
+	for d, err := range tbl.Query(ctx, tablekit.PartitionEq("emp000223"), &tablekit.QueryOptions{KeyOrder: true}) {
 		if err != nil {
 			return err
 		}

@@ -104,7 +104,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 
 	// The service cannot compare ciphertext, so filters on an encrypted
 	// property are refused before anything is sent.
-	_, err = patients.Top(ctx, tablekit.Where("SSN eq ?", ada.SSN), 1, nil)
+	_, err = tablekit.Collect(patients.Query(ctx, tablekit.Where("SSN eq ?", ada.SSN), nil), 0)
 	fmt.Fprintf(out, "filtering on SSN is refused (ErrInvalidInput: %t): %v\n", errors.Is(err, tablekit.ErrInvalidInput), err)
 
 	// Rotation: a new current key for new writes. Every value names its key,
@@ -143,7 +143,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "rewrote the %d rows with a property under the old key; key ids now [%s]; 2025-q1 removed from the ring\n", n, strings.Join(after, "; "))
 
-	all, err := patients.Top(ctx, tablekit.PartitionEq("Cardio"), 10, nil)
+	all, err := tablekit.Collect(patients.Query(ctx, tablekit.PartitionEq("Cardio"), &tablekit.QueryOptions{KeyOrder: true}), 10)
 	for _, p := range all {
 		fmt.Fprintf(out, "read back without the old key: %s %s %s %q\n", p.ID, p.Name, p.SSN, p.Diagnosis)
 	}

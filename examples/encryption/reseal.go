@@ -38,7 +38,7 @@ func reseal(ctx context.Context, patients *tablekit.Table[Patient], raw *tableki
 // Diagnosis=2025-q2") and the rows with a property not sealed under
 // current. It decrypts nothing.
 func keyIDs(ctx context.Context, raw *tablekit.Table[tablekit.Entity], pk, current string) (rows, stale []string, err error) {
-	for e, err := range raw.Query(ctx, tablekit.PartitionEq(pk), &tablekit.QueryOptions{Select: encrypted}) {
+	for e, err := range raw.Query(ctx, tablekit.PartitionEq(pk), &tablekit.QueryOptions{Select: encrypted, KeyOrder: true}) {
 		if err != nil {
 			return nil, nil, err
 		}

@@ -112,7 +112,7 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	}
 	// One query reads the partition, each row decoded into its own type.
 	before := acct.Meter().Snapshot()
-	for v, err := range m.Query(ctx, tablekit.PartitionEq("Sales"), nil) {
+	for v, err := range m.Query(ctx, tablekit.PartitionEq("Sales"), &tablekit.QueryOptions{KeyOrder: true}) {
 		if err != nil {
 			return err
 		}

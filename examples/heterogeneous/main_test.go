@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/tablekit/tablekit"
@@ -23,15 +22,11 @@ func TestRun(t *testing.T) {
 	if err := run(context.Background(), testenv.Account(t, nil), &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{
+	testenv.Narrates(t, out.String(),
 		"  Employee v1 000100: Ann Jones\n  Employee v2 000101: Bob Smith\n  unregistered kind Goal.v1 at Q3-goals, kept as a tablekit.Entity (Target 1.5e+06)\n  Department Sales: manager Ann, 2 employees",
-		"one query decoded the mixed partition, in RowKey order, each row into its own type: 1 transaction (QueryEntities=1)",
+		"one query decoded the mixed partition, in RowKey order, each row into its own type: {1} transaction (QueryEntities={1})",
 		"a new employee and the department's count in one entity group transaction: 1 transaction (Transaction=1)",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("narration lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 }
 
 // TestQueryKindAndETags: QueryKind reads the rows of one kind and version
@@ -109,14 +104,15 @@ func TestKindInRowKey(t *testing.T) {
 	}
 	before := acct.Meter().Snapshot()
 	var names []string
-	for e, err := range patterns.QueryKind[Employee](ctx, m, "Sales", nil) {
+	for e, err := range patterns.QueryKind[Employee](ctx, m, "Sales", &tablekit.QueryOptions{KeyOrder: true}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, e.Key+"="+e.Name)
 	}
 	c := acct.Meter().Snapshot().Sub(before)
-	if got := fmt.Sprint(names); got != "[Employee!000100=Ann Jones Employee!000101=Bob Smith Employee!000102=Cy Young]" || c.Total() != 1 || deptKey != "Department!Sales" {
+	// One query (Azure may cut it into more pages).
+	if got := fmt.Sprint(names); got != "[Employee!000100=Ann Jones Employee!000101=Bob Smith Employee!000102=Cy Young]" || c.Total() < 1 || (c.Total() != 1 && !testenv.PagesAsAzure()) || deptKey != "Department!Sales" {
 		t.Fatalf("read %s in %d transactions (department key %s), want 3 employees in one query", got, c.Total(), deptKey)
 	}
 }

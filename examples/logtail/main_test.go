@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,24 +18,39 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestRun runs the example against the test account and checks that its
-// narration states the results and costs the pattern promises.
+// narration states the results and costs the pattern promises. On Azure
+// Cosmos DB for Table, which does not keep key order (the design guide
+// says the pattern does not suit it), the example stops at its first
+// Latest, refused.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), testenv.Account(t, nil), &out); err != nil {
+	err := run(context.Background(), testenv.Account(t, nil), &out)
+	if onCosmos() {
+		if !refusedOnCosmos(err) {
+			t.Fatalf("the example on Cosmos DB: %v, want Latest refused with ErrUnsupported naming Cosmos DB\n%s", err, out.String())
+		}
+		testenv.Narrates(t, out.String(), "appended 60 readings, the last three in the same tick: 60 transactions (one insert each)")
+		return
+	}
+	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{
+	testenv.Narrates(t, out.String(),
 		"appended 60 readings, the last three in the same tick: 60 transactions (one insert each)",
-		"Latest(5) = [reading 59, reading 58, reading 57, reading 56, reading 55], queries: 1",
-		"Window(15:10, 15:14) = [reading 13, reading 12, reading 11, reading 10], newest first, queries: 1",
+		"Latest(5) = [reading 59, reading 58, reading 57, reading 56, reading 55], queries: {1}",
+		"Window(15:10, 15:14) = [reading 13, reading 12, reading 11, reading 10], newest first, queries: {1}",
 		"60 entries in 3 pages",
 		"with Shards: 4 the 40 entries of busy-sensor went to 4 partitions: map[0!busy-sensor:",
-		"Latest(3) = [busy 39, busy 38, busy 37], 4 queries (one per bucket)",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("narration lacks %q:\n%s", want, out.String())
-		}
-	}
+		"Latest(3) = [busy 39, busy 38, busy 37], {4} queries (one per bucket)",
+	)
+}
+
+// onCosmos reports whether the test account is Cosmos DB's, where Latest
+// and Page are refused; refusedOnCosmos whether err is their refusal.
+func onCosmos() bool { return testenv.Service() == tablekit.ServiceCosmosDB }
+
+func refusedOnCosmos(err error) bool {
+	return errors.Is(err, tablekit.ErrUnsupported) && strings.Contains(err.Error(), "Cosmos DB")
 }
 
 // newLog returns a Log of a new table, with readings 0..n-1 one a minute
@@ -63,6 +79,12 @@ func TestLatestReadsOnPastShortPages(t *testing.T) {
 	_, log := newLog(t, acct, &logtail.Options{PageSize: 2}, time.Date(2024, 5, 6, 15, 0, 0, 0, time.UTC), 10)
 	before := acct.Meter().Snapshot()
 	latest, err := log.Latest(ctx, "sensor-7", 5)
+	if onCosmos() {
+		if !refusedOnCosmos(err) || acct.Meter().Snapshot().Sub(before).Total() != 0 {
+			t.Errorf("Latest on Cosmos DB: %v, want it refused before sending", err)
+		}
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +109,21 @@ func TestDotNetRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	latest, err := log.Latest(ctx, "sensor-7", 4)
-	if err != nil {
+	if onCosmos() {
+		if !refusedOnCosmos(err) {
+			t.Errorf("Latest on Cosmos DB: %v, want it refused", err)
+		}
+		// The .NET row still sorts by time: Window reads it in place.
+		latest = nil
+		for r, err := range log.Window(ctx, "sensor-7", time.Time{}, time.Time{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(latest) < 4 {
+				latest = append(latest, r)
+			}
+		}
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := notes(latest), "[reading 4, reading 3, written by .NET, reading 2]"; got != want {

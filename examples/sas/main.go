@@ -89,7 +89,7 @@ func run(ctx context.Context, acct *tablekit.Account, signer *sas.Signer, out io
 	if _, err := alice.Insert(ctx, Order{Customer: "alice", ID: "0002", Item: "scones", Total: 6}); err != nil {
 		return err
 	}
-	mine, err := alice.Top(ctx, tablekit.PartitionEq("alice"), 10, nil)
+	mine, err := tablekit.Collect(alice.Query(ctx, tablekit.PartitionEq("alice"), nil), 0)
 	if err != nil {
 		return err
 	}

@@ -106,11 +106,19 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 
 // Account opens the test account (internal/testenv: Azurite or
 // AZURE_STORAGE_CONNECTION_STRING) with the Injector, as [Injector.Open]
-// does, and fails t if it cannot. When t ends, the Injector's [Stats] are
+// does (with opts' Service, or testenv.Service when it is ServiceAuto),
+// and fails t if it cannot. When t ends, the Injector's [Stats] are
 // logged (once per Injector).
 func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Account {
 	t.Helper()
-	acct, err := inj.Open(testenv.ConnectionString(t), opts)
+	var o tablekit.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Service == tablekit.ServiceAuto {
+		o.Service = testenv.Service()
+	}
+	acct, err := inj.Open(testenv.ConnectionString(t), &o)
 	if err != nil {
 		t.Fatalf("chaos: %v", err)
 	}
@@ -124,18 +132,20 @@ func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Acc
 // [Injector.Open]): on the test account (internal/testenv), or, cosmos,
 // on an Azurite of t's own behind package azurite's front in Cosmos DB
 // mode with Azure's paging, seeded by the Injector's seed, each Account
-// opened with tablekit.Options.Cosmos. It is how a suite runs one body on
-// Table storage and on Cosmos DB for Table.
+// opened with tablekit.ServiceCosmosDB (else as testenv.Service says). It
+// is how a suite runs one body on Table storage and on Cosmos DB for
+// Table.
 func (inj *Injector) Opener(t testing.TB, cosmos bool) func() (*tablekit.Account, error) {
 	t.Helper()
-	conn := ""
+	conn, svc := "", testenv.Service()
 	if cosmos {
+		svc = tablekit.ServiceCosmosDB
 		conn = azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: uint64(inj.seed)}}).ConnectionString()
 	} else {
 		conn = testenv.ConnectionString(t)
 	}
 	return func() (*tablekit.Account, error) {
-		return inj.Open(conn, &tablekit.Options{Cosmos: cosmos})
+		return inj.Open(conn, &tablekit.Options{Service: svc})
 	}
 }
 

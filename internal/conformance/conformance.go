@@ -122,7 +122,9 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 type Options struct {
 	// Cosmos probes the endpoint as Azure Cosmos DB for Table: the
 	// expectations are Cosmos DB's where they differ from Table
-	// storage's. The default is what the Account says (Account.Cosmos).
+	// storage's. The default is what the Account finds out by the time
+	// the probe table is created (tablekit.ServiceAuto: the endpoint's
+	// host, then its answers).
 	Cosmos bool
 	// OnResult, if not nil, is called with each result as it comes.
 	OnResult func(Result)
@@ -177,14 +179,11 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{acct: acct, cosmos: core.AccountCosmos(acct), name: newTableName()}
+	p := &prober{acct: acct, name: newTableName()}
 	if !strings.HasPrefix(endpoint, "https://") && !strings.HasPrefix(endpoint, "http://") {
 		p.signer, _ = sas.NewSigner(endpoint) // fails without an AccountKey: the SAS probe says so
 	}
 	rep := &Report{Service: "Azure Table storage", Table: p.name, Bound: Bound()}
-	if p.cosmos {
-		rep.Service = "Azure Cosmos DB for Table"
-	}
 	before := acct.Meter().Snapshot()
 	defer func() { rep.Requests = acct.Meter().Snapshot().Sub(before).Service("table") }()
 
@@ -201,6 +200,10 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 			rep.Deleted = p.cleanup(ctx) == nil
 		}
 		return rep, fmt.Errorf("creating the probe table %s: %w", p.name, err)
+	}
+	// Cosmos DB's answer to the create shows it (a new table's ETag).
+	if p.cosmos = core.AccountCosmos(acct); p.cosmos {
+		rep.Service = "Azure Cosmos DB for Table"
 	}
 	for _, pr := range probes {
 		if ctx.Err() != nil {
@@ -223,7 +226,10 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 
 // open opens the account endpoint names, with no retries.
 func open(endpoint string, cosmos bool) (*tablekit.Account, error) {
-	o := &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: noRetries}, Cosmos: cosmos}
+	o := &tablekit.Options{ClientOptions: azcore.ClientOptions{Retry: noRetries}}
+	if cosmos {
+		o.Service = tablekit.ServiceCosmosDB
+	}
 	if !strings.HasPrefix(endpoint, "https://") && !strings.HasPrefix(endpoint, "http://") {
 		return tablekit.Open(endpoint, o)
 	}

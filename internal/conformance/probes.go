@@ -359,7 +359,7 @@ func probeSASRange(ctx context.Context, p *prober) Result {
 			return differs("insert: %s", status(err))
 		}
 	}
-	ranged, err := sas.OpenTable[tablekit.Entity](u, &tablekit.Options{Meter: p.acct.Meter(), ClientOptions: azcore.ClientOptions{Retry: noRetries}, Cosmos: p.cosmos}, nil)
+	ranged, err := sas.OpenTable[tablekit.Entity](u, &tablekit.Options{Meter: p.acct.Meter(), ClientOptions: azcore.ClientOptions{Retry: noRetries}, Service: service(p.cosmos)}, nil)
 	if err != nil {
 		return differs("%v", err)
 	}
@@ -493,4 +493,13 @@ func probeTableCase(ctx context.Context, p *prober) Result {
 		return differs("%s through %s; Table storage's table names are case-insensitive", status(err), strings.ToLower(p.name))
 	}
 	return asExpected("")
+}
+
+// service is the tablekit.Options.Service of a probe's Accounts: Cosmos
+// DB's when the run probes Cosmos DB, else found out.
+func service(cosmos bool) tablekit.Service {
+	if cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
 }

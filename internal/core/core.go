@@ -92,7 +92,9 @@ func AccountOf[T any](t *tablekit.Table[T]) string { return hook.TableInfo(t).Ac
 func TableLogger[T any](t *tablekit.Table[T]) *slog.Logger { return hook.TableInfo(t).Logger }
 
 // Cosmos reports whether t is on Azure Cosmos DB for Table, whose query
-// results are not in key order.
+// results are not in key order, as far as its Account knows now: with
+// tablekit.ServiceAuto an answer may show it later, so code whose result
+// depends on key order asks again after it has read.
 func Cosmos[T any](t *tablekit.Table[T]) bool { return hook.TableInfo(t).Cosmos }
 
 // EncryptedProperties returns the names of the properties t encrypts on
@@ -126,7 +128,8 @@ func AccountGovernor(acct *tablekit.Account) *tablekit.Governor {
 func AccountLogger(acct *tablekit.Account) *slog.Logger { return hook.AccountInfo(acct).Logger }
 
 // AccountCosmos reports whether acct's tables are on Azure Cosmos DB for
-// Table (see tablekit.Options.Cosmos).
+// Table now (see tablekit.Options.Service: an Account may find it out
+// from its answers).
 func AccountCosmos(acct *tablekit.Account) bool { return hook.AccountInfo(acct).Cosmos }
 
 // AccountName returns the storage account's name ("devstoreaccount1" for

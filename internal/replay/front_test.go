@@ -25,8 +25,10 @@ import (
 // mode for the _cosmos ones), and its answer is compared with the live
 // service's: status; the error code and where it is carried (the body
 // only); the error message's shape (Table storage's RequestId and Time
-// lines, Cosmos DB's RequestID line) and wording; Content-Type of errors;
-// the continuation headers' shape; a batch answer's inner statuses,
+// lines, Cosmos DB's RequestID line) and wording; Content-Type of errors
+// (and, for Cosmos DB, of every answer but a batch's, and the absence of
+// the Server, x-ms-request-id and x-ms-version headers); the continuation
+// headers' shape; a batch answer's inner statuses,
 // codes, messages and part line ends; and the entities read back, by
 // value and EDM type. What cannot agree is in FIDELITY.md, with why.
 
@@ -129,6 +131,17 @@ func compareAnswer(service string, e replay.Entry, a answer) []string {
 		diffs = append(diffs, fmt.Sprintf("ETag %q, recorded %q", a.Header.Get("ETag"), e.ResponseHeader.Get("ETag")))
 	}
 	ct := e.ResponseHeader.Get("Content-Type")
+	if service == "cosmos" {
+		// What tablekit may read to tell Cosmos DB from Table storage.
+		if g := a.Header.Get("Content-Type"); g != ct && !strings.HasPrefix(ct, "multipart/") {
+			diffs = append(diffs, fmt.Sprintf("Content-Type %q, recorded %q", g, ct))
+		}
+		for _, k := range []string{"Server", "x-ms-request-id", "x-ms-version"} {
+			if g := a.Header.Get(k); g != "" {
+				diffs = append(diffs, fmt.Sprintf("%s %q; Cosmos DB sends none", k, g))
+			}
+		}
+	}
 	switch {
 	case strings.HasPrefix(ct, "multipart/"):
 		diffs = append(diffs, compareBatch(service, e, a)...)

@@ -120,7 +120,7 @@ func (c *Client) startSpan(ctx context.Context, op Operation, table string, ifMa
 		return ctx, func(error) {}
 	}
 	system, name := systemTables, string(op)
-	if c.cosmos {
+	if c.cosmos != nil && c.cosmos() {
 		system, name = systemCosmos, cosmosOperation(op, ifMatch)
 	}
 	attrs := make([]tracing.Attribute, 0, 6)
@@ -161,8 +161,8 @@ type Client struct {
 	pipeline    runtime.Pipeline
 	throttling  runtime.Pipeline // for calls that handle throttling themselves
 	tracer      tracing.Tracer
-	mergeTunnel bool
-	cosmos      bool
+	mergeTunnel func() bool
+	cosmos      func() bool
 }
 
 // Options configures a [Client]. A nil *Options means defaults.
@@ -177,12 +177,15 @@ type Options struct {
 	// semantic conventions, whose child is azcore's HTTP span; the zero
 	// Tracer starts none.
 	Tracer tracing.Tracer
-	// MergeTunnel sends merges as POST with "X-HTTP-Method: MERGE", as
-	// Azure Cosmos DB for Table requires; else they go as PATCH.
-	MergeTunnel bool
-	// Cosmos says that the endpoint is Azure Cosmos DB for Table, for the
-	// spans' db.system.name and db.operation.name.
-	Cosmos bool
+	// MergeTunnel, when it returns true, sends merges as POST with
+	// "X-HTTP-Method: MERGE", as Azure Cosmos DB for Table requires; else
+	// (or nil) they go as PATCH. It is asked at every merge: an Account
+	// learns it is on Cosmos DB from its answers.
+	MergeTunnel func() bool
+	// Cosmos, when it returns true, says that the endpoint is Azure
+	// Cosmos DB for Table, for the spans' db.system.name and
+	// db.operation.name; asked at every request, as MergeTunnel is.
+	Cosmos func() bool
 }
 
 // NewClient returns a Client of the table endpoint (for example
@@ -216,9 +219,9 @@ func NewClient(endpoint string, pl runtime.Pipeline, opts *Options) (*Client, er
 func (c *Client) Endpoint() string { return c.endpoint }
 
 // MergeTunnel reports whether the Client sends merges as POST with
-// "X-HTTP-Method: MERGE" (Options.MergeTunnel): a transaction's merge
+// "X-HTTP-Method: MERGE" now (Options.MergeTunnel): a transaction's merge
 // actions must go the same way.
-func (c *Client) MergeTunnel() bool { return c.mergeTunnel }
+func (c *Client) MergeTunnel() bool { return c.mergeTunnel != nil && c.mergeTunnel() }
 
 // Call is what a caller attaches to one request besides its parameters.
 type Call struct {
@@ -366,9 +369,10 @@ func (c *Client) InsertEntity(ctx context.Context, table string, body []byte, ca
 // insert-or-merge).
 func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []byte, merge bool, ifMatch azcore.ETag, call Call) (_ azcore.ETag, err error) {
 	op, method := UpdateEntity, http.MethodPut
+	tunnel := merge && c.MergeTunnel()
 	if merge {
 		op, method = MergeEntity, http.MethodPatch
-		if c.mergeTunnel {
+		if tunnel {
 			method = http.MethodPost
 		}
 	}
@@ -378,7 +382,7 @@ func (c *Client) UpdateEntity(ctx context.Context, table, pk, rk string, body []
 	if err != nil {
 		return "", err
 	}
-	if merge && c.mergeTunnel {
+	if tunnel {
 		req.Raw().Header["X-Http-Method"] = []string{"MERGE"}
 	}
 	if ifMatch != "" {

@@ -151,7 +151,7 @@ func TestRequests(t *testing.T) {
 
 func TestMergeTunnel(t *testing.T) {
 	f := &fake{answers: []func(*http.Request) *http.Response{answer(http.StatusNoContent, "")}}
-	c := newTestClient(t, f, &Options{MergeTunnel: true})
+	c := newTestClient(t, f, &Options{MergeTunnel: func() bool { return true }})
 	if _, err := c.UpdateEntity(context.Background(), "T", "p", "r", []byte(`{}`), true, `W/"1"`, Call{}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -182,6 +184,86 @@ func PagesAsAzure() bool {
 	return err == nil && o != nil && o.Paging
 }
 
+// Service is the tablekit.Options.Service of the test account:
+// tablekit.ServiceCosmosDB when the tests run behind the front in Cosmos
+// DB mode (TABLEKIT_FRONT=cosmos), else tablekit.ServiceAuto.
+func Service() tablekit.Service {
+	if o, err := FrontOptions(); err == nil && o != nil && o.Cosmos {
+		return tablekit.ServiceCosmosDB
+	}
+	return tablekit.ServiceAuto
+}
+
+// FrontBefore returns the options of a front a test puts before the test
+// account's table endpoint (azurite.NewFront): a copy of opts, in Cosmos
+// DB mode when the test account is Cosmos DB's (see [Service]), as a
+// front that answers as Table storage before an endpoint that answers as
+// Cosmos DB would answer as neither.
+func FrontBefore(opts *azurite.FrontOptions) *azurite.FrontOptions {
+	o := azurite.FrontOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if Service() == tablekit.ServiceCosmosDB {
+		o.Cosmos = true
+	}
+	return &o
+}
+
+// Narrates checks that an example's narration out holds each of wants.
+// In a want, "{n}" (a number in braces) stands for a count of requests
+// that Azure's paging may raise (see [PagesAsAzure]): it matches n
+// exactly, or, where the test account pages as Azure may, any number
+// from n up (and the word after it in the plural: "{1} transaction"
+// matches "3 transactions").
+func Narrates(t testing.TB, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		var re strings.Builder
+		var mins []int
+		rest := want
+		for {
+			m := countPlaceholder.FindStringSubmatchIndex(rest)
+			if m == nil {
+				re.WriteString(regexp.QuoteMeta(rest))
+				break
+			}
+			re.WriteString(regexp.QuoteMeta(rest[:m[0]]))
+			re.WriteString(`(\d+)`)
+			n, _ := strconv.Atoi(rest[m[2]:m[3]])
+			mins = append(mins, n)
+			rest = rest[m[1]:]
+			if w := countNoun.FindString(rest); w != "" {
+				re.WriteString(regexp.QuoteMeta(w) + "s?")
+				rest = rest[len(w):]
+			}
+		}
+		ok := false
+		for _, got := range regexp.MustCompile(re.String()).FindAllStringSubmatch(out, -1) {
+			ok = true
+			for i, min := range mins {
+				n, _ := strconv.Atoi(got[i+1])
+				if n < min || (n != min && !PagesAsAzure()) {
+					ok = false
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			t.Errorf("narration lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// countPlaceholder is a count in a want of [Narrates]: "{3}"; countNoun
+// the word after it.
+var (
+	countPlaceholder = regexp.MustCompile(`\{(\d+)\}`)
+	countNoun        = regexp.MustCompile(`^ [A-Za-z]+`)
+)
+
 // ExampleAccount opens an Account on the shared test account for an
 // Example function, or panics: an Example has no other way to fail.
 func ExampleAccount() *tablekit.Account {
@@ -189,7 +271,7 @@ func ExampleAccount() *tablekit.Account {
 	if err != nil {
 		panic(err)
 	}
-	acct, err := tablekit.Open(cs, nil)
+	acct, err := tablekit.Open(cs, &tablekit.Options{Service: Service()})
 	if err != nil {
 		panic(err)
 	}
@@ -197,10 +279,18 @@ func ExampleAccount() *tablekit.Account {
 }
 
 // Account opens a new Account (with its own Meter) on the test account.
-// opts may add policies, retry options or a transport.
+// opts may add policies, retry options or a transport; with Service
+// ServiceAuto (or nil opts) the Account is opened with [Service].
 func Account(t testing.TB, opts *tablekit.Options) *tablekit.Account {
 	t.Helper()
-	acct, err := tablekit.Open(ConnectionString(t), opts)
+	o := tablekit.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Service == tablekit.ServiceAuto {
+		o.Service = Service()
+	}
+	acct, err := tablekit.Open(ConnectionString(t), &o)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
@@ -145,3 +146,56 @@ func TestFrontOptions(t *testing.T) {
 		t.Errorf("with a real account: %+v, %v, %v", o, err, testenv.EnforcesSASRanges())
 	}
 }
+
+// TestServiceAndFrontBefore: the test account is Cosmos DB's behind the
+// front in Cosmos mode, and a front put before it is in Cosmos mode too.
+func TestServiceAndFrontBefore(t *testing.T) {
+	if os.Getenv(testenv.ConnectionStringEnv) != "" {
+		t.Setenv(testenv.ConnectionStringEnv, "")
+	}
+	for spec, cosmos := range map[string]bool{"": false, "strict": false, "cosmos": true, "strict,cosmos": true} {
+		t.Setenv(testenv.FrontEnv, spec)
+		if got := testenv.Service() == tablekit.ServiceCosmosDB; got != cosmos {
+			t.Errorf("%q: Service() = %v", spec, testenv.Service())
+		}
+		if o := testenv.FrontBefore(&azurite.FrontOptions{Paging: true, Seed: 3}); o.Cosmos != cosmos || !o.Paging || o.Seed != 3 {
+			t.Errorf("%q: FrontBefore = %+v", spec, o)
+		}
+	}
+}
+
+// TestNarrates: a count in braces matches itself, and more only where the
+// account pages as Azure may; the word after it may be plural then.
+func TestNarrates(t *testing.T) {
+	if os.Getenv(testenv.ConnectionStringEnv) != "" {
+		t.Setenv(testenv.ConnectionStringEnv, "")
+	}
+	const out = "read 3 entities in 2 pages (3 transactions); wrote 1 transaction\n"
+	for _, c := range []struct {
+		front, want string
+		ok          bool
+	}{
+		{"", "read 3 entities in {2} pages ({3} transactions)", true},
+		{"", "read 3 entities in {1} page", false}, // 2 is not 1 without paging
+		{"strict", "read 3 entities in {1} page ({2} transaction)", true},
+		{"strict", "read 3 entities in {3} pages", false}, // fewer than the least
+		{"strict", "wrote {1} transaction", true},
+		{"", "read 4 entities", false},
+	} {
+		t.Setenv(testenv.FrontEnv, c.front)
+		rec := &recorder{}
+		testenv.Narrates(rec, out, c.want)
+		if rec.failed == c.ok {
+			t.Errorf("front %q: Narrates(%q) failed %v, want ok %v", c.front, c.want, rec.failed, c.ok)
+		}
+	}
+}
+
+// recorder is a testing.TB that records whether it was failed.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
