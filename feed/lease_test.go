@@ -51,17 +51,23 @@ func TestRunStopsOnRefusedLease(t *testing.T) {
 	}
 
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 4}})
-	acct, err := tablekit.Open(srv.ConnectionString(), nil) // Cosmos DB, unknown to the Account
-	if err != nil {
+	open := func() *tablekit.Table[tablekit.Entity] {
+		acct, err := tablekit.Open(srv.ConnectionString(), nil) // Cosmos DB, unknown to the Account until it answers
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt, err := tablekit.OpenTable[tablekit.Entity](acct, "relayleases", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lt
+	}
+	if err := open().CreateIfNotExists(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	lt, err := tablekit.OpenTable[tablekit.Entity](acct, "relayleases", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lt.CreateIfNotExists(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	// A fresh Account has sent nothing: NewLease cannot tell the endpoint
+	// is Cosmos DB, and the refusal comes once the relay runs.
+	lt := open()
 	lease, err = coord.NewLease(lt, "lease", strings.Repeat("r", 300), "me", &coord.LeaseOptions{Duration: time.Second})
 	if err != nil {
 		t.Fatal(err)
