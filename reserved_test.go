@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/testenv"
 )
 
 // TestReadsSkipReservedRows: rows tablekit keeps in a user's partition
@@ -35,13 +36,22 @@ func TestReadsSkipReservedRows(t *testing.T) {
 	}
 	all := []string{"a", "b", "~coord~fence", "~coord~key~1", "~coord~key~2", "~d", "~e"}
 	f := tablekit.PartitionEq("p")
+	// Cosmos DB for Table keeps no key order within a partition: there the
+	// reads are compared as sets.
+	cosmos := testenv.Service() == tablekit.ServiceCosmosDB
+	same := func(got, want []string) bool {
+		if cosmos {
+			got = slices.Sorted(slices.Values(got))
+		}
+		return slices.Equal(got, want)
+	}
 
 	got, err := tablekit.Collect(tbl.Query(ctx, f, &tablekit.QueryOptions{PageSize: 2}), 0)
-	if err != nil || !slices.Equal(rks(got), user) {
+	if err != nil || !same(rks(got), user) {
 		t.Errorf("Query: %q, %v; want the user's rows %q", rks(got), err, user)
 	}
 	got, err = tablekit.Collect(tbl.Query(ctx, f, &tablekit.QueryOptions{PageSize: 2, Reserved: true}), 0)
-	if err != nil || !slices.Equal(rks(got), all) {
+	if err != nil || !same(rks(got), all) {
 		t.Errorf("Query with Reserved: %q, %v; want every row %q", rks(got), err, all)
 	}
 	type proj struct {
@@ -54,19 +64,27 @@ func TestReadsSkipReservedRows(t *testing.T) {
 		}
 		as = append(as, v.RK)
 	}
-	if !slices.Equal(as, user) {
+	if !same(as, user) {
 		t.Errorf("QueryAs: %q, want %q", as, user)
 	}
 	if n, err := tbl.Count(ctx, f); err != nil || n != len(user) {
 		t.Errorf("Count: %d, %v; want %d", n, err, len(user))
 	}
-	top, err := tbl.Top(ctx, f, 3, &tablekit.QueryOptions{PageSize: 2})
-	if err != nil || !slices.Equal(rks(top), user[:3]) {
-		t.Errorf("Top 3: %q, %v; want %q", rks(top), err, user[:3])
-	}
-	top, err = tbl.Top(ctx, f, 3, &tablekit.QueryOptions{Reserved: true})
-	if err != nil || !slices.Equal(rks(top), all[:3]) {
-		t.Errorf("Top 3 with Reserved: %q, %v; want %q", rks(top), err, all[:3])
+	if cosmos {
+		// Top relies on key order, which Cosmos DB does not keep: refused
+		// (cosmos_test.go), with or without the reserved rows.
+		if _, err := tbl.Top(ctx, f, 3, nil); !errors.Is(err, tablekit.ErrUnsupported) {
+			t.Errorf("Top on Cosmos DB: %v, want ErrUnsupported", err)
+		}
+	} else {
+		top, err := tbl.Top(ctx, f, 3, &tablekit.QueryOptions{PageSize: 2})
+		if err != nil || !slices.Equal(rks(top), user[:3]) {
+			t.Errorf("Top 3: %q, %v; want %q", rks(top), err, user[:3])
+		}
+		top, err = tbl.Top(ctx, f, 3, &tablekit.QueryOptions{Reserved: true})
+		if err != nil || !slices.Equal(rks(top), all[:3]) {
+			t.Errorf("Top 3 with Reserved: %q, %v; want %q", rks(top), err, all[:3])
+		}
 	}
 
 	for _, reserved := range []bool{false, true} {
@@ -92,25 +110,29 @@ func TestReadsSkipReservedRows(t *testing.T) {
 		if reserved {
 			want = all
 		}
-		if !slices.Equal(paged, want) {
+		if !same(paged, want) {
 			t.Errorf("QueryPage (Reserved %v): %q in %d pages, want %q", reserved, paged, pages, want)
 		}
 	}
 
 	// A Cursor broken off after "~d", the second row of a page whose first
-	// is reserved, resumes after it.
+	// is reserved, resumes after it: what was read before the break and
+	// what the resumed query reads are the user's rows, each once (in key
+	// order on Table storage, where the resumed query reads only "~e").
 	var cur tablekit.Cursor
+	var before []string
 	for v, err := range tbl.Query(ctx, f, &tablekit.QueryOptions{PageSize: 2, Cursor: &cur}) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		before = append(before, v.RK)
 		if v.RK == "~d" {
 			break
 		}
 	}
 	got, err = tablekit.Collect(tbl.Query(ctx, f, &tablekit.QueryOptions{PageSize: 2, Continuation: cur.Token()}), 0)
-	if err != nil || !slices.Equal(rks(got), []string{"~e"}) {
-		t.Errorf("resumed after ~d: %q, %v; want [~e]", rks(got), err)
+	if err != nil || !same(append(before, rks(got)...), user) || (!cosmos && !slices.Equal(rks(got), []string{"~e"})) {
+		t.Errorf("resumed after ~d (read before: %q): %q, %v; want the rest of %q, each once", before, rks(got), err, user)
 	}
 	// A point read of a reserved row still finds it (DeleteIfExists, Get).
 	if _, err := tbl.Get(ctx, "p", "~coord~fence"); err != nil {

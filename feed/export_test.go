@@ -2,6 +2,7 @@ package feed
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tablekit/tablekit"
@@ -26,8 +27,8 @@ func MarkLegacy(ctx context.Context, f *Feed, id stream.ID, target int64) error 
 	return err
 }
 
-// Marks returns the targets of the pending marks of every stream, in key
-// order per shard.
+// Marks returns the targets of the pending marks of every stream, in
+// ascending order.
 func Marks(ctx context.Context, f *Feed) (map[stream.ID][]int64, error) {
 	marks := map[stream.ID][]int64{}
 	for s := range f.shards {
@@ -39,6 +40,9 @@ func Marks(ctx context.Context, f *Feed) (map[stream.ID][]int64, error) {
 			id := streamOf(e)
 			marks[id] = append(marks[id], t)
 		}
+	}
+	for _, ts := range marks {
+		slices.Sort(ts) // in key order on Table storage already; Cosmos DB keeps none
 	}
 	return marks, nil
 }

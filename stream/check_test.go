@@ -40,6 +40,12 @@ func TestCheckRefusesBeforeSending(t *testing.T) {
 	withID := func(eid string) []stream.Event { return []stream.Event{{ID: eid, Data: Placed{Item: "pen"}}} }
 	good := stream.ID{PartitionKey: "p", Prefix: "s"}
 	for _, cosmos := range []bool{false, true} {
+		if !cosmos && testenv.Service() == tablekit.ServiceCosmosDB {
+			// An Account finds Cosmos DB from the front's answers; Table
+			// storage's limits are checked by the runs without it.
+			t.Log("the test front answers as Cosmos DB: Table storage's limits not checked in this run")
+			continue
+		}
 		svc := tablekit.ServiceAuto
 		if cosmos {
 			svc = tablekit.ServiceCosmosDB
