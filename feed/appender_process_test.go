@@ -300,7 +300,10 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 			var victim int
 			var job *appendJob
-			for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+			// 60 s, not 2: on a loaded machine an appender process can
+			// take seconds to start, and Azurite sometimes answers
+			// nothing for up to ~30 s (outbox's worker suite saw it).
+			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 				victim = rng.IntN(appenders)
 				mu.Lock()
 				busy := procs[victim].inFlight != nil
@@ -320,7 +323,7 @@ func TestChaosFeedAppenderProcesses(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("no appender had an append in flight for 2 s")
+					t.Fatalf("no appender had an append in flight for 60 s (%d kills done)", killed)
 				}
 			}
 			if job == nil {
