@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"log/slog"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -402,23 +403,24 @@ func (h *countingHandler) counts() map[string]int {
 }
 
 // waitQueueEmpty waits until the queue holds no message (visible, delayed
-// or in flight), for at most limit.
-func waitQueueEmpty(ctx context.Context, q *azqueue.QueueClient, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
+// or in flight). How long that takes depends on the machine's load, so it
+// gives up only when the count has not fallen below its lowest for stall.
+func waitQueueEmpty(ctx context.Context, q *azqueue.QueueClient, stall time.Duration) error {
+	var n int64 = -1
+	var lastErr error
+	waited, ok := chaos.WaitProgress(stall, 50*time.Millisecond, func() (int64, bool) {
 		props, err := q.GetProperties(ctx, nil)
-		if err != nil {
-			return err
+		if err != nil || props.ApproximateMessagesCount == nil {
+			lastErr = err
+			return math.MinInt64, false // no progress seen
 		}
-		n := props.ApproximateMessagesCount
-		if n != nil && *n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d messages still queued after %v", *n, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+		n = int64(*props.ApproximateMessagesCount)
+		return -n, n == 0
+	})
+	if !ok {
+		return fmt.Errorf("%d messages still queued, none handled for %v (%v in all; last error: %v)", n, stall, waited.Round(time.Second), lastErr)
 	}
+	return nil
 }
 
 // poisonRecords reads the poison queue (without removing anything).

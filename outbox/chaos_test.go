@@ -303,12 +303,10 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 	// Wait until every acknowledged message has its log row and the
 	// queue is empty (no copy left to handle).
 	check := open()
-	start := time.Now()
-	logged, ok := l.drain(ctx, check[0].et, queue, 3*time.Minute)
+	logged, drain, ok := l.drain(ctx, check[0].et, queue, 3*time.Minute)
 	if !ok {
-		violate("not every acknowledged message handled, or the queue not empty, 3 minutes after the writes")
+		violate("not every acknowledged message handled, or the queue not empty: nothing moved for 3 minutes (%v after the writes)", drain.Round(time.Second))
 	}
-	drain := time.Since(start)
 	stopRelays()
 	bg.Wait()
 	st := inj.Stats()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -186,19 +187,27 @@ func logs(ctx context.Context, et *tablekit.Table[tablekit.Entity]) (map[string]
 }
 
 // drain waits, reading without faults, until every acknowledged message
-// has its log row in et and queue is empty (no copy left to handle), for
-// at most limit. It returns the last log rows read and whether it saw
+// has its log row in et and queue is empty (no copy left to handle). How
+// long that takes depends on the machine's load, so it gives up only when
+// nothing moved (the log rows less the messages queued) for stall. It
+// returns the last log rows read, how long it waited and whether it saw
 // both.
-func (l *ledger) drain(ctx context.Context, et *tablekit.Table[tablekit.Entity], queue *azqueue.QueueClient, limit time.Duration) (map[string]string, bool) {
+func (l *ledger) drain(ctx context.Context, et *tablekit.Table[tablekit.Entity], queue *azqueue.QueueClient, stall time.Duration) (map[string]string, time.Duration, bool) {
 	nctx := chaos.NoFaults(ctx)
 	var logged map[string]string
-	for start := time.Now(); time.Since(start) < limit; time.Sleep(100 * time.Millisecond) {
+	waited, ok := chaos.WaitProgress(stall, 100*time.Millisecond, func() (int64, bool) {
 		got, err := logs(nctx, et)
 		if err != nil {
-			continue
+			return math.MinInt64, false
 		}
 		logged = got
+		props, err := queue.GetProperties(nctx, nil)
+		if err != nil || props.ApproximateMessagesCount == nil {
+			return math.MinInt64, false
+		}
+		queued := int64(*props.ApproximateMessagesCount)
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		all := true
 		for tag := range l.acked {
 			if _, ok := got[tag]; !ok {
@@ -206,15 +215,9 @@ func (l *ledger) drain(ctx context.Context, et *tablekit.Table[tablekit.Entity],
 				break
 			}
 		}
-		l.mu.Unlock()
-		if all {
-			props, err := queue.GetProperties(nctx, nil)
-			if err == nil && props.ApproximateMessagesCount != nil && *props.ApproximateMessagesCount == 0 {
-				return logged, true
-			}
-		}
-	}
-	return logged, false
+		return int64(len(got)) - queued, all && queued == 0
+	})
+	return logged, waited, ok
 }
 
 // check adds to v what the effects (et, log rows logged) and the state rows
