@@ -143,7 +143,7 @@ echo "a module importing $(echo "$pkgs" | wc -w) packages of $core@$test_version
 sed 's/^/  /' "$work/consumer.list"
 extra="$(comm -23 "$work/consumer.list" "$work/azonly.list" | grep -vx "$core" || true)"
 if [ -n "$extra" ]; then
-	echo "modules that neither tablekit nor the Azure SDK modules it requires ($(echo $azure)) bring:" >&2
+	echo "modules that neither tablekit nor the Azure SDK modules it requires ($(printf '%s\n' "$azure" | awk '{ print $1 }' | xargs)) bring:" >&2
 	echo "$extra" >&2
 	exit 1
 fi
