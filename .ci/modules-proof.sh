@@ -17,8 +17,9 @@
 #
 # The proxy holds this tree's modules, zipped as the go command zips them
 # (.ci/modproxy); every other module comes from the module cache, read as a
-# file proxy: nothing is fetched from the network, and the module cache is
-# a fresh one in a temporary folder, removed at the end.
+# file proxy (nothing is fetched from the network when the earlier steps of
+# .ci/run have downloaded what the workspace builds), and the module cache
+# is a fresh one in a temporary folder, removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -63,7 +64,10 @@ echo "tablekit's modules require each other at $release; the commands are publis
 pkgs="$(GOWORK=off go list ./... | grep -vE '/(internal|examples)(/|$)')"
 azure="$(requires go.mod | grep '^github.com/Azure/azure-sdk-for-go/sdk/')"
 
-export GOWORK=off GOMODCACHE="$work/modcache" GOPROXY="file://$proxy,file://$cache" GOSUMDB=off GOFLAGS=-modcacherw GOTOOLCHAIN=local
+# The user's GOPROXY last, for a module the earlier builds did not need to
+# download (on a fresh machine): where everything is in the module cache,
+# nothing is fetched.
+export GOWORK=off GOMODCACHE="$work/modcache" GOPROXY="file://$proxy,file://$cache,$(go env GOPROXY)" GOSUMDB=off GOFLAGS=-modcacherw GOTOOLCHAIN=local
 
 echo
 echo "--- tidy"
