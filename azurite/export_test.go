@@ -16,11 +16,5 @@ func WithClock(o *ThrottleOptions, now func() time.Time) *ThrottleOptions {
 	return o
 }
 
-// SortedCosmos makes o's Cosmos mode keep each partition in RowKey order.
-func SortedCosmos(o *FrontOptions) *FrontOptions {
-	o.sortWithinPartition = true
-	return o
-}
-
 // Rates returns the partition and account rates o gives.
 func Rates(o *ThrottleOptions) (partition, account float64) { return o.rates() }

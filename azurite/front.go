@@ -86,10 +86,14 @@ type FrontOptions struct {
 	// seed, the same answers.
 	Seed uint64
 
-	// sortWithinPartition keeps each partition's entities in RowKey order
-	// in Cosmos mode, as the live service did in every recording (for the
-	// replay tests, through internal/azuritehook).
-	sortWithinPartition bool
+	// SortWithinPartition makes the Cosmos mode keep each partition's
+	// entities in RowKey order and place only the partitions out of
+	// order, as live Cosmos DB answered in every recording (tablekit's
+	// replay tests compare the front with them). By default every entity
+	// is placed on its own: Cosmos DB's documentation promises no order
+	// at all, and code that relies on one should fail. Without Cosmos it
+	// does nothing.
+	SortWithinPartition bool
 }
 
 // FrontStats counts what a [Front] has done since it started.
@@ -151,8 +155,8 @@ type frontService struct {
 	prefix   string // target's path without trailing slash, e.g. "/devstoreaccount1"
 	listener net.Listener
 	server   *http.Server
-	proxy    *httputil.ReverseProxy
-	client   *http.Client // for the front's own requests (Cosmos queries)
+	proxy    httputil.ReverseProxy // copied per request (see forward)
+	client   *http.Client          // for the front's own requests (Cosmos queries)
 	endpoint string
 }
 
@@ -179,7 +183,7 @@ func NewFront(ctx context.Context, target Endpoints, opts *FrontOptions) (_ *Fro
 		f.throttle = newThrottle(o.Throttle)
 	}
 	if o.Cosmos {
-		f.cosmos = &cosmosMode{seed: o.Seed, sortWithin: o.sortWithinPartition}
+		f.cosmos = &cosmosMode{seed: o.Seed, sortWithin: o.SortWithinPartition}
 	}
 	if o.Paging {
 		f.paging = &paging{seed: o.Seed}
@@ -240,7 +244,7 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 		client:   &http.Client{Transport: transport},
 	}
 	s.endpoint = "http://" + l.Addr().String() + s.prefix
-	s.proxy = &httputil.ReverseProxy{
+	s.proxy = httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = u.Scheme
 			pr.Out.URL.Host = u.Host
@@ -248,12 +252,6 @@ func (f *Front) startService(ctx context.Context, kind serviceKind, target strin
 		},
 		Transport: transport,
 		ErrorLog:  log.New(io.Discard, "", 0),
-		ModifyResponse: func(resp *http.Response) error {
-			if kind == tableService {
-				return s.modifyTableAnswer(resp)
-			}
-			return nil
-		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return
@@ -351,13 +349,19 @@ func (s *frontService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, r, "", 0) {
 		return
 	}
-	s.forward(w, r)
+	s.forward(w, r, nil)
 }
 
-// forward passes r on to the target.
-func (s *frontService) forward(w http.ResponseWriter, r *http.Request) {
+// forward passes r on to the target. The answer to a table request is
+// rewritten as the live service shapes it (modifyTableAnswer), with note:
+// what the front noted about the request (nil: nothing).
+func (s *frontService) forward(w http.ResponseWriter, r *http.Request, note *tableNote) {
 	s.front.forwarded.Add(1)
-	s.proxy.ServeHTTP(w, r)
+	p := s.proxy
+	if s.kind == tableService {
+		p.ModifyResponse = func(resp *http.Response) error { return s.modifyTableAnswer(resp, note) }
+	}
+	p.ServeHTTP(w, r)
 }
 
 // admit takes a request's tokens from the throttle: one from the account

@@ -2,7 +2,6 @@ package azurite
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -276,10 +275,6 @@ func passThroughTokens(q url.Values) (url.Values, bool) {
 
 // Answers passed on from the target.
 
-// tableKey is the context key of what the front notes about a table
-// request for the answer's rewriting.
-type tableKey struct{}
-
 // tableNote is what the front notes about a table request it passes on.
 type tableNote struct {
 	createTable bool   // POST Tables (Cosmos mode)
@@ -290,7 +285,7 @@ type tableNote struct {
 // as the live service shapes it: no x-ms-error-code header; the
 // service's error wording and shape, batch answers and continuation
 // token shape; in Cosmos mode, Cosmos DB's headers.
-func (s *frontService) modifyTableAnswer(resp *http.Response) error {
+func (s *frontService) modifyTableAnswer(resp *http.Response, note *tableNote) error {
 	h := resp.Header
 	h.Del("x-ms-error-code")
 	cosmos := s.front.cosmos != nil
@@ -299,7 +294,6 @@ func (s *frontService) modifyTableAnswer(resp *http.Response) error {
 			h.Set(k, storageToken([]byte(v)))
 		}
 	}
-	note, _ := resp.Request.Context().Value(tableKey{}).(*tableNote)
 	if cosmos {
 		cosmosHeaders(h, resp.StatusCode)
 		if note != nil && note.createTable && resp.StatusCode < 300 {
@@ -380,7 +374,7 @@ func storageBatchAnswer(batchBoundary, changesetBoundary string, parts []innerAn
 // rewritten as modifyTableAnswer rewrites the answers the front passes on.
 func (s *frontService) relay(w http.ResponseWriter, resp *http.Response, body []byte) {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if err := s.modifyTableAnswer(resp); err == nil {
+	if err := s.modifyTableAnswer(resp, nil); err == nil {
 		if b, err := io.ReadAll(resp.Body); err == nil {
 			body = b
 		}
@@ -512,9 +506,4 @@ func headerOf(head []byte, name string) string {
 		}
 	}
 	return ""
-}
-
-// withNote returns r carrying note, for modifyTableAnswer.
-func withNote(r *http.Request, note *tableNote) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), tableKey{}, note))
 }

@@ -190,12 +190,12 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if over {
-			s.forward(w, r)
+			s.forward(w, r, nil)
 			return
 		}
 		b, err := parseBatch(r.Header.Get("Content-Type"), body)
 		if err != nil {
-			s.forward(w, r) // let the target answer what it cannot parse
+			s.forward(w, r, nil) // let the target answer what it cannot parse
 			return
 		}
 		if checkLimits {
@@ -232,7 +232,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 				r.ContentLength = int64(len(body))
 			}
 		}
-		s.forward(w, withNote(r, &tableNote{batch: b}))
+		s.forward(w, r, &tableNote{batch: b})
 
 	case opInsert, opWrite:
 		body, over, err := readBody(r, maxTableBody)
@@ -246,7 +246,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 				s.tableError(w, r, http.StatusRequestEntityTooLarge, "RequestBodyTooLarge", msgRequestBodyTooLarge)
 				return
 			}
-			s.forward(w, r)
+			s.forward(w, r, nil)
 			return
 		}
 		props, dup, perr := parseEntity(body)
@@ -273,7 +273,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if !s.admit(w, r, op.partition(), 1) {
 			return
 		}
-		s.forward(w, r)
+		s.forward(w, r, nil)
 
 	case opPointRead, opDelete:
 		if !s.checkSASKey(w, r, sas, &op) {
@@ -282,7 +282,7 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 		if !s.admit(w, r, op.partition(), 1) {
 			return
 		}
-		s.forward(w, r)
+		s.forward(w, r, nil)
 
 	case opQuery:
 		if sas != nil && sas.bounded() {
@@ -306,28 +306,30 @@ func (s *frontService) serveTable(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			r.URL.RawQuery = q.Encode()
-			s.forward(w, r)
+			s.forward(w, r, nil)
 		}
 
 	default:
 		if !s.admit(w, r, "", 0) {
 			return
 		}
+		var note *tableNote
 		if f.cosmos != nil {
-			r = s.noteCreate(r)
+			note = s.noteCreate(r)
 		}
-		s.forward(w, r)
+		s.forward(w, r, note)
 	}
 }
 
 // noteCreate notes a request that creates a table, for the ETag Cosmos DB
-// gives a new table (see modifyTableAnswer).
-func (s *frontService) noteCreate(r *http.Request) *http.Request {
+// gives a new table (see modifyTableAnswer); it returns nil for any other
+// request.
+func (s *frontService) noteCreate(r *http.Request) *tableNote {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), s.prefix)
 	if r.Method != http.MethodPost || rest[strings.LastIndexByte(rest, '/')+1:] != "Tables" {
-		return r
+		return nil
 	}
-	return withNote(r, &tableNote{createTable: true})
+	return &tableNote{createTable: true}
 }
 
 // untunnelMerges rewrites the actions of a batch body sent as POST with

@@ -13,8 +13,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/otelkit"
+	"github.com/tablekit/tablekit/tablekittest"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -23,7 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { tablekittest.Main(m) }
 
 type item struct {
 	PK string `table:",pk"`
@@ -42,7 +42,7 @@ func traced(t *testing.T) (*tablekit.Account, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	return testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}}), exp
+	return tablekittest.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}}), exp
 }
 
 // spanTree indexes exported spans by id.
@@ -111,7 +111,7 @@ func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
 func TestSpansWrapTheSDKRequests(t *testing.T) {
 	ctx := testCtx(t)
 	acct, exp := traced(t)
-	tbl, err := tablekit.OpenTable[item](acct, testenv.TableName(t), nil)
+	tbl, err := tablekit.OpenTable[item](acct, tablekittest.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestSpansWrapTheSDKRequests(t *testing.T) {
 func TestWorkerMessageSpan(t *testing.T) {
 	ctx := testCtx(t)
 	acct, exp := traced(t)
-	tbl, err := tablekit.OpenTable[item](acct, testenv.TableName(t), nil)
+	tbl, err := tablekit.OpenTable[item](acct, tablekittest.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestWorkerMessageSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.DeleteTable(context.Background()) })
-	queue := testenv.QueueName(t)
+	queue := tablekittest.QueueName(t)
 	client, err := archive.OpenClient(acct, queue, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func names(tr spanTree) []string {
 // OpenTelemetry reader equal what tablekit counted.
 func TestMetrics(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, nil)
+	acct := tablekittest.Account(t, nil)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
@@ -269,7 +269,7 @@ func TestMetrics(t *testing.T) {
 	}
 	defer reg.Unregister()
 
-	tbl, err := tablekit.OpenTable[item](acct, testenv.TableName(t), nil)
+	tbl, err := tablekit.OpenTable[item](acct, tablekittest.TableName(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,8 +321,8 @@ func TestMetrics(t *testing.T) {
 // concurrency, equal to what the worker counted.
 func TestWorkerMetrics(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, nil)
-	queue := testenv.QueueName(t)
+	acct := tablekittest.Account(t, nil)
+	queue := tablekittest.QueueName(t)
 	client, err := archive.OpenClient(acct, queue, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,10 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/otelkit"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
+	"github.com/tablekit/tablekit/tablekittest"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -25,16 +25,16 @@ import (
 // that keeps up stays below it; none once Run has returned.
 func TestRelayMetrics(t *testing.T) {
 	ctx := testCtx(t)
-	acct := testenv.Account(t, nil)
+	acct := tablekittest.Account(t, nil)
 	reg := &patterns.Registry{}
 	if err := patterns.Register[item](reg, "item", 1); err != nil {
 		t.Fatal(err)
 	}
-	store, err := stream.NewStore(testenv.OpenTable[tablekit.Entity](t, acct, nil), reg, nil)
+	store, err := stream.NewStore(tablekittest.OpenTable[tablekit.Entity](t, acct, nil), reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
+	ft := tablekittest.OpenTable[tablekit.Entity](t, acct, nil)
 	f, err := feed.New(store, ft, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/otelkit"
+	"github.com/tablekit/tablekit/tablekittest"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -49,15 +49,15 @@ func TestSemanticConventions(t *testing.T) {
 			"Tables.UpdateEntity": "replace_item", "Tables.DeleteEntity": "delete_item", "Tables.Transaction": "execute_batch"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.service == tablekit.ServiceAuto && testenv.Service() == tablekit.ServiceCosmosDB {
+			if front, _ := tablekittest.FrontOptions(); c.service == tablekit.ServiceAuto && front != nil && front.Cosmos {
 				t.Skip("the test account is behind the Cosmos DB front (TABLEKIT_FRONT=cosmos): the Table storage case needs Table storage; the cosmos case covers this front")
 			}
 			ctx := testCtx(t)
 			exp := tracetest.NewInMemoryExporter()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 			t.Cleanup(func() { tp.Shutdown(context.Background()) })
-			acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}, Service: c.service})
-			tbl, err := tablekit.OpenTable[item](acct, testenv.TableName(t), nil)
+			acct := tablekittest.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}, Service: c.service})
+			tbl, err := tablekit.OpenTable[item](acct, tablekittest.TableName(t), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,5 +1,5 @@
 // Command tablekit-vet checks tablekit.Where calls at build time with the
-// analyzer of package [github.com/tablekit/tablekit/wherecheck]:
+// analyzer of package [github.com/tablekit/tablekit/cmd/tablekit-vet/wherecheck]:
 // placeholder counts, argument types (those Where refuses, and those of
 // another EDM type than the property they are compared with), property
 // names against the table's struct tags, filters on encrypted properties,
@@ -16,7 +16,7 @@ package main
 import (
 	"golang.org/x/tools/go/analysis/singlechecker"
 
-	"github.com/tablekit/tablekit/wherecheck"
+	"github.com/tablekit/tablekit/cmd/tablekit-vet/wherecheck"
 )
 
 func main() { singlechecker.Main(wherecheck.Analyzer) }

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 func run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Dir = filepath.Join("..", "..", "wherecheck", "testdata")
+	cmd.Dir = filepath.Join("wherecheck", "testdata")
 	// The samples' go.work uses this repository's tablekit; the go command
 	// may still fetch go.mod files of the module graph that a fresh
 	// machine has not downloaded yet, so the user's GOPROXY stays.

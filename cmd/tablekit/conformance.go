@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tablekit/tablekit/internal/conformance"
+	"github.com/tablekit/tablekit/cmd/tablekit/internal/conformance"
 )
 
 // errDiffers marks a conformance run that found behaviours that differ

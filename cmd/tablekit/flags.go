@@ -11,12 +11,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/connstr"
 	"github.com/tablekit/tablekit/sas"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -47,8 +47,8 @@ func (f *tableFlags) register(fs *flag.FlagSet, prefix, what string) {
 type opened struct {
 	table *tablekit.Table[tablekit.Entity]
 	acct  *tablekit.Account // nil for a SAS URL
-	// id names the table for a default checkpoint's name: its URL,
-	// without a secret.
+	// id names the table for a default checkpoint's name: its URL, or
+	// its account's settings and its name; without a secret.
 	id string
 }
 
@@ -105,11 +105,23 @@ func (f *tableFlags) open(e *env, fallback string) (*opened, error) {
 	if err != nil {
 		return nil, usageOf("--"+f.prefix+"table", err)
 	}
-	id := f.table
-	if p, err := connstr.Parse(cs); err == nil {
-		id = p.Endpoints.Table + "/" + f.table
+	return &opened{table: t, acct: acct, id: accountID(cs) + "/" + f.table}, nil
+}
+
+// accountID names the account of connection string cs without a secret:
+// its settings, but AccountKey and SharedAccessSignature, in order.
+func accountID(cs string) string {
+	var fields []string
+	for f := range strings.SplitSeq(cs, ";") {
+		k, _, _ := strings.Cut(f, "=")
+		switch k = strings.ToLower(strings.TrimSpace(k)); k {
+		case "", "accountkey", "sharedaccesssignature":
+		default:
+			fields = append(fields, strings.TrimSpace(f))
+		}
 	}
-	return &opened{table: t, acct: acct, id: id}, nil
+	slices.Sort(fields)
+	return strings.Join(fields, ";")
 }
 
 // mustExist checks with one request, before any data moves, that the

@@ -9,13 +9,13 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/otelkit"
+	"github.com/tablekit/tablekit/tablekittest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { tablekittest.Main(m) }
 
 // TestRun runs the example against the test account, opened with a tracing
 // provider as main opens it, and checks that its narration shows the trace
@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	acct := testenv.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}})
+	acct := tablekittest.Account(t, &tablekit.Options{ClientOptions: azcore.ClientOptions{TracingProvider: otelkit.TracingProvider(tp)}})
 	var out bytes.Buffer
 	if err := run(context.Background(), acct, spans, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())

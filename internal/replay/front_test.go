@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/azuritehook"
 	"github.com/tablekit/tablekit/internal/replay"
 )
 
@@ -37,13 +36,7 @@ var frontModes = map[string]*azurite.FrontOptions{
 	"storage": {},
 	// Live Cosmos DB returned one partition's entities in RowKey order in
 	// every recording; the front's default promises no order at all.
-	"cosmos": cosmosAsRecorded(),
-}
-
-func cosmosAsRecorded() *azurite.FrontOptions {
-	o := &azurite.FrontOptions{Cosmos: true, Seed: 1}
-	azuritehook.SortCosmosWithinPartition(o)
-	return o
+	"cosmos": {Cosmos: true, Seed: 1, SortWithinPartition: true},
 }
 
 // goCorpus returns the Go corpus's recordings of one service.

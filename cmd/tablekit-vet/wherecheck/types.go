@@ -9,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/tools/go/analysis"
-
-	"github.com/tablekit/tablekit/internal/odata"
 )
 
 // The EDM types of table properties and filter literals.
@@ -211,7 +209,7 @@ func placeholderProperties(format string) []string {
 			i++
 			continue
 		case r == '\'' || r == '"':
-			end, ok := odata.ClosingQuote(format, i)
+			end, ok := closingQuote(format, i)
 			if !ok {
 				return nil // Where refuses it
 			}
@@ -228,8 +226,8 @@ func placeholderProperties(format string) []string {
 			i += size
 		}
 		word := format[start:i]
-		if i < len(format) && (format[i] == '\'' || format[i] == '"') && odata.IsTypeHint(word) {
-			end, ok := odata.ClosingQuote(format, i)
+		if i < len(format) && (format[i] == '\'' || format[i] == '"') && isTypeHint(word) {
+			end, ok := closingQuote(format, i)
 			if !ok {
 				return nil
 			}
@@ -242,7 +240,7 @@ func placeholderProperties(format string) []string {
 			toks = append(toks, token{kind: "?"})
 		case word == "eq" || word == "ne" || word == "gt" || word == "ge" || word == "lt" || word == "le":
 			toks = append(toks, token{kind: "op"})
-		case word == "and" || word == "or" || word == "not" || word == "true" || word == "false" || word == "null" || odata.IsNumber(word):
+		case word == "and" || word == "or" || word == "not" || word == "true" || word == "false" || word == "null" || isNumber(word):
 			toks = append(toks, token{kind: "other"})
 		case strings.IndexFunc(word, func(r rune) bool { return r == '_' || unicode.IsLetter(r) }) >= 0:
 			toks = append(toks, token{kind: "name", text: word})

@@ -53,7 +53,7 @@ const tablekitPath = "github.com/tablekit/tablekit"
 var Analyzer = &analysis.Analyzer{
 	Name:     "wherecheck",
 	Doc:      doc,
-	URL:      "https://pkg.go.dev/github.com/tablekit/tablekit/wherecheck",
+	URL:      "https://pkg.go.dev/github.com/tablekit/tablekit/cmd/tablekit-vet/wherecheck",
 	Requires: []*analysis.Analyzer{inspect.Analyzer},
 	Run:      run,
 }

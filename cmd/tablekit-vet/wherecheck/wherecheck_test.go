@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/tools/go/analysis/analysistest"
 
-	"github.com/tablekit/tablekit/wherecheck"
+	"github.com/tablekit/tablekit/cmd/tablekit-vet/wherecheck"
 )
 
 // TestAnalyzer runs the analyzer on the samples in testdata, whose

@@ -10,7 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/conformance"
+	"github.com/tablekit/tablekit/cmd/tablekit/internal/conformance"
 )
 
 // tableNames lists the tables of the account cs names.

@@ -1,4 +1,7 @@
-package tablekit_test
+// Package readme_test checks README.md against the code, from a module of
+// its own: it loads every module of the workspace with go/packages, which
+// the core module must not require.
+package readme_test
 
 import (
 	"fmt"
@@ -24,6 +27,13 @@ import (
 
 const modulePath = "github.com/tablekit/tablekit"
 
+// root is the repository's root (the core module's folder), from this
+// test's folder; readmeModule is this test's module.
+const (
+	root         = "../.."
+	readmeModule = modulePath + "/internal/readme"
+)
+
 // readmeImports are the package names a snippet may use without importing
 // them: the test adds the import when the name is used.
 var readmeImports = map[string]string{
@@ -31,7 +41,7 @@ var readmeImports = map[string]string{
 	"patterns": modulePath + "/patterns", "archive": modulePath + "/archive", "logtail": modulePath + "/logtail",
 	"transfer": modulePath + "/transfer", "keys": modulePath + "/keys", "sas": modulePath + "/sas",
 	"queryplan": modulePath + "/queryplan", "keyring": modulePath + "/keyring", "otelkit": modulePath + "/otelkit",
-	"wherecheck": modulePath + "/wherecheck",
+	"wherecheck": modulePath + "/cmd/tablekit-vet/wherecheck",
 	"azcore":     "github.com/Azure/azure-sdk-for-go/sdk/azcore",
 	"policy":     "github.com/Azure/azure-sdk-for-go/sdk/azcore/policy",
 	"aztables":   "github.com/Azure/azure-sdk-for-go/sdk/data/aztables",
@@ -143,7 +153,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the README's snippets with go/packages, which runs go list: skipped in -short")
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +161,9 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("README.md has no ```go block")
 	}
-	// A folder inside the module, so that the snippets import it as users
-	// do; removed when the test ends.
-	dir, err := os.MkdirTemp("internal", "readmesnippets")
+	// A folder inside this test's module, so that the snippets import
+	// tablekit as users do; removed when the test ends.
+	dir, err := os.MkdirTemp(".", "snippets")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +187,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 			}
 		}
 		patterns = append(patterns, "./"+filepath.ToSlash(sub))
-		pkgLine[modulePath+"/"+filepath.ToSlash(sub)] = lines[i]
+		pkgLine[readmeModule+"/"+filepath.ToSlash(sub)] = lines[i]
 	}
 	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo}, patterns...)
 	if err != nil {
@@ -209,19 +219,22 @@ func publicPackages(t *testing.T) []*packages.Package {
 	t.Helper()
 	publicOnce.Do(func() {
 		patterns := []string{"."}
-		entries, err := os.ReadDir(".")
+		entries, err := os.ReadDir(root)
 		if err != nil {
 			publicErr = err
 			return
 		}
 		for _, e := range entries {
 			if n := e.Name(); e.IsDir() && n != "internal" && n != "cmd" && n != "examples" && n != "testdata" && !strings.HasPrefix(n, ".") {
-				if gofiles, _ := filepath.Glob(filepath.Join(n, "*.go")); len(gofiles) > 0 {
+				if gofiles, _ := filepath.Glob(filepath.Join(root, n, "*.go")); len(gofiles) > 0 {
 					patterns = append(patterns, "./"+n)
 				}
 			}
 		}
-		public, publicErr = packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedTypes}, patterns...)
+		// The vet command's analyzer, which the README quotes, lives with
+		// its command.
+		patterns = append(patterns, "./cmd/tablekit-vet/wherecheck")
+		public, publicErr = packages.Load(&packages.Config{Dir: root, Mode: packages.NeedName | packages.NeedTypes}, patterns...)
 	})
 	if publicErr != nil {
 		t.Fatal(publicErr)
@@ -236,7 +249,7 @@ func goStrings(t *testing.T) map[string]bool {
 	t.Helper()
 	lit := regexp.MustCompile(`"([A-Z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9]*)"`)
 	found := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
@@ -278,7 +291,7 @@ func TestReadmeNamesExist(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the module with go/packages, which runs go list: skipped in -short")
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +365,7 @@ func TestReadmeVerbTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the module with go/packages: skipped in -short")
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
