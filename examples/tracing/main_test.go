@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 	}
 	// On Cosmos DB the operation names are Cosmos DB's (otelkit's doc).
 	get, update, del := "GetEntity", "UpdateEntity", "DeleteEntity"
-	if testenv.Service() == tablekit.ServiceCosmosDB {
+	if front, _ := tablekittest.FrontOptions(); front != nil && front.Cosmos {
 		get, update, del = "read_item", "upsert_item", "delete_item"
 	}
 	for _, want := range []string{
