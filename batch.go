@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
@@ -200,7 +201,7 @@ func (t *Table[T]) encodeTransaction(actions []Action[T]) ([]encodedAction, erro
 			return nil, fmt.Errorf("action %d: %w", i, err)
 		}
 		if i > 0 && ea.pk != enc[0].pk {
-			return nil, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Property: "PartitionKey", Limit: "one PartitionKey per transaction", Detail: fmt.Sprintf("action %d has PartitionKey %s but action 0 has %s", i, quoteForError(ea.pk), quoteForError(enc[0].pk)), Err: ErrInvalidInput}
+			return nil, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Property: "PartitionKey", Limit: "one PartitionKey per transaction", Detail: fmt.Sprintf("action %d has PartitionKey %s but action 0 has %s", i, codec.Quote(ea.pk), codec.Quote(enc[0].pk)), Err: ErrInvalidInput}
 		}
 		if j, dup := seen[ea.rk]; dup {
 			return nil, &ValidationError{Op: "Transaction", Entity: describeKeys(t.name, ea.pk, ea.rk), Limit: "each entity once per transaction", Detail: fmt.Sprintf("actions %d and %d address the same entity", j, i), Err: ErrInvalidInput}

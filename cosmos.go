@@ -115,22 +115,6 @@ func (t *Table[T]) unorderedError(op, instead string) error {
 	}
 }
 
-// cosmosReservedNames are the property names Azure Cosmos DB for Table
-// refuses ("Frequently asked questions about Azure Cosmos DB for Table",
-// learn.microsoft.com/azure/cosmos-db/table/faq; package azurite's front
-// refuses them too, with Cosmos DB's 400 PropertyNameInvalid), in the case
-// given there: other cases are other names.
-const cosmosReservedNames = "Id, rid, etag or ResourceId"
-
-// cosmosReservedName reports whether name is one of cosmosReservedNames.
-func cosmosReservedName(name string) bool {
-	switch name {
-	case "Id", "rid", "etag", "ResourceId":
-		return true
-	}
-	return false
-}
-
 // onCosmos reports whether t's Account is in Cosmos DB mode now.
 func (t *Table[T]) onCosmos() bool { return t.svc.cosmos() }
 

@@ -8,9 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/tablewire"
 )
@@ -33,10 +33,10 @@ var (
 	ErrPreconditionFailed = errors.New("tablekit: precondition failed")
 	// ErrTooLarge: a key, property, entity, transaction or message is over a
 	// storage limit; checked before sending, or reported by the service (413).
-	ErrTooLarge = errors.New("tablekit: too large")
+	ErrTooLarge = codec.ErrTooLarge
 	// ErrInvalidKey: a PartitionKey, RowKey or resource name breaks the
 	// service's rules, or an entity has no key where one is required.
-	ErrInvalidKey = errors.New("tablekit: invalid key")
+	ErrInvalidKey = codec.ErrInvalidKey
 	// ErrThrottled: the service was too busy for the request and the SDK's
 	// retries did not get through: 503 (ServerBusy), 429, or 500
 	// OperationTimedOut, which Azure answers when a partition is over its
@@ -44,7 +44,7 @@ var (
 	ErrThrottled = errors.New("tablekit: throttled")
 	// ErrInvalidInput: an argument or value tablekit cannot encode or send,
 	// such as a filter whose placeholders and arguments disagree.
-	ErrInvalidInput = errors.New("tablekit: invalid input")
+	ErrInvalidInput = codec.ErrInvalidInput
 	// ErrOutcomeUnknown: a write may or may not have been applied. Its
 	// answer was lost (a broken connection, a timeout, a 500 after the
 	// request was sent), and the SDK's retry either got no answer either or
@@ -58,68 +58,10 @@ var (
 
 // ValidationError reports input refused before anything was sent. It
 // matches [ErrTooLarge], [ErrInvalidKey] or [ErrInvalidInput] with
-// [errors.Is].
-type ValidationError struct {
-	// Op names the operation that refused the input as its caller wrote
-	// it, qualified by its package unless it is the root's: "Insert",
-	// "patterns.Wide.Merge", "archive.NewWorker". The message starts with
-	// it: "tablekit: Insert: ...", "patterns: Wide.Merge: ...".
-	Op string
-	// Entity names the entity, as "table:PartitionKey/RowKey" or
-	// "PartitionKey/RowKey" where known (the message says "entity"), or the
-	// table, queue or container the input was meant for (the message says
-	// "input for").
-	Entity string
-	// Property is the property (or field) at fault, "" when it is the whole
-	// entity, transaction or message.
-	Property string
-	// Limit describes the rule that was broken, e.g. "<= 64 KiB per property".
-	Limit string
-	// Size is the measured size or count that broke a size limit, else 0,
-	// in Unit.
-	Size int
-	// Unit is what Size counts, e.g. "bytes", "bytes of UTF-16" (a
-	// string's size: 2 bytes per UTF-16 code unit, as Azure measures it),
-	// "properties" or "actions"; "" when Size is a plain number.
-	Unit string
-	// Detail says more, for example which character is refused and where.
-	Detail string
-	// Err is the sentinel: ErrTooLarge, ErrInvalidKey or ErrInvalidInput.
-	Err error
-}
-
-// Error names the entity, property, problem and limit.
-func (e *ValidationError) Error() string {
-	msg := opname.Prefix(e.Op) + ": invalid"
-	switch {
-	case e.Entity == "" && e.Property == "":
-		msg += " input"
-	case strings.Contains(e.Entity, "/"): // "table:pk/rk" or "pk/rk"
-		msg += " entity " + quoteForError(e.Entity)
-	case e.Entity != "": // a table, queue or container
-		msg += " input for " + quoteForError(e.Entity)
-	}
-	if e.Property != "" {
-		msg += " property " + quoteForError(e.Property)
-	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	if e.Size > 0 {
-		msg += fmt.Sprintf(" (size %d", e.Size)
-		if e.Unit != "" {
-			msg += " " + e.Unit
-		}
-		msg += ")"
-	}
-	if e.Limit != "" {
-		msg += "; limit: " + e.Limit
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel the error matches.
-func (e *ValidationError) Unwrap() error { return e.Err }
+// [errors.Is]. Op names the operation that refused the input as its caller
+// wrote it ("Insert", "patterns.Wide.Merge"); Entity, Property, Limit,
+// Size, Unit and Detail say what was refused and why; Err is the sentinel.
+type ValidationError = codec.ValidationError
 
 // DecodeError reports a stored entity that tablekit read but cannot turn
 // into the caller's value: a property whose stored type or value does not
@@ -128,71 +70,13 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 // caller's input: the data came from the service (or from the Entity given
 // to [FromEntity]), and nothing was written. A decryption failure matches
 // [ErrDecrypt] (and [ErrKeyNotFound] when the key resolver lacks the key).
-type DecodeError struct {
-	// Op names the operation that read the entity, as ValidationError.Op
-	// does: "Get", "patterns.Large.Get".
-	Op string
-	// Entity names the entity as "table:PartitionKey/RowKey" where known.
-	Entity string
-	// Property is the property at fault, "" when it is the whole entity.
-	Property string
-	// Detail says what is wrong; it never shows an encrypted value.
-	Detail string
-	// Err is ErrDecrypt (possibly joined with ErrKeyNotFound) for a
-	// decryption failure, else nil.
-	Err error
-}
-
-// Error names the operation, the entity, the property and the problem.
-func (e *DecodeError) Error() string {
-	msg := opname.Prefix(e.Op) + ": "
-	if errors.Is(e.Err, ErrDecrypt) {
-		msg += "cannot decrypt"
-	} else {
-		msg += "cannot read"
-	}
-	if e.Entity != "" {
-		msg += " entity " + quoteForError(e.Entity)
-	}
-	if e.Property != "" {
-		msg += " property " + quoteForError(e.Property)
-	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel the error matches, or nil.
-func (e *DecodeError) Unwrap() error { return e.Err }
+type DecodeError = codec.DecodeError
 
 // withOp names op in err's *ValidationError or *DecodeError when that
-// names no operation yet (see internal/opname, the one mechanism every
-// package uses); exported functions wrap their returns with it so every
-// refusal says who refused.
-func withOp(op string, err error) error { return opname.Set(op, err) }
-
-// nameOp is what opname.Set does with tablekit's errors: it names op in
-// err's *ValidationError or *DecodeError when that names none yet.
-func nameOp(op string, err error) {
-	var ve *ValidationError
-	if errors.As(err, &ve) && ve.Op == "" {
-		ve.Op = op
-	}
-	var de *DecodeError
-	if errors.As(err, &de) && de.Op == "" {
-		de.Op = op
-	}
-}
-
-// quoteForError quotes s for an error message, shortening very long values.
-func quoteForError(s string) string {
-	const max = 80
-	if len(s) > max {
-		return fmt.Sprintf("%q…", s[:max])
-	}
-	return fmt.Sprintf("%q", s)
-}
+// names no operation yet (codec.WithOp, the one mechanism every package
+// uses); exported functions wrap their returns with it so every refusal
+// says who refused.
+func withOp(op string, err error) error { return codec.WithOp(op, err) }
 
 // TransactionError reports an entity group transaction the service refused.
 // Nothing in the transaction was applied.
@@ -278,9 +162,9 @@ func (e *ServiceError) Error() string {
 
 func (e *ServiceError) target() string {
 	if e.PartitionKey == "" && e.RowKey == "" {
-		return quoteForError(e.Table)
+		return codec.Quote(e.Table)
 	}
-	return quoteForError(describeKeys(e.Table, e.PartitionKey, e.RowKey))
+	return codec.Quote(describeKeys(e.Table, e.PartitionKey, e.RowKey))
 }
 
 // Unwrap returns the matching sentinel (if any) and the SDK's response error.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
-	"reflect"
-	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/hook"
 	"github.com/tablekit/tablekit/internal/opname"
 )
@@ -17,7 +15,7 @@ import (
 // internal/hook (see its package doc); internal/core gives them their
 // types back. Nothing here is reachable from outside the module.
 func init() {
-	opname.Register(nameOp)
+	opname.Register(func(op string, err error) { codec.WithOp(op, err) })
 
 	hook.GetSelect = func(ctx context.Context, table any, pk, rk string, props []string, dst any) error {
 		return table.(tableInternals).getSelect(ctx, pk, rk, props, dst)
@@ -49,24 +47,10 @@ func init() {
 		}
 	}
 
-	hook.Encode = func(v any, keysOptional bool) (any, error) {
-		if v == nil {
-			return nil, &ValidationError{Detail: "nil value", Err: ErrInvalidInput}
-		}
-		rv := reflect.New(reflect.TypeOf(v)).Elem()
-		rv.Set(reflect.ValueOf(v))
-		return convertTo(rv, keysOptional)
-	}
-	hook.Decode = func(e, dst any, keysOptional bool) error {
-		return convertFrom(e.(Entity), reflect.ValueOf(dst).Elem(), keysOptional)
-	}
-	hook.EntitySize = func(e any) int { return entitySize(e.(Entity)) }
-	hook.PropertySize = propertySize
 	hook.ItemsFailed = func(err error) bool {
 		var be *bulkError
 		return errors.As(err, &be)
 	}
-	hook.ParseGUID = func(s string) ([16]byte, bool) { return parseGUIDBytes([]byte(s)) }
 	hook.WrapError = func(op string, err error) error { return wrapError(op, "", "", "", err) }
 	hook.Throttled = isThrottled
 	hook.ActionOf = func(action any) (string, any, azcore.ETag) {
@@ -129,14 +113,14 @@ func (t *Table[T]) toEntityAny(v any) (any, error) {
 	if err := t.usable(); err != nil {
 		return Entity{}, err
 	}
-	return t.toEntity(v.(T))
+	return t.codec.ToEntity(v.(T), t.onCosmos())
 }
 
 func (t *Table[T]) fromEntityInto(e Entity, dst any) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	v, err := t.fromEntity(e)
+	v, err := t.codec.FromEntity(e)
 	*dst.(*T) = v
 	return err
 }
@@ -163,10 +147,7 @@ func (t *Table[T]) info() hook.Table {
 	if t == nil {
 		return hook.Table{}
 	}
-	var names []string
-	if t.crypt != nil {
-		names = slices.Sorted(maps.Keys(t.crypt.properties))
-	}
+	names := t.codec.Encrypted()
 	return hook.Table{Account: t.account, Tracer: t.tracer, Governor: t.governor, Meter: t.meter, Cosmos: t.onCosmos(), Encrypted: names, Retry: t.retry, Logger: t.logger}
 }
 

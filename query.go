@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/tablewire"
@@ -185,7 +186,7 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.crypt.checkFilter(f); err != nil {
+	if err := t.codec.CheckFilter(f.Properties()); err != nil {
 		return nil, err
 	}
 	if opts.PageSize < 0 || opts.PageSize > limits.PageSize {
@@ -233,7 +234,7 @@ func selectText(names []string) (string, error) {
 			continue
 		}
 		if s != "Timestamp" {
-			if err := validPropertyName(s); err != nil {
+			if err := codec.ValidPropertyName(s); err != nil {
 				return "", &ValidationError{Property: s, Detail: "Select: " + err.Error(), Err: ErrInvalidInput}
 			}
 		}
@@ -315,10 +316,10 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	q.entities = bytes.Count(page.Body, []byte(`"PartitionKey":`))
 	check := q.entities > 1 && !t.onCosmos()
 	if q.skipTo == nil && !check {
-		return forEachObject(page.Body, fn)
+		return codec.ForEachObject(page.Body, fn)
 	}
 	var objs [][]byte
-	if err := forEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+	if err := codec.ForEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
 	if check && !inKeyOrder(objs) {
@@ -361,7 +362,7 @@ func reservedRow(obj []byte) bool {
 	if !bytes.Contains(obj, reservedMark) && !bytes.Contains(obj, []byte(`\u`)) {
 		return false
 	}
-	_, rk, err := objectKeys(obj)
+	_, rk, err := codec.ObjectKeys(obj)
 	return err == nil && strings.HasPrefix(rk, names.ReservedRowKeyPrefix)
 }
 
@@ -373,7 +374,7 @@ func reservedRow(obj []byte) bool {
 func inKeyOrder(objs [][]byte) bool {
 	var prevPK, prevRK []byte
 	for i, obj := range objs {
-		pk, rk, ok := rawKeys(obj)
+		pk, rk, ok := codec.RawKeys(obj)
 		if !ok {
 			return true
 		}
@@ -389,45 +390,6 @@ func inKeyOrder(objs [][]byte) bool {
 		prevPK, prevRK = pk, rk
 	}
 	return true
-}
-
-// rawKeys reads the PartitionKey and RowKey of an entity's JSON (unescaped
-// when the JSON escapes them), reading no further than the second of them.
-func rawKeys(obj []byte) (pk, rk []byte, ok bool) {
-	s := scanner{b: obj}
-	if s.expect('{') != nil {
-		return nil, nil, false
-	}
-	var hasPK, hasRK bool
-	for !hasPK || !hasRK {
-		s.ws()
-		key, kesc, err := s.str()
-		if err != nil || s.expect(':') != nil {
-			return nil, nil, false
-		}
-		s.ws()
-		val, kind, vesc, err := s.value()
-		if err != nil {
-			return nil, nil, false
-		}
-		if kind == tokString && !kesc {
-			if vesc {
-				val = unescapeBytes(val)
-			}
-			switch string(key) {
-			case "PartitionKey":
-				pk, hasPK = val, true
-			case "RowKey":
-				rk, hasRK = val, true
-			}
-		}
-		s.ws()
-		if s.peek() != ',' {
-			break
-		}
-		s.i++
-	}
-	return pk, rk, hasPK && hasRK
 }
 
 // compareKeyBytes is keys.Compare of two keys' UTF-8 bytes: by UTF-16 code
@@ -554,7 +516,7 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 				continue
 			}
 			if cur != nil {
-				cur.lastPK, cur.lastRK, _ = objectKeys(obj)
+				cur.lastPK, cur.lastRK, _ = codec.ObjectKeys(obj)
 				cur.yielded = true
 			}
 			more, err := each(obj)
@@ -597,7 +559,7 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 			return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
 				Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
 		}
-		pk, rk, err := objectKeys(obj)
+		pk, rk, err := codec.ObjectKeys(obj)
 		if err != nil {
 			return err
 		}
@@ -637,7 +599,7 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 // the next page must be skipped through too, with n left in place of n.
 func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool, left int) {
 	for i, obj := range objs {
-		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
+		if pk, rk, err := codec.ObjectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
 			return objs[i+1:], true, 0
 		}
 	}
@@ -648,7 +610,7 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 		return nil, false, n - len(objs)
 	}
 	for i, obj := range objs {
-		pk, rk, err := objectKeys(obj)
+		pk, rk, err := codec.ObjectKeys(obj)
 		if err == nil && compareKeys(pk, rk, keys[0], keys[1]) > 0 {
 			return objs[i:], true, 0
 		}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
 	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/timing"
@@ -48,10 +48,8 @@ type Table[T any] struct {
 	wire     *tablewire.Client // entities
 	admin    *aztables.Client  // the table itself (create, delete, access policies)
 	name     string
-	account  string    // the storage account's name
-	plan     *typePlan // nil when T is Entity
-	isEntity bool
-	crypt    *cryptContext
+	account  string          // the storage account's name
+	codec    *codec.Codec[T] // how T is stored: type plan, encryption
 	tracer   tracing.Tracer
 	svc      *serviceState // the Account's: Cosmos DB mode
 	scans    TableScanPolicy
@@ -107,27 +105,11 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.svc.cosmos())),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
-	typ := reflect.TypeFor[T]()
-	if typ == entityType {
-		t.isEntity = true
-	} else {
-		plan, err := planFor(typ)
-		if err != nil {
-			return nil, err
-		}
-		if plan.pk == nil || plan.rk == nil {
-			return nil, planError(typ, "", "a table struct needs a string field tagged `table:\",pk\"` and one tagged `table:\",rk\"`")
-		}
-		t.plan = plan
-	}
-	crypt, err := newCryptContext(o.Encryption, t.plan)
+	c, err := codec.For[T](name, o.Encryption)
 	if err != nil {
 		return nil, err
 	}
-	if t.plan != nil && t.plan.hasEncr && crypt == nil {
-		return nil, planError(typ, "", "fields are tagged encrypt but TableOptions.Encryption is nil")
-	}
-	t.crypt = crypt
+	t.codec = c
 	return t, nil
 }
 
@@ -187,50 +169,19 @@ func putBuf(b *[]byte) {
 
 // encode appends the OData JSON of v to dst and returns its keys.
 func (t *Table[T]) encode(dst []byte, v *T) ([]byte, string, string, error) {
-	s := encodeState{table: t.name, crypt: t.crypt, cosmos: t.onCosmos()}
-	var err error
-	if t.isEntity {
-		dst, err = encodeEntity(dst, any(v).(*Entity), &s)
-	} else {
-		dst, err = t.plan.encodeStruct(dst, reflect.ValueOf(v).Elem(), &s)
-	}
-	return dst, s.pk, s.rk, err
+	return t.codec.Encode(dst, v, t.onCosmos())
 }
 
 // decode decodes one entity object into v for operation op.
-func (t *Table[T]) decode(op string, data []byte, v *T) error {
-	d := decodeState{op: op, table: t.name, crypt: t.crypt}
-	if t.isEntity {
-		return decodeEntity(data, any(v).(*Entity), &d)
-	}
-	return t.plan.decodeStruct(data, reflect.ValueOf(v).Elem(), &d)
-}
+func (t *Table[T]) decode(op string, data []byte, v *T) error { return t.codec.Decode(op, data, v) }
 
 // keysOf returns v's PartitionKey and RowKey.
-func (t *Table[T]) keysOf(v *T) (string, string) {
-	if t.isEntity {
-		e := any(v).(*Entity)
-		return e.PartitionKey, e.RowKey
-	}
-	rv := reflect.ValueOf(v).Elem()
-	return fieldByPath(rv, t.plan.pk).String(), fieldByPath(rv, t.plan.rk).String()
-}
+func (t *Table[T]) keysOf(v *T) (string, string) { return t.codec.Keys(v) }
 
 // etagOf returns v's ETag, or "" when T has no etag field.
-func (t *Table[T]) etagOf(v *T) azcore.ETag {
-	if t.isEntity {
-		return any(v).(*Entity).ETag
-	}
-	if t.plan.etag == nil {
-		return ""
-	}
-	return azcore.ETag(fieldByPath(reflect.ValueOf(v).Elem(), t.plan.etag).String())
-}
+func (t *Table[T]) etagOf(v *T) azcore.ETag { return t.codec.ETag(v) }
 
-func (t *Table[T]) checkKeys(pk, rk string) error {
-	s := encodeState{table: t.name, cosmos: t.onCosmos()}
-	return s.checkKeys(pk, rk)
-}
+func (t *Table[T]) checkKeys(pk, rk string) error { return t.codec.CheckKeys(pk, rk, t.onCosmos()) }
 
 // Get reads one entity. It returns an error matching ErrNotFound when the
 // entity (or the table) does not exist. To read only some properties,
@@ -268,18 +219,7 @@ func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (tablewire.
 	return e, nil
 }
 
-func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
-	if etag == "" {
-		return
-	}
-	if t.isEntity {
-		any(v).(*Entity).ETag = etag
-		return
-	}
-	if t.plan.etag != nil {
-		fieldByPath(reflect.ValueOf(v).Elem(), t.plan.etag).SetString(string(etag))
-	}
-}
+func (t *Table[T]) setETag(v *T, etag azcore.ETag) { t.codec.SetETag(v, etag) }
 
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
@@ -430,14 +370,14 @@ func describeKeys(table, pk, rk string) string {
 // already have.
 func (t *Table[T]) AsEntities() *Table[Entity] {
 	if t == nil {
-		return &Table[Entity]{isEntity: true}
+		return &Table[Entity]{}
 	}
 	return &Table[Entity]{
 		wire:     t.wire,
 		admin:    t.admin,
 		name:     t.name,
-		isEntity: true,
-		crypt:    t.crypt,
+		account:  t.account,
+		codec:    codec.Entities(t.codec),
 		tracer:   t.tracer,
 		svc:      t.svc,
 		scans:    t.scans,

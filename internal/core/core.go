@@ -9,7 +9,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"log/slog"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/hook"
 	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/timing"
@@ -146,36 +146,19 @@ func Endpoints(acct *tablekit.Account) (table, queue, blob string) {
 
 // Encode is tablekit.ToEntity naming no operation in its errors, for a
 // conversion made on the caller's behalf.
-func Encode[T any](v T) (tablekit.Entity, error) { return encode(v, false) }
+func Encode[T any](v T) (tablekit.Entity, error) { return codec.Encode(v) }
 
 // EncodeBody is Encode for a struct that need not have key fields (an
 // event of package stream, whose keys its Store sets): without them, the
 // Entity's keys are empty.
-func EncodeBody[T any](v T) (tablekit.Entity, error) { return encode(v, true) }
-
-func encode(v any, keysOptional bool) (tablekit.Entity, error) {
-	e, err := hook.Encode(v, keysOptional)
-	if err != nil {
-		return tablekit.Entity{}, err
-	}
-	return e.(tablekit.Entity), nil
-}
+func EncodeBody[T any](v T) (tablekit.Entity, error) { return codec.EncodeBody(v) }
 
 // Decode is tablekit.FromEntity naming no operation in its errors.
-func Decode[T any](e tablekit.Entity) (T, error) { return decode[T](e, false) }
+func Decode[T any](e tablekit.Entity) (T, error) { return codec.Decode[T](e) }
 
 // DecodeBody is Decode into a struct that need not have key fields:
 // without them, e's keys are not kept.
-func DecodeBody[T any](e tablekit.Entity) (T, error) { return decode[T](e, true) }
-
-func decode[T any](e tablekit.Entity, keysOptional bool) (T, error) {
-	var v T
-	if err := hook.Decode(e, &v, keysOptional); err != nil {
-		var zero T
-		return zero, err
-	}
-	return v, nil
-}
+func DecodeBody[T any](e tablekit.Entity) (T, error) { return codec.DecodeBody[T](e) }
 
 // WrapError turns an error of the Azure SDK into tablekit's shape: a
 // service failure becomes a *tablekit.ServiceError matching the sentinel
@@ -353,13 +336,7 @@ func Now(clock func() time.Time) time.Time { return timing.Now(clock) }
 // (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx), optionally in braces, in either
 // case, with a *tablekit.ValidationError matching tablekit.ErrInvalidInput
 // for anything else.
-func ParseGUID(s string) (tablekit.GUID, error) {
-	g, ok := hook.ParseGUID(s)
-	if !ok {
-		return tablekit.GUID{}, &tablekit.ValidationError{Detail: fmt.Sprintf("%q is not a GUID (want xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s), Err: tablekit.ErrInvalidInput}
-	}
-	return g, nil
-}
+func ParseGUID(s string) (tablekit.GUID, error) { return codec.ParseGUID(s) }
 
 // ItemsFailed reports whether err, the error of a BulkWriter, says that
 // some items failed (res.Failed lists them) rather than that its context

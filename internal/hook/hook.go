@@ -86,28 +86,10 @@ type Account struct {
 
 // The rest of the root's internals.
 var (
-	// Encode is tablekit.ToEntity of v (a struct value or tablekit.Entity),
-	// and Decode is tablekit.FromEntity of e (a tablekit.Entity) into dst (a
-	// pointer to a struct or tablekit.Entity), naming no operation in their
-	// errors: the pattern packages convert on their caller's behalf. With
-	// keysOptional, a struct without key fields converts too (to and from
-	// an Entity whose keys it does not hold).
-	Encode func(v any, keysOptional bool) (any, error)
-	Decode func(e, dst any, keysOptional bool) error
-
-	// EntitySize is the size of e (a tablekit.Entity) as Azure measures it
-	// against the 1 MiB limit; PropertySize the size one property adds.
-	EntitySize   func(e any) int
-	PropertySize func(name string, value any) int
-
 	// ItemsFailed reports whether err is the error of a bulk write some of
 	// whose items failed (BulkResult.Failed lists them), as opposed to one
 	// whose context ended before every item was tried.
 	ItemsFailed func(err error) bool
-
-	// ParseGUID parses the canonical 36-character form of a GUID,
-	// optionally in braces, in either case.
-	ParseGUID func(s string) ([16]byte, bool)
 
 	// WrapError turns an error of the Azure SDK into tablekit's shape (a
 	// *tablekit.ServiceError or *tablekit.RequestError matching the

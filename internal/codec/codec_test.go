@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"encoding/json"
@@ -150,7 +150,7 @@ func TestDecodeServiceShapes(t *testing.T) {
 		`{"odata.etag":"W/\"datetime'2026'\"","PartitionKey":"p","RowKey":"r","D":1.0,"I":3,"L@odata.type":"Edm.Int64","L":"4","N@odata.type":"Edm.Double","N":"NaN","Timestamp":"2026-11-21T20:10:40.8668351Z"},` +
 		`{"PartitionKey":"p","RowKey":"r2","Big":3000000000,"T":"2020-01-02T03:04:05.1234567Z","T@odata.type":"Edm.DateTime"}]}`
 	var got []Entity
-	err := forEachObject([]byte(body), func(obj []byte) error {
+	err := ForEachObject([]byte(body), func(obj []byte) error {
 		var e Entity
 		if err := decodeEntity(obj, &e, &decodeState{}); err != nil {
 			return err
@@ -260,8 +260,8 @@ func TestNewTablePlanErrors(t *testing.T) {
 			t.Errorf("got %v, want it to mention %q", err, want)
 		}
 	}
-	_, err := OpenTable[noKeys](nil, "Items", nil)
-	check(err, "nil")
+	_, err := For[noKeys]("Items", nil)
+	check(err, "pk")
 	_, err = planFor(reflect.TypeFor[badField]())
 	check(err, `"C"`)
 	_, err = planFor(reflect.TypeFor[badTag]())
@@ -352,7 +352,7 @@ func TestEntitySizeMatchesEncoder(t *testing.T) {
 	if _, err := encodeEntity(nil, &e, &s); err != nil {
 		t.Fatal(err)
 	}
-	if got := entitySize(e); got != s.size {
+	if got := EntitySize(e); got != s.size {
 		t.Errorf("EntitySize = %d, encoder counted %d", got, s.size)
 	}
 }

@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"bytes"
@@ -170,9 +170,9 @@ func isIntegerLiteral(b []byte) bool {
 	return !bytes.ContainsAny(b, ".eE")
 }
 
-// forEachObject calls fn with each element of the "value" array of a query
-// response body.
-func forEachObject(body []byte, fn func(obj []byte) error) error {
+// ForEachObject calls fn with each element of the "value" array of a query
+// response body: each entity's JSON as the service sent it, aliasing body.
+func ForEachObject(body []byte, fn func(obj []byte) error) error {
 	s := scanner{b: body}
 	if err := s.expect('{'); err != nil {
 		return err
@@ -220,6 +220,62 @@ func forEachObject(body []byte, fn func(obj []byte) error) error {
 			s.i++
 		}
 	}
+}
+
+// ObjectKeys reads the PartitionKey and RowKey of an entity's JSON.
+func ObjectKeys(obj []byte) (pk, rk string, err error) {
+	r := rawEntityPool.Get().(*rawEntity)
+	defer func() { r.reset(); rawEntityPool.Put(r) }()
+	if err := r.parse(obj); err != nil {
+		return "", "", err
+	}
+	if r.hasPK {
+		pk = r.pk.stringValue()
+	}
+	if r.hasRK {
+		rk = r.rk.stringValue()
+	}
+	return pk, rk, nil
+}
+
+// RawKeys reads the PartitionKey and RowKey of an entity's JSON (unescaped
+// when the JSON escapes them), reading no further than the second of them;
+// it allocates only for keys the JSON escapes.
+func RawKeys(obj []byte) (pk, rk []byte, ok bool) {
+	s := scanner{b: obj}
+	if s.expect('{') != nil {
+		return nil, nil, false
+	}
+	var hasPK, hasRK bool
+	for !hasPK || !hasRK {
+		s.ws()
+		key, kesc, err := s.str()
+		if err != nil || s.expect(':') != nil {
+			return nil, nil, false
+		}
+		s.ws()
+		val, kind, vesc, err := s.value()
+		if err != nil {
+			return nil, nil, false
+		}
+		if kind == tokString && !kesc {
+			if vesc {
+				val = unescapeBytes(val)
+			}
+			switch string(key) {
+			case "PartitionKey":
+				pk, hasPK = val, true
+			case "RowKey":
+				rk, hasRK = val, true
+			}
+		}
+		s.ws()
+		if s.peek() != ',' {
+			break
+		}
+		s.i++
+	}
+	return pk, rk, hasPK && hasRK
 }
 
 // scanner is a minimal JSON reader for flat entity objects.

@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"encoding/base64"
@@ -40,7 +40,7 @@ func FuzzDecode(f *testing.F) {
 		_ = plan.decodeStruct(data, reflect.ValueOf(&d).Elem(), &decodeState{})
 		var e Entity
 		_ = decodeEntity(data, &e, &decodeState{})
-		_ = forEachObject(data, func(obj []byte) error { return decodeEntity(obj, &e, &decodeState{}) })
+		_ = ForEachObject(data, func(obj []byte) error { return decodeEntity(obj, &e, &decodeState{}) })
 	})
 }
 

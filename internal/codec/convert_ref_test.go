@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 // The codec as it was before ToEntity and Decode became direct: frozen
 // copies of the JSON route (struct -> OData JSON -> Entity, and
@@ -242,7 +242,7 @@ func (s *encodeState) refAppendProperty(dst []byte, name string, edm edmType, v 
 		case string:
 			var ok bool
 			if g, ok = parseGUIDBytes([]byte(x)); !ok {
-				return dst[:mark], s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", quoteForError(x)), ErrInvalidInput)
+				return dst[:mark], s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", Quote(x)), ErrInvalidInput)
 			}
 		default:
 			return dst[:mark], s.typeMismatch(name, edm, v)
@@ -615,7 +615,7 @@ func (rp *rawProp) refEntityValue() (any, error) {
 // Table[T] would store it (without client-side encryption), checking the
 // same keys and limits.
 func refEncodeEntity[T any](v T) (_ Entity, err error) {
-	defer func() { err = withOp("ToEntity", err) }()
+	defer func() { err = WithOp("ToEntity", err) }()
 	if e, ok := any(v).(Entity); ok {
 		return e, nil
 	}
@@ -645,7 +645,7 @@ func refEncodeEntity[T any](v T) (_ Entity, err error) {
 // would, without checking storage limits (nothing is stored): it is how a query over a table of mixed entity types (read as
 // Table[Entity]) turns each row into its own Go type.
 func refDecode[T any](e Entity) (_ T, err error) {
-	defer func() { err = withOp("FromEntity", err) }()
+	defer func() { err = WithOp("FromEntity", err) }()
 	var v T
 	if out, ok := any(&v).(*Entity); ok {
 		*out = e

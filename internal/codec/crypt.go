@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"context"
@@ -466,11 +466,11 @@ func parsePlaintext(pt []byte) (*rawProp, error) {
 
 // checkFilter refuses a filter that compares an encrypted property: the
 // service only sees ciphertext, so such a filter would silently match nothing.
-func (c *cryptContext) checkFilter(f Filter) error {
+func (c *cryptContext) checkFilter(props []string) error {
 	if c == nil {
 		return nil
 	}
-	for _, p := range f.Properties() {
+	for _, p := range props {
 		if c.encrypts(p) {
 			return &ValidationError{Property: p, Detail: "cannot filter on an encrypted property: the service stores only ciphertext (filter on the keys or a plain property, then test the decrypted value in code)", Err: ErrInvalidInput}
 		}

@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"bytes"
@@ -595,7 +595,7 @@ func TestConvertEquivalenceLimits(t *testing.T) {
 			rv.Field(i).SetBytes(make([]byte, n))
 			content -= n
 		}
-		if content != 0 || entitySize(Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}})+17*14 > limits.EntityBytes {
+		if content != 0 || EntitySize(Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{}})+17*14 > limits.EntityBytes {
 			panic(content)
 		}
 		return d

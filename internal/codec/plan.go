@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"encoding"
@@ -94,7 +94,7 @@ var (
 
 // planFor returns the cached plan of a struct type, building it on first use.
 // A cached error is returned as a copy: callers name their operation in it
-// (withOp sets ValidationError.Op), which must not show in another's.
+// (WithOp sets ValidationError.Op), which must not show in another's.
 func planFor(t reflect.Type) (*typePlan, error) {
 	if v, ok := planCache.Load(t); ok {
 		if err, isErr := v.(error); isErr {
@@ -302,6 +302,10 @@ func (fp *fieldPlan) setKind(t reflect.Type, typeOpt string) error {
 	return nil
 }
 
+// ValidPropertyName checks name as a custom property name, by the rules
+// below (a $select names properties by these rules too).
+func ValidPropertyName(name string) error { return validPropertyName(name) }
+
 // validPropertyName checks the rules Azure applies to property names: a C#
 // identifier of at most 255 characters, not a system property name.
 func validPropertyName(name string) error {
@@ -318,7 +322,7 @@ func validPropertyName(name string) error {
 	for i, r := range name {
 		ok := r == '_' || unicode.IsLetter(r) || (i > 0 && (unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r)))
 		if !ok || r == utf8.RuneError {
-			return fmt.Errorf("property name %s is not a valid identifier (letters, digits and _; not starting with a digit): character %q at byte %d", quoteForError(name), r, i)
+			return fmt.Errorf("property name %s is not a valid identifier (letters, digits and _; not starting with a digit): character %q at byte %d", Quote(name), r, i)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package tablekit
+package codec
 
 import (
 	"encoding"
@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/internal/jsonw"
+	"github.com/tablekit/tablekit/internal/keyrule"
 	"github.com/tablekit/tablekit/internal/limits"
-	"github.com/tablekit/tablekit/keys"
 )
 
 // Dates before 1601-01-01 cannot be stored in Edm.DateTime.
@@ -67,11 +67,11 @@ func (s *encodeState) checkKeys(pk, rk string) error {
 	if s.unchecked {
 		return nil
 	}
-	if err := keys.Validate(pk); err != nil {
-		return s.fail("PartitionKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
+	if problem := keyrule.Problem(pk); problem != "" {
+		return s.fail("PartitionKey", "<= 1 KiB, no / \\ # ? or control characters", 0, problem, ErrInvalidKey)
 	}
-	if err := keys.Validate(rk); err != nil {
-		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, err.Error(), ErrInvalidKey)
+	if problem := keyrule.Problem(rk); problem != "" {
+		return s.fail("RowKey", "<= 1 KiB, no / \\ # ? or control characters", 0, problem, ErrInvalidKey)
 	}
 	if s.cosmos && len(rk) > limits.CosmosRowKeyBytes {
 		return s.tooLarge("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", len(rk), "bytes", "RowKey too long", ErrInvalidKey)
@@ -426,7 +426,7 @@ func (s *encodeState) canonicalValue(name string, edm edmType, v any) (ev edmVal
 		case string:
 			g, ok := parseGUIDBytes([]byte(x))
 			if !ok {
-				return ev, 0, false, s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", quoteForError(x)), ErrInvalidInput)
+				return ev, 0, false, s.fail(name, "", 0, fmt.Sprintf("%s is not a GUID", Quote(x)), ErrInvalidInput)
 			}
 			ev.g = g
 		default:
@@ -597,7 +597,7 @@ func appendPadded(dst []byte, v, width int) []byte {
 
 // utf16Len is the length of s in UTF-16 code units, which is how the service
 // measures strings.
-func utf16Len(s string) int { return keys.KeySize(s) / 2 }
+func utf16Len(s string) int { return keyrule.Size(s) / 2 }
 
 // encodeEntity appends the OData JSON of a property-bag entity to dst.
 func encodeEntity(dst []byte, e *Entity, s *encodeState) ([]byte, error) {
@@ -671,4 +671,20 @@ func edmOf(v any) (edmType, any, bool) {
 		return edmGUID, g, true
 	}
 	return 0, nil, false
+}
+
+// cosmosReservedNames are the property names Azure Cosmos DB for Table
+// refuses ("Frequently asked questions about Azure Cosmos DB for Table",
+// learn.microsoft.com/azure/cosmos-db/table/faq; package azurite's front
+// refuses them too, with Cosmos DB's 400 PropertyNameInvalid), in the case
+// given there: other cases are other names.
+const cosmosReservedNames = "Id, rid, etag or ResourceId"
+
+// cosmosReservedName reports whether name is one of cosmosReservedNames.
+func cosmosReservedName(name string) bool {
+	switch name {
+	case "Id", "rid", "etag", "ResourceId":
+		return true
+	}
+	return false
 }

@@ -1,31 +1,30 @@
-package tablekit
+package codec
 
 import (
 	"reflect"
 	"time"
 )
 
-// entitySize returns the size of e as Azure measures it against the 1 MiB
+// EntitySize returns the size of e as Azure measures it against the 1 MiB
 // entity limit ("Understanding the Table service data model"): 4 bytes, 2
 // per UTF-16 code unit of PartitionKey and RowKey, and for each custom
 // property 8 bytes, 2 per character of its name and the size of its value.
-// Patterns that split or spill entities use it to plan before writing
-// (internal/core.EntitySize).
-func entitySize(e Entity) int {
+// Patterns that split or spill entities use it to plan before writing.
+func EntitySize(e Entity) int {
 	n := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
 	for name, v := range e.Properties {
 		if v != nil {
-			n += propertySize(name, v)
+			n += PropertySize(name, v)
 		}
 	}
 	return n
 }
 
-// propertySize returns the size one custom property adds to an entity in
-// Azure's formula (see entitySize): 8 + 2*len(name) + the value's size,
+// PropertySize returns the size one custom property adds to an entity in
+// Azure's formula (see EntitySize): 8 + 2*len(name) + the value's size,
 // which is 4 + 2 per UTF-16 code unit for a string, 4 + its length for
 // binary, 1 for a bool, 4 for an int32, 16 for a GUID and 8 otherwise.
-func propertySize(name string, value any) int {
+func PropertySize(name string, value any) int {
 	return 8 + 2*len(name) + valueSize(value)
 }
 
