@@ -17,6 +17,7 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // actionKind is what one transaction action does; 0 is none (a zero
@@ -263,8 +264,8 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 		// is unknown, for this call and for a caller that sends the same
 		// transaction again.
 		att.maybeApplied.Store(true)
-		return nil, &RequestError{Op: "Transaction", unknown: true,
-			Err: fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", tablewire.ErrUnreadableAnswer, len(answer), len(enc))}
+		return nil, wire.Unreadable("Transaction",
+			fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", tablewire.ErrUnreadableAnswer, len(answer), len(enc)))
 	}
 	if !out.failed {
 		return out.etags, nil
@@ -272,8 +273,8 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	terr := &TransactionError{
 		Index: out.index,
 		Code:  out.code,
-		Err: &ServiceError{StatusCode: out.status, Code: out.code, Op: "Transaction", Table: t.name, sentinel: sentinelFor(out.status, out.code),
-			resp: &azcore.ResponseError{StatusCode: resp.StatusCode, ErrorCode: out.code, RawResponse: resp}},
+		Err: wire.NewServiceError(out.status, out.code, "Transaction", t.name,
+			&azcore.ResponseError{StatusCode: resp.StatusCode, ErrorCode: out.code, RawResponse: resp}),
 	}
 	if att.maybeApplied.Load() && retryConflict(out.code) {
 		return nil, unsettledTransaction(terr)

@@ -13,6 +13,7 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -444,7 +445,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		case s.ctx.Err() != nil:
 			s.failChunk(chunk, s.ctx.Err())
 			return requests
-		case isThrottled(err) || (isAmbiguous(err) && !refused):
+		case wire.IsThrottled(err) || (isAmbiguous(err) && !refused):
 			// Not applied (throttled), or perhaps applied (no answer):
 			// send the same transaction again with the same attempts
 			// record, so that a conflict its earlier try caused is
@@ -456,8 +457,8 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 				s.failChunk(chunk, err)
 				return requests
 			}
-			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", isThrottled(err), "error", err)
-			if !isThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", wire.IsThrottled(err), "error", err)
+			if !wire.IsThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests
 			}
@@ -501,5 +502,5 @@ func actionRefused(te *TransactionError, n int) bool {
 // isAmbiguous reports whether err leaves open whether the write was
 // applied, without a context error behind it.
 func isAmbiguous(err error) bool {
-	return errors.Is(err, ErrOutcomeUnknown) && contextError(err) == nil
+	return errors.Is(err, ErrOutcomeUnknown) && wire.ContextError(err) == nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/hook"
 	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // The root lends these internals to its sibling packages through
@@ -52,7 +53,7 @@ func init() {
 		return errors.As(err, &be)
 	}
 	hook.WrapError = func(op string, err error) error { return wrapError(op, "", "", "", err) }
-	hook.Throttled = isThrottled
+	hook.Throttled = wire.IsThrottled
 	hook.ActionOf = func(action any) (string, any, azcore.ETag) {
 		kind, v, etag := action.(interface {
 			parts() (actionKind, any, azcore.ETag)

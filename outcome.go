@@ -6,6 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // A write whose answer is lost (a broken connection, a 500 timeout) is
@@ -46,7 +47,7 @@ func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e table
 // unknown.
 func unsettledTransaction(terr *TransactionError) error {
 	if se, ok := terr.Err.(*ServiceError); ok {
-		se.sentinel = ErrOutcomeUnknown
+		wire.Unsettled(se)
 	}
 	return terr
 }
@@ -58,7 +59,7 @@ func (t *Table[T]) settleWrite(op string, a *encodedAction, err error, att *atte
 	werr := t.wrapWrite(op, a.pk, a.rk, err, att)
 	var se *ServiceError
 	if att.maybeApplied.Load() && errors.As(werr, &se) && retryConflict(se.Code) {
-		se.sentinel = ErrOutcomeUnknown
+		wire.Unsettled(se)
 	}
 	return "", werr
 }

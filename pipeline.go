@@ -2,7 +2,6 @@ package tablekit
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // tablekit reads and writes entities with its own Table service client
@@ -89,7 +89,7 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	switch {
 	case err != nil:
-		if !notSent(err) {
+		if !wire.NotSent(err) {
 			ws.att.maybeApplied.Store(true)
 		}
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusInternalServerError,
@@ -114,17 +114,6 @@ func throttledResponse(resp *http.Response) bool {
 		return errors.As(runtime.NewResponseError(resp), &re) && re.ErrorCode == "OperationTimedOut"
 	}
 	return false
-}
-
-// notSent reports whether a transport error certainly happened before the
-// request reached the service: a failed dial or DNS lookup.
-func notSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
 }
 
 // defaultRetryStatusCodes are azcore's: the statuses it retries when

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -349,17 +348,7 @@ func (t *Table[T]) wrapWrite(op, pk, rk string, err error, att *attempts) error 
 }
 
 // describeKeys formats keys for messages.
-func describeKeys(table, pk, rk string) string {
-	var b strings.Builder
-	if table != "" {
-		b.WriteString(table)
-		b.WriteByte(':')
-	}
-	b.WriteString(pk)
-	b.WriteByte('/')
-	b.WriteString(rk)
-	return b.String()
-}
+func describeKeys(table, pk, rk string) string { return codec.DescribeKeys(table, pk, rk) }
 
 // AsEntities returns the same table, read and written as property bags
 // ([Entity]): the same Account, name, encryption and table-scan policy.
