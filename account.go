@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/connstr"
+	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/storageop"
 	"github.com/tablekit/tablekit/internal/tablewire"
@@ -332,7 +333,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, tracingNamespace(a.svc.cosmos())), a.svc.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, spans.TableNamespace(a.svc.cosmos())), a.svc.cosmos)
 	return err
 }
 
@@ -367,6 +368,73 @@ func (a *Account) Meter() *Meter {
 		return nil
 	}
 	return a.meter
+}
+
+// Name returns the storage account's name ("devstoreaccount1" for
+// Azurite; "" for an Account not made by Open or OpenWithCredential).
+func (a *Account) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.name
+}
+
+// Governor returns the Governor that paces the writes of the Account's
+// tables (Options.Governor, or the one the Account made): a pattern that
+// writes on its own, or through [Governor.Do], paces itself with it.
+func (a *Account) Governor() *Governor {
+	if a == nil {
+		return nil
+	}
+	return a.governor
+}
+
+// Logger returns the Account's logger, Options.Logger; when that is nil,
+// a logger that writes to slog.Default() as it is at the time of logging.
+// It is never nil: code built on the Account logs to it as tablekit does.
+func (a *Account) Logger() *slog.Logger {
+	if a == nil {
+		return logs.Or(nil)
+	}
+	return logs.Or(a.logger)
+}
+
+// Service returns the service the Account's tables are on, as far as it
+// knows now: ServiceCosmosDB once Options.Service says so or (with
+// ServiceAuto) an answer showed it, else Options.Service as given. Code
+// whose result depends on what the service does (the key order of query
+// results) asks again after it has read: with ServiceAuto, an answer may
+// show Cosmos DB later.
+func (a *Account) Service() Service {
+	if a == nil || a.svc == nil {
+		return ServiceAuto
+	}
+	if a.svc.cosmos() {
+		return ServiceCosmosDB
+	}
+	return a.svc.setting
+}
+
+// TracingProvider returns the tracing provider the Account was opened
+// with (Options.ClientOptions.TracingProvider; the zero Provider, which
+// traces nothing, by default): code built on the Account starts its
+// spans with a tracer of it.
+func (a *Account) TracingProvider() tracing.Provider {
+	if a == nil {
+		return tracing.Provider{}
+	}
+	return a.tracing
+}
+
+// Endpoints returns the Account's service URLs, without a trailing slash:
+// "https://myaccount.table.core.windows.net" and its queue and blob
+// siblings, or, for Azurite, "http://127.0.0.1:10002/devstoreaccount1" and
+// so on. The SDK's table clients do not say theirs.
+func (a *Account) Endpoints() (table, queue, blob string) {
+	if a == nil {
+		return "", "", ""
+	}
+	return a.endpoints.Table, a.endpoints.Queue, a.endpoints.Blob
 }
 
 // Tables returns the SDK's table service client, for what tablekit leaves

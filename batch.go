@@ -65,6 +65,23 @@ type Action[T any] struct {
 	etag  azcore.ETag // the condition of Update, Merge and Delete
 }
 
+// Verb returns what the action does: "Insert", "Upsert", "Update",
+// "Merge" or "Delete" ("" for the zero Action, which every write refuses).
+func (a Action[T]) Verb() string {
+	if a.kind == 0 {
+		return ""
+	}
+	return a.kind.String()
+}
+
+// Value returns the value the action writes (for a delete, the value whose
+// keys it deletes).
+func (a Action[T]) Value() T { return a.value }
+
+// ETag returns the action's condition: the ETag an Update, Merge or Delete
+// requires ("" for none, azcore.ETagAny for any version).
+func (a Action[T]) ETag() azcore.ETag { return a.etag }
+
 // InsertAction inserts v; the transaction fails if v's entity exists.
 func InsertAction[T any](v T) Action[T] { return Action[T]{kind: actInsert, value: v} }
 

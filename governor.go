@@ -340,9 +340,13 @@ func (g *Governor) sweep(now time.Time) {
 	}
 }
 
-// rate returns the entities per second the Governor now lets through to
-// partition pk of table.
-func (g *Governor) rate(table, pk string) float64 {
+// Rate returns the entities per second g now lets through to partition pk
+// of table: its PartitionRate, less each cut since the service throttled
+// that partition. A nil *Governor paces nothing: its rate is 0.
+func (g *Governor) Rate(table, pk string) float64 {
+	if g == nil {
+		return 0
+	}
 	g.mu.Lock()
 	g.init()
 	defer g.mu.Unlock()

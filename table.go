@@ -47,6 +47,7 @@ type Table[T any] struct {
 	wire     *tablewire.Client // entities
 	admin    *aztables.Client  // the table itself (create, delete, access policies)
 	name     string
+	acct     *Account        // the Account it was opened through
 	account  string          // the storage account's name
 	codec    *codec.Codec[T] // how T is stored: type plan, encryption
 	tracer   tracing.Tracer
@@ -94,6 +95,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	t := &Table[T]{
 		wire:     acct.wire,
 		admin:    acct.tables.NewClient(name),
+		acct:     acct,
 		name:     name,
 		account:  acct.name,
 		svc:      acct.svc,
@@ -101,7 +103,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		logger:   acct.logger,
 		governor: acct.governor,
 		meter:    acct.meter,
-		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.svc.cosmos())),
+		tracer:   spans.NewTracer(acct.tracing, spans.TableNamespace(acct.svc.cosmos())),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	c, err := codec.For[T](name, o.Encryption)
@@ -127,6 +129,120 @@ func (t *Table[T]) Name() string {
 		return ""
 	}
 	return t.name
+}
+
+// Account returns the Account the table was opened through (nil for a
+// Table not made by OpenTable): its Governor, Logger, Meter, tracing and
+// Service are the table's.
+func (t *Table[T]) Account() *Account {
+	if t == nil {
+		return nil
+	}
+	return t.acct
+}
+
+// ToEntity converts v to the property bag the table stores for it, before
+// client-side encryption: the properties it encrypts are plaintext here,
+// and are encrypted when the Entity is written through [Table.AsEntities]
+// (which shares the table's encryption). It checks keys and limits as a
+// write does (Azure Cosmos DB for Table's too, when the Account is on it),
+// except the size encryption adds, which the write checks; v's ETag and
+// Timestamp fields are kept. A pattern that spreads or spills a T's
+// properties over other entities or blobs builds on it. Like
+// [Table.FromEntity], [Table.GetSelect] and [Table.CheckTransaction], a
+// building block of other packages' operations, its errors name no
+// operation (ValidationError.Op is ""): the operation built on it names
+// its own.
+func (t *Table[T]) ToEntity(v T) (Entity, error) {
+	if err := t.usable(); err != nil {
+		return Entity{}, err
+	}
+	return t.codec.ToEntity(v, t.onCosmos())
+}
+
+// FromEntity converts a property bag read through [Table.AsEntities]
+// (decrypted) to a T, as a read of the table would; the ToEntity of a T
+// converts back. On an error it returns the zero T.
+func (t *Table[T]) FromEntity(e Entity) (T, error) {
+	if err := t.usable(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return t.codec.FromEntity(e)
+}
+
+// Encrypted returns the names of the properties the table encrypts on the
+// client (TableOptions.Encryption), sorted; nil when it encrypts none.
+// Code that copies entities between tables checks with it that the
+// destination encrypts at least what the source does.
+func (t *Table[T]) Encrypted() []string {
+	if t == nil {
+		return nil
+	}
+	return t.codec.Encrypted()
+}
+
+// GetSelect reads the entity pk/rk with only the properties props (its
+// keys and ETag always; none of its other properties when props is
+// empty), in one request: [Table.Get] of a projection. The fields of
+// properties not read are zero. It returns an error matching ErrNotFound
+// when the entity (or the table) does not exist; a service error names
+// the request ("Get"), other errors no operation (see [Table.ToEntity]).
+func (t *Table[T]) GetSelect(ctx context.Context, pk, rk string, props ...string) (T, error) {
+	var zero T
+	if err := t.usable(); err != nil {
+		return zero, err
+	}
+	if err := t.checkKeys(pk, rk); err != nil {
+		return zero, err
+	}
+	sel, err := selectText(props)
+	if err != nil {
+		return zero, err
+	}
+	if sel == "" {
+		sel = "PartitionKey,RowKey"
+	}
+	e, err := t.read(ctx, "Get", pk, rk, sel)
+	if err != nil {
+		return zero, err
+	}
+	var v T
+	if err := t.decode("", e.Body, &v); err != nil {
+		return zero, err
+	}
+	t.setETag(&v, e.ETag)
+	return v, nil
+}
+
+// CheckTransaction checks actions as [Table.Transaction] does before
+// sending (each action's entity, keys and size, one PartitionKey, each
+// entity once, at most 100 actions and 4 MiB, 2 MB on Azure Cosmos DB for
+// Table) and sends nothing: it returns the error Transaction would return
+// before sending, or nil. A package that must refuse bad input before a
+// write of its own reaches the transaction's verdict so. Its errors name
+// no operation (see [Table.ToEntity]).
+func (t *Table[T]) CheckTransaction(actions ...Action[T]) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	_, err := t.encodeTransaction(actions)
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		ve.Op = ""
+	}
+	return err
+}
+
+// Retry returns the table's conflict retry: TableOptions.Retry, each zero
+// field taken from the default (30 attempts, 10 ms to 1 s apart). A
+// pattern's own read-modify-write loops retry with it, as [Table.Modify]
+// does.
+func (t *Table[T]) Retry() RetryPolicy {
+	if t == nil || t.wire == nil {
+		return RetryPolicy(timing.Conflict)
+	}
+	return t.retry
 }
 
 // CreateIfNotExists creates the table unless it exists.
@@ -365,6 +481,7 @@ func (t *Table[T]) AsEntities() *Table[Entity] {
 		wire:     t.wire,
 		admin:    t.admin,
 		name:     t.name,
+		acct:     t.acct,
 		account:  t.account,
 		codec:    codec.Entities(t.codec),
 		tracer:   t.tracer,

@@ -9,7 +9,7 @@ package tablekit
 // their parents (internal/spans). Span names follow the Azure SDK's
 // "<Type>.<Method>" convention. Attributes follow OpenTelemetry's semantic
 // conventions v1.43.0: every span has azure.resource_provider.namespace
-// (tracingNamespace), and the REST call spans, database client spans,
+// (internal/spans.TableNamespace), and the REST call spans, database client spans,
 // have db.system.name, db.operation.name, db.collection.name and
 // server.address (internal/tablewire).
 
@@ -19,14 +19,3 @@ const (
 	attrPartition = "tablekit.partition_key"
 	attrActions   = "tablekit.actions"
 )
-
-// tracingNamespace is the azure.resource_provider.namespace of an
-// Account's table spans: Azure Cosmos DB's, which its conventions
-// require of a Cosmos DB client, or the one the Azure SDK's aztables
-// gives Table storage.
-func tracingNamespace(cosmos bool) string {
-	if cosmos {
-		return "Microsoft.DocumentDB"
-	}
-	return "Microsoft.Tables"
-}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/idem"
-	"github.com/tablekit/tablekit/internal/opname"
 )
 
 var (
@@ -54,9 +54,9 @@ func fail(op string, err error) error {
 	var de *tablekit.DecodeError
 	switch {
 	case errors.As(err, &ve) && (ve.Op == "" || strings.HasPrefix(ve.Op, "coord.")):
-		return opname.Set("coord."+op, err)
+		return codec.WithOp("coord."+op, err)
 	case errors.As(err, &de) && (de.Op == "" || strings.HasPrefix(de.Op, "coord.")):
-		return opname.Set("coord."+op, err)
+		return codec.WithOp("coord."+op, err)
 	}
 	return &opError{op: op, err: err}
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // Reserved RowKeys: the rows coord keeps in a user's partitions.
@@ -137,10 +137,10 @@ func NewWriter[T any](t *tablekit.Table[T], opts *WriterOptions) (*Writer[T], er
 	if o.KeyTTL == 0 {
 		o.KeyTTL = 24 * time.Hour
 	}
-	if err := core.ValidateRetry("coord.NewWriter", o.Retry); err != nil {
+	if err := timing.Policy(o.Retry).Validate("coord.NewWriter"); err != nil {
 		return nil, err
 	}
-	o.Retry = core.WithDefaults(o.Retry, core.ConflictRetry)
+	o.Retry = tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
 	return &Writer[T]{t: t, e: t.AsEntities(), o: o, fences: map[string]fence{}}, nil
 }
 
@@ -172,11 +172,11 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	ents := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		ea, err := core.MapAction(a, func(v T) (tablekit.Entity, error) { return core.ToEntity(w.t, v) })
+		ea, err := mapAction(a, w.t.ToEntity)
 		if err != nil {
 			return Result{}, err
 		}
-		verb, e, _ := core.ActionOf(ea)
+		verb, e := ea.Verb(), ea.Value()
 		if verb == "" {
 			return Result{}, invalid("Writer.Transaction", "actions", fmt.Sprintf("action %d is the zero Action", i))
 		}
@@ -185,7 +185,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		}
 		ents[i] = ea
 	}
-	pk := core.ActionValue(ents[0]).PartitionKey
+	pk := ents[0].Value().PartitionKey
 	if g.Term == 0 && g.Key == "" {
 		etags, err := w.e.Transaction(ctx, ents...)
 		return Result{ETags: etags}, err
@@ -206,7 +206,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		stamp = kx.Stamp()
 	}
 	var lastErr error
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		var acts []tablekit.Action[tablekit.Entity]
 		var f fence
 		fenceAt := -1
@@ -291,7 +291,7 @@ func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit
 // conditional on (not applied). (A keyed one is settled by its record:
 // idem.Tx.)
 func (w *Writer[T]) settle(ctx context.Context, pk string, stamp string, f fence) (applied bool, err error) {
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		var e tablekit.Entity
 		e, err = w.e.Get(ctx, pk, fenceRowKey)
 		if errors.Is(err, tablekit.ErrNotFound) {
@@ -339,7 +339,7 @@ func (w *Writer[T]) Fence(ctx context.Context, pk string, term int64) error {
 
 func (w *Writer[T]) raise(ctx context.Context, pk string, term int64) error {
 	var lastErr error
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		f, err := w.fence(ctx, pk)
 		if err != nil {
 			return err
@@ -404,4 +404,27 @@ func (w *Writer[T]) forgetFence(pk string) {
 	w.mu.Lock()
 	delete(w.fences, pk)
 	w.mu.Unlock()
+}
+
+// mapAction returns the action that does what a does (the same verb and
+// ETag) with the value f(v) in place of a's value v; a zero Action stays
+// zero, and is refused where it is used.
+func mapAction[T, U any](a tablekit.Action[T], f func(T) (U, error)) (tablekit.Action[U], error) {
+	u, err := f(a.Value())
+	if err != nil {
+		return tablekit.Action[U]{}, err
+	}
+	switch a.Verb() {
+	case "Insert":
+		return tablekit.InsertAction(u), nil
+	case "Upsert":
+		return tablekit.UpsertAction(u), nil
+	case "Update":
+		return tablekit.UpdateAction(u, a.ETag()), nil
+	case "Merge":
+		return tablekit.MergeAction(u, a.ETag()), nil
+	case "Delete":
+		return tablekit.DeleteAction(u, a.ETag()), nil
+	}
+	return tablekit.Action[U]{}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/opname"
@@ -233,7 +232,7 @@ type image struct {
 func (ix *SamePartition[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
 func (ix *SamePartition[T]) imageOf(op string, v T) (*image, error) {
-	e, err := core.ToEntity(ix.typed, v)
+	e, err := ix.typed.ToEntity(v)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +269,7 @@ func (ix *SamePartition[T]) read(ctx context.Context, id ID) (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := core.FromEntity(ix.typed, e)
+	v, err := ix.typed.FromEntity(e)
 	if err != nil {
 		return nil, err
 	}
@@ -499,13 +498,13 @@ func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action
 	}
 	for i := range acts {
 		total += 1024
-		if !core.IsDelete(acts[i]) {
-			v := core.ActionValue(acts[i])
+		if acts[i].Verb() != "Delete" {
+			v := acts[i].Value()
 			total += bodySize(&v)
 		}
 	}
 	limit, limitText := limits.TransactionBytes, "<= 4 MiB per entity group transaction"
-	if core.Cosmos(ix.table) {
+	if ix.table.Account().Service() == tablekit.ServiceCosmosDB {
 		limit, limitText = limits.CosmosTransactionBytes, "<= 2 MB per entity group transaction on Azure Cosmos DB for Table"
 	}
 	if total > limit {
@@ -593,7 +592,7 @@ func (ix *SamePartition[T]) stale(op string, id ID) error {
 // wrote (nil for a delete or Modify, whose function computes it): a
 // WithKey copy's record keeps its fingerprint, with op's and the keys'.
 func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, in *image, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, replayed bool, err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "SamePartition.Write",
+	ctx, end := spans.Start(ctx, spans.NewTracer(ix.table.Account().TracingProvider(), spans.TableNamespace(ix.table.Account().Service() == tablekit.ServiceCosmosDB)), "SamePartition.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
@@ -893,7 +892,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 		if old != nil {
 			base = old.entity
 		}
-		v, err := core.FromEntity(ix.typed, base)
+		v, err := ix.typed.FromEntity(base)
 		if err != nil {
 			return nil, err
 		}
@@ -924,7 +923,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 	}
 	e := last.entity
 	e.ETag = etag
-	v, err := core.FromEntity(ix.typed, e)
+	v, err := ix.typed.FromEntity(e)
 	return v, withOp(op, err)
 }
 
@@ -993,7 +992,7 @@ func (ix *SamePartition[T]) get(ctx context.Context, op, pk, rk string) (T, erro
 	if err != nil {
 		return zero, err
 	}
-	return core.FromEntity(ix.typed, e)
+	return ix.typed.FromEntity(e)
 }
 
 func (ix *SamePartition[T]) lookupIndex(op, name string) (int, error) {
@@ -1011,7 +1010,7 @@ func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (
 		e.RowKey = rk
 		delete(e.Properties, primaryRowKeyProperty)
 	}
-	v, err := core.FromEntity(table, e)
+	v, err := table.FromEntity(e)
 	return v, withOp(op, err)
 }
 

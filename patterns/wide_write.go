@@ -7,8 +7,8 @@ import (
 	"maps"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/internal/timing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -96,7 +96,7 @@ func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Acti
 		return etags, idem.Applied, nil
 	}
 	if len(actions) > idem.MaxActions {
-		e := core.ActionValue(actions[0])
+		e := actions[0].Value()
 		return nil, 0, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(actions) + 1, Unit: "actions", Detail: fmt.Sprintf("the write takes %d physical entities and the record", len(actions)), Err: tablekit.ErrTooLarge}
 	}
 	return kx.Send(ctx, actions...)
@@ -143,7 +143,7 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 		return "", err
 	}
 	if kx != nil {
-		for range core.Attempts(ctx, w.retry) {
+		for range timing.Policy(w.retry).Attempts(ctx) {
 			etags, o, err := w.send(ctx, kx, actions)
 			switch {
 			case o == idem.NotApplied:
@@ -176,7 +176,7 @@ func part0ETag(rk string, actions []tablekit.Action[tablekit.Entity], etags []az
 		return ""
 	}
 	for i, a := range actions {
-		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
+		if a.Value().RowKey == rk0 && a.Verb() != "Delete" {
 			return etags[i]
 		}
 	}
@@ -201,8 +201,8 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 	}
 	var stamp string
 	for _, a := range actions {
-		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
-			stamp, _ = core.ActionValue(a).Properties[wideStampProperty].(string)
+		if a.Value().RowKey == rk0 && a.Verb() != "Delete" {
+			stamp, _ = a.Value().Properties[wideStampProperty].(string)
 		}
 	}
 	if stamp == "" {
@@ -402,7 +402,7 @@ func (w *Wide[T]) write(ctx context.Context, op string, in tablekit.Entity, retr
 		return wideWritten{}, err
 	}
 	var last error
-	for range core.Attempts(ctx, w.retry) {
+	for range timing.Policy(w.retry).Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return wideWritten{}, err
@@ -498,7 +498,7 @@ func (w *Wide[T]) remove(ctx context.Context, op, pk, rk string, etag azcore.ETa
 		return false, err
 	}
 	var last error
-	for range core.Attempts(ctx, w.retry) {
+	for range timing.Policy(w.retry).Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return false, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/storageop"
 )
 
@@ -50,7 +49,7 @@ type Endpoints struct{ Table, Queue, Blob string }
 
 // EndpointsOf returns acct's service URLs.
 func EndpointsOf(acct *tablekit.Account) Endpoints {
-	t, q, b := core.Endpoints(acct)
+	t, q, b := acct.Endpoints()
 	return Endpoints{t, q, b}
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/sas"
 )
 
@@ -76,7 +76,7 @@ func probeKeys(ctx context.Context, p *prober) Result {
 // edmValues are the values of the EDM probe: every type, with the values
 // that are easy to get wrong.
 func edmValues() map[string]any {
-	g, _ := core.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
+	g, _ := codec.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
 	return map[string]any{
 		"Empty": "", "Text": "Ünïcode 😀 \"'\\ tab\t", "I32": int32(math.MinInt32),
 		"I64": int64(math.MaxInt64), "I64Min": int64(math.MinInt64), "Whole": 1.0, "Tenth": 0.1,

@@ -35,9 +35,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/names"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -95,7 +95,7 @@ func Check(op string, t *tablekit.Table[tablekit.Entity], key string) error {
 	if err := keys.Validate(rk); err != nil {
 		return &tablekit.ValidationError{Op: op, Property: "key", Limit: rule, Detail: fmt.Sprintf("idempotency key %q: %v", key, err), Err: tablekit.ErrInvalidKey}
 	}
-	if t != nil && core.Cosmos(t) && len(rk) > limits.CosmosRowKeyBytes {
+	if t != nil && t.Account().Service() == tablekit.ServiceCosmosDB && len(rk) > limits.CosmosRowKeyBytes {
 		return &tablekit.ValidationError{Op: op, Property: "key", Limit: rule, Size: len(rk), Unit: "bytes", Detail: fmt.Sprintf("idempotency key of %d bytes: its record's RowKey is too long for Cosmos DB", len(key)), Err: tablekit.ErrInvalidKey}
 	}
 	return nil
@@ -142,12 +142,12 @@ type Tx struct {
 // same write has the same one). ttl is the record's life (0: DefaultTTL),
 // clock tells the time of its expiry (nil: time.Now), retry paces the
 // reads that settle a lost answer or a repeat (its zero fields take
-// core.ConflictRetry's). The key must have passed Check.
+// tablekit.RetryPolicy(timing.Conflict)'s). The key must have passed Check.
 func New(t *tablekit.Table[tablekit.Entity], pk, key, fp string, ttl time.Duration, clock func() time.Time, retry tablekit.RetryPolicy) *Tx {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Tx{t: t, pk: pk, key: key, fp: fp, stamp: rand.Text(), ttl: ttl, clock: clock, retry: core.WithDefaults(retry, core.ConflictRetry)}
+	return &Tx{t: t, pk: pk, key: key, fp: fp, stamp: rand.Text(), ttl: ttl, clock: clock, retry: tablekit.RetryPolicy(timing.Policy(retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))}
 }
 
 // Stamp is the call's stamp, the record's Stamp when this call applies it.
@@ -156,7 +156,7 @@ func (x *Tx) Stamp() string { return x.stamp }
 // record is the action that inserts the key's record.
 func (x *Tx) record() tablekit.Action[tablekit.Entity] {
 	return tablekit.InsertAction(tablekit.Entity{PartitionKey: x.pk, RowKey: RecordPrefix + x.key, Properties: map[string]any{
-		PropStamp: x.stamp, PropFingerprint: x.fp, PropExpires: core.Now(x.clock).Add(x.ttl).UTC()}})
+		PropStamp: x.stamp, PropFingerprint: x.fp, PropExpires: timing.Now(x.clock).Add(x.ttl).UTC()}})
 }
 
 // Send sends the record and acts (at most MaxActions, all in the
@@ -241,7 +241,7 @@ func unknown(err error) error {
 // every read failed.
 func (x *Tx) read(ctx context.Context) (Outcome, error) {
 	var err error
-	for range core.Attempts(ctx, x.retry) {
+	for range timing.Policy(x.retry).Attempts(ctx) {
 		var e tablekit.Entity
 		e, err = x.t.Get(ctx, x.pk, RecordPrefix+x.key)
 		if errors.Is(err, tablekit.ErrNotFound) {
@@ -278,10 +278,10 @@ func Fingerprint(what string) string {
 // left out (their names are kept), so that the record holds nothing
 // derived from a secret.
 func OfActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Entity]) string {
-	secret := core.EncryptedProperties(t)
+	secret := t.Encrypted()
 	h := newHasher("actions")
 	for _, a := range acts {
-		verb, e, _ := core.ActionOf(a)
+		verb, e := a.Verb(), a.Value()
 		h.str(verb)
 		h.entity(e, secret)
 	}
@@ -296,7 +296,7 @@ func OfActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Enti
 func OfWrite[T any](t *tablekit.Table[T], op string, e tablekit.Entity) string {
 	h := newHasher("write")
 	h.str(op)
-	h.entity(e, core.EncryptedProperties(t))
+	h.entity(e, t.Encrypted())
 	return h.sum()
 }
 
