@@ -7,7 +7,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/idem"
 )
 
 var (
@@ -31,7 +30,7 @@ var (
 	// key was applied; this one wrote nothing. A caller that recomputes a
 	// repeat from changed state on purpose sets Write.Fingerprint to what
 	// the key stands for instead.
-	ErrKeyReused = idem.ErrKeyReused
+	ErrKeyReused = errors.New("coord: idempotency key reused for another write")
 )
 
 // invalid returns the *tablekit.ValidationError of a refused argument of

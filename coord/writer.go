@@ -10,7 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/timing"
 )
 
@@ -24,13 +24,13 @@ const (
 	// The patterns' keyed writes (index.SamePartition.WithKey,
 	// patterns.Wide.WithKey, patterns.Mixed.WithKey) keep their records
 	// under it too.
-	ReservedPrefix = idem.ReservedPrefix
+	ReservedPrefix = names.ReservedRowKeyPrefix
 	fenceRowKey    = ReservedPrefix + "fence"
 )
 
-// propStamp is the fence row's per-call stamp, to settle a lost answer
-// (the idempotency records' is idem.PropStamp).
-const propStamp = idem.PropStamp
+// propStamp is the per-call stamp of the fence row and of the
+// idempotency records, to settle a lost answer.
+const propStamp = "Stamp"
 
 // WriterOptions configure a Writer. The zero value (or nil) means the
 // defaults.
@@ -180,7 +180,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		if verb == "" {
 			return Result{}, invalid("Writer.Transaction", "actions", fmt.Sprintf("action %d is the zero Action", i))
 		}
-		if idem.Reserved(e.RowKey) {
+		if reserved(e.RowKey) {
 			return Result{}, invalid("Writer.Transaction", "RowKey", fmt.Sprintf("action %d: RowKeys starting with %q are coord's", i, ReservedPrefix))
 		}
 		ents[i] = ea
@@ -190,16 +190,16 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		etags, err := w.e.Transaction(ctx, ents...)
 		return Result{ETags: etags}, err
 	}
-	var kx *idem.Tx // the keyed part, when g.Key is set: the record joins the EGT
+	var kx *KeyedTx // the keyed part, when g.Key is set: the record joins the EGT
 	if g.Key != "" {
-		if err := idem.Check("coord.Writer.Transaction", w.e, g.Key); err != nil {
+		if err := checkKey("coord.Writer.Transaction", w.e, g.Key); err != nil {
 			return Result{}, err
 		}
-		fp := idem.OfActions(w.t, ents)
+		fp := FingerprintActions(w.t, ents)
 		if g.Fingerprint != "" {
-			fp = idem.Fingerprint(g.Fingerprint)
+			fp = Fingerprint(g.Fingerprint)
 		}
-		kx = idem.New(w.e, pk, g.Key, fp, w.o.KeyTTL, w.o.Clock, w.o.Retry)
+		kx = NewKeyedTx(w.e, pk, g.Key, fp, &KeyedTxOptions{TTL: w.o.KeyTTL, Clock: w.o.Clock, Retry: w.o.Retry})
 	}
 	stamp := rand.Text()
 	if kx != nil {
@@ -226,13 +226,13 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		var etags []azcore.ETag
 		var err error
 		if kx != nil {
-			var o idem.Outcome
+			var o Outcome
 			etags, o, err = kx.Send(ctx, acts...)
 			switch {
 			case err != nil: // a refusal: the switch below says what of
-			case o == idem.Replayed:
+			case o == Replayed:
 				return Result{Replayed: true}, nil
-			case o == idem.NotApplied:
+			case o == NotApplied:
 				lastErr = err
 				continue // nothing was applied: write again
 			case etags == nil: // applied, settled after a lost answer
@@ -289,7 +289,7 @@ func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit
 // applied, after a lost answer, by the fence row: its stamp is this
 // call's (applied), or its version is still the one the transaction was
 // conditional on (not applied). (A keyed one is settled by its record:
-// idem.Tx.)
+// KeyedTx.)
 func (w *Writer[T]) settle(ctx context.Context, pk string, stamp string, f fence) (applied bool, err error) {
 	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		var e tablekit.Entity

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
@@ -492,7 +492,7 @@ func queryEntities[T any](ctx context.Context, op string, raw *tablekit.Table[ta
 				yield(*new(T), withOp(op, err))
 				return
 			}
-			if isIndex(e.PartitionKey, e.RowKey) || idem.Reserved(e.RowKey) {
+			if isIndex(e.PartitionKey, e.RowKey) || strings.HasPrefix(e.RowKey, coord.ReservedPrefix) {
 				continue // an index row, or tablekit's own (an idempotency record, a fence row)
 			}
 			v, err := typed.FromEntity(e)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -355,13 +355,13 @@ func (m *Mixed) WithKey(key string) *Mixed {
 // missingOK, a delete refused because the entity is missing (a keyed
 // DeleteIfExists) is sent again as the record alone, and missing says so.
 func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit.Action[tablekit.Entity], missingOK bool) (etags []azcore.ETag, replayed, missing bool, err error) {
-	if err := idem.Check(op, m.table, m.key); err != nil {
+	if err := codec.WithOp(op, coord.CheckKey(m.table, m.key)); err != nil {
 		return nil, false, false, err
 	}
 	if len(conv) == 0 {
 		return nil, false, false, invalid(op, "no actions")
 	}
-	if len(conv) > idem.MaxActions {
+	if len(conv) > coord.MaxKeyedActions {
 		return nil, false, false, &tablekit.ValidationError{Op: op, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(conv) + 1, Unit: "actions", Detail: fmt.Sprintf("%d actions and the record", len(conv)), Err: tablekit.ErrTooLarge}
 	}
 	pk := conv[0].Value().PartitionKey
@@ -370,22 +370,22 @@ func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit
 		if v.PartitionKey != pk {
 			return nil, false, false, invalid(op, fmt.Sprintf("action %d: PartitionKey %q, action 0's %q: a transaction is one partition", i, v.PartitionKey, pk))
 		}
-		if idem.Reserved(v.RowKey) {
-			return nil, false, false, &tablekit.ValidationError{Op: op, Entity: pk + "/" + v.RowKey, Property: "RowKey", Detail: fmt.Sprintf("action %d: RowKeys starting with %q are reserved for tablekit's own rows", i, idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+		if strings.HasPrefix(v.RowKey, coord.ReservedPrefix) {
+			return nil, false, false, &tablekit.ValidationError{Op: op, Entity: pk + "/" + v.RowKey, Property: "RowKey", Detail: fmt.Sprintf("action %d: RowKeys starting with %q are reserved for tablekit's own rows", i, coord.ReservedPrefix), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	n := len(conv)
-	kx := idem.New(m.table, pk, m.key, idem.OfActions(m.table, conv), 0, nil, tablekit.RetryPolicy{})
+	kx := coord.NewKeyedTx(m.table, pk, m.key, coord.FingerprintActions(m.table, conv), nil)
 	policy := tablekit.RetryPolicy(timing.Policy(tablekit.RetryPolicy{}).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
 	for range timing.Policy(policy).Attempts(ctx) {
-		var o idem.Outcome
+		var o coord.Outcome
 		etags, o, err = kx.Send(ctx, conv...)
 		var te *tablekit.TransactionError
 		switch {
 		case missingOK && errors.As(err, &te) && te.Index == 0 && errors.Is(err, tablekit.ErrNotFound):
 			conv, missing = nil, true // nothing to delete: record the key alone
 			continue
-		case o == idem.NotApplied:
+		case o == coord.NotApplied:
 			continue // nothing was applied: send again
 		case err != nil:
 			return nil, false, false, err
@@ -393,7 +393,7 @@ func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit
 		if etags == nil || missing {
 			etags = make([]azcore.ETag, n)
 		}
-		return etags, o == idem.Replayed, missing && o != idem.Replayed, nil
+		return etags, o == coord.Replayed, missing && o != coord.Replayed, nil
 	}
 	if ctx.Err() != nil {
 		return nil, false, false, ctx.Err()
@@ -556,7 +556,7 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 		}
 		n := 0
 		for e, err := range m.table.Query(ctx, f, &o) {
-			if err == nil && idem.Reserved(e.RowKey) {
+			if err == nil && strings.HasPrefix(e.RowKey, coord.ReservedPrefix) {
 				continue // tablekit's own row (an idempotency record)
 			}
 			var v any

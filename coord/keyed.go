@@ -1,23 +1,24 @@
-// Package idem applies a keyed write: the entity actions of one partition
-// and an idempotency record of the key, in one entity group transaction,
-// so that a write is applied at most once per key. It is the one
-// implementation behind coord.Writer's keys and the WithKey writes of
-// package index and patterns.
+package coord
+
+// Keyed writes: the entity actions of one partition and an idempotency
+// record of the key, in one entity group transaction, so that a write is
+// applied at most once per key. KeyedTx is the one implementation behind
+// Writer's keys and the WithKey writes of packages index and patterns;
+// a pattern package of one's own builds its keyed writes on it too.
 //
-// The record is the row ReservedPrefix+"key~"+key of the write's
-// partition, inserted as the transaction's first action, with three
-// properties: Stamp (random per call, so that the call can tell its own
-// apply from another's), Fingerprint (what the write stands for, see
-// [Fingerprint]) and "_expires" (when coord.Sweep may delete it; records
-// written before it was named so carry "Expires"). A repeat of the key
-// meets EntityAlreadyExists at the record: the refused transaction changed
+// The record is the row KeyRecordPrefix+key of the write's partition,
+// inserted as the transaction's first action, with three properties:
+// Stamp (random per call, so that the call can tell its own apply from
+// another's), Fingerprint (what the write stands for, see [Fingerprint])
+// and ExpiresProperty (when Sweep may delete it; records written before it
+// was named so carry "Expires"). A repeat of the key meets
+// EntityAlreadyExists at the record: the refused transaction changed
 // nothing, and the record is read: with the same fingerprint (or none, a
-// record older than fingerprints) the write is a replay; with another,
-// the key was reused for another write ([ErrKeyReused]). After a lost
-// answer the record is read the same way: present with the call's stamp,
-// this call applied it; present with another stamp, another call did;
-// absent, nothing was applied and the write may be sent again.
-package idem
+// record older than fingerprints) the write is a replay; with another, the
+// key was reused for another write ([ErrKeyReused]). After a lost answer
+// the record is read the same way: present with the call's stamp, this
+// call applied it; present with another stamp, another call did; absent,
+// nothing was applied and the write may be sent again.
 
 import (
 	"context"
@@ -36,62 +37,48 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/limits"
-	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// ReservedPrefix starts the RowKey of every row tablekit keeps in a
-// user's partition (coord's fence row, idempotency records): the root's
-// reads leave these rows out unless tablekit.QueryOptions.Reserved asks
-// for them. coord exports it as coord.ReservedPrefix.
-const ReservedPrefix = names.ReservedRowKeyPrefix
-
-// RecordPrefix starts the RowKey of an idempotency record.
-const RecordPrefix = ReservedPrefix + "key~"
+// KeyRecordPrefix starts the RowKey of an idempotency record: the record
+// of key is the row KeyRecordPrefix+key of the write's partition.
+const KeyRecordPrefix = ReservedPrefix + "key~"
 
 // Properties of a record.
 const (
-	PropStamp       = "Stamp"       // string: random per call, to settle a lost answer
-	PropFingerprint = "Fingerprint" // string: what the write stands for (Fingerprint)
-	// PropExpires (time) is when the record may be swept: coord.Sweep
-	// deletes the rows whose PropExpires is past, and coord exports it as
-	// coord.ExpiresProperty. No domain property can take the name: it
-	// starts with "_", as the names tablekit keeps in users' rows do
-	// ("_id", "_append", "_folded"), and package stream refuses events
-	// that carry it.
-	PropExpires = "_expires"
-	// PropOldExpires is the expiry of the records earlier versions of
-	// tablekit wrote: coord.Sweep still deletes records (RowKeys starting
-	// with RecordPrefix) whose PropOldExpires is past, and no other rows.
-	PropOldExpires = "Expires"
+	// propStamp (string: random per call, to settle a lost answer) is
+	// the fence row's too.
+	propFingerprint = "Fingerprint" // string: what the write stands for (Fingerprint)
+	// propOldExpires is the expiry of the records earlier versions of
+	// tablekit wrote: Sweep still deletes records (RowKeys starting with
+	// KeyRecordPrefix) whose propOldExpires is past, and no other rows.
+	propOldExpires = "Expires"
 )
 
-// ErrKeyReused is matched by the error of a keyed write whose key was
-// recorded for another write: the record's fingerprint is not the
-// write's. Nothing was written. coord exports it as coord.ErrKeyReused.
-var ErrKeyReused = errors.New("coord: idempotency key reused for another write")
+// defaultKeyTTL is how long a record is kept unless told otherwise.
+const defaultKeyTTL = 24 * time.Hour
 
-// DefaultTTL is how long a record is kept unless told otherwise.
-const DefaultTTL = 24 * time.Hour
+// MaxKeyedActions is how many actions of the caller a keyed transaction
+// holds: the record takes one of the 100.
+const MaxKeyedActions = limits.TransactionActions - 1
 
-// MaxActions is how many actions of the caller a keyed transaction holds:
-// the record takes one of the 100.
-const MaxActions = limits.TransactionActions - 1
+// reserved reports whether rk is a RowKey tablekit keeps for itself.
+func reserved(rk string) bool { return strings.HasPrefix(rk, ReservedPrefix) }
 
-// Reserved reports whether rk is a RowKey tablekit keeps for itself.
-func Reserved(rk string) bool { return strings.HasPrefix(rk, ReservedPrefix) }
-
-// Check refuses a key that cannot be recorded in t: empty
+// CheckKey refuses an idempotency key that cannot be recorded in t: empty
 // (tablekit.ErrInvalidInput), or making a RowKey that breaks the key rules
-// (tablekit.ErrInvalidKey): 1 KiB, 255 bytes on Cosmos DB. op names the
-// caller.
-func Check(op string, t *tablekit.Table[tablekit.Entity], key string) error {
+// (tablekit.ErrInvalidKey): 1 KiB, 255 bytes on Azure Cosmos DB for
+// Table. Its errors name no operation: the caller names its own.
+func CheckKey(t *tablekit.Table[tablekit.Entity], key string) error { return checkKey("", t, key) }
+
+// checkKey is CheckKey naming op in its errors.
+func checkKey(op string, t *tablekit.Table[tablekit.Entity], key string) error {
 	if key == "" {
 		return &tablekit.ValidationError{Op: op, Property: "key", Detail: "empty idempotency key", Err: tablekit.ErrInvalidInput}
 	}
-	const rule = "the RowKey " + RecordPrefix + "+key obeys RowKey rules (<= 1 KiB; 255 bytes on Cosmos DB)"
-	rk := RecordPrefix + key
+	const rule = "the RowKey " + KeyRecordPrefix + "+key obeys RowKey rules (<= 1 KiB; 255 bytes on Cosmos DB)"
+	rk := KeyRecordPrefix + key
 	if err := keys.Validate(rk); err != nil {
 		return &tablekit.ValidationError{Op: op, Property: "key", Limit: rule, Detail: fmt.Sprintf("idempotency key %q: %v", key, err), Err: tablekit.ErrInvalidKey}
 	}
@@ -101,7 +88,7 @@ func Check(op string, t *tablekit.Table[tablekit.Entity], key string) error {
 	return nil
 }
 
-// Outcome is what a keyed transaction came to.
+// Outcome is what a keyed transaction came to (see [KeyedTx.Send]).
 type Outcome uint8
 
 const (
@@ -120,11 +107,12 @@ const (
 // tablekit.ErrOutcomeUnknown, since the outcome is known.
 var errNotApplied = errors.New("no answer came, and reading the idempotency record showed it was not applied")
 
-// Tx is one keyed write, made once per call of the caller's write and
-// sent once per try: the stamp is the call's, so that a try whose answer
-// was lost and which the service applied after the settling read (a
-// request still in flight) is recognised as this call's.
-type Tx struct {
+// KeyedTx is one keyed write, made once per call of the caller's write
+// (NewKeyedTx) and sent once per try (Send): the stamp is the call's, so
+// that a try whose answer was lost and which the service applied after
+// the settling read (a request still in flight) is recognised as this
+// call's. It is not safe for concurrent use.
+type KeyedTx struct {
 	t     *tablekit.Table[tablekit.Entity]
 	pk    string
 	key   string
@@ -136,30 +124,44 @@ type Tx struct {
 	lost  bool // a try's answer was lost: it may yet be applied
 }
 
-// New returns the keyed write of key in partition pk of t. fp is the
-// write's fingerprint (made by Fingerprint, OfActions or OfWrite: what the
-// caller wrote, not what was derived from it, so that a repeat of the
-// same write has the same one). ttl is the record's life (0: DefaultTTL),
-// clock tells the time of its expiry (nil: time.Now), retry paces the
-// reads that settle a lost answer or a repeat (its zero fields take
-// tablekit.RetryPolicy(timing.Conflict)'s). The key must have passed Check.
-func New(t *tablekit.Table[tablekit.Entity], pk, key, fp string, ttl time.Duration, clock func() time.Time, retry tablekit.RetryPolicy) *Tx {
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	return &Tx{t: t, pk: pk, key: key, fp: fp, stamp: rand.Text(), ttl: ttl, clock: clock, retry: tablekit.RetryPolicy(timing.Policy(retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))}
+// KeyedTxOptions configures a [KeyedTx]; nil means defaults.
+type KeyedTxOptions struct {
+	// TTL is the record's life: Sweep may delete it after (0: 24 hours).
+	TTL time.Duration
+	// Clock tells the time of the record's expiry (nil: time.Now).
+	Clock func() time.Time
+	// Retry paces the reads that settle a lost answer or a repeat (its
+	// zero fields: 30 attempts, 10 ms to 1 s apart).
+	Retry tablekit.RetryPolicy
 }
 
-// Stamp is the call's stamp, the record's Stamp when this call applies it.
-func (x *Tx) Stamp() string { return x.stamp }
+// NewKeyedTx returns the keyed write of key in partition pk of t.
+// fingerprint is the write's (made by Fingerprint, FingerprintActions or
+// FingerprintWrite from what the caller wrote, not from what was derived
+// from it, so that a repeat of the same write has the same one). The key
+// must have passed CheckKey.
+func NewKeyedTx(t *tablekit.Table[tablekit.Entity], pk, key, fingerprint string, opts *KeyedTxOptions) *KeyedTx {
+	var o KeyedTxOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.TTL <= 0 {
+		o.TTL = defaultKeyTTL
+	}
+	return &KeyedTx{t: t, pk: pk, key: key, fp: fingerprint, stamp: rand.Text(), ttl: o.TTL, clock: o.Clock, retry: tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Conflict))}
+}
+
+// Stamp is the call's stamp: the record's Stamp property when this call
+// applies it.
+func (x *KeyedTx) Stamp() string { return x.stamp }
 
 // record is the action that inserts the key's record.
-func (x *Tx) record() tablekit.Action[tablekit.Entity] {
-	return tablekit.InsertAction(tablekit.Entity{PartitionKey: x.pk, RowKey: RecordPrefix + x.key, Properties: map[string]any{
-		PropStamp: x.stamp, PropFingerprint: x.fp, PropExpires: timing.Now(x.clock).Add(x.ttl).UTC()}})
+func (x *KeyedTx) record() tablekit.Action[tablekit.Entity] {
+	return tablekit.InsertAction(tablekit.Entity{PartitionKey: x.pk, RowKey: KeyRecordPrefix + x.key, Properties: map[string]any{
+		propStamp: x.stamp, propFingerprint: x.fp, ExpiresProperty: timing.Now(x.clock).Add(x.ttl).UTC()}})
 }
 
-// Send sends the record and acts (at most MaxActions, all in the
+// Send sends the record and acts (at most MaxKeyedActions, all in the
 // partition) as one transaction. It returns:
 //   - Applied with the acts' ETags (nil when settled after a lost answer);
 //   - Replayed when the key was applied by another call with the same
@@ -172,7 +174,7 @@ func (x *Tx) record() tablekit.Action[tablekit.Entity] {
 //     acts; when every read to settle a lost answer failed, one matching
 //     tablekit.ErrOutcomeUnknown; when every read of a repeat's record
 //     failed, one saying nothing was applied.
-func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity]) ([]azcore.ETag, Outcome, error) {
+func (x *KeyedTx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity]) ([]azcore.ETag, Outcome, error) {
 	all := make([]tablekit.Action[tablekit.Entity], 0, len(acts)+1)
 	all = append(append(all, x.record()), acts...)
 	etags, err := x.t.Transaction(ctx, all...)
@@ -209,7 +211,7 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 		}
 		return nil, o, nil
 	case errors.As(err, &te) && te.Index == 0:
-		return nil, 0, fmt.Errorf("the idempotency record %s/%s was refused: %w", x.pk, RecordPrefix+x.key, te.Err)
+		return nil, 0, fmt.Errorf("the idempotency record %s/%s was refused: %w", x.pk, KeyRecordPrefix+x.key, te.Err)
 	case errors.As(err, &te) && te.Index > 0:
 		return nil, 0, &tablekit.TransactionError{Index: te.Index - 1, Code: te.Code, Err: te.Err}
 	default:
@@ -223,7 +225,7 @@ func (x *Tx) Send(ctx context.Context, acts ...tablekit.Action[tablekit.Entity])
 // matching ErrKeyReused when another's with another fingerprint,
 // NotApplied when there is none. When every read failed the error
 // matches tablekit.ErrOutcomeUnknown (or is ctx's).
-func (x *Tx) Settle(ctx context.Context) (Outcome, error) {
+func (x *KeyedTx) Settle(ctx context.Context) (Outcome, error) {
 	o, err := x.read(ctx)
 	if err != nil && !errors.Is(err, ErrKeyReused) && ctx.Err() == nil {
 		return 0, unknown(err)
@@ -239,19 +241,19 @@ func unknown(err error) error {
 
 // read is Settle, returning the last read's error (or ctx's, bare) when
 // every read failed.
-func (x *Tx) read(ctx context.Context) (Outcome, error) {
+func (x *KeyedTx) read(ctx context.Context) (Outcome, error) {
 	var err error
 	for range timing.Policy(x.retry).Attempts(ctx) {
 		var e tablekit.Entity
-		e, err = x.t.Get(ctx, x.pk, RecordPrefix+x.key)
+		e, err = x.t.Get(ctx, x.pk, KeyRecordPrefix+x.key)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return NotApplied, nil
 		}
 		if err == nil {
-			if s, _ := e.Properties[PropStamp].(string); s == x.stamp {
+			if s, _ := e.Properties[propStamp].(string); s == x.stamp {
 				return Applied, nil
 			}
-			if fp, _ := e.Properties[PropFingerprint].(string); fp != "" && fp != x.fp {
+			if fp, _ := e.Properties[propFingerprint].(string); fp != "" && fp != x.fp {
 				return 0, fmt.Errorf("%w: key %q in partition %q was recorded for a write with other content (another fingerprint); nothing written", ErrKeyReused, x.key, x.pk)
 			}
 			return Replayed, nil
@@ -264,7 +266,7 @@ func (x *Tx) read(ctx context.Context) (Outcome, error) {
 }
 
 // Fingerprint returns the fingerprint of what a caller says a key stands
-// for (coord.Write.Fingerprint): a SHA-256 of it, so that the record
+// for (Write.Fingerprint): a SHA-256 of it, so that the record
 // holds a short digest and never the caller's text.
 func Fingerprint(what string) string {
 	h := newHasher("text")
@@ -272,12 +274,12 @@ func Fingerprint(what string) string {
 	return h.sum()
 }
 
-// OfActions returns the fingerprint of acts, actions of t: their verbs,
+// FingerprintActions returns the fingerprint of acts, actions of t: their verbs,
 // keys and properties, not their ETags (a repeat that read the entities
 // again carries other ETags). The values of the properties t encrypts are
 // left out (their names are kept), so that the record holds nothing
 // derived from a secret.
-func OfActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Entity]) string {
+func FingerprintActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Entity]) string {
 	secret := t.Encrypted()
 	h := newHasher("actions")
 	for _, a := range acts {
@@ -288,12 +290,12 @@ func OfActions[T any](t *tablekit.Table[T], acts []tablekit.Action[tablekit.Enti
 	return h.sum()
 }
 
-// OfWrite returns the fingerprint of a pattern's write: op names the
+// FingerprintWrite returns the fingerprint of a pattern's write: op names the
 // write (e.g. "index.SamePartition.Upsert"), e holds the keys and the
 // properties the caller wrote (none for a delete, or a write computed by
 // a function, such as Modify's). Encrypted values are left out as
-// OfActions does.
-func OfWrite[T any](t *tablekit.Table[T], op string, e tablekit.Entity) string {
+// FingerprintActions does.
+func FingerprintWrite[T any](t *tablekit.Table[T], op string, e tablekit.Entity) string {
 	h := newHasher("write")
 	h.str(op)
 	h.entity(e, t.Encrypted())

@@ -1,4 +1,4 @@
-package idem_test
+package coord_test
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/keyring"
 )
 
@@ -38,7 +38,7 @@ func TestFingerprints(t *testing.T) {
 	}
 	base := map[string]any{"S": "x", "I": int64(1), "D": 1.5, "T": when, "B": true, "Card": "4111"}
 	fp := func(tbl *tablekit.Table[tablekit.Entity], acts ...tablekit.Action[tablekit.Entity]) string {
-		return idem.OfActions(tbl, acts)
+		return coord.FingerprintActions(tbl, acts)
 	}
 	a := fp(plain, tablekit.UpsertAction(ent(base)))
 	same := map[string]string{
@@ -60,9 +60,9 @@ func TestFingerprints(t *testing.T) {
 		"a property less":      fp(plain, tablekit.UpsertAction(ent(map[string]any{"S": "x", "I": int64(1), "D": 1.5, "T": when, "B": true}))),
 		"another card, plain":  fp(plain, tablekit.UpsertAction(ent(map[string]any{"S": "x", "I": int64(1), "D": 1.5, "T": when, "B": true, "Card": "5500"}))),
 		"two actions":          fp(plain, tablekit.UpsertAction(ent(base)), tablekit.DeleteAction(tablekit.Entity{PartitionKey: "p", RowKey: "q"}, azcore.ETagAny)),
-		"a caller's text":      idem.Fingerprint("x"),
-		"a pattern's write":    idem.OfWrite(plain, "patterns.Wide.Upsert", ent(base)),
-		"another pattern's op": idem.OfWrite(plain, "patterns.Wide.Merge", ent(base)),
+		"a caller's text":      coord.Fingerprint("x"),
+		"a pattern's write":    coord.FingerprintWrite(plain, "patterns.Wide.Upsert", ent(base)),
+		"another pattern's op": coord.FingerprintWrite(plain, "patterns.Wide.Merge", ent(base)),
 	}
 	seen := map[string]string{a: "the first"}
 	for what, got := range differ {
@@ -76,8 +76,8 @@ func TestFingerprints(t *testing.T) {
 	if fp(secret, tablekit.UpsertAction(ent(base))) != fp(secret, tablekit.UpsertAction(ent(map[string]any{"S": "x", "I": int64(1), "D": 1.5, "T": when, "B": true, "Card": "5500"}))) {
 		t.Error("the fingerprint depends on an encrypted property's value")
 	}
-	x1, x2 := idem.Fingerprint("x"), idem.Fingerprint("x")
-	if x1 != x2 || len(idem.Fingerprint("")) != 64 {
+	x1, x2 := coord.Fingerprint("x"), coord.Fingerprint("x")
+	if x1 != x2 || len(coord.Fingerprint("")) != 64 {
 		t.Error("Fingerprint is not a stable hex SHA-256 of its text")
 	}
 }
