@@ -22,8 +22,7 @@ import (
 	"github.com/tablekit/tablekit/internal/connstr"
 	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/storageop"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
@@ -104,7 +103,7 @@ type Account struct {
 	name      string
 	endpoints endpointURLs
 	tables    *aztables.ServiceClient // table administration
-	wire      *tablewire.Client       // entities (see pipeline.go)
+	wire      *wire.Client            // entities (see pipeline.go)
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
@@ -163,7 +162,7 @@ func (a *Account) openWithKey(cs *connstr.String, opts *Options) error {
 	if err != nil {
 		return badKey
 	}
-	sharedKey, err := tablewire.NewSharedKey(cs.AccountName, cs.AccountKey)
+	sharedKey, err := wire.NewSharedKey(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
@@ -184,7 +183,7 @@ func (a *Account) openWithKey(cs *connstr.String, opts *Options) error {
 // shared access signature.
 func (a *Account) openWithSAS(cs *connstr.String, opts *Options) error {
 	sas := "?" + cs.SAS
-	err := a.build(opts, tablewire.NewSAS(cs.SAS), func(table, queue, blob azcore.ClientOptions) (err error) {
+	err := a.build(opts, wire.NewSAS(cs.SAS), func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.Endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
@@ -257,7 +256,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		*o.target = ep
 	}
 	a := &Account{name: accountName, endpoints: eps}
-	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)},
+	auth := runtime.NewBearerTokenPolicy(cred, []string{wire.TokenScope(eps.Table)},
 		&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.InsecureAllowCredentialWithHTTP})
 	err := a.build(opts, auth, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClient(eps.Table, cred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
@@ -319,7 +318,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	base.PerCallPolicies = append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{})
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
-		if service == storageop.Table {
+		if service == wire.ServiceTable {
 			o.PerCallPolicies = append([]policy.Policy{servicePolicy{a.svc}}, o.PerCallPolicies...)
 		}
 		// RedactPolicy first: it strips a SAS signature from transport
@@ -328,8 +327,8 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
-	table := forService(storageop.Table, a.endpoints.Table)
-	if err := mk(table, forService(storageop.Queue, a.endpoints.Queue), forService(storageop.Blob, a.endpoints.Blob)); err != nil {
+	table := forService(wire.ServiceTable, a.endpoints.Table)
+	if err := mk(table, forService(wire.ServiceQueue, a.endpoints.Queue), forService(wire.ServiceBlob, a.endpoints.Blob)); err != nil {
 		return err
 	}
 	var err error

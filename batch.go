@@ -16,7 +16,6 @@ import (
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -158,7 +157,7 @@ func (t *Table[T]) encodeAction(op string, a *Action[T], arena *[]byte) (encoded
 	default:
 		return ea, &ValidationError{Op: op, Entity: t.name, Detail: fmt.Sprintf("unknown action kind %d", a.kind), Err: ErrInvalidInput}
 	}
-	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + tablewire.KeyLiteralLen(ea.pk) + tablewire.KeyLiteralLen(ea.rk) + len(ea.etag)
+	ea.size = len(ea.body) + batchPartFixed + batchBaseURLMax + len(t.name) + wire.KeyLiteralLen(ea.pk) + wire.KeyLiteralLen(ea.rk) + len(ea.etag)
 	return ea, nil
 }
 
@@ -260,7 +259,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 	}
 	body := appendBatchBody(make([]byte, 0, size), t.wire.Endpoint(), t.name, batch, changeset, enc, t.wire.MergeTunnel())
 	ws := &writeState{table: t.name, pk: enc[0].pk, entities: len(enc), att: att, gov: o.gov}
-	resp, answer, err := t.wire.Transaction(ctx, t.name, len(enc), body, batch, tablewire.Call{Value: ws, OwnThrottling: o.governed})
+	resp, answer, err := t.wire.Transaction(ctx, t.name, len(enc), body, batch, wire.Call{Value: ws, OwnThrottling: o.governed})
 	if err != nil {
 		werr := t.wrapWrite("Transaction", "", "", err, att)
 		var se *ServiceError
@@ -282,7 +281,7 @@ func (t *Table[T]) submit(ctx context.Context, enc []encodedAction, o sendOption
 		// transaction again.
 		att.maybeApplied.Store(true)
 		return nil, wire.Unreadable("Transaction",
-			fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", tablewire.ErrUnreadableAnswer, len(answer), len(enc)))
+			fmt.Errorf("%w: a 202 answer of %d bytes that is not the answer to %d actions", wire.ErrUnreadableAnswer, len(answer), len(enc)))
 	}
 	if !out.failed {
 		return out.etags, nil

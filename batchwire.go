@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // The wire format of an entity group transaction, as the Table service
@@ -75,7 +75,7 @@ func appendBatchBody(dst []byte, base, table, batch, changeset string, acts []en
 		dst = append(dst, '/')
 		dst = append(dst, table...)
 		if a.kind != actInsert {
-			dst = tablewire.AppendKeyPredicate(dst, a.pk, a.rk)
+			dst = wire.AppendKeyPredicate(dst, a.pk, a.rk)
 		}
 		dst = append(dst, " HTTP/1.1\r\n"...)
 		if a.body != nil {

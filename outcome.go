@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
@@ -33,7 +32,7 @@ func retryConflict(code string) bool {
 // readIfExists reads one entity's JSON as the service sent it and its
 // ETag; found is false when there is no such entity (a missing table is
 // an error).
-func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e tablewire.Entity, found bool, err error) {
+func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e wire.Entity, found bool, err error) {
 	e, err = t.read(ctx, op, pk, rk, "")
 	var se *ServiceError
 	if errors.As(err, &se) && errors.Is(err, ErrNotFound) && se.Code != "TableNotFound" {

@@ -11,12 +11,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // tablekit reads and writes entities with its own Table service client
-// (internal/tablewire) on an azcore pipeline its Account builds once:
+// (internal/wire) on an azcore pipeline its Account builds once:
 //
 //	per call:  the caller's PerCallPolicies, meterCallPolicy
 //	retry:     azcore's (two pipelines, see newTableWire)
@@ -28,7 +27,7 @@ import (
 // What these policies need to know about one request travels with it as
 // an operation value (policy.Request.SetOperationValue), which azcore
 // keeps through every policy and every retry: the REST operation
-// (tablewire.Operation) for the Meter, and for writes a *writeState.
+// (wire.Operation) for the Meter, and for writes a *writeState.
 
 // writeState is what tablekit attaches to each write request for the
 // policies of its Account's table pipeline.
@@ -149,7 +148,7 @@ func governedRetry(retry policy.RetryOptions) policy.RetryOptions {
 // (policy.WithRetryOptions), but it travels in the request's context,
 // which tablekit keeps free of wire state, and it would copy the retry
 // options into a new context on every governed call.
-func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos func() bool) (*tablewire.Client, error) {
+func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos func() bool) (*wire.Client, error) {
 	plOpts := runtime.PipelineOptions{PerRetry: []policy.Policy{writePolicy{}}}
 	if auth != nil {
 		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}
@@ -158,5 +157,5 @@ func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, t
 	governed := o
 	governed.Retry = governedRetry(o.Retry)
 	gpl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &governed)
-	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos, Cosmos: cosmos})
+	return wire.NewClient(endpoint, pl, &wire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos, Cosmos: cosmos})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/names"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -295,14 +295,14 @@ func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, item
 // servicePolicy, and a page out of key order): callers that rely on key
 // order check Table.onCosmos after it.
 func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
-	wq := tablewire.Query{Filter: q.filter, Select: q.sel, Top: top}
+	wq := wire.Query{Filter: q.filter, Select: q.sel, Top: top}
 	if q.nextPK != nil {
 		wq.NextPartitionKey = *q.nextPK
 	}
 	if q.nextRK != nil {
 		wq.NextRowKey = *q.nextRK
 	}
-	page, err := t.wire.QueryEntities(ctx, t.name, &wq, tablewire.Call{})
+	page, err := t.wire.QueryEntities(ctx, t.name, &wq, wire.Call{})
 	if err != nil {
 		op := q.op
 		if op == "" {

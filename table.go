@@ -11,8 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // TableOptions configures a [Table]: only what is the table's own. The
@@ -44,8 +44,8 @@ type TableOptions struct {
 // made by [OpenTable] (a zero or nil *Table) refuses every operation with an
 // error matching [ErrInvalidInput].
 type Table[T any] struct {
-	wire     *tablewire.Client // entities
-	admin    *aztables.Client  // the table itself (create, delete, access policies)
+	wire     *wire.Client     // entities
+	admin    *aztables.Client // the table itself (create, delete, access policies)
 	name     string
 	acct     *Account        // the Account it was opened through
 	account  string          // the storage account's name
@@ -326,8 +326,8 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (_ T, err error) {
 // read reads one entity's JSON as the service sent it (projected to sel,
 // a $select text, when not ""), and its ETag. A missing entity is a
 // *ServiceError matching ErrNotFound.
-func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (tablewire.Entity, error) {
-	e, err := t.wire.GetEntity(ctx, t.name, pk, rk, sel, tablewire.Call{})
+func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (wire.Entity, error) {
+	e, err := t.wire.GetEntity(ctx, t.name, pk, rk, sel, wire.Call{})
 	if err != nil {
 		return e, t.wrap(op, pk, rk, err)
 	}
@@ -434,7 +434,7 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 // writeEncoded sends one encoded write, settling a lost answer (outcome.go).
 func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction) (azcore.ETag, error) {
 	att := &attempts{}
-	call := tablewire.Call{Value: &writeState{table: t.name, pk: a.pk, entities: 1, att: att, gov: t.governor}}
+	call := wire.Call{Value: &writeState{table: t.name, pk: a.pk, entities: 1, att: att, gov: t.governor}}
 	var etag azcore.ETag
 	var err error
 	switch a.kind {

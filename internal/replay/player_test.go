@@ -18,7 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/internal/replay"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // player sends a recording's requests to a live endpoint (a front before
@@ -40,7 +40,7 @@ type player struct {
 // newPlayer returns a player of table requests to endpoint.
 func newPlayer(t *testing.T, endpoint string) *player {
 	t.Helper()
-	key, err := tablewire.NewSharedKey(azurite.AccountName, azurite.AccountKey)
+	key, err := wire.NewSharedKey(azurite.AccountName, azurite.AccountKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,12 @@
-// Package wire is tablekit's side of the Table service data plane's
-// answers: the errors a request ends in (ServiceError, RequestError,
+package wire
+
+// Errors: the errors a request ends in (ServiceError, RequestError,
 // TransactionError and their sentinels) and how an error of the Azure SDK
 // or a transport becomes one of them (Wrap, WrapWrite). Package tablekit
 // declares aliases of its public names (tablekit.ServiceError is
 // wire.ServiceError, tablekit.ErrNotFound is wire.ErrNotFound, ...), so
 // errors.Is and errors.As hold across; the sibling packages wrap the SDK's
-// errors of their own requests (queues, blobs) with Wrap. It imports no
-// public tablekit package.
-package wire
+// errors of their own requests (queues, blobs) with Wrap.
 
 import (
 	"context"
@@ -22,7 +21,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/opname"
-	"github.com/tablekit/tablekit/internal/tablewire"
 )
 
 // The sentinels of service failures, checked with [errors.Is] (package
@@ -268,7 +266,7 @@ func Wrap(op, table, pk, rk string, err error) error {
 	}
 	var ue *url.Error
 	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tablewire.ErrUnreadableAnswer) {
+	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrUnreadableAnswer) {
 		return &RequestError{Op: op, Err: err}
 	}
 	return err

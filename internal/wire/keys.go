@@ -1,4 +1,4 @@
-package tablewire
+package wire
 
 // An entity is addressed by its keys in the request URL's path:
 // "<table>(PartitionKey='<pk>',RowKey='<rk>')", each key an OData string

@@ -1,8 +1,9 @@
-// Package storageop names storage requests the way the REST API names
-// their operations ("InsertEntity", "GetMessages", "PutBlockList", ...).
+package wire
+
+// Request names: storage requests named the way the REST API names their
+// operations ("InsertEntity", "GetMessages", "PutBlockList", ...).
 // tablekit's Meter counts by these names and internal/chaos filters by
 // them, so both share this one classifier.
-package storageop
 
 import (
 	"net/http"
@@ -12,17 +13,17 @@ import (
 
 // The services a request may go to.
 const (
-	Table = "table"
-	Queue = "queue"
-	Blob  = "blob"
+	ServiceTable = "table"
+	ServiceQueue = "queue"
+	ServiceBlob  = "blob"
 )
 
 // Other is the operation name of requests [Classify] does not name more
 // precisely.
 const Other = "Other"
 
-// Classify names the operation of a request to service ([Table], [Queue]
-// or [Blob]), given its method, escaped path below the account (e.g.
+// Classify names the operation of a request to service ([ServiceTable],
+// [ServiceQueue] or [ServiceBlob]), given its method, escaped path below the account (e.g.
 // "/orders(PartitionKey='p',RowKey='r')", without "/devstoreaccount1"),
 // query and headers. Requests it cannot name more precisely are [Other].
 func Classify(service, method, path string, q url.Values, h http.Header) string {
@@ -34,11 +35,11 @@ func Classify(service, method, path string, q url.Values, h http.Header) string 
 		method = strings.ToUpper(m)
 	}
 	switch service {
-	case Table:
+	case ServiceTable:
 		return classifyTable(method, segs, q)
-	case Queue:
+	case ServiceQueue:
 		return classifyQueue(method, segs, q)
-	case Blob:
+	case ServiceBlob:
 		return classifyBlob(method, segs, q, h)
 	}
 	return Other

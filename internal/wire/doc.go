@@ -1,4 +1,5 @@
-// Package tablewire speaks the Table service's REST data plane: point read,
+// Package wire is tablekit's Table service data plane. It speaks the REST
+// API (a [Client]): point read,
 // query page, insert, update, merge, insert-or-replace, insert-or-merge,
 // delete and entity group transactions ($batch), as the "Table service REST
 // API" reference describes them. It is what tablekit's Table stands on.
@@ -24,4 +25,11 @@
 // service's Shared Key scheme says, [SAS] appends a shared access
 // signature, and a token credential goes through azcore's
 // runtime.NewBearerTokenPolicy with [TokenScope].
-package tablewire
+//
+// It also holds what the answers mean: the errors a request ends in
+// ([ServiceError], [RequestError], [TransactionError], the sentinels, and
+// [Wrap] from the SDK's errors), and the names of storage requests
+// ([Classify]) that the Meter counts by and the chaos harness filters by.
+// Package tablekit declares aliases of the public errors; wire imports no
+// public tablekit package.
+package wire

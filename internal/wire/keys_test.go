@@ -1,4 +1,4 @@
-package tablewire
+package wire
 
 import (
 	"net/url"

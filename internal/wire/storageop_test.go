@@ -1,4 +1,4 @@
-package storageop
+package wire
 
 import (
 	"net/http"
@@ -13,13 +13,13 @@ func TestClassify(t *testing.T) {
 		service, method, path, query string
 		want                         string
 	}{
-		{Table, "POST", "/$batch", "", "Transaction"},
-		{Table, "POST", "/orders", "", "InsertEntity"},
-		{Table, "PUT", "/orders(PartitionKey='p',RowKey='r')", "", "UpdateEntity"},
-		{Queue, "GET", "/jobs/messages", "numofmessages=32", "GetMessages"},
-		{Queue, "DELETE", "/jobs/messages/1", "popreceipt=x", "DeleteMessage"},
-		{Blob, "PUT", "/logs/a.log", "comp=blocklist", "PutBlockList"},
-		{Blob, "PUT", "/logs/a.log", "comp=block&blockid=AA", "PutBlock"},
+		{ServiceTable, "POST", "/$batch", "", "Transaction"},
+		{ServiceTable, "POST", "/orders", "", "InsertEntity"},
+		{ServiceTable, "PUT", "/orders(PartitionKey='p',RowKey='r')", "", "UpdateEntity"},
+		{ServiceQueue, "GET", "/jobs/messages", "numofmessages=32", "GetMessages"},
+		{ServiceQueue, "DELETE", "/jobs/messages/1", "popreceipt=x", "DeleteMessage"},
+		{ServiceBlob, "PUT", "/logs/a.log", "comp=blocklist", "PutBlockList"},
+		{ServiceBlob, "PUT", "/logs/a.log", "comp=block&blockid=AA", "PutBlock"},
 		{"file", "GET", "/share", "", Other},
 	}
 	for _, c := range cases {
