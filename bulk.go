@@ -178,7 +178,7 @@ func (w *BulkWriter[T]) each(ctx context.Context, items []T, mk func(T) Action[T
 // bulkItem is an encoded action and its input position.
 type bulkItem struct {
 	index int
-	enc   encodedAction
+	enc   wire.BatchAction
 }
 
 // bulkPartition is the work of one PartitionKey: its waves, in order; each
@@ -222,14 +222,14 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 			failed = append(failed, BulkFailure{Index: i, Err: withOp("BulkWriter.Write", err)})
 			continue
 		}
-		b := builds[ea.pk]
+		b := builds[ea.PK]
 		if b == nil {
 			b = &partBuild{count: map[string]int{}}
-			builds[ea.pk] = b
-			order = append(order, ea.pk)
+			builds[ea.PK] = b
+			order = append(order, ea.PK)
 		}
-		wave := b.count[ea.rk]
-		b.count[ea.rk] = wave + 1
+		wave := b.count[ea.RK]
+		b.count[ea.RK] = wave + 1
 		if wave == len(b.waves) {
 			b.waves = append(b.waves, nil)
 		}
@@ -266,11 +266,11 @@ func chunkItems(items []bulkItem, limit int) [][]bulkItem {
 	var chunks [][]bulkItem
 	start, size := 0, 0
 	for i, it := range items {
-		if i-start == limits.TransactionActions || size+it.enc.size > limit {
+		if i-start == limits.TransactionActions || size+it.enc.Size > limit {
 			chunks = append(chunks, items[start:i])
 			start, size = i, 0
 		}
-		size += it.enc.size
+		size += it.enc.Size
 	}
 	if start < len(items) {
 		chunks = append(chunks, items[start:])
@@ -406,16 +406,16 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	chunk = slices.Clone(chunk)
 	sctx, end := spans.Start(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
 		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
-		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
+		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.PK},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
-	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.pk
+	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.PK
 	// The Governor paces the chunk and handles its throttled answers: it
 	// is told of each throttled try at once, and the SDK does not retry
 	// them (see newTableWire).
 	send := sendOptions{att: &attempts{}, gov: gov, governed: true}
 	throttled, refusals := 0, 0
-	enc := make([]encodedAction, 0, len(chunk))
+	enc := make([]wire.BatchAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {
 			s.w.log().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)

@@ -54,8 +54,8 @@ func unsettledTransaction(terr *TransactionError) error {
 // settleWrite settles a single-entity write that failed with err: when an
 // earlier try may have been applied and the failure is the conflict that
 // try would cause, the error matches ErrOutcomeUnknown instead.
-func (t *Table[T]) settleWrite(op string, a *encodedAction, err error, att *attempts) (azcore.ETag, error) {
-	werr := t.wrapWrite(op, a.pk, a.rk, err, att)
+func (t *Table[T]) settleWrite(op string, a *wire.BatchAction, err error, att *attempts) (azcore.ETag, error) {
+	werr := t.wrapWrite(op, a.PK, a.RK, err, att)
 	var se *ServiceError
 	if att.maybeApplied.Load() && errors.As(werr, &se) && retryConflict(se.Code) {
 		wire.Unsettled(se)

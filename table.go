@@ -339,13 +339,13 @@ func (t *Table[T]) setETag(v *T, etag azcore.ETag) { t.codec.SetETag(v, etag) }
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
 func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Insert", &Action[T]{kind: actInsert, value: v})
+	return t.write(ctx, "Insert", &Action[T]{kind: wire.Insert, value: v})
 }
 
 // Upsert inserts v, or replaces the stored entity with v's keys: the
 // entity then holds exactly v's properties. It returns the new ETag.
 func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Upsert", &Action[T]{kind: actUpsert, value: v})
+	return t.write(ctx, "Upsert", &Action[T]{kind: wire.Upsert, value: v})
 }
 
 // Update replaces the stored entity with v's keys by v if its ETag still
@@ -360,7 +360,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	return t.write(ctx, "Update", &Action[T]{kind: actUpdate, value: v, etag: etag})
+	return t.write(ctx, "Update", &Action[T]{kind: wire.Update, value: v, etag: etag})
 }
 
 // Merge merges v's properties into the stored entity with v's keys: the
@@ -370,7 +370,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 // otherwise), and any other value requires that version
 // (ErrPreconditionFailed otherwise). It returns the new ETag.
 func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	return t.write(ctx, "Merge", &Action[T]{kind: actMerge, value: v, etag: etag})
+	return t.write(ctx, "Merge", &Action[T]{kind: wire.Merge, value: v, etag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
@@ -389,7 +389,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	a := encodedAction{kind: actDelete, pk: pk, rk: rk, etag: etag}
+	a := wire.BatchAction{Verb: wire.Delete, PK: pk, RK: rk, ETag: etag}
 	_, err = t.writeEncoded(ctx, "Delete", &a)
 	return err
 }
@@ -427,25 +427,25 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 	if err != nil {
 		return "", err
 	}
-	ea := encodedAction{kind: a.kind, pk: pk, rk: rk, etag: a.etag, body: data}
+	ea := wire.BatchAction{Verb: a.kind, PK: pk, RK: rk, ETag: a.etag, Body: data}
 	return t.writeEncoded(ctx, op, &ea)
 }
 
 // writeEncoded sends one encoded write, settling a lost answer (outcome.go).
-func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction) (azcore.ETag, error) {
+func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *wire.BatchAction) (azcore.ETag, error) {
 	att := &attempts{}
-	call := wire.Call{Value: &writeState{table: t.name, pk: a.pk, entities: 1, att: att, gov: t.governor}}
+	call := wire.Call{Value: &writeState{table: t.name, pk: a.PK, entities: 1, att: att, gov: t.governor}}
 	var etag azcore.ETag
 	var err error
-	switch a.kind {
-	case actInsert:
-		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
-	case actUpsert, actUpdate, actMerge:
+	switch a.Verb {
+	case wire.Insert:
+		etag, err = t.wire.InsertEntity(ctx, t.name, a.Body, call)
+	case wire.Upsert, wire.Update, wire.Merge:
 		// Without If-Match (an upsert, a merge with etag "") the service
 		// inserts or replaces (merges).
-		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == actMerge, a.etag, call)
-	case actDelete:
-		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.PK, a.RK, a.Body, a.Verb == wire.Merge, a.ETag, call)
+	case wire.Delete:
+		err = t.wire.DeleteEntity(ctx, t.name, a.PK, a.RK, a.ETag, call)
 	}
 	if err != nil {
 		return t.settleWrite(op, a, err, att)

@@ -1,4 +1,4 @@
-package tablekit
+package wire
 
 import (
 	"strings"
@@ -62,21 +62,21 @@ func TestParseBatchResponseAzureFormats(t *testing.T) {
 		"--changesetresponse_fe5d9e27-a4b1-4e3b-8e5f-0c3b3f0a1f2a--",
 		"--batchresponse_4c637ba4-b2e8-40f8-adb2-b2c5b3f2b4a3--",
 		"")
-	out, ok := parseBatchResponse(azureSuccess, 3)
+	out, ok := ParseBatchResponse(azureSuccess, 3)
 	want := []azcore.ETag{
 		`W/"datetime'2024-01-31T10%3A28%3A02.5907425Z'"`,
 		"", // the delete
 		`W/"datetime'2024-01-31T10%3A28%3A02.5917425Z'"`,
 	}
-	if !ok || out.failed || len(out.etags) != 3 {
+	if !ok || out.Failed || len(out.ETags) != 3 {
 		t.Fatalf("success: ok=%v %+v", ok, out)
 	}
 	for i := range want {
-		if out.etags[i] != want[i] {
-			t.Errorf("success: ETag %d = %q, want %q", i, out.etags[i], want[i])
+		if out.ETags[i] != want[i] {
+			t.Errorf("success: ETag %d = %q, want %q", i, out.ETags[i], want[i])
 		}
 	}
-	if _, ok := parseBatchResponse(azureSuccess, 4); ok {
+	if _, ok := ParseBatchResponse(azureSuccess, 4); ok {
 		t.Error("an answer with 3 parts was accepted for 4 actions")
 	}
 
@@ -115,8 +115,8 @@ func TestParseBatchResponseAzureFormats(t *testing.T) {
 		// When the message names the index, a Content-ID does not override it.
 		{"index in the message and a Content-ID", failure("1")},
 	} {
-		out, ok := parseBatchResponse(tc.body, 2)
-		if !ok || !out.failed || out.status != 409 || out.code != "EntityAlreadyExists" || out.index != 1 {
+		out, ok := ParseBatchResponse(tc.body, 2)
+		if !ok || !out.Failed || out.Status != 409 || out.Code != "EntityAlreadyExists" || out.Index != 1 {
 			t.Errorf("%s: ok=%v %+v, want action 1 failed with 409 EntityAlreadyExists", tc.name, ok, out)
 		}
 	}
@@ -124,26 +124,26 @@ func TestParseBatchResponseAzureFormats(t *testing.T) {
 	// A message without an index (a failure of the whole changeset): the
 	// Content-ID names the action (1-based) when present, else no index.
 	noIndex := strings.Replace(string(failure("2")), `"value":"1:The specified`, `"value":"The specified`, 1)
-	if out, ok := parseBatchResponse([]byte(noIndex), 2); !ok || out.index != 1 || out.code != "EntityAlreadyExists" {
+	if out, ok := ParseBatchResponse([]byte(noIndex), 2); !ok || out.Index != 1 || out.Code != "EntityAlreadyExists" {
 		t.Errorf("Content-ID only: ok=%v %+v, want index 1", ok, out)
 	}
 	noIndex = strings.Replace(string(failure("")), `"value":"1:The specified`, `"value":"The specified`, 1)
-	if out, ok := parseBatchResponse([]byte(noIndex), 2); !ok || out.index != -1 || !out.failed {
+	if out, ok := ParseBatchResponse([]byte(noIndex), 2); !ok || out.Index != -1 || !out.Failed {
 		t.Errorf("no index at all: ok=%v %+v, want index -1", ok, out)
 	}
 	// A Content-ID outside the transaction names nothing.
-	if out, ok := parseBatchResponse([]byte(strings.Replace(noIndex, "HTTP/1.1 409 Conflict", "HTTP/1.1 409 Conflict\r\nContent-ID: 9", 1)), 2); !ok || out.index != -1 {
+	if out, ok := ParseBatchResponse([]byte(strings.Replace(noIndex, "HTTP/1.1 409 Conflict", "HTTP/1.1 409 Conflict\r\nContent-ID: 9", 1)), 2); !ok || out.Index != -1 {
 		t.Errorf("Content-ID 9 of 2: ok=%v %+v, want index -1", ok, out)
 	}
 
 	// The whole answer an error without a multipart body (the service
 	// refused the request itself, e.g. 413): not a batch answer.
-	if _, ok := parseBatchResponse([]byte(`{"odata.error":{"code":"RequestBodyTooLarge","message":{"lang":"en-US","value":"The request body is too large."}}}`), 2); ok {
+	if _, ok := ParseBatchResponse([]byte(`{"odata.error":{"code":"RequestBodyTooLarge","message":{"lang":"en-US","value":"The request body is too large."}}}`), 2); ok {
 		t.Error("a plain OData error was read as a batch answer")
 	}
 	// Truncated answers are not understood, and do not panic.
 	for n := range len(azureSuccess) {
-		parseBatchResponse(azureSuccess[:n], 3)
+		ParseBatchResponse(azureSuccess[:n], 3)
 	}
 }
 
