@@ -110,7 +110,8 @@ type Account struct {
 	governor  *Governor
 	logger    *slog.Logger // nil: slog.Default() at the time of logging
 	tracing   tracing.Provider
-	svc       *serviceState // Cosmos DB mode, shared with the Tables
+	svc       *wire.ServiceState // Cosmos DB mode, shared with the Tables
+	service   Service            // Options.Service
 }
 
 // Open opens the account a connection string names. It accepts:
@@ -298,7 +299,8 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return &ValidationError{Property: "Service", Detail: fmt.Sprintf("Options.Service is %v: want ServiceAuto, ServiceTableStorage or ServiceCosmosDB", opts.Service), Err: ErrInvalidInput}
 	}
 	a.tracing = opts.TracingProvider
-	a.svc = newServiceState(opts.Service, a.endpoints.Table)
+	a.service = opts.Service
+	a.svc = wire.NewServiceState(opts.Service == ServiceCosmosDB || (opts.Service == ServiceAuto && wire.IsCosmosEndpoint(a.endpoints.Table)), opts.Service == ServiceTableStorage)
 	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
@@ -319,7 +321,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
 		if service == wire.ServiceTable {
-			o.PerCallPolicies = append([]policy.Policy{servicePolicy{a.svc}}, o.PerCallPolicies...)
+			o.PerCallPolicies = append([]policy.Policy{a.svc.Policy()}, o.PerCallPolicies...)
 		}
 		// RedactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
@@ -332,7 +334,7 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, spans.TableNamespace(a.svc.cosmos())), a.svc.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, spans.TableNamespace(a.svc.Cosmos())), a.svc.Cosmos)
 	return err
 }
 
@@ -408,10 +410,10 @@ func (a *Account) Service() Service {
 	if a == nil || a.svc == nil {
 		return ServiceAuto
 	}
-	if a.svc.cosmos() {
+	if a.svc.Cosmos() {
 		return ServiceCosmosDB
 	}
-	return a.svc.setting
+	return a.service
 }
 
 // TracingProvider returns the tracing provider the Account was opened
@@ -472,19 +474,11 @@ func (a *Account) Blobs() *azblob.Client {
 func (e endpointURLs) allLoopback() bool {
 	for _, ep := range []string{e.Table, e.Queue, e.Blob} {
 		u, err := url.Parse(ep)
-		if err != nil || !isLoopbackHost(u.Hostname()) {
+		if err != nil || !wire.IsLoopbackHost(u.Hostname()) {
 			return false
 		}
 	}
 	return true
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // connError reports a connection string problem. msg must not contain a

@@ -11,11 +11,12 @@ import (
 
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
 // TestCosmosSignalsInRecordings: what tablekit reads as Cosmos DB's in an
-// answer (showsCosmos) is in Cosmos DB's recorded answers (every error,
+// answer (wire.ShowsCosmos) is in Cosmos DB's recorded answers (every error,
 // every continuation token, a new table's answer) and in none of Table
 // storage's: an Account with ServiceAuto never takes Table storage for
 // Cosmos DB on what the live services answer.
@@ -40,7 +41,7 @@ func TestCosmosSignalsInRecordings(t *testing.T) {
 		for i, e := range rec.Entries {
 			req := &http.Request{Method: e.Method, URL: e.URL, Header: e.RequestHeader}
 			resp := &http.Response{StatusCode: e.Status, Header: e.ResponseHeader, Body: io.NopCloser(bytes.NewReader(e.ResponseBody)), Request: req}
-			what := showsCosmos(req, resp)
+			what := wire.ShowsCosmos(req, resp)
 			name := filepath.Base(f)
 			switch {
 			case !cosmos:

@@ -205,9 +205,9 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cosmosToken(c.PK) && !t.onCosmos() {
+		if wire.CosmosToken(c.PK) && !t.onCosmos() {
 			// The query was read from Cosmos DB.
-			if err := t.svc.show(shownToken); err != nil {
+			if err := t.svc.Show(wire.ShownToken); err != nil {
 				return nil, err
 			}
 		}
@@ -292,7 +292,7 @@ func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, item
 // the service sent it; obj aliases the answer's body. On the first page of
 // a query resumed from a Cursor's token, it skips what was yielded. Before
 // it calls fn, the Account knows whether the page showed Cosmos DB (see
-// servicePolicy, and a page out of key order): callers that rely on key
+// the service policy of internal/wire, and a page out of key order): callers that rely on key
 // order check Table.onCosmos after it.
 func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
 	wq := wire.Query{Filter: q.filter, Select: q.sel, Top: top}
@@ -324,7 +324,7 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	}
 	if check && !inKeyOrder(objs) {
 		// Table storage answers in key order: this is Cosmos DB.
-		if err := t.svc.show(shownOrder); err != nil {
+		if err := t.svc.Show(wire.ShownOrder); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ type Table[T any] struct {
 	account  string          // the storage account's name
 	codec    *codec.Codec[T] // how T is stored: type plan, encryption
 	tracer   tracing.Tracer
-	svc      *serviceState // the Account's: Cosmos DB mode
+	svc      *wire.ServiceState // the Account's: Cosmos DB mode
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
@@ -103,7 +103,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		logger:   acct.logger,
 		governor: acct.governor,
 		meter:    acct.meter,
-		tracer:   spans.NewTracer(acct.tracing, spans.TableNamespace(acct.svc.cosmos())),
+		tracer:   spans.NewTracer(acct.tracing, spans.TableNamespace(acct.svc.Cosmos())),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
 	c, err := codec.For[T](name, o.Encryption)
