@@ -200,7 +200,7 @@ type sendOptions struct {
 	// gov, when not nil, is told of every throttled try.
 	gov *Governor
 	// governed leaves throttled answers to the caller, which paces and
-	// repeats the transaction itself (see newTableWire).
+	// repeats the transaction itself (see internal/wire.NewPipelineClient).
 	governed bool
 }
 

@@ -412,7 +412,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.PK
 	// The Governor paces the chunk and handles its throttled answers: it
 	// is told of each throttled try at once, and the SDK does not retry
-	// them (see newTableWire).
+	// them (see internal/wire.NewPipelineClient).
 	send := sendOptions{att: &attempts{}, gov: gov, governed: true}
 	throttled, refusals := 0, 0
 	enc := make([]wire.BatchAction, 0, len(chunk))
