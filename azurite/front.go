@@ -88,7 +88,7 @@ type FrontOptions struct {
 
 	// sortWithinPartition keeps each partition's entities in RowKey order
 	// in Cosmos mode, as the live service did in every recording (for the
-	// replay tests, through internal/azuritehook).
+	// replay tests, through export_test.go).
 	sortWithinPartition bool
 }
 

@@ -1,4 +1,4 @@
-package replay_test
+package azurite_test
 
 import (
 	"encoding/json"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/azuritehook"
 	"github.com/tablekit/tablekit/internal/replay"
 )
 
@@ -41,9 +40,7 @@ var frontModes = map[string]*azurite.FrontOptions{
 }
 
 func cosmosAsRecorded() *azurite.FrontOptions {
-	o := &azurite.FrontOptions{Cosmos: true, Seed: 1}
-	azuritehook.SortCosmosWithinPartition(o)
-	return o
+	return azurite.SortedCosmos(&azurite.FrontOptions{Cosmos: true, Seed: 1})
 }
 
 // goCorpus returns the Go corpus's recordings of one service.

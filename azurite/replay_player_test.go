@@ -1,4 +1,4 @@
-package replay_test
+package azurite_test
 
 import (
 	"bytes"
