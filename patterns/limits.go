@@ -21,7 +21,7 @@ import (
 // This file holds what several patterns share: the storage service's size
 // formula, value comparison and conflict detection.
 
-// Azure's entity size formula (internal/core.EntitySize).
+// Azure's entity size formula (internal/codec.EntitySize).
 func keysSize(pk, rk string) int {
 	return codec.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
 }
