@@ -58,7 +58,7 @@ func edmFromCode(c byte) (edmType, bool) {
 	return 0, false
 }
 
-// Encryption configures client-side property encryption for a [Table]
+// Encryption configures client-side property encryption for a tablekit.Table
 // (TableOptions.Encryption): the values of the chosen properties are
 // encrypted before they leave the process and decrypted after they are read,
 // with keys the storage account never sees.

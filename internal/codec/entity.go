@@ -122,7 +122,7 @@ func unhex(c byte) (byte, bool) {
 
 // Entity is a table entity as a property bag, for tables that hold several
 // kinds of entity or whose shape is not known at compile time. Use it as the
-// type parameter of [Table] (Table[Entity]).
+// type parameter of tablekit.Table (Table[Entity]).
 //
 // Property values must have one of these Go types, which fix the EDM type:
 // string (Edm.String), int32 (Edm.Int32), int64 or int (Edm.Int64), float64

@@ -93,7 +93,7 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 // fit its field, an answer it cannot parse, or an encrypted property that
 // cannot be decrypted. Unlike a [ValidationError] it is not about the
 // caller's input: the data came from the service (or from the Entity given
-// to [FromEntity]), and nothing was written. A decryption failure matches
+// to tablekit.FromEntity), and nothing was written. A decryption failure matches
 // [ErrDecrypt] (and [ErrKeyNotFound] when the key resolver lacks the key).
 type DecodeError struct {
 	// Op names the operation that read the entity, as ValidationError.Op
