@@ -20,9 +20,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/connstr"
+	"github.com/tablekit/tablekit/internal/logs"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/storageop"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Options configures [Open] and [OpenWithCredential]. A nil *Options means
@@ -103,14 +103,15 @@ type Account struct {
 	name      string
 	endpoints endpointURLs
 	tables    *aztables.ServiceClient // table administration
-	wire      *tablewire.Client       // entities (see pipeline.go)
+	wire      *wire.Client            // entities (see pipeline.go)
 	queues    *azqueue.ServiceClient
 	blobs     *azblob.Client
 	meter     *Meter
 	governor  *Governor
 	logger    *slog.Logger // nil: slog.Default() at the time of logging
 	tracing   tracing.Provider
-	svc       *serviceState // Cosmos DB mode, shared with the Tables
+	svc       *wire.ServiceState // Cosmos DB mode, shared with the Tables
+	service   Service            // Options.Service
 }
 
 // Open opens the account a connection string names. It accepts:
@@ -162,7 +163,7 @@ func (a *Account) openWithKey(cs *connstr.String, opts *Options) error {
 	if err != nil {
 		return badKey
 	}
-	sharedKey, err := tablewire.NewSharedKey(cs.AccountName, cs.AccountKey)
+	sharedKey, err := wire.NewSharedKey(cs.AccountName, cs.AccountKey)
 	if err != nil {
 		return badKey
 	}
@@ -183,7 +184,7 @@ func (a *Account) openWithKey(cs *connstr.String, opts *Options) error {
 // shared access signature.
 func (a *Account) openWithSAS(cs *connstr.String, opts *Options) error {
 	sas := "?" + cs.SAS
-	err := a.build(opts, tablewire.NewSAS(cs.SAS), func(table, queue, blob azcore.ClientOptions) (err error) {
+	err := a.build(opts, wire.NewSAS(cs.SAS), func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClientWithNoCredential(cs.Endpoints.Table+sas, &aztables.ClientOptions{ClientOptions: table}); err != nil {
 			return err
 		}
@@ -256,7 +257,7 @@ func OpenWithCredential(accountName string, cred azcore.TokenCredential, opts *O
 		*o.target = ep
 	}
 	a := &Account{name: accountName, endpoints: eps}
-	auth := runtime.NewBearerTokenPolicy(cred, []string{tablewire.TokenScope(eps.Table)},
+	auth := runtime.NewBearerTokenPolicy(cred, []string{wire.TokenScope(eps.Table)},
 		&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.InsecureAllowCredentialWithHTTP})
 	err := a.build(opts, auth, func(table, queue, blob azcore.ClientOptions) (err error) {
 		if a.tables, err = aztables.NewServiceClient(eps.Table, cred, &aztables.ClientOptions{ClientOptions: table}); err != nil {
@@ -298,7 +299,8 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		return &ValidationError{Property: "Service", Detail: fmt.Sprintf("Options.Service is %v: want ServiceAuto, ServiceTableStorage or ServiceCosmosDB", opts.Service), Err: ErrInvalidInput}
 	}
 	a.tracing = opts.TracingProvider
-	a.svc = newServiceState(opts.Service, a.endpoints.Table)
+	a.service = opts.Service
+	a.svc = wire.NewServiceState(opts.Service == ServiceCosmosDB || (opts.Service == ServiceAuto && wire.IsCosmosEndpoint(a.endpoints.Table)), opts.Service == ServiceTableStorage)
 	a.logger = opts.Logger
 	a.meter = opts.Meter
 	if a.meter == nil {
@@ -318,8 +320,8 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 	base.PerCallPolicies = append(slices.Clone(opts.PerCallPolicies), meterCallPolicy{})
 	forService := func(service, endpoint string) azcore.ClientOptions {
 		o := base
-		if service == storageop.Table {
-			o.PerCallPolicies = append([]policy.Policy{servicePolicy{a.svc}}, o.PerCallPolicies...)
+		if service == wire.ServiceTable {
+			o.PerCallPolicies = append([]policy.Policy{a.svc.Policy()}, o.PerCallPolicies...)
 		}
 		// RedactPolicy first: it strips a SAS signature from transport
 		// errors, which print the request URL.
@@ -327,12 +329,12 @@ func (a *Account) build(opts *Options, auth policy.Policy, mk func(table, queue,
 		o.PerRetryPolicies = append(o.PerRetryPolicies, a.meter.endpointPolicy(service, endpoint))
 		return o
 	}
-	table := forService(storageop.Table, a.endpoints.Table)
-	if err := mk(table, forService(storageop.Queue, a.endpoints.Queue), forService(storageop.Blob, a.endpoints.Blob)); err != nil {
+	table := forService(wire.ServiceTable, a.endpoints.Table)
+	if err := mk(table, forService(wire.ServiceQueue, a.endpoints.Queue), forService(wire.ServiceBlob, a.endpoints.Blob)); err != nil {
 		return err
 	}
 	var err error
-	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, tracingNamespace(a.svc.cosmos())), a.svc.cosmos)
+	a.wire, err = newTableWire(a.endpoints.Table, table, auth, spans.NewTracer(a.tracing, spans.TableNamespace(a.svc.Cosmos())), a.svc.Cosmos)
 	return err
 }
 
@@ -367,6 +369,73 @@ func (a *Account) Meter() *Meter {
 		return nil
 	}
 	return a.meter
+}
+
+// Name returns the storage account's name ("devstoreaccount1" for
+// Azurite; "" for an Account not made by Open or OpenWithCredential).
+func (a *Account) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.name
+}
+
+// Governor returns the Governor that paces the writes of the Account's
+// tables (Options.Governor, or the one the Account made): a pattern that
+// writes on its own, or through [Governor.Do], paces itself with it.
+func (a *Account) Governor() *Governor {
+	if a == nil {
+		return nil
+	}
+	return a.governor
+}
+
+// Logger returns the Account's logger, Options.Logger; when that is nil,
+// a logger that writes to slog.Default() as it is at the time of logging.
+// It is never nil: code built on the Account logs to it as tablekit does.
+func (a *Account) Logger() *slog.Logger {
+	if a == nil {
+		return logs.Or(nil)
+	}
+	return logs.Or(a.logger)
+}
+
+// Service returns the service the Account's tables are on, as far as it
+// knows now: ServiceCosmosDB once Options.Service says so or (with
+// ServiceAuto) an answer showed it, else Options.Service as given. Code
+// whose result depends on what the service does (the key order of query
+// results) asks again after it has read: with ServiceAuto, an answer may
+// show Cosmos DB later.
+func (a *Account) Service() Service {
+	if a == nil || a.svc == nil {
+		return ServiceAuto
+	}
+	if a.svc.Cosmos() {
+		return ServiceCosmosDB
+	}
+	return a.service
+}
+
+// TracingProvider returns the tracing provider the Account was opened
+// with (Options.ClientOptions.TracingProvider; the zero Provider, which
+// traces nothing, by default): code built on the Account starts its
+// spans with a tracer of it.
+func (a *Account) TracingProvider() tracing.Provider {
+	if a == nil {
+		return tracing.Provider{}
+	}
+	return a.tracing
+}
+
+// Endpoints returns the Account's service URLs, without a trailing slash:
+// "https://myaccount.table.core.windows.net" and its queue and blob
+// siblings, or, for Azurite, "http://127.0.0.1:10002/devstoreaccount1" and
+// so on. The SDK's table clients do not say theirs.
+func (a *Account) Endpoints() (table, queue, blob string) {
+	if a == nil {
+		return "", "", ""
+	}
+	return a.endpoints.Table, a.endpoints.Queue, a.endpoints.Blob
 }
 
 // Tables returns the SDK's table service client, for what tablekit leaves
@@ -405,19 +474,11 @@ func (a *Account) Blobs() *azblob.Client {
 func (e endpointURLs) allLoopback() bool {
 	for _, ep := range []string{e.Table, e.Queue, e.Blob} {
 		u, err := url.Parse(ep)
-		if err != nil || !isLoopbackHost(u.Hostname()) {
+		if err != nil || !wire.IsLoopbackHost(u.Hostname()) {
 			return false
 		}
 	}
 	return true
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // connError reports a connection string problem. msg must not contain a

@@ -18,8 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // TestMain runs the root package's tests with a shared Azurite (or the
@@ -144,8 +144,8 @@ func TestOpenConnectionStringForms(t *testing.T) {
 			if got := endpointsOf(acct); got != c.want {
 				t.Errorf("endpoints %+v, want %+v", got, c.want)
 			}
-			if core.AccountName(acct) != c.account {
-				t.Errorf("Name() = %q, want %q", core.AccountName(acct), c.account)
+			if acct.Name() != c.account {
+				t.Errorf("Name() = %q, want %q", acct.Name(), c.account)
 			}
 			if got := strings.Split(acct.Queues().URL(), "?")[0]; strings.TrimSuffix(got, "/") != c.want.Queue {
 				t.Errorf("queue service URL %s, want %s", got, c.want.Queue)
@@ -183,8 +183,8 @@ func TestOpenWithCredential(t *testing.T) {
 		Queue: "https://myacct.queue.core.windows.net",
 		Blob:  "https://myacct.blob.core.windows.net",
 	}
-	if endpointsOf(acct) != want || core.AccountName(acct) != "myacct" {
-		t.Fatalf("endpoints %+v name %q", endpointsOf(acct), core.AccountName(acct))
+	if endpointsOf(acct) != want || acct.Name() != "myacct" {
+		t.Fatalf("endpoints %+v name %q", endpointsOf(acct), acct.Name())
 	}
 
 	acct, err = tablekit.OpenWithCredential("myacct", noCredential{}, &tablekit.Options{
@@ -337,7 +337,7 @@ func TestAccountNotFoundMapsToSentinel(t *testing.T) {
 	ctx := testCtx(t)
 	acct := testenv.Account(t, nil)
 	_, err := acct.Tables().NewClient(testenv.TableName(t)).GetEntity(ctx, "p", "r", nil)
-	if err := core.WrapError("Get", err); !errors.Is(err, tablekit.ErrNotFound) {
+	if err := wire.Wrap("Get", "", "", "", err); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("get from a missing table: %v, want ErrNotFound", err)
 	}
 }
@@ -462,8 +462,8 @@ func TestOpenWithSAS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if core.AccountName(acct) != core.AccountName(keyed) {
-		t.Errorf("SAS account name %q, want %q", core.AccountName(acct), core.AccountName(keyed))
+	if acct.Name() != keyed.Name() {
+		t.Errorf("SAS account name %q, want %q", acct.Name(), keyed.Name())
 	}
 
 	table := testenv.NewTable(t, acct)
@@ -490,6 +490,6 @@ func TestOpenWithSAS(t *testing.T) {
 type endpoints struct{ Table, Queue, Blob string }
 
 func endpointsOf(acct *tablekit.Account) endpoints {
-	t, q, b := core.Endpoints(acct)
+	t, q, b := acct.Endpoints()
 	return endpoints{t, q, b}
 }

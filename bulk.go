@@ -13,6 +13,7 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // BulkOptions configures a [BulkWriter]. A nil *BulkOptions means defaults.
@@ -177,7 +178,7 @@ func (w *BulkWriter[T]) each(ctx context.Context, items []T, mk func(T) Action[T
 // bulkItem is an encoded action and its input position.
 type bulkItem struct {
 	index int
-	enc   encodedAction
+	enc   wire.BatchAction
 }
 
 // bulkPartition is the work of one PartitionKey: its waves, in order; each
@@ -221,14 +222,14 @@ func (w *BulkWriter[T]) Write(ctx context.Context, actions []Action[T]) (res Bul
 			failed = append(failed, BulkFailure{Index: i, Err: withOp("BulkWriter.Write", err)})
 			continue
 		}
-		b := builds[ea.pk]
+		b := builds[ea.PK]
 		if b == nil {
 			b = &partBuild{count: map[string]int{}}
-			builds[ea.pk] = b
-			order = append(order, ea.pk)
+			builds[ea.PK] = b
+			order = append(order, ea.PK)
 		}
-		wave := b.count[ea.rk]
-		b.count[ea.rk] = wave + 1
+		wave := b.count[ea.RK]
+		b.count[ea.RK] = wave + 1
 		if wave == len(b.waves) {
 			b.waves = append(b.waves, nil)
 		}
@@ -265,11 +266,11 @@ func chunkItems(items []bulkItem, limit int) [][]bulkItem {
 	var chunks [][]bulkItem
 	start, size := 0, 0
 	for i, it := range items {
-		if i-start == limits.TransactionActions || size+it.enc.size > limit {
+		if i-start == limits.TransactionActions || size+it.enc.Size > limit {
 			chunks = append(chunks, items[start:i])
 			start, size = i, 0
 		}
-		size += it.enc.size
+		size += it.enc.Size
 	}
 	if start < len(items) {
 		chunks = append(chunks, items[start:])
@@ -405,16 +406,16 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 	chunk = slices.Clone(chunk)
 	sctx, end := spans.Start(s.ctx, s.w.t.tracer, "BulkWriter.Chunk",
 		tracing.Attribute{Key: attrTable, Value: s.w.t.name},
-		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.pk},
+		tracing.Attribute{Key: attrPartition, Value: chunk[0].enc.PK},
 		tracing.Attribute{Key: attrActions, Value: len(chunk)})
 	defer func() { end(nil) }()
-	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.pk
+	gov, table, pk := s.w.gov, s.w.t.name, chunk[0].enc.PK
 	// The Governor paces the chunk and handles its throttled answers: it
 	// is told of each throttled try at once, and the SDK does not retry
-	// them (see newTableWire).
+	// them (see internal/wire.NewPipelineClient).
 	send := sendOptions{att: &attempts{}, gov: gov, governed: true}
 	throttled, refusals := 0, 0
-	enc := make([]encodedAction, 0, len(chunk))
+	enc := make([]wire.BatchAction, 0, len(chunk))
 	for len(chunk) > 0 {
 		if refusals == s.w.opts.MaxChunkRequests {
 			s.w.log().Warn("tablekit: bulk write: chunk skipped after too many refused actions", "table", s.w.t.name, "partition", pk, "skipped", len(chunk), "requests", requests)
@@ -444,7 +445,7 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 		case s.ctx.Err() != nil:
 			s.failChunk(chunk, s.ctx.Err())
 			return requests
-		case isThrottled(err) || (isAmbiguous(err) && !refused):
+		case wire.IsThrottled(err) || (isAmbiguous(err) && !refused):
 			// Not applied (throttled), or perhaps applied (no answer):
 			// send the same transaction again with the same attempts
 			// record, so that a conflict its earlier try caused is
@@ -456,8 +457,8 @@ func (s *bulkRun[T]) runChunk(chunk []bulkItem) (requests int) {
 				s.failChunk(chunk, err)
 				return requests
 			}
-			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", isThrottled(err), "error", err)
-			if !isThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
+			s.w.log().Debug("tablekit: bulk write: chunk sent again", "table", s.w.t.name, "partition", pk, "actions", len(chunk), "attempt", throttled+1, "throttled", wire.IsThrottled(err), "error", err)
+			if !wire.IsThrottled(err) && !timing.Sleep(s.ctx, s.w.opts.Retry.pause(throttled+1)) {
 				s.failChunk(chunk, s.ctx.Err())
 				return requests
 			}
@@ -501,5 +502,5 @@ func actionRefused(te *TransactionError, n int) bool {
 // isAmbiguous reports whether err leaves open whether the write was
 // applied, without a context error behind it.
 func isAmbiguous(err error) bool {
-	return errors.Is(err, ErrOutcomeUnknown) && contextError(err) == nil
+	return errors.Is(err, ErrOutcomeUnknown) && wire.ContextError(err) == nil
 }

@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -45,7 +43,7 @@ func TestBulkWriterRepeatedActionsInOrder(t *testing.T) {
 		6: tablekit.MergeAction(wireItem{PK: "p", RK: "c", N: 5}, stale),     // stale: fails
 		7: tablekit.MergeAction(wireItem{PK: "q", RK: "other", N: 1}, ""),
 	})
-	if !core.ItemsFailed(err) || !errors.Is(err, tablekit.ErrAlreadyExists) || !strings.Contains(err.Error(), "2 of 8 items failed") {
+	if !tablekit.ItemsFailed(err) || !errors.Is(err, tablekit.ErrAlreadyExists) || !strings.Contains(err.Error(), "2 of 8 items failed") {
 		t.Fatalf("err = %v, want the error of items 4 and 6, matching the first's", err)
 	}
 	if len(res.Failed) != 2 || res.Failed[0].Index != 4 || !errors.Is(res.Failed[0].Err, tablekit.ErrAlreadyExists) ||

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
 // TestCosmosSignalsInRecordings: what tablekit reads as Cosmos DB's in an
-// answer (showsCosmos) is in Cosmos DB's recorded answers (every error,
+// answer (wire.ShowsCosmos) is in Cosmos DB's recorded answers (every error,
 // every continuation token, a new table's answer) and in none of Table
 // storage's: an Account with ServiceAuto never takes Table storage for
 // Cosmos DB on what the live services answer.
@@ -39,7 +41,7 @@ func TestCosmosSignalsInRecordings(t *testing.T) {
 		for i, e := range rec.Entries {
 			req := &http.Request{Method: e.Method, URL: e.URL, Header: e.RequestHeader}
 			resp := &http.Response{StatusCode: e.Status, Header: e.ResponseHeader, Body: io.NopCloser(bytes.NewReader(e.ResponseBody)), Request: req}
-			what := showsCosmos(req, resp)
+			what := wire.ShowsCosmos(req, resp)
 			name := filepath.Base(f)
 			switch {
 			case !cosmos:
@@ -91,14 +93,14 @@ func TestRawKeys(t *testing.T) {
 		`{"odata.etag":"W/\"datetime'x'\"","PartitionKey":"p\/1","RowKey":"r\u00e9","N":1}`: {"p/1", "ré"},
 		`{"N":1.5,"B":true,"Z":null,"RowKey":"r","PartitionKey":""}`:                        {"", "r"},
 	} {
-		pk, rk, ok := rawKeys([]byte(obj))
+		pk, rk, ok := codec.RawKeys([]byte(obj))
 		if !ok || string(pk) != want[0] || string(rk) != want[1] {
-			t.Errorf("rawKeys(%s) = %q, %q, %v; want %q, %q", obj, pk, rk, ok, want[0], want[1])
+			t.Errorf("codec.RawKeys(%s) = %q, %q, %v; want %q, %q", obj, pk, rk, ok, want[0], want[1])
 		}
 	}
 	for _, obj := range []string{`{"PartitionKey":"p"}`, `{"RowKey":"r"}`, `not json`, `{}`} {
-		if _, _, ok := rawKeys([]byte(obj)); ok {
-			t.Errorf("rawKeys(%s) found both keys", obj)
+		if _, _, ok := codec.RawKeys([]byte(obj)); ok {
+			t.Errorf("codec.RawKeys(%s) found both keys", obj)
 		}
 	}
 	if !inKeyOrder([][]byte{[]byte(`{"PartitionKey":"a","RowKey":"2"}`), []byte(`{"PartitionKey":"b","RowKey":"1"}`)}) ||

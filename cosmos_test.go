@@ -14,7 +14,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -34,7 +33,7 @@ func cosmosTable(t *testing.T) (*tablekit.Account, *tablekit.Table[wireItem]) {
 	if err := tbl.CreateIfNotExists(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !core.AccountCosmos(acct) || !core.Cosmos(tbl) {
+	if acct.Service() != tablekit.ServiceCosmosDB || tbl.Account().Service() != tablekit.ServiceCosmosDB {
 		t.Fatal("Options.Service did not reach the table")
 	}
 	return acct, tbl
@@ -166,8 +165,8 @@ func TestCosmosEndpointsRecognised(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", cs, err)
 		}
-		if core.AccountCosmos(acct) != want {
-			t.Errorf("%s: Cosmos() = %v, want %v", cs, core.AccountCosmos(acct), want)
+		if (acct.Service() == tablekit.ServiceCosmosDB) != want {
+			t.Errorf("%s: Cosmos() = %v, want %v", cs, acct.Service() == tablekit.ServiceCosmosDB, want)
 		}
 		// Options.Service overrides the host name either way.
 		for svc, want := range map[tablekit.Service]bool{tablekit.ServiceTableStorage: false, tablekit.ServiceCosmosDB: true} {
@@ -175,8 +174,8 @@ func TestCosmosEndpointsRecognised(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s with %v: %v", cs, svc, err)
 			}
-			if core.AccountCosmos(acct) != want {
-				t.Errorf("%s with %v: Cosmos() = %v, want %v", cs, svc, core.AccountCosmos(acct), want)
+			if (acct.Service() == tablekit.ServiceCosmosDB) != want {
+				t.Errorf("%s with %v: Cosmos() = %v, want %v", cs, svc, acct.Service() == tablekit.ServiceCosmosDB, want)
 			}
 		}
 	}
@@ -219,7 +218,7 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if core.AccountCosmos(acct) {
+		if acct.Service() == tablekit.ServiceCosmosDB {
 			t.Fatal("an Account on the front's loopback address started in Cosmos DB mode")
 		}
 		return acct
@@ -233,7 +232,7 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 	if err := a.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !core.AccountCosmos(setup) || !core.Cosmos(a) {
+	if setup.Service() != tablekit.ServiceCosmosDB || a.Account().Service() != tablekit.ServiceCosmosDB {
 		t.Error("Cosmos DB's answer to a table's creation (its ETag) did not switch the Account to Cosmos DB mode")
 	}
 	fillPartition(t, a, "p", 120)
@@ -248,7 +247,7 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 	}
 	c, _ := tablekit.OpenTable[wireItem](acct, "detectA", nil)
 	for name, tbl := range map[string]*tablekit.Table[wireItem]{"the querying table": a, "a table opened before": b, "a table opened after": c} {
-		if !core.Cosmos(tbl) {
+		if tbl.Account().Service() != tablekit.ServiceCosmosDB {
 			t.Errorf("after a continuation token in Cosmos DB's shape, %s is not in Cosmos DB mode", name)
 		}
 	}
@@ -267,7 +266,7 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 	if _, err := a.Get(ctx, "p", "missing"); !errors.Is(err, tablekit.ErrNotFound) {
 		t.Fatalf("Get of a missing entity: %v", err)
 	}
-	if !core.AccountCosmos(acct) {
+	if acct.Service() != tablekit.ServiceCosmosDB {
 		t.Error("Cosmos DB's 404 did not switch the Account to Cosmos DB mode")
 	}
 
@@ -281,8 +280,8 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 		}
 		n++
 	}
-	if n != 20 || !core.AccountCosmos(acct) {
-		t.Errorf("a page of %d entities out of key order left the Account in Cosmos DB mode %v", n, core.AccountCosmos(acct))
+	if n != 20 || acct.Service() != tablekit.ServiceCosmosDB {
+		t.Errorf("a page of %d entities out of key order left the Account in Cosmos DB mode %v", n, acct.Service() == tablekit.ServiceCosmosDB)
 	}
 
 	// Table storage's answers (the front in Azure mode, with its paging
@@ -310,8 +309,8 @@ func TestCosmosDetectedByAnswers(t *testing.T) {
 	if top, err := stbl.Top(ctx, tablekit.PartitionEq("p"), 3, nil); err != nil || len(top) != 3 || top[0].RK != "00000" {
 		t.Errorf("Top on Table storage: %v, %v", top, err)
 	}
-	if core.AccountCosmos(sacct) || pages < 20 || !errors.Is(gerr, tablekit.ErrNotFound) {
-		t.Errorf("Table storage's answers (%d pages, a 404: %v) switched the Account to Cosmos DB mode: %v", pages, gerr, core.AccountCosmos(sacct))
+	if sacct.Service() == tablekit.ServiceCosmosDB || pages < 20 || !errors.Is(gerr, tablekit.ErrNotFound) {
+		t.Errorf("Table storage's answers (%d pages, a 404: %v) switched the Account to Cosmos DB mode: %v", pages, gerr, sacct.Service() == tablekit.ServiceCosmosDB)
 	}
 }
 
@@ -362,7 +361,7 @@ func TestCosmosServiceTableStorage(t *testing.T) {
 	if n := acct.Meter().Snapshot().Sub(before).Total(); n != 0 {
 		t.Errorf("%d requests sent after the endpoint showed Cosmos DB", n)
 	}
-	if core.AccountCosmos(acct) {
+	if acct.Service() == tablekit.ServiceCosmosDB {
 		t.Error("the Account switched to Cosmos DB mode against its Options.Service")
 	}
 

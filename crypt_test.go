@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
@@ -424,7 +422,7 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	}
 	in := patient{Ward: "W1", ID: "002", Name: "Bea", SSN: "078-05-1121", Born: time.Date(1900, 1, 2, 3, 4, 5, 600, time.UTC),
 		Weight: 70.5, Allergies: []string{"pollen"}}
-	e, err := core.ToEntity(tbl, in)
+	e, err := tbl.ToEntity(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +444,7 @@ func TestEncryptionThroughTheEntitiesView(t *testing.T) {
 	if err != nil || back.Properties["SSN"] != in.SSN {
 		t.Fatalf("Entities view read: %v, %v", back.Properties, err)
 	}
-	out, err := core.FromEntity(tbl, back)
+	out, err := tbl.FromEntity(back)
 	if err != nil || out.SSN != in.SSN || out.Name != in.Name || out.Allergies[0] != "pollen" || out.ETag == "" {
 		t.Fatalf("FromEntity: %+v, %v", out, err)
 	}

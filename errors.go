@@ -1,18 +1,8 @@
 package tablekit
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/opname"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Sentinel errors, checked with [errors.Is]. A service failure returned by
@@ -20,9 +10,9 @@ import (
 // unwraps to the SDK's *azcore.ResponseError for [errors.As].
 var (
 	// ErrNotFound: the table, entity, queue, message or blob does not exist (404).
-	ErrNotFound = errors.New("tablekit: not found")
+	ErrNotFound = wire.ErrNotFound
 	// ErrAlreadyExists: the entity, table, queue or blob already exists (409).
-	ErrAlreadyExists = errors.New("tablekit: already exists")
+	ErrAlreadyExists = wire.ErrAlreadyExists
 	// ErrPreconditionFailed: an ETag condition did not hold (412), i.e. the
 	// entity changed since it was read. A conditional write whose first
 	// try's answer was lost, and whose retry then met a new ETag, matches
@@ -30,21 +20,21 @@ var (
 	// read-modify-write loop that reads again on ErrPreconditionFailed must
 	// also read on ErrOutcomeUnknown, and decide from what it reads
 	// whether its change is there ([Table.Modify] returns it to the caller).
-	ErrPreconditionFailed = errors.New("tablekit: precondition failed")
+	ErrPreconditionFailed = wire.ErrPreconditionFailed
 	// ErrTooLarge: a key, property, entity, transaction or message is over a
 	// storage limit; checked before sending, or reported by the service (413).
-	ErrTooLarge = errors.New("tablekit: too large")
+	ErrTooLarge = codec.ErrTooLarge
 	// ErrInvalidKey: a PartitionKey, RowKey or resource name breaks the
 	// service's rules, or an entity has no key where one is required.
-	ErrInvalidKey = errors.New("tablekit: invalid key")
+	ErrInvalidKey = codec.ErrInvalidKey
 	// ErrThrottled: the service was too busy for the request and the SDK's
 	// retries did not get through: 503 (ServerBusy), 429, or 500
 	// OperationTimedOut, which Azure answers when a partition is over its
 	// target.
-	ErrThrottled = errors.New("tablekit: throttled")
+	ErrThrottled = wire.ErrThrottled
 	// ErrInvalidInput: an argument or value tablekit cannot encode or send,
 	// such as a filter whose placeholders and arguments disagree.
-	ErrInvalidInput = errors.New("tablekit: invalid input")
+	ErrInvalidInput = codec.ErrInvalidInput
 	// ErrOutcomeUnknown: a write may or may not have been applied. Its
 	// answer was lost (a broken connection, a timeout, a 500 after the
 	// request was sent), and the SDK's retry either got no answer either or
@@ -53,73 +43,15 @@ var (
 	// cannot settle it: another writer may have stored the same content.
 	// Read the entity to find out before writing again anything that must
 	// not be applied twice.
-	ErrOutcomeUnknown = errors.New("tablekit: outcome unknown")
+	ErrOutcomeUnknown = wire.ErrOutcomeUnknown
 )
 
 // ValidationError reports input refused before anything was sent. It
 // matches [ErrTooLarge], [ErrInvalidKey] or [ErrInvalidInput] with
-// [errors.Is].
-type ValidationError struct {
-	// Op names the operation that refused the input as its caller wrote
-	// it, qualified by its package unless it is the root's: "Insert",
-	// "patterns.Wide.Merge", "archive.NewWorker". The message starts with
-	// it: "tablekit: Insert: ...", "patterns: Wide.Merge: ...".
-	Op string
-	// Entity names the entity, as "table:PartitionKey/RowKey" or
-	// "PartitionKey/RowKey" where known (the message says "entity"), or the
-	// table, queue or container the input was meant for (the message says
-	// "input for").
-	Entity string
-	// Property is the property (or field) at fault, "" when it is the whole
-	// entity, transaction or message.
-	Property string
-	// Limit describes the rule that was broken, e.g. "<= 64 KiB per property".
-	Limit string
-	// Size is the measured size or count that broke a size limit, else 0,
-	// in Unit.
-	Size int
-	// Unit is what Size counts, e.g. "bytes", "bytes of UTF-16" (a
-	// string's size: 2 bytes per UTF-16 code unit, as Azure measures it),
-	// "properties" or "actions"; "" when Size is a plain number.
-	Unit string
-	// Detail says more, for example which character is refused and where.
-	Detail string
-	// Err is the sentinel: ErrTooLarge, ErrInvalidKey or ErrInvalidInput.
-	Err error
-}
-
-// Error names the entity, property, problem and limit.
-func (e *ValidationError) Error() string {
-	msg := opname.Prefix(e.Op) + ": invalid"
-	switch {
-	case e.Entity == "" && e.Property == "":
-		msg += " input"
-	case strings.Contains(e.Entity, "/"): // "table:pk/rk" or "pk/rk"
-		msg += " entity " + quoteForError(e.Entity)
-	case e.Entity != "": // a table, queue or container
-		msg += " input for " + quoteForError(e.Entity)
-	}
-	if e.Property != "" {
-		msg += " property " + quoteForError(e.Property)
-	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	if e.Size > 0 {
-		msg += fmt.Sprintf(" (size %d", e.Size)
-		if e.Unit != "" {
-			msg += " " + e.Unit
-		}
-		msg += ")"
-	}
-	if e.Limit != "" {
-		msg += "; limit: " + e.Limit
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel the error matches.
-func (e *ValidationError) Unwrap() error { return e.Err }
+// [errors.Is]. Op names the operation that refused the input as its caller
+// wrote it ("Insert", "patterns.Wide.Merge"); Entity, Property, Limit,
+// Size, Unit and Detail say what was refused and why; Err is the sentinel.
+type ValidationError = codec.ValidationError
 
 // DecodeError reports a stored entity that tablekit read but cannot turn
 // into the caller's value: a property whose stored type or value does not
@@ -128,328 +60,46 @@ func (e *ValidationError) Unwrap() error { return e.Err }
 // caller's input: the data came from the service (or from the Entity given
 // to [FromEntity]), and nothing was written. A decryption failure matches
 // [ErrDecrypt] (and [ErrKeyNotFound] when the key resolver lacks the key).
-type DecodeError struct {
-	// Op names the operation that read the entity, as ValidationError.Op
-	// does: "Get", "patterns.Large.Get".
-	Op string
-	// Entity names the entity as "table:PartitionKey/RowKey" where known.
-	Entity string
-	// Property is the property at fault, "" when it is the whole entity.
-	Property string
-	// Detail says what is wrong; it never shows an encrypted value.
-	Detail string
-	// Err is ErrDecrypt (possibly joined with ErrKeyNotFound) for a
-	// decryption failure, else nil.
-	Err error
-}
-
-// Error names the operation, the entity, the property and the problem.
-func (e *DecodeError) Error() string {
-	msg := opname.Prefix(e.Op) + ": "
-	if errors.Is(e.Err, ErrDecrypt) {
-		msg += "cannot decrypt"
-	} else {
-		msg += "cannot read"
-	}
-	if e.Entity != "" {
-		msg += " entity " + quoteForError(e.Entity)
-	}
-	if e.Property != "" {
-		msg += " property " + quoteForError(e.Property)
-	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel the error matches, or nil.
-func (e *DecodeError) Unwrap() error { return e.Err }
+type DecodeError = codec.DecodeError
 
 // withOp names op in err's *ValidationError or *DecodeError when that
-// names no operation yet (see internal/opname, the one mechanism every
-// package uses); exported functions wrap their returns with it so every
-// refusal says who refused.
-func withOp(op string, err error) error { return opname.Set(op, err) }
-
-// nameOp is what opname.Set does with tablekit's errors: it names op in
-// err's *ValidationError or *DecodeError when that names none yet.
-func nameOp(op string, err error) {
-	var ve *ValidationError
-	if errors.As(err, &ve) && ve.Op == "" {
-		ve.Op = op
-	}
-	var de *DecodeError
-	if errors.As(err, &de) && de.Op == "" {
-		de.Op = op
-	}
-}
-
-// quoteForError quotes s for an error message, shortening very long values.
-func quoteForError(s string) string {
-	const max = 80
-	if len(s) > max {
-		return fmt.Sprintf("%q…", s[:max])
-	}
-	return fmt.Sprintf("%q", s)
-}
+// names no operation yet (codec.WithOp, the one mechanism every package
+// uses); exported functions wrap their returns with it so every refusal
+// says who refused.
+func withOp(op string, err error) error { return codec.WithOp(op, err) }
 
 // TransactionError reports an entity group transaction the service refused.
-// Nothing in the transaction was applied.
-type TransactionError struct {
-	// Index is the 0-based index of the caller's action that failed, or -1
-	// when the service did not name one.
-	Index int
-	// Code is the service's error code, e.g. "EntityAlreadyExists".
-	Code string
-	// Err matches the sentinel for the failure (ErrAlreadyExists,
-	// ErrNotFound, ...) and unwraps to the SDK's *azcore.ResponseError.
-	Err error
-}
-
-// Error names the failing action and the service's error code.
-func (e *TransactionError) Error() string {
-	msg := "tablekit: transaction failed"
-	if e.Index >= 0 {
-		msg += fmt.Sprintf(" at action %d", e.Index)
-	}
-	if e.Code != "" {
-		msg += ": " + e.Code
-	} else if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	if errors.Is(e.Err, ErrOutcomeUnknown) {
-		msg += "; outcome unknown: an earlier try's answer was lost, so the transaction may have been applied"
-	}
-	return msg
-}
-
-// Unwrap returns the underlying service error.
-func (e *TransactionError) Unwrap() error { return e.Err }
+// Nothing in the transaction was applied. Index is the 0-based index of the
+// caller's action that failed (-1 when the service named none), Code the
+// service's error code ("EntityAlreadyExists"), and Err matches the
+// sentinel of the failure and unwraps to the SDK's *azcore.ResponseError.
+type TransactionError = wire.TransactionError
 
 // ServiceError is a failure reported by the storage service. It matches the
 // sentinel for its status and code with [errors.Is] and unwraps to the SDK's
 // *azcore.ResponseError for [errors.As]. A write whose earlier try may have
 // been applied (its answer was lost) also matches [ErrOutcomeUnknown]: a
 // throttled last try then matches both ErrThrottled and ErrOutcomeUnknown.
-type ServiceError struct {
-	// StatusCode is the HTTP status of the failure.
-	StatusCode int
-	// Code is the service's error code, e.g. "ResourceNotFound".
-	Code string
-	// Op names the operation that failed, as ValidationError.Op does:
-	// "Get", "archive.Client.Enqueue".
-	Op string
-	// Table, PartitionKey and RowKey name what the operation addressed,
-	// where known (a queue or container name goes in Table).
-	Table, PartitionKey, RowKey string
-	sentinel                    error
-	resp                        *azcore.ResponseError
-	// unknown: an earlier try may have been applied, although this
-	// failure (a throttled try) changed nothing; the error also matches
-	// ErrOutcomeUnknown.
-	unknown bool
-}
-
-// Error names the operation, what it addressed, the service's error code
-// and the HTTP status.
-func (e *ServiceError) Error() string {
-	msg := opname.Prefix(e.Op)
-	if e.Table != "" || e.PartitionKey != "" || e.RowKey != "" {
-		msg += " " + e.target()
-	}
-	msg += ": "
-	switch {
-	case e.Code != "":
-		msg += e.Code
-	case http.StatusText(e.StatusCode) != "":
-		msg += http.StatusText(e.StatusCode)
-	default:
-		msg += "the service refused the request"
-	}
-	if e.StatusCode != 0 {
-		msg += fmt.Sprintf(" (HTTP %d)", e.StatusCode)
-	}
-	if e.sentinel == ErrOutcomeUnknown || e.unknown {
-		msg += "; the write may have been applied: an earlier try's answer was lost"
-	}
-	return msg
-}
-
-func (e *ServiceError) target() string {
-	if e.PartitionKey == "" && e.RowKey == "" {
-		return quoteForError(e.Table)
-	}
-	return quoteForError(describeKeys(e.Table, e.PartitionKey, e.RowKey))
-}
-
-// Unwrap returns the matching sentinel (if any) and the SDK's response error.
-func (e *ServiceError) Unwrap() []error {
-	errs := make([]error, 0, 3)
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
-	}
-	if e.unknown {
-		errs = append(errs, ErrOutcomeUnknown)
-	}
-	if e.resp != nil {
-		errs = append(errs, e.resp)
-	}
-	return errs
-}
+// Its fields: StatusCode (the HTTP status), Code (the service's error
+// code, "ResourceNotFound"), Op (the operation, as ValidationError.Op),
+// and Table, PartitionKey and RowKey (what the operation addressed, where
+// known; a queue or container name goes in Table).
+type ServiceError = wire.ServiceError
 
 // RequestError is a request that got no answer from the service: the
 // connection could not be made, broke, or timed out, or the answer could
-// not be read. It unwraps to the
-// transport's error (often a *url.Error). For a write that may have
-// reached the service it also matches [ErrOutcomeUnknown].
-type RequestError struct {
-	// Op names the operation that failed, as ValidationError.Op does.
-	Op string
-	// Err is the transport's error.
-	Err     error
-	unknown bool
-}
+// not be read. Op names the operation; Err is the transport's error (often
+// a *url.Error). For a write that may have reached the service it also
+// matches [ErrOutcomeUnknown].
+type RequestError = wire.RequestError
 
-// Error names the operation and the transport's error.
-func (e *RequestError) Error() string {
-	msg := opname.Prefix(e.Op) + ": no answer from the service"
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	if e.unknown {
-		msg += "; the write may have been applied"
-	}
-	return msg
-}
+// wrapError is wire.Wrap: an error of the Azure SDK in tablekit's shape.
+func wrapError(op, table, pk, rk string, err error) error { return wire.Wrap(op, table, pk, rk, err) }
 
-// Unwrap returns the transport's error, and ErrOutcomeUnknown for a write
-// that may have been applied.
-func (e *RequestError) Unwrap() []error {
-	if e.unknown {
-		return []error{e.Err, ErrOutcomeUnknown}
-	}
-	return []error{e.Err}
-}
-
-// sentinelFor maps an HTTP status and service error code to a sentinel.
-func sentinelFor(status int, code string) error {
-	switch code {
-	case "OperationTimedOut":
-		if status == http.StatusInternalServerError || status == http.StatusServiceUnavailable {
-			return ErrThrottled
-		}
-	case "PropertyValueTooLarge", "EntityTooLarge", "RequestBodyTooLarge", "TooManyProperties":
-		return ErrTooLarge
-	case "InvalidKey", "OutOfRangeInput", "InvalidResourceName":
-		if code != "OutOfRangeInput" || status == http.StatusBadRequest {
-			return ErrInvalidKey
-		}
-	}
-	switch status {
-	case http.StatusNotFound:
-		return ErrNotFound
-	case http.StatusConflict:
-		return ErrAlreadyExists
-	case http.StatusPreconditionFailed:
-		return ErrPreconditionFailed
-	case http.StatusRequestEntityTooLarge:
-		return ErrTooLarge
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return ErrThrottled
-	}
-	return nil
-}
-
-// wrapError turns an error from the Azure SDK into tablekit's shape: a
-// service failure becomes a *ServiceError that matches the sentinel for its
-// status and code, a transport failure a *RequestError; context errors are
-// returned bare, and errors already in tablekit's shape as they are. op
-// names the operation for the message; table, pk and rk what it addressed,
-// where known. A nil err gives nil. Sibling packages use it through
-// internal/core.WrapError.
-func wrapError(op, table, pk, rk string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		if ctxErr := contextError(err); ctxErr != nil {
-			return ctxErr
-		}
-	}
-	var (
-		se  *ServiceError
-		ve  *ValidationError
-		te  *TransactionError
-		rqe *RequestError
-	)
-	if errors.As(err, &se) || errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &rqe) {
-		return err
-	}
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return &ServiceError{
-			StatusCode:   re.StatusCode,
-			Code:         re.ErrorCode,
-			Op:           op,
-			Table:        table,
-			PartitionKey: pk,
-			RowKey:       rk,
-			sentinel:     sentinelFor(re.StatusCode, re.ErrorCode),
-			resp:         re,
-		}
-	}
-	var ue *url.Error
-	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tablewire.ErrUnreadableAnswer) {
-		return &RequestError{Op: op, Err: err}
-	}
-	return err
-}
-
-// wrapWriteError is wrapError for a write: when an earlier try may have
-// been applied and the final failure does not settle it (a transport
-// error, or a 408, 500, 502 or 504 answer), the error matches
-// ErrOutcomeUnknown.
+// wrapWriteError is wire.WrapWrite with att's record of the tries.
 func wrapWriteError(op, table, pk, rk string, err error, att *attempts) error {
-	werr := wrapError(op, table, pk, rk, err)
 	if att == nil {
-		return werr
+		return wire.WrapWrite(op, table, pk, rk, err, nil)
 	}
-	var rqe *RequestError
-	if errors.As(werr, &rqe) && !notSent(err) {
-		// No answer, or one that could not be read: the request may have
-		// been applied, and a caller that sends it again must know.
-		rqe.unknown = true
-		att.maybeApplied.Store(true)
-		return werr
-	}
-	var se *ServiceError
-	if errors.As(werr, &se) && att.maybeApplied.Load() {
-		switch se.StatusCode {
-		case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
-			if se.sentinel == nil {
-				se.sentinel = ErrOutcomeUnknown
-			} else {
-				// A 500 OperationTimedOut: throttled, and perhaps applied.
-				se.unknown = true
-			}
-		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
-			// The last try was throttled, so it changed nothing, but an
-			// earlier one may have been applied: throttled, and unknown.
-			se.unknown = true
-		}
-	}
-	return werr
-}
-
-// contextError returns the bare context error inside err, if any.
-func contextError(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return context.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return context.DeadlineExceeded
-	}
-	return nil
+	return wire.WrapWrite(op, table, pk, rk, err, &att.maybeApplied)
 }

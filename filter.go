@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/odata"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/queryplan"
@@ -155,7 +156,7 @@ func filterCountPlaceholders(expr string) int {
 func filterWhereError(expr, detail string) Filter {
 	return Filter{err: &ValidationError{
 		Op:     "Where",
-		Detail: "filter " + quoteForError(expr) + ": " + detail,
+		Detail: "filter " + codec.Quote(expr) + ": " + detail,
 		Limit:  filterContract,
 		Err:    ErrInvalidInput,
 	}}
@@ -297,7 +298,7 @@ func filterAppendText(b *strings.Builder, tm encoding.TextMarshaler) error {
 
 func filterAppendString(b *strings.Builder, s string) error {
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("string %s is not valid UTF-8", quoteForError(s))
+		return fmt.Errorf("string %s is not valid UTF-8", codec.Quote(s))
 	}
 	b.WriteByte('\'')
 	for {
@@ -569,7 +570,7 @@ func filterKeyClauses(cs ...filterClause) Filter {
 		b.WriteString(c.text)
 		if err := filterAppendString(&b, c.value); err != nil {
 			return filterError(fmt.Sprintf("filter %s: argument %d: %v",
-				quoteForError(strings.TrimPrefix(c.text, " and ")+"?"), i+1, err))
+				codec.Quote(strings.TrimPrefix(c.text, " and ")+"?"), i+1, err))
 		}
 	}
 	return Filter{text: b.String()}

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // GovernorOptions configures a [Governor]. A nil *GovernorOptions means
@@ -238,7 +239,7 @@ func (g *Governor) throttled(table, pk string, entities int, err error) {
 // error, or nil. A throttling error slows the partition down (see
 // throttled); a request that got through lets the rates grow back.
 func (g *Governor) done(table, pk string, entities int, err error) {
-	if isThrottled(err) {
+	if wire.IsThrottled(err) {
 		g.throttled(table, pk, entities, err)
 	}
 	now := timing.Now(g.opts.Clock)
@@ -339,9 +340,13 @@ func (g *Governor) sweep(now time.Time) {
 	}
 }
 
-// rate returns the entities per second the Governor now lets through to
-// partition pk of table.
-func (g *Governor) rate(table, pk string) float64 {
+// Rate returns the entities per second g now lets through to partition pk
+// of table: its PartitionRate, less each cut since the service throttled
+// that partition. A nil *Governor paces nothing: its rate is 0.
+func (g *Governor) Rate(table, pk string) float64 {
+	if g == nil {
+		return 0
+	}
 	g.mu.Lock()
 	g.init()
 	defer g.mu.Unlock()
@@ -349,13 +354,6 @@ func (g *Governor) rate(table, pk string) float64 {
 		return p.rate
 	}
 	return g.opts.PartitionRate
-}
-
-// isThrottled reports whether err says the service was too busy for the
-// request (see ErrThrottled), also for an error of the Azure SDK that
-// tablekit has not wrapped (a write given to Governor.Do).
-func isThrottled(err error) bool {
-	return err != nil && errors.Is(wrapError("", "", "", "", err), ErrThrottled)
 }
 
 // accountBusy reports whether a throttling error names the account rather

@@ -80,20 +80,20 @@ func TestGovernorCutsTheAccountOnlyForAccountLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.done("T", "p1", 10, busyAnswer("The server is busy."))
-	if g.rate("T", "p1") != 850 || g.account.rate != 10_000 {
-		t.Fatalf("a partition's ServerBusy: partition %v, account %v; want 850 and 10000", g.rate("T", "p1"), g.account.rate)
+	if g.Rate("T", "p1") != 850 || g.account.rate != 10_000 {
+		t.Fatalf("a partition's ServerBusy: partition %v, account %v; want 850 and 10000", g.Rate("T", "p1"), g.account.rate)
 	}
 
 	if err := g.wait(ctx, "T", "p2", 10); err != nil {
 		t.Fatal(err)
 	}
 	g.done("T", "p2", 10, busyAnswer("The request rate is over the account limit."))
-	if g.rate("T", "p2") != 850 || g.account.rate != 8500 {
-		t.Fatalf("an account's ServerBusy: partition %v, account %v; want 850 and 8500", g.rate("T", "p2"), g.account.rate)
+	if g.Rate("T", "p2") != 850 || g.account.rate != 8500 {
+		t.Fatalf("an account's ServerBusy: partition %v, account %v; want 850 and 8500", g.Rate("T", "p2"), g.account.rate)
 	}
 	// Every write waits for the account's pace too: a third partition,
 	// never throttled, is held to the cut account rate.
-	if g.rate("T", "p3") != 1000 {
-		t.Fatalf("untouched partition at %v", g.rate("T", "p3"))
+	if g.Rate("T", "p3") != 1000 {
+		t.Fatalf("untouched partition at %v", g.Rate("T", "p3"))
 	}
 }

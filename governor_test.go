@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -26,14 +26,14 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 	var logs bytes.Buffer
 	g := tablekit.NewGovernor(&tablekit.GovernorOptions{PartitionRate: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()
-	busy := core.WrapError("Transaction", &azcore.ResponseError{StatusCode: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"})
-	if !core.IsThrottled(busy) || core.IsThrottled(errors.New("other")) || core.IsThrottled(nil) {
+	busy := wire.Wrap("Transaction", "", "", "", &azcore.ResponseError{StatusCode: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"})
+	if !wire.IsThrottled(busy) || wire.IsThrottled(errors.New("other")) || wire.IsThrottled(nil) {
 		t.Fatal("IsThrottled is wrong")
 	}
-	if err := core.Wait(ctx, g, "T", "hot", 10); err != nil {
+	if err := tablekit.GovernorWait(ctx, g, "T", "hot", 10); err != nil {
 		t.Fatal(err)
 	}
-	core.Done(g, "T", "hot", 10, busy)
+	tablekit.GovernorDone(g, "T", "hot", 10, busy)
 	if r := tablekit.GovernorRate(g, "T", "hot"); r != 850 {
 		t.Errorf("rate after a throttle = %v, want 850", r)
 	}
@@ -50,10 +50,10 @@ func TestGovernorBacksOffAndLogs(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	for range 3 {
-		if err := core.Wait(cctx, g, "T", "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
+		if err := tablekit.GovernorWait(cctx, g, "T", "hot", 1000); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		} else if err == nil {
-			core.Done(g, "T", "hot", 1000, nil)
+			tablekit.GovernorDone(g, "T", "hot", 1000, nil)
 		}
 	}
 }
@@ -94,7 +94,7 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if core.Governor(tbl) != core.AccountGovernor(acct) || core.Governor(other) != core.AccountGovernor(acct) || core.Governor(other.AsEntities()) != core.AccountGovernor(acct) {
+	if tbl.Account().Governor() != acct.Governor() || other.Account().Governor() != acct.Governor() || other.AsEntities().Account().Governor() != acct.Governor() {
 		t.Fatal("tables opened through one Account do not share its Governor")
 	}
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
@@ -110,10 +110,10 @@ func TestTablesShareTheAccountsGovernor(t *testing.T) {
 	if err != nil || res.Succeeded != len(items) {
 		t.Fatalf("bulk upsert after one 503: %+v, %v", res, err)
 	}
-	if r := core.Rate(core.AccountGovernor(acct), name, "p"); r >= limits.PartitionTarget {
+	if r := acct.Governor().Rate(name, "p"); r >= limits.PartitionTarget {
 		t.Errorf("the Account's Governor lets partition p through at %v/s after a 503, want less than %v", r, float64(limits.PartitionTarget))
 	}
-	if core.Rate(core.Governor(other), other.Name(), "p") != core.Rate(core.AccountGovernor(acct), name, "p") {
+	if other.Account().Governor().Rate(other.Name(), "p") != acct.Governor().Rate(name, "p") {
 		t.Error("another table of the account does not see the cut")
 	}
 }
@@ -144,7 +144,7 @@ func TestGovernorDoHearsEveryThrottledTry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.DeleteTable(ctx) })
-	gov := core.Governor(tbl)
+	gov := tbl.Account().Governor()
 	err = gov.Do(ctx, tbl.Name(), "p", 1, func(ctx context.Context) error {
 		_, err := tbl.Insert(ctx, wireItem{PK: "p", RK: "r", N: 1})
 		return err

@@ -11,8 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/tablekit/tablekit/internal/storageop"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Meter counts the storage transactions (HTTP requests that got a response
@@ -98,7 +97,7 @@ type meterPolicy struct {
 func (p *meterPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	var op string
-	if wop, ok := tablewire.OperationOf(req); ok {
+	if wop, ok := wire.OperationOf(req); ok {
 		op = string(wop) // tablekit's own table requests say what they are
 	} else {
 		op = classify(p.service, raw.Method, p.resourcePath(raw.URL), raw.URL.Query(), raw.Header)
@@ -138,7 +137,7 @@ func (p *meterPolicy) resourcePath(u *url.URL) string {
 // classify names the operation of a request to service, given its method,
 // escaped path below the account, query and headers.
 func classify(service, method, path string, q url.Values, h http.Header) string {
-	return storageop.Classify(service, method, path, q, h)
+	return wire.Classify(service, method, path, q, h)
 }
 
 // MeterSnapshot is the counts of a [Meter] at one moment. The zero value
@@ -285,11 +284,11 @@ func (s MeterSnapshot) String() string {
 
 func serviceOrder(s string) int {
 	switch s {
-	case storageop.Table:
+	case wire.ServiceTable:
 		return 0
-	case storageop.Queue:
+	case wire.ServiceQueue:
 		return 1
-	case storageop.Blob:
+	case wire.ServiceBlob:
 		return 2
 	}
 	return 3

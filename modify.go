@@ -3,7 +3,6 @@ package tablekit
 import (
 	"context"
 	"errors"
-	"reflect"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
@@ -76,15 +75,4 @@ func (t *Table[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 }
 
 // withKeys returns a zero T with its keys set.
-func (t *Table[T]) withKeys(pk, rk string) T {
-	var v T
-	if t.isEntity {
-		e := any(&v).(*Entity)
-		e.PartitionKey, e.RowKey = pk, rk
-		return v
-	}
-	rv := reflect.ValueOf(&v).Elem()
-	fieldByPath(rv, t.plan.pk).SetString(pk)
-	fieldByPath(rv, t.plan.rk).SetString(rk)
-	return v
-}
+func (t *Table[T]) withKeys(pk, rk string) T { return t.codec.WithKeys(pk, rk) }

@@ -8,9 +8,4 @@ import "github.com/tablekit/tablekit/internal/names"
 // *[ValidationError] that matches [ErrInvalidKey] and says which rule
 // failed. (Queue and container names are checked by the packages that use
 // them, through internal/names too.)
-func validateTableName(name string) error {
-	if problem, rule := names.Table(name); problem != "" {
-		return &ValidationError{Limit: rule, Detail: problem, Err: ErrInvalidKey}
-	}
-	return nil
-}
+func validateTableName(name string) error { return names.CheckTable(name) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/names"
 )
 
 func TestValidateNames(t *testing.T) {
@@ -18,33 +18,33 @@ func TestValidateNames(t *testing.T) {
 		input    string
 		want     string // "" means valid; else a part of the error
 	}{
-		{"table ok", core.ValidateTableName, "Employees2024", ""},
-		{"table min", core.ValidateTableName, "abc", ""},
-		{"table max", core.ValidateTableName, long[:63], ""},
-		{"table too short", core.ValidateTableName, "ab", "is 2 characters long, not 3-63"},
-		{"table too long", core.ValidateTableName, long, "is 64 characters long"},
-		{"table digit first", core.ValidateTableName, "1abc", `starts with '1', not a letter`},
-		{"table hyphen", core.ValidateTableName, "my-table", `has '-' at byte 2`},
-		{"table unicode", core.ValidateTableName, "tablé", `has 'é' at byte 4`},
-		{"table reserved", core.ValidateTableName, "Tables", "is reserved"},
-		{"table empty", core.ValidateTableName, "", "is 0 characters long"},
+		{"table ok", names.CheckTable, "Employees2024", ""},
+		{"table min", names.CheckTable, "abc", ""},
+		{"table max", names.CheckTable, long[:63], ""},
+		{"table too short", names.CheckTable, "ab", "is 2 characters long, not 3-63"},
+		{"table too long", names.CheckTable, long, "is 64 characters long"},
+		{"table digit first", names.CheckTable, "1abc", `starts with '1', not a letter`},
+		{"table hyphen", names.CheckTable, "my-table", `has '-' at byte 2`},
+		{"table unicode", names.CheckTable, "tablé", `has 'é' at byte 4`},
+		{"table reserved", names.CheckTable, "Tables", "is reserved"},
+		{"table empty", names.CheckTable, "", "is 0 characters long"},
 
-		{"queue ok", core.ValidateQueueName, "orders-2024-v1", ""},
-		{"queue digits", core.ValidateQueueName, "123", ""},
-		{"queue upper", core.ValidateQueueName, "Orders", `has uppercase 'O' at byte 0`},
-		{"queue leading hyphen", core.ValidateQueueName, "-orders", "starts with a hyphen"},
-		{"queue trailing hyphen", core.ValidateQueueName, "orders-", "ends with a hyphen"},
-		{"queue double hyphen", core.ValidateQueueName, "or--ders", "two hyphens in a row at byte 2"},
-		{"queue underscore", core.ValidateQueueName, "my_queue", `has '_' at byte 2`},
-		{"queue too long", core.ValidateQueueName, long, "is 64 characters long"},
-		{"queue too short", core.ValidateQueueName, "q", "is 1 characters long"},
+		{"queue ok", names.CheckQueue, "orders-2024-v1", ""},
+		{"queue digits", names.CheckQueue, "123", ""},
+		{"queue upper", names.CheckQueue, "Orders", `has uppercase 'O' at byte 0`},
+		{"queue leading hyphen", names.CheckQueue, "-orders", "starts with a hyphen"},
+		{"queue trailing hyphen", names.CheckQueue, "orders-", "ends with a hyphen"},
+		{"queue double hyphen", names.CheckQueue, "or--ders", "two hyphens in a row at byte 2"},
+		{"queue underscore", names.CheckQueue, "my_queue", `has '_' at byte 2`},
+		{"queue too long", names.CheckQueue, long, "is 64 characters long"},
+		{"queue too short", names.CheckQueue, "q", "is 1 characters long"},
 
-		{"container ok", core.ValidateContainerName, "logs-2024", ""},
-		{"container root", core.ValidateContainerName, "$root", ""},
-		{"container logs", core.ValidateContainerName, "$logs", ""},
-		{"container dollar", core.ValidateContainerName, "$other", `has '$' at byte 0`},
-		{"container dot", core.ValidateContainerName, "my.container", `has '.' at byte 2`},
-		{"container upper", core.ValidateContainerName, "myContainer", "uppercase 'C'"},
+		{"container ok", names.CheckContainer, "logs-2024", ""},
+		{"container root", names.CheckContainer, "$root", ""},
+		{"container logs", names.CheckContainer, "$logs", ""},
+		{"container dollar", names.CheckContainer, "$other", `has '$' at byte 0`},
+		{"container dot", names.CheckContainer, "my.container", `has '.' at byte 2`},
+		{"container upper", names.CheckContainer, "myContainer", "uppercase 'C'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"reflect"
-	"strings"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -77,22 +76,19 @@ func Collect[V any](seq iter.Seq2[V, error], limit int) ([]V, error) {
 func QueryAs[P, T any](ctx context.Context, t *Table[T], f Filter, opts *QueryOptions) iter.Seq2[P, error] {
 	return func(yield func(P, error) bool) {
 		var zero P
-		plan, sel, err := projectionOf[P]()
+		var c *codec.Codec[T]
+		if t != nil {
+			c = t.codec
+		}
+		pc, sel, err := codec.Projection[P](c)
 		if err != nil {
 			yield(zero, withOp("QueryAs", err))
 			return
 		}
 		err = t.scan(ctx, "QueryAs", f, opts, sel, func(obj []byte) (bool, error) {
 			var v P
-			d := decodeState{op: "QueryAs", table: t.name, crypt: t.crypt}
-			if err := plan.decodeStruct(obj, reflect.ValueOf(&v).Elem(), &d); err != nil {
+			if err := pc.Decode("QueryAs", obj, &v); err != nil {
 				return false, err
-			}
-			if plan.etag != nil {
-				var e Entity
-				if err := decodeEntity(obj, &e, &decodeState{table: t.name}); err == nil {
-					fieldByPath(reflect.ValueOf(&v).Elem(), plan.etag).SetString(string(e.ETag))
-				}
 			}
 			return yield(v, nil), nil
 		})
@@ -100,46 +96,6 @@ func QueryAs[P, T any](ctx context.Context, t *Table[T], f Filter, opts *QueryOp
 			yield(zero, err)
 		}
 	}
-}
-
-// projectionOf returns the plan of P and the $select text of its
-// properties.
-func projectionOf[P any]() (*typePlan, string, error) {
-	typ := reflect.TypeFor[P]()
-	if typ.Kind() != reflect.Struct || typ == entityType {
-		return nil, "", &ValidationError{Op: "QueryAs", Entity: typ.String(), Detail: "the projection type must be a struct with table tags", Err: ErrInvalidInput}
-	}
-	plan, err := planFor(typ)
-	if err != nil {
-		return nil, "", err
-	}
-	names := make([]string, 0, len(plan.fields)+1)
-	for i := range plan.fields {
-		names = append(names, plan.fields[i].name)
-	}
-	if plan.ts != nil {
-		names = append(names, "Timestamp")
-	}
-	if len(names) == 0 {
-		names = append(names, "RowKey")
-	}
-	return plan, strings.Join(names, ","), nil
-}
-
-// objectKeys reads the PartitionKey and RowKey of an entity's JSON.
-func objectKeys(obj []byte) (pk, rk string, err error) {
-	r := rawEntityPool.Get().(*rawEntity)
-	defer func() { r.reset(); rawEntityPool.Put(r) }()
-	if err := r.parse(obj); err != nil {
-		return "", "", err
-	}
-	if r.hasPK {
-		pk = r.pk.stringValue()
-	}
-	if r.hasRK {
-		rk = r.rk.stringValue()
-	}
-	return pk, rk, nil
 }
 
 // compareKeys compares two entities' keys in the service's order:

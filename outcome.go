@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // A write whose answer is lost (a broken connection, a 500 timeout) is
@@ -32,7 +32,7 @@ func retryConflict(code string) bool {
 // readIfExists reads one entity's JSON as the service sent it and its
 // ETag; found is false when there is no such entity (a missing table is
 // an error).
-func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e tablewire.Entity, found bool, err error) {
+func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e wire.Entity, found bool, err error) {
 	e, err = t.read(ctx, op, pk, rk, "")
 	var se *ServiceError
 	if errors.As(err, &se) && errors.Is(err, ErrNotFound) && se.Code != "TableNotFound" {
@@ -46,7 +46,7 @@ func (t *Table[T]) readIfExists(ctx context.Context, op, pk, rk string) (e table
 // unknown.
 func unsettledTransaction(terr *TransactionError) error {
 	if se, ok := terr.Err.(*ServiceError); ok {
-		se.sentinel = ErrOutcomeUnknown
+		wire.Unsettled(se)
 	}
 	return terr
 }
@@ -54,11 +54,11 @@ func unsettledTransaction(terr *TransactionError) error {
 // settleWrite settles a single-entity write that failed with err: when an
 // earlier try may have been applied and the failure is the conflict that
 // try would cause, the error matches ErrOutcomeUnknown instead.
-func (t *Table[T]) settleWrite(op string, a *encodedAction, err error, att *attempts) (azcore.ETag, error) {
-	werr := t.wrapWrite(op, a.pk, a.rk, err, att)
+func (t *Table[T]) settleWrite(op string, a *wire.BatchAction, err error, att *attempts) (azcore.ETag, error) {
+	werr := t.wrapWrite(op, a.PK, a.RK, err, att)
 	var se *ServiceError
 	if att.maybeApplied.Load() && errors.As(werr, &se) && retryConflict(se.Code) {
-		se.sentinel = ErrOutcomeUnknown
+		wire.Unsettled(se)
 	}
 	return "", werr
 }

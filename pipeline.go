@@ -1,25 +1,21 @@
 package tablekit
 
 import (
-	"errors"
-	"net"
 	"net/http"
-	"slices"
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
-	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // tablekit reads and writes entities with its own Table service client
-// (internal/tablewire) on an azcore pipeline its Account builds once:
+// (internal/wire) on an azcore pipeline its Account builds once:
 //
 //	per call:  the caller's PerCallPolicies, meterCallPolicy
-//	retry:     azcore's (two pipelines, see newTableWire)
+//	retry:     azcore's (two pipelines, see internal/wire.NewPipelineClient)
 //	per try:   the credential (Shared Key, SAS or bearer token), writePolicy,
 //	           connstr.RedactPolicy, the caller's PerRetryPolicies (a fault
 //	           injector), the Meter's policy, then azcore's HTTP tracing,
@@ -28,7 +24,7 @@ import (
 // What these policies need to know about one request travels with it as
 // an operation value (policy.Request.SetOperationValue), which azcore
 // keeps through every policy and every retry: the REST operation
-// (tablewire.Operation) for the Meter, and for writes a *writeState.
+// (wire.Operation) for the Meter, and for writes a *writeState.
 
 // writeState is what tablekit attaches to each write request for the
 // policies of its Account's table pipeline.
@@ -78,7 +74,7 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	if ws.gov != nil && err == nil {
 		switch {
-		case throttledResponse(resp):
+		case wire.ThrottledAnswer(resp):
 			ws.gov.throttled(ws.table, ws.pk, ws.entities, wrapError(req.Raw().Method+" request", "", "", "", runtime.NewResponseError(resp)))
 		case resp.StatusCode < 300:
 			ws.gov.wrote(ws.table, ws.pk, ws.entities)
@@ -89,7 +85,7 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	switch {
 	case err != nil:
-		if !notSent(err) {
+		if !wire.NotSent(err) {
 			ws.att.maybeApplied.Store(true)
 		}
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusInternalServerError,
@@ -99,75 +95,13 @@ func (writePolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// throttledResponse reports whether the service answered "too busy": 503,
-// 429, or 500 OperationTimedOut (the code is in the body: table errors
-// carry no x-ms-error-code header).
-func throttledResponse(resp *http.Response) bool {
-	switch resp.StatusCode {
-	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
-		return true
-	case http.StatusInternalServerError:
-		if resp.Header.Get("x-ms-error-code") == "OperationTimedOut" {
-			return true
-		}
-		var re *azcore.ResponseError
-		return errors.As(runtime.NewResponseError(resp), &re) && re.ErrorCode == "OperationTimedOut"
-	}
-	return false
-}
-
-// notSent reports whether a transport error certainly happened before the
-// request reached the service: a failed dial or DNS lookup.
-func notSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
-}
-
-// defaultRetryStatusCodes are azcore's: the statuses it retries when
-// RetryOptions.StatusCodes is nil.
-var defaultRetryStatusCodes = []int{
-	http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
-	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-}
-
-// governedRetry returns retry without the throttling statuses.
-func governedRetry(retry policy.RetryOptions) policy.RetryOptions {
-	codes := retry.StatusCodes
-	if codes == nil {
-		codes = defaultRetryStatusCodes
-	}
-	retry.StatusCodes = slices.DeleteFunc(slices.Clone(codes), func(c int) bool {
-		return c == http.StatusTooManyRequests || c == http.StatusServiceUnavailable
-	})
-	return retry
-}
-
-// newTableWire returns the Account's table data-plane client: its
-// pipeline has the table client options o (retry, transport, logging,
-// the caller's and the Meter's policies) and auth, the credential's
-// policy, as the first per-try policy.
-//
-// Writes whose throttling a Governor handles (BulkWriter's) go on a
-// second pipeline, built here once with the same policies and a retry
-// policy that leaves 429 and 503 to the caller: azcore's own retry would
-// hold the writer for seconds after a throttled try while the Governor,
-// told of it at once by writePolicy, already paces the partition's
-// writes at a lower rate. azcore also offers a per-call override
-// (policy.WithRetryOptions), but it travels in the request's context,
-// which tablekit keeps free of wire state, and it would copy the retry
-// options into a new context on every governed call.
-func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos func() bool) (*tablewire.Client, error) {
-	plOpts := runtime.PipelineOptions{PerRetry: []policy.Policy{writePolicy{}}}
+// newTableWire returns the Account's table data-plane client
+// (wire.NewPipelineClient) with auth, the credential's policy, and
+// writePolicy as its first per-try policies.
+func newTableWire(endpoint string, o azcore.ClientOptions, auth policy.Policy, tracer tracing.Tracer, cosmos func() bool) (*wire.Client, error) {
+	perTry := []policy.Policy{writePolicy{}}
 	if auth != nil {
-		plOpts.PerRetry = []policy.Policy{auth, writePolicy{}}
+		perTry = []policy.Policy{auth, writePolicy{}}
 	}
-	pl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &o)
-	governed := o
-	governed.Retry = governedRetry(o.Retry)
-	gpl := runtime.NewPipeline("tablekit", spans.Version, plOpts, &governed)
-	return tablewire.NewClient(endpoint, pl, &tablewire.Options{OwnThrottling: &gpl, Tracer: tracer, MergeTunnel: cosmos, Cosmos: cosmos})
+	return wire.NewPipelineClient(endpoint, o, perTry, tracer, cosmos)
 }

@@ -11,9 +11,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/names"
-	"github.com/tablekit/tablekit/internal/tablewire"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -185,7 +186,7 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.crypt.checkFilter(f); err != nil {
+	if err := t.codec.CheckFilter(f.Properties()); err != nil {
 		return nil, err
 	}
 	if opts.PageSize < 0 || opts.PageSize > limits.PageSize {
@@ -204,9 +205,9 @@ func (t *Table[T]) prepare(f Filter, opts *QueryOptions) (*query, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cosmosToken(c.PK) && !t.onCosmos() {
+		if wire.CosmosToken(c.PK) && !t.onCosmos() {
 			// The query was read from Cosmos DB.
-			if err := t.svc.show(shownToken); err != nil {
+			if err := t.svc.Show(wire.ShownToken); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +234,7 @@ func selectText(names []string) (string, error) {
 			continue
 		}
 		if s != "Timestamp" {
-			if err := validPropertyName(s); err != nil {
+			if err := codec.ValidPropertyName(s); err != nil {
 				return "", &ValidationError{Property: s, Detail: "Select: " + err.Error(), Err: ErrInvalidInput}
 			}
 		}
@@ -291,17 +292,17 @@ func (t *Table[T]) fetch(ctx context.Context, op string, q *query, top int, item
 // the service sent it; obj aliases the answer's body. On the first page of
 // a query resumed from a Cursor's token, it skips what was yielded. Before
 // it calls fn, the Account knows whether the page showed Cosmos DB (see
-// servicePolicy, and a page out of key order): callers that rely on key
+// the service policy of internal/wire, and a page out of key order): callers that rely on key
 // order check Table.onCosmos after it.
 func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj []byte) error) error {
-	wq := tablewire.Query{Filter: q.filter, Select: q.sel, Top: top}
+	wq := wire.Query{Filter: q.filter, Select: q.sel, Top: top}
 	if q.nextPK != nil {
 		wq.NextPartitionKey = *q.nextPK
 	}
 	if q.nextRK != nil {
 		wq.NextRowKey = *q.nextRK
 	}
-	page, err := t.wire.QueryEntities(ctx, t.name, &wq, tablewire.Call{})
+	page, err := t.wire.QueryEntities(ctx, t.name, &wq, wire.Call{})
 	if err != nil {
 		op := q.op
 		if op == "" {
@@ -315,15 +316,15 @@ func (t *Table[T]) fetchRaw(ctx context.Context, q *query, top int, fn func(obj 
 	q.entities = bytes.Count(page.Body, []byte(`"PartitionKey":`))
 	check := q.entities > 1 && !t.onCosmos()
 	if q.skipTo == nil && !check {
-		return forEachObject(page.Body, fn)
+		return codec.ForEachObject(page.Body, fn)
 	}
 	var objs [][]byte
-	if err := forEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
+	if err := codec.ForEachObject(page.Body, func(obj []byte) error { objs = append(objs, obj); return nil }); err != nil {
 		return err
 	}
 	if check && !inKeyOrder(objs) {
 		// Table storage answers in key order: this is Cosmos DB.
-		if err := t.svc.show(shownOrder); err != nil {
+		if err := t.svc.Show(wire.ShownOrder); err != nil {
 			return err
 		}
 	}
@@ -361,7 +362,7 @@ func reservedRow(obj []byte) bool {
 	if !bytes.Contains(obj, reservedMark) && !bytes.Contains(obj, []byte(`\u`)) {
 		return false
 	}
-	_, rk, err := objectKeys(obj)
+	_, rk, err := codec.ObjectKeys(obj)
 	return err == nil && strings.HasPrefix(rk, names.ReservedRowKeyPrefix)
 }
 
@@ -373,7 +374,7 @@ func reservedRow(obj []byte) bool {
 func inKeyOrder(objs [][]byte) bool {
 	var prevPK, prevRK []byte
 	for i, obj := range objs {
-		pk, rk, ok := rawKeys(obj)
+		pk, rk, ok := codec.RawKeys(obj)
 		if !ok {
 			return true
 		}
@@ -389,45 +390,6 @@ func inKeyOrder(objs [][]byte) bool {
 		prevPK, prevRK = pk, rk
 	}
 	return true
-}
-
-// rawKeys reads the PartitionKey and RowKey of an entity's JSON (unescaped
-// when the JSON escapes them), reading no further than the second of them.
-func rawKeys(obj []byte) (pk, rk []byte, ok bool) {
-	s := scanner{b: obj}
-	if s.expect('{') != nil {
-		return nil, nil, false
-	}
-	var hasPK, hasRK bool
-	for !hasPK || !hasRK {
-		s.ws()
-		key, kesc, err := s.str()
-		if err != nil || s.expect(':') != nil {
-			return nil, nil, false
-		}
-		s.ws()
-		val, kind, vesc, err := s.value()
-		if err != nil {
-			return nil, nil, false
-		}
-		if kind == tokString && !kesc {
-			if vesc {
-				val = unescapeBytes(val)
-			}
-			switch string(key) {
-			case "PartitionKey":
-				pk, hasPK = val, true
-			case "RowKey":
-				rk, hasRK = val, true
-			}
-		}
-		s.ws()
-		if s.peek() != ',' {
-			break
-		}
-		s.i++
-	}
-	return pk, rk, hasPK && hasRK
 }
 
 // compareKeyBytes is keys.Compare of two keys' UTF-8 bytes: by UTF-16 code
@@ -554,7 +516,7 @@ func (t *Table[T]) scan(ctx context.Context, op string, f Filter, opts *QueryOpt
 				continue
 			}
 			if cur != nil {
-				cur.lastPK, cur.lastRK, _ = objectKeys(obj)
+				cur.lastPK, cur.lastRK, _ = codec.ObjectKeys(obj)
 				cur.yielded = true
 			}
 			more, err := each(obj)
@@ -597,7 +559,7 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 			return &ValidationError{Op: op, Entity: t.name, Limit: fmt.Sprint(limits.CollectLimit), Size: len(all) + 1, Unit: "entities",
 				Detail: "a query read in key order on Azure Cosmos DB for Table is sorted on the client, which holds at most limits.CollectLimit entities: narrow the filter", Err: ErrTooLarge}
 		}
-		pk, rk, err := objectKeys(obj)
+		pk, rk, err := codec.ObjectKeys(obj)
 		if err != nil {
 			return err
 		}
@@ -637,7 +599,7 @@ func (t *Table[T]) scanSorted(ctx context.Context, op string, q *query, opts *Qu
 // the next page must be skipped through too, with n left in place of n.
 func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][]byte, passed bool, left int) {
 	for i, obj := range objs {
-		if pk, rk, err := objectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
+		if pk, rk, err := codec.ObjectKeys(obj); err == nil && pk == keys[0] && rk == keys[1] {
 			return objs[i+1:], true, 0
 		}
 	}
@@ -648,7 +610,7 @@ func skipThrough(objs [][]byte, keys [2]string, n int, unordered bool) (rest [][
 		return nil, false, n - len(objs)
 	}
 	for i, obj := range objs {
-		pk, rk, err := objectKeys(obj)
+		pk, rk, err := codec.ObjectKeys(obj)
 		if err == nil && compareKeys(pk, rk, keys[0], keys[1]) > 0 {
 			return objs[i:], true, 0
 		}

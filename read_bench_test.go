@@ -15,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 )
 
@@ -202,7 +202,7 @@ func sdkDecodeEmployee20(b *testing.B, data []byte) tablekit.Employee20 {
 		out.Born = time.Time(v)
 	}
 	if v, ok := p["Badge"].(aztables.EDMGUID); ok {
-		out.Badge, _ = core.ParseGUID(string(v))
+		out.Badge, _ = codec.ParseGUID(string(v))
 	}
 	if v, ok := p["Photo"].(aztables.EDMBinary); ok {
 		out.Photo = v

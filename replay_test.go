@@ -28,7 +28,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/replay"
 )
 
@@ -214,7 +214,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // complexEntity is the Go tests' complex entity (TestEdmMarshalling,
 // TestBatchComplex) with RowKey rk.
 func complexEntity(pk, rk string) tablekit.Entity {
-	g, _ := core.ParseGUID("4185404a-5818-48c3-b9be-f217df0dba6f")
+	g, _ := codec.ParseGUID("4185404a-5818-48c3-b9be-f217df0dba6f")
 	return mustEntity(pk, rk, map[string]any{
 		"Binary": []byte("SomeBinary"), "Bool": false,
 		"DateTime": time.Date(2013, 8, 2, 17, 37, 43, 9004300, time.UTC),
@@ -894,7 +894,7 @@ func TestReplaySASRange(t *testing.T) {
 func TestReplaySASInsertOutsideRange(t *testing.T) {
 	rec := loadRecording(t, "others/python_test_sas_add_outside_range.json")
 	tbl, _ := replayTable(t, rec.Entries, false, "se=end&sp=a&sv=2019-02-02&tn=uttablebabf292d&spk=test&srk=test1&epk=test&erk=test1&sig=Sanitized")
-	clsid, _ := core.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
+	clsid, _ := codec.ParseGUID("c9da6455-213d-42c9-9a79-3e9149a57833")
 	_, err := tbl.Insert(context.Background(), mustEntity("pkbabf292d", "rkbabf292d", map[string]any{
 		"age": int32(39), "sex": "male", "married": true, "deceased": false,
 		"ratio": 3.1, "evenratio": 3.0, "double": 5.0, "large": int32(933311100),

@@ -40,10 +40,7 @@ func (p RetryPolicy) withDefaults(def timing.Policy) RetryPolicy {
 // validate reports a negative field as a *ValidationError naming op, the
 // operation that was given p.
 func (p RetryPolicy) validate(op string) error {
-	if problem := timing.Policy(p).Problem(); problem != "" {
-		return &ValidationError{Op: op, Property: "Retry", Detail: problem, Err: ErrInvalidInput}
-	}
-	return nil
+	return timing.Policy(p).Validate(op)
 }
 
 // attempts yields the try numbers, sleeping the back-off between them (see

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // A RetryPolicy with a negative field is refused where it is given, naming
@@ -20,12 +20,12 @@ func TestRetryPolicyValidate(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Op != "OpenTable" || ve.Property != "Retry" || !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("OpenTable with Retry %+v: %v", p, err)
 		}
-		err = core.ValidateRetry("index.NewIntra", p)
+		err = timing.Policy(p).Validate("index.NewIntra")
 		if !errors.As(err, &ve) || ve.Op != "index.NewIntra" || !errors.Is(err, tablekit.ErrInvalidInput) {
 			t.Errorf("ValidateRetry(%+v) = %v", p, err)
 		}
 	}
-	if err := core.ValidateRetry("x", tablekit.RetryPolicy{}); err != nil {
+	if err := timing.Policy(tablekit.RetryPolicy{}).Validate("x"); err != nil {
 		t.Errorf("zero policy: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/queryplan"
 )
 
@@ -67,7 +68,7 @@ func (t *Table[T]) checkScan(ctx context.Context, op, filter string, opts *Query
 		return &ValidationError{
 			Op:     op,
 			Entity: t.name,
-			Detail: "filter " + quoteForError(filter) + ": " + plan.String(),
+			Detail: "filter " + codec.Quote(filter) + ": " + plan.String(),
 			Limit:  "TableOptions.TableScans is RefuseTableScans",
 			Err:    ErrTableScan,
 		}

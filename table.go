@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/spans"
-	"github.com/tablekit/tablekit/internal/tablewire"
 	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // TableOptions configures a [Table]: only what is the table's own. The
@@ -45,15 +44,14 @@ type TableOptions struct {
 // made by [OpenTable] (a zero or nil *Table) refuses every operation with an
 // error matching [ErrInvalidInput].
 type Table[T any] struct {
-	wire     *tablewire.Client // entities
-	admin    *aztables.Client  // the table itself (create, delete, access policies)
+	wire     *wire.Client     // entities
+	admin    *aztables.Client // the table itself (create, delete, access policies)
 	name     string
-	account  string    // the storage account's name
-	plan     *typePlan // nil when T is Entity
-	isEntity bool
-	crypt    *cryptContext
+	acct     *Account        // the Account it was opened through
+	account  string          // the storage account's name
+	codec    *codec.Codec[T] // how T is stored: type plan, encryption
 	tracer   tracing.Tracer
-	svc      *serviceState // the Account's: Cosmos DB mode
+	svc      *wire.ServiceState // the Account's: Cosmos DB mode
 	scans    TableScanPolicy
 	logger   *slog.Logger
 	governor *Governor
@@ -97,6 +95,7 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 	t := &Table[T]{
 		wire:     acct.wire,
 		admin:    acct.tables.NewClient(name),
+		acct:     acct,
 		name:     name,
 		account:  acct.name,
 		svc:      acct.svc,
@@ -104,30 +103,14 @@ func openTable[T any](acct *Account, name string, opts *TableOptions) (*Table[T]
 		logger:   acct.logger,
 		governor: acct.governor,
 		meter:    acct.meter,
-		tracer:   spans.NewTracer(acct.tracing, tracingNamespace(acct.svc.cosmos())),
+		tracer:   spans.NewTracer(acct.tracing, spans.TableNamespace(acct.svc.Cosmos())),
 		retry:    o.Retry.withDefaults(timing.Conflict),
 	}
-	typ := reflect.TypeFor[T]()
-	if typ == entityType {
-		t.isEntity = true
-	} else {
-		plan, err := planFor(typ)
-		if err != nil {
-			return nil, err
-		}
-		if plan.pk == nil || plan.rk == nil {
-			return nil, planError(typ, "", "a table struct needs a string field tagged `table:\",pk\"` and one tagged `table:\",rk\"`")
-		}
-		t.plan = plan
-	}
-	crypt, err := newCryptContext(o.Encryption, t.plan)
+	c, err := codec.For[T](name, o.Encryption)
 	if err != nil {
 		return nil, err
 	}
-	if t.plan != nil && t.plan.hasEncr && crypt == nil {
-		return nil, planError(typ, "", "fields are tagged encrypt but TableOptions.Encryption is nil")
-	}
-	t.crypt = crypt
+	t.codec = c
 	return t, nil
 }
 
@@ -146,6 +129,120 @@ func (t *Table[T]) Name() string {
 		return ""
 	}
 	return t.name
+}
+
+// Account returns the Account the table was opened through (nil for a
+// Table not made by OpenTable): its Governor, Logger, Meter, tracing and
+// Service are the table's.
+func (t *Table[T]) Account() *Account {
+	if t == nil {
+		return nil
+	}
+	return t.acct
+}
+
+// ToEntity converts v to the property bag the table stores for it, before
+// client-side encryption: the properties it encrypts are plaintext here,
+// and are encrypted when the Entity is written through [Table.AsEntities]
+// (which shares the table's encryption). It checks keys and limits as a
+// write does (Azure Cosmos DB for Table's too, when the Account is on it),
+// except the size encryption adds, which the write checks; v's ETag and
+// Timestamp fields are kept. A pattern that spreads or spills a T's
+// properties over other entities or blobs builds on it. Like
+// [Table.FromEntity], [Table.GetSelect] and [Table.CheckTransaction], a
+// building block of other packages' operations, its errors name no
+// operation (ValidationError.Op is ""): the operation built on it names
+// its own.
+func (t *Table[T]) ToEntity(v T) (Entity, error) {
+	if err := t.usable(); err != nil {
+		return Entity{}, err
+	}
+	return t.codec.ToEntity(v, t.onCosmos())
+}
+
+// FromEntity converts a property bag read through [Table.AsEntities]
+// (decrypted) to a T, as a read of the table would; the ToEntity of a T
+// converts back. On an error it returns the zero T.
+func (t *Table[T]) FromEntity(e Entity) (T, error) {
+	if err := t.usable(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return t.codec.FromEntity(e)
+}
+
+// Encrypted returns the names of the properties the table encrypts on the
+// client (TableOptions.Encryption), sorted; nil when it encrypts none.
+// Code that copies entities between tables checks with it that the
+// destination encrypts at least what the source does.
+func (t *Table[T]) Encrypted() []string {
+	if t == nil {
+		return nil
+	}
+	return t.codec.Encrypted()
+}
+
+// GetSelect reads the entity pk/rk with only the properties props (its
+// keys and ETag always; none of its other properties when props is
+// empty), in one request: [Table.Get] of a projection. The fields of
+// properties not read are zero. It returns an error matching ErrNotFound
+// when the entity (or the table) does not exist; a service error names
+// the request ("Get"), other errors no operation (see [Table.ToEntity]).
+func (t *Table[T]) GetSelect(ctx context.Context, pk, rk string, props ...string) (T, error) {
+	var zero T
+	if err := t.usable(); err != nil {
+		return zero, err
+	}
+	if err := t.checkKeys(pk, rk); err != nil {
+		return zero, err
+	}
+	sel, err := selectText(props)
+	if err != nil {
+		return zero, err
+	}
+	if sel == "" {
+		sel = "PartitionKey,RowKey"
+	}
+	e, err := t.read(ctx, "Get", pk, rk, sel)
+	if err != nil {
+		return zero, err
+	}
+	var v T
+	if err := t.decode("", e.Body, &v); err != nil {
+		return zero, err
+	}
+	t.setETag(&v, e.ETag)
+	return v, nil
+}
+
+// CheckTransaction checks actions as [Table.Transaction] does before
+// sending (each action's entity, keys and size, one PartitionKey, each
+// entity once, at most 100 actions and 4 MiB, 2 MB on Azure Cosmos DB for
+// Table) and sends nothing: it returns the error Transaction would return
+// before sending, or nil. A package that must refuse bad input before a
+// write of its own reaches the transaction's verdict so. Its errors name
+// no operation (see [Table.ToEntity]).
+func (t *Table[T]) CheckTransaction(actions ...Action[T]) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	_, err := t.encodeTransaction(actions)
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		ve.Op = ""
+	}
+	return err
+}
+
+// Retry returns the table's conflict retry: TableOptions.Retry, each zero
+// field taken from the default (30 attempts, 10 ms to 1 s apart). A
+// pattern's own read-modify-write loops retry with it, as [Table.Modify]
+// does.
+func (t *Table[T]) Retry() RetryPolicy {
+	if t == nil || t.wire == nil {
+		return RetryPolicy(timing.Conflict)
+	}
+	return t.retry
 }
 
 // CreateIfNotExists creates the table unless it exists.
@@ -187,50 +284,19 @@ func putBuf(b *[]byte) {
 
 // encode appends the OData JSON of v to dst and returns its keys.
 func (t *Table[T]) encode(dst []byte, v *T) ([]byte, string, string, error) {
-	s := encodeState{table: t.name, crypt: t.crypt, cosmos: t.onCosmos()}
-	var err error
-	if t.isEntity {
-		dst, err = encodeEntity(dst, any(v).(*Entity), &s)
-	} else {
-		dst, err = t.plan.encodeStruct(dst, reflect.ValueOf(v).Elem(), &s)
-	}
-	return dst, s.pk, s.rk, err
+	return t.codec.Encode(dst, v, t.onCosmos())
 }
 
 // decode decodes one entity object into v for operation op.
-func (t *Table[T]) decode(op string, data []byte, v *T) error {
-	d := decodeState{op: op, table: t.name, crypt: t.crypt}
-	if t.isEntity {
-		return decodeEntity(data, any(v).(*Entity), &d)
-	}
-	return t.plan.decodeStruct(data, reflect.ValueOf(v).Elem(), &d)
-}
+func (t *Table[T]) decode(op string, data []byte, v *T) error { return t.codec.Decode(op, data, v) }
 
 // keysOf returns v's PartitionKey and RowKey.
-func (t *Table[T]) keysOf(v *T) (string, string) {
-	if t.isEntity {
-		e := any(v).(*Entity)
-		return e.PartitionKey, e.RowKey
-	}
-	rv := reflect.ValueOf(v).Elem()
-	return fieldByPath(rv, t.plan.pk).String(), fieldByPath(rv, t.plan.rk).String()
-}
+func (t *Table[T]) keysOf(v *T) (string, string) { return t.codec.Keys(v) }
 
 // etagOf returns v's ETag, or "" when T has no etag field.
-func (t *Table[T]) etagOf(v *T) azcore.ETag {
-	if t.isEntity {
-		return any(v).(*Entity).ETag
-	}
-	if t.plan.etag == nil {
-		return ""
-	}
-	return azcore.ETag(fieldByPath(reflect.ValueOf(v).Elem(), t.plan.etag).String())
-}
+func (t *Table[T]) etagOf(v *T) azcore.ETag { return t.codec.ETag(v) }
 
-func (t *Table[T]) checkKeys(pk, rk string) error {
-	s := encodeState{table: t.name, cosmos: t.onCosmos()}
-	return s.checkKeys(pk, rk)
-}
+func (t *Table[T]) checkKeys(pk, rk string) error { return t.codec.CheckKeys(pk, rk, t.onCosmos()) }
 
 // Get reads one entity. It returns an error matching ErrNotFound when the
 // entity (or the table) does not exist. To read only some properties,
@@ -260,37 +326,26 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (_ T, err error) {
 // read reads one entity's JSON as the service sent it (projected to sel,
 // a $select text, when not ""), and its ETag. A missing entity is a
 // *ServiceError matching ErrNotFound.
-func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (tablewire.Entity, error) {
-	e, err := t.wire.GetEntity(ctx, t.name, pk, rk, sel, tablewire.Call{})
+func (t *Table[T]) read(ctx context.Context, op, pk, rk, sel string) (wire.Entity, error) {
+	e, err := t.wire.GetEntity(ctx, t.name, pk, rk, sel, wire.Call{})
 	if err != nil {
 		return e, t.wrap(op, pk, rk, err)
 	}
 	return e, nil
 }
 
-func (t *Table[T]) setETag(v *T, etag azcore.ETag) {
-	if etag == "" {
-		return
-	}
-	if t.isEntity {
-		any(v).(*Entity).ETag = etag
-		return
-	}
-	if t.plan.etag != nil {
-		fieldByPath(reflect.ValueOf(v).Elem(), t.plan.etag).SetString(string(etag))
-	}
-}
+func (t *Table[T]) setETag(v *T, etag azcore.ETag) { t.codec.SetETag(v, etag) }
 
 // Insert adds v; it fails with an error matching ErrAlreadyExists when an
 // entity with its keys exists. It returns the new entity's ETag.
 func (t *Table[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Insert", &Action[T]{kind: actInsert, value: v})
+	return t.write(ctx, "Insert", &Action[T]{kind: wire.Insert, value: v})
 }
 
 // Upsert inserts v, or replaces the stored entity with v's keys: the
 // entity then holds exactly v's properties. It returns the new ETag.
 func (t *Table[T]) Upsert(ctx context.Context, v T) (azcore.ETag, error) {
-	return t.write(ctx, "Upsert", &Action[T]{kind: actUpsert, value: v})
+	return t.write(ctx, "Upsert", &Action[T]{kind: wire.Upsert, value: v})
 }
 
 // Update replaces the stored entity with v's keys by v if its ETag still
@@ -305,7 +360,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 	if etag == "" {
 		return "", &ValidationError{Op: "Update", Entity: t.name, Detail: "Update needs the ETag read with the entity (or azcore.ETagAny to update unconditionally)", Err: ErrInvalidInput}
 	}
-	return t.write(ctx, "Update", &Action[T]{kind: actUpdate, value: v, etag: etag})
+	return t.write(ctx, "Update", &Action[T]{kind: wire.Update, value: v, etag: etag})
 }
 
 // Merge merges v's properties into the stored entity with v's keys: the
@@ -315,7 +370,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag) (azcore.ET
 // otherwise), and any other value requires that version
 // (ErrPreconditionFailed otherwise). It returns the new ETag.
 func (t *Table[T]) Merge(ctx context.Context, v T, etag azcore.ETag) (azcore.ETag, error) {
-	return t.write(ctx, "Merge", &Action[T]{kind: actMerge, value: v, etag: etag})
+	return t.write(ctx, "Merge", &Action[T]{kind: wire.Merge, value: v, etag: etag})
 }
 
 // Delete deletes the entity if its ETag still equals etag (azcore.ETagAny:
@@ -334,7 +389,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	if err := t.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	a := encodedAction{kind: actDelete, pk: pk, rk: rk, etag: etag}
+	a := wire.BatchAction{Verb: wire.Delete, PK: pk, RK: rk, ETag: etag}
 	_, err = t.writeEncoded(ctx, "Delete", &a)
 	return err
 }
@@ -372,25 +427,25 @@ func (t *Table[T]) write(ctx context.Context, op string, a *Action[T]) (_ azcore
 	if err != nil {
 		return "", err
 	}
-	ea := encodedAction{kind: a.kind, pk: pk, rk: rk, etag: a.etag, body: data}
+	ea := wire.BatchAction{Verb: a.kind, PK: pk, RK: rk, ETag: a.etag, Body: data}
 	return t.writeEncoded(ctx, op, &ea)
 }
 
 // writeEncoded sends one encoded write, settling a lost answer (outcome.go).
-func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *encodedAction) (azcore.ETag, error) {
+func (t *Table[T]) writeEncoded(ctx context.Context, op string, a *wire.BatchAction) (azcore.ETag, error) {
 	att := &attempts{}
-	call := tablewire.Call{Value: &writeState{table: t.name, pk: a.pk, entities: 1, att: att, gov: t.governor}}
+	call := wire.Call{Value: &writeState{table: t.name, pk: a.PK, entities: 1, att: att, gov: t.governor}}
 	var etag azcore.ETag
 	var err error
-	switch a.kind {
-	case actInsert:
-		etag, err = t.wire.InsertEntity(ctx, t.name, a.body, call)
-	case actUpsert, actUpdate, actMerge:
+	switch a.Verb {
+	case wire.Insert:
+		etag, err = t.wire.InsertEntity(ctx, t.name, a.Body, call)
+	case wire.Upsert, wire.Update, wire.Merge:
 		// Without If-Match (an upsert, a merge with etag "") the service
 		// inserts or replaces (merges).
-		etag, err = t.wire.UpdateEntity(ctx, t.name, a.pk, a.rk, a.body, a.kind == actMerge, a.etag, call)
-	case actDelete:
-		err = t.wire.DeleteEntity(ctx, t.name, a.pk, a.rk, a.etag, call)
+		etag, err = t.wire.UpdateEntity(ctx, t.name, a.PK, a.RK, a.Body, a.Verb == wire.Merge, a.ETag, call)
+	case wire.Delete:
+		err = t.wire.DeleteEntity(ctx, t.name, a.PK, a.RK, a.ETag, call)
 	}
 	if err != nil {
 		return t.settleWrite(op, a, err, att)
@@ -409,17 +464,7 @@ func (t *Table[T]) wrapWrite(op, pk, rk string, err error, att *attempts) error 
 }
 
 // describeKeys formats keys for messages.
-func describeKeys(table, pk, rk string) string {
-	var b strings.Builder
-	if table != "" {
-		b.WriteString(table)
-		b.WriteByte(':')
-	}
-	b.WriteString(pk)
-	b.WriteByte('/')
-	b.WriteString(rk)
-	return b.String()
-}
+func describeKeys(table, pk, rk string) string { return codec.DescribeKeys(table, pk, rk) }
 
 // AsEntities returns the same table, read and written as property bags
 // ([Entity]): the same Account, name, encryption and table-scan policy.
@@ -430,14 +475,15 @@ func describeKeys(table, pk, rk string) string {
 // already have.
 func (t *Table[T]) AsEntities() *Table[Entity] {
 	if t == nil {
-		return &Table[Entity]{isEntity: true}
+		return &Table[Entity]{}
 	}
 	return &Table[Entity]{
 		wire:     t.wire,
 		admin:    t.admin,
 		name:     t.name,
-		isEntity: true,
-		crypt:    t.crypt,
+		acct:     t.acct,
+		account:  t.account,
+		codec:    codec.Entities(t.codec),
 		tracer:   t.tracer,
 		svc:      t.svc,
 		scans:    t.scans,

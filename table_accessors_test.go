@@ -4,13 +4,21 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/core"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 )
 
-// ETagOf and EncryptedProperties need no service: they read the value and
+// etagOf is the ETag ToEntity keeps of v.
+func etagOf[T any](t *testing.T, table *tablekit.Table[T], v T) azcore.ETag {
+	t.Helper()
+	e, err := table.ToEntity(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.ETag
+}
+
+// ETagOf (ToEntity's ETag) and Encrypted need no service: they read the value and
 // the table's configuration.
 func TestETagOfAndEncryptedProperties(t *testing.T) {
 	acct, err := tablekit.Open("UseDevelopmentStorage=true", nil) // nothing is sent
@@ -23,10 +31,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := core.ETagOf(pt, patient{ETag: "W/\"1\""}); got != "W/\"1\"" {
+	if got := etagOf(t, pt, patient{ETag: "W/\"1\""}); got != "W/\"1\"" {
 		t.Errorf("ETagOf(patient) = %q", got)
 	}
-	if got, want := core.EncryptedProperties(pt), []string{"Allergies", "Born", "SSN", "Scan", "Weight"}; !slices.Equal(got, want) {
+	if got, want := pt.Encrypted(), []string{"Allergies", "Born", "SSN", "Scan", "Weight"}; !slices.Equal(got, want) {
 		t.Errorf("EncryptedProperties = %v, want %v", got, want)
 	}
 
@@ -34,10 +42,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := core.ETagOf(et, tablekit.Entity{ETag: azcore.ETag("x")}); got != "x" {
+	if got := etagOf(t, et, tablekit.Entity{ETag: azcore.ETag("x")}); got != "x" {
 		t.Errorf("ETagOf(Entity) = %q", got)
 	}
-	if got := core.EncryptedProperties(et); !slices.Equal(got, []string{"SSN"}) {
+	if got := et.Encrypted(); !slices.Equal(got, []string{"SSN"}) {
 		t.Errorf("EncryptedProperties = %v, want [SSN]", got)
 	}
 
@@ -49,10 +57,10 @@ func TestETagOfAndEncryptedProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := core.ETagOf(p, plain{}); got != "" {
+	if got := etagOf(t, p, plain{}); got != "" {
 		t.Errorf("ETagOf without an etag field = %q", got)
 	}
-	if got := core.EncryptedProperties(p); got != nil {
+	if got := p.Encrypted(); got != nil {
 		t.Errorf("EncryptedProperties without encryption = %v", got)
 	}
 }

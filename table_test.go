@@ -15,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/testenv"
 )
 
@@ -113,7 +113,7 @@ func TestEntityExactTypes(t *testing.T) {
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatalf("second CreateIfNotExists: %v", err)
 	}
-	g, _ := core.ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
+	g, _ := codec.ParseGUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 	in := tablekit.Entity{PartitionKey: "o'k", RowKey: "", Properties: map[string]any{
 		"Whole": 1.0, "Neg": -0.5, "Huge": 1e300, "NaN": math.NaN(), "I32": int32(7), "I64": int64(math.MaxInt64),
 		"Empty": "", "S": "ünï 😀", "B": true, "T": time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC),
@@ -309,7 +309,7 @@ func TestBulkWriterReportsPerItemFailures(t *testing.T) {
 	}
 	items = append(items, Employee{Department: "D/bad", ID: "x"})
 	res, err := emp.BulkWriter(nil).Insert(ctx, items)
-	if !core.ItemsFailed(err) || res.Succeeded != 9 || len(res.Failed) != 2 {
+	if !tablekit.ItemsFailed(err) || res.Succeeded != 9 || len(res.Failed) != 2 {
 		t.Fatalf("result %+v, err %v", res, err)
 	}
 	if res.Failed[0].Index != 5 || !errors.Is(res.Failed[0].Err, tablekit.ErrAlreadyExists) {

@@ -16,7 +16,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // TestChaosArchiveProcesses is the archive check across OS processes: at
@@ -261,7 +261,7 @@ func TestChaosArchiveProcesses(t *testing.T) {
 			}()
 			rng := rand.New(rand.NewPCG(uint64(seed), 0x5167))
 			for killed < kills {
-				core.Sleep(ctx, time.Duration(rng.IntN(60))*time.Millisecond)
+				timing.Sleep(ctx, time.Duration(rng.IntN(60))*time.Millisecond)
 				// The victim is one of the processes with a move in
 				// flight; when none has one for a while, let more moves in.
 				var hot []int

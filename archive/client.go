@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -44,9 +47,9 @@ func suffixedName(op, queue, suffix, what, instead string) (string, error) {
 	}
 	var err error
 	if suffix == poisonSuffix {
-		err = core.ValidateQueueName(name)
+		err = names.CheckQueue(name)
 	} else {
-		err = core.ValidateContainerName(name)
+		err = names.CheckContainer(name)
 	}
 	return name, withOp(op, err)
 }
@@ -114,20 +117,20 @@ func newClient(op string, queue *azqueue.QueueClient, claims *container.Client, 
 		return nil, invalid(op, "queue", "queue is nil")
 	}
 	c := &Client{queue: queue, name: nameOf(queue.URL()), container: claims, threshold: 60 * 1024, retry: defaultEnqueueRetry}
-	if err := core.ValidateQueueName(c.name); err != nil {
+	if err := names.CheckQueue(c.name); err != nil {
 		return nil, withOp(op, err)
 	}
 	if claims != nil {
 		c.containerName = nameOf(claims.URL())
-		if err := core.ValidateContainerName(c.containerName); err != nil {
+		if err := names.CheckContainer(c.containerName); err != nil {
 			return nil, withOp(op, err)
 		}
 	}
 	if opts != nil {
-		if err := core.ValidateRetry(op, opts.Retry); err != nil {
+		if err := timing.Policy(opts.Retry).Validate(op); err != nil {
 			return nil, err
 		}
-		c.retry = core.WithDefaults(opts.Retry, defaultEnqueueRetry)
+		c.retry = tablekit.RetryPolicy(timing.Policy(opts.Retry).WithDefaults(timing.Policy(defaultEnqueueRetry)))
 		switch {
 		case opts.ClaimCheckThreshold < 0 || opts.ClaimCheckThreshold > maxMessageSize:
 			return nil, invalid(op, "ClaimCheckThreshold", fmt.Sprintf("ClaimCheckThreshold %d is outside 0..%d", opts.ClaimCheckThreshold, maxMessageSize))
@@ -150,7 +153,7 @@ func OpenClient(acct *tablekit.Account, queue string, opts *ClientOptions) (*Cli
 	if acct == nil || acct.Queues() == nil || acct.Blobs() == nil {
 		return nil, invalid(op, "acct", "the account is nil or zero: use tablekit.Open")
 	}
-	if err := core.ValidateQueueName(queue); err != nil {
+	if err := names.CheckQueue(queue); err != nil {
 		return nil, withOp(op, err)
 	}
 	claims, err := suffixedName(op, queue, claimsSuffix, "claim-check container", "call NewClient with a container of another name")
@@ -260,7 +263,7 @@ func (c *Client) DiscardPoisoned(ctx context.Context, p Poisoned) error {
 		return invalid(op, "", "the Client has no claim-check container")
 	}
 	_, err := DeleteBlobIfExists(ctx, c.container, p.Blob)
-	return opname.Set(op, err)
+	return codec.WithOp(op, err)
 }
 
 // send enqueues env, moving its payload to a claim-check blob when the
@@ -294,7 +297,7 @@ func (c *Client) deliver(ctx context.Context, op, text string, env *envelope, op
 	// The SDK's retries are off for the queue request: they cannot tell
 	// whether a try whose answer was lost stored the message.
 	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
-	for range core.Attempts(ctx, c.retry) {
+	for range timing.Policy(c.retry).Attempts(ctx) {
 		if claim && blob == "" {
 			name := claimPrefix + randomName() + ".json"
 			if err = putClaimBlob(ctx, op, c.container, name, env.Payload); err != nil {
@@ -381,7 +384,7 @@ func (c *Client) enqueueText(ctx context.Context, op, text string, opts *Enqueue
 	}
 	resp, err := c.queue.EnqueueMessage(ctx, text, eo)
 	if err != nil {
-		return "", core.WrapError(op, err)
+		return "", wire.Wrap(op, "", "", "", err)
 	}
 	if len(resp.Messages) == 0 || resp.Messages[0].MessageID == nil {
 		return "", fmt.Errorf("%s: the service returned no message ID", opname.Prefix(op))

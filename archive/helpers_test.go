@@ -20,8 +20,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // TestMain runs the tests, or, when the environment asks for it, runs
@@ -202,7 +202,7 @@ func (r *rig) seed(t *testing.T, emps []Employee) []string {
 func approxCount(t *testing.T, q *azqueue.QueueClient) int {
 	t.Helper()
 	resp, err := q.GetProperties(context.Background(), nil)
-	if errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
+	if errors.Is(wire.Wrap("", "", "", "", err), tablekit.ErrNotFound) {
 		return 0
 	}
 	if err != nil {
@@ -266,7 +266,7 @@ func drainPoison(t *testing.T, q *azqueue.QueueClient) []archive.Poisoned {
 	var out []archive.Poisoned
 	for {
 		resp, err := q.DequeueMessages(context.Background(), &azqueue.DequeueMessagesOptions{NumberOfMessages: to32(32)})
-		if errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
+		if errors.Is(wire.Wrap("", "", "", "", err), tablekit.ErrNotFound) {
 			return out
 		}
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/codec"
 )
 
 // Message is one queue message as a [Handler] sees it: the queue's
@@ -121,4 +121,4 @@ func invalid(op, property, detail string) error {
 // withOp names op in err's tablekit error when that names no operation
 // yet (the root's name checks leave it empty), so every refusal says which
 // archive operation refused (internal/opname, the module's one way).
-func withOp(op string, err error) error { return opname.Set(op, err) }
+func withOp(op string, err error) error { return codec.WithOp(op, err) }

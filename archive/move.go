@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/spans"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -85,11 +85,11 @@ func (m *Mover[T]) check() error {
 	if m.Current.Name() == "" || m.Archive.Name() == "" {
 		return &tablekit.ValidationError{Op: op, Detail: "Current and Archive must be tables made by tablekit.OpenTable", Err: tablekit.ErrInvalidInput}
 	}
-	secret := core.EncryptedProperties(m.Current)
+	secret := m.Current.Encrypted()
 	if len(secret) == 0 {
 		return nil
 	}
-	kept := core.EncryptedProperties(m.Archive)
+	kept := m.Archive.Encrypted()
 	for _, p := range secret {
 		if !slices.Contains(kept, p) {
 			return &tablekit.ValidationError{Op: op, Property: p, Detail: fmt.Sprintf("Current (%s) encrypts %s but Archive (%s) does not: the move would store it in plaintext; give Archive the same Encryption", m.Current.Name(), p, m.Archive.Name()), Err: tablekit.ErrInvalidInput}
@@ -109,7 +109,7 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	if err := m.check(); err != nil {
 		return Permanent(err)
 	}
-	tr := core.Tracer(m.Current)
+	tr := spans.NewTracer(m.Current.Account().TracingProvider(), spans.TableNamespace(m.Current.Account().Service() == tablekit.ServiceCosmosDB))
 	keys := []tracing.Attribute{{Key: "tablekit.partition_key", Value: pk}, {Key: "tablekit.row_key", Value: rk}}
 	ctx, end := spans.Start(ctx, tr, "Mover.Move", append(keys, tracing.Attribute{Key: "tablekit.table", Value: m.Current.Name()})...)
 	defer func() { end(err) }()
@@ -132,17 +132,21 @@ func (m *Mover[T]) Move(ctx context.Context, pk, rk string) (err error) {
 	if err != nil {
 		return fmt.Errorf("archive: Mover.Move: %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
 	}
-	etag := core.ETagOf(m.Current, v)
+	ve, err := m.Current.ToEntity(v)
+	if err != nil {
+		return fmt.Errorf("archive: Mover.Move: %s/%s: read from %s: %w", pk, rk, m.Current.Name(), err)
+	}
+	etag := ve.ETag
 	out, archivePK := v, pk
 	if m.Transform != nil {
 		if out, err = m.Transform(v); err != nil {
 			return fmt.Errorf("archive: Mover.Move: %s/%s: transform: %w", pk, rk, err)
 		}
-		if e, err := core.Encode(out); err == nil {
+		if e, err := codec.Encode(out); err == nil {
 			archivePK = e.PartitionKey
 		}
 	}
-	gov := core.Governor(m.Current)
+	gov := m.Current.Account().Governor()
 	if err := step("Mover.WriteArchive", func(ctx context.Context) error {
 		return governed(ctx, gov, m.Archive.Name(), archivePK, func(ctx context.Context) error {
 			_, err := m.Archive.Upsert(ctx, out)

@@ -9,8 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -76,7 +77,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 	switch {
 	case err == nil:
 		res = resultOK
-	case core.IsThrottled(err) && ctx.Err() == nil:
+	case wire.IsThrottled(err) && ctx.Err() == nil:
 		res = resultThrottled
 	}
 	switch {
@@ -93,7 +94,7 @@ func (w *Worker) process(ctx context.Context, dm *dequeuedMessage) result {
 			}
 			// Not deleted: it reappears and is handled again, which the
 			// handler's idempotent steps make harmless.
-			log.Warn("handled but not deleted; it will be redelivered", "error", core.WrapError("DeleteMessage", derr))
+			log.Warn("handled but not deleted; it will be redelivered", "error", wire.Wrap("DeleteMessage", "", "", "", derr))
 			return res
 		}
 		w.stats.succeeded.Add(1)
@@ -169,7 +170,7 @@ func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, 
 	_, err := w.queue.UpdateMessage(octx, l.id, l.receipt, text, &azqueue.UpdateMessageOptions{VisibilityTimeout: seconds(w.backoff(m.DequeueCount))})
 	if err != nil {
 		// The message reappears when its visibility timeout lapses anyway.
-		log.Debug("could not record the failure in the message", "error", core.WrapError("UpdateMessage", err))
+		log.Debug("could not record the failure in the message", "error", wire.Wrap("UpdateMessage", "", "", "", err))
 	}
 }
 
@@ -177,7 +178,7 @@ func (w *Worker) recordFailure(ctx context.Context, log *slog.Logger, l *lease, 
 // stays hidden before the next: the Retry policy's randomised back-off
 // before attempt+1.
 func (w *Worker) backoff(attempt int64) time.Duration {
-	return core.Pause(w.retry, int(min(attempt, 1<<20))+1)
+	return timing.Policy(w.retry).Pause(int(min(attempt, 1<<20)) + 1)
 }
 
 // poisonMessage moves a message to the poison queue: exactly once per
@@ -213,9 +214,9 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 	if err != nil {
 		if lostOwnership(err) {
 			w.stats.lost.Add(1)
-			log.Debug("not poisoning: another worker owns the message now", "error", core.WrapError("UpdateMessage", err))
+			log.Debug("not poisoning: another worker owns the message now", "error", wire.Wrap("UpdateMessage", "", "", "", err))
 		} else {
-			log.Warn("not poisoning now (could not confirm ownership); it will be retried", "error", core.WrapError("UpdateMessage", err))
+			log.Warn("not poisoning now (could not confirm ownership); it will be retried", "error", wire.Wrap("UpdateMessage", "", "", "", err))
 		}
 		return
 	}
@@ -230,7 +231,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		DequeueCount: m.DequeueCount,
 		Error:        reason,
 		InsertedAt:   m.InsertedAt,
-		PoisonedAt:   core.Now(w.clock).UTC(),
+		PoisonedAt:   timing.Now(w.clock).UTC(),
 	}
 	octx, cancel = w.opContext(ctx)
 	defer cancel()
@@ -244,7 +245,7 @@ func (w *Worker) poisonMessage(ctx context.Context, log *slog.Logger, l *lease, 
 		return
 	}
 	if _, err := w.queue.DeleteMessage(octx, l.id, receipt, nil); err != nil {
-		log.Error("poisoned but not deleted from the work queue: a duplicate poison record may follow", "error", core.WrapError("DeleteMessage", err))
+		log.Error("poisoned but not deleted from the work queue: a duplicate poison record may follow", "error", wire.Wrap("DeleteMessage", "", "", "", err))
 		return
 	}
 	w.stats.poisoned.Add(1)
@@ -290,13 +291,13 @@ func (w *Worker) poisonText(ctx context.Context, m *Message, rec *poisonRecord) 
 func (w *Worker) putPoison(ctx context.Context, text string) error {
 	opts := &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))}
 	_, err := w.poison.EnqueueMessage(ctx, text, opts)
-	if err != nil && errors.Is(core.WrapError("", err), tablekit.ErrNotFound) {
-		if _, cerr := w.poison.Create(ctx, nil); cerr != nil && !errors.Is(core.WrapError("", cerr), tablekit.ErrAlreadyExists) {
-			return core.WrapError("CreateQueue", cerr)
+	if err != nil && errors.Is(wire.Wrap("", "", "", "", err), tablekit.ErrNotFound) {
+		if _, cerr := w.poison.Create(ctx, nil); cerr != nil && !errors.Is(wire.Wrap("", "", "", "", cerr), tablekit.ErrAlreadyExists) {
+			return wire.Wrap("CreateQueue", "", "", "", cerr)
 		}
 		_, err = w.poison.EnqueueMessage(ctx, text, opts)
 	}
-	return core.WrapError("EnqueueMessage", err)
+	return wire.Wrap("EnqueueMessage", "", "", "", err)
 }
 
 // truncate shortens s to at most n bytes on a rune boundary.

@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // The idempotent blob steps of an eventually consistent operation: each
@@ -31,7 +31,7 @@ func UpsertBlob(ctx context.Context, c *container.Client, name string, data []by
 	}
 	resp, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, data, nil)
 	if err != nil {
-		return "", core.WrapError(op, err)
+		return "", wire.Wrap(op, "", "", "", err)
 	}
 	if resp.ETag == nil {
 		return "", nil
@@ -55,7 +55,7 @@ func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound):
 		return false, nil
 	}
-	return false, core.WrapError(op, err)
+	return false, wire.Wrap(op, "", "", "", err)
 }
 
 // getBlob reads the whole blob name from c. A missing blob is an error
@@ -63,7 +63,7 @@ func DeleteBlobIfExists(ctx context.Context, c *container.Client, name string) (
 func getBlob(ctx context.Context, c *container.Client, name string) ([]byte, error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, core.WrapError("archive.Worker.Run", err)
+		return nil, wire.Wrap("archive.Worker.Run", "", "", "", err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -71,7 +71,7 @@ func getBlob(ctx context.Context, c *container.Client, name string) ([]byte, err
 		buf.Grow(int(*resp.ContentLength))
 	}
 	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, core.WrapError("archive.Worker.Run", err)
+		return nil, wire.Wrap("archive.Worker.Run", "", "", "", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -82,7 +82,7 @@ func putBlobOverwrite(ctx context.Context, c *container.Client, name string, dat
 	_, err := UpsertBlob(ctx, c, name, data)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return core.WrapError("archive.Worker.Run", cerr)
+			return wire.Wrap("archive.Worker.Run", "", "", "", cerr)
 		}
 		_, err = UpsertBlob(ctx, c, name, data)
 	}
@@ -98,12 +98,12 @@ func putClaimBlob(ctx context.Context, op string, c *container.Client, name stri
 	_, err := bb.UploadBuffer(ctx, data, nil)
 	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 		if _, cerr := c.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-			return core.WrapError(op, cerr)
+			return wire.Wrap(op, "", "", "", cerr)
 		}
 		_, err = bb.UploadBuffer(ctx, data, nil)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		return context.Canceled
 	}
-	return core.WrapError(op, err)
+	return wire.Wrap(op, "", "", "", err)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/core"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
@@ -128,19 +127,19 @@ func TestWorkerAdaptsToThrottling(t *testing.T) {
 	lowest := probe.Lowest()
 	s, fs := w.Stats(), front.Stats()
 	t.Logf("throttled phase: worker %+v; front: %d requests, %d throttled; lowest concurrency %d; governor rate %s: %.0f/s",
-		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, core.Rate(core.AccountGovernor(facct), current.Name(), burst[0].Department))
+		s, fs.Requests, fs.ThrottledPartition, lowest, burst[0].Department, facct.Governor().Rate(current.Name(), burst[0].Department))
 	if fs.ThrottledPartition == 0 || s.Throttled == 0 {
 		t.Fatalf("the front throttled %d requests and %d handlers failed throttled: the test did not test throttling", fs.ThrottledPartition, s.Throttled)
 	}
 	if lowest >= concurrency {
 		t.Errorf("the worker's concurrency never dropped below %d although %d handlers failed throttled", concurrency, s.Throttled)
 	}
-	if core.Governor(current) != core.AccountGovernor(facct) {
+	if current.Account().Governor() != facct.Governor() {
 		t.Error("a table opened with OpenTable does not share its Account's Governor")
 	}
 	cut := false
 	for _, e := range burst[:4] {
-		cut = cut || core.Rate(core.AccountGovernor(facct), current.Name(), e.Department) < 400
+		cut = cut || facct.Governor().Rate(current.Name(), e.Department) < 400
 	}
 	if !cut {
 		t.Error("the Governor's partition rates were never cut: the Mover did not report its throttled writes")

@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -180,7 +182,7 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	if acct == nil || acct.Queues() == nil || acct.Blobs() == nil {
 		return nil, invalid(op, "acct", "the account is nil or zero: use tablekit.Open")
 	}
-	if err := core.ValidateQueueName(queue); err != nil {
+	if err := names.CheckQueue(queue); err != nil {
 		return nil, withOp(op, err)
 	}
 	var o WorkerOptions
@@ -204,7 +206,7 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	for _, check := range []struct {
 		property, name string
 		validate       func(string) error
-	}{{"PoisonQueue", o.PoisonQueue, core.ValidateQueueName}, {"Container", o.Container, core.ValidateContainerName}} {
+	}{{"PoisonQueue", o.PoisonQueue, names.CheckQueue}, {"Container", o.Container, names.CheckContainer}} {
 		if err := check.validate(check.name); err != nil {
 			var ve *tablekit.ValidationError
 			if errors.As(err, &ve) && ve.Property == "" {
@@ -215,7 +217,7 @@ func OpenWorker(acct *tablekit.Account, queue string, handler Handler, opts *Wor
 	}
 	return newWorker(op, acct.Queues().NewQueueClient(queue), acct.Queues().NewQueueClient(o.PoisonQueue),
 		acct.Blobs().ServiceClient().NewContainerClient(o.Container), handler, &o,
-		core.AccountLogger(acct), core.TracingProvider(acct))
+		acct.Logger(), acct.TracingProvider())
 }
 
 // newWorker makes a Worker of queue, poison and claims (nil: no
@@ -261,10 +263,10 @@ func newWorker(op string, queue, poison *azqueue.QueueClient, claims *container.
 	default:
 		w.visibility = time.Duration(*seconds(o.VisibilityTimeout)) * time.Second
 	}
-	if err := core.ValidateRetry(op, o.Retry); err != nil {
+	if err := timing.Policy(o.Retry).Validate(op); err != nil {
 		return nil, err
 	}
-	w.retry = core.WithDefaults(o.Retry, defaultRetry)
+	w.retry = tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Policy(defaultRetry)))
 	w.maxDequeue = int64(w.retry.MaxAttempts)
 	for _, d := range []struct {
 		property string
@@ -497,13 +499,13 @@ func (w *Worker) checkQueue(ctx context.Context, op string) error {
 		if err == nil || ctx.Err() != nil {
 			return nil
 		}
-		err = core.WrapError(op, err)
+		err = wire.Wrap(op, "", "", "", err)
 		if permanentConfigError(err) {
 			return err
 		}
 		wait = min(max(wait*2, w.minPoll), w.maxPoll)
 		w.log.Warn("queue check failed; retrying", "error", err, "retry_in", wait)
-		if !core.Sleep(ctx, wait) {
+		if !timing.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -554,7 +556,7 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 		VisibilityTimeout: seconds(w.visibility),
 	})
 	if err != nil {
-		return nil, core.WrapError("DequeueMessages", err)
+		return nil, wire.Wrap("DequeueMessages", "", "", "", err)
 	}
 	msgs := make([]dequeuedMessage, 0, len(resp.Messages))
 	for _, m := range resp.Messages {
@@ -584,7 +586,7 @@ func (w *Worker) dequeue(ctx context.Context, n int) ([]dequeuedMessage, error) 
 // recordQueueAge sets Stats.QueueAge to the oldest age among msgs (0 for
 // none: the queue was empty) and raises Stats.MaxQueueAge.
 func (w *Worker) recordQueueAge(msgs []dequeuedMessage) {
-	now := core.Now(w.clock)
+	now := timing.Now(w.clock)
 	var age time.Duration
 	for _, m := range msgs {
 		if !m.inserted.IsZero() {
@@ -663,14 +665,14 @@ func (l *lease) renew() {
 	if err != nil {
 		if lostOwnership(err) {
 			l.lost = true
-			l.w.log.Warn("visibility renewal: message taken by another worker; cancelling its handler", "message_id", l.id, "error", core.WrapError("UpdateMessage", err))
+			l.w.log.Warn("visibility renewal: message taken by another worker; cancelling its handler", "message_id", l.id, "error", wire.Wrap("UpdateMessage", "", "", "", err))
 			l.cancel()
 			return
 		}
 		if l.ctx.Err() != nil {
 			return
 		}
-		l.w.log.Warn("visibility renewal failed; retrying", "message_id", l.id, "error", core.WrapError("UpdateMessage", err))
+		l.w.log.Warn("visibility renewal failed; retrying", "message_id", l.id, "error", wire.Wrap("UpdateMessage", "", "", "", err))
 		l.timer.Reset(l.w.visibility / 4)
 		return
 	}
@@ -697,7 +699,7 @@ func (l *lease) stop() (receipt string, lost bool) {
 // longer valid: the message was dequeued by someone else (400
 // PopReceiptMismatch) or is gone (404).
 func lostOwnership(err error) bool {
-	err = core.WrapError("", err)
+	err = wire.Wrap("", "", "", "", err)
 	var se *tablekit.ServiceError
 	if !errors.As(err, &se) {
 		return false

@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/idem"
-	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/codec"
 )
 
 var (
@@ -31,7 +30,7 @@ var (
 	// key was applied; this one wrote nothing. A caller that recomputes a
 	// repeat from changed state on purpose sets Write.Fingerprint to what
 	// the key stands for instead.
-	ErrKeyReused = idem.ErrKeyReused
+	ErrKeyReused = errors.New("coord: idempotency key reused for another write")
 )
 
 // invalid returns the *tablekit.ValidationError of a refused argument of
@@ -54,9 +53,9 @@ func fail(op string, err error) error {
 	var de *tablekit.DecodeError
 	switch {
 	case errors.As(err, &ve) && (ve.Op == "" || strings.HasPrefix(ve.Op, "coord.")):
-		return opname.Set("coord."+op, err)
+		return codec.WithOp("coord."+op, err)
 	case errors.As(err, &de) && (de.Op == "" || strings.HasPrefix(de.Op, "coord.")):
-		return opname.Set("coord."+op, err)
+		return codec.WithOp("coord."+op, err)
 	}
 	return &opError{op: op, err: err}
 }

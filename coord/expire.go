@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/idem"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -24,7 +23,7 @@ import (
 // clock of the process that reads or sweeps: allow for the skew between
 // the writers' clocks and the sweeper's. coord's idempotency records
 // carry it too (WriterOptions.KeyTTL).
-const ExpiresProperty = idem.PropExpires
+const ExpiresProperty = "_expires"
 
 // Live returns f restricted to rows whose ExpiresProperty is after now,
 // for reads that leave expired rows out (the service filters them). Rows
@@ -96,10 +95,10 @@ func sweep(ctx context.Context, t *tablekit.Table[tablekit.Entity], now time.Tim
 // rows, so that no domain "Expires" matches).
 func expired(now time.Time) tablekit.Filter {
 	now = now.UTC()
-	hi, _ := keys.PrefixEnd(idem.RecordPrefix)
+	hi, _ := keys.PrefixEnd(KeyRecordPrefix)
 	return tablekit.Or(
 		tablekit.Where(ExpiresProperty+" le ?", now),
-		tablekit.Where("RowKey ge ? and RowKey lt ? and "+idem.PropOldExpires+" le ?", idem.RecordPrefix, hi, now))
+		tablekit.Where("RowKey ge ? and RowKey lt ? and "+propOldExpires+" le ?", KeyRecordPrefix, hi, now))
 }
 
 // sweepState is what a sweep keeps in its checkpoint: the now of its first

@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -115,10 +115,10 @@ func NewLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string, opts *L
 	if o.Duration/time.Millisecond < 1 {
 		return nil, invalid("NewLease", "Duration", "must be at least 1 ms")
 	}
-	if err := core.ValidateRetry("coord.NewLease", o.Retry); err != nil {
+	if err := timing.Policy(o.Retry).Validate("coord.NewLease"); err != nil {
 		return nil, err
 	}
-	o.Retry = core.WithDefaults(o.Retry, core.ConflictRetry)
+	o.Retry = tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
 	if err := checkLease(t, pk, rk, holder); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func checkLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string) error
 	if err := keys.Validate(rk); err != nil {
 		return bad("RowKey", keyRule, err.Error(), 0, tablekit.ErrInvalidKey)
 	}
-	if core.Cosmos(t) && len(rk) > limits.CosmosRowKeyBytes {
+	if t.Account().Service() == tablekit.ServiceCosmosDB && len(rk) > limits.CosmosRowKeyBytes {
 		return bad("RowKey", "<= 255 bytes on Azure Cosmos DB for Table", fmt.Sprintf("RowKey of %d bytes", len(rk)), len(rk), tablekit.ErrInvalidKey)
 	}
 	if n := 2 * len(utf16.Encode([]rune(holder))); n > limits.PropertyBytes {
@@ -147,7 +147,7 @@ func checkLease(t *tablekit.Table[tablekit.Entity], pk, rk, holder string) error
 	return nil
 }
 
-func (l *Lease) now() time.Time { return core.Now(l.o.Clock) }
+func (l *Lease) now() time.Time { return timing.Now(l.o.Clock) }
 
 func (l *Lease) check(op string) error {
 	if l == nil || l.t == nil {
@@ -202,7 +202,7 @@ func (l *Lease) read(ctx context.Context) (stored, error) {
 func (l *Lease) readSettled(ctx context.Context) (stored, error) {
 	var s stored
 	var err error
-	for range core.Attempts(ctx, l.o.Retry) {
+	for range timing.Policy(l.o.Retry).Attempts(ctx) {
 		if s, err = l.read(ctx); err == nil {
 			return s, nil
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/internal/names"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // Reserved RowKeys: the rows coord keeps in a user's partitions.
@@ -24,13 +24,13 @@ const (
 	// The patterns' keyed writes (index.SamePartition.WithKey,
 	// patterns.Wide.WithKey, patterns.Mixed.WithKey) keep their records
 	// under it too.
-	ReservedPrefix = idem.ReservedPrefix
+	ReservedPrefix = names.ReservedRowKeyPrefix
 	fenceRowKey    = ReservedPrefix + "fence"
 )
 
-// propStamp is the fence row's per-call stamp, to settle a lost answer
-// (the idempotency records' is idem.PropStamp).
-const propStamp = idem.PropStamp
+// propStamp is the per-call stamp of the fence row and of the
+// idempotency records, to settle a lost answer.
+const propStamp = "Stamp"
 
 // WriterOptions configure a Writer. The zero value (or nil) means the
 // defaults.
@@ -137,10 +137,10 @@ func NewWriter[T any](t *tablekit.Table[T], opts *WriterOptions) (*Writer[T], er
 	if o.KeyTTL == 0 {
 		o.KeyTTL = 24 * time.Hour
 	}
-	if err := core.ValidateRetry("coord.NewWriter", o.Retry); err != nil {
+	if err := timing.Policy(o.Retry).Validate("coord.NewWriter"); err != nil {
 		return nil, err
 	}
-	o.Retry = core.WithDefaults(o.Retry, core.ConflictRetry)
+	o.Retry = tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
 	return &Writer[T]{t: t, e: t.AsEntities(), o: o, fences: map[string]fence{}}, nil
 }
 
@@ -172,41 +172,41 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	ents := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		ea, err := core.MapAction(a, func(v T) (tablekit.Entity, error) { return core.ToEntity(w.t, v) })
+		ea, err := mapAction(a, w.t.ToEntity)
 		if err != nil {
 			return Result{}, err
 		}
-		verb, e, _ := core.ActionOf(ea)
+		verb, e := ea.Verb(), ea.Value()
 		if verb == "" {
 			return Result{}, invalid("Writer.Transaction", "actions", fmt.Sprintf("action %d is the zero Action", i))
 		}
-		if idem.Reserved(e.RowKey) {
+		if reserved(e.RowKey) {
 			return Result{}, invalid("Writer.Transaction", "RowKey", fmt.Sprintf("action %d: RowKeys starting with %q are coord's", i, ReservedPrefix))
 		}
 		ents[i] = ea
 	}
-	pk := core.ActionValue(ents[0]).PartitionKey
+	pk := ents[0].Value().PartitionKey
 	if g.Term == 0 && g.Key == "" {
 		etags, err := w.e.Transaction(ctx, ents...)
 		return Result{ETags: etags}, err
 	}
-	var kx *idem.Tx // the keyed part, when g.Key is set: the record joins the EGT
+	var kx *KeyedTx // the keyed part, when g.Key is set: the record joins the EGT
 	if g.Key != "" {
-		if err := idem.Check("coord.Writer.Transaction", w.e, g.Key); err != nil {
+		if err := checkKey("coord.Writer.Transaction", w.e, g.Key); err != nil {
 			return Result{}, err
 		}
-		fp := idem.OfActions(w.t, ents)
+		fp := FingerprintActions(w.t, ents)
 		if g.Fingerprint != "" {
-			fp = idem.Fingerprint(g.Fingerprint)
+			fp = Fingerprint(g.Fingerprint)
 		}
-		kx = idem.New(w.e, pk, g.Key, fp, w.o.KeyTTL, w.o.Clock, w.o.Retry)
+		kx = NewKeyedTx(w.e, pk, g.Key, fp, &KeyedTxOptions{TTL: w.o.KeyTTL, Clock: w.o.Clock, Retry: w.o.Retry})
 	}
 	stamp := rand.Text()
 	if kx != nil {
 		stamp = kx.Stamp()
 	}
 	var lastErr error
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		var acts []tablekit.Action[tablekit.Entity]
 		var f fence
 		fenceAt := -1
@@ -226,13 +226,13 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 		var etags []azcore.ETag
 		var err error
 		if kx != nil {
-			var o idem.Outcome
+			var o Outcome
 			etags, o, err = kx.Send(ctx, acts...)
 			switch {
 			case err != nil: // a refusal: the switch below says what of
-			case o == idem.Replayed:
+			case o == Replayed:
 				return Result{Replayed: true}, nil
-			case o == idem.NotApplied:
+			case o == NotApplied:
 				lastErr = err
 				continue // nothing was applied: write again
 			case etags == nil: // applied, settled after a lost answer
@@ -289,9 +289,9 @@ func fenceAction(pk string, term int64, stamp string, etag azcore.ETag) tablekit
 // applied, after a lost answer, by the fence row: its stamp is this
 // call's (applied), or its version is still the one the transaction was
 // conditional on (not applied). (A keyed one is settled by its record:
-// idem.Tx.)
+// KeyedTx.)
 func (w *Writer[T]) settle(ctx context.Context, pk string, stamp string, f fence) (applied bool, err error) {
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		var e tablekit.Entity
 		e, err = w.e.Get(ctx, pk, fenceRowKey)
 		if errors.Is(err, tablekit.ErrNotFound) {
@@ -339,7 +339,7 @@ func (w *Writer[T]) Fence(ctx context.Context, pk string, term int64) error {
 
 func (w *Writer[T]) raise(ctx context.Context, pk string, term int64) error {
 	var lastErr error
-	for range core.Attempts(ctx, w.o.Retry) {
+	for range timing.Policy(w.o.Retry).Attempts(ctx) {
 		f, err := w.fence(ctx, pk)
 		if err != nil {
 			return err
@@ -404,4 +404,27 @@ func (w *Writer[T]) forgetFence(pk string) {
 	w.mu.Lock()
 	delete(w.fences, pk)
 	w.mu.Unlock()
+}
+
+// mapAction returns the action that does what a does (the same verb and
+// ETag) with the value f(v) in place of a's value v; a zero Action stays
+// zero, and is refused where it is used.
+func mapAction[T, U any](a tablekit.Action[T], f func(T) (U, error)) (tablekit.Action[U], error) {
+	u, err := f(a.Value())
+	if err != nil {
+		return tablekit.Action[U]{}, err
+	}
+	switch a.Verb() {
+	case "Insert":
+		return tablekit.InsertAction(u), nil
+	case "Upsert":
+		return tablekit.UpsertAction(u), nil
+	case "Update":
+		return tablekit.UpdateAction(u, a.ETag()), nil
+	case "Merge":
+		return tablekit.MergeAction(u, a.ETag()), nil
+	case "Delete":
+		return tablekit.DeleteAction(u, a.ETag()), nil
+	}
+	return tablekit.Action[U]{}, nil
 }

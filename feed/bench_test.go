@@ -15,7 +15,7 @@ import (
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
@@ -535,7 +535,7 @@ func retention(ctx context.Context, b *testing.B, each bool, mode, note string) 
 	count := func(kind string, e tablekit.Entity) {
 		k := kinds[kind]
 		k[0]++
-		k[1] += core.EntitySize(e)
+		k[1] += codec.EntitySize(e)
 		kinds[kind] = k
 	}
 	for e, err := range st.Query(ctx, tablekit.Filter{}, nil) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/stream"
 )
@@ -108,8 +108,8 @@ func New(store *stream.Store, t *tablekit.Table[tablekit.Entity], opts *Options)
 	if st == nil {
 		return nil, invalid("New", "store", "zero stream.Store (use stream.NewStore)")
 	}
-	source := core.AccountOf(st) + "/" + st.Name()
-	return &Feed{store: store, source: source, t: t, shards: o.Shards, retry: core.TableRetry(t), listed: &listed{rows: map[string]struct{}{}}}, nil
+	source := st.Account().Name() + "/" + st.Name()
+	return &Feed{store: store, source: source, t: t, shards: o.Shards, retry: t.Retry(), listed: &listed{rows: map[string]struct{}{}}}, nil
 }
 
 func (f *Feed) ok(op string) error {
@@ -165,7 +165,7 @@ func (f *Feed) Append(ctx context.Context, id stream.ID, expectedVersion int64, 
 	}
 	var mine string // the RowKey of this call's mark whose append conflicted: the next mark deletes it
 	var last error
-	for range core.Attempts(ctx, f.retry) {
+	for range timing.Policy(f.retry).Attempts(ctx) {
 		rk, err := f.mark(ctx, id, at+1, at+int64(len(events)), mine)
 		if err != nil {
 			// Nothing appended: neither mark is needed (either may be there).
@@ -199,7 +199,7 @@ func (f *Feed) checkKey(id stream.ID) error {
 	pk, rk := f.dirKey(id)
 	limit := `the stream's directory RowKey, "s~" + partition key + "~" + prefix: <= 1 KiB, no / \ # ? or control characters`
 	err := keys.Validate(rk)
-	if err == nil && core.Cosmos(f.t) && len(rk) > limits.CosmosRowKeyBytes {
+	if err == nil && f.t.Account().Service() == tablekit.ServiceCosmosDB && len(rk) > limits.CosmosRowKeyBytes {
 		limit = `the stream's directory RowKey, "s~" + partition key + "~" + prefix: <= 255 bytes on Azure Cosmos DB for Table`
 		err = fmt.Errorf("RowKey of %d bytes", len(rk))
 	}
@@ -242,7 +242,7 @@ func (f *Feed) mark(ctx context.Context, id stream.ID, first, last int64, prev s
 		acts = append(acts, tablekit.DeleteAction(tablekit.Entity{PartitionKey: pk, RowKey: prev}, azcore.ETagAny))
 	}
 	var lastErr error
-	for range core.Attempts(ctx, f.retry) {
+	for range timing.Policy(f.retry).Attempts(ctx) {
 		if len(acts) == 1 {
 			_, err = f.t.Upsert(ctx, row)
 		} else {
@@ -279,7 +279,7 @@ func (f *Feed) unmark(ctx context.Context, id stream.ID, rk string) {
 		return
 	}
 	pk, _ := f.dirKey(id)
-	for range core.Attempts(ctx, f.retry) {
+	for range timing.Policy(f.retry).Attempts(ctx) {
 		if _, err := f.t.DeleteIfExists(ctx, pk, rk); err == nil {
 			return
 		}

@@ -8,7 +8,7 @@ import (
 	"maps"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // FoldedProperty names the property of a view row in which a Projector
@@ -76,7 +76,7 @@ func NewProjector[V any](t *tablekit.Table[V], key func(c Change) []Row, fold fu
 	case fold == nil:
 		return nil, invalid(op, "fold", "nil fold function")
 	}
-	return &Projector[V]{t: t, e: t.AsEntities(), key: key, fold: fold, retry: core.TableRetry(t)}, nil
+	return &Projector[V]{t: t, e: t.AsEntities(), key: key, fold: fold, retry: t.Retry()}, nil
 }
 
 // Handle folds change c into each of its view rows in turn (in the order
@@ -123,7 +123,7 @@ func (p *Projector[V]) foldInto(ctx context.Context, row Row, c Change) error {
 	pk, rk := row.PartitionKey, row.RowKey
 	fk, old := foldKey(c), streamKey(c.Stream)
 	var last error
-	for range core.Attempts(ctx, p.retry) {
+	for range timing.Policy(p.retry).Attempts(ctx) {
 		e, err := p.e.Get(ctx, pk, rk)
 		isNew := errors.Is(err, tablekit.ErrNotFound)
 		if err != nil && !isNew {
@@ -147,7 +147,7 @@ func (p *Projector[V]) foldInto(ctx context.Context, row Row, c Change) error {
 			props = map[string]any{}
 		}
 		delete(props, FoldedProperty)
-		view, err := core.FromEntity(p.t, tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: e.Timestamp, ETag: e.ETag, Properties: props})
+		view, err := p.t.FromEntity(tablekit.Entity{PartitionKey: pk, RowKey: rk, Timestamp: e.Timestamp, ETag: e.ETag, Properties: props})
 		if err != nil {
 			return fmt.Errorf("feed: %s: view row %s/%s: %w", op, pk, rk, err)
 		}
@@ -157,7 +157,7 @@ func (p *Projector[V]) foldInto(ctx context.Context, row Row, c Change) error {
 		if err := p.fold(&view, c); err != nil {
 			return err
 		}
-		out, err := core.ToEntity(p.t, view)
+		out, err := p.t.ToEntity(view)
 		if err != nil {
 			var ve *tablekit.ValidationError
 			if errors.As(err, &ve) {

@@ -14,8 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/logs"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/stream"
 )
@@ -202,7 +202,7 @@ func (f *Feed) NewRelay(subs []Subscription, opts *RelayOptions) (*Relay, error)
 	}
 	log := o.Logger
 	if log == nil {
-		log = logs.Or(core.TableLogger(f.t))
+		log = logs.Or(f.t.Account().Logger())
 	}
 	return &Relay{f: f, subs: slices.Clone(subs), w: w, o: o, log: log, now: time.Now, since: make([]time.Time, len(subs))}, nil
 }
@@ -703,7 +703,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 				if err != nil && ctx.Err() == nil {
 					r.log.Warn("feed: relay round", "term", term, "err", err)
 				}
-				if !core.Sleep(ctx, r.o.Interval) {
+				if !timing.Sleep(ctx, r.o.Interval) {
 					return ctx.Err()
 				}
 			}
@@ -716,7 +716,7 @@ func (r *Relay) Run(ctx context.Context, lease *coord.Lease) error {
 			return err
 		}
 		r.log.Warn("feed: relay leadership ended", "err", err)
-		core.Sleep(ctx, r.o.Interval)
+		timing.Sleep(ctx, r.o.Interval)
 	}
 }
 

@@ -14,11 +14,11 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/idem"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -150,7 +150,7 @@ func checkName(op, entity, field, name string) error {
 // withOp names op, the exported operation that failed, in err, the one
 // way the package's errors start "index: <Op>: ..." (op is qualified:
 // "index.SamePartition.Insert"): tablekit's error types through
-// opname.Set, the package's own types by their op field, and any other
+// codec.WithOp, the package's own types by their op field, and any other
 // error of the package ("index: ...") wrapped in an *opError. Errors of
 // other packages keep their own prefix; a nil err gives nil.
 func withOp(op string, err error) error {
@@ -169,11 +169,11 @@ func withOp(op string, err error) error {
 	if msg := err.Error(); strings.HasPrefix(msg, "index: ") && !strings.HasPrefix(msg, opname.Prefix(op)+":") && !errors.As(err, &oe) {
 		return &opError{op: op, err: err}
 	}
-	return opname.Set(op, err)
+	return codec.WithOp(op, err)
 }
 
 // defaultRetry is the default Retry of every option of the package:
-// core.ConflictRetry's 30 attempts and 10 ms first back-off,
+// tablekit.RetryPolicy(timing.Conflict)'s 30 attempts and 10 ms first back-off,
 // with back-off growing up to 2 s instead of 1 s. Measured here (Azurite,
 // 5 ms added per request): 30 writers in separate processes adding 30 ids
 // each to one index entity lost 5 of 900 adds after 30 attempts with a 1 s
@@ -182,18 +182,18 @@ func withOp(op string, err error) error {
 // rate must fall below the rate the entity can take, and each writer's
 // back-off must grow to about writers x cycle time for that.
 var defaultRetry = tablekit.RetryPolicy{
-	MaxAttempts: core.ConflictRetry.MaxAttempts,
-	BaseDelay:   core.ConflictRetry.BaseDelay,
+	MaxAttempts: tablekit.RetryPolicy(timing.Conflict).MaxAttempts,
+	BaseDelay:   tablekit.RetryPolicy(timing.Conflict).BaseDelay,
 	MaxDelay:    2 * time.Second,
 }
 
 // retryPolicy checks the Retry option given to op and fills in the
 // defaults ([defaultRetry]) for its zero fields.
 func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error) {
-	if err := core.ValidateRetry(op, p); err != nil {
+	if err := timing.Policy(p).Validate(op); err != nil {
 		return p, err
 	}
-	return core.WithDefaults(p, defaultRetry), nil
+	return tablekit.RetryPolicy(timing.Policy(p).WithDefaults(timing.Policy(defaultRetry))), nil
 }
 
 // retry runs try under policy p while it reports a lost race (retry true),
@@ -203,7 +203,7 @@ func retryPolicy(op string, p tablekit.RetryPolicy) (tablekit.RetryPolicy, error
 func retry(ctx context.Context, p tablekit.RetryPolicy, entity ID, try func() (retry bool, err error)) error {
 	var lastErr error
 	n := 0
-	for n = range core.Attempts(ctx, p) {
+	for n = range timing.Policy(p).Attempts(ctx) {
 		again, err := try()
 		if !again {
 			return err
@@ -359,11 +359,11 @@ func (k *keyLocks) lock(ctx context.Context, keys ...string) (unlock func(), err
 // (key(i, v) computes it). A value that changes when the encrypted
 // properties are removed from v is derived from them.
 func checkSecrets[T any](op, entity string, table *tablekit.Table[T], v T, names, values []string, key func(i int, v T) string) error {
-	enc := core.EncryptedProperties(table)
+	enc := table.Encrypted()
 	if len(enc) == 0 {
 		return nil
 	}
-	e, err := core.ToEntity(table, v)
+	e, err := table.ToEntity(v)
 	if err != nil {
 		return withOp(op, err)
 	}
@@ -373,7 +373,7 @@ func checkSecrets[T any](op, entity string, table *tablekit.Table[T], v T, names
 		for _, p := range props {
 			delete(c.Properties, p)
 		}
-		return core.FromEntity(table, c)
+		return table.FromEntity(c)
 	}
 	bare, err := without(enc...)
 	if err != nil {
@@ -492,10 +492,10 @@ func queryEntities[T any](ctx context.Context, op string, raw *tablekit.Table[ta
 				yield(*new(T), withOp(op, err))
 				return
 			}
-			if isIndex(e.PartitionKey, e.RowKey) || idem.Reserved(e.RowKey) {
+			if isIndex(e.PartitionKey, e.RowKey) || strings.HasPrefix(e.RowKey, coord.ReservedPrefix) {
 				continue // an index row, or tablekit's own (an idempotency record, a fence row)
 			}
-			v, err := core.FromEntity(typed, e)
+			v, err := typed.FromEntity(e)
 			if err != nil {
 				yield(*new(T), withOp(op, err))
 				return

@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // Contention from separate processes on one id list, with the default
@@ -159,7 +159,7 @@ func TestBlobListContentionDefaults(t *testing.T) {
 type latencyPolicy struct{ d time.Duration }
 
 func (p latencyPolicy) Do(req *policy.Request) (*http.Response, error) {
-	if !core.Sleep(req.Raw().Context(), p.d) {
+	if !timing.Sleep(req.Raw().Context(), p.d) {
 		return nil, req.Raw().Context().Err()
 	}
 	return req.Next()

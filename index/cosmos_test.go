@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/core"
-
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/index"
@@ -47,8 +45,8 @@ func cosmosIndexLookups(t *testing.T, svc tablekit.Service) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if core.Cosmos(tbl) != (svc == tablekit.ServiceCosmosDB) {
-			t.Fatalf("the table is in Cosmos mode %v before it sent anything, with %v", core.Cosmos(tbl), svc)
+		if (tbl.Account().Service() == tablekit.ServiceCosmosDB) != (svc == tablekit.ServiceCosmosDB) {
+			t.Fatalf("the table is in Cosmos mode %v before it sent anything, with %v", tbl.Account().Service() == tablekit.ServiceCosmosDB, svc)
 		}
 		ix, err := index.NewSamePartition(tbl, employeeIndexes(), nil)
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/spans"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -174,7 +173,7 @@ func NewCrossPartition[T any](table *tablekit.Table[T], indexes []Index[T], opts
 	if o.Delay < 0 || o.InsertHorizon < 0 {
 		return nil, &tablekit.ValidationError{Op: op, Entity: table.Name(), Detail: "Delay and InsertHorizon must not be negative", Err: tablekit.ErrInvalidInput}
 	}
-	enc := core.EncryptedProperties(table)
+	enc := table.Encrypted()
 	ix := &CrossPartition[T]{table: table, raw: table.AsEntities(), byName: make(map[string]int), queue: o.Queue, kind: o.Kind, delay: o.Delay, horizon: cmp.Or(o.InsertHorizon, defaultInsertHorizon), encrypted: enc}
 	var err error
 	if ix.retry, err = retryPolicy(op, o.Retry); err != nil {
@@ -245,7 +244,7 @@ func NewCrossPartition[T any](table *tablekit.Table[T], indexes []Index[T], opts
 				}
 			}
 			ii.copies = entries
-			if missing := unencrypted(enc, idx.Properties, core.EncryptedProperties(ii.copies)); len(missing) > 0 {
+			if missing := unencrypted(enc, idx.Properties, ii.copies.Encrypted()); len(missing) > 0 {
 				return nil, &tablekit.ValidationError{Op: op, Entity: ii.copies.Name(), Property: missing[0],
 					Detail: fmt.Sprintf("index %q: the copies would hold %s in plaintext: %s encrypts it, %s does not; give the copy table the same Encryption", idx.Name, strings.Join(missing, ", "), table.Name(), ii.copies.Name()),
 					Err:    tablekit.ErrInvalidInput}
@@ -273,7 +272,7 @@ func unencrypted(enc, props, have []string) []string {
 
 // probe refuses entity types the index copies cannot be made of.
 func probe[T any](op string, table *tablekit.Table[T]) error {
-	if _, err := core.ToEntity(table, *new(T)); err != nil {
+	if _, err := table.ToEntity(*new(T)); err != nil {
 		return withOp(op, fmt.Errorf("index: cannot index %T: %w", *new(T), err))
 	}
 	return nil
@@ -433,7 +432,7 @@ func (ix *CrossPartition[T]) listOf(i int, pk, value string) listKey {
 
 // prepare checks v and returns its id.
 func (ix *CrossPartition[T]) prepare(op string, v T) (ID, error) {
-	e, err := core.ToEntity(ix.table, v)
+	e, err := ix.table.ToEntity(v)
 	if err != nil {
 		return ID{}, err
 	}
@@ -593,7 +592,7 @@ func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(
 		if !exists {
 			e = tablekit.Entity{PartitionKey: pk, RowKey: rk}
 		}
-		v, err := core.FromEntity(ix.table, e)
+		v, err := ix.table.FromEntity(e)
 		if err != nil {
 			return false, err
 		}
@@ -601,7 +600,7 @@ func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(
 			fnErr = err
 			return false, err
 		}
-		ne, err := core.ToEntity(ix.table, v)
+		ne, err := ix.table.ToEntity(v)
 		if err != nil {
 			return false, err
 		}
@@ -622,7 +621,7 @@ func (ix *CrossPartition[T]) Modify(ctx context.Context, pk, rk string, fn func(
 			return lost, err
 		}
 		ne.ETag = etag
-		out, err = core.FromEntity(ix.table, ne)
+		out, err = ix.table.FromEntity(ne)
 		return false, err
 	})
 	if fnErr != nil {
@@ -731,7 +730,7 @@ func (ix *CrossPartition[T]) readCurrent(ctx context.Context, op string, id ID) 
 	if err != nil {
 		return nil, err
 	}
-	v, err := core.FromEntity(ix.table, e)
+	v, err := ix.table.FromEntity(e)
 	if err != nil {
 		return nil, err
 	}
@@ -824,7 +823,7 @@ func (ix *CrossPartition[T]) Sync(ctx context.Context, pk, rk string) (err error
 	if err := ix.ready("index.CrossPartition.Sync"); err != nil {
 		return err
 	}
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "CrossPartition.Sync",
+	ctx, end := spans.Start(ctx, spans.NewTracer(ix.table.Account().TracingProvider(), spans.TableNamespace(ix.table.Account().Service() == tablekit.ServiceCosmosDB)), "CrossPartition.Sync",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: pk},
 		tracing.Attribute{Key: "tablekit.row_key", Value: rk})
@@ -917,7 +916,7 @@ func (ix *CrossPartition[T]) syncPass(ctx context.Context, id ID, spk string, ow
 		return isConflict(err), err
 	}
 	// A sync that read an older version must not have the last word.
-	now, err := core.GetSelect(ctx, ix.raw, pk, rk)
+	now, err := ix.raw.GetSelect(ctx, pk, rk)
 	switch {
 	case errors.Is(err, tablekit.ErrNotFound):
 		if cur == nil {
@@ -1015,7 +1014,7 @@ func (ix *CrossPartition[T]) CaughtUp(ctx context.Context, pk, rk string) (bool,
 	if err != nil {
 		return false, err
 	}
-	e, err := core.GetSelect(ctx, ix.raw, pk, rk)
+	e, err := ix.raw.GetSelect(ctx, pk, rk)
 	exists := err == nil
 	if err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 		return false, err
@@ -1056,7 +1055,7 @@ func decodeInterCopy[T any](op string, table *tablekit.Table[T], e tablekit.Enti
 	delete(e.Properties, primaryPartitionKeyProperty)
 	delete(e.Properties, primaryRowKeyProperty)
 	delete(e.Properties, primaryETagProperty)
-	v, err := core.FromEntity(table, e)
+	v, err := table.FromEntity(e)
 	return v, withOp(op, err)
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -107,7 +107,7 @@ func setIDs(op string, e *tablekit.Entity, ids []string, what string) error {
 		flush()
 	}
 	e.Properties = props
-	size := core.EntitySize(*e)
+	size := codec.EntitySize(*e)
 	if size > limits.EntityBytes || len(props) > limits.CustomProperties {
 		return &tablekit.ValidationError{
 			Op:       op,

@@ -9,7 +9,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
-	"github.com/tablekit/tablekit/internal/core"
 )
 
 // direct runs do, the write of the entity, then Sync: the direct mode. It
@@ -28,7 +27,7 @@ func (ix *CrossPartition[T]) direct(ctx context.Context, id ID, do func(ctx cont
 // storedVersion returns the ETag of the stored entity id, "" when there is
 // none. Cost: 1 transaction.
 func (ix *CrossPartition[T]) storedVersion(ctx context.Context, id ID) (azcore.ETag, error) {
-	e, err := core.GetSelect(ctx, ix.raw, id.PartitionKey, id.RowKey)
+	e, err := ix.raw.GetSelect(ctx, id.PartitionKey, id.RowKey)
 	if errors.Is(err, tablekit.ErrNotFound) {
 		return "", nil
 	}

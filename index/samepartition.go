@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/opname"
 	"github.com/tablekit/tablekit/internal/spans"
@@ -106,8 +106,8 @@ func NewSamePartition[T any](table *tablekit.Table[T], indexes []Index[T], opts 
 		if err := checkName(op, ix.name, field+".Name", idx.Name); err != nil {
 			return nil, err
 		}
-		if idem.Reserved(idx.Name) {
-			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("index name %q: names starting with %q are reserved (tablekit's own rows)", idx.Name, idem.ReservedPrefix))
+		if strings.HasPrefix(idx.Name, coord.ReservedPrefix) {
+			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("index name %q: names starting with %q are reserved (tablekit's own rows)", idx.Name, coord.ReservedPrefix))
 		}
 		if _, dup := ix.byName[idx.Name]; dup {
 			return nil, invalidField(op, ix.name, field+".Name", fmt.Sprintf("duplicate index name %q", idx.Name))
@@ -186,8 +186,8 @@ func (ix *SamePartition[T]) WithKey(key string) *SamePartition[T] {
 // checkPrimaryKey refuses an entity RowKey that would fall into an index's
 // key range, or among tablekit's reserved rows.
 func (ix *SamePartition[T]) checkPrimaryKey(op string, id ID) error {
-	if idem.Reserved(id.RowKey) {
-		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows (idempotency records, coord's fence rows)", idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+	if strings.HasPrefix(id.RowKey, coord.ReservedPrefix) {
+		return &tablekit.ValidationError{Op: op, Entity: ix.describe(id), Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows (idempotency records, coord's fence rows)", coord.ReservedPrefix), Err: tablekit.ErrInvalidKey}
 	}
 	for i, p := range ix.prefixes {
 		if strings.HasPrefix(id.RowKey, p) {
@@ -233,7 +233,7 @@ type image struct {
 func (ix *SamePartition[T]) key(i int, v T) string { return ix.indexes[i].Key(v) }
 
 func (ix *SamePartition[T]) imageOf(op string, v T) (*image, error) {
-	e, err := core.ToEntity(ix.typed, v)
+	e, err := ix.typed.ToEntity(v)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +270,7 @@ func (ix *SamePartition[T]) read(ctx context.Context, id ID) (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := core.FromEntity(ix.typed, e)
+	v, err := ix.typed.FromEntity(e)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +484,7 @@ func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action
 	n, total, record := len(acts), 0, ""
 	if ix.keyed {
 		// The idempotency record: its RowKey and two properties.
-		n, total, record = n+1, 1024+len(idem.RecordPrefix)+len(ix.idemKey)+128, " and the idempotency record of WithKey"
+		n, total, record = n+1, 1024+len(coord.KeyRecordPrefix)+len(ix.idemKey)+128, " and the idempotency record of WithKey"
 	}
 	if n > limits.TransactionActions {
 		return &tablekit.ValidationError{
@@ -499,13 +499,13 @@ func (ix *SamePartition[T]) checkLimits(op string, id ID, acts []tablekit.Action
 	}
 	for i := range acts {
 		total += 1024
-		if !core.IsDelete(acts[i]) {
-			v := core.ActionValue(acts[i])
+		if acts[i].Verb() != "Delete" {
+			v := acts[i].Value()
 			total += bodySize(&v)
 		}
 	}
 	limit, limitText := limits.TransactionBytes, "<= 4 MiB per entity group transaction"
-	if core.Cosmos(ix.table) {
+	if ix.table.Account().Service() == tablekit.ServiceCosmosDB {
 		limit, limitText = limits.CosmosTransactionBytes, "<= 2 MB per entity group transaction on Azure Cosmos DB for Table"
 	}
 	if total > limit {
@@ -593,21 +593,21 @@ func (ix *SamePartition[T]) stale(op string, id ID) error {
 // wrote (nil for a delete or Modify, whose function computes it): a
 // WithKey copy's record keeps its fingerprint, with op's and the keys'.
 func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode writeMode, etag azcore.ETag, in *image, next func(old *version) (*image, error)) (newETag azcore.ETag, existed bool, replayed bool, err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(ix.table), "SamePartition.Write",
+	ctx, end := spans.Start(ctx, spans.NewTracer(ix.table.Account().TracingProvider(), spans.TableNamespace(ix.table.Account().Service() == tablekit.ServiceCosmosDB)), "SamePartition.Write",
 		tracing.Attribute{Key: "tablekit.table", Value: ix.table.Name()},
 		tracing.Attribute{Key: "tablekit.partition_key", Value: id.PartitionKey},
 		tracing.Attribute{Key: "tablekit.row_key", Value: id.RowKey})
 	defer func() { end(err) }()
-	var kx *idem.Tx // the keyed part of a WithKey copy's write
+	var kx *coord.KeyedTx // the keyed part of a WithKey copy's write
 	if ix.keyed {
-		if err := idem.Check(op, ix.table, ix.idemKey); err != nil {
+		if err := codec.WithOp(op, coord.CheckKey(ix.table, ix.idemKey)); err != nil {
 			return "", false, false, err
 		}
 		e := tablekit.Entity{PartitionKey: id.PartitionKey, RowKey: id.RowKey}
 		if in != nil {
 			e = in.entity
 		}
-		kx = idem.New(ix.table, id.PartitionKey, ix.idemKey, idem.OfWrite(ix.table, op, e), 0, nil, ix.retry)
+		kx = coord.NewKeyedTx(ix.table, id.PartitionKey, ix.idemKey, coord.FingerprintWrite(ix.table, op, e), &coord.KeyedTxOptions{Retry: ix.retry})
 	}
 	conditional := (mode == modeUpdate || mode == modeDelete) && etag != azcore.ETagAny
 	gone := map[string]bool{}
@@ -621,14 +621,14 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 			return false, err
 		}
 		switch o, serr := kx.Settle(ctx); {
-		case errors.Is(serr, idem.ErrKeyReused):
+		case errors.Is(serr, coord.ErrKeyReused):
 			return false, serr
 		case serr != nil:
 			return false, err
-		case o == idem.Replayed:
+		case o == coord.Replayed:
 			replayed = true
 			return false, nil
-		case o == idem.Applied: // a try of this call, in flight when its answer was lost
+		case o == coord.Applied: // a try of this call, in flight when its answer was lost
 			return false, nil
 		}
 		return false, err
@@ -662,10 +662,10 @@ func (ix *SamePartition[T]) write(ctx context.Context, op string, id ID, mode wr
 		}
 		etags, o, err := ix.attempt(ctx, op, id, old, im, gone, kx)
 		switch {
-		case o == idem.Replayed:
+		case o == coord.Replayed:
 			replayed = true
 			return false, nil
-		case o == idem.NotApplied:
+		case o == coord.NotApplied:
 			// Nothing was applied, maybe because the service refused it
 			// (the answer that said why was lost): learn the stored
 			// version again, as after a conflict, and send again.
@@ -729,10 +729,10 @@ func (p *planned) Unwrap() error { return p.err }
 // the index entities it changes, and returns the actions' new ETags. A
 // failed transaction is returned as a *planned. With kx (a keyed write)
 // the transaction carries the key's record and the outcome says whether
-// it was applied (idem.Applied: the ETags are nil when settled after a
+// it was applied (coord.Applied: the ETags are nil when settled after a
 // lost answer), replayed, or not applied after a lost answer; a keyed
 // write with nothing to change sends the record alone.
-func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool, kx *idem.Tx) ([]azcore.ETag, idem.Outcome, error) {
+func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *version, im *image, gone map[string]bool, kx *coord.KeyedTx) ([]azcore.ETag, coord.Outcome, error) {
 	var lockKeys []string
 	for i := range ix.indexes {
 		if !ix.indexes[i].List {
@@ -765,19 +765,19 @@ func (ix *SamePartition[T]) attempt(ctx context.Context, op string, id ID, old *
 	}
 	if kx != nil {
 		etags, o, err := kx.Send(ctx, acts...)
-		if err != nil && o != idem.NotApplied {
+		if err != nil && o != coord.NotApplied {
 			return nil, 0, &planned{info: info, err: err}
 		}
 		return etags, o, err
 	}
 	if len(acts) == 0 {
-		return nil, idem.Applied, nil
+		return nil, coord.Applied, nil
 	}
 	etags, err := ix.table.Transaction(ctx, acts...)
 	if err != nil {
 		return nil, 0, &planned{info: info, err: err}
 	}
-	return etags, idem.Applied, nil
+	return etags, coord.Applied, nil
 }
 
 // fixed returns the next function of a write that stores im whatever the
@@ -893,7 +893,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 		if old != nil {
 			base = old.entity
 		}
-		v, err := core.FromEntity(ix.typed, base)
+		v, err := ix.typed.FromEntity(base)
 		if err != nil {
 			return nil, err
 		}
@@ -924,7 +924,7 @@ func (ix *SamePartition[T]) Modify(ctx context.Context, pk, rk string, fn func(v
 	}
 	e := last.entity
 	e.ETag = etag
-	v, err := core.FromEntity(ix.typed, e)
+	v, err := ix.typed.FromEntity(e)
 	return v, withOp(op, err)
 }
 
@@ -993,7 +993,7 @@ func (ix *SamePartition[T]) get(ctx context.Context, op, pk, rk string) (T, erro
 	if err != nil {
 		return zero, err
 	}
-	return core.FromEntity(ix.typed, e)
+	return ix.typed.FromEntity(e)
 }
 
 func (ix *SamePartition[T]) lookupIndex(op, name string) (int, error) {
@@ -1011,7 +1011,7 @@ func decodeCopy[T any](op string, table *tablekit.Table[T], e tablekit.Entity) (
 		e.RowKey = rk
 		delete(e.Properties, primaryRowKeyProperty)
 	}
-	v, err := core.FromEntity(table, e)
+	v, err := table.FromEntity(e)
 	return v, withOp(op, err)
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // listKey names one id list: the list of the entities that have Value in
@@ -257,12 +257,12 @@ func (l *blobList) read(ctx context.Context, name string) ([]string, azcore.ETag
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", core.WrapError("GetBlob", err)
+		return nil, "", wire.Wrap("GetBlob", "", "", "", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, "", core.WrapError("GetBlob", err)
+		return nil, "", wire.Wrap("GetBlob", "", "", "", err)
 	}
 	var etag azcore.ETag
 	if resp.ETag != nil {
@@ -334,18 +334,18 @@ func (l *blobList) attempt(ctx context.Context, name string, id ID, adding bool)
 		_, err = bb.UploadBuffer(ctx, buf.Bytes(), opts)
 		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
 			if _, cerr := l.container.Create(ctx, nil); cerr != nil && !bloberror.HasCode(cerr, bloberror.ContainerAlreadyExists) {
-				return false, core.WrapError("CreateContainer", cerr)
+				return false, wire.Wrap("CreateContainer", "", "", "", cerr)
 			}
-			return true, core.WrapError("PutBlob", err)
+			return true, wire.Wrap("PutBlob", "", "", "", err)
 		}
 	}
 	if err == nil {
 		return false, nil
 	}
 	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
-		return true, core.WrapError(sdkOp, err)
+		return true, wire.Wrap(sdkOp, "", "", "", err)
 	}
-	return false, core.WrapError(sdkOp, err)
+	return false, wire.Wrap(sdkOp, "", "", "", err)
 }
 
 // IDs returns the ids in the list's blob. Cost: 1 transaction.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/tablekit/tablekit/internal/keyrule"
 )
 
 // Sentinel errors. Every error this package returns matches one of them
@@ -56,38 +58,16 @@ type KeyError struct {
 
 // Error says what is wrong and where.
 func (e *KeyError) Error() string {
-	what, prefix := "key", "keys: "
-	if e.Component >= 0 {
-		what, prefix = "component", "keys: component "+strconv.Itoa(e.Component)+": "
-	}
-	switch {
-	case e.Pos < 0:
-		return fmt.Sprintf("keys: key is %d bytes in UTF-16; the limit is %d (512 UTF-16 code units)", e.Len, MaxKeyLen)
-	case e.Reason == reasonUTF8:
-		return fmt.Sprintf("%sinvalid UTF-8 at byte %d of a %d-byte %s", prefix, e.Pos, e.Len, what)
-	case e.Reason == reasonControl:
-		return fmt.Sprintf("%scontrol character %U at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
-			prefix, e.Char, e.Pos)
-	default:
-		return fmt.Sprintf("%s%s %q (%U) at byte %d is not allowed in a key (refused: / \\ # ? U+0000-U+001F U+007F-U+009F)",
-			prefix, e.Reason, e.Char, e.Char, e.Pos)
-	}
+	return keyrule.Message(e.Component, e.Pos, e.Char, e.Reason, e.Len)
 }
 
 // Unwrap returns Err, so errors.Is(err, ErrKeyTooLong) and
 // errors.Is(err, ErrKeyCharacter) work.
 func (e *KeyError) Unwrap() error { return e.Err }
 
-const (
-	reasonReserved = "reserved character"
-	reasonControl  = "control character"
-	reasonUTF8     = "invalid UTF-8"
-	reasonTooLong  = "too long"
-)
-
 // tooLong is the error of a key of size n (KeySize) over MaxKeyLen.
 func tooLong(n int) *KeyError {
-	return &KeyError{Component: -1, Pos: -1, Reason: reasonTooLong, Len: n, Err: ErrKeyTooLong}
+	return &KeyError{Component: -1, Pos: -1, Reason: keyrule.ReasonTooLong, Len: n, Err: ErrKeyTooLong}
 }
 
 // malformed returns an error matching ErrMalformed that quotes (the start

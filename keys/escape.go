@@ -1,6 +1,10 @@
 package keys
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/internal/keyrule"
+)
 
 // The compound key format.
 //
@@ -139,7 +143,7 @@ func appendComponent(dst []byte, c string, index int) ([]byte, error) {
 		}
 		r, size := utf8.DecodeRuneInString(c[i:])
 		if r == utf8.RuneError && size == 1 {
-			return dst[:start], &KeyError{Component: index, Pos: i, Char: r, Reason: reasonUTF8, Len: len(c), Err: ErrKeyCharacter}
+			return dst[:start], &KeyError{Component: index, Pos: i, Char: r, Reason: keyrule.ReasonUTF8, Len: len(c), Err: ErrKeyCharacter}
 		}
 		if r < 0xA0 { // U+0080–U+009F
 			dst = appendEscape(append(dst, c[run:i]...), escapeOf[r])

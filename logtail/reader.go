@@ -14,8 +14,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/names"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Reader reads the records of one source from the blobs Writers made.
@@ -49,8 +50,8 @@ func openContainer(op string, acct *tablekit.Account, name string) (*container.C
 	if acct == nil || acct.Blobs() == nil {
 		return nil, &tablekit.ValidationError{Op: op, Property: "acct", Detail: "the account is nil or zero: use tablekit.Open", Err: tablekit.ErrInvalidInput}
 	}
-	if err := core.ValidateContainerName(name); err != nil {
-		return nil, opname.Set(op, err)
+	if err := names.CheckContainer(name); err != nil {
+		return nil, codec.WithOp(op, err)
 	}
 	return acct.Blobs().ServiceClient().NewContainerClient(name), nil
 }
@@ -188,7 +189,7 @@ func (r *Reader) hourBlobs(ctx context.Context, h, from, to time.Time) ([]BlobIn
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, core.WrapError("ListBlobs "+prefix, err)
+			return nil, wire.Wrap("ListBlobs "+prefix, "", "", "", err)
 		}
 		for _, it := range page.Segment.BlobItems {
 			if it.Name == nil {
@@ -286,7 +287,7 @@ func isContextErr(err error) bool {
 func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) ([]Record, error) {
 	resp, err := r.c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, core.WrapError("GetBlob "+name, err)
+		return nil, wire.Wrap("GetBlob "+name, "", "", "", err)
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
@@ -294,7 +295,7 @@ func (r *Reader) readBlob(ctx context.Context, name string, from, to time.Time) 
 		buf.Grow(int(*resp.ContentLength))
 	}
 	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, core.WrapError("GetBlob "+name, err)
+		return nil, wire.Wrap("GetBlob "+name, "", "", "", err)
 	}
 	var out []Record
 	err = parseRecords(buf.Bytes(), func(rec Record) error {

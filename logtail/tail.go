@@ -17,10 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/limits"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -529,13 +527,13 @@ func rangeFilter(spk, lo, hi, after string) tablekit.Filter {
 // when the first answers show Cosmos DB (Top refuses then).
 func (l *Log[T]) collect(ctx context.Context, op, pk, after string, n, pageSize int) (_ []T, err error) {
 	defer func() {
-		if errors.Is(err, tablekit.ErrUnsupported) && core.Cosmos(l.table) {
+		if errors.Is(err, tablekit.ErrUnsupported) && l.table.Account().Service() == tablekit.ServiceCosmosDB {
 			err = &tablekit.ValidationError{Op: op, Entity: l.table.Name(),
 				Detail: "Latest and Page read the newest entries as the first of a partition in RowKey order, which Azure Cosmos DB for Table does not keep; the design guide says the log tail pattern is not suitable for Cosmos DB (Window still works: it sorts its range on the client)",
 				Err:    tablekit.ErrUnsupported}
 		}
 	}()
-	if core.Cosmos(l.table) {
+	if l.table.Account().Service() == tablekit.ServiceCosmosDB {
 		return nil, tablekit.ErrUnsupported
 	}
 	parts, err := l.partitions(op, pk)

@@ -12,8 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/logs"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // Metadata names of a log blob. The service may return them with other
@@ -269,7 +269,7 @@ func OpenWriter(acct *tablekit.Account, container, source string, opts *WriterOp
 	case o.MaxBlobBytes < 0:
 		return nil, bad("MaxBlobBytes", "> 0", int(o.MaxBlobBytes), "negative blob size")
 	}
-	w := &Writer{c: c, cname: container, source: source, o: o, log: logs.Or(core.AccountLogger(acct)), seqHint: map[time.Time]int{}}
+	w := &Writer{c: c, cname: container, source: source, o: o, log: logs.Or(acct.Logger()), seqHint: map[time.Time]int{}}
 	rand.Read(w.id[:])
 	if o.FlushInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -339,7 +339,7 @@ func (w *Writer) Write(ctx context.Context, msg string) error {
 	if err := w.check("logtail.Writer.Write"); err != nil {
 		return err
 	}
-	return w.writeRecord(ctx, "logtail.Writer.Write", Record{Time: core.Now(w.o.Clock), Message: msg})
+	return w.writeRecord(ctx, "logtail.Writer.Write", Record{Time: timing.Now(w.o.Clock), Message: msg})
 }
 
 // WriteRecord accepts r (a zero r.Time means now, by the Clock). It returns
@@ -376,7 +376,7 @@ func (w *Writer) WriteRecord(ctx context.Context, r Record) error {
 
 func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 	if r.Time.IsZero() {
-		r.Time = core.Now(w.o.Clock)
+		r.Time = timing.Now(w.o.Clock)
 	}
 	r.Time = r.Time.UTC()
 	p := r.Time.Truncate(w.o.Period)
@@ -410,7 +410,7 @@ func (w *Writer) writeRecord(ctx context.Context, op string, r Record) error {
 		}
 		if reason < 0 {
 			w.cur.data = line
-			w.cur.note(r.Time, p, core.Now(w.o.Clock))
+			w.cur.note(r.Time, p, timing.Now(w.o.Clock))
 			w.accepted++
 			w.stats.Accepted++
 			return nil
@@ -446,7 +446,7 @@ func (w *Writer) writeThroughLocked(ctx context.Context, line []byte, t, p time.
 			return err
 		}
 	}
-	w.cur.add(line, t, p, core.Now(w.o.Clock))
+	w.cur.add(line, t, p, timing.Now(w.o.Clock))
 	w.accepted++
 	w.stats.Accepted++
 	if err := w.flushStepLocked(ctx, reasonWriteThrough); err != nil {
@@ -478,7 +478,7 @@ func (w *Writer) dueLocked() bool {
 	if w.head != nil {
 		oldest = w.head
 	}
-	return oldest.n > 0 && core.Now(w.o.Clock).Sub(oldest.since) >= w.o.FlushAge
+	return oldest.n > 0 && timing.Now(w.o.Clock).Sub(oldest.since) >= w.o.FlushAge
 }
 
 // flushStepLocked makes one step towards an empty buffer: when another

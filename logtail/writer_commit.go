@@ -18,7 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // This file writes a Writer's blocks to storage. Only the goroutine that
@@ -100,7 +100,7 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 	}
 	bb := w.c.NewBlockBlobClient(cur.name)
 	if _, err := bb.StageBlock(ctx, b.id, streaming.NopCloser(bytes.NewReader(b.data)), nil); err != nil {
-		return core.WrapError("PutBlock "+cur.name, err)
+		return wire.Wrap("PutBlock "+cur.name, "", "", "", err)
 	}
 	resp, err := bb.CommitBlockList(ctx, next.ids, &blockblob.CommitBlockListOptions{
 		Metadata:         w.metadata(&next),
@@ -108,7 +108,7 @@ func (w *Writer) appendBlock(ctx context.Context, b *batch) error {
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &cur.etag}},
 	})
 	if err != nil {
-		err = core.WrapError("PutBlockList "+cur.name, err)
+		err = wire.Wrap("PutBlockList "+cur.name, "", "", "", err)
 		if ctx.Err() != nil {
 			// Cut off: whether a try was applied is for the next try of
 			// this block to find out (it commits the same list).
@@ -164,7 +164,7 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 		bs := &blobState{name: name, period: b.period, seq: seq, ids: []string{b.id}, size: int64(len(b.data)), records: int64(b.n), first: b.first, last: b.last}
 		bb := w.c.NewBlockBlobClient(name)
 		if _, err := bb.StageBlock(ctx, b.id, streaming.NopCloser(bytes.NewReader(b.data)), nil); err != nil {
-			return core.WrapError("PutBlock "+name, err)
+			return wire.Wrap("PutBlock "+name, "", "", "", err)
 		}
 		resp, err := bb.CommitBlockList(ctx, bs.ids, &blockblob.CommitBlockListOptions{
 			Metadata:         w.metadata(bs),
@@ -177,7 +177,7 @@ func (w *Writer) create(ctx context.Context, b *batch, res *commitResult) error 
 			res.blobs++
 			return nil
 		}
-		err = core.WrapError("PutBlockList "+name, err)
+		err = wire.Wrap("PutBlockList "+name, "", "", "", err)
 		// The next try of this block starts at this name again, unless
 		// it turns out to be another writer's.
 		w.seqHint[b.period] = seq
@@ -252,7 +252,7 @@ func (w *Writer) logUnknown(ctx context.Context, name string, b *batch, err, cer
 func (w *Writer) confirm(ctx context.Context, bb *blockblob.Client, ids []string) (azcore.ETag, bool, error) {
 	resp, err := bb.GetBlockList(ctx, blockblob.BlockListTypeCommitted, nil)
 	if err != nil {
-		err = core.WrapError("GetBlockList", err)
+		err = wire.Wrap("GetBlockList", "", "", "", err)
 		if errors.Is(err, tablekit.ErrNotFound) {
 			return "", false, nil
 		}
@@ -298,7 +298,7 @@ func (w *Writer) highestSeq(ctx context.Context, p time.Time) (int, error) {
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return 0, core.WrapError("ListBlobs "+prefix, err)
+			return 0, wire.Wrap("ListBlobs "+prefix, "", "", "", err)
 		}
 		for _, it := range page.Segment.BlobItems {
 			if it.Name == nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"
@@ -68,7 +67,7 @@ func TestTwoStoresOneQueue(t *testing.T) {
 		if _, err := relay.Round(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-		sources = append(sources, core.AccountOf(st)+"/"+st.Name())
+		sources = append(sources, st.Account().Name()+"/"+st.Name())
 	}
 
 	peeked := peek(t, queue)

@@ -14,7 +14,7 @@ import (
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/stream"
 )
@@ -176,7 +176,7 @@ func NewPublisher(client *archive.Client, store *stream.Store, prefix string, op
 	case keys.Validate(prefix) != nil:
 		return nil, invalid(op, "prefix", fmt.Sprintf("prefix %q: %v", prefix, keys.Validate(prefix)))
 	}
-	p := &Publisher{client: client, source: core.AccountOf(st) + "/" + st.Name(), prefix: prefix, secret: core.EncryptedProperties(st), kind: Kind}
+	p := &Publisher{client: client, source: st.Account().Name() + "/" + st.Name(), prefix: prefix, secret: st.Encrypted(), kind: Kind}
 	if !validSource(p.source) {
 		return nil, invalid(op, "store", fmt.Sprintf("the store's table %q makes no message id: an account or table name with \"~\" or a character a RowKey refuses", p.source))
 	}
@@ -252,7 +252,7 @@ func (p *Publisher) check(op, id string, c feed.Change) error {
 	if len(p.secret) == 0 {
 		return nil
 	}
-	e, err := core.EncodeBody(c.Data) // the properties the event is stored as (events need no key fields)
+	e, err := codec.EncodeBody(c.Data) // the properties the event is stored as (events need no key fields)
 	if err != nil {
 		return invalid(op, "Data", fmt.Sprintf("message %s: the table %s encrypts %s, and the event (%T) does not encode as a table entity, so whether it carries them cannot be told: %v",
 			id, p.source, strings.Join(p.secret, ", "), c.Data, err))
@@ -349,7 +349,7 @@ func NewHandler(t *tablekit.Table[tablekit.Entity], partition func(m Message) st
 			return err
 		}
 		for _, a := range acts {
-			if got := core.ActionValue(a).PartitionKey; got != pk {
+			if got := a.Value().PartitionKey; got != pk {
 				return archive.Permanent(invalid("outbox.Handler", "PartitionKey", fmt.Sprintf("message %s: apply returned an action in partition %q, not in partition(m)'s %q, where the message's record is: a copy routed elsewhere would be applied again; route by the message alone", m.ID, got, pk)))
 			}
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"
@@ -207,7 +206,7 @@ func (r *rig) publishTwice(t *testing.T, pk string) {
 }
 
 // source is the rig's stream table as feed.Change.Source names it.
-func (r *rig) source() string { return core.AccountOf(r.st) + "/" + r.st.Name() }
+func (r *rig) source() string { return r.st.Account().Name() + "/" + r.st.Name() }
 
 func (r *rig) round(t *testing.T) {
 	t.Helper()

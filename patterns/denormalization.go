@@ -7,8 +7,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -55,7 +56,7 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 	if table == nil || len(mapping) == 0 {
 		return nil, invalid(op, "nil table or empty mapping")
 	}
-	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retry: core.TableRetry(table)}
+	d := &Denormalizer[S]{table: table, mapping: maps.Clone(mapping), retry: table.Retry()}
 	d.sources = slices.Sorted(maps.Keys(mapping))
 	seen := map[string]string{}
 	for _, src := range d.sources {
@@ -68,13 +69,13 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 		}
 		seen[dst] = src
 	}
-	d.encode = core.Encode[S]
+	d.encode = codec.Encode[S]
 	if opts != nil && opts.Registry != nil {
 		reg := opts.Registry
 		d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("patterns.Denormalizer.Write", v) }
 	}
 	var zero S
-	if _, err := core.Encode(zero); err != nil {
+	if _, err := codec.Encode(zero); err != nil {
 		return nil, withOp(op, err)
 	}
 	return d, nil
@@ -133,7 +134,7 @@ func (d *Denormalizer[S]) write(ctx context.Context, src S, copyRowKeys []string
 		return sourceETag(d.table.Transaction(ctx, actions...))
 	}
 	var last error
-	for range core.Attempts(ctx, d.retry) {
+	for range timing.Policy(d.retry).Attempts(ctx) {
 		copies, err := d.readCopies(ctx, e.PartitionKey, copyRowKeys)
 		if err != nil {
 			return "", err

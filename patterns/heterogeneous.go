@@ -12,8 +12,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -131,17 +132,17 @@ func Register[T any](r *Registry, kind string, version int) error {
 		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
 	}
 	var zero T
-	if _, err := core.EncodeBody(zero); err != nil {
+	if _, err := codec.EncodeBody(zero); err != nil {
 		return withOp("patterns.Register", err)
 	}
-	_, err := core.Encode(zero) // refuses a struct without key fields alone
+	_, err := codec.Encode(zero) // refuses a struct without key fields alone
 	kv := kindVersion{kind, version}
 	info := &kindInfo{
 		kindVersion: kv,
 		typ:         typ,
 		keyed:       err == nil,
-		decode:      func(e tablekit.Entity) (any, error) { return core.DecodeBody[T](e) },
-		encode:      func(v any) (tablekit.Entity, error) { return core.EncodeBody(v.(T)) },
+		decode:      func(e tablekit.Entity) (any, error) { return codec.DecodeBody[T](e) },
+		encode:      func(v any) (tablekit.Entity, error) { return codec.EncodeBody(v.(T)) },
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -354,37 +355,37 @@ func (m *Mixed) WithKey(key string) *Mixed {
 // missingOK, a delete refused because the entity is missing (a keyed
 // DeleteIfExists) is sent again as the record alone, and missing says so.
 func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit.Action[tablekit.Entity], missingOK bool) (etags []azcore.ETag, replayed, missing bool, err error) {
-	if err := idem.Check(op, m.table, m.key); err != nil {
+	if err := codec.WithOp(op, coord.CheckKey(m.table, m.key)); err != nil {
 		return nil, false, false, err
 	}
 	if len(conv) == 0 {
 		return nil, false, false, invalid(op, "no actions")
 	}
-	if len(conv) > idem.MaxActions {
+	if len(conv) > coord.MaxKeyedActions {
 		return nil, false, false, &tablekit.ValidationError{Op: op, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(conv) + 1, Unit: "actions", Detail: fmt.Sprintf("%d actions and the record", len(conv)), Err: tablekit.ErrTooLarge}
 	}
-	pk := core.ActionValue(conv[0]).PartitionKey
+	pk := conv[0].Value().PartitionKey
 	for i, a := range conv {
-		v := core.ActionValue(a)
+		v := a.Value()
 		if v.PartitionKey != pk {
 			return nil, false, false, invalid(op, fmt.Sprintf("action %d: PartitionKey %q, action 0's %q: a transaction is one partition", i, v.PartitionKey, pk))
 		}
-		if idem.Reserved(v.RowKey) {
-			return nil, false, false, &tablekit.ValidationError{Op: op, Entity: pk + "/" + v.RowKey, Property: "RowKey", Detail: fmt.Sprintf("action %d: RowKeys starting with %q are reserved for tablekit's own rows", i, idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+		if strings.HasPrefix(v.RowKey, coord.ReservedPrefix) {
+			return nil, false, false, &tablekit.ValidationError{Op: op, Entity: pk + "/" + v.RowKey, Property: "RowKey", Detail: fmt.Sprintf("action %d: RowKeys starting with %q are reserved for tablekit's own rows", i, coord.ReservedPrefix), Err: tablekit.ErrInvalidKey}
 		}
 	}
 	n := len(conv)
-	kx := idem.New(m.table, pk, m.key, idem.OfActions(m.table, conv), 0, nil, tablekit.RetryPolicy{})
-	policy := core.WithDefaults(tablekit.RetryPolicy{}, core.ConflictRetry)
-	for range core.Attempts(ctx, policy) {
-		var o idem.Outcome
+	kx := coord.NewKeyedTx(m.table, pk, m.key, coord.FingerprintActions(m.table, conv), nil)
+	policy := tablekit.RetryPolicy(timing.Policy(tablekit.RetryPolicy{}).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
+	for range timing.Policy(policy).Attempts(ctx) {
+		var o coord.Outcome
 		etags, o, err = kx.Send(ctx, conv...)
 		var te *tablekit.TransactionError
 		switch {
 		case missingOK && errors.As(err, &te) && te.Index == 0 && errors.Is(err, tablekit.ErrNotFound):
 			conv, missing = nil, true // nothing to delete: record the key alone
 			continue
-		case o == idem.NotApplied:
+		case o == coord.NotApplied:
 			continue // nothing was applied: send again
 		case err != nil:
 			return nil, false, false, err
@@ -392,7 +393,7 @@ func (m *Mixed) keyedTransaction(ctx context.Context, op string, conv []tablekit
 		if etags == nil || missing {
 			etags = make([]azcore.ETag, n)
 		}
-		return etags, o == idem.Replayed, missing && o != idem.Replayed, nil
+		return etags, o == coord.Replayed, missing && o != coord.Replayed, nil
 	}
 	if ctx.Err() != nil {
 		return nil, false, false, ctx.Err()
@@ -555,7 +556,7 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 		}
 		n := 0
 		for e, err := range m.table.Query(ctx, f, &o) {
-			if err == nil && idem.Reserved(e.RowKey) {
+			if err == nil && strings.HasPrefix(e.RowKey, coord.ReservedPrefix) {
 				continue // tablekit's own row (an idempotency record)
 			}
 			var v any
@@ -624,7 +625,7 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 			if k, v, ok := m.reg.Kind(e); !ok || k != kind || v != version {
 				continue
 			}
-			t, err := core.DecodeBody[T](e)
+			t, err := codec.DecodeBody[T](e)
 			if !yield(t, withOp(op, err)) || err != nil {
 				return
 			}
@@ -648,7 +649,7 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	}
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		c, err := core.MapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
+		c, err := mapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
 		if err != nil {
 			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}
@@ -660,4 +661,27 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	}
 	etags, err := m.table.Transaction(ctx, conv...)
 	return etags, withOp(op, err)
+}
+
+// mapAction returns the action that does what a does (the same verb and
+// ETag) with the value f(v) in place of a's value v; a zero Action stays
+// zero, and is refused where it is used.
+func mapAction[T, U any](a tablekit.Action[T], f func(T) (U, error)) (tablekit.Action[U], error) {
+	u, err := f(a.Value())
+	if err != nil {
+		return tablekit.Action[U]{}, err
+	}
+	switch a.Verb() {
+	case "Insert":
+		return tablekit.InsertAction(u), nil
+	case "Upsert":
+		return tablekit.UpsertAction(u), nil
+	case "Update":
+		return tablekit.UpdateAction(u, a.ETag()), nil
+	case "Merge":
+		return tablekit.MergeAction(u, a.ETag()), nil
+	case "Delete":
+		return tablekit.DeleteAction(u, a.ETag()), nil
+	}
+	return tablekit.Action[U]{}, nil
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/names"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -173,7 +174,7 @@ func NewPeriodTables[T any](acct *tablekit.Account, prefix string, period Period
 	p := &PeriodTables[T]{acct: acct, prefix: prefix, period: period.p, topts: opts, created: map[string]*tablekit.Table[T]{}}
 	sample := p.period.stamp(p.period.start(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)))
 	p.width = len(sample)
-	if err := core.ValidateTableName(prefix + sample); err != nil {
+	if err := names.CheckTable(prefix + sample); err != nil {
 		return nil, withOp(op, annotate(err, fmt.Sprintf("the table prefix %q does not make valid table names", prefix)))
 	}
 	for _, r := range prefix {
@@ -265,7 +266,7 @@ func (p *PeriodTables[T]) list(ctx context.Context) ([]PeriodTable, error) {
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, core.WrapError("ListTables", err)
+			return nil, wire.Wrap("ListTables", "", "", "", err)
 		}
 		for _, t := range page.Tables {
 			if t == nil || t.Name == nil {
@@ -368,7 +369,7 @@ func (p *PeriodTables[T]) dropBefore(ctx context.Context, cutoff time.Time) ([]s
 			continue
 		}
 		_, err := p.acct.Tables().DeleteTable(ctx, pt.Name, nil)
-		if err = core.WrapError("DeleteTable", err); err != nil && !errors.Is(err, tablekit.ErrNotFound) {
+		if err = wire.Wrap("DeleteTable", "", "", "", err); err != nil && !errors.Is(err, tablekit.ErrNotFound) {
 			return dropped, err
 		}
 		p.mu.Lock()

@@ -19,8 +19,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -141,8 +142,8 @@ func NewLarge[T any](table *tablekit.Table[T], container *container.Client, opts
 		return nil, invalid(op, "nil table or container")
 	}
 	view := table.AsEntities()
-	l := &Large[T]{table: view, typed: table, container: container, threshold: limits.PropertyBytes, refProp: defaultRefProperty, conc: 8, grace: defaultLargeGrace, retry: core.TableRetry(table)}
-	if names := core.EncryptedProperties(table); len(names) > 0 {
+	l := &Large[T]{table: view, typed: table, container: container, threshold: limits.PropertyBytes, refProp: defaultRefProperty, conc: 8, grace: defaultLargeGrace, retry: table.Retry()}
+	if names := table.Encrypted(); len(names) > 0 {
 		l.encrypted = make(map[string]bool, len(names))
 		for _, name := range names {
 			l.encrypted[name] = true
@@ -210,7 +211,7 @@ func (l *Large[T]) usable(op string) error {
 // as, by encoding a value with a marker in that field.
 func largeFields[T any](table *tablekit.Table[T]) (map[string]largeField, error) {
 	var zero T
-	if _, err := core.ToEntity(table, zero); err != nil {
+	if _, err := table.ToEntity(zero); err != nil {
 		return nil, err
 	}
 	typ := reflect.TypeFor[T]()
@@ -234,7 +235,7 @@ func largeFields[T any](table *tablekit.Table[T]) (map[string]largeField, error)
 		} else {
 			fv.SetString(marker)
 		}
-		e, err := core.ToEntity(table, v)
+		e, err := table.ToEntity(v)
 		if err != nil {
 			continue // e.g. a guid string
 		}
@@ -278,7 +279,7 @@ func (l *Large[T]) toEntity(v T) (tablekit.Entity, error) {
 			fv.SetString("")
 		}
 	}
-	e, err := core.ToEntity(l.typed, v)
+	e, err := l.typed.ToEntity(v)
 	if err != nil {
 		return e, err
 	}
@@ -306,7 +307,7 @@ func (l *Large[T]) fromEntity(e tablekit.Entity) (T, error) {
 			small.Properties[name] = val
 		}
 	}
-	v, err := core.FromEntity(l.typed, small)
+	v, err := l.typed.FromEntity(small)
 	if err != nil {
 		return v, err
 	}
@@ -458,7 +459,7 @@ func (l *Large[T]) refs(e *tablekit.Entity) (map[string]blobRef, error) {
 // readRefs reads only the reference property of an entity (and its ETag):
 // one point query.
 func (l *Large[T]) readRefs(ctx context.Context, pk, rk string) (map[string]blobRef, azcore.ETag, error) {
-	e, err := core.GetSelect(ctx, l.table, pk, rk, l.refProp)
+	e, err := l.table.GetSelect(ctx, pk, rk, l.refProp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -554,7 +555,7 @@ func (g *goneError) Unwrap() []error { return []error{g.err, errEntityGone} }
 // (ErrMissingBlob).
 func (l *Large[T]) load(ctx context.Context, e tablekit.Entity, selected map[string]bool) (tablekit.Entity, error) {
 	var last error
-	for range core.Attempts(ctx, l.retry) {
+	for range timing.Policy(l.retry).Attempts(ctx) {
 		out, err := l.restore(ctx, e, selected)
 		var missing *missingBlobError
 		if !errors.As(err, &missing) {
@@ -645,7 +646,7 @@ func (l *Large[T]) restore(ctx context.Context, e tablekit.Entity, selected map[
 func (l *Large[T]) download(ctx context.Context, ref blobRef) ([]byte, error) {
 	resp, err := l.container.NewBlobClient(ref.Blob).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, core.WrapError("GetBlob", err)
+		return nil, wire.Wrap("GetBlob", "", "", "", err)
 	}
 	body := resp.NewRetryReader(ctx, nil)
 	defer body.Close()
@@ -709,9 +710,9 @@ func (l *Large[T]) sweep(ctx context.Context, opts *SweepOptions) ([]string, err
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, core.WrapError("ListBlobs", err)
+			return nil, wire.Wrap("ListBlobs", "", "", "", err)
 		}
-		now := core.Now(l.clock)
+		now := timing.Now(l.clock)
 		if l.clock == nil && page.Date != nil && page.Date.Before(now) {
 			now = *page.Date // the service's clock, as LastModified
 		}

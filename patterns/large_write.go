@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/spans"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -88,7 +89,7 @@ const (
 // may have been applied and then deleted.
 func (l *Large[T]) write(ctx context.Context, op string, e tablekit.Entity, oldRefs map[string]blobRef, etag azcore.ETag, mode writeMode) (azcore.ETag, error) {
 	var last error
-	for range core.Attempts(ctx, l.retry) {
+	for range timing.Policy(l.retry).Attempts(ctx) {
 		newETag, err := l.put(ctx, op, e, oldRefs, etag, mode)
 		var again *restartPut
 		if !errors.As(err, &again) {
@@ -197,7 +198,7 @@ func (l *Large[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 		return zero, invalid(op, "nil function")
 	}
 	var last error
-	for range core.Attempts(ctx, l.retry) {
+	for range timing.Policy(l.retry).Attempts(ctx) {
 		stored, oldRefs, found, err := l.readForModify(ctx, pk, rk)
 		if errors.Is(err, errEntityGone) || errors.Is(err, errChangedWhileRead) {
 			last = err
@@ -319,7 +320,7 @@ func (l *Large[T]) DeleteIfExists(ctx context.Context, pk, rk string) (existed b
 func (l *Large[T]) remove(ctx context.Context, pk, rk string, etag azcore.ETag) (existed bool, err error) {
 	fixed := etag != "" && etag != azcore.ETagAny
 	var last error
-	for range core.Attempts(ctx, l.retry) {
+	for range timing.Policy(l.retry).Attempts(ctx) {
 		refs, current, err := l.readRefs(ctx, pk, rk)
 		if errors.Is(err, tablekit.ErrNotFound) && etag == "" {
 			return false, nil
@@ -368,7 +369,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 	if err != nil {
 		return "", err
 	}
-	start := core.Now(l.clock)
+	start := timing.Now(l.clock)
 	err = forEach(ctx, len(blobs), l.conc, func(ctx context.Context, i int) error {
 		return l.upload(ctx, blobs[i])
 	})
@@ -380,7 +381,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 	}
 	wctx := ctx
 	if len(blobs) > 0 {
-		left := l.grace/2 - core.Now(l.clock).Sub(start)
+		left := l.grace/2 - timing.Now(l.clock).Sub(start)
 		if left <= 0 {
 			l.deleteBlobs(context.WithoutCancel(ctx), spilledNames(blobs))
 			return "", fmt.Errorf("%s/%s: writing its blobs took longer than half the grace period (%v); no entity was written: %w", e.PartitionKey, e.RowKey, l.grace/2, context.DeadlineExceeded)
@@ -408,7 +409,7 @@ func (l *Large[T]) put(ctx context.Context, op string, e tablekit.Entity, oldRef
 // write, or a later read showed another version), so that they may be
 // deleted.
 func (l *Large[T]) writeEntity(ctx context.Context, e tablekit.Entity, blobs []*spilled, oldRefs map[string]blobRef, etag azcore.ETag, mode writeMode) (newETag azcore.ETag, replaced map[string]blobRef, unreferenced bool, err error) {
-	for range core.Attempts(ctx, l.retry) {
+	for range timing.Policy(l.retry).Attempts(ctx) {
 		if etag == "" && len(blobs) > 0 {
 			again, done, tag, ierr := l.insert(ctx, e, blobs)
 			switch {
@@ -557,7 +558,7 @@ func refNames(refs map[string]blobRef) []string {
 
 // upload writes one blob, create-only: a blob name is never reused.
 func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
-	ctx, end := spans.Start(ctx, core.Tracer(l.table), "Large.Spill",
+	ctx, end := spans.Start(ctx, spans.NewTracer(l.table.Account().TracingProvider(), spans.TableNamespace(l.table.Account().Service() == tablekit.ServiceCosmosDB)), "Large.Spill",
 		tracing.Attribute{Key: "tablekit.property", Value: s.name},
 		tracing.Attribute{Key: "tablekit.blob", Value: s.ref.Blob},
 		tracing.Attribute{Key: "tablekit.bytes", Value: len(s.data)})
@@ -572,7 +573,7 @@ func (l *Large[T]) upload(ctx context.Context, s *spilled) (err error) {
 			IfNoneMatch: to.Ptr(azcore.ETagAny),
 		}},
 	})
-	err = core.WrapError("PutBlob", err)
+	err = wire.Wrap("PutBlob", "", "", "", err)
 	if errors.Is(err, tablekit.ErrAlreadyExists) {
 		// The name is new and random: only this upload can have created
 		// it, in a try whose answer was lost before the SDK retried.
@@ -595,7 +596,7 @@ func (l *Large[T]) deleteBlobs(ctx context.Context, names []string) {
 // deleteBlob deletes one blob; a missing blob is not an error.
 func (l *Large[T]) deleteBlob(ctx context.Context, name string) error {
 	_, err := l.container.NewBlobClient(name).Delete(ctx, nil)
-	if err = core.WrapError("DeleteBlob", err); errors.Is(err, tablekit.ErrNotFound) {
+	if err = wire.Wrap("DeleteBlob", "", "", "", err); errors.Is(err, tablekit.ErrNotFound) {
 		return nil
 	}
 	return err

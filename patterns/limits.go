@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/opname"
 )
@@ -21,16 +21,16 @@ import (
 // This file holds what several patterns share: the storage service's size
 // formula, value comparison and conflict detection.
 
-// Azure's entity size formula (internal/core.EntitySize).
+// Azure's entity size formula (internal/codec.EntitySize).
 func keysSize(pk, rk string) int {
-	return core.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
+	return codec.EntitySize(tablekit.Entity{PartitionKey: pk, RowKey: rk})
 }
 
 // propertySize is the size of one custom property in Azure's formula.
-func propertySize(name string, v any) int { return core.PropertySize(name, v) }
+func propertySize(name string, v any) int { return codec.PropertySize(name, v) }
 
 // valueSize is the size of a property value in Azure's formula.
-func valueSize(v any) int { return core.PropertySize("", v) - 8 }
+func valueSize(v any) int { return codec.PropertySize("", v) - 8 }
 
 // jsonPropertySize bounds the bytes one property adds to an entity's JSON
 // in a request body: `,"name":value` plus an `@odata.type` annotation.
@@ -176,14 +176,14 @@ func forEach(ctx context.Context, n, limit int, fn func(ctx context.Context, i i
 // withOp names op, the exported operation that failed ("patterns.Wide.Get"),
 // in err, so that its message starts "patterns: Wide.Get: ": a
 // *tablekit.ValidationError or *tablekit.DecodeError that names no
-// operation gets op (opname.Set), and any other error whose message does
+// operation gets op (codec.WithOp), and any other error whose message does
 // not start so is wrapped in an opError. Context errors are returned as
 // they are, as tablekit returns them. A nil err gives nil.
 func withOp(op string, err error) error {
 	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
 		return err
 	}
-	err = opname.Set(op, err)
+	err = codec.WithOp(op, err)
 	if strings.HasPrefix(err.Error(), opname.Prefix(op)+":") {
 		return err
 	}

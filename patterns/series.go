@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/limits"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -74,7 +74,7 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 	if o.Width == 0 {
 		o.Width = max(2, len(fmt.Sprint(o.Slots-1)))
 	}
-	s := &Series{table: table, retry: core.TableRetry(table)}
+	s := &Series{table: table, retry: table.Retry()}
 	for i := range o.Slots {
 		n, err := keys.UintN(uint64(i), o.Width)
 		if err != nil {
@@ -87,7 +87,7 @@ func NewSeries(table *tablekit.Table[tablekit.Entity], opts *SeriesOptions) (*Se
 	for _, name := range s.names {
 		probe.Properties[name] = int64(0)
 	}
-	if _, err := core.Encode(probe); err != nil {
+	if _, err := codec.Encode(probe); err != nil {
 		return nil, withOp(op, err)
 	}
 	return s, nil
@@ -191,7 +191,7 @@ func (s *Series) Modify(ctx context.Context, pk, rk string, fn func(values []int
 
 func (s *Series) modify(ctx context.Context, op, pk, rk string, fn func(values []int64) error) ([]int64, error) {
 	var last error
-	for range core.Attempts(ctx, s.retry) {
+	for range timing.Policy(s.retry).Attempts(ctx) {
 		e, err := s.table.Get(ctx, pk, rk)
 		exists := err == nil
 		if err != nil && !errors.Is(err, tablekit.ErrNotFound) {

@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -80,7 +79,7 @@ func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, shard
 		s.isEntity = true
 	} else {
 		var zero T
-		if _, err := core.Encode(zero); err != nil {
+		if _, err := codec.Encode(zero); err != nil {
 			return nil, withOp(op, err)
 		}
 	}
@@ -147,7 +146,7 @@ func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
 	if s.isEntity {
 		return any(v).(tablekit.Entity), nil
 	}
-	return core.Encode(v)
+	return codec.Encode(v)
 }
 
 // Query returns the events with from <= Time < until, in time order (and
@@ -203,12 +202,12 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 			fs[i] = tablekit.RowKeyRange(pk, lo, hi)
 		}
 		var cursors []*shardCursor
-		if !core.Cosmos(s.table) {
+		if s.table.Account().Service() != tablekit.ServiceCosmosDB {
 			var cancel context.CancelFunc
 			cursors, cancel, err = s.readShards(ctx, fs, o)
 			defer cancel()
 		}
-		if err == nil && core.Cosmos(s.table) {
+		if err == nil && s.table.Account().Service() == tablekit.ServiceCosmosDB {
 			// Cosmos DB, known before, or shown by the shards' first
 			// pages: nothing was yielded yet.
 			cursors, err = s.readCosmos(ctx, fs, o)
@@ -238,7 +237,7 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 			}
 			c.pos++
 			ok, err := c.fill()
-			if err == nil && ok && c.pos == 0 && core.Cosmos(s.table) {
+			if err == nil && ok && c.pos == 0 && s.table.Account().Service() == tablekit.ServiceCosmosDB {
 				// A later page showed Cosmos DB, after events were
 				// yielded in the order the first pages gave.
 				err = &tablekit.ValidationError{Op: op, Entity: s.name,
@@ -279,7 +278,7 @@ func (s *Stream[T]) readShards(ctx context.Context, fs []tablekit.Filter, o tabl
 			return nil, cancel, err
 		}
 	}
-	if core.Cosmos(s.table) {
+	if s.table.Account().Service() == tablekit.ServiceCosmosDB {
 		cancel() // the first pages showed Cosmos DB: read again (readCosmos)
 	}
 	return cursors, cancel, nil
@@ -457,7 +456,7 @@ func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
 		ev.Value = any(e).(T)
 		return ev, nil
 	}
-	ev.Value, err = core.Decode[T](e)
+	ev.Value, err = codec.Decode[T](e)
 	return ev, err
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -128,7 +127,7 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 	if table == nil {
 		return nil, invalid(op, "nil table")
 	}
-	w := &Wide[T]{table: table.AsEntities(), typed: table, perPart: maxPartProperties, retry: core.TableRetry(table)}
+	w := &Wide[T]{table: table.AsEntities(), typed: table, perPart: maxPartProperties, retry: table.Retry()}
 	if opts != nil {
 		if opts.PropertiesPerPart < 0 || opts.PropertiesPerPart > maxPartProperties {
 			return nil, &tablekit.ValidationError{Op: op, Property: "PropertiesPerPart", Limit: fmt.Sprintf("1–%d", maxPartProperties), Size: opts.PropertiesPerPart, Detail: "out of range", Err: tablekit.ErrInvalidInput}
@@ -143,7 +142,7 @@ func NewWide[T any](table *tablekit.Table[T], opts *WideOptions) (*Wide[T], erro
 		return w, nil
 	}
 	var zero T
-	if _, err := core.ToEntity(table, zero); err != nil {
+	if _, err := table.ToEntity(zero); err != nil {
 		return nil, withOp(op, err)
 	}
 	f, err := findWideField(typ)
@@ -234,7 +233,7 @@ func (w *Wide[T]) encode(v T) (pk, rk string, props map[string]any, err error) {
 		}
 		return e.PartitionKey, e.RowKey, props, nil
 	}
-	e, err := core.ToEntity(w.typed, v)
+	e, err := w.typed.ToEntity(v)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -304,7 +303,7 @@ func (w *Wide[T]) decode(pk, rk string, ts time.Time, etag azcore.ETag, props ma
 			}
 		}
 	}
-	v, err := core.FromEntity(w.typed, plain)
+	v, err := w.typed.FromEntity(plain)
 	if err != nil {
 		return zero, err
 	}

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -163,7 +162,7 @@ func newStamp() string {
 // readVersion reads until the parts are one version, at most as often as
 // the Retry policy says.
 func (w *Wide[T]) readVersion(ctx context.Context, pk, rk string) ([]*widePart, error) {
-	for range core.Attempts(ctx, w.retry) {
+	for range timing.Policy(w.retry).Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil || ok {
 			return parts, err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/idem"
+	"github.com/tablekit/tablekit/coord"
+	"github.com/tablekit/tablekit/internal/codec"
+	"github.com/tablekit/tablekit/internal/timing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -71,32 +73,32 @@ func (w *Wide[T]) WithKey(key string) *Wide[T] {
 // holds the properties the caller wrote (none for a delete, or Modify's
 // write, which a function computes), whose fingerprint the key's record
 // keeps.
-func (w *Wide[T]) keyTx(op string, in tablekit.Entity) (*idem.Tx, error) {
+func (w *Wide[T]) keyTx(op string, in tablekit.Entity) (*coord.KeyedTx, error) {
 	if !w.keyed {
 		return nil, nil
 	}
 	pk, rk := in.PartitionKey, in.RowKey
-	if err := idem.Check(op, w.table, w.key); err != nil {
+	if err := codec.WithOp(op, coord.CheckKey(w.table, w.key)); err != nil {
 		return nil, err
 	}
-	if idem.Reserved(rk) {
-		return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows", idem.ReservedPrefix), Err: tablekit.ErrInvalidKey}
+	if strings.HasPrefix(rk, coord.ReservedPrefix) {
+		return nil, &tablekit.ValidationError{Op: op, Entity: pk + "/" + rk, Property: "RowKey", Detail: fmt.Sprintf("RowKeys starting with %q are reserved for tablekit's own rows", coord.ReservedPrefix), Err: tablekit.ErrInvalidKey}
 	}
-	return idem.New(w.table, pk, w.key, idem.OfWrite(w.table, op, in), 0, nil, w.retry), nil
+	return coord.NewKeyedTx(w.table, pk, w.key, coord.FingerprintWrite(w.table, op, in), &coord.KeyedTxOptions{Retry: w.retry}), nil
 }
 
 // send sends actions as one transaction, with kx's record when keyed
-// (kx.Send's outcomes); unkeyed, the outcome is idem.Applied on success.
-func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Action[tablekit.Entity]) ([]azcore.ETag, idem.Outcome, error) {
+// (kx.Send's outcomes); unkeyed, the outcome is coord.Applied on success.
+func (w *Wide[T]) send(ctx context.Context, kx *coord.KeyedTx, actions []tablekit.Action[tablekit.Entity]) ([]azcore.ETag, coord.Outcome, error) {
 	if kx == nil {
 		etags, err := w.table.Transaction(ctx, actions...)
 		if err != nil {
 			return nil, 0, err
 		}
-		return etags, idem.Applied, nil
+		return etags, coord.Applied, nil
 	}
-	if len(actions) > idem.MaxActions {
-		e := core.ActionValue(actions[0])
+	if len(actions) > coord.MaxKeyedActions {
+		e := actions[0].Value()
 		return nil, 0, &tablekit.ValidationError{Entity: e.PartitionKey + "/" + e.RowKey, Limit: "<= 100 actions per entity group transaction, one of them the idempotency record of WithKey", Size: len(actions) + 1, Unit: "actions", Detail: fmt.Sprintf("the write takes %d physical entities and the record", len(actions)), Err: tablekit.ErrTooLarge}
 	}
 	return kx.Send(ctx, actions...)
@@ -107,15 +109,15 @@ func (w *Wide[T]) send(ctx context.Context, kx *idem.Tx, actions []tablekit.Acti
 // key's record exists (an earlier call applied it: 1 read), an error
 // matching coord.ErrKeyReused when that call's write was another, else
 // err.
-func keyRefused(ctx context.Context, kx *idem.Tx, err error) (replayed bool, _ error) {
+func keyRefused(ctx context.Context, kx *coord.KeyedTx, err error) (replayed bool, _ error) {
 	if kx == nil || !(errors.Is(err, tablekit.ErrNotFound) || errors.Is(err, tablekit.ErrPreconditionFailed)) {
 		return false, err
 	}
 	o, serr := kx.Settle(ctx)
 	switch {
-	case errors.Is(serr, idem.ErrKeyReused):
+	case errors.Is(serr, coord.ErrKeyReused):
 		return false, serr
-	case serr == nil && o != idem.NotApplied:
+	case serr == nil && o != coord.NotApplied:
 		return true, nil
 	}
 	return false, err
@@ -143,10 +145,10 @@ func (w *Wide[T]) Insert(ctx context.Context, v T) (azcore.ETag, error) {
 		return "", err
 	}
 	if kx != nil {
-		for range core.Attempts(ctx, w.retry) {
+		for range timing.Policy(w.retry).Attempts(ctx) {
 			etags, o, err := w.send(ctx, kx, actions)
 			switch {
-			case o == idem.NotApplied:
+			case o == coord.NotApplied:
 				continue // nothing was applied: send again
 			case err != nil:
 				return "", withOp(op, err)
@@ -176,7 +178,7 @@ func part0ETag(rk string, actions []tablekit.Action[tablekit.Entity], etags []az
 		return ""
 	}
 	for i, a := range actions {
-		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
+		if a.Value().RowKey == rk0 && a.Verb() != "Delete" {
 			return etags[i]
 		}
 	}
@@ -201,8 +203,8 @@ func (w *Wide[T]) settled(ctx context.Context, pk, rk string, actions []tablekit
 	}
 	var stamp string
 	for _, a := range actions {
-		if core.ActionValue(a).RowKey == rk0 && !core.IsDelete(a) {
-			stamp, _ = core.ActionValue(a).Properties[wideStampProperty].(string)
+		if a.Value().RowKey == rk0 && a.Verb() != "Delete" {
+			stamp, _ = a.Value().Properties[wideStampProperty].(string)
 		}
 	}
 	if stamp == "" {
@@ -402,7 +404,7 @@ func (w *Wide[T]) write(ctx context.Context, op string, in tablekit.Entity, retr
 		return wideWritten{}, err
 	}
 	var last error
-	for range core.Attempts(ctx, w.retry) {
+	for range timing.Policy(w.retry).Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return wideWritten{}, err
@@ -431,9 +433,9 @@ func (w *Wide[T]) write(ctx context.Context, op string, in tablekit.Entity, retr
 		etags, o, err := w.send(ctx, kx, actions)
 		last = err
 		switch {
-		case o == idem.Replayed:
+		case o == coord.Replayed:
 			return wideWritten{replayed: true}, nil
-		case o == idem.NotApplied:
+		case o == coord.NotApplied:
 			continue // nothing was applied: read and write again
 		case err == nil && len(actions) == 0:
 			return wideWritten{etag: parts[0].etag, props: props, ts: ts}, nil // the record alone
@@ -498,7 +500,7 @@ func (w *Wide[T]) remove(ctx context.Context, op, pk, rk string, etag azcore.ETa
 		return false, err
 	}
 	var last error
-	for range core.Attempts(ctx, w.retry) {
+	for range timing.Policy(w.retry).Attempts(ctx) {
 		parts, ok, err := w.read(ctx, pk, rk)
 		if err != nil {
 			return false, err
@@ -527,9 +529,9 @@ func (w *Wide[T]) remove(ctx context.Context, op, pk, rk string, etag azcore.ETa
 		_, o, err := w.send(ctx, kx, actions)
 		last = err
 		switch {
-		case o == idem.Replayed:
+		case o == coord.Replayed:
 			return false, nil
-		case o == idem.NotApplied:
+		case o == coord.NotApplied:
 			continue // nothing was applied: read and delete again
 		case err == nil:
 			return len(parts) > 0, nil

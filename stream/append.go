@@ -11,8 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // Append appends events to stream id if the stream's version is
@@ -89,7 +89,7 @@ func (s *Store) Check(id ID, expectedVersion int64, events []Event, extra ...tab
 // give before sending (the entities' keys and sizes, the transaction's
 // size), or nil: what plan leaves to them.
 func (s *Store) checkTransaction(p *plan) error {
-	return transactionInvalid(core.CheckTransaction(s.t, p.acts...))
+	return transactionInvalid(s.t.CheckTransaction(p.acts...))
 }
 
 // transactionInvalid names Append in an error of the root's checks of an
@@ -125,7 +125,7 @@ func (s *Store) appendAtEnd(ctx context.Context, id ID, events []Event, extra []
 		return Result{}, err
 	}
 	var last error
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		p, err := s.plan(id, v, events, extra)
 		if err != nil {
 			return Result{}, err
@@ -249,7 +249,7 @@ func (s *Store) plan(id ID, expected int64, events []Event, extra []tablekit.Act
 	p.extraAt = len(p.acts)
 	own := id.Prefix + "~"
 	for i, a := range extra {
-		verb, e, _ := core.ActionOf(a)
+		verb, e := a.Verb(), a.Value()
 		switch {
 		case verb == "":
 			return nil, invalid(op, "extra", fmt.Sprintf("extra action %d is the zero Action", i))
@@ -281,7 +281,7 @@ func streamRow(rk string) bool {
 func (s *Store) append(ctx context.Context, p *plan) (Result, error) {
 	lost := false // a try's answer was lost: it may have been applied
 	var lastErr error
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		etags, err := s.t.Transaction(ctx, p.acts...)
 		var te *tablekit.TransactionError
 		var ve *tablekit.ValidationError
@@ -431,7 +431,7 @@ func (s *Store) settleByIDs(ctx context.Context, p *plan, v int64) (Result, bool
 // startRetried is start, retried as Options.Retry says.
 func (s *Store) startRetried(ctx context.Context, id ID) (int64, error) {
 	err := ctx.Err()
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		var start int64
 		if start, err = s.start(ctx, id); err == nil {
 			return start, nil
@@ -468,7 +468,7 @@ func (s *Store) conflict(ctx context.Context, p *plan) error {
 // current reads the stream's version, retried as Options.Retry says.
 func (s *Store) current(ctx context.Context, id ID) (int64, error) {
 	err := ctx.Err()
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		var v int64
 		if v, err = s.version(ctx, id); err == nil {
 			return v, nil
@@ -483,7 +483,7 @@ func (s *Store) current(ctx context.Context, id ID) (int64, error) {
 // get reads one row, retried as Options.Retry says; found is false when
 // there is none.
 func (s *Store) get(ctx context.Context, pk, rk string) (e tablekit.Entity, found bool, err error) {
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		e, err = s.t.Get(ctx, pk, rk)
 		if err == nil {
 			return e, true, nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/opname"
+	"github.com/tablekit/tablekit/internal/codec"
 )
 
 // ErrPartlyApplied reports an append refused because some of its events'
@@ -115,9 +115,9 @@ func fail(op string, err error) error {
 	case errors.As(err, &ce), errors.As(err, &te):
 		return err
 	case errors.As(err, &ve) && (ve.Op == "" || strings.HasPrefix(ve.Op, "stream.")):
-		return opname.Set("stream."+op, err)
+		return codec.WithOp("stream."+op, err)
 	case errors.As(err, &de) && (de.Op == "" || strings.HasPrefix(de.Op, "stream.")):
-		return opname.Set("stream."+op, err)
+		return codec.WithOp("stream."+op, err)
 	}
 	return &opError{op: op, err: err}
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns"
 )
@@ -116,7 +116,7 @@ func (id ID) validate(op string) error {
 // the service would refuse (validate checked the rest), on Azure Cosmos DB
 // for Table too.
 func (s *Store) checkKeys(op string, id ID, ids []string) error {
-	if core.Cosmos(s.t) && len(id.head(maxVersion)) > limits.CosmosRowKeyBytes {
+	if s.t.Account().Service() == tablekit.ServiceCosmosDB && len(id.head(maxVersion)) > limits.CosmosRowKeyBytes {
 		return badKey(op, "ID.Prefix", cosmosKeyLimit, fmt.Sprintf("prefix %q makes RowKeys of %d bytes (%q)", id.Prefix, len(id.head(maxVersion)), id.head(maxVersion)))
 	}
 	for i, eid := range ids {
@@ -124,7 +124,7 @@ func (s *Store) checkKeys(op string, id ID, ids []string) error {
 		if err := keys.Validate(rk); err != nil {
 			return badKey(op, "Event.ID", keyLimit, fmt.Sprintf("event %d's id %q is in the RowKey of its id row (%q): %v", i, eid, rk, err))
 		}
-		if core.Cosmos(s.t) && len(rk) > limits.CosmosRowKeyBytes {
+		if s.t.Account().Service() == tablekit.ServiceCosmosDB && len(rk) > limits.CosmosRowKeyBytes {
 			return badKey(op, "Event.ID", cosmosKeyLimit, fmt.Sprintf("event %d's id %q makes an id row's RowKey of %d bytes", i, eid, len(rk)))
 		}
 	}
@@ -243,10 +243,10 @@ func NewStore(t *tablekit.Table[tablekit.Entity], reg *patterns.Registry, opts *
 	if o.PageSize == 0 {
 		o.PageSize = 100
 	}
-	if err := core.ValidateRetry("stream.NewStore", o.Retry); err != nil {
+	if err := timing.Policy(o.Retry).Validate("stream.NewStore"); err != nil {
 		return nil, err
 	}
-	o.Retry = core.WithDefaults(o.Retry, core.ConflictRetry)
+	o.Retry = tablekit.RetryPolicy(timing.Policy(o.Retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Conflict))))
 	return &Store{t: t, reg: reg, o: o}, nil
 }
 

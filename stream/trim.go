@@ -7,8 +7,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // propStart is the property of a trimmed stream's tombstone (the row of
@@ -100,7 +100,7 @@ func (s *Store) trim(ctx context.Context, id ID, before int64) error {
 func (s *Store) moveStart(ctx context.Context, id ID, before int64) (int64, error) {
 	pk, rk := id.PartitionKey, id.event(1)
 	var last error
-	for range core.Attempts(ctx, s.o.Retry) {
+	for range timing.Policy(s.o.Retry).Attempts(ctx) {
 		e, found, err := s.get(ctx, pk, rk)
 		if err != nil {
 			return 0, err
@@ -205,7 +205,7 @@ func (s *Store) dropBelow(ctx context.Context, id ID, start int64) error {
 			if failures++; failures >= s.o.Retry.MaxAttempts {
 				return fmt.Errorf("the events below version %d of stream %s: gave up after %d refused transactions in a row; the last: %w", start, id.name(), failures, err)
 			}
-			if !core.Sleep(ctx, core.Pause(s.o.Retry, failures+1)) {
+			if !timing.Sleep(ctx, timing.Policy(s.o.Retry).Pause(failures+1)) {
 				return ctx.Err()
 			}
 			break

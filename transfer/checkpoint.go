@@ -12,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -203,7 +202,7 @@ func (c *tableCheckpoint) Save(ctx context.Context, state []byte) error {
 			}
 			return err
 		}
-		stored, gerr := core.GetSelect(ctx, c.t, checkpointPartition, c.job, "SaveID")
+		stored, gerr := c.t.GetSelect(ctx, checkpointPartition, c.job, "SaveID")
 		switch {
 		case gerr == nil && stored.Properties["SaveID"] == id:
 			c.etag = stored.ETag // applied

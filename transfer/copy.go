@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 )
 
 // CopyResult reports a copy.
@@ -80,7 +79,7 @@ func copyTable(ctx context.Context, src, dst *tablekit.Table[tablekit.Entity], m
 	if err != nil {
 		return CopyResult{}, err
 	}
-	destMeter := core.Meter(dst)
+	destMeter := dst.Account().Meter()
 	if destMeter == j.meter {
 		destMeter = nil // counted once
 	}
@@ -217,7 +216,7 @@ func (c *copier) page(ctx context.Context, r *rangeState, _ string, page tableki
 		}
 		res, err := c.w.Write(ctx, actions)
 		requests += res.Requests
-		if err != nil && !core.ItemsFailed(err) {
+		if err != nil && !itemsFailed(res, err) {
 			c.j.mu.Lock()
 			c.requests += int64(requests)
 			c.j.mu.Unlock()

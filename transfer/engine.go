@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/limits"
-
 	"github.com/tablekit/tablekit"
+	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
 )
 
 // scanOptions is how a job reads its scope: [Options]' Concurrency,
@@ -47,7 +46,7 @@ func (o *scanOptions) withDefaults(op string) (scanOptions, error) {
 	if s.PageSize < 0 || s.PageSize > limits.PageSize {
 		return s, validation(op, fmt.Sprintf("PageSize is %d; it must be 0 (default 1000) to %d", s.PageSize, limits.PageSize))
 	}
-	s.Retry = core.WithDefaults(s.Retry, core.ThrottleRetry)
+	s.Retry = tablekit.RetryPolicy(timing.Policy(s.Retry).WithDefaults(timing.Policy(tablekit.RetryPolicy(timing.Throttle))))
 	return s, nil
 }
 
@@ -226,7 +225,7 @@ func newJob(ctx context.Context, c jobConfig) (*job, error) {
 	}
 	j := &job{
 		op: c.op, t: c.t, scan: scan, sel: c.sel,
-		meter: core.Meter(c.t), cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
+		meter: c.t.Account().Meter(), cp: c.checkpoint, cpEvery: c.every, started: time.Now(), total: -1,
 	}
 	if j.cpEvery <= 0 {
 		j.cpEvery = 5 * time.Second
@@ -273,7 +272,7 @@ func (j *job) isUnordered() bool {
 	if j.unordered.Load() {
 		return true
 	}
-	if core.Cosmos(j.t) {
+	if j.t.Account().Service() == tablekit.ServiceCosmosDB {
 		j.unordered.Store(true)
 		return true
 	}
@@ -450,7 +449,7 @@ func (j *job) run(ctx context.Context, stop func() bool, fn pageFunc) error {
 					// Nothing left to start: split the rest of a running
 					// range, so that no reader idles while another has a
 					// long way to go.
-					for r == nil && j.busy() && (stop == nil || !stop()) && core.Sleep(ctx, 50*time.Millisecond) && !j.isUnordered() {
+					for r == nil && j.busy() && (stop == nil || !stop()) && timing.Sleep(ctx, 50*time.Millisecond) && !j.isUnordered() {
 						var err error
 						if r, err = j.steal(ctx); err != nil {
 							if ctx.Err() == nil {
@@ -681,7 +680,7 @@ func (j *job) readPage(ctx context.Context, r *rangeState, token string) (tablek
 	opts := &tablekit.QueryOptions{PageSize: j.scan.PageSize, Select: j.sel, Continuation: token, AllowTableScan: true, Reserved: true}
 	var page tablekit.Page[tablekit.Entity]
 	var err error
-	for range core.Attempts(ctx, j.scan.Retry) {
+	for range timing.Policy(j.scan.Retry).Attempts(ctx) {
 		j.requests.Add(1)
 		page, err = j.t.QueryPage(ctx, j.filterOf(r), opts)
 		var rq *tablekit.RequestError
@@ -765,4 +764,12 @@ func (j *job) complete() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.state.Complete
+}
+
+// itemsFailed reports whether err, the error of a BulkWriter's Write that
+// gave res, says that some items failed (res.Failed lists them), rather
+// than that its context ended before every item was tried (Write then
+// returns the context's error itself) or that it refused the call.
+func itemsFailed(res tablekit.BulkResult, err error) bool {
+	return err != nil && len(res.Failed) > 0 && err != context.Canceled && err != context.DeadlineExceeded
 }

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/jsonw"
 )
 
@@ -356,7 +356,7 @@ func parseValue(typ string, raw json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return core.ParseGUID(s)
+		return codec.ParseGUID(s)
 	case "Edm.Binary":
 		s, err := str()
 		if err != nil {

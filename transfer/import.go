@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Mode says how imported or copied entities are written.
@@ -170,7 +170,7 @@ func importStream(ctx context.Context, t *tablekit.Table[tablekit.Entity], r io.
 	if opts == nil {
 		opts = &ImportOptions{}
 	}
-	o := importConfig{ImportOptions: *opts, Mode: mode, MaxReported: maxReported, TotalBytes: streamSize(r), Meter: core.Meter(t)}
+	o := importConfig{ImportOptions: *opts, Mode: mode, MaxReported: maxReported, TotalBytes: streamSize(r), Meter: t.Account().Meter()}
 	switch {
 	case t == nil:
 		return ImportResult{}, validation(op, "nil table")
@@ -754,7 +754,7 @@ func (im *importer) write(ctx context.Context, items []importItem) error {
 		im.mark(it.seq, states[i])
 	}
 	im.advance()
-	if err != nil && !core.ItemsFailed(err) {
+	if err != nil && !itemsFailed(res, err) {
 		return err
 	}
 	if im.tooManyFailures() {
@@ -778,7 +778,7 @@ func (im *importer) lookup(ctx context.Context, items []importItem, idx []int) (
 // condition. Throttling, lost answers, skipped actions, context ends and
 // failures of the whole request are not.
 func settled(err error) bool {
-	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || core.IsThrottled(err) ||
+	if errors.Is(err, tablekit.ErrOutcomeUnknown) || errors.Is(err, tablekit.ErrSkipped) || wire.IsThrottled(err) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +13,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/limits"
+	"github.com/tablekit/tablekit/internal/timing"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // PurgeOptions configures [Purge]. A nil *PurgeOptions means defaults,
@@ -143,22 +143,21 @@ func purge(ctx context.Context, t *tablekit.Table[tablekit.Entity], opts *PurgeO
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	gov := core.Governor(t)
 	p := &purger{j: j, o: o, accepted: accepted, ranges: map[*rangeState]*rangePurge{}, parts: map[string]*partQueue{}, window: o.Transactions * limits.PageSize}
 	p.cond = sync.NewCond(&p.qmu)
 	// One transaction per Write call (the purger cuts them), each refused
 	// delete taken out and the rest sent again until all are settled. The
-	// writer's own log would call a transaction still throttled after its
-	// tries failed, when the purge sends it again (see deleteChunk); the
-	// Governor logs the throttling.
-	p.w = core.BulkWriter(t, &tablekit.BulkOptions{
+	// writer logs to the Account's Logger and is paced by its Governor: a
+	// transaction still throttled after its tries is logged as failed by
+	// the writer, and the purge sends it again (see deleteChunk).
+	p.w = t.BulkWriter(&tablekit.BulkOptions{
 		Concurrency: 1, MaxChunkRequests: limits.TransactionActions + 1, Retry: j.scan.Retry,
-	}, gov, slog.New(slog.DiscardHandler))
+	})
 	j.rangeEnd = p.rangeEnd
-	start := core.Now(clock)
+	start := timing.Now(clock)
 	var stop func() bool
 	if o.Budget > 0 {
-		stop = func() bool { return core.Now(clock).Sub(start) >= o.Budget }
+		stop = func() bool { return timing.Now(clock).Sub(start) >= o.Budget }
 	}
 	rep := startReporter(ctx, o.OnProgress, func() Progress { return j.progress(true) })
 	var workers sync.WaitGroup
@@ -533,7 +532,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 			own := errors.As(f.Err, &te) && !maybe
 			switch {
 			case own && errors.Is(f.Err, tablekit.ErrPreconditionFailed):
-				v := core.ActionValue(actions[f.Index])
+				v := actions[f.Index].Value()
 				out.changed++
 				out.changedKeys = append(out.changedKeys, EntityKey{v.PartitionKey, v.RowKey})
 			case own && te.Code == "ResourceNotFound":
@@ -543,7 +542,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 				// unknown outcome to what is left of a chunk), all or none.
 				unknown = append(unknown, actions[f.Index])
 				unknownErr = f.Err
-			case core.IsThrottled(f.Err):
+			case wire.IsThrottled(f.Err):
 				again = append(again, actions[f.Index])
 				throttled = f.Err
 			case first == nil:
@@ -553,7 +552,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		if cerr := ctx.Err(); cerr != nil && len(res.Failed) > 0 {
 			return out, cerr
 		}
-		if err != nil && !core.ItemsFailed(err) && first == nil {
+		if err != nil && !itemsFailed(res, err) && first == nil {
 			first = err
 		}
 		if first != nil {
@@ -579,7 +578,7 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 		}
 		// A throttled transaction pauses; one that was not applied goes
 		// again at once.
-		if throttled != nil && !core.Sleep(ctx, core.Delay(retry, round+1)) {
+		if throttled != nil && !timing.Sleep(ctx, timing.Policy(retry).Delay(round+1)) {
 			return out, ctx.Err()
 		}
 		actions = again
@@ -609,10 +608,10 @@ func (p *purger) deleteChunk(ctx context.Context, chunk []tablekit.Entity) (outc
 // no other writer deletes in the scope.
 func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[tablekit.Entity], listed map[string]azcore.ETag) (outcome, []tablekit.Action[tablekit.Entity], error) {
 	var out outcome
-	pk := core.ActionValue(actions[0]).PartitionKey
-	lo, hi := core.ActionValue(actions[0]).RowKey, core.ActionValue(actions[0]).RowKey
+	pk := actions[0].Value().PartitionKey
+	lo, hi := actions[0].Value().RowKey, actions[0].Value().RowKey
 	for _, a := range actions[1:] {
-		if rk := core.ActionValue(a).RowKey; compareKeys(rk, lo) < 0 {
+		if rk := a.Value().RowKey; compareKeys(rk, lo) < 0 {
 			lo = rk
 		} else if compareKeys(rk, hi) > 0 {
 			hi = rk
@@ -624,11 +623,11 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 	}
 	unchanged, absent := 0, 0
 	for _, a := range actions {
-		etag, ok := stored[core.ActionValue(a).RowKey]
+		etag, ok := stored[a.Value().RowKey]
 		switch {
 		case !ok:
 			absent++
-		case etag == listed[core.ActionValue(a).RowKey]:
+		case etag == listed[a.Value().RowKey]:
 			unchanged++
 		}
 	}
@@ -638,15 +637,15 @@ func (p *purger) settleDeletes(ctx context.Context, actions []tablekit.Action[ta
 	}
 	var left []tablekit.Action[tablekit.Entity]
 	for _, a := range actions {
-		etag, ok := stored[core.ActionValue(a).RowKey]
+		etag, ok := stored[a.Value().RowKey]
 		switch {
 		case !ok:
 			out.gone++
-		case etag == listed[core.ActionValue(a).RowKey] || p.o.AnyETag:
+		case etag == listed[a.Value().RowKey] || p.o.AnyETag:
 			left = append(left, a)
 		default:
 			out.changed++
-			out.changedKeys = append(out.changedKeys, EntityKey{pk, core.ActionValue(a).RowKey})
+			out.changedKeys = append(out.changedKeys, EntityKey{pk, a.Value().RowKey})
 		}
 	}
 	return out, left, nil
@@ -662,11 +661,11 @@ func (p *purger) storedETags(ctx context.Context, pk, lo, hi string) (map[string
 	for {
 		var page tablekit.Page[tablekit.Entity]
 		var err error
-		for range core.Attempts(ctx, p.j.scan.Retry) {
+		for range timing.Policy(p.j.scan.Retry).Attempts(ctx) {
 			p.reads.Add(1)
 			page, err = p.j.t.QueryPage(ctx, f, opts)
 			var rq *tablekit.RequestError
-			if err == nil || !(core.IsThrottled(err) || errors.As(err, &rq)) || ctx.Err() != nil {
+			if err == nil || !(wire.IsThrottled(err) || errors.As(err, &rq)) || ctx.Err() != nil {
 				break
 			}
 		}

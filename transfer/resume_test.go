@@ -19,8 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/transfer"
 )
 
@@ -486,7 +486,7 @@ func TestCopyHoldsPassingFailures(t *testing.T) {
 	if inj.Stats().Faults() != 1 {
 		t.Fatalf("%d faults injected, want 1", inj.Stats().Faults())
 	}
-	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !core.IsThrottled(res.Failures[0]) {
+	if !errors.Is(err, transfer.ErrFailures) || res.Complete || res.Failed != 100 || len(res.Failures) != 100 || !wire.IsThrottled(res.Failures[0]) {
 		t.Fatalf("first run: %+v, %v; want 100 throttled failures and an incomplete copy", res, err)
 	}
 	opts.Resume = true
@@ -544,7 +544,7 @@ func TestImportHoldsPassingFailures(t *testing.T) {
 	dst := throttledOnce()
 	opts := transfer.ImportOptions{JobOptions: transfer.JobOptions{Checkpoint: transfer.NewFileCheckpoint(filepath.Join(t.TempDir(), "cp"))}, Concurrency: 1}
 	res, err := transfer.ImportWithBulk(ctx, dst, bytes.NewReader(stream), transfer.Insert, &opts, noRetry)
-	if !errors.Is(err, transfer.ErrFailures) || res.Failed != 100 || len(res.Failures) == 0 || !core.IsThrottled(res.Failures[0]) || res.Complete {
+	if !errors.Is(err, transfer.ErrFailures) || res.Failed != 100 || len(res.Failures) == 0 || !wire.IsThrottled(res.Failures[0]) || res.Complete {
 		t.Fatalf("first run: %d read, %d written, %d failed, complete %v, %v; want 100 throttled and an incomplete import", res.Read, res.Written, res.Failed, res.Complete, err)
 	}
 	opts.Resume = true

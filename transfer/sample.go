@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 )
 
 // How a table is split into ranges when the caller gives no boundaries
@@ -104,7 +103,7 @@ func (s *sampler) sample(ctx context.Context, target int) ([]string, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	if !s.unordered && core.Cosmos(s.t) {
+	if !s.unordered && s.t.Account().Service() == tablekit.ServiceCosmosDB {
 		s.unordered, target = true, max(target, s.unorderedTarget)
 	}
 	known := []string{first}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/storageop"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Kind is a kind of fault.
@@ -149,7 +149,7 @@ func (c *Config) validate() error {
 		return bad("MaxFaults", ">= 0", fmt.Sprint(c.MaxFaults))
 	}
 	for _, s := range c.Services {
-		if s != storageop.Table && s != storageop.Queue && s != storageop.Blob {
+		if s != wire.ServiceTable && s != wire.ServiceQueue && s != wire.ServiceBlob {
 			return bad("Services", `"table", "queue" or "blob"`, fmt.Sprintf("unknown service %q", s))
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // serviceError makes the SDK's error for a service answer of status and code.
@@ -38,10 +38,10 @@ func TestOutcomeOf(t *testing.T) {
 		{context.Canceled, chaos.Unknown},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), chaos.Unknown},
 		{&chaos.FaultError{Kind: chaos.AnswerLost, Err: syscall.ECONNRESET}, chaos.Unknown},
-		{core.WrapError("Get", serviceError(404, "ResourceNotFound")), chaos.Failed},
-		{core.WrapError("Insert", serviceError(409, "EntityAlreadyExists")), chaos.Failed},
-		{core.WrapError("Get", serviceError(503, "ServerBusy")), chaos.Failed},
-		{core.WrapError("Get", serviceError(500, "OperationTimedOut")), chaos.Unknown},
+		{wire.Wrap("Get", "", "", "", serviceError(404, "ResourceNotFound")), chaos.Failed},
+		{wire.Wrap("Insert", "", "", "", serviceError(409, "EntityAlreadyExists")), chaos.Failed},
+		{wire.Wrap("Get", "", "", "", serviceError(503, "ServerBusy")), chaos.Failed},
+		{wire.Wrap("Get", "", "", "", serviceError(500, "OperationTimedOut")), chaos.Unknown},
 		{serviceError(504, ""), chaos.Unknown},
 		{&tablekit.TransactionError{Index: 3, Code: "EntityAlreadyExists", Err: serviceError(202, "")}, chaos.Failed},
 		{&tablekit.ValidationError{Err: tablekit.ErrTooLarge}, chaos.Failed},

@@ -19,8 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 type item struct {
@@ -126,7 +126,7 @@ func TestServerBusyOutlastingRetriesIsThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := q.DequeueMessages(ctx, nil)
-	err = core.WrapError("GetMessages", err)
+	err = wire.Wrap("GetMessages", "", "", "", err)
 	var re *azcore.ResponseError
 	if !errors.Is(err, tablekit.ErrThrottled) || !errors.As(err, &re) || re.StatusCode != 503 || re.ErrorCode != "ServerBusy" {
 		t.Fatalf("DequeueMessages: %v", err)
@@ -458,7 +458,7 @@ func TestOpenKeepsOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = acct.Tables().NewClient("nothing").GetEntity(testCtx(t), "p", "r", nil)
-	if !errors.Is(core.WrapError("Get", err), tablekit.ErrThrottled) || seen != 2 || inj.Stats().Faults() != 2 {
+	if !errors.Is(wire.Wrap("Get", "", "", "", err), tablekit.ErrThrottled) || seen != 2 || inj.Stats().Faults() != 2 {
 		t.Errorf("err %v, caller's policy saw %d tries, %d faults; want 2 tries (MaxRetries 1)", err, seen, inj.Stats().Faults())
 	}
 }

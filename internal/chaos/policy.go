@@ -12,8 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
-	"github.com/tablekit/tablekit/internal/storageop"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // Policy returns the azcore policy that injects the Injector's faults into
@@ -27,9 +26,9 @@ import (
 func (inj *Injector) Policy(endpoints Endpoints) policy.Policy {
 	p := &faultPolicy{inj: inj}
 	for _, e := range []struct{ service, url string }{
-		{storageop.Table, endpoints.Table},
-		{storageop.Queue, endpoints.Queue},
-		{storageop.Blob, endpoints.Blob},
+		{wire.ServiceTable, endpoints.Table},
+		{wire.ServiceQueue, endpoints.Queue},
+		{wire.ServiceBlob, endpoints.Blob},
 	} {
 		u, err := url.Parse(e.url)
 		if e.url == "" || err != nil {
@@ -37,7 +36,7 @@ func (inj *Injector) Policy(endpoints Endpoints) policy.Policy {
 		}
 		p.endpoints = append(p.endpoints, endpoint{service: e.service, scheme: u.Scheme, host: u.Host,
 			base: strings.TrimRight(u.EscapedPath(), "/")})
-		if e.service == storageop.Table {
+		if e.service == wire.ServiceTable {
 			// A transaction's body names each entity by its full URL.
 			p.tableURL = regexp.MustCompile(regexp.QuoteMeta(strings.TrimRight(e.url, "/")) + `/[A-Za-z0-9]+`)
 		}
@@ -50,7 +49,7 @@ type Endpoints struct{ Table, Queue, Blob string }
 
 // EndpointsOf returns acct's service URLs.
 func EndpointsOf(acct *tablekit.Account) Endpoints {
-	t, q, b := core.Endpoints(acct)
+	t, q, b := acct.Endpoints()
 	return Endpoints{t, q, b}
 }
 
@@ -69,7 +68,7 @@ func (p *faultPolicy) Do(req *policy.Request) (*http.Response, error) {
 	inj := p.inj
 	raw := req.Raw()
 	service, path := p.locate(raw.URL)
-	op := storageop.Classify(service, raw.Method, path, raw.URL.Query(), raw.Header)
+	op := wire.Classify(service, raw.Method, path, raw.URL.Query(), raw.Header)
 	ctx := raw.Context()
 	if !inj.on.Load() || ctx.Value(noFaultsKey{}) != nil || !inj.cfg.eligible(service, op) {
 		inj.countIneligible(service, op)
@@ -132,7 +131,7 @@ func (p *faultPolicy) locate(u *url.URL) (service, path string) {
 	labels := strings.Split(u.Hostname(), ".")
 	if len(labels) > 2 {
 		switch labels[1] {
-		case storageop.Table, storageop.Queue, storageop.Blob:
+		case wire.ServiceTable, wire.ServiceQueue, wire.ServiceBlob:
 			return labels[1], path
 		}
 	}
@@ -188,7 +187,7 @@ func normalPath(service, path string) string {
 		return path
 	}
 	switch service {
-	case storageop.Table:
+	case wire.ServiceTable:
 		name, args, hasArgs := strings.Cut(segs[0], "(")
 		switch {
 		case name == "$batch":
@@ -201,7 +200,7 @@ func normalPath(service, path string) string {
 		default:
 			segs[0] = "_"
 		}
-	case storageop.Queue:
+	case wire.ServiceQueue:
 		segs[0] = "_"
 		if len(segs) == 3 && segs[1] == "messages" {
 			segs[2] = "_"

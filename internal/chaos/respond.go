@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/storageop"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // The messages Azure Storage sends with these codes (Azure docs, "Common
@@ -59,7 +59,7 @@ func errorResponse(req *http.Request, service string, status int, code, message,
 	h := http.Header{}
 	var body []byte
 	switch service {
-	case storageop.Table:
+	case wire.ServiceTable:
 		type odataMessage struct {
 			Lang  string `json:"lang"`
 			Value string `json:"value"`
@@ -75,7 +75,7 @@ func errorResponse(req *http.Request, service string, status int, code, message,
 		body = []byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>` +
 			xmlEscaper.Replace(full) + `</Message></Error>`)
 		h.Set("Content-Type", "application/xml")
-		if service == storageop.Queue {
+		if service == wire.ServiceQueue {
 			h.Set("Server", "Windows-Azure-Queue/1.0 Microsoft-HTTPAPI/2.0")
 		} else {
 			h.Set("Server", "Windows-Azure-Blob/1.0 Microsoft-HTTPAPI/2.0")

@@ -4,16 +4,36 @@
 // Azure and Azurite refuse a bad name with 400 OutOfRangeInput and no hint
 // of the rule, so tablekit checks names itself and says which rule failed.
 //
-// It depends on nothing of tablekit's: each check returns a message and
-// the rule broken, and the callers wrap them in the error their package
-// documents (a tablekit.ValidationError matching tablekit.ErrInvalidKey).
+// Each check returns a message and the rule broken; CheckTable,
+// CheckQueue and CheckContainer wrap them in the error every package
+// documents: a *codec.ValidationError (tablekit.ValidationError) matching
+// ErrInvalidKey that says which rule failed. It imports only
+// internal/codec, for that error.
 package names
 
 import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/internal/codec"
 )
+
+// CheckTable, CheckQueue and CheckContainer check a name of their kind
+// (see Table, Queue and Container), returning nil for a good name, else a
+// *codec.ValidationError matching codec.ErrInvalidKey whose Limit is the
+// rule and whose Detail says what is wrong. It names no operation: the
+// caller names its own.
+func CheckTable(name string) error     { return check(Table(name)) }
+func CheckQueue(name string) error     { return check(Queue(name)) }
+func CheckContainer(name string) error { return check(Container(name)) }
+
+func check(problem, rule string) error {
+	if problem == "" {
+		return nil
+	}
+	return &codec.ValidationError{Limit: rule, Detail: problem, Err: codec.ErrInvalidKey}
+}
 
 // The rules, as a tablekit.ValidationError's Limit states them.
 const (

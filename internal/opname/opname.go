@@ -7,37 +7,14 @@
 // unless it is the root's: "Get", "Table.ToEntity", "patterns.Wide.Merge",
 // "index.NewIntra". The *tablekit.ValidationError and *tablekit.DecodeError
 // a call returns name the exported operation the caller made: an exported
-// function or method names itself in the errors it makes, and with [Set]
-// in the errors that reach it from the calls it makes (the root's checks
-// leave Op empty for that). The root's errors render their Op with
-// [Prefix].
-//
-// Package tablekit registers how to name an operation in its error types
-// at init ([Register]); this package imports nothing of tablekit's, so the
-// root uses it too.
+// function or method names itself in the errors it makes, and with
+// internal/codec.WithOp in the errors that reach it from the calls it
+// makes (the root's checks leave Op empty for that). The errors render
+// their Op with [Prefix]. This package imports nothing of tablekit's, so
+// internal/codec, which declares those errors, uses it too.
 package opname
 
 import "strings"
-
-// namer names op in err's tablekit error when that names none yet.
-var namer func(op string, err error)
-
-// Register installs the function [Set] calls; package tablekit calls it
-// once, at init.
-func Register(name func(op string, err error)) { namer = name }
-
-// Set names op, the exported operation that failed, in err's
-// *tablekit.ValidationError or *tablekit.DecodeError when that names no
-// operation yet, in place (tablekit makes these errors fresh for each
-// call), and returns err. Errors that name an operation already keep it:
-// the innermost exported call that refused the input names itself. A nil
-// err gives nil.
-func Set(op string, err error) error {
-	if err != nil && namer != nil {
-		namer(op, err)
-	}
-	return err
-}
 
 // Split returns the package an operation belongs to and its name there:
 // "patterns.Wide.Merge" gives "patterns" and "Wide.Merge"; "Get" and

@@ -34,6 +34,16 @@ func NewTracer(provider tracing.Provider, namespace string) tracing.Tracer {
 	return tr
 }
 
+// TableNamespace is the NamespaceKey of an Account's table spans: Azure
+// Cosmos DB's, which its conventions require of a Cosmos DB client, or the
+// one the Azure SDK's aztables gives Table storage.
+func TableNamespace(cosmos bool) string {
+	if cosmos {
+		return "Microsoft.DocumentDB"
+	}
+	return "Microsoft.Tables"
+}
+
 // Start starts a span of tablekit's named name, with attributes, as the
 // child of ctx's span; call the function it returns with the operation's
 // error when the operation ends. With a disabled tracer it costs nothing.

@@ -35,7 +35,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/names"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 // ConnectionStringEnv names the environment variable that points the tests
@@ -309,7 +310,7 @@ func TableName(t testing.TB) string {
 		}
 	}
 	name := truncate(b.String(), 63-8) + suffix(8)
-	if err := core.ValidateTableName(name); err != nil {
+	if err := names.CheckTable(name); err != nil {
 		t.Fatalf("testenv: made a bad table name: %v", err)
 	}
 	return name
@@ -321,7 +322,7 @@ func TableName(t testing.TB) string {
 func QueueName(t testing.TB) string {
 	t.Helper()
 	name := dnsName(t)
-	if err := core.ValidateQueueName(name); err != nil {
+	if err := names.CheckQueue(name); err != nil {
 		t.Fatalf("testenv: made a bad queue name: %v", err)
 	}
 	return name
@@ -332,7 +333,7 @@ func QueueName(t testing.TB) string {
 func ContainerName(t testing.TB) string {
 	t.Helper()
 	name := dnsName(t)
-	if err := core.ValidateContainerName(name); err != nil {
+	if err := names.CheckContainer(name); err != nil {
 		t.Fatalf("testenv: made a bad container name: %v", err)
 	}
 	return name
@@ -380,7 +381,7 @@ func CreateTable(t testing.TB, acct *tablekit.Account) string {
 	create(t, "table "+name, func(ctx context.Context) error { _, err := client.CreateTable(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return core.WrapError("DeleteTable", err)
+			return wire.Wrap("DeleteTable", "", "", "", err)
 		})
 	return name
 }
@@ -411,7 +412,7 @@ func NewQueue(t testing.TB, acct *tablekit.Account) *azqueue.QueueClient {
 	create(t, "queue "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return core.WrapError("DeleteQueue", err)
+			return wire.Wrap("DeleteQueue", "", "", "", err)
 		})
 	return client
 }
@@ -425,7 +426,7 @@ func NewContainer(t testing.TB, acct *tablekit.Account) *container.Client {
 	create(t, "container "+name, func(ctx context.Context) error { _, err := client.Create(ctx, nil); return err },
 		func(ctx context.Context) error {
 			_, err := client.Delete(ctx, nil)
-			return core.WrapError("DeleteContainer", err)
+			return wire.Wrap("DeleteContainer", "", "", "", err)
 		})
 	return client
 }

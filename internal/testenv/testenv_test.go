@@ -13,8 +13,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/core"
+	"github.com/tablekit/tablekit/internal/names"
 	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/wire"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -33,11 +34,11 @@ func TestNames(t *testing.T) {
 					var err error
 					switch kind {
 					case "table":
-						err = core.ValidateTableName(n)
+						err = names.CheckTable(n)
 					case "queue":
-						err = core.ValidateQueueName(n)
+						err = names.CheckQueue(n)
 					default:
-						err = core.ValidateContainerName(n)
+						err = names.CheckContainer(n)
 					}
 					if err != nil {
 						t.Fatalf("%s name %q: %v", kind, n, err)
@@ -68,7 +69,7 @@ func TestResourcesAreRemoved(t *testing.T) {
 		}
 		queueExists = func() bool {
 			_, err := queue.GetProperties(ctx, nil)
-			return !errors.Is(core.WrapError("GetProperties", err), tablekit.ErrNotFound)
+			return !errors.Is(wire.Wrap("GetProperties", "", "", "", err), tablekit.ErrNotFound)
 		}
 		containerExists = func() bool {
 			_, err := container.GetProperties(ctx, nil)
@@ -96,7 +97,7 @@ func TestResourcesAreRemoved(t *testing.T) {
 	})
 
 	_, err := acct.Tables().NewClient(tableName).GetAccessPolicy(ctx, nil)
-	if !errors.Is(core.WrapError("GetAccessPolicy", err), tablekit.ErrNotFound) {
+	if !errors.Is(wire.Wrap("GetAccessPolicy", "", "", "", err), tablekit.ErrNotFound) {
 		t.Errorf("table %s still there after its test: %v", tableName, err)
 	}
 	if queueExists() {

@@ -2,8 +2,9 @@
 // tablekit shares: the back-off of a tablekit.RetryPolicy (whose fields
 // [Policy] mirrors, so that one converts to the other), sleeping until a
 // context ends, and the clock options that default to time.Now. It imports
-// nothing of tablekit's, so the root uses it too; sibling packages reach
-// it through internal/core, typed as tablekit.RetryPolicy.
+// only internal/codec (for the error of a bad policy), so the root and
+// every sibling package use it, converting a tablekit.RetryPolicy with
+// timing.Policy(p).
 package timing
 
 import (
@@ -12,6 +13,8 @@ import (
 	"iter"
 	"math/rand/v2"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/codec"
 )
 
 // Policy is a tablekit.RetryPolicy: the two types have the same fields, so
@@ -30,6 +33,16 @@ var Conflict = Policy{MaxAttempts: 30, BaseDelay: 10 * time.Millisecond, MaxDela
 // Throttle is the default retry of work the service throttled after the
 // SDK's own retries (BulkWriter and other bulk paths).
 var Throttle = Policy{MaxAttempts: 6, BaseDelay: time.Second, MaxDelay: 30 * time.Second}
+
+// Validate reports a negative field of p as a *codec.ValidationError
+// (tablekit.ValidationError) matching ErrInvalidInput, naming op, the
+// operation p was given to, and the property "Retry".
+func (p Policy) Validate(op string) error {
+	if problem := p.Problem(); problem != "" {
+		return &codec.ValidationError{Op: op, Property: "Retry", Detail: problem, Err: codec.ErrInvalidInput}
+	}
+	return nil
+}
 
 // WithDefaults returns p with each zero field taken from def.
 func (p Policy) WithDefaults(def Policy) Policy {

@@ -46,8 +46,13 @@ import (
 	"github.com/tablekit/tablekit/queryplan"
 )
 
-// tablekitPath is the import path of package tablekit.
-const tablekitPath = "github.com/tablekit/tablekit"
+// tablekitPath is the import path of package tablekit; codecPath that of
+// internal/codec, whose types tablekit declares as its own (tablekit.Entity
+// is an alias of codec.Entity).
+const (
+	tablekitPath = "github.com/tablekit/tablekit"
+	codecPath    = tablekitPath + "/internal/codec"
+)
 
 // Analyzer checks tablekit.Where calls; see the package documentation.
 var Analyzer = &analysis.Analyzer{
@@ -231,14 +236,15 @@ func isTablekitFunc(pass *analysis.Pass, call *ast.CallExpr, name string) bool {
 		fn.Type().(*types.Signature).Recv() == nil
 }
 
-// isTablekitNamed reports whether t is the named type tablekit.name.
+// isTablekitNamed reports whether t is the named type tablekit.name (or
+// the internal/codec type tablekit.name is an alias of).
 func isTablekitNamed(t types.Type, name string) bool {
 	n, ok := types.Unalias(t).(*types.Named)
 	if !ok {
 		return false
 	}
 	obj := n.Obj()
-	return obj.Name() == name && obj.Pkg() != nil && obj.Pkg().Path() == tablekitPath
+	return obj.Name() == name && obj.Pkg() != nil && (obj.Pkg().Path() == tablekitPath || obj.Pkg().Path() == codecPath)
 }
 
 // tableMethod reports whether call is a method call on a *tablekit.Table[T]

@@ -29,7 +29,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/core"
 	"github.com/tablekit/tablekit/sas"
 )
 
@@ -202,7 +201,7 @@ func Run(ctx context.Context, endpoint string, opts *Options) (*Report, error) {
 		return rep, fmt.Errorf("creating the probe table %s: %w", p.name, err)
 	}
 	// Cosmos DB's answer to the create shows it (a new table's ETag).
-	if p.cosmos = core.AccountCosmos(acct); p.cosmos {
+	if p.cosmos = acct.Service() == tablekit.ServiceCosmosDB; p.cosmos {
 		rep.Service = "Azure Cosmos DB for Table"
 	}
 	for _, pr := range probes {
