@@ -15,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/limits"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // BenchmarkTransaction100 encodes, submits and parses a transaction of 100

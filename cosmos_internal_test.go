@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/testkit/replay"
 	"github.com/tablekit/tablekit/internal/wire"
 	"github.com/tablekit/tablekit/keys"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // TestHotPartitionWarning: the Governor tracks each partition's write rate,

@@ -29,7 +29,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/testkit/replay"
 )
 
 // replayKey is a well-formed account key: the replay server checks no

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // TestReadsSkipReservedRows: rows tablekit keeps in a user's partition

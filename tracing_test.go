@@ -9,8 +9,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/spantest"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/spantest"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 func TestTablekitSpansParentTheSDKs(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 var tableEndpointRE = regexp.MustCompile(`TableEndpoint=[^;]+`)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/testkit/replay"
 )
 
 // The front answers as recorded: every exchange of the Go corpus, and of

@@ -17,7 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/replay"
+	"github.com/tablekit/tablekit/internal/testkit/replay"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // BenchmarkWriterTransaction measures a one-action transaction (an

@@ -12,8 +12,8 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/coord"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // fakeClock is a clock a test moves by hand.

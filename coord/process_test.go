@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // TestChaosLeaseProcesses is the lease check across OS processes: 3

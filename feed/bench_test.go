@@ -16,7 +16,7 @@ import (
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/codec"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )

@@ -3,8 +3,8 @@ package feed_test
 import (
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -12,8 +12,8 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // Tally is a counter with a unique label and a bucket (a List index), so

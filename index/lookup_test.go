@@ -13,8 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/spantest"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/spantest"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // inflight counts the point reads of one table's entities that are under

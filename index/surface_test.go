@@ -9,7 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/index"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // Both index types are stores: code written over a tablekit.Store works

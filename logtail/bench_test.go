@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/logtail"
 )
 

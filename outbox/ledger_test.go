@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"

@@ -13,7 +13,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/archive"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/keyring"
 	"github.com/tablekit/tablekit/outbox"
 	"github.com/tablekit/tablekit/patterns"

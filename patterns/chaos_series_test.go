@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/patterns"
 )
 

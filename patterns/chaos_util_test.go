@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 )
 
 // chaosInjectors are the Injectors of one chaos run: the writers' (shared,

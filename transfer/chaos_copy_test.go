@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/transfer"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/transfer"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -34,7 +34,7 @@ import (
 // azurite's front paging as Azure may (short pages, empty pages with a
 // continuation token; a paging seed per chaos seed), on Table storage and
 // on Azure Cosmos DB for Table (the front's Cosmos mode: results in no key
-// order), with the harness every pattern uses (internal/chaos: seeded
+// order), with the harness every pattern uses (internal/testkit/chaos: seeded
 // faults, answer-lost included, in at least 15% of the tries of the
 // operation, of the concurrent writers and of a table checkpoint), and
 // killed mid-run, then resumed.

@@ -29,8 +29,8 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/transfer"
 )
 
@@ -42,7 +42,7 @@ import (
 //
 // The process is this test binary, re-executed with chaosProcessEnv set:
 // TestMain then runs the command (run, as main does) with a seeded fault
-// injector (internal/chaos) in every Account it opens, instead of the
+// injector (internal/testkit/chaos) in every Account it opens, instead of the
 // tests. Nothing in the shipped command can turn faults on: the hook is
 // env.open, which only this file sets.
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/keys"
 )
 

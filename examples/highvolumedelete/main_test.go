@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -2,7 +2,7 @@ package wire
 
 // Request names: storage requests named the way the REST API names their
 // operations ("InsertEntity", "GetMessages", "PutBlockList", ...).
-// tablekit's Meter counts by these names and internal/chaos filters by
+// tablekit's Meter counts by these names and internal/testkit/chaos filters by
 // them, so both share this one classifier.
 
 import (

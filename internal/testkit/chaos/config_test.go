@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {

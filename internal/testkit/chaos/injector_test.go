@@ -18,8 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/internal/wire"
 )
 

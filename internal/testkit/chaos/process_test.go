@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 )
 
 // testChildEnv holds the config of testChild, the child the tests of

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 )
 
 // recorder is a testing.TB that records what a helper reports instead of
@@ -70,7 +70,7 @@ func TestRunAndReplayCommand(t *testing.T) {
 	var ran []int64
 	chaos.Run(t, func(t *testing.T, seed int64) {
 		ran = append(ran, seed)
-		want := fmt.Sprintf("TABLEKIT_CHAOS_SEED=%d go test -race -run '^TestRunAndReplayCommand$/^seed=%d$' ./internal/chaos", seed, seed)
+		want := fmt.Sprintf("TABLEKIT_CHAOS_SEED=%d go test -race -run '^TestRunAndReplayCommand$/^seed=%d$' ./internal/testkit/chaos", seed, seed)
 		if got := chaos.ReplayCommand(t, seed); got != want {
 			t.Errorf("ReplayCommand = %s\nwant %s", got, want)
 		}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/tablekit/tablekit"
-	"github.com/tablekit/tablekit/internal/chaos"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // A chaos test in small: one writer inserts an entity while the Injector

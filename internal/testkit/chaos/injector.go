@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 )
 
 // Injector decides, for a seed, which tries of which requests fail and
@@ -104,7 +104,7 @@ func (inj *Injector) Open(connectionString string, opts *tablekit.Options) (*tab
 	return tablekit.Open(connectionString, &o)
 }
 
-// Account opens the test account (internal/testenv: Azurite or
+// Account opens the test account (internal/testkit/testenv: Azurite or
 // AZURE_STORAGE_CONNECTION_STRING) with the Injector, as [Injector.Open]
 // does (with opts' Service, or testenv.Service when it is ServiceAuto),
 // and fails t if it cannot. When t ends, the Injector's [Stats] are
@@ -129,7 +129,7 @@ func (inj *Injector) Account(t testing.TB, opts *tablekit.Options) *tablekit.Acc
 }
 
 // Opener returns a function that opens Accounts through the Injector (as
-// [Injector.Open]): on the test account (internal/testenv), or, cosmos,
+// [Injector.Open]): on the test account (internal/testkit/testenv), or, cosmos,
 // on an Azurite of t's own behind package azurite's front in Cosmos DB
 // mode with Azure's paging, seeded by the Injector's seed, each Account
 // opened with tablekit.ServiceCosmosDB (else as testenv.Service says). It

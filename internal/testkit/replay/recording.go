@@ -67,7 +67,7 @@ type Recording struct {
 // from this source file, so tests of any package can load recordings.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "recordings")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "recordings")
 }
 
 // Load reads the recording at path; a relative path is taken from [Dir].

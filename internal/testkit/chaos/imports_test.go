@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// No library package imports internal/chaos: it is for tests only. (The
+// No library package imports internal/testkit/chaos: it is for tests only. (The
 // root package cannot: chaos imports it, and Go refuses the cycle.)
 func TestNoLibraryImportsChaos(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, "github.com/tablekit/tablekit/...").CombinedOutput()
@@ -15,9 +15,9 @@ func TestNoLibraryImportsChaos(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, ": ")
-		if pkg != "github.com/tablekit/tablekit/internal/chaos" &&
-			strings.Contains(" "+imports+" ", " github.com/tablekit/tablekit/internal/chaos ") {
-			t.Errorf("%s imports internal/chaos outside its tests", pkg)
+		if pkg != "github.com/tablekit/tablekit/internal/testkit/chaos" &&
+			strings.Contains(" "+imports+" ", " github.com/tablekit/tablekit/internal/testkit/chaos ") {
+			t.Errorf("%s imports internal/testkit/chaos outside its tests", pkg)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/chaos"
+	"github.com/tablekit/tablekit/internal/testkit/chaos"
 )
 
 // TestWaitProgress: a wait goes on past stall while its progress grows,
