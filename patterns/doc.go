@@ -19,10 +19,11 @@
 //     spread over shard partitions (keys.ShardedKey: the bucket first), a
 //     time window read by parallel per-shard range queries merged back into
 //     time order.
-//   - Heterogeneous entity types ([Registry], [Mixed]): several Go types in
-//     one table or partition, told apart by an EntityType property or a
-//     RowKey prefix, with a version in the type value ("Employee.v2"); one
-//     query over a mixed partition yields each row as its own type.
+//   - Heterogeneous entity types ([Mixed], over a [tablekit.Registry]):
+//     several Go types in one table or partition, told apart by an
+//     EntityType property or a RowKey prefix, with a version in the type
+//     value ("Employee.v2"); one query over a mixed partition yields each
+//     row as its own type.
 //   - Denormalization ([Denormalizer]): copies of an entity's properties
 //     kept in other entities of its partition, updated with it in one
 //     entity group transaction.

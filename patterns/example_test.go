@@ -280,11 +280,11 @@ func ExampleMixed() {
 	ctx := context.Background()
 	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Company")
 	defer cleanup()
-	var reg patterns.Registry // kinds in the EntityType property
-	if err := patterns.Register[Dept](&reg, "Department", 1); err != nil {
+	var reg tablekit.Registry // kinds in the EntityType property
+	if err := tablekit.Register[Dept](&reg, "Department", 1); err != nil {
 		log.Fatal(err)
 	}
-	if err := patterns.Register[Staff](&reg, "Employee", 1); err != nil {
+	if err := tablekit.Register[Staff](&reg, "Employee", 1); err != nil {
 		log.Fatal(err)
 	}
 	m, err := patterns.NewMixed(tbl, &reg)

@@ -412,17 +412,14 @@ func TestStreamShardLayout(t *testing.T) {
 func TestRefusalsNameTheirOperation(t *testing.T) {
 	t.Parallel()
 	var nilEntities *tablekit.Table[tablekit.Entity]
-	reg := &patterns.Registry{}
 	_, errWide := patterns.NewWide(nilEntities, nil)
 	_, errLarge := patterns.NewLarge(nilEntities, nil, nil)
 	_, errSeries := patterns.NewSeries(nilEntities, nil)
 	_, errStream := patterns.NewStream[tablekit.Entity](nilEntities, "s", 8)
-	_, errMixed := patterns.NewMixed(nilEntities, reg)
+	_, errMixed := patterns.NewMixed(nilEntities, &tablekit.Registry{})
 	_, errDenorm := patterns.NewDenormalizer[tablekit.Entity](nilEntities, map[string]string{"A": "B"}, nil)
 	_, errPeriods := patterns.NewPeriodTables[tablekit.Entity](nil, "Logins", patterns.Daily(), nil)
 	_, errEvery := patterns.Every(0)
-	errRegister := patterns.Register[tablekit.Entity](reg, "Thing", 1)
-	_, errEncode := reg.Encode(struct{ A string }{"x"})
 	for _, c := range []struct {
 		op  string
 		err error
@@ -435,8 +432,6 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		{"patterns.NewDenormalizer", errDenorm},
 		{"patterns.NewPeriodTables", errPeriods},
 		{"patterns.Every", errEvery},
-		{"patterns.Register", errRegister},
-		{"patterns.Registry.Encode", errEncode},
 	} {
 		var ve *tablekit.ValidationError
 		if !errors.As(c.err, &ve) || ve.Op != c.op || strings.Contains(ve.Detail, c.op) || !errors.Is(c.err, tablekit.ErrInvalidInput) || !strings.HasPrefix(c.err.Error(), "patterns: ") {
@@ -578,7 +573,7 @@ func TestServiceErrorsNameTheirOperation(t *testing.T) {
 	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	m, err := patterns.NewMixed(tbl, &tablekit.Registry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +613,7 @@ func TestAnnotatedRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errAppend := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "a"}, patterns.Event[tablekit.Entity]{Time: s0, ID: "bad\xffid"})
-	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	m, err := patterns.NewMixed(tbl, &tablekit.Registry{})
 	if err != nil {
 		t.Fatal(err)
 	}
