@@ -32,7 +32,7 @@ var zeroValues = map[string][]any{
 	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}, (&patterns.Wide[Year]{}).WithKey("k"), (*patterns.Wide[Year])(nil).WithKey("k")},
 	"Large":        {&patterns.Large[tablekit.Entity]{}, (*patterns.Large[tablekit.Entity])(nil), &patterns.Large[Doc]{}},
 	"Series":       {&patterns.Series{}, (*patterns.Series)(nil)},
-	"Stream":       {&patterns.Stream[tablekit.Entity]{}, (*patterns.Stream[tablekit.Entity])(nil)},
+	"Timeline":     {&patterns.Timeline[tablekit.Entity]{}, (*patterns.Timeline[tablekit.Entity])(nil)},
 	"PeriodTables": {&patterns.PeriodTables[tablekit.Entity]{}, (*patterns.PeriodTables[tablekit.Entity])(nil)},
 	"Mixed":        {&patterns.Mixed{}, (*patterns.Mixed)(nil), (&patterns.Mixed{}).WithKey("k"), (*patterns.Mixed)(nil).WithKey("k")},
 	"Denormalizer": {&patterns.Denormalizer[tablekit.Entity]{}, (*patterns.Denormalizer[tablekit.Entity])(nil)},
