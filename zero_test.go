@@ -54,6 +54,7 @@ var zeroValues = map[string][]any{
 	"Encryption":       {tablekit.Encryption{}},
 	"TableScanPolicy":  {tablekit.TableScanPolicy(0)},
 	"Service":          {tablekit.Service(0), tablekit.Service(200)},
+	"Registry":         {&tablekit.Registry{}, (*tablekit.Registry)(nil)},
 }
 
 // noZeroValue are exported types a user never holds a value of: interfaces

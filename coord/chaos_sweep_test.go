@@ -13,7 +13,6 @@ import (
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -57,8 +56,8 @@ func TestChaosSweep(t *testing.T) {
 			}
 			return tbl
 		}
-		reg := &patterns.Registry{}
-		if err := patterns.Register[Coupon](reg, "Coupon", 1); err != nil {
+		reg := &tablekit.Registry{}
+		if err := tablekit.Register[Coupon](reg, "Coupon", 1); err != nil {
 			t.Fatal(err)
 		}
 		parts := []string{"c0", "c1", "c2"}

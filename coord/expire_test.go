@@ -11,7 +11,6 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 	"github.com/tablekit/tablekit/transfer"
 )
@@ -171,8 +170,8 @@ func TestSweepOnlyWhatAskedToExpire(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Account(t, nil)
 	tbl := testenv.OpenTable[tablekit.Entity](t, acct, nil)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Coupon](reg, "Coupon", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Coupon](reg, "Coupon", 1); err != nil {
 		t.Fatal(err)
 	}
 	s, err := stream.NewStore(tbl, reg, nil)
@@ -258,7 +257,7 @@ func TestSweepOnlyWhatAskedToExpire(t *testing.T) {
 	}
 	// The name is reserved: an event that would opt in to expiry (and be
 	// swept out of its stream) is refused.
-	if err := patterns.Register[Token](reg, "Token", 1); err != nil {
+	if err := tablekit.Register[Token](reg, "Token", 1); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Append(ctx, id, 5, []stream.Event{{Data: Token{Expires: past}}})

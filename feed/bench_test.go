@@ -17,7 +17,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/codec"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -47,9 +46,9 @@ type benchEvent struct {
 	Score float64
 }
 
-func benchRegistry(b *testing.B) *patterns.Registry {
-	reg := &patterns.Registry{}
-	if err := patterns.Register[benchEvent](reg, "benchEvent", 1); err != nil {
+func benchRegistry(b *testing.B) *tablekit.Registry {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[benchEvent](reg, "benchEvent", 1); err != nil {
 		b.Fatal(err)
 	}
 	return reg
@@ -466,8 +465,8 @@ func BenchmarkRetention(b *testing.B) {
 
 func retention(ctx context.Context, b *testing.B, each bool, mode, note string) {
 	acct := testenv.Account(b, nil)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[outboxMessage](reg, "Shipped", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[outboxMessage](reg, "Shipped", 1); err != nil {
 		b.Fatal(err)
 	}
 	st := testenv.OpenTable[tablekit.Entity](b, acct, nil)

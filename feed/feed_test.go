@@ -13,7 +13,6 @@ import (
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -24,9 +23,9 @@ type Tagged struct {
 	Tag string `table:"Tag"`
 }
 
-func registry(t testing.TB) *patterns.Registry {
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Tagged](reg, "Tagged", 1); err != nil {
+func registry(t testing.TB) *tablekit.Registry {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Tagged](reg, "Tagged", 1); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -34,9 +33,9 @@ func registry(t testing.TB) *patterns.Registry {
 
 // newRegistry is registry for a relay process, which has no testing.TB
 // (Register cannot fail for Tagged: TestMarkAndClear's registry would).
-func newRegistry() *patterns.Registry {
-	reg := &patterns.Registry{}
-	_ = patterns.Register[Tagged](reg, "Tagged", 1)
+func newRegistry() *tablekit.Registry {
+	reg := &tablekit.Registry{}
+	_ = tablekit.Register[Tagged](reg, "Tagged", 1)
 	return reg
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/otelkit"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 	"github.com/tablekit/tablekit/tablekittest"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,8 +25,8 @@ import (
 func TestRelayMetrics(t *testing.T) {
 	ctx := testCtx(t)
 	acct := tablekittest.Account(t, nil)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[item](reg, "item", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[item](reg, "item", 1); err != nil {
 		t.Fatal(err)
 	}
 	store, err := stream.NewStore(tablekittest.OpenTable[tablekit.Entity](t, acct, nil), reg, nil)

@@ -22,7 +22,6 @@ import (
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/keyring"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -90,11 +89,11 @@ func chaosOutbox(t *testing.T, seed int64, cosmos bool) {
 		t.Fatal(err)
 	}
 	n, perWriter := chaos.Size(8, 12), chaos.Size(10, 30)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Charged](reg, "Charged", 1); err != nil {
+	if err := tablekit.Register[Charged](reg, "Charged", 1); err != nil {
 		t.Fatal(err)
 	}
 	ring := new(keyring.KeyRing)

@@ -36,7 +36,7 @@
 //
 // A Publisher enqueues every message under one archive kind (Kind), so one
 // handler gets them all and tells them apart by Message.Kind, the kind its
-// event is registered under in the stream Store's patterns.Registry. With
+// event is registered under in the stream Store's tablekit.Registry. With
 // PublisherOptions.ByEventKind it enqueues each under EventKind(that kind),
 // "outbox." + kind, and the worker's archive.Mux hands each event type to
 // its own handler:

@@ -15,7 +15,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -39,8 +38,8 @@ func TestTwoStoresOneQueue(t *testing.T) {
 	for _, name := range []string{"order", "invoice"} {
 		st := testenv.OpenTable[tablekit.Entity](t, acct, nil)
 		ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
-		reg := &patterns.Registry{}
-		if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+		reg := &tablekit.Registry{}
+		if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 			t.Fatal(err)
 		}
 		store, err := stream.NewStore(st, reg, nil)

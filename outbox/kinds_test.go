@@ -17,7 +17,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -39,11 +38,11 @@ func TestHandlerPerEventKind(t *testing.T) {
 	st := testenv.OpenTable[tablekit.Entity](t, acct, nil)
 	ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
 	et := testenv.OpenTable[tablekit.Entity](t, acct, nil)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Hired](reg, "Hired", 1); err != nil {
+	if err := tablekit.Register[Hired](reg, "Hired", 1); err != nil {
 		t.Fatal(err)
 	}
 	store, err := stream.NewStore(st, reg, nil)

@@ -14,7 +14,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -30,7 +29,7 @@ type suiteTables struct {
 
 // openSuiteTables opens the tables names (streams+state, feed, effects) on
 // acct, the streams' table with enc (nil: none), or fails t.
-func openSuiteTables(t testing.TB, acct *tablekit.Account, names [3]string, reg *patterns.Registry, enc *tablekit.Encryption) suiteTables {
+func openSuiteTables(t testing.TB, acct *tablekit.Account, names [3]string, reg *tablekit.Registry, enc *tablekit.Encryption) suiteTables {
 	var tbl [3]*tablekit.Table[tablekit.Entity]
 	var err error
 	for i, name := range names {

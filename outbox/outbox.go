@@ -27,7 +27,7 @@ const Kind = "outbox.message"
 // EventKind returns the archive message kind under which a Publisher with
 // PublisherOptions.ByEventKind enqueues the messages whose event is of
 // kind (the kind it is registered under in the stream Store's
-// patterns.Registry): "outbox." + kind. Register each event type's
+// tablekit.Registry): "outbox." + kind. Register each event type's
 // handler for it on the worker's archive.Mux:
 //
 //	err = mux.Register(outbox.EventKind("Hired"), badges)

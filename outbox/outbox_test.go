@@ -18,7 +18,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -58,8 +57,8 @@ func newRig(t *testing.T) *rig {
 	r.st = testenv.OpenTable[tablekit.Entity](t, acct, nil)
 	ft := testenv.OpenTable[tablekit.Entity](t, acct, nil)
 	r.et = testenv.OpenTable[tablekit.Entity](t, acct, nil)
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
 	var err error

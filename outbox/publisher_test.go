@@ -11,7 +11,6 @@ import (
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -63,7 +62,7 @@ func TestNewPublisherRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := stream.NewStore(testenv.OpenTable[tablekit.Entity](t, acct, nil), &patterns.Registry{}, nil)
+	store, err := stream.NewStore(testenv.OpenTable[tablekit.Entity](t, acct, nil), &tablekit.Registry{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/keyring"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -48,17 +47,17 @@ func encryptedStore(t *testing.T, acct *tablekit.Account) (*stream.Store, *feed.
 		t.Fatal(err)
 	}
 	st := testenv.OpenTable[tablekit.Entity](t, acct, &tablekit.TableOptions{Encryption: &tablekit.Encryption{Keys: ring, Properties: []string{"Card"}}})
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Charged](reg, "Charged", 1); err != nil {
+	if err := tablekit.Register[Charged](reg, "Charged", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Refunded](reg, "Refunded", 1); err != nil {
+	if err := tablekit.Register[Refunded](reg, "Refunded", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Noted](reg, "Noted", 1); err != nil {
+	if err := tablekit.Register[Noted](reg, "Noted", 1); err != nil {
 		t.Fatal(err)
 	}
 	store, err := stream.NewStore(st, reg, nil)

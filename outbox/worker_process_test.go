@@ -22,7 +22,6 @@ import (
 	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 const workerEnv = "TABLEKIT_OUTBOX_WORKER"
@@ -135,8 +134,8 @@ func TestChaosOutboxWorkerProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := &patterns.Registry{}
-		if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+		reg := &tablekit.Registry{}
+		if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 			t.Fatal(err)
 		}
 		inj.SetEnabled(false)

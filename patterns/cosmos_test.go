@@ -13,9 +13,9 @@ import (
 )
 
 // On Cosmos DB, whose query results are in no key order even within a
-// partition (the front's Cosmos mode), the sharded stream still merges its
+// partition (the front's Cosmos mode), the timeline still merges its
 // shards in time order: each shard's range is read whole and sorted.
-func TestCosmosStreamMerge(t *testing.T) {
+func TestCosmosTimelineMerge(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Seed: 5}})
 	acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: tablekit.ServiceCosmosDB})
@@ -29,53 +29,53 @@ func TestCosmosStreamMerge(t *testing.T) {
 	if err := tbl.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 4)
+	s, err := patterns.NewTimeline[Click](tbl.AsEntities(), "clicks", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
-	events := make([]patterns.Event[Click], 300)
+	entries := make([]patterns.TimelineEntry[Click], 300)
 	var ids []string
-	for i := range events {
-		events[i] = patterns.Event[Click]{Time: base.Add(time.Duration(i) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{N: i}}
-		ids = append(ids, events[i].ID)
+	for i := range entries {
+		entries[i] = patterns.TimelineEntry[Click]{Time: base.Add(time.Duration(i) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{N: i}}
+		ids = append(ids, entries[i].ID)
 	}
-	if res, err := s.Append(ctx, events...); err != nil || res.Succeeded != len(events) {
+	if res, err := s.Append(ctx, entries...); err != nil || res.Succeeded != len(entries) {
 		t.Fatalf("Append: %d, %v", res.Succeeded, err)
 	}
 	var got []string
-	for ev, err := range s.Query(ctx, base.Add(50*time.Second), base.Add(250*time.Second), &tablekit.QueryOptions{PageSize: 20}) {
+	for en, err := range s.Query(ctx, base.Add(50*time.Second), base.Add(250*time.Second), &tablekit.QueryOptions{PageSize: 20}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, ev.ID)
+		got = append(got, en.ID)
 	}
 	if !slices.Equal(got, ids[50:250]) {
-		t.Errorf("Query on Cosmos DB: %d events, in order %v; want events 50..249 in time order", len(got), slices.IsSorted(got))
+		t.Errorf("Query on Cosmos DB: %d entries, in order %v; want entries 50..249 in time order", len(got), slices.IsSorted(got))
 	}
 	got = got[:0]
-	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10}) {
+	for en, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, ev.ID)
+		got = append(got, en.ID)
 	}
 	if !slices.Equal(got, ids[:10]) {
 		t.Errorf("Query with Limit 10 on Cosmos DB: %v, want %v", got, ids[:10])
 	}
 }
 
-// TestCosmosStreamQueryAuto: on Cosmos DB behind an address that does not
+// TestCosmosTimelineQueryAuto: on Cosmos DB behind an address that does not
 // say so, through Accounts with the default Options (ServiceAuto), each
-// query on a fresh Account that has read nothing, the stream's queries
-// still return events in time order; and a query with a Limit stops
+// query on a fresh Account that has read nothing, the timeline's queries
+// still return entries in time order; and a query with a Limit stops
 // reading once the limit is provable, instead of reading every shard
 // whole.
-func TestCosmosStreamQueryAuto(t *testing.T) {
+func TestCosmosTimelineQueryAuto(t *testing.T) {
 	ctx := context.Background()
 	srv := azurite.StartForTest(t, &azurite.Options{Front: &azurite.FrontOptions{Cosmos: true, Paging: true, Seed: 5}})
 	const shards = 8
-	open := func(svc tablekit.Service) (*tablekit.Account, *patterns.Stream[Click]) {
+	open := func(svc tablekit.Service) (*tablekit.Account, *patterns.Timeline[Click]) {
 		t.Helper()
 		acct, err := tablekit.Open(srv.ConnectionString(), &tablekit.Options{Service: svc})
 		if err != nil {
@@ -85,7 +85,7 @@ func TestCosmosStreamQueryAuto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := patterns.NewStream[Click](tbl, "clicks", shards)
+		s, err := patterns.NewTimeline[Click](tbl, "clicks", shards)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,29 +97,29 @@ func TestCosmosStreamQueryAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
-	events := make([]patterns.Event[Click], 2000)
+	entries := make([]patterns.TimelineEntry[Click], 2000)
 	var ids []string
-	for i := range events {
-		events[i] = patterns.Event[Click]{Time: base.Add(time.Duration(i) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{N: i}}
-		ids = append(ids, events[i].ID)
+	for i := range entries {
+		entries[i] = patterns.TimelineEntry[Click]{Time: base.Add(time.Duration(i) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{N: i}}
+		ids = append(ids, entries[i].ID)
 	}
-	if res, err := setup.Append(ctx, events...); err != nil || res.Succeeded != len(events) {
+	if res, err := setup.Append(ctx, entries...); err != nil || res.Succeeded != len(entries) {
 		t.Fatalf("Append: %d, %v", res.Succeeded, err)
 	}
-	query := func(s *patterns.Stream[Click], from, until time.Time, o *tablekit.QueryOptions) []string {
+	query := func(s *patterns.Timeline[Click], from, until time.Time, o *tablekit.QueryOptions) []string {
 		t.Helper()
 		var got []string
-		for ev, err := range s.Query(ctx, from, until, o) {
+		for en, err := range s.Query(ctx, from, until, o) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, ev.ID)
+			got = append(got, en.ID)
 		}
 		return got
 	}
 	_, s := open(tablekit.ServiceAuto)
 	if got := query(s, base.Add(50*time.Second), base.Add(250*time.Second), &tablekit.QueryOptions{PageSize: 20}); !slices.Equal(got, ids[50:250]) {
-		t.Errorf("Query: %d events, in order %v; want events 50..249 in time order", len(got), slices.IsSorted(got))
+		t.Errorf("Query: %d entries, in order %v; want entries 50..249 in time order", len(got), slices.IsSorted(got))
 	}
 	for _, svc := range []tablekit.Service{tablekit.ServiceAuto, tablekit.ServiceCosmosDB} {
 		for _, c := range []struct {

@@ -28,7 +28,7 @@ import (
 type DenormalizeOptions struct {
 	// Registry, when set, encodes sources through it (setting their type
 	// property), for a table of heterogeneous entities (see Mixed).
-	Registry *Registry
+	Registry *tablekit.Registry
 }
 
 // Denormalizer writes source entities of type S together with copies of
@@ -72,7 +72,7 @@ func NewDenormalizer[S any](table *tablekit.Table[tablekit.Entity], mapping map[
 	d.encode = codec.Encode[S]
 	if opts != nil && opts.Registry != nil {
 		reg := opts.Registry
-		d.encode = func(v S) (tablekit.Entity, error) { return reg.encode("patterns.Denormalizer.Write", v) }
+		d.encode = func(v S) (tablekit.Entity, error) { return encodeRow("patterns.Denormalizer.Write", reg, v) }
 	}
 	var zero S
 	if _, err := codec.Encode(zero); err != nil {

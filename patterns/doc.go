@@ -15,14 +15,15 @@
 //     month or a fixed duration), writes routed by time, queries across
 //     periods, and retention that deletes whole tables: one request per
 //     period.
-//   - The prepend/append anti-pattern ([Stream]): a time-ordered stream
+//   - The prepend/append anti-pattern ([Timeline]): a time-ordered sequence
 //     spread over shard partitions (keys.ShardedKey: the bucket first), a
 //     time window read by parallel per-shard range queries merged back into
 //     time order.
-//   - Heterogeneous entity types ([Registry], [Mixed]): several Go types in
-//     one table or partition, told apart by an EntityType property or a
-//     RowKey prefix, with a version in the type value ("Employee.v2"); one
-//     query over a mixed partition yields each row as its own type.
+//   - Heterogeneous entity types ([Mixed], over a [tablekit.Registry]):
+//     several Go types in one table or partition, told apart by an
+//     EntityType property or a RowKey prefix, with a version in the type
+//     value ("Employee.v2"); one query over a mixed partition yields each
+//     row as its own type.
 //   - Denormalization ([Denormalizer]): copies of an entity's properties
 //     kept in other entities of its partition, updated with it in one
 //     entity group transaction.
@@ -32,7 +33,7 @@
 // Wide and Large take the application's own *tablekit.Table[T] and store
 // T through its property-bag view ([tablekit.Table.AsEntities]), so their
 // physical entities keep the table's client-side encryption. Series,
-// Stream, Mixed and Denormalizer decide their own shapes and take a
+// Timeline, Mixed and Denormalizer decide their own shapes and take a
 // *tablekit.Table[tablekit.Entity]: pass table.AsEntities() of the
 // application's table. PeriodTables takes the *tablekit.Account its tables
 // are created in. Logger, Governor, tracing and Cosmos DB mode come from
@@ -76,8 +77,8 @@
 // Update, Merge or Delete that finds another version: 1 read of the
 // record instead).
 //
-// Series adds Add (a Modify of one slot), Stream Append (an Upsert of
-// events, in bulk), Denormalizer Write (an Upsert, or an Update when the
+// Series adds Add (a Modify of one slot), Timeline Append (an Upsert of
+// entries, in bulk), Denormalizer Write (an Upsert, or an Update when the
 // source carries an ETag, together with its copies), and PeriodTables
 // Table (the table of a time's period, whose verbs are tablekit.Table's).
 // Projected reads are queries: Large.Query with QueryOptions.Select reads
@@ -178,6 +179,6 @@
 // matches tablekit.ErrNotFound.
 //
 // The runnable programs in examples/ (wideentities, largeentities,
-// dataseries, highvolumedelete, shardedstream, heterogeneous,
+// dataseries, highvolumedelete, timeline, heterogeneous,
 // denormalization) narrate each pattern with what every step costs.
 package patterns

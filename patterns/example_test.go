@@ -240,17 +240,17 @@ func ExamplePeriodTables() {
 	fmt.Println(dropped)
 }
 
-func ExampleStream() {
+func ExampleTimeline() {
 	ctx := context.Background()
 	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Clicks")
 	defer cleanup()
 	// PartitionKeys "0!clicks" .. "7!clicks": the shard bucket first.
-	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", 8)
+	s, err := patterns.NewTimeline[tablekit.Entity](tbl, "clicks", 8)
 	if err != nil {
 		log.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: now, ID: "click-1", Value: tablekit.Entity{Properties: map[string]any{"Page": "/"}}}); err != nil {
+	if _, err := s.Append(ctx, patterns.TimelineEntry[tablekit.Entity]{Time: now, ID: "click-1", Value: tablekit.Entity{Properties: map[string]any{"Page": "/"}}}); err != nil {
 		log.Fatal(err)
 	}
 	// Eight range queries in parallel, merged into time order.
@@ -280,11 +280,11 @@ func ExampleMixed() {
 	ctx := context.Background()
 	_, tbl, cleanup := exampleTable[tablekit.Entity](ctx, "Company")
 	defer cleanup()
-	var reg patterns.Registry // kinds in the EntityType property
-	if err := patterns.Register[Dept](&reg, "Department", 1); err != nil {
+	var reg tablekit.Registry // kinds in the EntityType property
+	if err := tablekit.Register[Dept](&reg, "Department", 1); err != nil {
 		log.Fatal(err)
 	}
-	if err := patterns.Register[Staff](&reg, "Employee", 1); err != nil {
+	if err := tablekit.Register[Staff](&reg, "Employee", 1); err != nil {
 		log.Fatal(err)
 	}
 	m, err := patterns.NewMixed(tbl, &reg)

@@ -42,8 +42,8 @@ func (l *Large[T]) Refs(ctx context.Context, pk, rk string) (map[string]BlobRef,
 	return refs, err
 }
 
-// Partitions returns the stream's PartitionKeys, one per shard.
-func (s *Stream[T]) Partitions() []string { return append([]string(nil), s.pks...) }
+// Partitions returns the timeline's PartitionKeys, one per shard.
+func (s *Timeline[T]) Partitions() []string { return append([]string(nil), s.pks...) }
 
 // Start, Add, Stamp and Parse are what a Period does.
 func (p Period) Start(t time.Time) time.Time           { return p.p.start(t) }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
@@ -24,75 +22,21 @@ import (
 // row says what it is, either by an EntityType property or by a prefix of
 // its RowKey (the guide shows both).
 
-// defaultTypeProperty is the property that holds an entity's type value.
+// defaultTypeProperty is the property that holds an entity's type value
+// when the Registry names none (tablekit.Registry.TypeProperty).
 const defaultTypeProperty = "EntityType"
 
-// Registry maps the kinds of entity in a table to Go types ([Register]).
-// A row's type value, stored in the type property ("EntityType"), is its
-// kind and version, "Employee.v2"; a value without a version ("Employee",
-// as other programs may write) counts as version 1. With KindInRowKey, the
-// kind is the RowKey's first component instead, so that a prefix query
-// reads one kind.
-//
-// The zero Registry is ready to use. Set its fields before the first
-// Register; after that a Registry is safe for concurrent use, and must not
-// be copied.
-type Registry struct {
-	// TypeProperty names the property holding type values ("" means
-	// "EntityType"). It is written whatever KindInRowKey says.
-	TypeProperty string
-	// KindInRowKey reads the kind from the first component of the RowKey,
-	// a compound key (kind, id...) as keys.Compound(kind, id) builds,
-	// instead of from the type property; the version still comes from the
-	// type property.
-	KindInRowKey bool
-
-	mu    sync.RWMutex
-	kinds map[kindVersion]*kindInfo
-	types map[reflect.Type]*kindInfo
-}
-
-type kindVersion struct {
-	kind    string
-	version int
-}
-
-type kindInfo struct {
-	kindVersion
-	typ    reflect.Type
-	keyed  bool // the type has key fields: a row it writes has its keys
-	decode func(tablekit.Entity) (any, error)
-	encode func(any) (tablekit.Entity, error)
-}
-
-// prop returns the name of the type property.
-func (r *Registry) prop() string {
-	if r.TypeProperty == "" {
+// typeProperty returns the name of reg's type property.
+func typeProperty(reg *tablekit.Registry) string {
+	if reg.TypeProperty == "" {
 		return defaultTypeProperty
 	}
-	return r.TypeProperty
-}
-
-// typeValue returns the type value stored for a kind and version:
-// "Employee.v2".
-func typeValue(kind string, version int) string { return kind + ".v" + strconv.Itoa(version) }
-
-// parseTypeValue splits a type value into kind and version; a value
-// without a version suffix is version 1.
-func parseTypeValue(s string) (kind string, version int, ok bool) {
-	if i := strings.LastIndex(s, ".v"); i > 0 {
-		if v, err := strconv.Atoi(s[i+2:]); err == nil && v >= 1 && s[i+2] != '+' {
-			return s[:i], v, true
-		}
-	}
-	if validKind(s) {
-		return s, 1, true
-	}
-	return "", 0, false
+	return reg.TypeProperty
 }
 
 // validKind reports whether kind is a letter followed by letters, digits
-// and underscores.
+// and underscores (a kind as tablekit.Register takes it, or a property
+// name used in a filter).
 func validKind(kind string) bool {
 	for i, c := range kind {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
@@ -102,182 +46,44 @@ func validKind(kind string) bool {
 	return kind != ""
 }
 
-// Register maps kind and version (>= 1) to T, a struct as for
-// [tablekit.Table]: entities of that kind and version decode to T, and
-// values of T encode with that type value. A kind may have several
-// versions, each its own Go type; a Go type has one kind and version.
-//
-// T may lack key fields (`table:",pk"` and `table:",rk"`) when what
-// stores it sets the keys: an event type of package stream, whose Store
-// keys each event's row by its version. Such a type encodes to an Entity
-// with empty keys (set them before writing it) and decodes without them;
-// Mixed and Denormalizer, which write a value as a row with its own keys,
-// refuse it.
-func Register[T any](r *Registry, kind string, version int) error {
-	const op = "patterns.Register"
-	typ := reflect.TypeFor[T]()
-	bad := func(detail string) error {
-		return &tablekit.ValidationError{Op: op, Property: "kind", Detail: fmt.Sprintf("type %s as kind %q: %s", typ, kind, detail), Err: tablekit.ErrInvalidInput}
-	}
-	if r == nil {
-		return invalid(op, "nil *Registry")
-	}
-	if !validKind(kind) {
-		return bad("a kind is a letter followed by letters, digits and _")
-	}
-	if version < 1 {
-		return bad("versions start at 1")
-	}
-	if typ == reflect.TypeFor[tablekit.Entity]() {
-		return bad("tablekit.Entity is what unknown kinds decode to; register struct types")
-	}
-	var zero T
-	if _, err := codec.EncodeBody(zero); err != nil {
-		return withOp("patterns.Register", err)
-	}
-	_, err := codec.Encode(zero) // refuses a struct without key fields alone
-	kv := kindVersion{kind, version}
-	info := &kindInfo{
-		kindVersion: kv,
-		typ:         typ,
-		keyed:       err == nil,
-		decode:      func(e tablekit.Entity) (any, error) { return codec.DecodeBody[T](e) },
-		encode:      func(v any) (tablekit.Entity, error) { return codec.EncodeBody(v.(T)) },
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kinds == nil {
-		r.kinds = map[kindVersion]*kindInfo{}
-		r.types = map[reflect.Type]*kindInfo{}
-	}
-	if old, ok := r.kinds[kv]; ok {
-		return bad(fmt.Sprintf("%s is already registered to %s", typeValue(kind, version), old.typ))
-	}
-	if old, ok := r.types[typ]; ok {
-		return bad(fmt.Sprintf("the type is already registered as %s", typeValue(old.kind, old.version)))
-	}
-	r.kinds[kv] = info
-	r.types[typ] = info
-	return nil
+// decodeKind is reg.Decode for operation op.
+func decodeKind(op string, reg *tablekit.Registry, e tablekit.Entity) (any, error) {
+	v, err := reg.Decode(e)
+	return v, registryOp(op, err)
 }
 
-// Kind returns the kind and version of an entity, and false when it has
-// none the Registry can read (registered or not).
-func (r *Registry) Kind(e tablekit.Entity) (kind string, version int, ok bool) {
-	if r == nil {
-		return "", 0, false
-	}
-	tv, _ := e.Properties[r.prop()].(string)
-	kind, version, ok = parseTypeValue(tv)
-	if r.KindInRowKey {
-		comps, err := keys.Split(e.RowKey)
-		if err != nil || len(comps) < 2 || !validKind(comps[0]) {
-			return "", 0, false
-		}
-		if !ok || kind != comps[0] {
-			version = 1
-		}
-		return comps[0], version, true
-	}
-	return kind, version, ok
-}
-
-// Decode returns the entity as a value of the Go type registered for its
-// kind and version (the struct, not a pointer), or e itself, a
-// tablekit.Entity, when none is.
-func (r *Registry) Decode(e tablekit.Entity) (any, error) {
-	const op = "patterns.Registry.Decode"
-	if r == nil {
-		return nil, invalid(op, "nil *Registry")
-	}
-	return r.decode(op, e)
-}
-
-// decode is Decode for operation op.
-func (r *Registry) decode(op string, e tablekit.Entity) (any, error) {
-	kind, version, ok := r.Kind(e)
-	if !ok {
-		return e, nil
-	}
-	r.mu.RLock()
-	info := r.kinds[kindVersion{kind, version}]
-	r.mu.RUnlock()
-	if info == nil {
-		return e, nil
-	}
-	v, err := info.decode(e)
-	if err != nil {
-		return nil, withOp(op, annotate(err, fmt.Sprintf("decode %s as %s", e.PartitionKey+"/"+e.RowKey, typeValue(kind, version))))
-	}
-	return v, nil
-}
-
-// Encode converts a value of a registered type to its entity, with the
-// type property set: for writes of a Table[tablekit.Entity] or a
-// BulkWriter. With KindInRowKey, the RowKey must start with the kind
-// (keys.Compound(kind, id...)). A tablekit.Entity passes through as it is.
-// A type without key fields gives an Entity with empty keys: set them
-// before writing it.
-func (r *Registry) Encode(v any) (tablekit.Entity, error) {
-	const op = "patterns.Registry.Encode"
-	if r == nil {
-		return tablekit.Entity{}, invalid(op, "nil *Registry")
-	}
-	return r.encodeAs(op, v, false)
-}
-
-// encode is Encode for operation op, which writes v as a row with its
-// own keys: a type without key fields is refused.
-func (r *Registry) encode(op string, v any) (tablekit.Entity, error) {
-	return r.encodeAs(op, v, true)
-}
-
-// encodeAs is Encode for operation op; row refuses a type without key
-// fields.
-func (r *Registry) encodeAs(op string, v any, row bool) (tablekit.Entity, error) {
-	if e, ok := v.(tablekit.Entity); ok {
-		return e, nil
-	}
-	typ := reflect.TypeOf(v)
-	r.mu.RLock()
-	info := r.types[typ]
-	r.mu.RUnlock()
-	if info == nil {
-		return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %v is not registered (patterns.Register)", typ), Err: tablekit.ErrInvalidInput}
-	}
-	if row && !info.keyed {
-		return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %v has no key fields (`table:\",pk\"`, `table:\",rk\"`): it can be an event of a stream, whose Store sets its row's keys, not a row written with its own keys", typ), Err: tablekit.ErrInvalidInput}
-	}
-	e, err := info.encode(v)
-	if err != nil {
-		return e, withOp(op, err)
-	}
-	if r.KindInRowKey {
-		comps, err := keys.Split(e.RowKey)
-		if err != nil || len(comps) < 2 || comps[0] != info.kind {
-			return e, &tablekit.ValidationError{Op: op, Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: fmt.Sprintf("the RowKey of a %s must be a compound key starting with the kind (keys.Compound(%q, id))", typ, info.kind), Err: tablekit.ErrInvalidKey}
+// encodeRow is reg.Encode for operation op, which writes v as a row with
+// its own keys: a registered type without key fields (an event type,
+// whose store sets its keys) is refused.
+func encodeRow(op string, reg *tablekit.Registry, v any) (tablekit.Entity, error) {
+	if _, _, ok := reg.KindOf(v); ok {
+		if _, err := codec.Encode(reflect.Zero(reflect.TypeOf(v)).Interface()); err != nil { // refuses a struct without key fields alone
+			return tablekit.Entity{}, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %T has no key fields (`table:\",pk\"`, `table:\",rk\"`): it can be an event of a stream, whose Store sets its row's keys, not a row written with its own keys", v), Err: tablekit.ErrInvalidInput}
 		}
 	}
-	if e.Properties == nil {
-		e.Properties = map[string]any{}
-	}
-	e.Properties[r.prop()] = typeValue(info.kind, info.version)
-	return e, nil
+	e, err := reg.Encode(v)
+	return e, registryOp(op, err)
 }
 
-// kindOf returns the kind and version registered for T.
-func kindOf[T any](r *Registry) (kind string, version int, ok bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	info := r.types[reflect.TypeFor[T]()]
-	if info == nil {
-		return "", 0, false
+// registryOp names op, rather than the Registry's method, in the
+// ValidationError or DecodeError of a Registry's Encode or Decode.
+func registryOp(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return info.kind, info.version, true
+	var ve *tablekit.ValidationError
+	if errors.As(err, &ve) && strings.HasPrefix(ve.Op, "tablekit.Registry.") {
+		ve.Op = op
+	}
+	var de *tablekit.DecodeError
+	if errors.As(err, &de) && strings.HasPrefix(de.Op, "tablekit.Registry.") {
+		de.Op = op
+	}
+	return withOp(op, err)
 }
 
 // Mixed is a table of heterogeneous entities: reads decode every row
-// through a Registry into its own Go type (or tablekit.Entity for kinds it
+// through a tablekit.Registry into its own Go type (or tablekit.Entity for kinds it
 // does not know), writes take any registered value. Its verbs are
 // tablekit.Table's, each one request: Get, Insert, Upsert and Update
 // (which replace), Merge, Delete (with an ETag), DeleteIfExists, Query and
@@ -285,7 +91,7 @@ func kindOf[T any](r *Registry) (kind string, version int, ok bool) {
 // concurrent use.
 type Mixed struct {
 	table *tablekit.Table[tablekit.Entity]
-	reg   *Registry
+	reg   *tablekit.Registry
 	keyed bool   // made by WithKey: every write carries key
 	key   string // the idempotency key of a WithKey copy
 }
@@ -293,7 +99,7 @@ type Mixed struct {
 // NewMixed returns a Mixed over table, a property-bag view
 // (tablekit.Table.AsEntities of the application's table keeps its
 // client-side encryption), decoding with reg.
-func NewMixed(table *tablekit.Table[tablekit.Entity], reg *Registry) (*Mixed, error) {
+func NewMixed(table *tablekit.Table[tablekit.Entity], reg *tablekit.Registry) (*Mixed, error) {
 	if table == nil || reg == nil {
 		return nil, invalid("patterns.NewMixed", "nil table or registry")
 	}
@@ -422,7 +228,7 @@ func (m *Mixed) Get(ctx context.Context, pk, rk string) (any, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	return m.reg.decode(op, e)
+	return decodeKind(op, m.reg, e)
 }
 
 // Insert inserts v, a value of a registered type, and returns its ETag; it
@@ -433,7 +239,7 @@ func (m *Mixed) Insert(ctx context.Context, v any) (azcore.ETag, error) {
 	if err := m.usable(op); err != nil {
 		return "", err
 	}
-	e, err := m.reg.encode(op, v)
+	e, err := encodeRow(op, m.reg, v)
 	if err != nil {
 		return "", err
 	}
@@ -451,7 +257,7 @@ func (m *Mixed) Upsert(ctx context.Context, v any) (azcore.ETag, error) {
 	if err := m.usable(op); err != nil {
 		return "", err
 	}
-	e, err := m.reg.encode(op, v)
+	e, err := encodeRow(op, m.reg, v)
 	if err != nil {
 		return "", err
 	}
@@ -470,7 +276,7 @@ func (m *Mixed) Update(ctx context.Context, v any, etag azcore.ETag) (azcore.ETa
 	if err := m.usable(op); err != nil {
 		return "", err
 	}
-	e, err := m.reg.encode(op, v)
+	e, err := encodeRow(op, m.reg, v)
 	if err != nil {
 		return "", err
 	}
@@ -492,7 +298,7 @@ func (m *Mixed) Merge(ctx context.Context, v any, etag azcore.ETag) (azcore.ETag
 	if err := m.usable(op); err != nil {
 		return "", err
 	}
-	e, err := m.reg.encode(op, v)
+	e, err := encodeRow(op, m.reg, v)
 	if err != nil {
 		return "", err
 	}
@@ -561,7 +367,7 @@ func (m *Mixed) Query(ctx context.Context, f tablekit.Filter, opts *tablekit.Que
 			}
 			var v any
 			if err == nil {
-				v, err = m.reg.decode(op, e)
+				v, err = decodeKind(op, m.reg, e)
 			}
 			err = withOp(op, err)
 			if !yield(v, err) || err != nil {
@@ -588,7 +394,7 @@ func (m *Mixed) kindFilter(op, pk, kind string) (tablekit.Filter, error) {
 		}
 		return tablekit.RowKeyRange(pk, lo, hi), nil
 	}
-	p := m.reg.prop()
+	p := typeProperty(m.reg)
 	if !validKind(p) {
 		return tablekit.Filter{}, &tablekit.ValidationError{Op: op, Property: p, Detail: "the type property's name is not an identifier", Err: tablekit.ErrInvalidInput}
 	}
@@ -607,9 +413,9 @@ func QueryKind[T any](ctx context.Context, m *Mixed, pk string, opts *tablekit.Q
 			yield(zero, err)
 			return
 		}
-		kind, version, ok := kindOf[T](m.reg)
+		kind, version, ok := m.reg.KindOf(zero)
 		if !ok {
-			yield(zero, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %s is not registered (patterns.Register)", reflect.TypeFor[T]()), Err: tablekit.ErrInvalidInput})
+			yield(zero, &tablekit.ValidationError{Op: op, Detail: fmt.Sprintf("type %s is not registered (tablekit.Register)", reflect.TypeFor[T]()), Err: tablekit.ErrInvalidInput})
 			return
 		}
 		f, err := m.kindFilter(op, pk, kind)
@@ -649,7 +455,7 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	}
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		c, err := mapAction(a, func(v any) (tablekit.Entity, error) { return m.reg.encode(op, v) })
+		c, err := mapAction(a, func(v any) (tablekit.Entity, error) { return encodeRow(op, m.reg, v) })
 		if err != nil {
 			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}

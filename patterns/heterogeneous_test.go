@@ -39,18 +39,18 @@ type EmployeeV2 struct {
 	Last       string `table:"Last"`
 }
 
-func newRegistry(t *testing.T, kindInRowKey bool) *patterns.Registry {
-	r := &patterns.Registry{KindInRowKey: kindInRowKey}
+func newRegistry(t *testing.T, kindInRowKey bool) *tablekit.Registry {
+	r := &tablekit.Registry{KindInRowKey: kindInRowKey}
 	for _, err := range []error{
-		patterns.Register[Department](r, "Department", 1),
-		patterns.Register[Employee](r, "Employee", 1),
-		patterns.Register[EmployeeV2](r, "Employee", 2),
+		tablekit.Register[Department](r, "Department", 1),
+		tablekit.Register[Employee](r, "Employee", 1),
+		tablekit.Register[EmployeeV2](r, "Employee", 2),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := patterns.Register[Employee](r, "Other", 1); err == nil {
+	if err := tablekit.Register[Employee](r, "Other", 1); err == nil {
 		t.Fatal("a type registered twice")
 	}
 	return r
@@ -252,14 +252,14 @@ func TestTypeValues(t *testing.T) {
 		{"Employee.v+3", "", 0, false},
 		{"", "", 0, false},
 	} {
-		var reg patterns.Registry // the zero Registry reads type values
+		var reg tablekit.Registry // the zero Registry reads type values
 		k, v, ok := reg.Kind(tablekit.Entity{Properties: map[string]any{"EntityType": c.in}})
 		if k != c.kind || v != c.version || ok != c.ok {
 			t.Errorf("Kind of type value %q = %q, %d, %v", c.in, k, v, ok)
 		}
 	}
-	reg := &patterns.Registry{TypeProperty: "Type"}
-	if err := patterns.Register[EmployeeV2](reg, "Employee", 3); err != nil {
+	reg := &tablekit.Registry{TypeProperty: "Type"}
+	if err := tablekit.Register[EmployeeV2](reg, "Employee", 3); err != nil {
 		t.Fatal(err)
 	}
 	e, err := reg.Encode(EmployeeV2{Department: "d", Key: "k"})
@@ -286,7 +286,7 @@ func TestKeylessTypes(t *testing.T) {
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
 	reg := newRegistry(t, false)
-	if err := patterns.Register[Moved](reg, "Moved", 1); err != nil {
+	if err := tablekit.Register[Moved](reg, "Moved", 1); err != nil {
 		t.Fatalf("Register of a struct without key fields: %v", err)
 	}
 	e, err := reg.Encode(Moved{To: "Oslo", Step: 2})

@@ -229,7 +229,7 @@ func isCiphertext(v any) bool {
 // encryption writes through the table's property-bag view, which keeps
 // the encryption: the encrypted properties are stored encrypted, in
 // whatever physical entity holds them, and read back in plain text. A
-// typed table passes its encryption on (Stream over a Table[secretClick]),
+// typed table passes its encryption on (Timeline over a Table[secretClick]),
 // and Wide of a struct with fields tagged encrypt stores them encrypted
 // (Table.ToEntity gives the view their plaintext to encrypt).
 func TestEncryptedTables(t *testing.T) {
@@ -329,38 +329,38 @@ func TestEncryptedTables(t *testing.T) {
 		}
 	})
 
-	t.Run("Stream over a typed table", func(t *testing.T) {
+	t.Run("Timeline over a typed table", func(t *testing.T) {
 		t.Parallel()
 		tbl := entityTable(t, acct)
-		// The table's type says Owner is encrypted; the stream's events
+		// The table's type says Owner is encrypted; the timeline's entries
 		// are property bags, encrypted by the view as the typed table
 		// would.
-		s, err := patterns.NewStream[tablekit.Entity](encryptedTable[secretClick](t, tbl).AsEntities(), "clicks", 2)
+		s, err := patterns.NewTimeline[tablekit.Entity](encryptedTable[secretClick](t, tbl).AsEntities(), "clicks", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"Owner": "ada"}}}); err != nil {
+		if _, err := s.Append(ctx, patterns.TimelineEntry[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"Owner": "ada"}}}); err != nil {
 			t.Fatal(err)
 		}
 		raw := rawEntities(t, ctx, tbl, tablekit.Filter{})
 		if len(raw) != 1 || !isCiphertext(raw[0].Properties["Owner"]) {
-			t.Fatalf("stored events %v: Owner not encrypted", raw)
+			t.Fatalf("stored entries %v: Owner not encrypted", raw)
 		}
-		for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, nil) {
-			if err != nil || ev.Value.Properties["Owner"] != "ada" {
-				t.Fatalf("Query: %v, %v", ev.Value.Properties, err)
+		for en, err := range s.Query(ctx, time.Time{}, time.Time{}, nil) {
+			if err != nil || en.Value.Properties["Owner"] != "ada" {
+				t.Fatalf("Query: %v, %v", en.Value.Properties, err)
 			}
 		}
 	})
 }
 
-// TestStreamShardLayout: a stream's PartitionKeys are keys.ShardedKey of
+// TestTimelineShardLayout: a timeline's PartitionKeys are keys.ShardedKey of
 // its name, the bucket first, and the name may hold any character.
-func TestStreamShardLayout(t *testing.T) {
+func TestTimelineShardLayout(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tbl := entityTable(t, testenv.Account(t, nil))
-	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 12)
+	s, err := patterns.NewTimeline[Click](tbl.AsEntities(), "clicks", 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,12 +377,12 @@ func TestStreamShardLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b, _ := keys.Shard("evt-1", 12); pk != s.Partitions()[b] {
-		t.Fatalf("event evt-1 is in %q, want bucket %d", pk, b)
+		t.Fatalf("entry evt-1 is in %q, want bucket %d", pk, b)
 	}
 
 	// A name holding / \ # ? and a control character.
 	odd := "web/a\\b#c?d\x01!"
-	s2, err := patterns.NewStream[tablekit.Entity](tbl.AsEntities(), odd, 4)
+	s2, err := patterns.NewTimeline[tablekit.Entity](tbl.AsEntities(), odd, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,18 +392,18 @@ func TestStreamShardLayout(t *testing.T) {
 			t.Fatalf("partition %q splits into %q, %v", pk, comps, err)
 		}
 	}
-	if _, err := s2.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"A": "x"}}}); err != nil {
+	if _, err := s2.Append(ctx, patterns.TimelineEntry[tablekit.Entity]{Time: s0, ID: "e1", Value: tablekit.Entity{Properties: map[string]any{"A": "x"}}}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for ev, err := range s2.Query(ctx, s0, s0.Add(time.Second), nil) {
-		if err != nil || ev.ID != "e1" || ev.Value.Properties["A"] != "x" {
-			t.Fatalf("Query: %+v, %v", ev, err)
+	for en, err := range s2.Query(ctx, s0, s0.Add(time.Second), nil) {
+		if err != nil || en.ID != "e1" || en.Value.Properties["A"] != "x" {
+			t.Fatalf("Query: %+v, %v", en, err)
 		}
 		n++
 	}
 	if n != 1 {
-		t.Fatalf("Query found %d events, want 1", n)
+		t.Fatalf("Query found %d entries, want 1", n)
 	}
 }
 
@@ -412,17 +412,14 @@ func TestStreamShardLayout(t *testing.T) {
 func TestRefusalsNameTheirOperation(t *testing.T) {
 	t.Parallel()
 	var nilEntities *tablekit.Table[tablekit.Entity]
-	reg := &patterns.Registry{}
 	_, errWide := patterns.NewWide(nilEntities, nil)
 	_, errLarge := patterns.NewLarge(nilEntities, nil, nil)
 	_, errSeries := patterns.NewSeries(nilEntities, nil)
-	_, errStream := patterns.NewStream[tablekit.Entity](nilEntities, "s", 8)
-	_, errMixed := patterns.NewMixed(nilEntities, reg)
+	_, errTimeline := patterns.NewTimeline[tablekit.Entity](nilEntities, "s", 8)
+	_, errMixed := patterns.NewMixed(nilEntities, &tablekit.Registry{})
 	_, errDenorm := patterns.NewDenormalizer[tablekit.Entity](nilEntities, map[string]string{"A": "B"}, nil)
 	_, errPeriods := patterns.NewPeriodTables[tablekit.Entity](nil, "Logins", patterns.Daily(), nil)
 	_, errEvery := patterns.Every(0)
-	errRegister := patterns.Register[tablekit.Entity](reg, "Thing", 1)
-	_, errEncode := reg.Encode(struct{ A string }{"x"})
 	for _, c := range []struct {
 		op  string
 		err error
@@ -430,13 +427,11 @@ func TestRefusalsNameTheirOperation(t *testing.T) {
 		{"patterns.NewWide", errWide},
 		{"patterns.NewLarge", errLarge},
 		{"patterns.NewSeries", errSeries},
-		{"patterns.NewStream", errStream},
+		{"patterns.NewTimeline", errTimeline},
 		{"patterns.NewMixed", errMixed},
 		{"patterns.NewDenormalizer", errDenorm},
 		{"patterns.NewPeriodTables", errPeriods},
 		{"patterns.Every", errEvery},
-		{"patterns.Register", errRegister},
-		{"patterns.Registry.Encode", errEncode},
 	} {
 		var ve *tablekit.ValidationError
 		if !errors.As(c.err, &ve) || ve.Op != c.op || strings.Contains(ve.Detail, c.op) || !errors.Is(c.err, tablekit.ErrInvalidInput) || !strings.HasPrefix(c.err.Error(), "patterns: ") {
@@ -470,7 +465,7 @@ func opOf(err error) string {
 	return fmt.Sprintf("(not a ValidationError: %T)", err)
 }
 
-// s0 is a time for stream events.
+// s0 is a time for timeline entries.
 var s0 = time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 
 // TestLargeSpillSpan: each blob a write spills is uploaded inside a
@@ -578,7 +573,7 @@ func TestServiceErrorsNameTheirOperation(t *testing.T) {
 	if _, err := w.Upsert(ctx, tablekit.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	m, err := patterns.NewMixed(tbl, &tablekit.Registry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,18 +602,18 @@ func TestServiceErrorsNameTheirOperation(t *testing.T) {
 }
 
 // TestAnnotatedRefusals: a refusal about one of several inputs says which,
-// after the operation's name and once: "patterns: Stream.Append: invalid
-// input ... event 1: ...".
+// after the operation's name and once: "patterns: Timeline.Append: invalid
+// input ... entry 1: ...".
 func TestAnnotatedRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	tbl := entityTable(t, testenv.Account(t, nil))
-	s, err := patterns.NewStream[tablekit.Entity](tbl, "clicks", 2)
+	s, err := patterns.NewTimeline[tablekit.Entity](tbl, "clicks", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errAppend := s.Append(ctx, patterns.Event[tablekit.Entity]{Time: s0, ID: "a"}, patterns.Event[tablekit.Entity]{Time: s0, ID: "bad\xffid"})
-	m, err := patterns.NewMixed(tbl, &patterns.Registry{})
+	_, errAppend := s.Append(ctx, patterns.TimelineEntry[tablekit.Entity]{Time: s0, ID: "a"}, patterns.TimelineEntry[tablekit.Entity]{Time: s0, ID: "bad\xffid"})
+	m, err := patterns.NewMixed(tbl, &tablekit.Registry{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +622,7 @@ func TestAnnotatedRefusals(t *testing.T) {
 		op, context string
 		err         error
 	}{
-		{"patterns.Stream.Append", "event 1: ", errAppend},
+		{"patterns.Timeline.Append", "entry 1: ", errAppend},
 		{"patterns.Mixed.Transaction", "action 1: ", errTx},
 	} {
 		msg := fmt.Sprint(c.err)
@@ -637,5 +632,5 @@ func TestAnnotatedRefusals(t *testing.T) {
 	}
 }
 
-// opname is how an error of op starts: "patterns: Stream.Append: ".
+// opname is how an error of op starts: "patterns: Timeline.Append: ".
 func opname(op string) string { return "patterns: " + strings.TrimPrefix(op, "patterns.") + ": " }

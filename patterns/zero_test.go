@@ -32,11 +32,10 @@ var zeroValues = map[string][]any{
 	"Wide":         {&patterns.Wide[tablekit.Entity]{}, (*patterns.Wide[tablekit.Entity])(nil), &patterns.Wide[Year]{}, (&patterns.Wide[Year]{}).WithKey("k"), (*patterns.Wide[Year])(nil).WithKey("k")},
 	"Large":        {&patterns.Large[tablekit.Entity]{}, (*patterns.Large[tablekit.Entity])(nil), &patterns.Large[Doc]{}},
 	"Series":       {&patterns.Series{}, (*patterns.Series)(nil)},
-	"Stream":       {&patterns.Stream[tablekit.Entity]{}, (*patterns.Stream[tablekit.Entity])(nil)},
+	"Timeline":     {&patterns.Timeline[tablekit.Entity]{}, (*patterns.Timeline[tablekit.Entity])(nil)},
 	"PeriodTables": {&patterns.PeriodTables[tablekit.Entity]{}, (*patterns.PeriodTables[tablekit.Entity])(nil)},
 	"Mixed":        {&patterns.Mixed{}, (*patterns.Mixed)(nil), (&patterns.Mixed{}).WithKey("k"), (*patterns.Mixed)(nil).WithKey("k")},
 	"Denormalizer": {&patterns.Denormalizer[tablekit.Entity]{}, (*patterns.Denormalizer[tablekit.Entity])(nil)},
-	"Registry":     {(*patterns.Registry)(nil)},
 }
 
 // testOnly are the methods export_test.go adds for the tests, and those
@@ -47,8 +46,7 @@ var testOnly = map[string]bool{"Parts": true, "Refs": true, "Partitions": true, 
 // TestZeroValuesNeverPanic calls every exported method of every zero value
 // (and nil pointer) with valid arguments: none panics, and each fails with
 // an error matching tablekit.ErrInvalidInput that names the operation and
-// the constructor to use. (The zero Registry is ready to use: see
-// TestZeroRegistry.)
+// the constructor to use.
 func TestZeroValuesNeverPanic(t *testing.T) {
 	ctx := context.Background()
 	for name, values := range zeroValues {
@@ -68,9 +66,6 @@ func TestZeroValuesNeverPanic(t *testing.T) {
 					}()
 					out := rv.Method(i).Call(zeroArgs(ctx, rv.Method(i).Type()))
 					errs := resultErrors(out)
-					if name == "Registry" && m.Name == "Kind" {
-						return // reports ok false, no error
-					}
 					if len(errs) == 0 {
 						t.Fatalf("%s returned no error", what)
 					}
@@ -144,25 +139,6 @@ func resultErrors(out []reflect.Value) []error {
 
 var _ iter.Seq2[int, error] // resultErrors ranges over these
 
-// TestZeroRegistry: the zero Registry is ready to use.
-func TestZeroRegistry(t *testing.T) {
-	var reg patterns.Registry
-	if err := patterns.Register[Employee](&reg, "Employee", 1); err != nil {
-		t.Fatal(err)
-	}
-	e, err := reg.Encode(Employee{Department: "d", Key: "k", Name: "Ann"})
-	if err != nil || e.Properties["EntityType"] != "Employee.v1" {
-		t.Fatalf("Encode: %v, %v", e.Properties, err)
-	}
-	v, err := reg.Decode(e)
-	if err != nil || v.(Employee).Name != "Ann" {
-		t.Fatalf("Decode: %+v, %v", v, err)
-	}
-	if k, ver, ok := reg.Kind(e); k != "Employee" || ver != 1 || !ok {
-		t.Fatalf("Kind: %s, %d, %v", k, ver, ok)
-	}
-}
-
 // TestNilArgumentsAreRefused: a nil function or a zero Period is refused
 // with an error matching ErrInvalidInput, never a panic.
 func TestNilArgumentsAreRefused(t *testing.T) {
@@ -185,8 +161,7 @@ func TestNilArgumentsAreRefused(t *testing.T) {
 	_, errL := l.Modify(ctx, "p", "r", nil)
 	_, errS := s.Modify(ctx, "p", "r", nil)
 	_, errP := patterns.NewPeriodTables[Employee](acct, "Logins", patterns.Period{}, nil)
-	errR := patterns.Register[Employee](nil, "Employee", 1)
-	for name, err := range map[string]error{"Wide.Modify": errW, "Large.Modify": errL, "Series.Modify": errS, "NewPeriodTables": errP, "Register": errR} {
+	for name, err := range map[string]error{"Wide.Modify": errW, "Large.Modify": errL, "Series.Modify": errS, "NewPeriodTables": errP} {
 		if !errors.Is(err, tablekit.ErrInvalidInput) || !strings.HasPrefix(err.Error(), "patterns: ") {
 			t.Errorf("%s: %v", name, err)
 		}

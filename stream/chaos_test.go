@@ -13,7 +13,6 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testkit/chaos"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -81,8 +80,8 @@ func TestChaosStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		n, perWriter := chaos.Size(8, 12), chaos.Size(12, 40)
-		reg := &patterns.Registry{}
-		if err := patterns.Register[Tagged](reg, "Tagged", 1); err != nil {
+		reg := &tablekit.Registry{}
+		if err := tablekit.Register[Tagged](reg, "Tagged", 1); err != nil {
 			t.Fatal(err)
 		}
 		stores := make([]*stream.Store, n+2) // the appenders', the readers', the trimmer's

@@ -7,8 +7,8 @@
 // joins an append's transaction.
 //
 //	type Placed struct{ Item string `table:"Item"` } // an event type: no key fields needed
-//	reg := &patterns.Registry{}
-//	err := patterns.Register[Placed](reg, "Placed", 1)
+//	reg := &tablekit.Registry{}
+//	err := tablekit.Register[Placed](reg, "Placed", 1)
 //	s, err := stream.NewStore(table.AsEntities(), reg, nil)
 //	id := stream.ID{PartitionKey: "order-17"}
 //	r, err := s.Append(ctx, id, 0, []stream.Event{{ID: cmdID, Data: Placed{Item: "pen"}}})
@@ -27,7 +27,7 @@
 // see package outbox):
 //
 //	<prefix>~ev~0000000042    the event of version 42: its data's properties, its type
-//	                          value ("EntityType": "Placed.v1", as patterns.Registry
+//	                          value ("EntityType": "Placed.v1", as tablekit.Registry
 //	                          writes it), "_id" (its id, if any) and, on the first event
 //	                          of each append, "_append" (a random stamp of the append)
 //	<prefix>~head~0000000042  the head row: the stream is at version 42 ("Version")

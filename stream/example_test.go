@@ -8,7 +8,6 @@ import (
 
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -39,8 +38,8 @@ func Example() {
 	}
 	defer func() { _ = table.DeleteTable(context.WithoutCancel(ctx)) }()
 
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Placed](reg, "Placed", 1); err != nil { // type Placed struct{ Item string `table:"Item"`; ... }
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Placed](reg, "Placed", 1); err != nil { // type Placed struct{ Item string `table:"Item"`; ... }
 		log.Fatal(err)
 	}
 	s, err := stream.NewStore(table.AsEntities(), reg, nil)

@@ -11,7 +11,6 @@ import (
 	"github.com/tablekit/tablekit/internal/limits"
 	"github.com/tablekit/tablekit/internal/timing"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns"
 )
 
 // The rows of a stream, in its partition: every RowKey starts with the
@@ -132,7 +131,7 @@ func (s *Store) checkKeys(op string, id ID, ids []string) error {
 }
 
 // Event is an event to append: Data is a value of a struct type
-// registered in the Store's patterns.Registry (patterns.Register), which
+// registered in the Store's tablekit.Registry (tablekit.Register), which
 // needs no key fields (if it has them, Append ignores them and reads fill
 // them with the event row's keys), or a tablekit.Entity (whose keys are
 // ignored too). ID, when not "", identifies the event: an append whose
@@ -146,7 +145,7 @@ type Event struct {
 	// ids all, or none.
 	ID string
 	// Data is the event: a value of a registered type, stored with its
-	// type value (patterns.Registry.Encode) in the event's row.
+	// type value (tablekit.Registry.Encode) in the event's row.
 	Data any
 }
 
@@ -157,7 +156,7 @@ type RecordedEvent struct {
 	// ID is the event's id, "" when it was appended without one.
 	ID string
 	// Kind is the event's kind, as its row's type value names it
-	// (patterns.Registry.Kind: "Placed" for "Placed.v2"), "" when the row
+	// (tablekit.Registry.Kind: "Placed" for "Placed.v2"), "" when the row
 	// has none (a tablekit.Entity appended without a type property).
 	Kind string
 	// Data is the event, decoded by the Store's Registry into the type
@@ -213,7 +212,7 @@ type Options struct {
 // matching tablekit.ErrInvalidInput.
 type Store struct {
 	t   *tablekit.Table[tablekit.Entity]
-	reg *patterns.Registry
+	reg *tablekit.Registry
 	o   Options
 }
 
@@ -222,7 +221,7 @@ type Store struct {
 // encryption), whose events are typed by reg. reg must read kinds from
 // the type property (KindInRowKey false): an event's RowKey is its
 // version. NewStore sends nothing.
-func NewStore(t *tablekit.Table[tablekit.Entity], reg *patterns.Registry, opts *Options) (*Store, error) {
+func NewStore(t *tablekit.Table[tablekit.Entity], reg *tablekit.Registry, opts *Options) (*Store, error) {
 	const op = "NewStore"
 	var o Options
 	if opts != nil {
@@ -232,7 +231,7 @@ func NewStore(t *tablekit.Table[tablekit.Entity], reg *patterns.Registry, opts *
 		return nil, invalid(op, "table", "nil table (use tablekit.OpenTable and Table.AsEntities)")
 	}
 	if reg == nil {
-		return nil, invalid(op, "registry", "nil *patterns.Registry")
+		return nil, invalid(op, "registry", "nil *tablekit.Registry")
 	}
 	if reg.KindInRowKey {
 		return nil, invalid(op, "registry", "a Registry with KindInRowKey cannot type events: an event's RowKey is its version (use the type property)")

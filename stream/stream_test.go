@@ -11,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/internal/testkit/testenv"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -37,13 +36,13 @@ type Snapshot struct {
 	Version int64  `table:"Version"`
 }
 
-func registry(t testing.TB) *patterns.Registry {
+func registry(t testing.TB) *tablekit.Registry {
 	t.Helper()
-	reg := &patterns.Registry{}
-	if err := patterns.Register[Placed](reg, "Placed", 1); err != nil {
+	reg := &tablekit.Registry{}
+	if err := tablekit.Register[Placed](reg, "Placed", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := patterns.Register[Shipped](reg, "Shipped", 1); err != nil {
+	if err := tablekit.Register[Shipped](reg, "Shipped", 1); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -512,7 +511,7 @@ func TestNewStore(t *testing.T) {
 	for name, err := range map[string]error{
 		"nil table":    second(stream.NewStore(nil, reg, nil)),
 		"nil registry": second(stream.NewStore(tbl, nil, nil)),
-		"kind in key":  second(stream.NewStore(tbl, &patterns.Registry{KindInRowKey: true}, nil)),
+		"kind in key":  second(stream.NewStore(tbl, &tablekit.Registry{KindInRowKey: true}, nil)),
 		"page size":    second(stream.NewStore(tbl, reg, &stream.Options{PageSize: 1001})),
 		"retry":        second(stream.NewStore(tbl, reg, &stream.Options{Retry: tablekit.RetryPolicy{MaxAttempts: -1}})),
 	} {

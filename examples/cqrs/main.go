@@ -24,7 +24,6 @@ import (
 	"github.com/tablekit/tablekit/coord"
 	"github.com/tablekit/tablekit/feed"
 	"github.com/tablekit/tablekit/outbox"
-	"github.com/tablekit/tablekit/patterns"
 	"github.com/tablekit/tablekit/stream"
 )
 
@@ -91,8 +90,8 @@ func run(ctx context.Context, acct *tablekit.Account, out io.Writer) error {
 	// The write side: a stream per employee in the employee's partition
 	// (employees change departments), beside their current row, which the
 	// append's transaction writes too. The Feed marks each append (1 write).
-	reg := &patterns.Registry{}
-	err1, err2 := patterns.Register[Hired](reg, "Hired", 1), patterns.Register[Moved](reg, "Moved", 1)
+	reg := &tablekit.Registry{}
+	err1, err2 := tablekit.Register[Hired](reg, "Hired", 1), tablekit.Register[Moved](reg, "Moved", 1)
 	store, err3 := stream.NewStore(t["Employees"], reg, nil)
 	f, err4 := feed.New(store, t["Feed"], nil)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {

@@ -73,9 +73,9 @@ func setup(ctx context.Context, acct *tablekit.Account) (m *patterns.Mixed, d *p
 	if err != nil {
 		return nil, nil, drop, err
 	}
-	reg := &patterns.Registry{}
-	if err = patterns.Register[Department](reg, "Department", 1); err == nil {
-		err = patterns.Register[Employee](reg, "Employee", 1)
+	reg := &tablekit.Registry{}
+	if err = tablekit.Register[Department](reg, "Department", 1); err == nil {
+		err = tablekit.Register[Employee](reg, "Employee", 1)
 	}
 	if err == nil {
 		m, err = patterns.NewMixed(tbl, reg)

@@ -72,11 +72,11 @@ func open(ctx context.Context, acct *tablekit.Account, base string, kindInRowKey
 		err = tbl.CreateIfNotExists(ctx)
 	}
 	drop = func() { _ = tbl.DeleteTable(context.WithoutCancel(ctx)) }
-	reg := &patterns.Registry{KindInRowKey: kindInRowKey}
+	reg := &tablekit.Registry{KindInRowKey: kindInRowKey}
 	for _, e := range []error{err,
-		patterns.Register[Department](reg, "Department", 1),
-		patterns.Register[Employee](reg, "Employee", 1),
-		patterns.Register[EmployeeV2](reg, "Employee", 2),
+		tablekit.Register[Department](reg, "Department", 1),
+		tablekit.Register[Employee](reg, "Employee", 1),
+		tablekit.Register[EmployeeV2](reg, "Employee", 2),
 	} {
 		if e != nil {
 			return nil, drop, e

@@ -35,7 +35,7 @@ const modulePath = "github.com/tablekit/tablekit/examples/" // the examples' imp
 var examples = []string{
 	"basics", "queries", "compoundkey", "secondaryindex", "indexentities", "archive",
 	"tracing", "logtail", "bloblog", "wideentities", "largeentities", "dataseries",
-	"highvolumedelete", "shardedstream", "heterogeneous", "denormalization", "encryption", "sas",
+	"highvolumedelete", "timeline", "heterogeneous", "denormalization", "encryption", "sas",
 	"coordination", "cqrs",
 }
 

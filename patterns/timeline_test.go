@@ -10,7 +10,7 @@ import (
 	"github.com/tablekit/tablekit/patterns"
 )
 
-// Click is the value of a stream event.
+// Click is the value of a timeline entry.
 type Click struct {
 	PK   string `table:",pk"`
 	RK   string `table:",rk"`
@@ -18,23 +18,23 @@ type Click struct {
 	N    int    `table:"N"`
 }
 
-func TestStreamShardsAndWindow(t *testing.T) {
+func TestTimelineShardsAndWindow(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	acct := testenv.Account(t, nil)
 	tbl := entityTable(t, acct)
-	s, err := patterns.NewStream[Click](tbl.AsEntities(), "clicks", 8)
+	s, err := patterns.NewTimeline[Click](tbl.AsEntities(), "clicks", 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	const total = 10000
-	events := make([]patterns.Event[Click], total)
-	for i := range events {
-		// Two events per second, so that times tie and IDs decide.
-		events[i] = patterns.Event[Click]{Time: base.Add(time.Duration(i/2) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{Page: "/p" + fmt.Sprint(i%7), N: i}}
+	entries := make([]patterns.TimelineEntry[Click], total)
+	for i := range entries {
+		// Two entries per second, so that times tie and IDs decide.
+		entries[i] = patterns.TimelineEntry[Click]{Time: base.Add(time.Duration(i/2) * time.Second), ID: fmt.Sprintf("evt-%05d", i), Value: Click{Page: "/p" + fmt.Sprint(i%7), N: i}}
 	}
-	res, err := s.Append(ctx, events...)
+	res, err := s.Append(ctx, entries...)
 	if err != nil || res.Succeeded != total {
 		t.Fatalf("Append: %d, %v", res.Succeeded, err)
 	}
@@ -50,31 +50,31 @@ func TestStreamShardsAndWindow(t *testing.T) {
 			n++
 		}
 		if n < total/8*8/10 || n > total/8*12/10 {
-			t.Errorf("partition %s holds %d events; an even split is %d", pk, n, total/8)
+			t.Errorf("partition %s holds %d entries; an even split is %d", pk, n, total/8)
 		}
 		sum += n
 	}
 	if sum != total || len(s.Partitions()) != 8 {
-		t.Fatalf("%d events in %d partitions", sum, len(s.Partitions()))
+		t.Fatalf("%d entries in %d partitions", sum, len(s.Partitions()))
 	}
 
-	// A window: exactly its events, in time order (then ID), across shards.
+	// A window: exactly its entries, in time order (then ID), across shards.
 	from, until := base.Add(1000*time.Second), base.Add(3000*time.Second)
 	before := acct.Meter().Snapshot()
 	want := 2000
 	n := 0
-	for ev, err := range s.Query(ctx, from, until, nil) {
+	for en, err := range s.Query(ctx, from, until, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id := fmt.Sprintf("evt-%05d", want); ev.ID != id || ev.Value.N != want || !ev.Time.Equal(events[want].Time) {
-			t.Fatalf("event %d: got %s (N=%d, %v), want %s", n, ev.ID, ev.Value.N, ev.Time, id)
+		if id := fmt.Sprintf("evt-%05d", want); en.ID != id || en.Value.N != want || !en.Time.Equal(entries[want].Time) {
+			t.Fatalf("entry %d: got %s (N=%d, %v), want %s", n, en.ID, en.Value.N, en.Time, id)
 		}
 		want++
 		n++
 	}
 	if n != 4000 {
-		t.Fatalf("window returned %d events, want 4000", n)
+		t.Fatalf("window returned %d entries, want 4000", n)
 	}
 	// One page per shard from Azurite; Azure may cut a shard's pages short.
 	if cost := acct.Meter().Snapshot().Sub(before); cost.Count("table", "QueryEntities") != cost.Total() || cost.Total() < 8 || (cost.Total() != 8 && !testenv.PagesAsAzure()) {
@@ -83,12 +83,12 @@ func TestStreamShardsAndWindow(t *testing.T) {
 
 	// Limit, and stopping early.
 	n = 0
-	for ev, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10, PageSize: 3}) {
+	for en, err := range s.Query(ctx, time.Time{}, time.Time{}, &tablekit.QueryOptions{Limit: 10, PageSize: 3}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Value.N != n {
-			t.Fatalf("event %d is N=%d", n, ev.Value.N)
+		if en.Value.N != n {
+			t.Fatalf("entry %d is N=%d", n, en.Value.N)
 		}
 		n++
 	}

@@ -18,31 +18,31 @@ import (
 )
 
 // Against the prepend/append anti-pattern ("Avoid writing all new entities
-// to the same partition"): a time-ordered stream whose every write would
+// to the same partition"): a time-ordered sequence whose every write would
 // otherwise land at the end of one partition — a hot spot that caps the
-// write rate — is spread over N partitions by a hash of each event's ID,
+// write rate — is spread over N partitions by a hash of each entry's ID,
 // and a time-range query reads all of them in parallel and merges the
 // results back into time order.
 
-// Event is one entry of a [Stream]: its time, an ID unique within the
-// stream, and the value stored.
-type Event[T any] struct {
+// TimelineEntry is one entry of a [Timeline]: its time, an ID unique
+// within the timeline, and the value stored.
+type TimelineEntry[T any] struct {
 	Time  time.Time
 	ID    string
 	Value T
 }
 
-// Stream is a time-ordered stream of events in one table, spread over
-// shards partitions. An event's PartitionKey is the sharded key of the
-// stream's name, keys.ShardedKey(bucket, shards, keys.Compound(name)): the
-// bucket of the event's ID first, e.g. "3!clicks" (the keys package doc,
+// Timeline is a time-ordered sequence of entries in one table, spread
+// over shards partitions. An entry's PartitionKey is the sharded key of
+// the timeline's name, keys.ShardedKey(bucket, shards, keys.Compound(name)):
+// the bucket of the entry's ID first, e.g. "3!clicks" (the keys package doc,
 // Sharded keys, says why); keys.ShardedKeys gives them all. Its RowKey is
 // its time (keys.Time) and its ID, so that each shard is in time order and
 // a time window is one range query per shard.
 //
-// T is [tablekit.Entity] or a struct as for [tablekit.Table]; the stream
-// sets its keys. A Stream is safe for concurrent use.
-type Stream[T any] struct {
+// T is [tablekit.Entity] or a struct as for [tablekit.Table]; the timeline
+// sets its keys. A Timeline is safe for concurrent use.
+type Timeline[T any] struct {
 	table    *tablekit.Table[tablekit.Entity]
 	name     string
 	shards   int
@@ -51,18 +51,18 @@ type Stream[T any] struct {
 	isEntity bool
 }
 
-// NewStream returns the Stream called name stored in table, a property-bag
-// view (tablekit.Table.AsEntities of the application's table keeps its
-// client-side encryption), over shards partitions (1 to keys.MaxShards;
-// changing it re-homes events, so keep it for the life of the stream). T
-// is the type of the events' values. The name may be any string: it is
-// stored as a compound-key component (keys.Compound).
-func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, shards int) (*Stream[T], error) {
-	const op = "patterns.NewStream"
+// NewTimeline returns the Timeline called name stored in table, a
+// property-bag view (tablekit.Table.AsEntities of the application's table
+// keeps its client-side encryption), over shards partitions (1 to
+// keys.MaxShards; changing it re-homes entries, so keep it for the life of
+// the timeline). T is the type of the entries' values. The name may be any
+// string: it is stored as a compound-key component (keys.Compound).
+func NewTimeline[T any](table *tablekit.Table[tablekit.Entity], name string, shards int) (*Timeline[T], error) {
+	const op = "patterns.NewTimeline"
 	if table == nil {
 		return nil, invalid(op, "nil table")
 	}
-	s := &Stream[T]{table: table, name: name, shards: shards}
+	s := &Timeline[T]{table: table, name: name, shards: shards}
 	key, err := keys.Compound(name)
 	if err != nil {
 		return nil, &tablekit.ValidationError{Op: op, Entity: name, Property: "PartitionKey", Detail: err.Error(), Err: tablekit.ErrInvalidKey}
@@ -86,25 +86,25 @@ func NewStream[T any](table *tablekit.Table[tablekit.Entity], name string, shard
 	return s, nil
 }
 
-// usable refuses a Stream its constructor did not make.
-func (s *Stream[T]) usable(op string) error {
+// usable refuses a Timeline its constructor did not make.
+func (s *Timeline[T]) usable(op string) error {
 	if s == nil || s.table == nil {
-		return unusable(op, "NewStream")
+		return unusable(op, "NewTimeline")
 	}
 	return nil
 }
 
-// Keys returns the PartitionKey and RowKey of the event with time at and
+// Keys returns the PartitionKey and RowKey of the entry with time at and
 // ID id.
-func (s *Stream[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
-	const op = "patterns.Stream.Keys"
+func (s *Timeline[T]) Keys(at time.Time, id string) (pk, rk string, err error) {
+	const op = "patterns.Timeline.Keys"
 	if err := s.usable(op); err != nil {
 		return "", "", err
 	}
 	return s.keys(op, at, id)
 }
 
-func (s *Stream[T]) keys(op string, at time.Time, id string) (pk, rk string, err error) {
+func (s *Timeline[T]) keys(op string, at time.Time, id string) (pk, rk string, err error) {
 	shard, err := keys.Shard(id, s.shards)
 	if err != nil {
 		return "", "", &tablekit.ValidationError{Op: op, Entity: s.name, Property: "ID", Detail: err.Error(), Err: tablekit.ErrInvalidInput}
@@ -112,28 +112,28 @@ func (s *Stream[T]) keys(op string, at time.Time, id string) (pk, rk string, err
 	var b keys.Builder
 	rk, err = b.AddTime(at).Add(id).Key()
 	if err != nil {
-		return "", "", &tablekit.ValidationError{Op: op, Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("event %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
+		return "", "", &tablekit.ValidationError{Op: op, Entity: s.name, Property: "RowKey", Detail: fmt.Sprintf("entry %q at %v: %v", id, at, err), Err: tablekit.ErrInvalidKey}
 	}
 	return s.pks[shard], rk, nil
 }
 
-// Append writes events (upserting, so appending again is harmless) as
+// Append writes entries (upserting, so appending again is harmless) as
 // entity group transactions grouped by shard, in parallel: one transaction
-// per shard and 100 events. See tablekit.BulkWriter for how failures are
-// reported, and tablekit.BulkResult.ETags for the events' new ETags.
-func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.BulkResult, error) {
-	const op = "patterns.Stream.Append"
+// per shard and 100 entries. See tablekit.BulkWriter for how failures are
+// reported, and tablekit.BulkResult.ETags for the entries' new ETags.
+func (s *Timeline[T]) Append(ctx context.Context, entries ...TimelineEntry[T]) (tablekit.BulkResult, error) {
+	const op = "patterns.Timeline.Append"
 	if err := s.usable(op); err != nil {
 		return tablekit.BulkResult{}, err
 	}
-	items := make([]tablekit.Entity, len(events))
-	for i, ev := range events {
-		e, err := s.toEntity(ev.Value)
+	items := make([]tablekit.Entity, len(entries))
+	for i, en := range entries {
+		e, err := s.toEntity(en.Value)
 		if err == nil {
-			e.PartitionKey, e.RowKey, err = s.keys(op, ev.Time, ev.ID)
+			e.PartitionKey, e.RowKey, err = s.keys(op, en.Time, en.ID)
 		}
 		if err != nil {
-			return tablekit.BulkResult{}, withOp(op, annotate(err, fmt.Sprintf("event %d", i)))
+			return tablekit.BulkResult{}, withOp(op, annotate(err, fmt.Sprintf("entry %d", i)))
 		}
 		e.ETag = ""
 		items[i] = e
@@ -142,35 +142,35 @@ func (s *Stream[T]) Append(ctx context.Context, events ...Event[T]) (tablekit.Bu
 	return res, withOp(op, err)
 }
 
-func (s *Stream[T]) toEntity(v T) (tablekit.Entity, error) {
+func (s *Timeline[T]) toEntity(v T) (tablekit.Entity, error) {
 	if s.isEntity {
 		return any(v).(tablekit.Entity), nil
 	}
 	return codec.Encode(v)
 }
 
-// Query returns the events with from <= Time < until, in time order (and
+// Query returns the entries with from <= Time < until, in time order (and
 // by ID among equal times), across all shards: one range query per shard,
 // in parallel, each reading ahead one page, merged. A zero from or until
 // leaves that side open. Of opts, Limit (across shards), PageSize (of each
 // shard's query) and Select apply; a continuation is refused.
 //
-// On Azure Cosmos DB for Table, which does not return a shard's events in
-// key order, a shard's events are sorted on the client. Without a Limit,
-// each shard's range is read whole (at most 10,000 events per shard, else
+// On Azure Cosmos DB for Table, which does not return a shard's entries in
+// key order, a shard's entries are sorted on the client. Without a Limit,
+// each shard's range is read whole (at most 10,000 entries per shard, else
 // an error matching tablekit.ErrTooLarge: narrow the time range): as many
 // requests as the whole window takes. With a Limit, Query first reads
-// pages of every shard until they hold Limit events (a page per shard,
-// usually), which proves that the first Limit events of the window end at
+// pages of every shard until they hold Limit entries (a page per shard,
+// usually), which proves that the first Limit entries of the window end at
 // or before the Limit-th of those; it then reads each shard's range up to
 // that key, sorted: about two requests per shard, for small limits. An
 // Account that finds out it is on Cosmos DB from a query's first pages
 // (tablekit.ServiceAuto) starts that query again so, before it yields
 // anything: up to two pages per shard more (each shard reads one ahead).
-func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tablekit.QueryOptions) iter.Seq2[Event[T], error] {
-	const op = "patterns.Stream.Query"
-	return func(yield func(Event[T], error) bool) {
-		var zero Event[T]
+func (s *Timeline[T]) Query(ctx context.Context, from, until time.Time, opts *tablekit.QueryOptions) iter.Seq2[TimelineEntry[T], error] {
+	const op = "patterns.Timeline.Query"
+	return func(yield func(TimelineEntry[T], error) bool) {
+		var zero TimelineEntry[T]
 		if err := s.usable(op); err != nil {
 			yield(zero, err)
 			return
@@ -226,9 +226,9 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 		for h.Len() > 0 {
 			c := (*h)[0]
 			e := c.items[c.pos]
-			ev, err := s.event(e)
+			en, err := s.entry(e)
 			err = withOp(op, err)
-			if !yield(ev, err) || err != nil {
+			if !yield(en, err) || err != nil {
 				return
 			}
 			n++
@@ -238,10 +238,10 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 			c.pos++
 			ok, err := c.fill()
 			if err == nil && ok && c.pos == 0 && s.table.Account().Service() == tablekit.ServiceCosmosDB {
-				// A later page showed Cosmos DB, after events were
+				// A later page showed Cosmos DB, after entries were
 				// yielded in the order the first pages gave.
 				err = &tablekit.ValidationError{Op: op, Entity: s.name,
-					Detail: "the service answered as Azure Cosmos DB for Table, which does not keep key order, after the query had yielded events: open the Account with tablekit.ServiceCosmosDB",
+					Detail: "the service answered as Azure Cosmos DB for Table, which does not keep key order, after the query had yielded entries: open the Account with tablekit.ServiceCosmosDB",
 					Err:    tablekit.ErrUnsupported}
 			}
 			if err != nil {
@@ -261,7 +261,7 @@ func (s *Stream[T]) Query(ctx context.Context, from, until time.Time, opts *tabl
 // reading ahead one page, and returns their cursors once each holds its
 // first page (or is exhausted). cancel stops the readers and waits for
 // them.
-func (s *Stream[T]) readShards(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) (_ []*shardCursor, cancel func(), err error) {
+func (s *Timeline[T]) readShards(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) (_ []*shardCursor, cancel func(), err error) {
 	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	cancel = func() { stop(); wg.Wait() }
@@ -285,20 +285,20 @@ func (s *Stream[T]) readShards(ctx context.Context, fs []tablekit.Filter, o tabl
 }
 
 // readCosmos reads the shard queries fs on Azure Cosmos DB for Table,
-// which returns a shard's events in no key order, and returns a cursor of
-// each shard's events sorted: all of them without a Limit; with one, those
-// up to the Limit-th event of the window, proved so: pages of every shard
-// (in the service's order) are read until they hold Limit events or every
-// shard is read whole, and the Limit-th of those events, by RowKey then
+// which returns a shard's entries in no key order, and returns a cursor of
+// each shard's entries sorted: all of them without a Limit; with one, those
+// up to the Limit-th entry of the window, proved so: pages of every shard
+// (in the service's order) are read until they hold Limit entries or every
+// shard is read whole, and the Limit-th of those entries, by RowKey then
 // shard as the merge orders them, is at or after the Limit-th of the
-// window, so that the window's first Limit events are among each shard's
-// events up to its RowKey, read sorted.
-func (s *Stream[T]) readCosmos(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) ([]*shardCursor, error) {
+// window, so that the window's first Limit entries are among each shard's
+// entries up to its RowKey, read sorted.
+func (s *Timeline[T]) readCosmos(ctx context.Context, fs []tablekit.Filter, o tablekit.QueryOptions) ([]*shardCursor, error) {
 	limit := o.Limit
 	o.Limit, o.Continuation = 0, ""
 	sorted := make([][]tablekit.Entity, len(fs))
 	whole := func(i int, f tablekit.Filter) error {
-		// At most limits.CollectLimit events, else ErrTooLarge.
+		// At most limits.CollectLimit entries, else ErrTooLarge.
 		oo := o
 		oo.KeyOrder = true
 		var err error
@@ -374,7 +374,7 @@ func (s *Stream[T]) readCosmos(ctx context.Context, fs []tablekit.Filter, o tabl
 	return sortedCursors(sorted), nil
 }
 
-// sortedCursors returns cursors over each shard's sorted events.
+// sortedCursors returns cursors over each shard's sorted entries.
 func sortedCursors(shards [][]tablekit.Entity) []*shardCursor {
 	cursors := make([]*shardCursor, len(shards))
 	for i, items := range shards {
@@ -386,7 +386,7 @@ func sortedCursors(shards [][]tablekit.Entity) []*shardCursor {
 }
 
 // each calls fn for 0..n-1, s.conc at a time, and returns the first error.
-func (s *Stream[T]) each(ctx context.Context, n int, fn func(i int) error) error {
+func (s *Timeline[T]) each(ctx context.Context, n int, fn func(i int) error) error {
 	sem := make(chan struct{}, s.conc)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -413,7 +413,7 @@ func (s *Stream[T]) each(ctx context.Context, n int, fn func(i int) error) error
 
 // readShard pages through one shard's query and sends the pages, stopping
 // when the query ends, fails, or ctx is cancelled.
-func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, o tablekit.QueryOptions, sem chan struct{}, out chan<- shardPage) {
+func (s *Timeline[T]) readShard(ctx context.Context, f tablekit.Filter, o tablekit.QueryOptions, sem chan struct{}, out chan<- shardPage) {
 	o.Limit = 0 // the merge counts
 	defer close(out)
 	tok := ""
@@ -438,26 +438,26 @@ func (s *Stream[T]) readShard(ctx context.Context, f tablekit.Filter, o tablekit
 	}
 }
 
-// event turns a stored entity back into an Event.
-func (s *Stream[T]) event(e tablekit.Entity) (Event[T], error) {
-	var ev Event[T]
+// entry turns a stored entity back into a TimelineEntry.
+func (s *Timeline[T]) entry(e tablekit.Entity) (TimelineEntry[T], error) {
+	var en TimelineEntry[T]
 	comps, err := keys.Split(e.RowKey)
 	if err == nil && len(comps) != 2 {
 		err = fmt.Errorf("want (time, id), got %d components", len(comps))
 	}
 	if err == nil {
-		ev.Time, err = keys.ParseTime(comps[0])
+		en.Time, err = keys.ParseTime(comps[0])
 	}
 	if err != nil {
-		return ev, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a stream event key: " + err.Error()}
+		return en, &tablekit.DecodeError{Entity: e.PartitionKey + "/" + e.RowKey, Property: "RowKey", Detail: "not a timeline entry key: " + err.Error()}
 	}
-	ev.ID = comps[1]
+	en.ID = comps[1]
 	if s.isEntity {
-		ev.Value = any(e).(T)
-		return ev, nil
+		en.Value = any(e).(T)
+		return en, nil
 	}
-	ev.Value, err = codec.Decode[T](e)
-	return ev, err
+	en.Value, err = codec.Decode[T](e)
+	return en, err
 }
 
 // shardPage is one page of a shard's query.
