@@ -45,6 +45,22 @@ func (a Action[T]) Value() T { return a.value }
 // requires ("" for none, azcore.ETagAny for any version).
 func (a Action[T]) ETag() azcore.ETag { return a.etag }
 
+// MapAction returns the action that does what a does (the same verb and
+// ETag) with f(v) in place of a's value v: how a package built on tablekit
+// turns its callers' actions on their types into actions on the rows it
+// stores. f's error is returned as is. The zero Action maps to the zero
+// Action (f is not called), which every write refuses.
+func MapAction[T, U any](a Action[T], f func(T) (U, error)) (Action[U], error) {
+	if a.kind == 0 {
+		return Action[U]{}, nil
+	}
+	u, err := f(a.value)
+	if err != nil {
+		return Action[U]{}, err
+	}
+	return Action[U]{kind: a.kind, value: u, etag: a.etag}, nil
+}
+
 // InsertAction inserts v; the transaction fails if v's entity exists.
 func InsertAction[T any](v T) Action[T] { return Action[T]{kind: wire.Insert, value: v} }
 

@@ -172,7 +172,7 @@ func (w *Writer[T]) transaction(ctx context.Context, g Write, actions []tablekit
 	}
 	ents := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		ea, err := mapAction(a, w.t.ToEntity)
+		ea, err := tablekit.MapAction(a, w.t.ToEntity)
 		if err != nil {
 			return Result{}, err
 		}
@@ -404,27 +404,4 @@ func (w *Writer[T]) forgetFence(pk string) {
 	w.mu.Lock()
 	delete(w.fences, pk)
 	w.mu.Unlock()
-}
-
-// mapAction returns the action that does what a does (the same verb and
-// ETag) with the value f(v) in place of a's value v; a zero Action stays
-// zero, and is refused where it is used.
-func mapAction[T, U any](a tablekit.Action[T], f func(T) (U, error)) (tablekit.Action[U], error) {
-	u, err := f(a.Value())
-	if err != nil {
-		return tablekit.Action[U]{}, err
-	}
-	switch a.Verb() {
-	case "Insert":
-		return tablekit.InsertAction(u), nil
-	case "Upsert":
-		return tablekit.UpsertAction(u), nil
-	case "Update":
-		return tablekit.UpdateAction(u, a.ETag()), nil
-	case "Merge":
-		return tablekit.MergeAction(u, a.ETag()), nil
-	case "Delete":
-		return tablekit.DeleteAction(u, a.ETag()), nil
-	}
-	return tablekit.Action[U]{}, nil
 }

@@ -455,7 +455,7 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	}
 	conv := make([]tablekit.Action[tablekit.Entity], len(actions))
 	for i, a := range actions {
-		c, err := mapAction(a, func(v any) (tablekit.Entity, error) { return encodeRow(op, m.reg, v) })
+		c, err := tablekit.MapAction(a, func(v any) (tablekit.Entity, error) { return encodeRow(op, m.reg, v) })
 		if err != nil {
 			return nil, withOp(op, annotate(err, fmt.Sprintf("action %d", i)))
 		}
@@ -467,27 +467,4 @@ func (m *Mixed) Transaction(ctx context.Context, actions ...tablekit.Action[any]
 	}
 	etags, err := m.table.Transaction(ctx, conv...)
 	return etags, withOp(op, err)
-}
-
-// mapAction returns the action that does what a does (the same verb and
-// ETag) with the value f(v) in place of a's value v; a zero Action stays
-// zero, and is refused where it is used.
-func mapAction[T, U any](a tablekit.Action[T], f func(T) (U, error)) (tablekit.Action[U], error) {
-	u, err := f(a.Value())
-	if err != nil {
-		return tablekit.Action[U]{}, err
-	}
-	switch a.Verb() {
-	case "Insert":
-		return tablekit.InsertAction(u), nil
-	case "Upsert":
-		return tablekit.UpsertAction(u), nil
-	case "Update":
-		return tablekit.UpdateAction(u, a.ETag()), nil
-	case "Merge":
-		return tablekit.MergeAction(u, a.ETag()), nil
-	case "Delete":
-		return tablekit.DeleteAction(u, a.ETag()), nil
-	}
-	return tablekit.Action[U]{}, nil
 }
