@@ -114,7 +114,9 @@
 // streams (one call at a time per stream): a Handle whose state spans
 // streams must lock it. Its checkpoint of a stream is written after it
 // returned nil for the events of a round (one write per stream and round,
-// and one per 32 changes in a long catch-up); an error stops the stream
+// and one per 32 changes in a long catch-up; a round cut short by the end
+// of its context, Run's or a lost lease's, still writes what it handled,
+// for up to 5 s more); an error stops the stream
 // for that subscription until the next round, the other subscriptions and
 // streams go on, and the stream's marks stay. A process that dies after
 // handling and before the checkpoint hands those events again: Handle must

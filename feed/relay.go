@@ -284,7 +284,10 @@ func (r *Relay) ok(op string) error {
 // taken over: stop (the round stops too, and cancels the context of the
 // streams it was catching up). Run calls it for the application; the
 // term of the latest Round is the one Replay runs in when Run does not
-// lead.
+// lead. A round cut short because ctx ended (Run's context, a lost lease)
+// still stores the checkpoints of what it handled, with fenced writes
+// that outlive ctx by up to 5 s: a relay whose rounds keep outliving
+// their context still moves on.
 //
 // The round queries the shards concurrently and catches up to
 // streamsInFlight (16) marked streams at once, each stream's events in
@@ -678,7 +681,9 @@ func (r *Relay) lead(ctx context.Context, term int64) (end func()) {
 // Run runs rounds every Interval while this process leads by lease
 // (coord.Lease.Lead, with Options.Lead), each with the lease's term, and
 // campaigns again when leadership is lost or fenced, until ctx ends; it
-// then returns ctx's error. It returns at once an error matching
+// then returns ctx's error, once the round that ctx's end cut short has
+// stored the checkpoints of what it handled (fenced writes, within 5 s;
+// see Round). It returns at once an error matching
 // tablekit.ErrInvalidInput, ErrInvalidKey or ErrTooLarge when the lease
 // (nil included) or options are refused (by the client or the service).
 // Relay.Replay, called meanwhile, runs in the term Run holds.
@@ -839,13 +844,15 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 			nfailed++
 		}
 	}
-	// save stores subs[j]'s checkpoint at done[j]; it returns an error
-	// only when fenced (stop). A failed write stops the subscription on
-	// this stream for the round, its checkpoint the last one stored.
+	// save stores subs[j]'s checkpoint at done[j] (with wctx); it returns
+	// an error only when fenced (stop). A failed write stops the
+	// subscription on this stream for the round, its checkpoint the last
+	// one stored.
+	wctx := ctx
 	save := func(j int) error {
 		s := r.subs[subs[j]]
 		row := tablekit.Entity{PartitionKey: cpPrefix + s.Name, RowKey: streamKey(id), Properties: map[string]any{propVersion: done[j]}}
-		if _, err := r.w.Transaction(ctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
+		if _, err := r.w.Transaction(wctx, coord.Write{Term: term}, tablekit.UpsertAction(row)); err != nil {
 			r.forget(s, streamKey(id)) // read it again: it may be either
 			err = fmt.Errorf("feed: Relay.Round: checkpoint of %q on stream %s at version %d: %w", s.Name, name(id), done[j], err)
 			if errors.Is(err, coord.ErrFenced) {
@@ -921,6 +928,18 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 			}
 		}
 	}
+	if ctx.Err() != nil && p.parent.Err() != nil {
+		// Cut short by the caller (Run's context ended, or its lease
+		// was lost): what was handled is stored all the same, fenced as
+		// ever, within cutSaveTimeout. Otherwise a relay whose rounds
+		// keep outliving their context (restarted, or losing its lease,
+		// while a backlog takes longer than that to catch up) would hand
+		// the same changes again every time, never storing past the
+		// last multiple of checkpointEvery.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cutSaveTimeout)
+		defer cancel()
+	}
 	for j := range subs {
 		if done[j] > cp[j] {
 			if err := save(j); err != nil {
@@ -930,6 +949,11 @@ func (p *pass) catchUp(id stream.ID) (from, reached int64, err error) {
 	}
 	return from, slices.Min(cp), errors.Join(errs...)
 }
+
+// cutSaveTimeout bounds the checkpoint writes of a catch-up cut short by
+// the end of its round's context (see catchUp): Run returns that much
+// later at most.
+const cutSaveTimeout = 5 * time.Second
 
 // streamsInFlight is how many streams a round (or Replay) catches up at
 // once, and how many directory shards a round queries at once: as many as
