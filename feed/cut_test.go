@@ -9,7 +9,7 @@ import (
 	"github.com/tablekit/tablekit"
 	"github.com/tablekit/tablekit/azurite"
 	"github.com/tablekit/tablekit/feed"
-	"github.com/tablekit/tablekit/internal/testenv"
+	"github.com/tablekit/tablekit/internal/testkit/testenv"
 	"github.com/tablekit/tablekit/stream"
 )
 
